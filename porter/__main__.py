@@ -1,0 +1,3 @@
+from porter.cli import main
+
+main()

@@ -1,0 +1,23 @@
+"""User-facing errors: one clear line, naming the file and line where there is one, and an exit code."""
+
+from __future__ import annotations
+
+
+class PorterError(Exception):
+    """An error the CLI prints as one line (``porter: <message>``) and exits with ``exit_code``."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None, exit_code: int | None = None):
+        self.path = path
+        self.line = line
+        if exit_code is not None:
+            self.exit_code = exit_code
+        where = f"{path}:{line}: " if path and line else f"{path}: " if path else ""
+        super().__init__(f"{where}{message}")
+
+
+class UsageError(PorterError):
+    """Bad arguments or unusable input (exit code 2)."""
+
+    exit_code = 2

@@ -1,0 +1,284 @@
+"""Plain frozen data shared by every stage of porter.
+
+This module imports nothing else from porter.  Every stage (scan, translate, llm,
+backends, harness, workflows, report) speaks in these types, and every one of them
+turns into JSON through :func:`to_jsonable`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+# --------------------------------------------------------------------------- scan
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str  # the declared type without the name, e.g. "const float *__restrict__"
+    pointer: bool
+    const: bool  # the pointee (for pointers) or the value is const
+    written: bool  # the kernel (or a device function it passes the pointer to) stores through it
+
+
+@dataclass(frozen=True)
+class SharedArray:
+    name: str
+    type: str  # element type
+    size: str | None  # size expression as written ("BLOCK*2"), None for `extern __shared__ T x[]`
+    extern: bool
+    line: int
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    line: int
+    end_line: int
+    template_params: tuple[str, ...]  # as written: "typename T", "int BLOCK"
+    params: tuple[Param, ...]
+    shared: tuple[SharedArray, ...]
+    barriers: int  # __syncthreads / __syncwarp / cg sync calls
+    atomics: tuple[str, ...]  # distinct atomic functions used, sorted
+    warp_intrinsics: tuple[str, ...]  # distinct shuffle / vote / warp sync functions, sorted
+    launch_bounds: str | None  # the argument text of __launch_bounds__(...)
+    start_byte: int = 0
+    end_byte: int = 0
+
+
+@dataclass(frozen=True)
+class DeviceFunction:
+    name: str
+    line: int
+    end_line: int
+    qualifiers: tuple[str, ...]  # "__device__", "__host__", "__forceinline__"...
+    start_byte: int = 0
+    end_byte: int = 0
+
+
+@dataclass(frozen=True)
+class LaunchSite:
+    kernel: str
+    line: int
+    grid: str
+    block: str
+    shared_bytes: str | None
+    stream: str | None
+    args: tuple[str, ...]
+    template_args: tuple[str, ...] = ()
+    via: str = "chevrons"  # "chevrons" | "cudaLaunchKernel" | "hipLaunchKernelGGL"
+    function: str | None = None  # enclosing host function
+
+
+@dataclass(frozen=True)
+class Allocation:
+    var: str
+    bytes: str  # byte-size expression as written
+    line: int
+    api: str  # cudaMalloc | cudaMallocManaged | cudaMallocHost | malloc | calloc | new[] | ...
+    elem_type: str | None = None  # element type when it can be read off (new T[n], T* p = (T*)malloc)
+    function: str | None = None
+
+
+@dataclass(frozen=True)
+class Copy:
+    dst: str
+    src: str
+    bytes: str
+    kind: str  # cudaMemcpyHostToDevice ... as written, or "" when absent
+    line: int
+    api: str = "cudaMemcpy"
+
+
+@dataclass(frozen=True)
+class Define:
+    name: str
+    value: str
+    line: int
+    params: tuple[str, ...] | None = None  # function-like macro parameters
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """A host-side scalar assignment `int n = 1 << 20;` (raw material for spec inference)."""
+
+    var: str
+    type: str | None
+    value: str
+    line: int
+    function: str | None = None
+
+
+@dataclass(frozen=True)
+class ArrayAccess:
+    array: str
+    index: tuple[str, ...]  # one expression per subscript dimension
+    line: int
+
+
+class LoopKind(enum.StrEnum):
+    MAP = "map"
+    REDUCTION = "reduction"
+    STENCIL = "stencil"
+    SEQUENTIAL = "sequential"
+
+
+@dataclass(frozen=True)
+class LoopNest:
+    function: str
+    line: int
+    vars: tuple[str, ...]  # outermost first
+    bounds: tuple[str, ...]  # the range(...) argument text for each loop variable
+    reads: tuple[ArrayAccess, ...]
+    writes: tuple[ArrayAccess, ...]
+    kind: LoopKind
+    reason: str
+    params: tuple[str, ...] = ()  # the enclosing function's parameters
+    reduction_op: str | None = None  # "+", "*", "max", "min", ... for reductions
+    end_line: int = 0
+
+
+class Severity(enum.StrEnum):
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Hazard:
+    code: str
+    line: int
+    message: str
+    severity: Severity = Severity.WARNING
+
+
+@dataclass(frozen=True)
+class ParseWarning:
+    line: int
+    column: int
+    message: str
+
+
+@dataclass(frozen=True)
+class FileScan:
+    path: str
+    language: str  # "cuda" | "python"
+    kernels: tuple[Kernel, ...] = ()
+    device_functions: tuple[DeviceFunction, ...] = ()
+    launches: tuple[LaunchSite, ...] = ()
+    allocations: tuple[Allocation, ...] = ()
+    copies: tuple[Copy, ...] = ()
+    defines: tuple[Define, ...] = ()
+    assignments: tuple[Assignment, ...] = ()
+    loops: tuple[LoopNest, ...] = ()
+    hazards: tuple[Hazard, ...] = ()
+    warnings: tuple[ParseWarning, ...] = ()
+
+
+# --------------------------------------------------------------------------- running kernels
+
+
+class Role(enum.StrEnum):
+    IN = "in"
+    OUT = "out"
+    INOUT = "inout"
+    SCALAR = "scalar"
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    name: str
+    dtype: str  # numpy dtype name: float32, float64, float16, int32, uint32, int64, uint8, ...
+    role: Role
+    shape: tuple[str, ...] = ()  # size-symbol expressions, e.g. ("N",) or ("M", "K"); () for scalars
+    value: str | None = None  # for scalars: an expression in the size symbols ("N", "0.5f", "2*N")
+    low: float | None = None  # input value range (None: dtype default)
+    high: float | None = None
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    kernel: str
+    args: tuple[ArgSpec, ...]
+    grid: tuple[str, ...]  # expressions in the size symbols, 1 to 3 of them
+    block: tuple[str, ...]
+    shared_bytes: str = "0"
+    sizes: tuple[dict[str, int], ...] = ()  # problem sizes to test; each binds every size symbol
+    hidden_sizes: tuple[dict[str, int], ...] = ()  # sizes never shown to a variant's author
+    bench_sizes: tuple[dict[str, int], ...] = ()
+    rtol: float | None = None  # None: per-dtype default
+    atol: float | None = None
+    template_args: tuple[str, ...] = ()
+    float_atomics: bool = False  # outputs may differ in rounding between runs
+    source: str = "inferred"  # "spec-file" | "inferred" | "llm"
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Variant:
+    kernel: str
+    target: str  # "cuda" | "hip" | "opencl"
+    source: str
+    entry: str  # the symbol to launch (mangled or extern "C" name chosen by the producer)
+    provenance: str  # "original" | "translate" | "llm:<model>" | "user"
+    path: str | None = None
+    # How the variant's arguments map onto the spec's: indices into KernelSpec.args, plus
+    # extra trailing arguments the target needs (e.g. OpenCL __local buffers sized from the launch).
+    arg_map: tuple[int, ...] | None = None
+    extra_args: tuple[dict[str, Any], ...] = ()
+    options: tuple[str, ...] = ()
+
+
+class Status(enum.StrEnum):
+    VALIDATED = "validated"
+    COMPILED = "compiled"
+    FAILED = "failed"
+    UNTRANSLATABLE = "untranslatable"
+
+
+@dataclass(frozen=True)
+class Timing:
+    median_ms: float
+    iqr_ms: float
+    runs: int
+    size: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kernel: str
+    target: str
+    device: str  # "" when compiled only
+    backend: str
+    toolchain: str
+    compiled: bool
+    executed: bool
+    correct: bool
+    status: Status
+    reason: str = ""
+    trials: int = 0
+    sizes: tuple[dict[str, int], ...] = ()
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    timing: Timing | None = None
+    logs: tuple[str, ...] = ()
+    checks: tuple[str, ...] = ()  # names of the checks that ran and passed
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Dataclasses, enums, tuples and dicts to plain JSON types."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    return obj

@@ -1,0 +1,46 @@
+"""Shared test setup: `gpu`-marked tests skip cleanly where no NVIDIA GPU can run them."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+
+
+@functools.cache
+def nvidia_gpu() -> str | None:
+    """None when an NVIDIA GPU is usable here, else why not."""
+    if not shutil.which("nvidia-smi"):
+        return "no NVIDIA GPU (nvidia-smi not found)"
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"no NVIDIA GPU ({err})"
+    if out.returncode != 0 or "GPU" not in out.stdout:
+        return "no NVIDIA GPU (nvidia-smi lists none)"
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        return "NVIDIA GPU present but CuPy is not installed"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    reason = nvidia_gpu()
+    if reason is None:
+        return
+    skip = pytest.mark.skip(reason=reason)
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def samples() -> Path:
+    return SAMPLES

@@ -1,0 +1,375 @@
+"""The OpenCL backend: pyopencl over every ICD present, plus Oclgrind as a checking device.
+
+Devices are whatever the installed ICDs offer (NVIDIA's OpenCL, PoCL or Intel's CPU runtime,
+AMD/Intel GPUs), each kept only when a probe kernel builds and runs correctly on it.  See
+:mod:`.devices` for enumeration and :mod:`.oclgrind` for the checker.
+
+Launch conventions (``Program(*args, grid, block, shared_bytes, timed)``):
+
+* global work size = ``grid[i] * block[i]`` per dimension, local work size = ``block``;
+* array arguments are the ``cl.Buffer`` objects of :meth:`OpenCLBackend.alloc` /
+  :meth:`OpenCLBackend.to_device`; scalars must be NumPy scalars (``np.int32(n)``,
+  ``np.float32(a)``, ``np.float64(a)``): their dtype is the C type passed;
+* a :class:`porter.backends.isolate.LocalBuffer` becomes a ``__local`` argument of that many
+  bytes.  OpenCL has no launch-time dynamic local memory, so ``shared_bytes`` is ignored:
+  a translated ``extern __shared__`` array arrives as a LocalBuffer argument instead;
+* ``timed=True`` waits for the launch and returns its device time in milliseconds, from the
+  event's profiling counters; otherwise the launch is asynchronous and returns None.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from porter.backends import (
+    Availability,
+    Binary,
+    CompileError,
+    CompileOptions,
+    Device,
+    LaunchError,
+    Program,
+    ToolchainMissing,
+    load_data,
+)
+from porter.backends.isolate import LocalBuffer
+
+from .devices import Live, inventory, listed_devices, live, pyopencl
+from .oclgrind import oclgrind_wrapper, parse_oclgrind_log
+
+__all__ = ["OpenCLBackend", "OpenCLProgram", "build_options", "oclgrind_wrapper", "parse_oclgrind_log"]
+
+FORMAT_BINARY = "opencl-binary"
+FORMAT_SOURCE = "opencl-source"
+_MIN_FLUSH_BYTES = 8 << 20
+_NO_OPTIONS = CompileOptions()
+_NO_OPTIONS = CompileOptions()
+
+
+@functools.cache
+def _dialect() -> dict[str, Any]:
+    return load_data("porter.backends.opencl", "dialect.toml")
+
+
+def build_options(options: CompileOptions) -> list[str]:
+    """OpenCL C build options for `options` (-D, -I, -cl-opt-disable for debug, then flags)."""
+    out = [f"-D{d}" for d in options.defines]
+    out += [f"-I{path}" for path in options.include_dirs]
+    if options.debug:
+        out.append("-cl-opt-disable")
+    out += list(options.flags)
+    return out
+
+
+def _message(err: BaseException) -> str:
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+class OpenCLProgram:
+    """A built kernel on one device, callable as the contract's :class:`~porter.backends.Program`."""
+
+    def __init__(self, entry: Live, kernel: Any, name: str):
+        self._live = entry
+        self._kernel = kernel
+        self.name = name
+        cl = pyopencl()
+        assert cl is not None
+        self.num_args = int(kernel.get_info(cl.kernel_info.NUM_ARGS))
+
+    def _set_args(self, cl: Any, args: Sequence[Any]) -> None:
+        # Arguments stick to a kernel object between launches: a short list must not reuse old ones.
+        if len(args) != self.num_args:
+            raise LaunchError(f"{self.name}: takes {self.num_args} arguments, {len(args)} given")
+        for i, value in enumerate(args):
+            if isinstance(value, LocalBuffer):
+                value = cl.LocalMemory(max(int(value.nbytes), 1))
+            elif isinstance(value, np.generic):
+                pass
+            elif isinstance(value, np.ndarray):
+                raise LaunchError(
+                    f"{self.name}: argument {i} is a NumPy array; copy it with to_device() first"
+                )
+            elif isinstance(value, bool | int | float):
+                raise LaunchError(
+                    f"{self.name}: argument {i} is a Python {type(value).__name__}; pass a NumPy scalar "
+                    "(np.int32, np.float32, ...) so its C type is explicit"
+                )
+            try:
+                self._kernel.set_arg(i, value)
+            except cl.Error as err:
+                raise LaunchError(f"{self.name}: argument {i}: {_message(err)}") from err
+
+    def __call__(
+        self,
+        *args: Any,
+        grid: Sequence[int],
+        block: Sequence[int],
+        shared_bytes: int = 0,
+        timed: bool = False,
+    ) -> float | None:
+        cl = pyopencl()
+        assert cl is not None  # a program exists only where pyopencl does
+        dims = max(len(grid), len(block))
+        if not 1 <= dims <= 3:
+            raise LaunchError(f"{self.name}: grid and block need 1 to 3 dimensions, got {grid} and {block}")
+        grid_n = [int(g) for g in grid] + [1] * (dims - len(grid))
+        block_n = [int(b) for b in block] + [1] * (dims - len(block))
+        if min(grid_n + block_n) < 1:
+            raise LaunchError(f"{self.name}: grid {tuple(grid)} and block {tuple(block)} must be positive")
+        self._set_args(cl, args)
+        queue = self._live.ensure_queue()
+        global_size = tuple(g * b for g, b in zip(grid_n, block_n, strict=True))
+        try:
+            event = cl.enqueue_nd_range_kernel(queue, self._kernel, global_size, tuple(block_n))
+            if not timed:
+                return None
+            event.wait()
+            return (int(event.profile.end) - int(event.profile.start)) * 1e-6
+        except cl.Error as err:
+            raise LaunchError(
+                f"{self.name}: launch with global {global_size}, local {tuple(block_n)} failed: {_message(err)}"
+            ) from err
+
+
+class OpenCLBackend:
+    """pyopencl over every ICD present; Oclgrind (kind "checker") when installed."""
+
+    name: ClassVar[str] = "opencl"
+
+    @property
+    def dialect(self) -> dict[str, Any]:
+        return _dialect()
+
+    # ------------------------------------------------------------------ discovery
+
+    def availability(self) -> Availability:
+        install = _dialect()["install"]
+        if pyopencl() is None:
+            return Availability(
+                name=self.name,
+                compile=False,
+                run=False,
+                toolchain="",
+                hint=f"{install['pyopencl']}; for a CPU device: {install['cpu_device']}",
+            )
+        devices = tuple(self.devices())
+        runnable = [d for d in devices if d.kind != "checker" or live(d) is not None]
+        inv = inventory()
+        details = tuple(f"{d.label}: {d.platform}, {d.arch}, driver {d.driver}" for d in devices)
+        details += tuple(f"rejected {why}" for why in inv.rejected)
+        details += (inv.error,) if inv.error else ()
+        hint = ""
+        if not runnable:
+            hint = f"no working OpenCL device; for a CPU device: {install['cpu_device']}"
+        elif not any(d.kind == "checker" for d in devices):
+            hint = f"for the checking device: {install['oclgrind']}"
+        return Availability(
+            name=self.name,
+            compile=bool(runnable),
+            run=bool(runnable),
+            toolchain=self.toolchain_id(runnable[0]) if runnable else "",
+            devices=devices,
+            hint=hint,
+            details=details,
+        )
+
+    def devices(self) -> list[Device]:
+        try:
+            return listed_devices()
+        except Exception:  # never raise from discovery
+            return []
+
+    def toolchain_id(self, device: Device | None = None, arch: str | None = None) -> str:
+        if device is None:
+            first = self._default_live()
+            if first is None:
+                return ""
+            device = first.device
+        entry = live(device)
+        if entry is None or device.kind == "checker":
+            # The checker's id must be the same inside and outside a process run under oclgrind.
+            return f"opencl|{device.platform}|{device.name}|{device.driver}|{device.arch}"
+        info = entry.info
+        return "|".join(
+            [
+                "opencl",
+                info["platform"],
+                info["platform_version"],
+                info["device"],
+                info["driver"],
+                info["opencl_c"],
+            ]
+        )
+
+    def _default_live(self) -> Live | None:
+        entries = inventory().live
+        preferred = [e for e in entries if e.device.kind != "checker"]
+        return (preferred or entries or [None])[0]
+
+    def _live(self, device: Device | None) -> Live:
+        cl = pyopencl()
+        install = _dialect()["install"]
+        if cl is None:
+            raise ToolchainMissing(f"pyopencl is not installed: {install['pyopencl']}")
+        entry = self._default_live() if device is None else live(device)
+        if entry is not None:
+            return entry
+        if device is None:
+            raise ToolchainMissing(
+                f"no working OpenCL device to compile for; for a CPU device: {install['cpu_device']}"
+            )
+        if device.kind == "checker":
+            raise ToolchainMissing(
+                "the oclgrind checking device runs only in a child process started under oclgrind_wrapper()"
+            )
+        raise ToolchainMissing(
+            f"OpenCL device {device.label} ({device.platform}) is not present in this process"
+        )
+
+    # ------------------------------------------------------------------ compile and load
+
+    def compile(
+        self,
+        source: str,
+        entry: str,
+        options: CompileOptions = _NO_OPTIONS,
+        device: Device | None = None,
+    ) -> Binary:
+        """Build OpenCL C for `device` (None: the first working device). Pure: launches nothing."""
+        target = self._live(device)
+        cl = pyopencl()
+        assert cl is not None
+        opts = build_options(options)
+        target.ensure_queue()
+        program = cl._cl._Program(target.context, source)
+        try:
+            program.build(" ".join(opts).encode(), [target.cl_device])
+        except cl.Error as err:
+            log = _build_log(cl, program, target.cl_device) or _message(err)
+            raise CompileError(self.name, log, source, opts, entry) from err
+        log = _build_log(cl, program, target.cl_device)
+        try:
+            names = [n.strip() for n in str(program.get_info(cl.program_info.KERNEL_NAMES)).split(";")]
+        except cl.Error:  # OpenCL 1.1 platforms cannot list kernels; load() will tell
+            names = [entry]
+        if entry not in names:
+            log = f"{log}\nkernel {entry!r} not found; the program defines: {', '.join(n for n in names if n) or '-'}"
+            raise CompileError(self.name, log.strip(), source, opts, entry)
+        try:
+            data = bytes(program.get_info(cl.program_info.BINARIES)[0])
+        except (cl.Error, IndexError, TypeError):
+            data = b""
+        fmt = FORMAT_BINARY if data else FORMAT_SOURCE
+        return Binary(
+            backend=self.name,
+            entry=entry,
+            arch=target.device.arch,
+            format=fmt,
+            data=data or source.encode(),
+            toolchain=self.toolchain_id(target.device),
+            log=log,
+            meta={"options": opts, "device": target.device.label, "source": source},
+        )
+
+    def load(self, binary: Binary, device: Device) -> Program:
+        target = self._live(device)
+        cl = pyopencl()
+        assert cl is not None
+        target.ensure_queue()
+        opts = " ".join(binary.meta.get("options", ())).encode()
+        try:
+            # Oclgrind reports source lines only for programs it built from source.
+            from_binary = binary.format == FORMAT_BINARY and binary.meta.get("device") == device.label
+            if from_binary and not (device.kind == "checker" and binary.meta.get("source")):
+                program = cl._cl._Program(target.context, [target.cl_device], [binary.data])
+            else:
+                source = binary.meta.get("source") or binary.data.decode()
+                program = cl._cl._Program(target.context, source)
+            program.build(opts, [target.cl_device])
+            kernel = cl.Kernel(program, binary.entry)
+        except cl.Error as err:
+            raise LaunchError(f"loading {binary.entry} on {device.label} failed: {_message(err)}") from err
+        return OpenCLProgram(target, kernel, binary.entry)
+
+    # ------------------------------------------------------------------ memory
+
+    def alloc(self, nbytes: int, device: Device) -> Any:
+        target = self._live(device)
+        cl = pyopencl()
+        assert cl is not None
+        target.ensure_queue()
+        try:
+            return cl.Buffer(target.context, cl.mem_flags.READ_WRITE, max(int(nbytes), 1))
+        except cl.Error as err:
+            raise LaunchError(f"allocating {nbytes} bytes on {device.label} failed: {_message(err)}") from err
+
+    def to_device(self, array: np.ndarray, device: Device) -> Any:
+        host = np.ascontiguousarray(array)
+        buffer = self.alloc(host.nbytes, device)
+        if host.nbytes:
+            cl = pyopencl()
+            assert cl is not None
+            try:
+                cl.enqueue_copy(self._live(device).queue, buffer, host, is_blocking=True)
+            except cl.Error as err:
+                raise LaunchError(
+                    f"copy of {host.nbytes} bytes to {device.label} failed: {_message(err)}"
+                ) from err
+        return buffer
+
+    def to_host(self, buffer: Any, dtype: Any, shape: Sequence[int]) -> np.ndarray:
+        cl = pyopencl()
+        assert cl is not None
+        out = np.empty(tuple(int(s) for s in shape), dtype=np.dtype(dtype))
+        if out.nbytes == 0:
+            return out
+        if out.nbytes > int(buffer.size):
+            raise LaunchError(f"to_host: {out.nbytes} bytes asked from a buffer of {buffer.size}")
+        queue = _queue_of(buffer)
+        try:
+            cl.enqueue_copy(queue, out, buffer, is_blocking=True)
+        except cl.Error as err:
+            raise LaunchError(f"copy of {out.nbytes} bytes to the host failed: {_message(err)}") from err
+        return out
+
+    def synchronize(self, device: Device) -> None:
+        cl = pyopencl()
+        assert cl is not None
+        try:
+            self._live(device).ensure_queue().finish()
+        except cl.Error as err:
+            raise LaunchError(f"{device.label}: {_message(err)}") from err
+
+    def flush_cache(self, device: Device) -> None:
+        """Overwrite a scratch buffer twice the device's global memory cache (at least 8 MiB)."""
+        target = self._live(device)
+        cl = pyopencl()
+        assert cl is not None
+        queue = target.ensure_queue()
+        if target.scratch is None:
+            cache = int(target.cl_device.global_mem_cache_size)
+            size = min(max(2 * cache, _MIN_FLUSH_BYTES), int(target.cl_device.max_mem_alloc_size))
+            target.scratch = self.alloc(size - size % 4, device)
+        try:
+            cl.enqueue_fill_buffer(queue, target.scratch, np.uint32(0x5EED), 0, int(target.scratch.size))
+        except cl.Error as err:
+            raise LaunchError(f"{device.label}: cache flush failed: {_message(err)}") from err
+
+
+def _build_log(cl: Any, program: Any, cl_device: Any) -> str:
+    try:
+        return str(program.get_build_info(cl_device, cl.program_build_info.LOG)).strip()
+    except cl.Error:
+        return ""
+
+
+def _queue_of(buffer: Any) -> Any:
+    """The queue of the device whose context owns `buffer`."""
+    context = buffer.context
+    for entry in inventory().live:
+        if entry.context is not None and entry.context == context:
+            return entry.queue
+    raise LaunchError("to_host: the buffer does not belong to an OpenCL device opened by porter")

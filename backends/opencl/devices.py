@@ -1,0 +1,224 @@
+"""OpenCL devices: enumerate every platform of every ICD, keep the ones that really work.
+
+A device is kept when a small probe kernel (probe.cl) builds and computes the right answer
+on it; names are never trusted.  The probe runs once per device per process.  Live handles
+(context, in-order profiling queue) are created once per device and looked up again from a
+plain :class:`~porter.backends.Device` by (platform, name, index).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+from porter.backends import Device, HardwareFacts
+
+from .oclgrind import checker_device, oclgrind_path, settings
+
+PROBE_ENTRY = "porter_probe"
+PROBE_N = 37  # not a multiple of any work-group size: the bounds check must work too
+
+
+def pyopencl() -> ModuleType | None:
+    """The pyopencl module, or None when it is not installed (imported on first use)."""
+    try:
+        import pyopencl as cl
+    except ImportError:
+        return None
+    return cl
+
+
+@dataclass
+class Live:
+    """The runtime objects behind one Device: created once per process."""
+
+    device: Device
+    cl_device: Any
+    cl_platform: Any
+    context: Any = None
+    queue: Any = None
+    scratch: Any = None  # buffer written by flush_cache
+    info: dict[str, str] = field(default_factory=dict)
+
+    def ensure_queue(self) -> Any:
+        if self.queue is None:
+            cl = pyopencl()
+            assert cl is not None
+            self.context = cl.Context([self.cl_device])
+            self.queue = cl.CommandQueue(
+                self.context, self.cl_device, properties=cl.command_queue_properties.PROFILING_ENABLE
+            )
+        return self.queue
+
+
+@dataclass
+class Inventory:
+    live: list[Live] = field(default_factory=list)  # usable devices, in enumeration order
+    rejected: list[str] = field(default_factory=list)  # "platform / device: why"
+    error: str = ""  # why enumeration itself failed
+
+
+def _version(text: str) -> str:
+    match = re.search(r"OpenCL (?:C )?(\d+\.\d+)", text)
+    return match.group(1) if match else "?"
+
+
+def _kind(cl: ModuleType, cl_device: Any) -> str:
+    dtype = int(cl_device.type)
+    if dtype & int(cl.device_type.CPU):
+        return "cpu"
+    if dtype & int(cl.device_type.GPU):
+        return "gpu"
+    return "accelerator"
+
+
+def _probe_source() -> str:
+    return resources.files("porter.backends.opencl").joinpath("probe.cl").read_text(encoding="utf-8")
+
+
+def _probe(cl: ModuleType, cl_device: Any) -> tuple[int, bool]:
+    """Build and run the probe kernel; returns (warp size, sub-groups). Raises on any failure."""
+    ctx = cl.Context([cl_device])
+    queue = cl.CommandQueue(ctx, cl_device)
+    program = cl._cl._Program(ctx, _probe_source())
+    program.build(b"", [cl_device])
+    kernel = cl.Kernel(program, PROBE_ENTRY)
+    a = np.arange(PROBE_N, dtype=np.float32)
+    b = np.full(PROBE_N, 0.5, dtype=np.float32)
+    flags = cl.mem_flags
+    buf_a = cl.Buffer(ctx, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=a)
+    buf_b = cl.Buffer(ctx, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=b)
+    buf_c = cl.Buffer(ctx, flags.READ_WRITE, a.nbytes)
+    cl.enqueue_fill_buffer(queue, buf_c, np.float32(-1.0), 0, a.nbytes)
+    kernel.set_arg(0, buf_a)
+    kernel.set_arg(1, buf_b)
+    kernel.set_arg(2, buf_c)
+    kernel.set_arg(3, np.int32(PROBE_N))
+    cl.enqueue_nd_range_kernel(queue, kernel, (64,), None)
+    out = np.empty_like(a)
+    cl.enqueue_copy(queue, out, buf_c, is_blocking=True)
+    queue.finish()
+    if not np.array_equal(out, 2.0 * a + b):
+        raise ValueError("probe kernel computed wrong values")
+    warp = int(
+        kernel.get_work_group_info(cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, cl_device)
+    )
+    extensions = str(cl_device.extensions).split()
+    subgroups = "cl_khr_subgroups" in extensions or "cl_intel_subgroups" in extensions
+    if subgroups:
+        local = min(256, int(cl_device.max_work_group_size))
+        try:
+            size = int(
+                kernel.get_sub_group_info(
+                    cl_device, cl.kernel_sub_group_info.MAX_SUB_GROUP_SIZE_FOR_NDRANGE, (local,)
+                )
+            )
+            warp = size if size > 0 else warp
+        except (cl.Error, AttributeError, TypeError, ValueError):
+            pass
+    return max(warp, 1), subgroups
+
+
+def _checker_live(cl_platform: Any, cl_device: Any) -> Live:
+    device = checker_device(_version(str(cl_device.version)), str(cl_device.driver_version))
+    return Live(
+        device=device, cl_device=cl_device, cl_platform=cl_platform, info=_info(cl_platform, cl_device)
+    )
+
+
+def _info(cl_platform: Any, cl_device: Any) -> dict[str, str]:
+    return {
+        "platform": str(cl_platform.name).strip(),
+        "platform_version": str(cl_platform.version).strip(),
+        "device": str(cl_device.name).strip(),
+        "driver": str(cl_device.driver_version).strip(),
+        "opencl_c": str(cl_device.opencl_c_version).strip(),
+    }
+
+
+def _enumerate(cl: ModuleType) -> Inventory:
+    inventory = Inventory()
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error as err:  # no ICD registered: PLATFORM_NOT_FOUND_KHR
+        inventory.error = f"no OpenCL platform ({err})"
+        return inventory
+    seen: dict[tuple[str, str], int] = {}
+    checker_platform = settings()["platform"]
+    for cl_platform in platforms:
+        platform_name = str(cl_platform.name).strip()
+        try:
+            cl_devices = cl_platform.get_devices()
+        except cl.Error as err:
+            inventory.rejected.append(f"{platform_name}: cannot list devices ({err})")
+            continue
+        for cl_device in cl_devices:
+            name = str(cl_device.name).strip()
+            index = seen.get((platform_name, name), 0)
+            seen[(platform_name, name)] = index + 1
+            if platform_name == checker_platform:
+                inventory.live.append(_checker_live(cl_platform, cl_device))
+                continue
+            try:
+                warp, subgroups = _probe(cl, cl_device)
+            except Exception as err:  # any failure at all disqualifies the device
+                inventory.rejected.append(
+                    f"{platform_name} / {name}: probe failed ({str(err).strip()[:300]})"
+                )
+                continue
+            info = _info(cl_platform, cl_device)
+            kind = _kind(cl, cl_device)
+            device = Device(
+                backend="opencl",
+                name=name,
+                arch=f"opencl-{_version(str(cl_device.version))}/{kind}",
+                kind=kind,
+                index=index,
+                platform=platform_name,
+                driver=info["driver"],
+                facts=HardwareFacts(
+                    warp_size=warp,
+                    max_threads_per_block=int(cl_device.max_work_group_size),
+                    shared_mem_per_block=int(cl_device.local_mem_size),
+                    multiprocessors=int(cl_device.max_compute_units),
+                    subgroups=subgroups,
+                ),
+            )
+            inventory.live.append(
+                Live(device=device, cl_device=cl_device, cl_platform=cl_platform, info=info)
+            )
+    return inventory
+
+
+@functools.cache
+def inventory() -> Inventory:
+    """Every usable OpenCL device of this process (probed once)."""
+    cl = pyopencl()
+    if cl is None:
+        return Inventory(error="pyopencl is not installed")
+    try:
+        return _enumerate(cl)
+    except Exception as err:  # a broken ICD must not take porter down
+        return Inventory(error=f"OpenCL enumeration failed: {err}")
+
+
+def listed_devices() -> list[Device]:
+    """Usable devices, then the Oclgrind checker when it is installed but not the live platform."""
+    found = [live.device for live in inventory().live]
+    if not any(d.kind == "checker" for d in found) and oclgrind_path() is not None:
+        found.append(checker_device())
+    return found
+
+
+def live(device: Device) -> Live | None:
+    """The live handles for `device` in this process, or None when it is not reachable here."""
+    for entry in inventory().live:
+        d = entry.device
+        if (d.platform, d.name, d.index) == (device.platform, device.name, device.index):
+            return entry
+    return None

@@ -1,0 +1,229 @@
+"""Oclgrind as a checking device: real runs under the wrapper, verdicts read from its log."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from porter.backends import get_backend
+from porter.backends.opencl.oclgrind import (
+    FINDING_KINDS,
+    Finding,
+    checker_device,
+    oclgrind_path,
+    oclgrind_wrapper,
+    parse_oclgrind_log,
+)
+
+pytest.importorskip("pyopencl", reason="pyopencl is not installed (pip install 'porter-gpu[opencl]')")
+needs_oclgrind = pytest.mark.skipif(
+    oclgrind_path() is None, reason="oclgrind is not installed (apt-get install oclgrind)"
+)
+
+# Every test kernel takes (__global float *a, __local float *t, int n) and runs one group of N items.
+N = 16
+
+OUT_OF_BOUNDS = """__kernel void past_end(__global float *a, __local float *t, int n) {
+    int i = get_global_id(0);
+    a[i + 1] = 1.0f;
+}
+"""
+
+UNINITIALIZED = """__kernel void uninit_local(__global float *a, __local float *t, int n) {
+    int i = get_local_id(0);
+    if (i > 0) t[i] = 1.0f;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    a[i] = t[0];
+}
+"""
+
+RACE = """__kernel void local_race(__global float *a, __local float *t, int n) {
+    int i = get_local_id(0);
+    t[0] = (float)i;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    a[i] = t[0];
+}
+"""
+
+CLEAN = """__kernel void rotate(__global float *a, __local float *t, int n) {
+    int i = get_local_id(0);
+    t[i] = a[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    a[i] = t[(i + 1) % n];
+}
+"""
+
+# Runs one kernel on the checking device through the OpenCL backend, inside a process
+# started under oclgrind; prints the devices it saw and the output as JSON.
+RUNNER = """
+import json, sys
+import numpy as np
+from porter.backends import CompileOptions, get_backend
+from porter.backends.isolate import LocalBuffer
+
+source, entry, n = open(sys.argv[1]).read(), sys.argv[2], int(sys.argv[3])
+be = get_backend("opencl")
+devices = be.devices()
+dev = next(d for d in devices if d.kind == "checker")
+prog = be.load(be.compile(source, entry, CompileOptions(), dev), dev)
+buf = be.to_device(np.arange(n, dtype=np.float32), dev)
+prog(buf, LocalBuffer(4 * n), np.int32(n), grid=(1,), block=(n,))
+out = be.to_host(buf, np.float32, (n,))
+print(json.dumps({
+    "devices": [[d.name, d.kind, d.platform, d.arch, d.driver, list(vars(d.facts).values())] for d in devices],
+    "toolchain": be.toolchain_id(dev),
+    "out": out.tolist(),
+}))
+"""
+
+
+def run_under_oclgrind(tmp_path: Path, source: str, entry: str) -> tuple[dict, str, str]:
+    """(runner's JSON, the --log file's text, the child's stderr)."""
+    kernel = tmp_path / f"{entry}.cl"
+    kernel.write_text(source)
+    script = tmp_path / "runner.py"
+    script.write_text(RUNNER)
+    log = tmp_path / f"{entry}.log"
+    cmd = [*oclgrind_wrapper(str(log)), sys.executable, str(script), str(kernel), entry, str(N)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result, log.read_text() if log.exists() else "", proc.stderr
+
+
+def kinds(findings: list[Finding]) -> set[str]:
+    return {f.kind for f in findings}
+
+
+@needs_oclgrind
+def test_out_of_bounds_write_is_found(tmp_path):
+    _, log, stderr = run_under_oclgrind(tmp_path, OUT_OF_BOUNDS, "past_end")
+    findings = parse_oclgrind_log(log + stderr)
+    assert kinds(findings) == {"out-of-bounds"}
+    (f,) = findings
+    assert f.kernel == "past_end" and f.line == 3 and f.code == "a[i + 1] = 1.0f;"
+    assert f.message.startswith("Invalid write of size 4")
+
+
+@needs_oclgrind
+def test_uninitialized_local_read_is_found(tmp_path):
+    _, log, stderr = run_under_oclgrind(tmp_path, UNINITIALIZED, "uninit_local")
+    findings = parse_oclgrind_log(log + stderr)
+    assert kinds(findings) == {"uninitialized"}
+    assert all(f.kernel == "uninit_local" and f.line == 5 for f in findings)
+    assert sum(f.count for f in findings) == N  # every work-item stored t[0], which nobody wrote
+
+
+@needs_oclgrind
+def test_local_write_write_race_is_found(tmp_path):
+    _, log, stderr = run_under_oclgrind(tmp_path, RACE, "local_race")
+    findings = parse_oclgrind_log(log + stderr)
+    assert kinds(findings) == {"data-race"}
+    assert all(f.kernel == "local_race" and f.line == 3 for f in findings)
+    assert any("Write-write" in f.message for f in findings)
+
+
+@needs_oclgrind
+def test_clean_kernel_has_no_findings_and_the_checker_device_matches(tmp_path):
+    result, log, stderr = run_under_oclgrind(tmp_path, CLEAN, "rotate")
+    assert parse_oclgrind_log(log + stderr) == []
+    assert result["out"] == np.roll(np.arange(N, dtype=np.float32), -1).tolist()
+    # inside the wrapper only the Oclgrind platform exists, and its Device is the one listed outside
+    outside = checker_device()
+    assert result["devices"] == [
+        [
+            outside.name,
+            outside.kind,
+            outside.platform,
+            outside.arch,
+            outside.driver,
+            list(vars(outside.facts).values()),
+        ]
+    ]
+    assert result["toolchain"] == get_backend("opencl").toolchain_id(outside)
+
+
+@needs_oclgrind
+@pytest.mark.parametrize(
+    ("source", "entry", "expect"), [(OUT_OF_BOUNDS, "past_end", {"out-of-bounds"}), (CLEAN, "rotate", set())]
+)
+def test_checker_job_through_the_isolation_layer(tmp_path, source, entry, expect):
+    from porter.backends.isolate import Job, LocalBuffer, run_job
+
+    log = tmp_path / "oclgrind.log"
+    job = Job(
+        backend="opencl",
+        source=source,
+        entry=entry,
+        device=checker_device(),
+        args=(np.arange(N, dtype=np.float32), LocalBuffer(4 * N), np.int32(N)),
+        grid=(1,),
+        block=(N,),
+        use_cache=False,
+        wrapper=oclgrind_wrapper(str(log)),
+    )
+    result = run_job(job, timeout_s=300)
+    assert result.ok, (result.stage, result.error, result.log)
+    findings = parse_oclgrind_log((log.read_text() if log.exists() else "") + result.log)
+    assert kinds(findings) == expect
+    if not expect:  # the clean kernel's output came back through the child
+        np.testing.assert_array_equal(result.outputs[0][0], np.roll(np.arange(N, dtype=np.float32), -1))
+
+
+def test_wrapper_turns_every_check_on():
+    wrapper = oclgrind_wrapper("/tmp/x.log", max_errors=7)
+    assert Path(wrapper[0]).name == "oclgrind"
+    for option in ("--check-api", "--data-races", "--uninitialized"):
+        assert option in wrapper
+    assert wrapper[-2:] == ("--log", "/tmp/x.log")
+    assert wrapper[wrapper.index("--max-errors") + 1] == "7"
+
+
+# Literal log text in Oclgrind 21.10's formats, for the parser's edge cases.
+API_NOISE = """
+Oclgrind - OpenCL runtime error detected
+\tFunction: clGetDeviceInfo
+\tError:    CL_INVALID_VALUE
+\tFor argument 'param_name'
+
+"""
+
+API_ERROR = """
+Oclgrind - OpenCL runtime error detected
+\tFunction: clEnqueueNDRangeKernel
+\tError:    CL_INVALID_WORK_GROUP_SIZE
+\tFor argument 'local_work_size'
+
+"""
+
+DIVERGENCE = """
+Work-group divergence detected (barrier):
+\tKernel: diverge
+\tWork-group: Group(0,0,0)
+
+"""
+
+TRACEBACK = """Traceback (most recent call last):
+  File "runner.py", line 3, in <module>
+RuntimeError: something unrelated
+"""
+
+
+def test_parser_keeps_real_api_errors_and_drops_feature_probes():
+    findings = parse_oclgrind_log(API_NOISE + API_ERROR + API_NOISE)
+    assert len(findings) == 1
+    (f,) = findings
+    assert f.kind == "invalid-api"
+    assert "clEnqueueNDRangeKernel" in f.message and "CL_INVALID_WORK_GROUP_SIZE" in f.message
+    assert "local_work_size" in f.message
+
+
+def test_parser_classifies_other_messages_and_ignores_program_output():
+    findings = parse_oclgrind_log(TRACEBACK + DIVERGENCE + "plain program output\n")
+    assert [(f.kind, f.kernel) for f in findings] == [("other", "diverge")]
+    assert parse_oclgrind_log("") == []
+    assert set(FINDING_KINDS) == {"out-of-bounds", "uninitialized", "data-race", "invalid-api", "other"}

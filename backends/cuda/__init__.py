@@ -1,0 +1,213 @@
+"""The cuda backend: NVRTC (pip, no GPU needed) or nvcc to cubin/PTX; CuPy to run on NVIDIA GPUs.
+
+Compiling: ``compile(source, entry, CompileOptions(arch="sm_90", output="cubin"|"ptx"))``.  The
+entry may carry template arguments (``axpby<float>``); Binary.entry is the lowered symbol.
+NVRTC is used when it loads, nvcc otherwise; ``compiler="nvcc"`` (keyword) or the pseudo-flag
+``compiler=nvcc`` in CompileOptions.flags (consumed here, never passed on) picks nvcc.  Cubins
+come with ptxas's register/shared/spill/stack report (Binary.report); PTX runs no ptxas unless
+``report=True``.  Headers: see :mod:`porter.backends.cuda.toolchain`.
+
+Running: CuPy; see :mod:`porter.backends.cuda.cupy_runtime`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from porter.backends import (
+    Availability,
+    Binary,
+    CompileError,
+    CompileOptions,
+    Device,
+    Program,
+    ToolchainMissing,
+    load_data,
+)
+from porter.backends.cuda import cupy_runtime, nvcc, nvrtc, ptxas, toolchain
+
+DEFAULT_OPTIONS = CompileOptions()
+COMPILER_FLAG = "compiler="
+
+
+def split_compiler_flag(flags: Sequence[str]) -> tuple[str | None, tuple[str, ...]]:
+    """('compiler=nvcc', '-O3') -> ('nvcc', ('-O3',))."""
+    chosen = None
+    rest = []
+    for flag in flags:
+        if flag.startswith(COMPILER_FLAG):
+            chosen = flag[len(COMPILER_FLAG) :]
+        else:
+            rest.append(flag)
+    return chosen, tuple(rest)
+
+
+class CudaBackend:
+    name: ClassVar[str] = "cuda"
+
+    @property
+    def dialect(self) -> dict[str, Any]:
+        return load_data("porter.backends.cuda", "dialect.toml")
+
+    # ------------------------------------------------------------------ discovery
+
+    def compilers(self) -> list[str]:
+        """Available compilers, preferred first: 'nvrtc', 'nvcc'."""
+        found = []
+        if toolchain.nvrtc_version():
+            found.append("nvrtc")
+        if toolchain.nvcc_path() and toolchain.nvcc_version():
+            found.append("nvcc")
+        return found
+
+    def devices(self) -> list[Device]:
+        return list(cupy_runtime.list_devices("cuda", "cuda"))
+
+    def availability(self) -> Availability:
+        hints = toolchain.facts()["hints"]
+        compilers = self.compilers()
+        devices = tuple(self.devices())
+        details = []
+        if toolchain.nvrtc_version():
+            details.append(f"nvrtc {toolchain.nvrtc_version()}")
+        if "nvcc" in compilers:
+            details.append(f"nvcc {toolchain.nvcc_version()} at {toolchain.nvcc_path()}")
+        headers = toolchain.toolkit_include_dirs()
+        details.append(f"CUDA headers: {headers[0] if headers else 'not found (only porter C-header shims)'}")
+        hint = ""
+        if not compilers:
+            hint = hints["compile"]
+        elif not devices:
+            hint = hints["run_cupy"] if cupy_runtime.cupy_module() is None else hints["run_gpu"]
+        return Availability(
+            name=self.name,
+            compile=bool(compilers),
+            run=bool(devices),
+            toolchain=self.toolchain_id() if compilers else "",
+            devices=devices,
+            hint=hint,
+            details=tuple(details),
+        )
+
+    def default_arch(self, device: Device | None = None, options: CompileOptions | None = None) -> str:
+        if options is not None and options.arch:
+            return options.arch
+        if device is not None and device.arch.startswith("sm_"):
+            return device.arch
+        return str(toolchain.facts()["default_arch"])
+
+    def _compiler(self, requested: str | None) -> str:
+        available = self.compilers()
+        if requested:
+            if requested not in ("nvrtc", "nvcc"):
+                raise ToolchainMissing(f"cuda: unknown compiler {requested!r}; choose nvrtc or nvcc")
+            if requested not in available:
+                raise ToolchainMissing(
+                    f"cuda: {requested} not found; {toolchain.facts()['hints']['compile']}"
+                )
+            return requested
+        if not available:
+            raise ToolchainMissing(f"cuda: no CUDA compiler; {toolchain.facts()['hints']['compile']}")
+        return available[0]
+
+    def toolchain_id(
+        self, device: Device | None = None, arch: str | None = None, *, compiler: str | None = None
+    ) -> str:
+        """'nvrtc-13.5|sm_90|driver-13.0' (driver 'none' without a GPU); part of every cache key."""
+        arch = arch or self.default_arch(device)
+        available = self.compilers()
+        chosen = compiler or (available[0] if available else "none")
+        version = {"nvrtc": toolchain.nvrtc_version(), "nvcc": toolchain.nvcc_version()}.get(chosen) or "none"
+        driver = device.driver if device is not None and device.driver else self._driver()
+        return f"{chosen}-{version}|{arch}|driver-{driver}"
+
+    def _driver(self) -> str:
+        devices = cupy_runtime.list_devices("cuda", "cuda")
+        return devices[0].driver if devices else "none"
+
+    # ------------------------------------------------------------------ compile
+
+    def compile(
+        self,
+        source: str,
+        entry: str,
+        options: CompileOptions = DEFAULT_OPTIONS,
+        device: Device | None = None,
+        *,
+        compiler: str | None = None,
+        report: bool | None = None,
+        extra_include_dirs: Sequence[str] = (),
+        backend_name: str | None = None,
+        toolchain_suffix: str = "",
+    ) -> Binary:
+        """Compile device-only CUDA to a cubin (default) or PTX.
+
+        Extra keywords: `compiler` ("nvrtc" | "nvcc"), `report` (run ptxas -v; default: for
+        cubins only), `extra_include_dirs` (searched after options.include_dirs, before the
+        toolkit), `backend_name`/`toolchain_suffix` (used by the hip backend's hip-on-cuda).
+        """
+        flag_compiler, flags = split_compiler_flag(options.flags)
+        chosen = self._compiler(compiler or flag_compiler)
+        arch = self.default_arch(device, options)
+        output = options.output or str(toolchain.facts()["default_output"])
+        if output not in toolchain.facts()["outputs"]:
+            raise CompileError(
+                backend_name or self.name, f"unknown output {output!r} (cubin or ptx)", source, (), entry
+            )
+        want_report = (output == "cubin") if report is None else report
+        includes = (*options.include_dirs, *extra_include_dirs)
+        if chosen == "nvrtc":
+            include_dirs = toolchain.nvrtc_include_dirs(includes)
+            build, make_options = nvrtc.compile_source, nvrtc.nvrtc_options
+        else:
+            include_dirs = includes  # nvcc brings its toolkit's headers and a host C library
+            build, make_options = nvcc.compile_source, nvcc.nvcc_options
+        cmd = make_options(
+            arch,
+            output,
+            include_dirs=include_dirs,
+            defines=options.defines,
+            flags=flags,
+            debug=options.debug,
+            report=want_report,
+        )
+        compiled = build(source, entry, cmd, output, backend=backend_name or self.name)
+        report_data = ptxas.parse_report(compiled.log, compiled.entry) if want_report else None
+        return Binary(
+            backend=backend_name or self.name,
+            entry=compiled.entry,
+            arch=arch,
+            format=output,
+            data=compiled.data,
+            toolchain=self.toolchain_id(device, arch, compiler=chosen) + toolchain_suffix,
+            log=compiled.log,
+            report=report_data,
+            meta={"compiler": chosen, "options": tuple(cmd), "name_expression": entry},
+        )
+
+    # ------------------------------------------------------------------ run
+
+    def _index(self, device: Device) -> int:
+        return device.index
+
+    def load(self, binary: Binary, device: Device) -> Program:
+        if binary.format not in ("cubin", "ptx"):
+            raise ToolchainMissing(f"cuda: cannot load a {binary.format!r} binary on {device.label}")
+        return cupy_runtime.CupyProgram(binary, device)
+
+    def alloc(self, nbytes: int, device: Device) -> Any:
+        return cupy_runtime.alloc(nbytes, self._index(device))
+
+    def to_device(self, array: np.ndarray, device: Device) -> Any:
+        return cupy_runtime.to_device(array, self._index(device))
+
+    def to_host(self, buffer: Any, dtype: Any, shape: Sequence[int]) -> np.ndarray:
+        return cupy_runtime.to_host(buffer, dtype, shape)
+
+    def synchronize(self, device: Device) -> None:
+        cupy_runtime.synchronize(self._index(device))
+
+    def flush_cache(self, device: Device) -> None:
+        cupy_runtime.flush_cache(self._index(device))

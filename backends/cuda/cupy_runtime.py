@@ -1,0 +1,239 @@
+"""Running cubins/PTX on NVIDIA GPUs through CuPy (imported lazily; absent CuPy means no devices).
+
+Buffers are CuPy arrays.  Kernel arguments are CuPy arrays (passed as pointers) and NumPy
+scalars (passed by value with their dtype's C type); Python ints/floats are refused because their
+C type would be a guess.  Every CUDA call goes through CuPy, which raises on error; those errors
+become :class:`LaunchError`.  An untimed launch synchronizes, so an asynchronous fault surfaces at
+the launch that caused it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from porter.backends import Binary, Device, HardwareFacts, LaunchError
+from porter.backends.cuda.toolchain import facts
+
+
+def cupy_module() -> Any | None:
+    try:
+        import cupy
+    except Exception:  # ImportError, or a CuPy built for another CUDA failing at import
+        return None
+    return cupy
+
+
+def _version(code: int) -> str:
+    """CUDA's 13000 -> '13.0'."""
+    return f"{code // 1000}.{(code % 1000) // 10}"
+
+
+@cache
+def device_properties(index: int) -> dict[str, Any]:
+    cp = cupy_module()
+    assert cp is not None
+    return dict(cp.cuda.runtime.getDeviceProperties(index))
+
+
+@cache
+def list_devices(backend: str = "cuda", platform: str = "cuda") -> tuple[Device, ...]:
+    """The NVIDIA GPUs CuPy sees; () without CuPy or GPU. Never raises."""
+    cp = cupy_module()
+    if cp is None:
+        return ()
+    try:
+        count = cp.cuda.runtime.getDeviceCount()
+        driver = _version(cp.cuda.runtime.driverGetVersion())
+    except Exception:
+        return ()
+    devices = []
+    for index in range(count):
+        try:
+            props = device_properties(index)
+        except Exception:
+            continue
+        name = props.get("name", b"NVIDIA GPU")
+        devices.append(
+            Device(
+                backend=backend,
+                name=name.decode() if isinstance(name, bytes) else str(name),
+                arch=f"sm_{props['major']}{props['minor']}",
+                kind="gpu",
+                index=index,
+                platform=platform,
+                driver=driver,
+                facts=HardwareFacts(
+                    warp_size=int(props.get("warpSize", 32)),
+                    max_threads_per_block=int(props.get("maxThreadsPerBlock", 1024)),
+                    shared_mem_per_block=int(props.get("sharedMemPerBlock", 48 * 1024)),
+                    multiprocessors=int(props["multiProcessorCount"])
+                    if "multiProcessorCount" in props
+                    else None,
+                ),
+            )
+        )
+    return tuple(devices)
+
+
+def _dims(dims: Sequence[int]) -> tuple[int, int, int]:
+    values = [int(d) for d in dims]
+    if not 1 <= len(values) <= 3 or any(v < 1 for v in values):
+        raise LaunchError(f"cuda: launch dimensions must be 1 to 3 positive integers, got {tuple(dims)}")
+    values += [1] * (3 - len(values))
+    return values[0], values[1], values[2]
+
+
+def _check_args(args: Sequence[Any], cp: Any) -> tuple[Any, ...]:
+    for i, arg in enumerate(args):
+        if isinstance(arg, cp.ndarray | np.generic):
+            continue
+        raise LaunchError(
+            f"cuda: kernel argument {i} is a {type(arg).__name__}; pass CuPy arrays (from alloc/to_device) "
+            "or NumPy scalars such as np.int32(n)"
+        )
+    return tuple(args)
+
+
+class CupyProgram:
+    """One loaded kernel: call it with (*args, grid=, block=, shared_bytes=, timed=)."""
+
+    def __init__(self, binary: Binary, device: Device):
+        cp = cupy_module()
+        if cp is None:
+            raise LaunchError("cuda: CuPy is not installed; pip install 'porter-gpu[cuda-run]'")
+        self._cp = cp
+        self.entry = binary.entry
+        self.device_index = device.index
+        self._dir = tempfile.TemporaryDirectory(prefix="porter-cuda-")
+        # CuPy memoizes modules by path: name the file by its content.
+        digest = hashlib.sha256(binary.data).hexdigest()[:16]
+        path = Path(self._dir.name, f"kernel-{digest}.{binary.format}")
+        data = binary.data
+        if binary.format == "ptx" and not data.endswith(b"\x00"):
+            data += b"\x00"
+        path.write_bytes(data)
+        self._dynamic_limit = int(facts()["default_dynamic_shared_limit"])
+        try:
+            with cp.cuda.Device(self.device_index):
+                module = cp.RawModule(path=str(path))
+                self._kernel = module.get_function(binary.entry)
+                # Loads the module now (RawKernel loads lazily), so load errors surface here.
+                self.static_shared = int(self._kernel.shared_size_bytes)
+                self.registers = int(self._kernel.num_regs)
+        except Exception as err:
+            raise LaunchError(
+                f"cuda: cannot load {binary.entry} ({binary.format}, {binary.arch}, {binary.toolchain}) on {device.label} (driver {device.driver or '?'}): {err}"
+            ) from err
+        self._dynamic_set = 0
+
+    def _allow_dynamic_shared(self, shared_bytes: int) -> None:
+        """Kernels using more than 48 KiB of dynamic shared memory must opt in first."""
+        if shared_bytes <= self._dynamic_limit or shared_bytes <= self._dynamic_set:
+            return
+        self._kernel.max_dynamic_shared_size_bytes = int(shared_bytes)
+        self._dynamic_set = int(shared_bytes)
+
+    def __call__(
+        self,
+        *args: Any,
+        grid: Sequence[int],
+        block: Sequence[int],
+        shared_bytes: int = 0,
+        timed: bool = False,
+    ) -> float | None:
+        cp = self._cp
+        grid3, block3 = _dims(grid), _dims(block)
+        kernel_args = _check_args(args, cp)
+        try:
+            with cp.cuda.Device(self.device_index):
+                self._allow_dynamic_shared(int(shared_bytes))
+                if not timed:
+                    self._kernel(grid3, block3, kernel_args, shared_mem=int(shared_bytes))
+                    cp.cuda.get_current_stream().synchronize()
+                    return None
+                start, end = cp.cuda.Event(), cp.cuda.Event()
+                start.record()
+                self._kernel(grid3, block3, kernel_args, shared_mem=int(shared_bytes))
+                end.record()
+                end.synchronize()
+                return float(cp.cuda.get_elapsed_time(start, end))
+        except LaunchError:
+            raise
+        except Exception as err:
+            raise LaunchError(
+                f"cuda: launch of {self.entry} grid={grid3} block={block3} shared={shared_bytes} failed: {err}"
+            ) from err
+
+
+def _cupy_or_raise() -> Any:
+    cp = cupy_module()
+    if cp is None:
+        raise LaunchError("cuda: CuPy is not installed; pip install 'porter-gpu[cuda-run]'")
+    return cp
+
+
+def alloc(nbytes: int, index: int) -> Any:
+    cp = _cupy_or_raise()
+    try:
+        with cp.cuda.Device(index):
+            return cp.empty(max(int(nbytes), 1), dtype=cp.uint8)
+    except Exception as err:
+        raise LaunchError(f"cuda: cannot allocate {nbytes} bytes: {err}") from err
+
+
+def to_device(array: np.ndarray, index: int) -> Any:
+    cp = _cupy_or_raise()
+    try:
+        with cp.cuda.Device(index):
+            return cp.asarray(np.ascontiguousarray(array))
+    except Exception as err:
+        raise LaunchError(f"cuda: cannot copy {array.nbytes} bytes to the device: {err}") from err
+
+
+def to_host(buffer: Any, dtype: Any, shape: Sequence[int]) -> np.ndarray:
+    cp = _cupy_or_raise()
+    dt = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
+    try:
+        with cp.cuda.Device(buffer.device.id):
+            host = cp.asnumpy(buffer)
+    except Exception as err:
+        raise LaunchError(f"cuda: cannot copy the buffer back to the host: {err}") from err
+    flat = np.ascontiguousarray(host).reshape(-1).view(np.uint8)
+    if flat.nbytes < count * dt.itemsize:
+        raise LaunchError(
+            f"cuda: buffer holds {flat.nbytes} bytes, {count} x {dt} needs {count * dt.itemsize}"
+        )
+    return flat[: count * dt.itemsize].view(dt).reshape(tuple(shape)).copy()
+
+
+def synchronize(index: int) -> None:
+    cp = _cupy_or_raise()
+    try:
+        with cp.cuda.Device(index):
+            cp.cuda.runtime.deviceSynchronize()
+    except Exception as err:
+        raise LaunchError(f"cuda: device synchronize failed: {err}") from err
+
+
+_FLUSH: dict[int, Any] = {}
+
+
+def flush_cache(index: int) -> None:
+    """Write a buffer twice the size of L2 (size read from the device) so no timed input stays cached."""
+    cp = _cupy_or_raise()
+    try:
+        with cp.cuda.Device(index):
+            buf = _FLUSH.get(index)
+            if buf is None:
+                l2 = int(device_properties(index).get("l2CacheSize", 0)) or 64 * 1024 * 1024
+                buf = _FLUSH[index] = cp.empty(2 * l2 // 4, dtype=cp.int32)
+            buf.fill(index + 1)
+    except Exception as err:
+        raise LaunchError(f"cuda: L2 flush failed: {err}") from err

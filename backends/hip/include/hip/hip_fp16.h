@@ -1,0 +1,6 @@
+/* porter: HIP-on-CUDA half precision: HIP's __half/__half2 API has CUDA's names. */
+#ifndef PORTER_HIP_ON_CUDA_FP16_H
+#define PORTER_HIP_ON_CUDA_FP16_H
+#include <hip/hip_runtime.h>
+#include <cuda_fp16.h>
+#endif

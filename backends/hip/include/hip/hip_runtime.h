@@ -1,0 +1,122 @@
+/* porter: HIP-on-CUDA compatibility header (device side), written for porter.
+ *
+ * Lets HIP device code compile with NVRTC or nvcc for NVIDIA GPUs, so HIP variants are run, not
+ * only compiled, wherever an NVIDIA GPU exists.  It maps HIP's device-side names onto CUDA's:
+ *   - hipThreadIdx_x ... hipGridDim_z        -> threadIdx/blockIdx/blockDim/gridDim
+ *   - HIP_DYNAMIC_SHARED(type, var)          -> extern __shared__ type var[]
+ *   - __shfl/__shfl_up/__shfl_down/__shfl_xor without a mask (HIP's legacy forms)
+ *                                            -> the CUDA *_sync forms over the full 32-lane warp
+ *   - __ballot(p)  -> __ballot_sync(0xffffffff, p) widened to unsigned long long.  HIP returns a
+ *                     64-bit mask (64-lane wavefronts on AMD); on NVIDIA only the low 32 bits can
+ *                     be set, because warps have 32 lanes.
+ *   - __any/__all  -> __any_sync/__all_sync over the full warp;  __lane_id() -> %laneid
+ *   - unsafeAtomicAdd/safeAtomicAdd -> atomicAdd
+ *   - hipLaunchKernelGGL (host code; defined for completeness)
+ * The mask-taking forms (__shfl_sync, __ballot_sync...) and atomics are CUDA's own.  Code using
+ * AMD-only builtins (__builtin_amdgcn_*) or assuming 64-lane wavefronts does not become portable
+ * through this header.
+ */
+#ifndef PORTER_HIP_ON_CUDA_RUNTIME_H
+#define PORTER_HIP_ON_CUDA_RUNTIME_H
+
+#ifndef __HIP_PLATFORM_NVIDIA__
+#define __HIP_PLATFORM_NVIDIA__ 1
+#endif
+#ifndef __HIP_PLATFORM_NVCC__
+#define __HIP_PLATFORM_NVCC__ 1
+#endif
+#ifndef __HIPCC__
+#define __HIPCC__ 1
+#endif
+#if defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+#define __HIP_DEVICE_COMPILE__ 1
+#endif
+#define PORTER_HIP_ON_CUDA 1
+
+#if defined(__has_include)
+#if __has_include(<cuda_runtime.h>)
+#include <cuda_runtime.h>
+#endif
+#endif
+
+/* ---- thread indexing */
+#define hipThreadIdx_x (threadIdx.x)
+#define hipThreadIdx_y (threadIdx.y)
+#define hipThreadIdx_z (threadIdx.z)
+#define hipBlockIdx_x (blockIdx.x)
+#define hipBlockIdx_y (blockIdx.y)
+#define hipBlockIdx_z (blockIdx.z)
+#define hipBlockDim_x (blockDim.x)
+#define hipBlockDim_y (blockDim.y)
+#define hipBlockDim_z (blockDim.z)
+#define hipGridDim_x (gridDim.x)
+#define hipGridDim_y (gridDim.y)
+#define hipGridDim_z (gridDim.z)
+
+/* ---- qualifiers and helpers */
+#define HIP_DYNAMIC_SHARED(type, var) extern __shared__ type var[];
+#define HIP_DYNAMIC_SHARED_ATTRIBUTE
+#define HIP_KERNEL_NAME(...) __VA_ARGS__
+#define HIP_SYMBOL(x) x
+#ifndef __forceinline__
+#define __forceinline__ __inline__ __attribute__((always_inline))
+#endif
+#define hipLaunchKernelGGL(kernel, grid, block, shared, stream, ...) \
+    kernel<<<(grid), (block), (shared), (stream)>>>(__VA_ARGS__)
+
+namespace porter_hip {
+static constexpr unsigned int full_mask = 0xffffffffu;
+
+template <typename T>
+__device__ __forceinline__ T shfl(T var, int src_lane, int width = 32) {
+    return __shfl_sync(full_mask, var, src_lane, width);
+}
+template <typename T>
+__device__ __forceinline__ T shfl_up(T var, unsigned int delta, int width = 32) {
+    return __shfl_up_sync(full_mask, var, delta, width);
+}
+template <typename T>
+__device__ __forceinline__ T shfl_down(T var, unsigned int delta, int width = 32) {
+    return __shfl_down_sync(full_mask, var, delta, width);
+}
+template <typename T>
+__device__ __forceinline__ T shfl_xor(T var, int lane_mask, int width = 32) {
+    return __shfl_xor_sync(full_mask, var, lane_mask, width);
+}
+__device__ __forceinline__ unsigned long long ballot(int predicate) {
+    return static_cast<unsigned long long>(__ballot_sync(full_mask, predicate));
+}
+__device__ __forceinline__ int any(int predicate) { return __any_sync(full_mask, predicate); }
+__device__ __forceinline__ int all(int predicate) { return __all_sync(full_mask, predicate); }
+__device__ __forceinline__ unsigned int lane_id() {
+    unsigned int id;
+    asm volatile("mov.u32 %0, %%laneid;" : "=r"(id));
+    return id;
+}
+template <typename T>
+__device__ __forceinline__ T atomic_add(T* address, T value) {
+    return atomicAdd(address, value);
+}
+}  // namespace porter_hip
+
+/* HIP's legacy, mask-less warp functions (CUDA only has the *_sync forms on sm_70+). */
+#define __shfl(...) porter_hip::shfl(__VA_ARGS__)
+#define __shfl_up(...) porter_hip::shfl_up(__VA_ARGS__)
+#define __shfl_down(...) porter_hip::shfl_down(__VA_ARGS__)
+#define __shfl_xor(...) porter_hip::shfl_xor(__VA_ARGS__)
+#define __ballot(p) porter_hip::ballot(p)
+#define __any(p) porter_hip::any(p)
+#define __all(p) porter_hip::all(p)
+#define __lane_id() porter_hip::lane_id()
+#define unsafeAtomicAdd(address, value) porter_hip::atomic_add((address), (value))
+#define safeAtomicAdd(address, value) porter_hip::atomic_add((address), (value))
+
+/* Host-side type names HIP device code sometimes mentions. */
+#if defined(__CUDA_RUNTIME_H__)
+typedef cudaStream_t hipStream_t;
+typedef cudaError_t hipError_t;
+typedef cudaEvent_t hipEvent_t;
+#define hipSuccess cudaSuccess
+#endif
+
+#endif /* PORTER_HIP_ON_CUDA_RUNTIME_H */

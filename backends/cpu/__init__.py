@@ -1,0 +1,486 @@
+"""The `cpu` backend: CUDA and HIP device code emulated on the CPU.
+
+The kernel is compiled by g++ as C++ together with our header ``porter_emu.h``, which maps
+thread/block indices, ``__shared__``, barriers, atomics, warp shuffles and votes onto
+coroutines (one per CUDA thread) run by a seeded random scheduler on one OS thread.  It is the
+independent oracle that lets a CPU-only machine run CUDA and HIP kernels; see docs/EMULATOR.md
+for what it models and what it refuses ("cannot emulate: ...").
+
+    be = CpuBackend()
+    dev = be.devices()[0]
+    prog = be.load(be.compile(src, "saxpy"), dev)
+    x = be.to_device(np.arange(10, dtype=np.float32), dev)
+    prog(x, np.float32(2), np.int32(10), grid=(1,), block=(32,), seed=7)
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import secrets
+import shutil
+import subprocess
+import tempfile
+import time
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache, cached_property
+from importlib import resources
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+from porter.backends import (
+    Availability,
+    Binary,
+    CannotEmulate,
+    CompileError,
+    CompileOptions,
+    Device,
+    HardwareFacts,
+    LaunchError,
+    ToolchainMissing,
+    load_data,
+)
+from porter.backends.cpu import source as src_mod
+
+PACKAGE = "porter.backends.cpu"
+HEADER = "porter_emu.h"
+COMPILE_TIMEOUT_S = 300
+DEFAULT_OPTIONS = CompileOptions()
+
+
+@cache
+def _dialect() -> dict[str, Any]:
+    return load_data(PACKAGE, "dialect.toml")
+
+
+@cache
+def _header_text() -> str:
+    return resources.files(PACKAGE).joinpath(HEADER).read_text(encoding="utf-8")
+
+
+@cache
+def _compiler_version(compiler: str) -> str:
+    try:
+        out = subprocess.run([compiler, "-dumpfullversion"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def warp_size_for(arch: str | None, defines: Sequence[str] = ()) -> int:
+    """The emulated warp size: PORTER_WARP_SIZE=N in defines, else by arch (dialect.toml)."""
+    for d in defines:
+        name, _, value = d.partition("=")
+        if name.strip() == "PORTER_WARP_SIZE" and value.strip().isdigit():
+            return int(value)
+    table: dict[str, int] = _dialect()["warp_size"]
+    if arch:
+        best = max((p for p in table if arch.startswith(p)), key=len, default=None)
+        if best is not None:
+            return table[best]
+    return int(_dialect()["default_warp_size"])
+
+
+def asan_environment() -> dict[str, str]:
+    """Environment a child process needs to run binaries compiled with CompileOptions(debug=True)."""
+    compiler = str(_dialect()["compiler"]["command"])
+    try:
+        out = subprocess.run(
+            [compiler, "-print-file-name=libasan.so"], capture_output=True, text=True, timeout=30
+        )
+        lib = out.stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        lib = "libasan.so"
+    return {"LD_PRELOAD": lib, "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1"}
+
+
+def asan_loaded() -> bool:
+    """Whether the AddressSanitizer runtime is loaded in this process."""
+    return hasattr(ctypes.CDLL(None), "__asan_init")
+
+
+@dataclass
+class CpuBuffer:
+    """Device memory of the emulator: a NumPy byte array in this process."""
+
+    array: np.ndarray  # uint8, C-contiguous
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.array.nbytes)
+
+    @property
+    def ptr(self) -> int:
+        return int(self.array.ctypes.data)
+
+
+_SCALAR_KIND = {"f": "f", "i": "i", "u": "u", "b": "u"}
+
+
+class CpuProgram:
+    """A loaded emulated kernel.  Each launch runs under its own scheduling seed.
+
+    ``seed``: the base seed (random unless set); launch k uses a seed derived from (seed, k)
+    unless a ``seed=`` keyword is given.  ``last_seed`` is the seed of the latest launch, so a
+    schedule that exposed a bug can be replayed with ``prog(..., seed=prog.last_seed)``.
+    """
+
+    def __init__(self, binary: Binary, path: str) -> None:
+        self.binary = binary
+        self._lib = ctypes.CDLL(path)
+        self._launch = self._lib.porter_launch
+        self._launch.restype = ctypes.c_int
+        self._launch.argtypes = [
+            ctypes.POINTER(ctypes.c_void_p),
+            ctypes.c_int,
+            ctypes.POINTER(ctypes.c_uint),
+            ctypes.POINTER(ctypes.c_uint),
+            ctypes.c_ulonglong,
+            ctypes.c_ulonglong,
+        ]
+        self._lib.porter_error.restype = ctypes.c_char_p
+        self._lib.porter_signature.restype = ctypes.c_char_p
+        self.warp_size = int(self._lib.porter_warp_size())
+        sig = self._lib.porter_signature().decode()
+        self.signature: tuple[str, ...] = tuple(sig.split(",")) if sig else ()
+        self.seed = secrets.randbits(63)
+        self.last_seed: int | None = None
+        self._launches = 0
+        facts = _dialect()["facts"]
+        self._max_threads = int(facts["max_threads_per_launch"])
+        self._max_dyn = int(facts["max_dynamic_shared"])
+
+    # ------------------------------------------------------------------ launch
+
+    def __call__(
+        self,
+        *args: Any,
+        grid: Sequence[int],
+        block: Sequence[int],
+        shared_bytes: int = 0,
+        timed: bool = False,
+        seed: int | None = None,
+    ) -> float | None:
+        g, b = _dims(grid, "grid"), _dims(block, "block")
+        threads_per_block = b[0] * b[1] * b[2]
+        if not 1 <= threads_per_block <= 1024:
+            raise LaunchError(f"cpu: block of {threads_per_block} threads (the limit is 1024)")
+        total = threads_per_block * g[0] * g[1] * g[2]
+        if total > self._max_threads:
+            raise LaunchError(
+                f"cpu: {total} threads in one launch; the emulator's limit is {self._max_threads} "
+                "(use a smaller problem size)"
+            )
+        if not 0 <= shared_bytes <= self._max_dyn:
+            raise LaunchError(f"cpu: {shared_bytes} bytes of dynamic shared memory (limit {self._max_dyn})")
+        if len(args) != len(self.signature):
+            raise LaunchError(
+                f"cpu: {self.binary.entry} takes {len(self.signature)} arguments, {len(args)} given"
+            )
+        keep = [
+            self._marshal(i, a, kind) for i, (a, kind) in enumerate(zip(args, self.signature, strict=True))
+        ]
+        ptrs = (ctypes.c_void_p * max(len(keep), 1))(*[ctypes.addressof(k) for k in keep])
+        if seed is None:
+            seed = (self.seed * 0x9E3779B1 + self._launches * 0x632BE5AB + 1) & (2**64 - 1)
+        self._launches += 1
+        self.last_seed = seed
+        cg = (ctypes.c_uint * 3)(*g)
+        cb = (ctypes.c_uint * 3)(*b)
+        start = time.perf_counter()
+        rc = self._launch(ptrs, len(keep), cg, cb, shared_bytes, seed)
+        elapsed_ms = (time.perf_counter() - start) * 1e3
+        if rc != 0:
+            msg = (self._lib.porter_error() or b"emulated launch failed").decode(errors="replace")
+            raise LaunchError(f"cpu: {self.binary.entry}: {msg} (seed {seed})")
+        return elapsed_ms if timed else None
+
+    def _marshal(self, index: int, value: Any, kind: str) -> ctypes._SimpleCData:
+        code, size = kind[0], int(kind[1:])
+        where = f"cpu: argument {index + 1} of {self.binary.entry}"
+        if code == "p":
+            if isinstance(value, CpuBuffer):
+                return ctypes.c_void_p(value.ptr)
+            if isinstance(value, np.ndarray):
+                if not value.flags.c_contiguous:
+                    raise LaunchError(f"{where}: array must be C-contiguous")
+                return ctypes.c_void_p(int(value.ctypes.data))
+            if value is None:
+                return ctypes.c_void_p(0)
+            raise LaunchError(f"{where}: the kernel expects a pointer, got {type(value).__name__}")
+        if isinstance(value, (CpuBuffer, np.ndarray)):
+            raise LaunchError(f"{where}: the kernel expects a scalar ({kind}), got an array")
+        if code == "s" and isinstance(value, np.generic) and value.dtype.itemsize == size:
+            raw = value.tobytes()  # a struct passed by value: a structured NumPy scalar of its size
+        elif isinstance(value, np.generic):
+            vkind = _SCALAR_KIND.get(value.dtype.kind)
+            same = vkind == code or (vkind in "iu" and code in "iu")
+            if vkind is None or not same or value.dtype.itemsize != size:
+                raise LaunchError(f"{where}: the kernel expects {_c_name(kind)}, got numpy {value.dtype}")
+            raw = value.tobytes()
+        elif isinstance(value, (bool, int, float)) and code in "iuf":
+            raw = np.array(value).astype(_np_type(kind)).tobytes()
+        elif isinstance(value, (bytes, bytearray)) and len(value) == size:
+            raw = bytes(value)
+        else:
+            raise LaunchError(f"{where}: the kernel expects {_c_name(kind)}, got {type(value).__name__}")
+        storage = (ctypes.c_char * max(size, 1)).from_buffer_copy(raw.ljust(max(size, 1), b"\0"))
+        return storage
+
+    # ------------------------------------------------------------------ globals
+
+    def symbol_address(self, name: str) -> int:
+        """Address of a namespace-scope `__device__` / `__constant__` variable."""
+        try:
+            return ctypes.addressof(ctypes.c_char.in_dll(self._lib, name))
+        except ValueError as err:
+            raise LaunchError(f"cpu: no global symbol {name!r} in {self.binary.entry}'s program") from err
+
+    def set_symbol(self, name: str, value: np.ndarray | np.generic) -> None:
+        """cudaMemcpyToSymbol: copy `value`'s bytes into the global `name` (size is the caller's)."""
+        data = np.ascontiguousarray(value).tobytes()
+        ctypes.memmove(self.symbol_address(name), data, len(data))
+
+    def get_symbol(self, name: str, dtype: Any, shape: Sequence[int]) -> np.ndarray:
+        """cudaMemcpyFromSymbol: a copy of the global `name` viewed as dtype/shape."""
+        out = np.empty(tuple(shape), dtype=dtype)
+        ctypes.memmove(out.ctypes.data, self.symbol_address(name), out.nbytes)
+        return out
+
+
+def _dims(values: Sequence[int] | int, what: str) -> tuple[int, int, int]:
+    vals = [int(values)] if isinstance(values, (int, np.integer)) else [int(v) for v in values]
+    if not 1 <= len(vals) <= 3 or any(v < 1 for v in vals):
+        raise LaunchError(f"cpu: bad {what} dimensions {tuple(vals)}")
+    vals += [1] * (3 - len(vals))
+    return vals[0], vals[1], vals[2]
+
+
+def _np_type(kind: str) -> np.dtype:
+    return np.dtype(f"{kind[0]}{kind[1:]}")
+
+
+def _c_name(kind: str) -> str:
+    names = {
+        "f4": "float",
+        "f8": "double",
+        "i4": "int",
+        "u4": "unsigned int",
+        "i8": "long long",
+        "u8": "unsigned long long",
+        "i2": "short",
+        "u2": "unsigned short",
+        "i1": "char",
+        "u1": "unsigned char/bool",
+    }
+    return names.get(kind, f"a {kind[1:]}-byte value")
+
+
+class CpuBackend:
+    """Emulation of CUDA / HIP kernels on the CPU (g++ + porter_emu.h + coroutines)."""
+
+    name: ClassVar[str] = "cpu"
+
+    @property
+    def dialect(self) -> dict[str, Any]:
+        return _dialect()
+
+    @cached_property
+    def _compiler(self) -> str:
+        return str(self.dialect["compiler"]["command"])
+
+    def _compiler_path(self) -> str | None:
+        return shutil.which(self._compiler)
+
+    # ------------------------------------------------------------------ discovery
+
+    def availability(self) -> Availability:
+        found = self._compiler_path() is not None and bool(_compiler_version(self._compiler))
+        devs = tuple(self.devices()) if found else ()
+        return Availability(
+            name=self.name,
+            compile=found,
+            run=found,
+            toolchain=self.toolchain_id() if found else "",
+            devices=devs,
+            hint="" if found else "install g++ (GCC 12 or newer): apt-get install g++",
+            details=(f"warp size {self.dialect['default_warp_size']} (wave64 via arch 'wave64' or gfx9*)",),
+        )
+
+    def devices(self) -> list[Device]:
+        if self._compiler_path() is None:
+            return []
+        facts = self.dialect["facts"]
+        return [
+            Device(
+                backend=self.name,
+                name="cpu-emulator",
+                arch=platform.machine() or "cpu",
+                kind="emulator",
+                platform="porter_emu",
+                driver=f"g++ {_compiler_version(self._compiler)}",
+                facts=HardwareFacts(
+                    warp_size=int(self.dialect["default_warp_size"]),
+                    max_threads_per_block=int(facts["max_threads_per_block"]),
+                    shared_mem_per_block=int(facts["shared_mem_per_block"]),
+                    multiprocessors=1,
+                ),
+            )
+        ]
+
+    def _flags(self, options: CompileOptions) -> list[str]:
+        comp = self.dialect["compiler"]
+        flags = [f"-std={comp['std']}", *comp["flags"]]
+        if options.debug:
+            flags += comp["debug_flags"]
+        return flags
+
+    def toolchain_id(self, device: Device | None = None, arch: str | None = None) -> str:
+        digest = hashlib.sha256(_header_text().encode()).hexdigest()[:12]
+        flags = " ".join(self._flags(CompileOptions()))
+        warp = warp_size_for(arch)  # the emulator's one device does not change the binary
+        return f"g++ {_compiler_version(self._compiler) or '?'} [{flags}] porter_emu {digest} warp{warp}"
+
+    # ------------------------------------------------------------------ compile / load
+
+    def compile(
+        self, source: str, entry: str, options: CompileOptions = DEFAULT_OPTIONS, device: Device | None = None
+    ) -> Binary:
+        compiler = self._compiler_path()
+        if compiler is None:
+            raise ToolchainMissing("cpu emulation needs g++ (GCC 12 or newer): apt-get install g++")
+        dialect = self.dialect
+        try:
+            entry = src_mod.check_entry(entry)
+        except ValueError as err:
+            raise CompileError(self.name, str(err), source, entry=entry) from None
+        src_mod.check_emulable(source, dialect, options.include_dirs)
+        arch = options.arch
+        warp = warp_size_for(arch, options.defines)
+        if warp not in (32, 64):
+            raise CannotEmulate(f"cannot emulate: warp size {warp} (32 or 64 only)")
+        hip = src_mod.is_hip(source)
+        flags = self._flags(options)
+        defines = [f"-D{d}" for d in options.defines if not d.startswith("PORTER_WARP_SIZE")]
+        defines.append(f"-DPORTER_WARP_SIZE={warp}")
+        if hip:
+            defines.append("-DPORTER_HIP=1")
+        with tempfile.TemporaryDirectory(prefix="porter-cpu-") as tmp:
+            tmpdir = Path(tmp)
+            inc = tmpdir / "include"
+            self._write_headers(inc)
+            unit = tmpdir / "porter_unit.cpp"
+            unit.write_text(src_mod.translation_unit(source, entry), encoding="utf-8")
+            out = tmpdir / "kernel.so"
+            cmd = [
+                compiler,
+                *flags,
+                *defines,
+                f"-I{inc}",
+                *[f"-I{d}" for d in options.include_dirs],
+                *options.flags,
+                str(unit),
+                "-o",
+                str(out),
+            ]
+            shown = [*flags, *defines, *options.flags]
+            try:
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, cwd=tmp)
+            except subprocess.TimeoutExpired:
+                raise CompileError(self.name, "g++ timed out", source, shown, entry) from None
+            log = (proc.stdout + proc.stderr).replace(str(tmpdir) + os.sep, "")
+            if proc.returncode != 0 or not out.exists():
+                missing = src_mod.undeclared_intrinsic(log)
+                if missing is not None:
+                    line, name = missing
+                    raise CannotEmulate(f"cannot emulate: {name} (source line {line}; not in porter_emu.h)")
+                raise CompileError(
+                    self.name, log or f"g++ exited with {proc.returncode}", source, shown, entry
+                )
+            data = out.read_bytes()
+        return Binary(
+            backend=self.name,
+            entry=entry,
+            arch=f"emu-warp{warp}",
+            format="so",
+            data=data,
+            toolchain=self.toolchain_id(arch=arch),
+            log=log,
+            meta={
+                "warp_size": warp,
+                "dialect": "hip" if hip else "cuda",
+                "timing": dialect["facts"]["timing"],
+                "debug": options.debug,
+            },
+        )
+
+    def _write_headers(self, inc: Path) -> None:
+        inc.mkdir(parents=True, exist_ok=True)
+        (inc / HEADER).write_text(_header_text(), encoding="utf-8")
+        for name in self.dialect["includes"]["stub"]:
+            path = inc / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f'#pragma once\n#include "{HEADER}"\n', encoding="utf-8")
+
+    def load(self, binary: Binary, device: Device | None = None) -> CpuProgram:
+        """dlopen a private copy of the binary (each load has its own globals and shared memory)."""
+        if binary.backend != self.name:
+            raise LaunchError(f"cpu: cannot load a {binary.backend} binary")
+        debug = bool(binary.meta.get("debug"))
+        if debug and not asan_loaded():
+            env = " ".join(f"{k}={v}" for k, v in asan_environment().items())
+            raise LaunchError(
+                f"cpu: {binary.entry} was built with AddressSanitizer; run the process with {env}"
+            )
+        fd, path = tempfile.mkstemp(prefix="porter-cpu-", suffix=".so")
+        keep = False
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(binary.data)
+            try:
+                program = CpuProgram(binary, path)
+            except OSError as err:
+                raise LaunchError(f"cpu: cannot load {binary.entry}: {err}") from None
+            if debug:  # keep the file while loaded, so sanitizer reports can be symbolised
+                weakref.finalize(program, os.unlink, path)
+                keep = True
+            return program
+        finally:
+            if not keep:
+                os.unlink(path)
+
+    # ------------------------------------------------------------------ memory
+
+    def alloc(self, nbytes: int, device: Device | None = None) -> CpuBuffer:
+        """Fresh device memory, poisoned with 0xFF bytes (NaN / -1), as cudaMalloc promises nothing."""
+        return CpuBuffer(np.full(max(int(nbytes), 1), 0xFF, dtype=np.uint8))
+
+    def to_device(self, array: np.ndarray, device: Device | None = None) -> CpuBuffer:
+        data = np.ascontiguousarray(array)
+        buf = np.empty(max(data.nbytes, 1), dtype=np.uint8)
+        buf[: data.nbytes] = data.reshape(-1).view(np.uint8)
+        return CpuBuffer(buf)
+
+    def to_host(self, buffer: Any, dtype: Any, shape: Sequence[int]) -> np.ndarray:
+        dt = np.dtype(dtype)
+        count = int(np.prod(tuple(shape), dtype=np.int64))
+        raw = buffer.array if isinstance(buffer, CpuBuffer) else np.asarray(buffer).reshape(-1).view(np.uint8)
+        if count * dt.itemsize > raw.nbytes:
+            raise LaunchError(f"cpu: buffer of {raw.nbytes} bytes read back as {count} x {dt}")
+        return raw[: count * dt.itemsize].view(dt).reshape(tuple(shape)).copy()
+
+    def synchronize(self, device: Device | None = None) -> None:
+        """Launches are synchronous on the emulator."""
+
+    def flush_cache(self, device: Device | None = None) -> None:
+        """Evict the CPU caches by writing a buffer larger than any last-level cache."""
+        scratch = np.empty(64 * 1024 * 1024 // 8, dtype=np.float64)
+        scratch.fill(1.0)
+
+
+__all__ = ["CpuBackend", "CpuBuffer", "CpuProgram", "asan_environment", "asan_loaded", "warp_size_for"]

@@ -1,0 +1,959 @@
+// porter_emu.h -- CPU emulation of CUDA / HIP device code (porter's own header).
+//
+// Every CUDA thread of a block is a coroutine with its own stack; one OS thread runs the
+// coroutines of one block at a time.  __syncthreads, __syncwarp and the warp collectives
+// (shuffles, votes, match, reduce) yield to the scheduler, which resumes the block's ready
+// threads in a seeded random order at every phase, so a missing barrier shows up as results
+// that change from run to run.  Shared memory is poisoned (0xFF bytes: NaN for floats, -1 for
+// ints) at every block start; uninitialised locals are poisoned by the compiler flag
+// -ftrivial-auto-var-init=pattern.  Limits: docs/EMULATOR.md.
+//
+// The kernel source is compiled with this header force-included; porter rewrites each
+// `__shared__` declaration (see backends/cpu/source.py) to use PORTER_SHARED_* below.
+#ifndef PORTER_EMU_H
+#define PORTER_EMU_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <ucontext.h>
+
+#include <type_traits>
+#include <utility>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#define PORTER_ASAN 1
+#endif
+
+#ifndef PORTER_WARP_SIZE
+#define PORTER_WARP_SIZE 32
+#endif
+#ifndef PORTER_STACK_BYTES
+#define PORTER_STACK_BYTES (256 * 1024)
+#endif
+#ifndef PORTER_MAX_DYN_SMEM
+#define PORTER_MAX_DYN_SMEM (227 * 1024)
+#endif
+#define PORTER_MAX_BLOCK 1024
+
+// --------------------------------------------------------------------------- qualifiers
+
+#define __global__
+#define __device__
+#define __host__
+#define __constant__
+#define __managed__
+#define __grid_constant__
+#define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+#define __shared__ static
+#if defined(PORTER_HIP)
+#define __HIPCC__ 1
+#define __HIP_DEVICE_COMPILE__ 1
+#else
+#define __CUDACC__ 1
+#ifndef __CUDA_ARCH__
+#define __CUDA_ARCH__ 800
+#endif
+#endif
+#define PORTER_EMULATOR 1
+
+// --------------------------------------------------------------------------- vector types
+
+#define PORTER_VEC1(T, N, A) \
+    struct __attribute__((aligned(A))) N##1 { T x; }; \
+    static inline N##1 make_##N##1(T x) { N##1 v; v.x = x; return v; }
+#define PORTER_VEC2(T, N, A) \
+    struct __attribute__((aligned(A))) N##2 { T x, y; }; \
+    static inline N##2 make_##N##2(T x, T y) { N##2 v; v.x = x; v.y = y; return v; }
+#define PORTER_VEC3(T, N, A) \
+    struct N##3 { T x, y, z; }; \
+    static inline N##3 make_##N##3(T x, T y, T z) { N##3 v; v.x = x; v.y = y; v.z = z; return v; }
+#define PORTER_VEC4(T, N, A) \
+    struct __attribute__((aligned(A))) N##4 { T x, y, z, w; }; \
+    static inline N##4 make_##N##4(T x, T y, T z, T w) { N##4 v; v.x = x; v.y = y; v.z = z; v.w = w; return v; }
+#define PORTER_VECS(T, N, S)                                                                          \
+    PORTER_VEC1(T, N, S) PORTER_VEC2(T, N, (2 * S > 16 ? 16 : 2 * S)) PORTER_VEC3(T, N, S) \
+    PORTER_VEC4(T, N, (4 * S > 16 ? 16 : 4 * S))
+
+PORTER_VECS(signed char, char, 1)
+PORTER_VECS(unsigned char, uchar, 1)
+PORTER_VECS(short, short, 2)
+PORTER_VECS(unsigned short, ushort, 2)
+PORTER_VECS(int, int, 4)
+PORTER_VECS(unsigned int, uint, 4)
+PORTER_VECS(long, long, 8)
+PORTER_VECS(unsigned long, ulong, 8)
+PORTER_VECS(long long, longlong, 8)
+PORTER_VECS(unsigned long long, ulonglong, 8)
+PORTER_VECS(float, float, 4)
+PORTER_VECS(double, double, 8)
+
+struct dim3 {
+    unsigned int x, y, z;
+    constexpr dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1) : x(vx), y(vy), z(vz) {}
+    constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
+    constexpr operator uint3() const { return uint3{x, y, z}; }
+};
+
+// --------------------------------------------------------------------------- runtime state
+
+namespace porter_emu __attribute__((visibility("hidden"))) {
+
+enum State { READY = 0, WAIT_BAR = 1, WAIT_WARP = 2, DONE = 3 };
+
+enum WarpOp {
+    OP_SYNC, OP_SHFL_IDX, OP_SHFL_UP, OP_SHFL_DOWN, OP_SHFL_XOR, OP_BALLOT, OP_ALL, OP_ANY,
+    OP_MATCH_ANY, OP_MATCH_ALL, OP_RED_ADD, OP_RED_MIN_I, OP_RED_MAX_I, OP_RED_MIN_U, OP_RED_MAX_U,
+    OP_RED_AND, OP_RED_OR, OP_RED_XOR
+};
+
+typedef unsigned long long lanemask_t;
+
+// ------------------------------------------------------------------ coroutine contexts
+// x86-64: a hand-written switch of the callee-saved registers (no signal-mask syscalls);
+// elsewhere (or with -DPORTER_UCONTEXT): POSIX ucontext.
+#if defined(__x86_64__) && !defined(PORTER_UCONTEXT)
+#define PORTER_FAST_SWITCH 1
+extern "C" void porter_emu_switch(void** save_sp, void* new_sp);
+__asm__(
+    ".text\n"
+    ".hidden porter_emu_switch\n"
+    ".globl porter_emu_switch\n"
+    ".type porter_emu_switch, @function\n"
+    "porter_emu_switch:\n"
+    "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+    "  movq %rsp, (%rdi)\n"
+    "  movq %rsi, %rsp\n"
+    "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+    "  ret\n"
+    ".size porter_emu_switch, .-porter_emu_switch\n");
+
+struct Context {
+    void* sp;
+};
+inline void ctx_init(Context& c, void* stack_lo, size_t size, void (*fn)()) {
+    uintptr_t top = ((uintptr_t)stack_lo + size) & ~(uintptr_t)15;
+    void** sp = (void**)top;
+    *--sp = nullptr;        // fake return address of fn (it never returns)
+    *--sp = (void*)fn;      // popped by `ret`
+    for (int i = 0; i < 6; ++i) *--sp = nullptr;  // rbp rbx r12 r13 r14 r15
+    c.sp = sp;
+}
+inline void ctx_switch(Context& from, Context& to) { porter_emu_switch(&from.sp, to.sp); }
+inline void ctx_jump(Context& to) {
+    void* discard;
+    porter_emu_switch(&discard, to.sp);
+}
+#else
+struct Context {
+    ucontext_t uc;
+};
+inline void ctx_init(Context& c, void* stack_lo, size_t size, void (*fn)()) {
+    getcontext(&c.uc);
+    c.uc.uc_stack.ss_sp = stack_lo;
+    c.uc.uc_stack.ss_size = size;
+    c.uc.uc_link = nullptr;
+    makecontext(&c.uc, fn, 0);
+}
+inline void ctx_switch(Context& from, Context& to) { swapcontext(&from.uc, &to.uc); }
+inline void ctx_jump(Context& to) { setcontext(&to.uc); }
+#endif
+
+struct Thread {
+    Context ctx;
+    uint3 tid;
+    int state;
+    int lane;
+    int warp;
+    void* stack;
+#if defined(PORTER_ASAN)
+    void* fake_stack;
+#endif
+};
+
+struct Warp {
+    lanemask_t live;     // lanes that exist and have not exited
+    lanemask_t arrived;  // lanes waiting at a warp collective
+    lanemask_t mask[64];
+    int op[64];
+    uint64_t val[64];
+    int arg[64];
+    int width[64];
+    uint64_t result[64];
+    int pred[64];
+};
+
+struct Block {
+    int nthreads;
+    int live;
+    int bar_arrived;
+    int bar_op;  // 0 plain, 1 count, 2 and, 3 or
+    long long bar_acc;
+    long long bar_result;
+};
+
+struct Launch {
+    void (*body)(void*);
+    void* body_ctx;
+    unsigned long long rng;
+    unsigned long long shared_bytes;
+    int failed;
+    char error[512];
+};
+
+inline Thread g_threads[PORTER_MAX_BLOCK];
+inline Warp g_warps[PORTER_MAX_BLOCK / 32 + 1];
+inline Block g_block;
+inline Launch g_launch;
+inline Thread* g_cur = nullptr;
+inline Context g_sched;
+inline unsigned long long g_block_epoch = 0;
+inline char* g_stacks = nullptr;
+inline const void* g_sched_stack_bottom = nullptr;  // AddressSanitizer fiber annotations
+inline size_t g_sched_stack_size = 0;
+inline size_t g_stack_count = 0;
+alignas(256) inline unsigned char g_dyn_smem[PORTER_MAX_DYN_SMEM];
+
+struct SharedReg {
+    void* addr;
+    size_t bytes;
+    SharedReg* next;
+};
+inline SharedReg* g_shared_globals = nullptr;
+
+struct SharedGlobal {
+    SharedReg reg;
+    SharedGlobal(void* a, size_t n) : reg{a, n, g_shared_globals} { g_shared_globals = &reg; }
+};
+
+inline void fail(const char* msg) {
+    if (!g_launch.failed) {
+        g_launch.failed = 1;
+        snprintf(g_launch.error, sizeof g_launch.error, "%s", msg);
+    }
+}
+
+inline unsigned long long next_random() {  // splitmix64
+    unsigned long long z = (g_launch.rng += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+inline void shuffle(int* v, int n) {
+    for (int i = n - 1; i > 0; --i) {
+        int j = (int)(next_random() % (unsigned long long)(i + 1));
+        int t = v[i];
+        v[i] = v[j];
+        v[j] = t;
+    }
+}
+
+// Switch from the current coroutine back to the scheduler.  The empty asm statements with a
+// memory clobber keep the compiler from caching shared or global memory across a yield.
+inline void yield() {
+    Thread* self = g_cur;
+    __asm__ __volatile__("" ::: "memory");
+#if defined(PORTER_ASAN)
+    __sanitizer_start_switch_fiber(&self->fake_stack, g_sched_stack_bottom, g_sched_stack_size);
+#endif
+    ctx_switch(self->ctx, g_sched);
+#if defined(PORTER_ASAN)
+    __sanitizer_finish_switch_fiber(self->fake_stack, &g_sched_stack_bottom, &g_sched_stack_size);
+#endif
+    __asm__ __volatile__("" ::: "memory");
+}
+
+// Poison a function-scope __shared__ variable the first time a thread of the block reaches
+// its declaration (C++ scoping guarantees no thread uses it before that).
+inline void shared_touch(void* addr, size_t bytes, unsigned long long* epoch) {
+    __asm__ __volatile__("" : : "r"(addr) : "memory");
+    if (*epoch != g_block_epoch) {
+        *epoch = g_block_epoch;
+        memset(addr, 0xFF, bytes);
+    }
+}
+
+inline int lane_id() { return g_cur->lane; }
+
+// ------------------------------------------------------------------ block barrier
+
+inline void release_barrier() {
+    Block& b = g_block;
+    b.bar_result = b.bar_acc;
+    b.bar_arrived = 0;
+    b.bar_acc = 0;
+    for (int i = 0; i < b.nthreads; ++i)
+        if (g_threads[i].state == WAIT_BAR) g_threads[i].state = READY;
+}
+
+// op: 0 plain, 1 count, 2 and, 3 or.  Returns the combined predicate.
+inline int barrier(int op, int pred) {
+    Block& b = g_block;
+    if (b.bar_arrived == 0) {
+        b.bar_op = op;
+        b.bar_acc = (op == 2) ? 1 : 0;
+    }
+    if (op == 1) b.bar_acc += pred ? 1 : 0;
+    else if (op == 2) b.bar_acc = b.bar_acc && pred;
+    else if (op == 3) b.bar_acc = b.bar_acc || pred;
+    b.bar_arrived += 1;
+    g_cur->state = WAIT_BAR;
+    if (b.bar_arrived == b.live) release_barrier();
+    yield();
+    return (int)b.bar_result;
+}
+
+// ------------------------------------------------------------------ warp collectives
+
+inline lanemask_t lane_bit(int lane) { return 1ull << lane; }
+
+inline uint64_t compute_warp_result(Warp& w, int lane, lanemask_t group) {
+    int op = w.op[lane];
+    int width = w.width[lane];
+    if (width <= 0 || width > PORTER_WARP_SIZE) width = PORTER_WARP_SIZE;
+    int seg = lane - (lane % width);
+    int src = lane;
+    switch (op) {
+        case OP_SYNC: return 0;
+        case OP_SHFL_IDX: src = seg + (((w.arg[lane] % width) + width) % width); break;
+        case OP_SHFL_UP: src = (lane - seg) >= w.arg[lane] ? lane - w.arg[lane] : lane; break;
+        case OP_SHFL_DOWN: src = (lane - seg) + w.arg[lane] < width ? lane + w.arg[lane] : lane; break;
+        case OP_SHFL_XOR: src = lane ^ w.arg[lane]; if (src >= seg + width) src = lane; break;
+        default: break;
+    }
+    if (op >= OP_SHFL_IDX && op <= OP_SHFL_XOR) {
+        if (src < 0 || src >= 64 || !(group & lane_bit(src))) return w.val[lane];
+        return w.val[src];
+    }
+    uint64_t acc = 0;
+    bool first = true;
+    for (int l = 0; l < PORTER_WARP_SIZE; ++l) {
+        if (!(group & lane_bit(l))) continue;
+        uint64_t v = w.val[l];
+        switch (op) {
+            case OP_BALLOT: if (v) acc |= lane_bit(l); break;
+            case OP_ALL: acc = first ? (v != 0) : (acc && v != 0); break;
+            case OP_ANY: acc = first ? (v != 0) : (acc || v != 0); break;
+            case OP_MATCH_ANY: if (v == w.val[lane]) acc |= lane_bit(l); break;
+            case OP_MATCH_ALL: if (v != w.val[lane]) { w.pred[lane] = 0; return 0; } acc = group; w.pred[lane] = 1; break;
+            case OP_RED_ADD: acc = first ? v : (uint64_t)(uint32_t)((uint32_t)acc + (uint32_t)v); break;
+            case OP_RED_MIN_I: acc = first || (int32_t)v < (int32_t)acc ? v : acc; break;
+            case OP_RED_MAX_I: acc = first || (int32_t)v > (int32_t)acc ? v : acc; break;
+            case OP_RED_MIN_U: acc = first || (uint32_t)v < (uint32_t)acc ? v : acc; break;
+            case OP_RED_MAX_U: acc = first || (uint32_t)v > (uint32_t)acc ? v : acc; break;
+            case OP_RED_AND: acc = first ? v : (acc & v); break;
+            case OP_RED_OR: acc = first ? v : (acc | v); break;
+            case OP_RED_XOR: acc = first ? v : (acc ^ v); break;
+            default: break;
+        }
+        first = false;
+    }
+    return acc;
+}
+
+// Complete every group of waiting lanes whose participants (mask & live) have all arrived
+// with the same mask.
+inline void try_release_warp(Warp& w, int warp_index) {
+    lanemask_t pending = w.arrived;
+    while (pending) {
+        int lane = __builtin_ctzll(pending);
+        lanemask_t m = w.mask[lane];
+        lanemask_t need = m & w.live;
+        lanemask_t same = 0;
+        for (lanemask_t rest = w.arrived; rest; rest &= rest - 1) {
+            int l = __builtin_ctzll(rest);
+            if (w.mask[l] == m) same |= lane_bit(l);
+        }
+        pending &= ~same;
+        if ((need & ~same) != 0) continue;
+        for (lanemask_t rest = same; rest; rest &= rest - 1) {
+            int l = __builtin_ctzll(rest);
+            w.result[l] = compute_warp_result(w, l, same);
+        }
+        w.arrived &= ~same;
+        int base = warp_index * PORTER_WARP_SIZE;
+        for (lanemask_t rest = same; rest; rest &= rest - 1) {
+            int l = __builtin_ctzll(rest);
+            g_threads[base + l].state = READY;
+        }
+    }
+}
+
+inline uint64_t warp_op(int op, lanemask_t mask, uint64_t val, int arg, int width) {
+    Thread* t = g_cur;
+    Warp& w = g_warps[t->warp];
+    int lane = t->lane;
+    mask |= lane_bit(lane);
+    w.mask[lane] = mask;
+    w.op[lane] = op;
+    w.val[lane] = val;
+    w.arg[lane] = arg;
+    w.width[lane] = width;
+    w.pred[lane] = 0;
+    w.arrived |= lane_bit(lane);
+    t->state = WAIT_WARP;
+    try_release_warp(w, t->warp);
+    yield();
+    return w.result[lane];
+}
+
+inline lanemask_t live_mask() { return g_warps[g_cur->warp].live; }
+
+template <class T>
+inline uint64_t to_bits(T v) {
+    static_assert(sizeof(T) <= 8, "warp shuffles of types wider than 8 bytes are not emulated");
+    uint64_t b = 0;
+    memcpy(&b, &v, sizeof(T));
+    return b;
+}
+template <class T>
+inline T from_bits(uint64_t b) {
+    T v;
+    memcpy(&v, &b, sizeof(T));
+    return v;
+}
+
+// ------------------------------------------------------------------ scheduler
+
+inline void thread_exit_bookkeeping(Thread* t) {
+    Block& b = g_block;
+    b.live -= 1;
+    Warp& w = g_warps[t->warp];
+    w.live &= ~lane_bit(t->lane);
+    if (b.bar_arrived > 0 && b.bar_arrived == b.live) release_barrier();
+    if (w.arrived) try_release_warp(w, t->warp);
+}
+
+inline void trampoline() {
+#if defined(PORTER_ASAN)
+    __sanitizer_finish_switch_fiber(nullptr, &g_sched_stack_bottom, &g_sched_stack_size);
+#endif
+    g_launch.body(g_launch.body_ctx);
+    Thread* t = g_cur;
+    t->state = DONE;
+    thread_exit_bookkeeping(t);
+#if defined(PORTER_ASAN)
+    __sanitizer_start_switch_fiber(nullptr, g_sched_stack_bottom, g_sched_stack_size);
+#endif
+    ctx_jump(g_sched);
+}
+
+inline bool ensure_stacks(size_t n) {
+    if (g_stack_count >= n) return true;
+    if (g_stacks) munmap(g_stacks, g_stack_count * PORTER_STACK_BYTES);
+    g_stacks = (char*)mmap(nullptr, n * PORTER_STACK_BYTES, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (g_stacks == MAP_FAILED) {
+        g_stacks = nullptr;
+        g_stack_count = 0;
+        return false;
+    }
+    for (size_t i = 0; i < n; ++i) mprotect(g_stacks + i * PORTER_STACK_BYTES, 4096, PROT_NONE);  // guard page
+    g_stack_count = n;
+    return true;
+}
+
+}  // namespace porter_emu
+
+// --------------------------------------------------------------------------- built-in variables
+
+inline uint3 threadIdx;
+inline uint3 blockIdx;
+inline dim3 blockDim;
+inline dim3 gridDim;
+#define warpSize PORTER_WARP_SIZE
+
+#define hipThreadIdx_x (threadIdx.x)
+#define hipThreadIdx_y (threadIdx.y)
+#define hipThreadIdx_z (threadIdx.z)
+#define hipBlockIdx_x (blockIdx.x)
+#define hipBlockIdx_y (blockIdx.y)
+#define hipBlockIdx_z (blockIdx.z)
+#define hipBlockDim_x (blockDim.x)
+#define hipBlockDim_y (blockDim.y)
+#define hipBlockDim_z (blockDim.z)
+#define hipGridDim_x (gridDim.x)
+#define hipGridDim_y (gridDim.y)
+#define hipGridDim_z (gridDim.z)
+
+#define PORTER_SHARED_INIT(name)                                                                        \
+    do {                                                                                                \
+        static unsigned long long porter_epoch_ = 0;                                                    \
+        porter_emu::shared_touch((void*)&(name), sizeof(name), &porter_epoch_);                         \
+    } while (0)
+#define PORTER_SHARED_GLOBAL(name) \
+    static porter_emu::SharedGlobal porter_shared_reg_##name((void*)&(name), sizeof(name))
+#define PORTER_DYN_SHARED(T) (*reinterpret_cast<T(*)[]>(porter_emu::g_dyn_smem))
+#define HIP_DYNAMIC_SHARED(type, var) type(&var)[] = PORTER_DYN_SHARED(type);
+#define HIP_DYNAMIC_SHARED_ATTRIBUTE
+
+// --------------------------------------------------------------------------- barriers & fences
+
+static inline void __syncthreads() { porter_emu::barrier(0, 0); }
+static inline int __syncthreads_count(int p) { return porter_emu::barrier(1, p); }
+static inline int __syncthreads_and(int p) { return porter_emu::barrier(2, p); }
+static inline int __syncthreads_or(int p) { return porter_emu::barrier(3, p); }
+static inline void __threadfence() { __asm__ __volatile__("" ::: "memory"); }
+static inline void __threadfence_block() { __asm__ __volatile__("" ::: "memory"); }
+static inline void __threadfence_system() { __asm__ __volatile__("" ::: "memory"); }
+static inline void __syncwarp(unsigned long long mask = ~0ull) {
+    porter_emu::warp_op(porter_emu::OP_SYNC, mask, 0, 0, 0);
+}
+[[noreturn]] static inline void __trap() {
+    porter_emu::fail("kernel executed __trap()");
+    porter_emu::ctx_jump(porter_emu::g_sched);
+    abort();
+}
+static inline long long clock64() {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+static inline long long wall_clock64() { return clock64(); }
+static inline unsigned int __lane_id() { return (unsigned)porter_emu::lane_id(); }
+
+// --------------------------------------------------------------------------- warp intrinsics
+
+#if PORTER_WARP_SIZE == 64
+typedef unsigned long long porter_ballot_t;
+#else
+typedef unsigned int porter_ballot_t;
+#endif
+
+#define PORTER_SHFL(NAME, OP)                                                                          \
+    template <class T>                                                                                  \
+    static inline T NAME##_sync(unsigned long long mask, T var, int arg, int width = PORTER_WARP_SIZE) { \
+        return porter_emu::from_bits<T>(porter_emu::warp_op(OP, mask, porter_emu::to_bits(var), arg, width)); \
+    }                                                                                                   \
+    template <class T>                                                                                  \
+    static inline T NAME(T var, int arg, int width = PORTER_WARP_SIZE) {                                \
+        return NAME##_sync(porter_emu::live_mask(), var, arg, width);                                   \
+    }
+PORTER_SHFL(__shfl, porter_emu::OP_SHFL_IDX)
+PORTER_SHFL(__shfl_up, porter_emu::OP_SHFL_UP)
+PORTER_SHFL(__shfl_down, porter_emu::OP_SHFL_DOWN)
+PORTER_SHFL(__shfl_xor, porter_emu::OP_SHFL_XOR)
+
+static inline porter_ballot_t __ballot_sync(unsigned long long mask, int pred) {
+    return (porter_ballot_t)porter_emu::warp_op(porter_emu::OP_BALLOT, mask, pred != 0, 0, 0);
+}
+static inline int __all_sync(unsigned long long mask, int pred) {
+    return (int)porter_emu::warp_op(porter_emu::OP_ALL, mask, pred != 0, 0, 0);
+}
+static inline int __any_sync(unsigned long long mask, int pred) {
+    return (int)porter_emu::warp_op(porter_emu::OP_ANY, mask, pred != 0, 0, 0);
+}
+static inline int __uni_sync(unsigned long long mask, int pred) {
+    return __all_sync(mask, pred) || !__any_sync(mask, pred);
+}
+static inline porter_ballot_t __ballot(int pred) { return __ballot_sync(porter_emu::live_mask(), pred); }
+static inline int __all(int pred) { return __all_sync(porter_emu::live_mask(), pred); }
+static inline int __any(int pred) { return __any_sync(porter_emu::live_mask(), pred); }
+static inline porter_ballot_t __activemask() { return (porter_ballot_t)porter_emu::live_mask(); }
+
+template <class T>
+static inline porter_ballot_t __match_any_sync(unsigned long long mask, T value) {
+    return (porter_ballot_t)porter_emu::warp_op(porter_emu::OP_MATCH_ANY, mask, porter_emu::to_bits(value), 0, 0);
+}
+template <class T>
+static inline porter_ballot_t __match_all_sync(unsigned long long mask, T value, int* pred) {
+    porter_ballot_t r = (porter_ballot_t)porter_emu::warp_op(porter_emu::OP_MATCH_ALL, mask, porter_emu::to_bits(value), 0, 0);
+    *pred = porter_emu::g_warps[porter_emu::g_cur->warp].pred[porter_emu::g_cur->lane];
+    return r;
+}
+
+#define PORTER_REDUCE(NAME, T, OP)                                                                      \
+    static inline T NAME(unsigned long long mask, T value) {                                           \
+        return (T)(uint32_t)porter_emu::warp_op(OP, mask, (uint64_t)(uint32_t)value, 0, 0);            \
+    }
+PORTER_REDUCE(__reduce_add_sync, int, porter_emu::OP_RED_ADD)
+PORTER_REDUCE(__reduce_add_sync, unsigned, porter_emu::OP_RED_ADD)
+PORTER_REDUCE(__reduce_min_sync, int, porter_emu::OP_RED_MIN_I)
+PORTER_REDUCE(__reduce_min_sync, unsigned, porter_emu::OP_RED_MIN_U)
+PORTER_REDUCE(__reduce_max_sync, int, porter_emu::OP_RED_MAX_I)
+PORTER_REDUCE(__reduce_max_sync, unsigned, porter_emu::OP_RED_MAX_U)
+PORTER_REDUCE(__reduce_and_sync, unsigned, porter_emu::OP_RED_AND)
+PORTER_REDUCE(__reduce_or_sync, unsigned, porter_emu::OP_RED_OR)
+PORTER_REDUCE(__reduce_xor_sync, unsigned, porter_emu::OP_RED_XOR)
+
+// --------------------------------------------------------------------------- atomics
+// Only one emulated thread runs at a time, so every atomic is a plain read-modify-write.
+
+#define PORTER_ATOMIC_SCOPES(RET, NAME, ARGS, CALL) \
+    static inline RET NAME##_block ARGS { return NAME CALL; } \
+    static inline RET NAME##_system ARGS { return NAME CALL; }
+
+#define PORTER_ATOMIC_RMW(NAME, T, EXPR)                                  \
+    static inline T NAME(T* p, T v) { T old = *p; *p = (EXPR); return old; } \
+    PORTER_ATOMIC_SCOPES(T, NAME, (T * p, T v), (p, v))
+
+#define PORTER_ATOMIC_ARITH(T)                      \
+    PORTER_ATOMIC_RMW(atomicAdd, T, old + v)        \
+    PORTER_ATOMIC_RMW(atomicSub, T, old - v)        \
+    PORTER_ATOMIC_RMW(atomicExch, T, v)             \
+    PORTER_ATOMIC_RMW(atomicMin, T, v < old ? v : old) \
+    PORTER_ATOMIC_RMW(atomicMax, T, v > old ? v : old) \
+    static inline T atomicCAS(T* p, T cmp, T v) { T old = *p; if (old == cmp) *p = v; return old; } \
+    PORTER_ATOMIC_SCOPES(T, atomicCAS, (T * p, T cmp, T v), (p, cmp, v))
+#define PORTER_ATOMIC_BITS(T)                   \
+    PORTER_ATOMIC_RMW(atomicAnd, T, old & v)    \
+    PORTER_ATOMIC_RMW(atomicOr, T, old | v)     \
+    PORTER_ATOMIC_RMW(atomicXor, T, old ^ v)
+
+PORTER_ATOMIC_ARITH(int)
+PORTER_ATOMIC_ARITH(unsigned int)
+PORTER_ATOMIC_ARITH(long long)
+PORTER_ATOMIC_ARITH(unsigned long long)
+PORTER_ATOMIC_BITS(int)
+PORTER_ATOMIC_BITS(unsigned int)
+PORTER_ATOMIC_BITS(long long)
+PORTER_ATOMIC_BITS(unsigned long long)
+PORTER_ATOMIC_RMW(atomicAdd, float, old + v)
+PORTER_ATOMIC_RMW(atomicAdd, double, old + v)
+PORTER_ATOMIC_RMW(atomicSub, float, old - v)
+PORTER_ATOMIC_RMW(atomicExch, float, v)
+PORTER_ATOMIC_RMW(atomicExch, double, v)
+PORTER_ATOMIC_RMW(atomicMin, float, fminf(old, v))
+PORTER_ATOMIC_RMW(atomicMax, float, fmaxf(old, v))
+PORTER_ATOMIC_RMW(atomicMin, double, fmin(old, v))
+PORTER_ATOMIC_RMW(atomicMax, double, fmax(old, v))
+PORTER_ATOMIC_RMW(atomicInc, unsigned int, old >= v ? 0u : old + 1u)
+PORTER_ATOMIC_RMW(atomicDec, unsigned int, (old == 0u || old > v) ? v : old - 1u)
+static inline unsigned short atomicCAS(unsigned short* p, unsigned short cmp, unsigned short v) {
+    unsigned short old = *p;
+    if (old == cmp) *p = v;
+    return old;
+}
+// HIP's floating-point spellings.
+static inline float unsafeAtomicAdd(float* p, float v) { return atomicAdd(p, v); }
+static inline double unsafeAtomicAdd(double* p, double v) { return atomicAdd(p, v); }
+static inline float safeAtomicAdd(float* p, float v) { return atomicAdd(p, v); }
+static inline double safeAtomicAdd(double* p, double v) { return atomicAdd(p, v); }
+
+// --------------------------------------------------------------------------- math
+
+static inline int min(int a, int b) { return a < b ? a : b; }
+static inline unsigned int min(unsigned int a, unsigned int b) { return a < b ? a : b; }
+static inline long long min(long long a, long long b) { return a < b ? a : b; }
+static inline unsigned long long min(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
+static inline float min(float a, float b) { return fminf(a, b); }
+static inline double min(double a, double b) { return fmin(a, b); }
+static inline int max(int a, int b) { return a > b ? a : b; }
+static inline unsigned int max(unsigned int a, unsigned int b) { return a > b ? a : b; }
+static inline long long max(long long a, long long b) { return a > b ? a : b; }
+static inline unsigned long long max(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
+static inline float max(float a, float b) { return fmaxf(a, b); }
+static inline double max(double a, double b) { return fmax(a, b); }
+template <class A, class B, class = std::enable_if_t<!std::is_same<A, B>::value>>
+static inline std::common_type_t<A, B> min(A a, B b) {
+    return min((std::common_type_t<A, B>)a, (std::common_type_t<A, B>)b);
+}
+template <class A, class B, class = std::enable_if_t<!std::is_same<A, B>::value>>
+static inline std::common_type_t<A, B> max(A a, B b) {
+    return max((std::common_type_t<A, B>)a, (std::common_type_t<A, B>)b);
+}
+static inline unsigned int umin(unsigned int a, unsigned int b) { return a < b ? a : b; }
+static inline unsigned int umax(unsigned int a, unsigned int b) { return a > b ? a : b; }
+static inline long long llmin(long long a, long long b) { return a < b ? a : b; }
+static inline long long llmax(long long a, long long b) { return a > b ? a : b; }
+
+static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+static inline float rcbrtf(float x) { return 1.0f / cbrtf(x); }
+static inline float __fdividef(float a, float b) { return a / b; }
+static inline float fdividef(float a, float b) { return a / b; }
+// __expf, __logf, __sinf, __cosf, __powf, __sincosf ... are glibc's own exported functions.
+static inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); }
+static inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
+static inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }
+static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fdiv_rn(float a, float b) { return a / b; }
+static inline float __frcp_rn(float a) { return 1.0f / a; }
+static inline float __fsqrt_rn(float a) { return sqrtf(a); }
+static inline double __dadd_rn(double a, double b) { return a + b; }
+static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline float normf(int n, const float* a) { double s = 0; for (int i = 0; i < n; ++i) s += (double)a[i] * a[i]; return (float)sqrt(s); }
+static inline float norm3df(float a, float b, float c) { return sqrtf(a * a + b * b + c * c); }
+static inline float rnorm3df(float a, float b, float c) { return 1.0f / sqrtf(a * a + b * b + c * c); }
+static inline float norm4df(float a, float b, float c, float d) { return sqrtf(a * a + b * b + c * c + d * d); }
+static inline float sinpif(float x) { return sinf((float)M_PI * x); }
+static inline float cospif(float x) { return cosf((float)M_PI * x); }
+static inline double sinpi(double x) { return sin(M_PI * x); }
+static inline double cospi(double x) { return cos(M_PI * x); }
+
+static inline int __float2int_rn(float x) { return (int)nearbyintf(x); }
+static inline int __float2int_rz(float x) { return (int)x; }
+static inline int __float2int_rd(float x) { return (int)floorf(x); }
+static inline int __float2int_ru(float x) { return (int)ceilf(x); }
+static inline unsigned __float2uint_rn(float x) { return (unsigned)nearbyintf(x); }
+static inline unsigned __float2uint_rz(float x) { return (unsigned)x; }
+static inline long long __float2ll_rn(float x) { return (long long)nearbyintf(x); }
+static inline long long __float2ll_rz(float x) { return (long long)x; }
+static inline int __double2int_rn(double x) { return (int)nearbyint(x); }
+static inline int __double2int_rz(double x) { return (int)x; }
+static inline float __double2float_rn(double x) { return (float)x; }
+static inline float __int2float_rn(int x) { return (float)x; }
+static inline float __uint2float_rn(unsigned x) { return (float)x; }
+static inline double __int2double_rn(int x) { return (double)x; }
+static inline float __ll2float_rn(long long x) { return (float)x; }
+static inline int __float_as_int(float x) { int r; memcpy(&r, &x, 4); return r; }
+static inline unsigned __float_as_uint(float x) { unsigned r; memcpy(&r, &x, 4); return r; }
+static inline float __int_as_float(int x) { float r; memcpy(&r, &x, 4); return r; }
+static inline float __uint_as_float(unsigned x) { float r; memcpy(&r, &x, 4); return r; }
+static inline long long __double_as_longlong(double x) { long long r; memcpy(&r, &x, 8); return r; }
+static inline double __longlong_as_double(long long x) { double r; memcpy(&r, &x, 8); return r; }
+static inline int __double2hiint(double x) { return (int)(__double_as_longlong(x) >> 32); }
+static inline int __double2loint(double x) { return (int)__double_as_longlong(x); }
+static inline double __hiloint2double(int hi, int lo) {
+    return __longlong_as_double((long long)(((unsigned long long)(unsigned)hi << 32) | (unsigned)lo));
+}
+
+static inline int __popc(unsigned x) { return __builtin_popcount(x); }
+static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }
+static inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
+static inline int __ffs(int x) { return __builtin_ffs(x); }
+static inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+static inline unsigned __brev(unsigned x) {
+    unsigned r = 0;
+    for (int i = 0; i < 32; ++i) r |= ((x >> i) & 1u) << (31 - i);
+    return r;
+}
+static inline unsigned long long __brevll(unsigned long long x) {
+    unsigned long long r = 0;
+    for (int i = 0; i < 64; ++i) r |= ((x >> i) & 1ull) << (63 - i);
+    return r;
+}
+static inline int __mul24(int a, int b) { return (int)(((long long)(a << 8 >> 8)) * (long long)(b << 8 >> 8)); }
+static inline unsigned __umul24(unsigned a, unsigned b) { return (a & 0xFFFFFFu) * (b & 0xFFFFFFu); }
+static inline int __mulhi(int a, int b) { return (int)(((long long)a * (long long)b) >> 32); }
+static inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
+static inline long long __mul64hi(long long a, long long b) { return (long long)(((__int128)a * b) >> 64); }
+static inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
+    return (unsigned long long)(((unsigned __int128)a * b) >> 64);
+}
+static inline int __hadd(int a, int b) { return (int)(((long long)a + b) >> 1); }
+static inline int __rhadd(int a, int b) { return (int)(((long long)a + b + 1) >> 1); }
+static inline unsigned __uhadd(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a + b) >> 1); }
+static inline unsigned __urhadd(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a + b + 1) >> 1); }
+static inline unsigned __sad(int a, int b, unsigned c) { return (unsigned)(a > b ? a - b : b - a) + c; }
+static inline unsigned __usad(unsigned a, unsigned b, unsigned c) { return (a > b ? a - b : b - a) + c; }
+static inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+    unsigned long long v = ((unsigned long long)y << 32) | x;
+    unsigned r = 0;
+    for (int i = 0; i < 4; ++i) r |= (unsigned)((v >> (8 * ((s >> (4 * i)) & 7))) & 0xFF) << (8 * i);
+    return r;
+}
+static inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned sh) {
+    unsigned long long v = ((unsigned long long)hi << 32) | lo;
+    return (unsigned)((v << (sh & 31)) >> 32);
+}
+static inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned sh) {
+    unsigned long long v = ((unsigned long long)hi << 32) | lo;
+    return (unsigned)(v >> (sh & 31));
+}
+
+// Cache-hinted loads and stores: plain memory accesses here.
+template <class T> static inline T __ldg(const T* p) { return *p; }
+template <class T> static inline T __ldcg(const T* p) { return *p; }
+template <class T> static inline T __ldca(const T* p) { return *p; }
+template <class T> static inline T __ldcs(const T* p) { return *p; }
+template <class T> static inline T __ldlu(const T* p) { return *p; }
+template <class T> static inline T __ldcv(const T* p) { return *p; }
+template <class T> static inline void __stwb(T* p, T v) { *p = v; }
+template <class T> static inline void __stcg(T* p, T v) { *p = v; }
+template <class T> static inline void __stcs(T* p, T v) { *p = v; }
+template <class T> static inline void __stwt(T* p, T v) { *p = v; }
+#define __builtin_nontemporal_load(p) (*(p))
+#define __builtin_nontemporal_store(v, p) (*(p) = (v))
+
+// --------------------------------------------------------------------------- host-side names
+// A device-only translation unit may still mention these in declarations or unused macros.
+
+typedef enum cudaError { cudaSuccess = 0, cudaErrorUnknown = 999 } cudaError_t;
+typedef struct porter_stream* cudaStream_t;
+typedef struct porter_event* cudaEvent_t;
+typedef cudaError_t hipError_t;
+typedef cudaStream_t hipStream_t;
+typedef cudaEvent_t hipEvent_t;
+#define hipSuccess cudaSuccess
+
+// --------------------------------------------------------------------------- launch
+
+namespace porter_emu __attribute__((visibility("hidden"))) {
+
+template <class... A, size_t... I>
+inline void invoke(void (*k)(A...), void** a, std::index_sequence<I...>) {
+    k(*static_cast<std::remove_cv_t<std::remove_reference_t<A>>*>(a[I])...);
+}
+
+template <class... A>
+struct Call {
+    void (*kernel)(A...);
+    void** args;
+    static void run(void* self) {
+        Call* c = static_cast<Call*>(self);
+        invoke(c->kernel, c->args, std::index_sequence_for<A...>{});
+    }
+};
+
+template <class T>
+inline void describe(char* out) {
+    // p: pointer, f: floating point, i: signed integer, u: unsigned integer, s: anything else.
+    char kind = std::is_pointer<T>::value ? 'p'
+                : std::is_floating_point<T>::value ? 'f'
+                : (std::is_integral<T>::value || std::is_enum<T>::value) ? (std::is_signed<T>::value ? 'i' : 'u')
+                : 's';
+    snprintf(out, 32, "%c%zu", kind, sizeof(T));
+}
+
+template <class... A>
+inline const char* signature(void (*)(A...)) {
+    static char buf[32 * (sizeof...(A) + 1)];
+    buf[0] = 0;
+    char item[32];
+    size_t pos = 0;
+    (void)pos;
+    ((describe<std::remove_cv_t<A>>(item), pos += (size_t)snprintf(buf + pos, sizeof buf - pos, "%s%s", pos ? "," : "", item)), ...);
+    return buf;
+}
+
+inline void run_block(unsigned bx, unsigned by, unsigned bz) {
+    int n = (int)(blockDim.x * blockDim.y * blockDim.z);
+    blockIdx = uint3{bx, by, bz};
+    g_block_epoch += 1;
+    for (SharedReg* r = g_shared_globals; r; r = r->next) memset(r->addr, 0xFF, r->bytes);
+    memset(g_dyn_smem, 0xFF, g_launch.shared_bytes);
+    g_block.nthreads = n;
+    g_block.live = n;
+    g_block.bar_arrived = 0;
+    g_block.bar_acc = 0;
+    int nwarps = (n + PORTER_WARP_SIZE - 1) / PORTER_WARP_SIZE;
+    for (int w = 0; w < nwarps; ++w) {
+        int lanes = n - w * PORTER_WARP_SIZE;
+        if (lanes > PORTER_WARP_SIZE) lanes = PORTER_WARP_SIZE;
+        g_warps[w].live = lanes == 64 ? ~0ull : ((1ull << lanes) - 1ull);
+        g_warps[w].arrived = 0;
+    }
+    for (int i = 0; i < n; ++i) {
+        Thread& t = g_threads[i];
+        t.tid = uint3{(unsigned)i % blockDim.x, ((unsigned)i / blockDim.x) % blockDim.y,
+                      (unsigned)i / (blockDim.x * blockDim.y)};
+        t.state = READY;
+        t.lane = i % PORTER_WARP_SIZE;
+        t.warp = i / PORTER_WARP_SIZE;
+        t.stack = g_stacks + (size_t)i * PORTER_STACK_BYTES;
+        ctx_init(t.ctx, (char*)t.stack + 4096, PORTER_STACK_BYTES - 4096, trampoline);
+    }
+    static int order[PORTER_MAX_BLOCK];
+    for (;;) {
+        int count = 0;
+        for (int i = 0; i < n; ++i)
+            if (g_threads[i].state == READY) order[count++] = i;
+        if (count == 0) break;
+        shuffle(order, count);
+        for (int k = 0; k < count; ++k) {
+            Thread& t = g_threads[order[k]];
+            if (t.state != READY) continue;
+            g_cur = &t;
+            threadIdx = t.tid;
+#if defined(PORTER_ASAN)
+            void* fake = nullptr;
+            __sanitizer_start_switch_fiber(&fake, t.stack, PORTER_STACK_BYTES);
+#endif
+            ctx_switch(g_sched, t.ctx);
+#if defined(PORTER_ASAN)
+            __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#endif
+            g_cur = nullptr;
+            if (g_launch.failed) return;
+        }
+    }
+    if (g_block.live > 0) {
+        int at_bar = 0, at_warp = 0;
+        for (int i = 0; i < n; ++i) {
+            at_bar += g_threads[i].state == WAIT_BAR;
+            at_warp += g_threads[i].state == WAIT_WARP;
+        }
+        char msg[256];
+        snprintf(msg, sizeof msg,
+                 "deadlock in block (%u,%u,%u): %d threads wait at __syncthreads, %d at a warp collective, "
+                 "%d exited (a barrier or warp operation is not reached by every thread it waits for)",
+                 bx, by, bz, at_bar, at_warp, n - g_block.live);
+        fail(msg);
+    }
+}
+
+inline unsigned long long gcd(unsigned long long a, unsigned long long b) {
+    while (b) {
+        unsigned long long t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+template <class... A>
+inline int launch(void (*kernel)(A...), void** args, int nargs, const unsigned* grid, const unsigned* block,
+                  unsigned long long shared_bytes, unsigned long long seed) {
+    g_launch.failed = 0;
+    g_launch.error[0] = 0;
+    if (nargs != (int)sizeof...(A)) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "kernel takes %d arguments, %d given", (int)sizeof...(A), nargs);
+        fail(msg);
+        return 1;
+    }
+    if (shared_bytes > PORTER_MAX_DYN_SMEM) {
+        fail("dynamic shared memory exceeds the emulator's limit");
+        return 1;
+    }
+    unsigned long long n = (unsigned long long)block[0] * block[1] * block[2];
+    if (n == 0 || n > PORTER_MAX_BLOCK) {
+        fail("block size must be between 1 and 1024 threads");
+        return 1;
+    }
+    if (!ensure_stacks((size_t)n)) {
+        fail("could not allocate coroutine stacks");
+        return 1;
+    }
+    Call<A...> call{kernel, args};
+    g_launch.body = &Call<A...>::run;
+    g_launch.body_ctx = &call;
+    g_launch.shared_bytes = shared_bytes;
+    memset(g_dyn_smem, 0xFF, sizeof g_dyn_smem);
+    g_launch.rng = seed * 0x2545F4914F6CDD1Dull + 0x9E3779B97F4A7C15ull;
+    blockDim = dim3(block[0], block[1], block[2]);
+    gridDim = dim3(grid[0], grid[1], grid[2]);
+    unsigned long long nblocks = (unsigned long long)grid[0] * grid[1] * grid[2];
+    // Blocks run one after another, in a seeded random order.
+    unsigned long long stride = 1, start = 0;
+    if (nblocks > 1) {
+        start = next_random() % nblocks;
+        do {
+            stride = next_random() % nblocks;
+        } while (stride == 0 || gcd(stride, nblocks) != 1);
+    }
+    for (unsigned long long k = 0; k < nblocks; ++k) {
+        unsigned long long b = (start + k * stride) % nblocks;
+        run_block((unsigned)(b % grid[0]), (unsigned)((b / grid[0]) % grid[1]),
+                  (unsigned)(b / ((unsigned long long)grid[0] * grid[1])));
+        if (g_launch.failed) return 1;
+    }
+    return 0;
+}
+
+}  // namespace porter_emu
+
+#endif  // PORTER_EMU_H

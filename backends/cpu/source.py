@@ -1,0 +1,363 @@
+"""Source preparation for the CPU emulator: refusal checks, `__shared__` rewriting, the launcher.
+
+Everything here is text in, text out, and keeps the line count of the user's source, so that
+compiler diagnostics (which see the rewritten text behind a ``#line 1`` directive) point at the
+user's own lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from porter.backends import CannotEmulate
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MULTILINE)
+_ENTRY = re.compile(r"^\s*(::)?[A-Za-z_][\w:]*\s*(<[^;{}\"'\\]*>)?\s*$")
+_HIP_HINT = re.compile(r"\bhip(ThreadIdx|BlockIdx|BlockDim|GridDim)_[xyz]\b|#\s*include\s*[<\"]hip/")
+_UNDECLARED = re.compile(
+    r"^[^:\n]*:(\d+):\d+: error: ['\u2018](__\w+)['\u2019] was not declared in this scope", re.MULTILINE
+)
+
+
+def blank_comments_and_strings(source: str) -> str:
+    """The source with comments and string/char literals replaced by spaces (newlines kept).
+
+    Same length as the input, so positions found in the result index the original.
+    """
+    out = list(source)
+    i, n = 0, len(source)
+    while i < n:
+        c = source[i]
+        if c == "/" and i + 1 < n and source[i + 1] == "/":
+            j = source.find("\n", i)
+            j = n if j < 0 else j
+            _blank(out, i, j)
+            i = j
+        elif c == "/" and i + 1 < n and source[i + 1] == "*":
+            j = source.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            _blank(out, i, j)
+            i = j
+        elif c in "\"'":
+            j = i + 1
+            while j < n and source[j] != c and source[j] != "\n":
+                j += 2 if source[j] == "\\" else 1
+            j = min(j + 1, n)
+            _blank(out, i, j)
+            i = j
+        else:
+            i += 1
+    return "".join(out)
+
+
+def _blank(out: list[str], start: int, end: int) -> None:
+    for k in range(start, end):
+        if out[k] != "\n":
+            out[k] = " "
+
+
+def line_of(source: str, pos: int) -> int:
+    return source.count("\n", 0, pos) + 1
+
+
+# --------------------------------------------------------------------------- refusal checks
+
+
+def includes(source: str) -> list[tuple[int, str, str]]:
+    """(line, delimiter '<' or '"', header) for every #include outside comments."""
+    blanked = blank_comments_and_strings(source)
+    found = []
+    for m in _INCLUDE.finditer(source):
+        if blanked[m.start() : m.start(1)].strip().startswith("#"):
+            found.append((line_of(source, m.start()), m.group(1), m.group(2).strip()))
+    return found
+
+
+def check_emulable(
+    source: str, dialect: dict[str, Any], include_dirs: Sequence[str] = (), origin: str = "source"
+) -> None:
+    """Raise CannotEmulate("cannot emulate: <construct> (<origin> line N)") for refused constructs.
+
+    Local headers (``#include "x.h"`` found in include_dirs) are checked too.
+    """
+    _check(source, dialect, list(include_dirs), origin, set())
+
+
+def _check(
+    source: str, dialect: dict[str, Any], include_dirs: list[str], origin: str, seen: set[Path]
+) -> None:
+    refused_headers: dict[str, str] = dialect["includes"]["refuse"]
+    for line, delim, header in includes(source):
+        if header in refused_headers:
+            raise CannotEmulate(f"cannot emulate: {refused_headers[header]} ({origin} line {line})")
+        if delim == '"':
+            for d in include_dirs:
+                path = (Path(d) / header).resolve()
+                if path.is_file() and path not in seen:
+                    seen.add(path)
+                    text = path.read_text(encoding="utf-8", errors="replace")
+                    _check(text, dialect, include_dirs, path.name, seen)
+                    break
+    blanked = blank_comments_and_strings(source)
+    hits = []
+    for rule in dialect["refuse"]:
+        m = re.search(rule["pattern"], blanked)
+        if m:
+            hits.append((m.start(), rule["what"]))
+    if hits:
+        pos, what = min(hits)
+        raise CannotEmulate(f"cannot emulate: {what} ({origin} line {line_of(source, pos)})")
+
+
+def undeclared_intrinsic(log: str) -> tuple[int, str] | None:
+    """(line, name) when g++ failed on an undeclared ``__name``: a device intrinsic we lack."""
+    m = _UNDECLARED.search(log)
+    return (int(m.group(1)), m.group(2)) if m else None
+
+
+def is_hip(source: str) -> bool:
+    return bool(_HIP_HINT.search(source))
+
+
+# --------------------------------------------------------------------------- __shared__ rewriting
+
+
+def rewrite_shared(source: str) -> str:
+    """Rewrite every ``__shared__`` declaration for porter_emu.h, keeping the line count.
+
+    * function scope ``__shared__ T a[N], b;`` stays a (static) declaration and gains
+      ``PORTER_SHARED_INIT(a); PORTER_SHARED_INIT(b);`` after it, which poisons the storage the
+      first time a thread of each block reaches it;
+    * namespace scope ``__shared__ T a[N];`` gains ``PORTER_SHARED_GLOBAL(a);`` (poisoned at
+      every block start);
+    * ``extern __shared__ T a[];`` becomes a reference to the launch's dynamic shared memory.
+    """
+    blanked = blank_comments_and_strings(source)
+    scopes = _function_scopes(blanked)
+    pp_ends = _preprocessor_line_ends(blanked)
+    edits: list[tuple[int, int, str]] = []
+    pos = 0
+    for m in re.finditer(r"\b__shared__\b", blanked):
+        if m.start() < pos:
+            continue
+        if _in_preprocessor_line(blanked, m.start()):
+            continue
+        start = _decl_start(blanked, m.start(), pp_ends)
+        end = _decl_end(blanked, m.end())
+        if end < 0:
+            continue
+        pos = end + 1
+        decl = blanked[start:end]
+        original = source[start:end]
+        in_function = _inside(scopes, m.start())
+        parts = _split_top_level(decl)
+        names = [_declarator_name(p) for p in parts]
+        if any(name is None for name in names):
+            continue
+        if re.search(r"\bextern\b", decl):
+            text = _extern_replacement(parts[0], names[0] or "", in_function)
+            text += "\n" * original.count("\n")
+            edits.append((start, end + 1, text))
+        else:
+            kept = re.sub(r"\bstatic\b", "      ", original)
+            macro = "PORTER_SHARED_INIT" if in_function else "PORTER_SHARED_GLOBAL"
+            tail = "".join(f" {macro}({name});" for name in names)
+            edits.append((start, end + 1, kept + ";" + tail))
+    out = source
+    for s, e, text in reversed(edits):
+        out = out[:s] + text + out[e:]
+    return out
+
+
+def _preprocessor_line_ends(blanked: str) -> list[int]:
+    ends = []
+    for m in re.finditer(r"^[ \t]*#.*?(?<!\\)$", blanked, re.MULTILINE | re.DOTALL):
+        ends.append(m.end())
+    return ends
+
+
+def _in_preprocessor_line(blanked: str, pos: int) -> bool:
+    line_start = blanked.rfind("\n", 0, pos) + 1
+    k = line_start
+    while True:  # follow backslash continuations upwards
+        if blanked[k:pos].lstrip().startswith("#"):
+            return True
+        if k >= 2 and blanked[k - 2] == "\\":
+            k = blanked.rfind("\n", 0, k - 1) + 1
+            continue
+        return False
+
+
+def _decl_start(blanked: str, pos: int, pp_ends: list[int]) -> int:
+    k = pos - 1
+    while k >= 0 and blanked[k] not in ";{}":
+        k -= 1
+    start = k + 1
+    for e in pp_ends:
+        if start <= e <= pos:
+            start = e + 1
+    while start < pos and blanked[start].isspace():
+        start += 1
+    return start
+
+
+def _decl_end(blanked: str, pos: int) -> int:
+    depth = 0
+    for k in range(pos, len(blanked)):
+        c = blanked[k]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth < 0:
+                return -1
+        elif c == ";" and depth == 0:
+            return k
+    return -1
+
+
+def _split_top_level(decl: str) -> list[str]:
+    parts, depth, angle, last = [], 0, 0, 0
+    for k, c in enumerate(decl):
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif depth == 0 and c == "<":
+            angle += 1
+        elif depth == 0 and c == ">":
+            angle = max(angle - 1, 0)
+        elif c == "," and depth == 0 and angle == 0:
+            parts.append(decl[last:k])
+            last = k + 1
+    parts.append(decl[last:])
+    return parts
+
+
+def _strip_groups(text: str) -> str:
+    """Remove top-level (...) groups: attribute arguments such as __align__(16)."""
+    out, depth = [], 0
+    for c in text:
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif depth == 0:
+            out.append(c)
+    return "".join(out)
+
+
+def _declarator_name(part: str) -> str | None:
+    head = _strip_groups(part.split("=", 1)[0]).split("[", 1)[0]
+    idents = _IDENT.findall(head)
+    return idents[-1] if idents else None
+
+
+_ATTRS = re.compile(r"\b(__align__|alignas|__attribute__|__declspec)\s*\(")
+
+
+def _extern_replacement(part: str, name: str, in_function: bool) -> str:
+    text = part
+    while True:
+        m = _ATTRS.search(text)
+        if not m:
+            break
+        depth, k = 0, m.end() - 1
+        for k in range(m.end() - 1, len(text)):
+            if text[k] == "(":
+                depth += 1
+            elif text[k] == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+        text = text[: m.start()] + text[k + 1 :]
+    text = re.sub(r"\b(extern|__shared__|static)\b", " ", text)
+    text = re.sub(rf"\b{re.escape(name)}\s*\[\s*\]\s*$", "", text.strip())
+    elem = " ".join(text.split())
+    storage = "" if in_function else "static "
+    return f"{storage}{elem} (&{name})[] = PORTER_DYN_SHARED({elem});"
+
+
+def _function_scopes(blanked: str) -> list[tuple[int, int]]:
+    """Byte ranges of outermost function bodies (at namespace / linkage-block level)."""
+    ranges: list[tuple[int, int]] = []
+    stack: list[str] = []  # "ns" (namespace, extern "C", class bodies), "fn", "init", "block"
+    fn_start = -1
+    seg_start = 0
+    for k, c in enumerate(blanked):
+        if c == "{":
+            if "fn" in stack:
+                kind = "block"
+            else:
+                head = blanked[seg_start:k]
+                head = re.sub(r"^[ \t]*#.*$", "", head, flags=re.MULTILINE)
+                stripped = head.rstrip()
+                if stripped.endswith("="):
+                    kind = "init"
+                elif re.search(r"\b(namespace|extern)\s*\w*\s*$", stripped) or (
+                    re.search(r"\b(struct|class|union|enum)\b", head) and "(" not in head
+                ):
+                    kind = "ns"
+                elif "(" in head:
+                    kind = "fn"
+                else:
+                    kind = "init"
+            stack.append(kind)
+            if kind == "fn":
+                fn_start = k
+            seg_start = k + 1
+        elif c == "}":
+            kind = stack.pop() if stack else "ns"
+            if kind == "fn":
+                ranges.append((fn_start, k))
+            seg_start = k + 1
+        elif c == ";":
+            seg_start = k + 1
+    return ranges
+
+
+def _inside(ranges: Iterable[tuple[int, int]], pos: int) -> bool:
+    return any(s < pos < e for s, e in ranges)
+
+
+# --------------------------------------------------------------------------- launcher
+
+
+def check_entry(entry: str) -> str:
+    if not _ENTRY.match(entry):
+        raise ValueError(f"not a kernel name: {entry!r}")
+    return entry.strip()
+
+
+def launcher(entry: str) -> str:
+    """C++ appended after the user's source: the C ABI the Python side calls through ctypes."""
+    entry = check_entry(entry)
+    export = 'extern "C" __attribute__((visibility("default")))'
+    return f"""
+{export} int porter_launch(void** args, int nargs, const unsigned* grid, const unsigned* block,
+                           unsigned long long shared_bytes, unsigned long long seed) {{
+    auto* kernel = &{entry};
+    return porter_emu::launch(kernel, args, nargs, grid, block, shared_bytes, seed);
+}}
+{export} const char* porter_signature() {{
+    auto* kernel = &{entry};
+    return porter_emu::signature(kernel);
+}}
+{export} const char* porter_error() {{ return porter_emu::g_launch.error; }}
+{export} int porter_warp_size() {{ return PORTER_WARP_SIZE; }}
+"""
+
+
+def translation_unit(source: str, entry: str, filename: str = "kernel.cu") -> str:
+    """The complete C++ translation unit: our header, the rewritten source, the launcher."""
+    return (
+        '#include "porter_emu.h"\n'
+        f'#line 1 "{filename}"\n'
+        f"{rewrite_shared(source)}\n"
+        '#line 1 "porter-launcher"\n'
+        f"{launcher(entry)}"
+    )

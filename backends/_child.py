@@ -1,0 +1,303 @@
+"""The child side of :mod:`porter.backends.isolate`: ``python -m porter.backends._child MODE ...``.
+
+Modes:
+
+* ``job JOB_PICKLE RESULT_PICKLE``: compile (through the cache), load, run and time one Job; write a
+  JobResult.  Every failure the backend reports becomes a JobResult with its stage; a crash or a hang
+  is seen by the parent (no result file / the timeout), with the stage this child last announced in
+  ``$PORTER_PROGRESS_FILE``.
+* ``probe NAME RESULT_PICKLE``: write ``get_backend(NAME).availability()`` (or a one-line reason).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import faulthandler
+import inspect
+import json
+import os
+import pickle
+import resource
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from porter.backends import (
+    Backend,
+    CannotEmulate,
+    CompileError,
+    Device,
+    Program,
+    ToolchainMissing,
+    get_backend,
+)
+from porter.backends.isolate import Job, JobResult
+
+from porter.cache import Cache, compile_cached
+
+# Default address-space limit of children running on the CPU (the emulator, OpenCL on a CPU device):
+# this fraction of physical memory, at least 2 GiB.  GPU children get none: drivers map huge ranges.
+CPU_MEMORY_FRACTION = 0.8
+MIN_MEMORY_LIMIT = 2 << 30
+
+
+class Progress:
+    """Where the child is, written atomically to a small JSON file the parent reads after a crash/hang."""
+
+    def __init__(self, path: str | None):
+        self.path = Path(path) if path else None
+        self.state: dict[str, Any] = {}
+
+    def update(self, **fields: Any) -> None:
+        self.state.update(fields)
+        if self.path is None:
+            return
+        tmp = self.path.with_suffix(".tmp")
+        with contextlib.suppress(OSError):
+            tmp.write_text(json.dumps(self.state), encoding="utf-8")
+            os.replace(tmp, self.path)
+
+
+class Failed(Exception):
+    """Ends the job early with a result (stage, error, log)."""
+
+    def __init__(self, stage: str, error: str, log: str = ""):
+        super().__init__(error)
+        self.stage, self.error, self.log = stage, error, log
+
+
+def _one_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
+
+
+def _classify(err: Exception, stage: str) -> Failed:
+    """The stage a backend exception belongs to."""
+    if isinstance(err, CannotEmulate):
+        return Failed("emulate", str(err) or "cannot emulate")
+    if isinstance(err, ToolchainMissing):
+        return Failed("unavailable", str(err) or "toolchain missing")
+    if isinstance(err, MemoryError):
+        return Failed(stage, f"out of memory during {stage}", traceback.format_exc())
+    return Failed(stage, _one_line(err), traceback.format_exc())
+
+
+# ------------------------------------------------------------------------------- the job
+
+
+def execute(job: Job, progress: Progress) -> JobResult:
+    result = JobResult(ok=False, stage="unavailable")
+    try:
+        _execute(job, progress, result)
+    except Failed as failed:
+        result.ok, result.stage, result.error = False, failed.stage, failed.error
+        result.log = failed.log if not result.log else f"{result.log.rstrip()}\n{failed.log}".strip()
+        return result
+    result.ok, result.stage = True, "done"
+    return result
+
+
+def _execute(job: Job, progress: Progress, result: JobResult) -> None:
+    progress.update(stage="unavailable")
+    try:
+        backend = get_backend(job.backend)
+    except KeyError as err:
+        raise Failed("unavailable", str(err).strip("'\"")) from None
+    except Exception as err:  # noqa: BLE001 - an import error in a backend is "unavailable"
+        raise Failed("unavailable", f"backend {job.backend} cannot be loaded: {_one_line(err)}") from None
+
+    progress.update(stage="compile")
+    start = time.perf_counter()
+    try:
+        if job.use_cache:
+            binary, cached = compile_cached(backend, job.source, job.entry, job.options, job.device, Cache())
+        else:
+            binary, cached = backend.compile(job.source, job.entry, job.options, job.device), False
+    except CompileError as err:
+        raise Failed("compile", err.render().splitlines()[0], err.log) from None
+    except Exception as err:  # noqa: BLE001 - every compile failure is data
+        raise _classify(err, "compile") from None
+    result.compile_s = time.perf_counter() - start
+    result.cached = cached
+    result.toolchain = binary.toolchain
+    result.report = binary.report
+    result.log = binary.log
+    progress.update(toolchain=binary.toolchain, compile_s=result.compile_s, cached=cached)
+    device = job.device
+    if device is None:
+        return
+
+    _limit_memory(job)
+    progress.update(stage="load")
+    try:
+        program = backend.load(binary, device)
+    except Exception as err:  # noqa: BLE001
+        raise _classify(err, "load") from None
+
+    launcher = Launcher(backend, program, job)
+    for run in range(job.runs):
+        progress.update(stage="launch", run=run)
+        try:
+            result.outputs.append(launcher.run_once(job.seed + run))
+        except Exception as err:  # noqa: BLE001
+            raise _classify(err, "launch") from None
+
+    if job.timing is not None:
+        progress.update(stage="timing", run=None)
+        try:
+            result.times_ms = launcher.time()
+            if job.timing.read_back > 0:
+                result.timed_outputs = launcher.read_timed_sets(job.timing.read_back)
+        except Exception as err:  # noqa: BLE001
+            raise _classify(err, "launch") from None
+
+
+class Launcher:
+    """Fresh device buffers per run, launches with a per-run seed, timed launches."""
+
+    def __init__(self, backend: Backend, program: Program, job: Job):
+        self.backend, self.program, self.job = backend, program, job
+        self.timed_sets: list[list[Any]] = []
+        assert job.device is not None
+        self.device: Device = job.device
+        try:
+            params = inspect.signature(program).parameters
+            self.takes_seed = "seed" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+        except (TypeError, ValueError):
+            self.takes_seed = False
+        arrays = [i for i, a in enumerate(job.args) if isinstance(a, np.ndarray)]
+        self.read_back = arrays if job.read_back is None else [i for i in job.read_back if i in arrays]
+
+    def device_args(self) -> list[Any]:
+        """Every array argument copied into a freshly allocated device buffer; scalars as they are."""
+        return [
+            self.backend.to_device(np.ascontiguousarray(a), self.device) if isinstance(a, np.ndarray) else a
+            for a in self.job.args
+        ]
+
+    def launch(self, args: list[Any], seed: int, timed: bool = False) -> float | None:
+        job = self.job
+        extra: dict[str, Any] = {"seed": seed} if self.takes_seed else {}
+        return self.program(
+            *args, grid=job.grid, block=job.block, shared_bytes=job.shared_bytes, timed=timed, **extra
+        )
+
+    def run_once(self, seed: int) -> list[np.ndarray]:
+        args = self.device_args()
+        self.launch(args, seed)
+        self.backend.synchronize(self.device)
+        outs = []
+        for i in self.read_back:
+            ref = self.job.args[i]
+            outs.append(np.array(self.backend.to_host(args[i], ref.dtype, ref.shape), copy=True))
+        return outs
+
+    def time(self) -> list[float]:
+        plan = self.job.timing
+        assert plan is not None
+        sets = [self.device_args() for _ in range(max(1, plan.rotate))]
+        self.timed_sets = sets
+        for i in range(plan.warmup):
+            self.launch(sets[i % len(sets)], self.job.seed)
+        self.backend.synchronize(self.device)
+        times: list[float] = []
+        budget_ms = plan.max_seconds * 1000.0
+        for i in range(plan.repeats):
+            if plan.flush_l2:
+                self.backend.flush_cache(self.device)
+            args = sets[i % len(sets)]
+            start = time.perf_counter()
+            ms = self.launch(args, self.job.seed, timed=True)
+            if ms is None:  # the backend has no device timer: host time around launch + synchronize
+                self.backend.synchronize(self.device)
+                ms = (time.perf_counter() - start) * 1000.0
+            times.append(float(ms))
+            if sum(times) > budget_ms:
+                break
+        return times
+
+    def read_timed_sets(self, count: int) -> list[list[np.ndarray]]:
+        """The arrays of the last `count` rotated input sets, as the timed launches left them."""
+        self.backend.synchronize(self.device)
+        out = []
+        for args in self.timed_sets[-count:]:
+            arrays = []
+            for i in self.read_back:
+                ref = self.job.args[i]
+                arrays.append(np.array(self.backend.to_host(args[i], ref.dtype, ref.shape), copy=True))
+            out.append(arrays)
+        return out
+
+
+def _limit_memory(job: Job) -> None:
+    """Cap the address space for the load/launch stages (the compiler already ran, unlimited)."""
+    if job.memory_limit_mb == 0:
+        return
+    if job.memory_limit_mb is not None:
+        limit = job.memory_limit_mb << 20
+    elif job.backend == "cpu" or (job.device is not None and job.device.kind == "cpu"):
+        try:
+            physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError):
+            return
+        limit = max(int(physical * CPU_MEMORY_FRACTION), MIN_MEMORY_LIMIT)
+    else:
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    if soft == resource.RLIM_INFINITY or limit < soft:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+# ------------------------------------------------------------------------------- entry point
+
+
+def _write(path: Path, obj: Any) -> None:
+    tmp = path.with_suffix(".part")
+    tmp.write_bytes(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+    os.replace(tmp, path)
+
+
+def _probe(name: str) -> Any:
+    try:
+        return get_backend(name).availability()
+    except Exception as err:  # noqa: BLE001 - reported as the backend's hint
+        return f"backend {name} failed: {_one_line(err)}"
+
+
+def _line_buffer_c_stdio() -> None:
+    """Line-buffer C stdout so a kernel's printf output before a crash reaches the log."""
+    with contextlib.suppress(Exception):
+        libc = ctypes.CDLL(None)
+        for name in ("stdout", "stderr"):
+            stream = ctypes.c_void_p.in_dll(libc, name)
+            libc.setvbuf(stream, None, 1, 0)  # _IOLBF
+
+
+def main(argv: list[str]) -> int:
+    faulthandler.enable()
+    _line_buffer_c_stdio()
+    if len(argv) == 3 and argv[0] == "job":
+        job = pickle.loads(Path(argv[1]).read_bytes())
+        if not isinstance(job, Job):
+            print(f"not a Job: {type(job).__name__}", file=sys.stderr)
+            return 2
+        result = execute(job, Progress(os.environ.get("PORTER_PROGRESS_FILE")))
+        sys.stdout.flush()
+        _write(Path(argv[2]), result)
+        return 0
+    if len(argv) == 3 and argv[0] == "probe":
+        _write(Path(argv[2]), _probe(argv[1]))
+        return 0
+    print("usage: python -m porter.backends._child job JOB RESULT | probe NAME RESULT", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

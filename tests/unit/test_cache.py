@@ -1,0 +1,264 @@
+"""The content-addressed compile cache: keys, hits, misses, invalidation, corruption, atomicity, switches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from porter.backends import Binary, CompileOptions, Device, ResourceReport, get_backend
+
+from porter import cache as cache_mod
+from porter.cache import Cache, compile_cached, decode_binary, default_root, encode_binary
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "cache"
+    monkeypatch.setenv("PORTER_CACHE_DIR", str(root))
+    monkeypatch.delenv("PORTER_NO_CACHE", raising=False)
+    return root
+
+
+def entries(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file())
+
+
+# ------------------------------------------------------------------------------- keys and roots
+
+
+def test_key_is_stable_and_separates_parts() -> None:
+    k = Cache.key("a", b"b", "c")
+    assert k == Cache.key("a", b"b", "c")
+    assert len(k) == 64 and all(c in "0123456789abcdef" for c in k)
+    assert Cache.key("ab", "c") != Cache.key("a", "bc")  # length-prefixed
+    assert Cache.key("ab") != Cache.key(b"ab")  # str and bytes are different parts
+    assert Cache.key("a", "") != Cache.key("a")
+
+
+def test_key_includes_format_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = Cache.key("x")
+    monkeypatch.setattr(cache_mod, "CACHE_FORMAT_VERSION", cache_mod.CACHE_FORMAT_VERSION + 1)
+    assert Cache.key("x") != before
+
+
+def test_root_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _private_cache: Path) -> None:
+    assert default_root() == _private_cache
+    c = Cache()
+    assert c.root == _private_cache
+    c.put("things", Cache.key("k"), b"v")
+    assert entries(_private_cache)
+    monkeypatch.delenv("PORTER_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_root() == tmp_path / "xdg" / "porter"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_root() == tmp_path / "home" / ".cache" / "porter"
+
+
+def test_bad_namespace_or_key_is_refused() -> None:
+    c = Cache()
+    with pytest.raises(ValueError):
+        c.get("../escape", Cache.key("k"))
+    with pytest.raises(ValueError):
+        c.put("ns", "not-a-key", b"")
+
+
+# ------------------------------------------------------------------------------- bytes
+
+
+def test_hit_and_miss(_private_cache: Path) -> None:
+    c = Cache()
+    k = Cache.key("source", "options")
+    assert c.get("ns", k) is None
+    assert c.put("ns", k, b"\x00payload\xff")
+    assert c.get("ns", k) == b"\x00payload\xff"
+    assert Cache().get("ns", k) == b"\x00payload\xff"  # another instance, same root
+    assert c.get("other", k) is None  # namespaces are separate
+    assert c.get("ns", Cache.key("source", "options2")) is None
+    c.put("ns", k, b"")  # an empty payload is a value, not a miss
+    assert c.get("ns", k) == b""
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "empty", "garbage"])
+def test_corrupt_entry_is_a_miss_and_removed(_private_cache: Path, damage: str) -> None:
+    c = Cache()
+    k = Cache.key("damaged", damage)
+    c.put("ns", k, b"x" * 1000)
+    path = c.path("ns", k)
+    blob = bytearray(path.read_bytes())
+    if damage == "flip":
+        blob[-10] ^= 0x01
+    elif damage == "truncate":
+        blob = blob[: len(blob) // 2]
+    elif damage == "empty":
+        blob = bytearray()
+    else:
+        blob = bytearray(b"not a cache entry at all" * 3)
+    path.write_bytes(bytes(blob))
+    assert c.get("ns", k) is None
+    assert not path.exists()
+    c.put("ns", k, b"fresh")
+    assert c.get("ns", k) == b"fresh"
+
+
+def test_atomic_write_leaves_no_temporary_files(_private_cache: Path) -> None:
+    c = Cache()
+    for i in range(20):
+        c.put("ns", Cache.key(str(i)), bytes(range(256)) * i)
+    c.put("ns", Cache.key("0"), b"overwritten")
+    files = entries(_private_cache)
+    assert len(files) == 20
+    assert all(len(p.name) == 64 and p.parent.name == p.name[:2] for p in files)
+    assert not [p for p in _private_cache.rglob("*") if p.name.startswith(".") or p.suffix == ".tmp"]
+    assert c.get("ns", Cache.key("0")) == b"overwritten"
+
+
+def test_unwritable_root_is_not_an_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the cache directory should be")
+    c = Cache(root=blocker / "cache")
+    assert c.put("ns", Cache.key("k"), b"v") is False
+    assert c.get("ns", Cache.key("k")) is None
+
+
+def test_disabled_by_flag_and_environment(_private_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    k = Cache.key("k")
+    Cache().put("ns", k, b"v")
+    off = Cache(enabled=False)
+    assert off.get("ns", k) is None
+    assert off.put("ns", Cache.key("other"), b"v") is False
+    monkeypatch.setenv("PORTER_NO_CACHE", "1")
+    assert Cache().enabled is False
+    assert Cache().get("ns", k) is None
+    assert Cache(enabled=True).get("ns", k) == b"v"  # an explicit choice wins
+    assert len(entries(_private_cache)) == 1
+
+
+# ------------------------------------------------------------------------------- binaries
+
+
+def test_binary_round_trip() -> None:
+    b = Binary(
+        backend="cuda",
+        entry="_Z5saxpyifPKfPf",
+        arch="sm_90",
+        format="cubin",
+        data=bytes(range(256)) * 3,
+        toolchain="nvrtc 13.0 sm_90",
+        log="warning: something",
+        report=ResourceReport(registers=16, shared_bytes=0, raw="ptxas info"),
+        meta={"lowered": {"saxpy": "_Z5saxpyifPKfPf"}, "n": 3, "options": ("-O3", ["x", 1.5, None, True])},
+    )
+    assert decode_binary(encode_binary(b) or b"") == b
+    assert decode_binary(b"\x00\x00\x00\x00\x00\x00\x00\x05{bad}") is None
+    raw = encode_binary(b) or b""
+    assert decode_binary(raw[:-1]) is None  # data shorter than the header says
+    odd = Binary("cpu", "k", "x86_64", "so", b"", "g++", meta={"handle": object()})
+    assert encode_binary(odd) is None  # not plain data: not cached, never pickled
+    assert encode_binary(Binary("cpu", "k", "x86_64", "so", b"", "g++", meta={"m": {1: "int key"}})) is None
+    assert Cache().put_binary(Cache.key("odd"), odd) is False
+
+
+def test_undecodable_binary_entry_is_a_miss(_private_cache: Path) -> None:
+    c = Cache()
+    k = Cache.key("b")
+    c.put(cache_mod.BINARY_NAMESPACE, k, b"valid envelope, invalid binary")
+    assert c.get_binary(k) is None
+    assert not c.path(cache_mod.BINARY_NAMESPACE, k).exists()
+
+
+# ------------------------------------------------------------------------------- compile_cached, real compilers
+
+SOURCES = {
+    "cuda": 'extern "C" __global__ void scale(float *x, float a, int n) {\n'
+    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) x[i] *= a;\n}\n",
+    "opencl": "__kernel void scale(__global float *x, float a, int n) {\n"
+    "  int i = get_global_id(0);\n  if (i < n) x[i] *= a;\n}\n",
+}
+SOURCES["cpu"] = SOURCES["cuda"]
+SOURCES["hip"] = "#include <hip/hip_runtime.h>\n" + SOURCES["cuda"]
+
+
+@dataclass
+class Counting:
+    """A real backend, counting its compiles; `upgrade` changes its toolchain id like a compiler update."""
+
+    inner: Any
+    upgrade: str = ""
+    compiles: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def toolchain_id(self, device: Device | None = None, arch: str | None = None) -> str:
+        return self.inner.toolchain_id(device, arch) + self.upgrade
+
+    def compile(
+        self, source: str, entry: str, options: CompileOptions, device: Device | None = None
+    ) -> Binary:
+        self.compiles.append(source)
+        return self.inner.compile(source, entry, options, device)
+
+
+def compiling_backend() -> tuple[Counting, Device | None]:
+    """The first backend that can compile here (compile-only ones first: they are the fastest)."""
+    reasons = []
+    for name in ("cuda", "cpu", "hip", "opencl"):
+        try:
+            be = get_backend(name)
+            found = be.availability()
+        except Exception as err:  # noqa: BLE001 - report and try the next one
+            reasons.append(f"{name}: {err}")
+            continue
+        if found.compile:
+            device = found.devices[0] if name == "opencl" and found.devices else None
+            if name == "opencl" and device is None:
+                continue
+            return Counting(be), device
+        reasons.append(f"{name}: {found.hint}")
+    pytest.skip("no backend can compile here: " + "; ".join(reasons))
+
+
+def test_compile_cached_hit_miss_and_invalidation(_private_cache: Path) -> None:
+    be, device = compiling_backend()
+    src = SOURCES[be.name]
+    opts = CompileOptions()
+    c = Cache()
+
+    first, hit = compile_cached(be, src, "scale", opts, device, c)
+    assert not hit and len(be.compiles) == 1
+    again, hit = compile_cached(be, src, "scale", opts, device, c)
+    assert hit and len(be.compiles) == 1
+    assert again == first  # the whole Binary comes back, data, entry, toolchain and report included
+
+    # a changed source, entry options or toolchain is a miss (and a new entry)
+    compile_cached(be, src + "\n// edited\n", "scale", opts, device, c)
+    assert len(be.compiles) == 2
+    compile_cached(be, src, "scale", CompileOptions(defines=("EXTRA=1",)), device, c)
+    assert len(be.compiles) == 3
+    be.upgrade = "+compiler-update"
+    _, hit = compile_cached(be, src, "scale", opts, device, c)
+    assert not hit and len(be.compiles) == 4
+    assert len(entries(_private_cache)) == 4
+
+    # a corrupt entry is a miss, recompiled and rewritten
+    be.upgrade = ""
+    for path in entries(_private_cache):
+        path.write_bytes(path.read_bytes()[:-3])
+    _, hit = compile_cached(be, src, "scale", opts, device, c)
+    assert not hit and len(be.compiles) == 5
+    _, hit = compile_cached(be, src, "scale", opts, device, c)
+    assert hit and len(be.compiles) == 5
+
+
+def test_compile_cached_disabled(monkeypatch: pytest.MonkeyPatch, _private_cache: Path) -> None:
+    be, device = compiling_backend()
+    monkeypatch.setenv("PORTER_NO_CACHE", "1")
+    for _ in range(2):
+        _, hit = compile_cached(be, SOURCES[be.name], "scale", CompileOptions(), device, Cache())
+        assert not hit
+    assert len(be.compiles) == 2
+    assert not _private_cache.exists() or not entries(_private_cache)

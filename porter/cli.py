@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -33,9 +34,17 @@ def _root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
+    no_cache: Annotated[
+        bool,
+        typer.Option(
+            "--no-cache", help="Bypass the compile/LLM cache (sets PORTER_NO_CACHE=1 for children)."
+        ),
+    ] = False,
 ) -> None:
     """Porter scans CUDA and Python code, translates kernels to HIP and OpenCL, asks an LLM for what rules
     cannot do, and compiles, runs and validates every variant on the hardware present."""
+    if no_cache:
+        os.environ["PORTER_NO_CACHE"] = "1"
 
 
 def emit_json(doc: object) -> None:
@@ -45,7 +54,9 @@ def emit_json(doc: object) -> None:
 @app.command()
 def scan(
     paths: Annotated[list[Path], typer.Argument(help="Files or directories (searched recursively).")],
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document instead of tables.")] = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document instead of tables.")
+    ] = False,
 ) -> None:
     """Map kernels, launch sites, allocations, Python loop nests and portability hazards."""
     from porter.report import scan_view
@@ -54,15 +65,98 @@ def scan(
     result = scan_paths([str(p) for p in paths])
     if json_out:
         emit_json(scan_view.to_json(result))
+        scan_view.render_problems(result)
     else:
         scan_view.render(result)
     raise typer.Exit(scan_view.exit_code(result))
 
 
+@app.command()
+def doctor(
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document instead of a table.")
+    ] = False,
+) -> None:
+    """Every backend: the toolchains and devices found, whether it can compile and run, what to install."""
+    from porter.report import doctor_view
+    from porter.workflows.doctor import doctor as run_doctor
+
+    report = run_doctor()
+    if json_out:
+        emit_json(doctor_view.to_json(report))
+    else:
+        doctor_view.render(report)
+    raise typer.Exit(doctor_view.exit_code(report))
+
+
+@app.command()
+def check(
+    variant: Annotated[Path, typer.Argument(help="The variant: a .cu, .hip or .cl file (may hold only the kernel).")],
+    against: Annotated[Path, typer.Option("--against", help="The original CUDA program (its host code or spec file says how to run the kernel).")],
+    kernel: Annotated[str | None, typer.Option("--kernel", help="The kernel to check (when ORIGINAL has several).")] = None,
+    backend: Annotated[str | None, typer.Option("--backend", help="Run the variant only on this backend (cuda, hip, opencl, cpu).")] = None,
+    include: Annotated[list[Path] | None, typer.Option("-I", "--include", help="Include directory for the original's headers.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document instead of a table.")] = False,
+) -> None:
+    """Validate VARIANT against ORIGINAL on every device that can run it (exit 0: validated, 1: rejected)."""
+    from porter.report import check_view
+    from porter.workflows.check import run_check
+
+    result = run_check(
+        str(variant),
+        str(against),
+        kernel=kernel,
+        backend=backend,
+        include_dirs=tuple(str(p) for p in include or ()),
+    )
+    if json_out:
+        emit_json(check_view.to_json(result))
+    else:
+        check_view.render(result)
+    raise typer.Exit(check_view.exit_code(result))
+
+
+@app.command()
+def bench(
+    file: Annotated[Path, typer.Argument(help="A CUDA source file (.cu).")],
+    kernel: Annotated[str | None, typer.Option("--kernel", help="Only this kernel.")] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document instead of tables.")
+    ] = False,
+    backend: Annotated[
+        list[str] | None,
+        typer.Option("--backend", help="Only these backends (cuda, hip, opencl, cpu); repeatable."),
+    ] = None,
+    size: Annotated[
+        list[str] | None, typer.Option("--size", help="Bind a size symbol, e.g. --size n=1<<24; repeatable.")
+    ] = None,
+    include: Annotated[list[Path] | None, typer.Option("-I", help="Include directory; repeatable.")] = None,
+) -> None:
+    """Predicted roofline floor of each kernel on every device of the table, then measured time,
+    % of peak and the suspect flag on each device here that can run it."""
+    from porter.report import bench_view
+    from porter.workflows.bench import bench_file, parse_sizes
+
+    report = bench_file(
+        str(file),
+        kernel=kernel,
+        backends=tuple(backend) if backend else None,
+        sizes=parse_sizes(size or []),
+        include_dirs=[str(p) for p in include or []],
+    )
+    if json_out:
+        emit_json(bench_view.to_json(report))
+    else:
+        bench_view.render(report)
+    raise typer.Exit(bench_view.exit_code(report))
+
+
 def main() -> None:
     """Console entry point: never a traceback, always a one-line error and an exit code."""
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)  # click returns typer.Exit's code instead of raising it
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except PorterError as err:
         typer.echo(f"porter: {err}", err=True)
         sys.exit(err.exit_code)
@@ -75,7 +169,9 @@ def main() -> None:
         show = getattr(err, "show", None)
         if callable(show) and hasattr(err, "exit_code"):  # click's (or typer's bundled click's) errors
             show()
-            sys.exit(2 if "Usage" in type(err).__name__ or "Parameter" in type(err).__name__ else err.exit_code)
+            sys.exit(
+                2 if "Usage" in type(err).__name__ or "Parameter" in type(err).__name__ else err.exit_code
+            )
         if type(err).__name__ == "Abort":
             sys.exit(1)
         typer.echo(f"porter: internal error: {type(err).__name__}: {err}", err=True)

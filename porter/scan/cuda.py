@@ -1,0 +1,1282 @@
+"""CUDA source -> :class:`porter.model.FileScan`.
+
+One parse per file and three queries (``grammars/cuda-toplevel.scm`` on the file, depth-limited;
+``cuda-device.scm`` on each ``__global__``/``__device__`` function; ``cuda-host.scm`` on each host
+function).  Small Python on the captured nodes turns them into plain data; no tree node leaves
+this module.  Facts about CUDA APIs come from ``cuda_api.toml``, hazards from ``hazards.toml``.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from tree_sitter import Node, QueryCursor
+
+from porter.grammars import parser, query
+from porter.model import (
+    Allocation,
+    Assignment,
+    Copy,
+    Define,
+    DeviceFunction,
+    FileScan,
+    Hazard,
+    Kernel,
+    LaunchSite,
+    Param,
+    ParseWarning,
+    SharedArray,
+)
+from porter.scan import hazards as hz
+
+MAX_WARNINGS = 50
+# Codes reported at most once per line (a line naming cg:: twice is one hazard).
+_ONE_PER_LINE = frozenset(
+    {"cooperative-groups", "libcudacxx", "warp-size-assumption", "texture-api", "inline-asm"}
+)
+
+_QUALIFIER_TOKENS = frozenset(
+    {"__global__", "__device__", "__host__", "__forceinline__", "__noinline__", "__inline__", "inline"}
+)
+_CAST_FUNCTIONS = frozenset({"reinterpret_cast", "static_cast", "const_cast", "dynamic_cast", "__ldg"})
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_SIZEOF = re.compile(r"sizeof\s*\(\s*([A-Za-z_][\w:\s<>,]*?)\s*\)")
+_SIMPLE = re.compile(r"^[\w.]+$")
+_CONTINUATION = re.compile(r"\\\r?\n")
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+
+
+# --------------------------------------------------------------------------- API tables
+
+
+@dataclass(frozen=True)
+class _Api:
+    barriers: frozenset[str]
+    barrier_methods: frozenset[str]
+    barrier_qualified: frozenset[str]
+    atomics: frozenset[str]
+    warp_intrinsics: frozenset[str]
+    writes_first_arg: frozenset[str]
+    alloc_out_param: dict[str, dict[str, Any]]
+    alloc_returning: dict[str, dict[str, Any]]
+    copies: dict[str, dict[str, int]]
+    copies_2d: dict[str, dict[str, int]]
+    launch_apis: dict[str, dict[str, Any]]
+
+    host_calls: frozenset[str]  # every name in the four tables above
+
+
+@cache
+def api() -> _Api:
+    raw = tomllib.loads(resources.files(__package__).joinpath("cuda_api.toml").read_text(encoding="utf-8"))
+    dev, host = raw["device"], raw["host"]
+    atomics = set(dev["atomics"])
+    atomics.update(a + s for a in dev["atomics"] for s in dev["atomic_scope_suffixes"])
+    return _Api(
+        barriers=frozenset(dev["barriers"]),
+        barrier_methods=frozenset(dev["barrier_methods"]),
+        barrier_qualified=frozenset(dev["barrier_qualified"]),
+        atomics=frozenset(atomics),
+        warp_intrinsics=frozenset(dev["warp_intrinsics"]),
+        writes_first_arg=frozenset(dev["writes_first_arg"]) | frozenset(atomics),
+        alloc_out_param=host["alloc_out_param"],
+        alloc_returning=host["alloc_returning"],
+        copies=host["copies"],
+        copies_2d=host["copies_2d"],
+        launch_apis=host["launch_apis"],
+        host_calls=frozenset(host["alloc_out_param"])
+        | frozenset(host["alloc_returning"])
+        | frozenset(host["copies"])
+        | frozenset(host["copies_2d"]),
+    )
+
+
+# --------------------------------------------------------------------------- small node helpers
+
+
+def _text(node: Node | None) -> str:
+    if node is None:
+        return ""
+    raw = node.text
+    return raw.decode("utf-8", "replace") if raw is not None else ""
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _line(node: Node) -> int:
+    return node.start_point[0] + 1
+
+
+def _args(arglist: Node | None) -> list[Node]:
+    if arglist is None:
+        return []
+    return [c for c in arglist.named_children if c.type != "comment"]
+
+
+def _wrapped(expr: str) -> bool:
+    """`(a + b)`, `sizeof(float)`, `f(x, y)`: one balanced group that spans to the end."""
+    head = expr.find("(")
+    if head < 0 or not expr.endswith(")") or not _SIMPLE.match(expr[:head] or "x"):
+        return False
+    depth = 0
+    for i, ch in enumerate(expr[head:], head):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0:
+            return i == len(expr) - 1
+    return False
+
+
+def _paren(expr: str) -> str:
+    return expr if _SIMPLE.match(expr) or _wrapped(expr) else f"({expr})"
+
+
+def _declared_name(node: Node | None) -> Node | None:
+    """The identifier a declarator declares (through pointers, arrays, references, init)."""
+    while node is not None:
+        t = node.type
+        if t in (
+            "identifier",
+            "field_identifier",
+            "qualified_identifier",
+            "destructor_name",
+            "operator_name",
+        ):
+            return node
+        nxt = node.child_by_field_name("declarator")
+        if nxt is None:
+            # reference_declarator and some others keep the name as a plain child
+            nxt = next(
+                (c for c in node.named_children if c.type not in ("type_qualifier", "ms_pointer_modifier")),
+                None,
+            )
+        node = nxt
+    return None
+
+
+def _strip_expr(node: Node) -> Node:
+    """Remove parentheses and casts around an expression."""
+    while True:
+        t = node.type
+        if t == "parenthesized_expression" and node.named_child_count:
+            node = node.named_children[0]
+        elif t == "cast_expression":
+            value = node.child_by_field_name("value")
+            if value is None:
+                return node
+            node = value
+        elif t == "call_expression":
+            fn = node.child_by_field_name("function")
+            name = fn.child_by_field_name("name") if fn is not None and fn.type == "template_function" else fn
+            args = _args(node.child_by_field_name("arguments"))
+            if name is not None and _text(name) in _CAST_FUNCTIONS and len(args) == 1:
+                node = args[0]
+            else:
+                return node
+        else:
+            return node
+
+
+def _address_target(node: Node) -> str:
+    """`(void**)&d_x` -> `d_x`; `&buf.data` -> `buf.data`."""
+    node = _strip_expr(node)
+    if node.type == "pointer_expression" and node.child(0) is not None and node.child(0).type == "&":
+        arg = node.child_by_field_name("argument")
+        if arg is not None:
+            return _squash(_text(_strip_expr(arg)))
+    return _squash(_text(node))
+
+
+# --------------------------------------------------------------------------- functions
+
+
+@dataclass
+class _Function:
+    node: Node  # function_definition
+    outer: Node  # the template_declaration around it, or the definition itself
+    name: str
+    kind: str  # "kernel" | "device" | "host"
+    qualifiers: tuple[str, ...]
+    params: list[_ParamInfo] = field(default_factory=list)
+
+
+@dataclass
+class _ParamInfo:
+    name: str
+    decl: Node  # parameter_declaration
+    pointer: bool  # pointer or array
+    reference: bool
+
+    def written_in(self, roots: set[str]) -> bool:
+        """Stored through (pointers) or assigned (references) according to a function's write roots."""
+        if not self.name:
+            return False
+        if self.pointer:
+            return self.name in roots
+        return self.reference and ("&" + self.name in roots or self.name in roots)
+
+
+def _function_info(fn: Node) -> _Function | None:
+    quals: list[str] = []
+    declarator = None
+    for child in fn.children:
+        t = child.type
+        if t in _QUALIFIER_TOKENS:
+            quals.append(t)
+        elif t == "storage_class_specifier":
+            quals.append(_text(child))
+        elif t == "type_qualifier" and _text(child) == "constexpr":
+            quals.append("constexpr")
+    declarator = fn.child_by_field_name("declarator")
+    while declarator is not None and declarator.type != "function_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    if declarator is None:
+        return None
+    name_node = declarator.child_by_field_name("declarator")
+    name = _squash(_text(name_node))
+    if "__global__" in quals:
+        kind = "kernel"
+    elif "__device__" in quals:
+        kind = "device"
+    else:
+        kind = "host"
+    outer = fn.parent if fn.parent is not None and fn.parent.type == "template_declaration" else fn
+    info = _Function(node=fn, outer=outer, name=name, kind=kind, qualifiers=tuple(quals))
+    params = declarator.child_by_field_name("parameters") if kind != "host" else None
+    if params is not None:
+        for p in params.named_children:
+            if p.type in ("parameter_declaration", "optional_parameter_declaration"):
+                declarator = p.child_by_field_name("declarator")
+                ident = _declared_name(declarator)
+                pointer, reference = _pointer_kind(declarator)
+                info.params.append(
+                    _ParamInfo(_text(ident) if ident is not None else "", p, pointer, reference)
+                )
+    return info
+
+
+def _pointer_kind(declarator: Node | None) -> tuple[bool, bool]:
+    """(pointer or array, reference) for a parameter declarator."""
+    pointer = reference = False
+    node = declarator
+    while node is not None:
+        if node.type in ("pointer_declarator", "abstract_pointer_declarator", "array_declarator"):
+            pointer = True
+        elif node.type in ("reference_declarator", "abstract_reference_declarator"):
+            reference = True
+        nxt = node.child_by_field_name("declarator")
+        if nxt is None and node.type == "reference_declarator":
+            nxt = next((c for c in node.named_children if c.type != "type_qualifier"), None)
+        node = nxt
+    return pointer, reference
+
+
+def _param(p: _ParamInfo, written: bool) -> Param:
+    decl = p.decl
+    declarator = decl.child_by_field_name("declarator")
+    const = any(c.type == "type_qualifier" and _text(c) in ("const", "constexpr") for c in decl.children)
+    # the declared type: the parameter's text without its name and default value
+    start = decl.start_byte
+    default = decl.child_by_field_name("default_value")
+    raw = decl.text or b""
+    ident = _declared_name(declarator)
+    if ident is not None and ident.type == "identifier":
+        cut_a, cut_b = ident.start_byte - start, ident.end_byte - start
+        type_bytes = raw[:cut_a] + raw[cut_b:]
+    else:
+        type_bytes = raw
+    if default is not None:
+        eq = type_bytes.rfind(b"=")
+        if eq >= 0:
+            type_bytes = type_bytes[:eq]
+    type_text = _squash(type_bytes.decode("utf-8", "replace"))
+    return Param(name=p.name, type=type_text, pointer=p.pointer, const=const, written=written)
+
+
+# --------------------------------------------------------------------------- device analysis
+
+
+@dataclass
+class _DeviceFacts:
+    info: _Function
+    written_roots: set[str] = field(default_factory=set)
+    edges: list[tuple[str, int, str]] = field(default_factory=list)  # (callee, arg index, root)
+    shared: list[SharedArray] = field(default_factory=list)
+    barriers: int = 0
+    atomics: set[str] = field(default_factory=set)
+    warp: set[str] = field(default_factory=set)
+    launch_bounds: str | None = None
+
+
+def _root(
+    node: Node | None,
+    aliases: dict[str, str],
+    pointers: set[str] | frozenset[str] = frozenset(),
+    through: bool = False,
+) -> tuple[str | None, bool]:
+    """The variable an lvalue or pointer expression is based on, and whether it goes through memory.
+
+    ``p[i]``, ``*(p + i)``, ``p->f`` and ``&p[i]`` are based on ``p``; local pointer aliases
+    (``float* q = p + off``) resolve to what they alias.  ``pointers`` names the known pointers
+    and decides which operand of ``a + b`` is the pointer.
+    """
+    depth = 0
+    while node is not None and depth < 32:
+        depth += 1
+        t = node.type
+        if t == "identifier":
+            name = _text(node)
+            hops = 0
+            while name in aliases and hops < 8:
+                name = aliases[name]
+                hops += 1
+            return name, through
+        if t == "subscript_expression":
+            node, through = node.child_by_field_name("argument"), True
+        elif t == "pointer_expression":
+            op = node.child(0)
+            if op is not None and op.type == "*":
+                through = True
+            node = node.child_by_field_name("argument")
+        elif t == "field_expression":
+            op = node.child_by_field_name("operator")
+            if op is not None and op.type == "->":
+                through = True
+            node = node.child_by_field_name("argument")
+        elif t == "binary_expression":
+            op = node.child_by_field_name("operator")
+            if op is None or op.type not in ("+", "-"):
+                return None, through
+            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            lname, lthr = _root(left, aliases, pointers, through)
+            if op.type == "+":
+                rname, rthr = _root(right, aliases, pointers, through)
+                if rname is not None and rname in pointers and lname not in pointers:
+                    return rname, rthr
+            return lname, lthr
+        elif t in ("parenthesized_expression", "cast_expression", "call_expression"):
+            stripped = _strip_expr(node)
+            if stripped is node:
+                return None, through
+            node = stripped
+        else:
+            return None, through
+    return None, through
+
+
+def _shared_arrays(decl: Node) -> list[SharedArray]:
+    extern = any(c.type == "storage_class_specifier" and _text(c) == "extern" for c in decl.children)
+    line = _line(decl)
+    if decl.has_error:
+        return _shared_from_text(_text(decl), extern, line)
+    type_node = decl.child_by_field_name("type")
+    quals = [
+        _text(c)
+        for c in decl.children
+        if c.type == "type_qualifier" and _text(c) not in ("__shared__", "extern")
+    ]
+    elem = _squash(" ".join([*quals, _text(type_node)]))
+    out = []
+    for d in decl.children_by_field_name("declarator"):
+        node = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+        dims: list[str] = []
+        unsized = False
+        ptr = ""
+        while node is not None and node.type in ("array_declarator", "pointer_declarator"):
+            if node.type == "pointer_declarator":
+                ptr += "*"
+            else:
+                size = node.child_by_field_name("size")
+                if size is None:
+                    unsized = True
+                else:
+                    dims.append(_squash(_text(size)))
+            node = node.child_by_field_name("declarator")
+        if node is None:
+            continue
+        dims.reverse()  # the outermost array_declarator holds the last dimension
+        if unsized:
+            size_text = None
+        elif not dims:
+            size_text = "1"
+        elif len(dims) == 1:
+            size_text = dims[0]
+        else:
+            size_text = " * ".join(_paren(x) for x in dims)
+        out.append(SharedArray(name=_text(node), type=elem + ptr, size=size_text, extern=extern, line=line))
+    return out
+
+
+_SHARED_TEXT = re.compile(
+    r"__shared__\s+(?:__align__\s*\([^)]*\)\s*)?(?P<type>[\w\s:<>,*]+?)\s*(?:__align__\s*\([^)]*\)\s*)?"
+    r"(?P<name>[A-Za-z_]\w*)\s*(?P<dims>(?:\[[^\]]*\]\s*)*);"
+)
+
+
+def _shared_from_text(text: str, extern: bool, line: int) -> list[SharedArray]:
+    """Fallback for declarations the grammar cannot parse (e.g. with `__align__(16)`)."""
+    m = _SHARED_TEXT.search(" ".join(text.split()))
+    if m is None:
+        return []
+    elem = _squash(re.sub(r"\b(extern|volatile)\b", "", m["type"]))
+    dims = [d.strip() for d in re.findall(r"\[([^\]]*)\]", m["dims"])]
+    if any(not d for d in dims):
+        size = None
+    elif not dims:
+        size = "1"
+    else:
+        size = dims[0] if len(dims) == 1 else " * ".join(_paren(d) for d in dims)
+    return [SharedArray(name=m["name"], type=elem, size=size, extern=extern, line=line)]
+
+
+class _Scanner:
+    def __init__(self, path: str, source: bytes):
+        self.path = path
+        self.source = source
+        self.hazards: list[Hazard] = []
+        self.defines: list[Define] = []
+        self.full_mask_names: set[str] = set()
+        self.namespace_aliases: dict[str, str] = {}
+        self.launches: list[LaunchSite] = []
+        self.allocations: list[Allocation] = []
+        self.copies: list[Copy] = []
+        self.assignments: list[Assignment] = []
+        self.functions: list[_Function] = []
+        self.device_names: set[str] = set()  # __device__ / __global__ functions of this file
+
+    # ------------------------------------------------------------------ top level
+
+    def scan(self) -> FileScan:
+        tree = parser("cuda").parse(self.source)
+        root = tree.root_node
+        warnings = _parse_warnings(root) if root.has_error else []
+        self._toplevel(root)
+        device = [f for f in self.functions if f.kind != "host"]
+        self.device_names = {f.name for f in device}
+        facts = {id(f.node): self._device(f) for f in device}
+        self._propagate_writes(facts)
+        for f in self.functions:
+            if f.kind == "host":
+                self._host(f)
+        kernels = []
+        device_functions = []
+        for f in device:
+            fact = facts[id(f.node)]
+            if f.kind == "kernel":
+                kernels.append(self._kernel(f, fact))
+            else:
+                device_functions.append(
+                    DeviceFunction(
+                        name=f.name,
+                        line=_line(f.node),
+                        end_line=f.node.end_point[0] + 1,
+                        qualifiers=f.qualifiers,
+                        start_byte=f.outer.start_byte,
+                        end_byte=f.outer.end_byte,
+                    )
+                )
+        seen: set[tuple[str, int, str]] = set()
+        unique = []
+        for h in sorted(self.hazards, key=lambda h: (h.line, h.code)):
+            key = (h.code, h.line, "" if h.code in _ONE_PER_LINE else h.message)
+            if key not in seen:
+                seen.add(key)
+                unique.append(h)
+        return FileScan(
+            path=self.path,
+            language="cuda",
+            kernels=tuple(kernels),
+            device_functions=tuple(device_functions),
+            launches=tuple(self.launches),
+            allocations=tuple(self.allocations),
+            copies=tuple(self.copies),
+            defines=tuple(self.defines),
+            assignments=tuple(self.assignments),
+            hazards=tuple(unique),
+            warnings=tuple(warnings),
+        )
+
+    def _toplevel(self, root: Node) -> None:
+        globals_: list[Node] = []
+        usings: list[Node] = []
+        seen: set[int] = set()
+        containers = [root]
+        while containers:
+            container = containers.pop()
+            cursor = QueryCursor(query("cuda-toplevel"))
+            cursor.set_max_start_depth(1)
+            for _, caps in cursor.matches(container):
+                if "container" in caps:
+                    node = caps["container"][0]
+                    if node != container:
+                        containers.append(node)
+                elif "function" in caps:
+                    node = caps["function"][0]
+                    if node.start_byte in seen:
+                        continue
+                    seen.add(node.start_byte)
+                    info = _function_info(node)
+                    if info is not None:
+                        self.functions.append(info)
+                elif "define" in caps:
+                    self._define(caps["define"][0])
+                elif "include" in caps:
+                    node = caps["include"][0]
+                    path = _text(node).strip()
+                    if path[:1] in '<"' and len(path) >= 2:
+                        path = path[1:-1]
+                    self.hazards += hz.for_include(path.strip(), _line(node))
+                elif "global" in caps:
+                    globals_.append(caps["global"][0])
+                elif "alias" in caps:
+                    node = caps["alias"][0]
+                    target = [
+                        c
+                        for c in node.named_children
+                        if c.type
+                        in ("namespace_identifier", "nested_namespace_specifier", "qualified_identifier")
+                    ]
+                    if len(target) >= 2:
+                        real = _text(target[-1]).lstrip(":").split("::")[0]
+                        self.namespace_aliases[_text(caps["alias.name"][0])] = real
+                        self.hazards += hz.for_namespace(real, _squash(_text(node)), _line(node))
+                elif "using" in caps:
+                    usings.append(caps["using"][0])
+        self.functions.sort(key=lambda f: f.node.start_byte)
+        for node in usings:
+            names = [
+                _text(c) for c in node.named_children if c.type in ("identifier", "namespace_identifier")
+            ]
+            for qual in (c for c in node.named_children if c.type == "qualified_identifier"):
+                names.append(_text(qual).lstrip(":").split("::")[0])
+            for name in names:
+                real = self.namespace_aliases.get(name, name)
+                self.hazards += hz.for_namespace(real, _squash(_text(node)), _line(node))
+        for node in globals_:
+            self._global(node)
+
+    def _define(self, node: Node) -> None:
+        name = _text(node.child_by_field_name("name"))
+        value = _squash(_COMMENT.sub(" ", _CONTINUATION.sub(" ", _text(node.child_by_field_name("value")))))
+        params_node = node.child_by_field_name("parameters")
+        params = tuple(_text(c) for c in params_node.named_children) if params_node is not None else None
+        line = _line(node)
+        self.defines.append(Define(name=name, value=value, line=line, params=params))
+        if params is None:
+            if hz.is_full_mask_literal(value):
+                self.full_mask_names.add(name)
+            elif hz.normalise_literal(value) == "32" and hz.is_warp_size_name(name):
+                self.hazards.append(
+                    hz.make(
+                        "warp-size-assumption",
+                        line,
+                        detail=f"#define {name} {value} hard-codes the warp size",
+                    )
+                )
+
+    def _global(self, node: Node) -> None:
+        line = _line(node)
+        quals = [_text(c) for c in node.children if c.type == "type_qualifier"] + [
+            c.type for c in node.children if not c.is_named
+        ]
+        for q in quals:
+            self.hazards += hz.for_qualifier(q, line)
+        type_node = node.child_by_field_name("type")
+        if type_node is not None:
+            if type_node.type == "template_type":
+                name = _text(type_node.child_by_field_name("name"))
+                self.hazards += hz.for_type(name, line)
+            elif type_node.type == "type_identifier":
+                self.hazards += hz.for_type(_text(type_node), line)
+            elif type_node.type == "qualified_identifier":
+                self._scope_hazards(type_node, line)
+        device_side = any(q in ("__device__", "__constant__", "__managed__", "__shared__") for q in quals)
+        for d in node.children_by_field_name("declarator"):
+            if d.type != "init_declarator":
+                continue
+            ident = d.child_by_field_name("declarator")
+            value = d.child_by_field_name("value")
+            if ident is None or ident.type != "identifier" or value is None:
+                continue
+            name = _text(ident)
+            value_text = _squash(_text(value))
+            if hz.is_full_mask_literal(value_text):
+                self.full_mask_names.add(name)
+            elif hz.normalise_literal(value_text) == "32" and hz.is_warp_size_name(name):
+                self.hazards.append(
+                    hz.make(
+                        "warp-size-assumption", line, detail=f"{name} = {value_text} hard-codes the warp size"
+                    )
+                )
+            if not device_side:
+                self.assignments.append(
+                    Assignment(var=name, type=_decl_type(node), value=_value_text(node, value), line=line)
+                )
+
+    def _scope_hazards(self, qualified: Node, line: int) -> None:
+        scope = qualified.child_by_field_name("scope")
+        if scope is None:
+            return
+        name = _text(scope)
+        real = self.namespace_aliases.get(name, name)
+        shown = _squash(_text(qualified))
+        self.hazards += hz.for_namespace(real, shown, line)
+
+    # ------------------------------------------------------------------ device functions
+
+    def _device(self, f: _Function) -> _DeviceFacts:
+        facts = _DeviceFacts(info=f)
+        a = api()
+        tables = hz.tables()
+        for child in f.node.children:
+            if child.type == "launch_bounds":
+                facts.launch_bounds = ", ".join(_squash(_text(c)) for c in child.named_children)
+        pointers = {p.name for p in f.params if p.pointer}
+        pointer_params = frozenset(pointers)
+        references = {p.name for p in f.params if p.reference}
+        aliases: dict[str, str] = {}
+        calls: list[tuple[str, Node, Node]] = []
+        binaries: list[tuple[Node, Node]] = []
+        ladders: list[tuple[str, Node]] = []
+        derived: set[str] = set()  # locals computed from threadIdx / blockDim
+        masks = set(self.full_mask_names)
+        written = facts.written_roots
+        thread_builtin = hz.thread_builtin_pattern()
+        for _, caps in QueryCursor(query("cuda-device")).matches(f.node):
+            if "call" in caps:
+                call = caps["call"][0]
+                if call.child_count == 2 or not any(c.type == "kernel_call_syntax" for c in call.children):
+                    calls.append((_text(caps["call.name"][0]), call, caps["call.args"][0]))
+            elif "store" in caps:
+                target = caps["store"][0]
+                if target.type == "identifier":
+                    name = _text(target)
+                    if name in references:
+                        written.add("&" + name)
+                    elif name in pointers and "assign" in caps:
+                        # `q = p + off;` re-points a local pointer: q becomes an alias of p
+                        root, _ = _root(caps["assign"][0].child_by_field_name("right"), aliases, pointers)
+                        if root is not None and root != name and (root in aliases or root in pointer_params):
+                            aliases[name] = root
+                    continue
+                root, through = _root(target, aliases, pointers)
+                if root is not None and through:
+                    written.add(root)
+            elif "alias.value" in caps:
+                ident = _declared_name(caps["alias.declarator"][0])
+                if ident is not None:
+                    name = _text(ident)
+                    root, _ = _root(caps["alias.value"][0], aliases, pointers)
+                    if root is not None and root != name:
+                        aliases[name] = root
+                    pointers.add(name)
+            elif "local.name" in caps:
+                name = _text(caps["local.name"][0])
+                value = caps["local.value"][0]
+                vtext = _squash(_text(value))
+                if thread_builtin.search(vtext) or (
+                    derived and not derived.isdisjoint(_IDENT.findall(vtext))
+                ):
+                    derived.add(name)
+                elif hz.is_full_mask_literal(vtext):
+                    masks.add(name)
+                elif hz.normalise_literal(vtext) == "32" and hz.is_warp_size_name(name):
+                    self.hazards.append(
+                        hz.make(
+                            "warp-size-assumption",
+                            _line(value),
+                            detail=f"{name} = {vtext} hard-codes the warp size",
+                        )
+                    )
+            elif "method" in caps:
+                if _text(caps["method.name"][0]) in a.barrier_methods:
+                    facts.barriers += 1
+            elif "qualified" in caps:
+                node = caps["qualified"][0]
+                parent = node.parent
+                if parent is None or parent.type != "qualified_identifier":
+                    self._scope_hazards(node, _line(node))
+                    inner = node.child_by_field_name("name")
+                    if (
+                        inner is not None
+                        and parent is not None
+                        and parent.type == "call_expression"
+                        and _text(inner) in a.barrier_qualified
+                    ):
+                        facts.barriers += 1
+            elif "shared" in caps:
+                facts.shared += _shared_arrays(caps["shared"][0])
+            elif "ladder" in caps:
+                if hz.normalise_literal(_text(caps["ladder.start"][0])) == "16":
+                    ladders.append((_text(caps["ladder.var"][0]), caps["ladder"][0]))
+            elif "binary" in caps:
+                binaries.append((caps["binary"][0], caps["binary.literal"][0]))
+            elif "launch" in caps:
+                node = caps["launch"][0]
+                fn = node.child_by_field_name("function")
+                callee = _text(
+                    fn.child_by_field_name("name")
+                    if fn is not None and fn.type == "template_function"
+                    else fn
+                )
+                where = f"in {'kernel' if f.kind == 'kernel' else '__device__ function'} {f.name}"
+                self.hazards.append(hz.make("dynamic-parallelism", _line(node), name=callee, where=where))
+            elif "asm" in caps:
+                self._asm(caps["asm"][0])
+            elif "type" in caps:
+                node = caps["type"][0]
+                rules = hz.for_type(_text(node), _line(node))
+                if rules:
+                    self.hazards += rules
+
+        # calls: barriers, atomics, warp intrinsics, writes, name hazards
+        device_names = self.device_names
+        for name, call, arglist in calls:
+            if name in device_names:
+                for i, arg in enumerate(_args(arglist)):
+                    root, _ = _root(arg, aliases, pointers)
+                    if root is not None:
+                        facts.edges.append((name, i, root))
+                continue
+            if name in a.barriers:
+                facts.barriers += 1
+            if name in a.atomics:
+                facts.atomics.add(name)
+            if name in a.warp_intrinsics:
+                facts.warp.add(name)
+            if name in a.writes_first_arg:
+                args = _args(arglist)
+                if args:
+                    root, _ = _root(args[0], aliases, pointers, through=True)
+                    if root is not None:
+                        written.add(root)
+            line = _line(call)
+            found = hz.for_call(name, line)
+            if found:
+                self.hazards += found
+            if name in tables.mask_first or name in tables.shuffle_width_arg:
+                self._warp_call_hazards(name, _args(arglist), line, masks, ladders, call)
+
+        for node, literal in binaries:
+            self._binary_hazard(node, literal, derived)
+        return facts
+
+    def _warp_call_hazards(
+        self,
+        name: str,
+        args: list[Node],
+        line: int,
+        masks: set[str],
+        ladders: list[tuple[str, Node]],
+        call: Node,
+    ) -> None:
+        tables = hz.tables()
+        if name in tables.mask_first and args:
+            mask = _squash(_text(args[0]))
+            if hz.is_full_mask_literal(mask) or mask in masks:
+                self.hazards.append(hz.make("full-warp-mask", line, name=name, mask=mask))
+        width_at = tables.shuffle_width_arg.get(name)
+        if width_at is not None and len(args) > width_at:
+            width = _squash(_text(args[width_at]))
+            if hz.normalise_literal(width) == "32":
+                self.hazards.append(
+                    hz.make("warp-size-assumption", line, detail=f"{name} is given width {width}")
+                )
+        offset_at = tables.shuffle_offset_arg.get(name)
+        if offset_at is not None and len(args) > offset_at:
+            offset = _squash(_text(args[offset_at]))
+            if hz.normalise_literal(offset) == "16":
+                self.hazards.append(
+                    hz.make(
+                        "warp-size-assumption",
+                        line,
+                        detail=f"{name} starts a shuffle reduction at offset {offset} (half of 32 lanes)",
+                    )
+                )
+            else:
+                for var, loop in ladders:
+                    if var == offset and loop.start_byte <= call.start_byte < loop.end_byte:
+                        self.hazards.append(
+                            hz.make(
+                                "warp-size-assumption",
+                                line,
+                                detail=f"{name} runs a shuffle loop whose offset {var} starts at 16 "
+                                "(half of 32 lanes)",
+                            )
+                        )
+                        break
+
+    def _binary_hazard(self, node: Node, literal: Node, derived: set[str]) -> None:
+        op_node = node.child_by_field_name("operator")
+        left = node.child_by_field_name("left")
+        if op_node is None or left is None:
+            return
+        op, lit = op_node.type, _text(literal)
+        arithmetic = hz.warp_arithmetic(op, lit)
+        comparison = not arithmetic and hz.warp_comparison(op, lit)
+        if not (arithmetic or comparison):
+            return
+        names = _identifiers(left)
+        tables = hz.tables()
+        if op == "*":
+            related = any(hz.is_warp_name(n) for n in names)
+        else:
+            related = any(n in tables.thread_builtins or n in derived or hz.is_thread_name(n) for n in names)
+        if related:
+            expr = _squash(_text(node))
+            kind = "compares a lane/thread index with" if comparison else "does lane/warp arithmetic with"
+            self.hazards.append(
+                hz.make("warp-size-assumption", _line(node), detail=f"`{expr}` {kind} the literal {lit}")
+            )
+
+    def _asm(self, node: Node) -> None:
+        code = node.child_by_field_name("assembly_code")
+        snippet = _squash(_text(code) if code is not None else _text(node))
+        if len(snippet) > 40:
+            snippet = snippet[:37] + "..."
+        self.hazards.append(hz.make("inline-asm", _line(node), snippet=snippet))
+
+    def _propagate_writes(self, facts: dict[int, _DeviceFacts]) -> None:
+        by_name: dict[str, list[_DeviceFacts]] = {}
+        for fact in facts.values():
+            by_name.setdefault(fact.info.name, []).append(fact)
+
+        def written_indexes(fact: _DeviceFacts) -> set[int]:
+            roots = fact.written_roots
+            return {i for i, p in enumerate(fact.info.params) if p.written_in(roots)}
+
+        changed = True
+        rounds = 0
+        while changed and rounds < 16:
+            changed = False
+            rounds += 1
+            for fact in facts.values():
+                for callee, index, root in fact.edges:
+                    if root in fact.written_roots:
+                        continue
+                    targets = by_name.get(callee)
+                    if targets and any(index in written_indexes(t) for t in targets):
+                        fact.written_roots.add(root)
+                        changed = True
+
+    def _kernel(self, f: _Function, fact: _DeviceFacts) -> Kernel:
+        roots = fact.written_roots
+        params = []
+        for p in f.params:
+            params.append(_param(p, p.written_in(roots)))
+        template_params: tuple[str, ...] = ()
+        if f.outer is not f.node:
+            plist = f.outer.child_by_field_name("parameters")
+            if plist is not None:
+                template_params = tuple(
+                    _squash(_text(c)) for c in plist.named_children if c.type != "comment"
+                )
+        return Kernel(
+            name=f.name,
+            line=_line(f.node),
+            end_line=f.node.end_point[0] + 1,
+            template_params=template_params,
+            params=tuple(params),
+            shared=tuple(fact.shared),
+            barriers=fact.barriers,
+            atomics=tuple(sorted(fact.atomics)),
+            warp_intrinsics=tuple(sorted(fact.warp)),
+            launch_bounds=fact.launch_bounds,
+            start_byte=f.outer.start_byte,
+            end_byte=f.outer.end_byte,
+        )
+
+    # ------------------------------------------------------------------ host functions
+
+    def _host(self, f: _Function) -> None:
+        a = api()
+        arrays: dict[str, list[str]] = {}  # `void* args[] = {&a, &b}` -> ["a", "b"]
+        pending_api_launches: list[tuple[str, Node, Node]] = []
+        fields: list[Node] = []
+        owners = hz.tables().field_owners
+        owned: set[str] = set()  # variables of an owner type (cudaDeviceProp prop;)
+        host_api = a.host_calls
+        for _, caps in QueryCursor(query("cuda-host")).matches(f.node):
+            if "launch" in caps:
+                self._chevron_launch(f, caps)
+            elif "call" in caps:
+                call = caps["call"][0]
+                if call.child_count != 2 and any(c.type == "kernel_call_syntax" for c in call.children):
+                    continue
+                name = _text(caps["call.name"][0])
+                found = hz.for_call(name, _line(call))
+                if found:
+                    self.hazards += found
+                if name in a.launch_apis:
+                    pending_api_launches.append((name, call, caps["call.args"][0]))
+                elif name in host_api:
+                    self._host_call(f, name, call, caps["call.args"][0])
+            elif "new" in caps:
+                self._new(f, caps)
+            elif "decl" in caps:
+                self._host_decl(f, caps["decl"][0])
+            elif "ctor" in caps:
+                node = caps["ctor"][0]
+                self.assignments.append(
+                    Assignment(
+                        var=_text(caps["ctor.var"][0]),
+                        type=_text(caps["ctor.type"][0]),
+                        value=_text(caps["ctor.type"][0]) + _squash(_text(caps["ctor.args"][0])),
+                        line=_line(node),
+                        function=f.name,
+                    )
+                )
+            elif "array" in caps:
+                name_node = _declared_name(caps["array"][0])
+                if name_node is not None:
+                    arrays[_text(name_node)] = [_address_target(c) for c in _args(caps["array.values"][0])]
+            elif "assign" in caps:
+                node = caps["assign"][0]
+                op = node.child_by_field_name("operator")
+                if op is not None and op.type == "=":
+                    value = caps["assign.value"][0]
+                    if not _is_allocation_value(value):
+                        self.assignments.append(
+                            Assignment(
+                                var=_text(caps["assign.var"][0]),
+                                type=None,
+                                value=_squash(_text(value)),
+                                line=_line(node),
+                                function=f.name,
+                            )
+                        )
+            elif "field" in caps:
+                fields.append(caps["field"][0])
+            elif "qualified" in caps:
+                node = caps["qualified"][0]
+                if node.parent is None or node.parent.type != "qualified_identifier":
+                    self._scope_hazards(node, _line(node))
+            elif "type" in caps:
+                node = caps["type"][0]
+                type_name = _text(node)
+                self.hazards += hz.for_type(type_name, _line(node))
+                if type_name in owners and node.parent is not None:
+                    for d in node.parent.children_by_field_name("declarator"):
+                        ident = _declared_name(d)
+                        if ident is not None:
+                            owned.add(_text(ident))
+            elif "asm" in caps:
+                self._asm(caps["asm"][0])
+        for node in fields:
+            # removed struct members, only on variables declared with the struct's type
+            obj = node.parent.child_by_field_name("argument") if node.parent is not None else None
+            if obj is not None and _text(obj) in owned:
+                self.hazards += hz.for_field(_text(node), _line(node))
+        for name, call, arglist in pending_api_launches:
+            self._api_launch(f, name, call, arglist, arrays)
+
+    def _chevron_launch(self, f: _Function, caps: dict[str, list[Node]]) -> None:
+        node = caps["launch"][0]
+        kernel_node = caps["launch.kernel"][0]
+        template_args: tuple[str, ...] = ()
+        if kernel_node.type == "template_function":
+            targs = kernel_node.child_by_field_name("arguments")
+            template_args = tuple(_squash(_text(c)) for c in _args(targs))
+            kernel_node = kernel_node.child_by_field_name("name") or kernel_node
+        config = [c for c in caps["launch.config"][0].named_children if c.type != "comment"]
+        cfg = [_squash(_text(c)) for c in config]
+        self.launches.append(
+            LaunchSite(
+                kernel=_squash(_text(kernel_node)),
+                line=_line(node),
+                grid=cfg[0] if cfg else "",
+                block=cfg[1] if len(cfg) > 1 else "",
+                shared_bytes=cfg[2] if len(cfg) > 2 else None,
+                stream=cfg[3] if len(cfg) > 3 else None,
+                args=tuple(_squash(_text(c)) for c in _args(caps["launch.args"][0])),
+                template_args=template_args,
+                via="chevrons",
+                function=f.name,
+            )
+        )
+
+    def _api_launch(
+        self, f: _Function, name: str, call: Node, arglist: Node, arrays: dict[str, list[str]]
+    ) -> None:
+        spec = api().launch_apis[name]
+        args = _args(arglist)
+
+        def at(key: str) -> str | None:
+            i = spec.get(key)
+            return _squash(_text(args[i])) if i is not None and i < len(args) else None
+
+        kernel_node = _strip_expr(args[spec["kernel"]]) if len(args) > spec["kernel"] else None
+        template_args: tuple[str, ...] = ()
+        if kernel_node is not None and kernel_node.type == "pointer_expression":
+            kernel_node = kernel_node.child_by_field_name("argument") or kernel_node
+        if kernel_node is not None and kernel_node.type == "template_function":
+            template_args = tuple(
+                _squash(_text(c)) for c in _args(kernel_node.child_by_field_name("arguments"))
+            )
+            kernel_node = kernel_node.child_by_field_name("name") or kernel_node
+        if "first_arg" in spec:
+            kargs = tuple(_squash(_text(c)) for c in args[spec["first_arg"] :])
+        else:
+            array = at("args")
+            if array is None:
+                kargs = ()
+            elif array in arrays:
+                kargs = tuple(arrays[array])
+            else:
+                kargs = (array,)
+        self.launches.append(
+            LaunchSite(
+                kernel=_squash(_text(kernel_node)) if kernel_node is not None else "",
+                line=_line(call),
+                grid=at("grid") or "",
+                block=at("block") or "",
+                shared_bytes=at("shared"),
+                stream=at("stream"),
+                args=kargs,
+                template_args=template_args,
+                via=name,
+                function=f.name,
+            )
+        )
+
+    def _host_call(self, f: _Function, name: str, call: Node, arglist: Node) -> None:
+        a = api()
+        args = _args(arglist)
+        line = _line(call)
+        texts = [_squash(_text(x)) for x in args]
+        if name in a.alloc_out_param:
+            at = a.alloc_out_param[name]["bytes"]
+            if len(args) > at:
+                self.allocations.append(
+                    Allocation(
+                        var=_address_target(args[0]),
+                        bytes=texts[at],
+                        line=line,
+                        api=name,
+                        elem_type=_sizeof_type(texts[at]),
+                        function=f.name,
+                    )
+                )
+        elif name in a.alloc_returning:
+            idx = a.alloc_returning[name]["bytes"]
+            if all(i < len(args) for i in idx):
+                nbytes = texts[idx[0]] if len(idx) == 1 else " * ".join(_paren(texts[i]) for i in idx)
+                var, cast_type = _assigned_to(call)
+                self.allocations.append(
+                    Allocation(
+                        var=var or "",
+                        bytes=nbytes,
+                        line=line,
+                        api=name,
+                        elem_type=cast_type or _sizeof_type(nbytes),
+                        function=f.name,
+                    )
+                )
+        elif name in a.copies:
+            spec = a.copies[name]
+            if len(args) > spec["bytes"]:
+                kind = texts[spec["kind"]] if 0 <= spec["kind"] < len(args) else ""
+                self.copies.append(
+                    Copy(
+                        dst=texts[spec["dst"]],
+                        src=texts[spec["src"]],
+                        bytes=texts[spec["bytes"]],
+                        kind=kind,
+                        line=line,
+                        api=name,
+                    )
+                )
+        elif name in a.copies_2d:
+            spec = a.copies_2d[name]
+            if len(args) > spec["height"]:
+                kind = texts[spec["kind"]] if 0 <= spec["kind"] < len(args) else ""
+                self.copies.append(
+                    Copy(
+                        dst=texts[spec["dst"]],
+                        src=texts[spec["src"]],
+                        bytes=f"{_paren(texts[spec['width']])} * {_paren(texts[spec['height']])}",
+                        kind=kind,
+                        line=line,
+                        api=name,
+                    )
+                )
+
+    def _new(self, f: _Function, caps: dict[str, list[Node]]) -> None:
+        node = caps["new"][0]
+        elem = _squash(_text(caps["new.type"][0]))
+        length = _squash(_text(caps["new.length"][0]))
+        var, _ = _assigned_to(node)
+        self.allocations.append(
+            Allocation(
+                var=var or "",
+                bytes=f"{_paren(length)} * sizeof({elem})",
+                line=_line(node),
+                api="new[]",
+                elem_type=elem,
+                function=f.name,
+            )
+        )
+
+    def _host_decl(self, f: _Function, node: Node) -> None:
+        parent = node.parent
+        if parent is not None and parent.type == "for_statement":
+            return
+        type_text = None
+        for d in node.children_by_field_name("declarator"):
+            if d.type != "init_declarator":
+                continue
+            ident = d.child_by_field_name("declarator")
+            value = d.child_by_field_name("value")
+            if value is None or ident is None:
+                continue
+            if ident.type == "identifier":
+                if value.type == "lambda_expression" or _is_allocation_value(value):
+                    continue
+                if type_text is None:
+                    type_text = _decl_type(node)
+                self.assignments.append(
+                    Assignment(
+                        var=_text(ident),
+                        type=type_text,
+                        value=_value_text(node, value),
+                        line=_line(d),
+                        function=f.name,
+                    )
+                )
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _identifiers(node: Node) -> list[str]:
+    """Identifier texts in a (small) expression, including `threadIdx` of `threadIdx.x`."""
+    out: list[str] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "identifier":
+            out.append(_text(n))
+        elif n.type in ("field_identifier", "number_literal", "string_literal"):
+            continue
+        else:
+            stack.extend(n.named_children)
+    return out
+
+
+def _decl_type(decl: Node) -> str:
+    """`const unsigned int n = 4, m = 5;` -> `const unsigned int`."""
+    first = decl.child_by_field_name("declarator")
+    raw = decl.text or b""
+    if first is None:
+        return _squash(raw.decode("utf-8", "replace"))
+    return _squash(raw[: first.start_byte - decl.start_byte].decode("utf-8", "replace"))
+
+
+def _value_text(decl: Node, value: Node) -> str:
+    if value.type in ("argument_list", "initializer_list"):
+        # `dim3 block(16, 16);` -> `dim3(16, 16)`
+        type_node = decl.child_by_field_name("type")
+        return _squash(_text(type_node)) + _squash(_text(value))
+    return _squash(_text(value))
+
+
+def _is_allocation_value(value: Node) -> bool:
+    node = _strip_expr(value)
+    if node.type == "new_expression":
+        return True
+    if node.type == "call_expression":
+        fn = node.child_by_field_name("function")
+        return fn is not None and _text(fn) in api().alloc_returning
+    return False
+
+
+def _assigned_to(node: Node) -> tuple[str | None, str | None]:
+    """The variable a (cast) allocation expression is stored in, and the cast's pointee type."""
+    cast_type = None
+    cur = node
+    for _ in range(8):
+        parent = cur.parent
+        if parent is None:
+            return None, cast_type
+        t = parent.type
+        if t == "cast_expression":
+            type_node = parent.child_by_field_name("type")
+            cast_type = _pointee(_text(type_node))
+        elif t == "argument_list" and parent.parent is not None and parent.parent.type == "call_expression":
+            fn = parent.parent.child_by_field_name("function")
+            if fn is None or fn.type != "template_function":
+                return None, cast_type
+            name = fn.child_by_field_name("name")
+            if _text(name) not in _CAST_FUNCTIONS:
+                return None, cast_type
+            targs = _args(fn.child_by_field_name("arguments"))
+            if targs:
+                cast_type = _pointee(_text(targs[0]))
+            parent = parent.parent
+        elif t == "parenthesized_expression":
+            pass
+        elif t == "init_declarator":
+            ident = _declared_name(parent.child_by_field_name("declarator"))
+            return (_text(ident) if ident is not None else None), cast_type
+        elif t == "assignment_expression":
+            return _squash(_text(parent.child_by_field_name("left"))), cast_type
+        else:
+            return None, cast_type
+        cur = parent
+    return None, cast_type
+
+
+def _pointee(type_text: str) -> str | None:
+    t = _squash(type_text)
+    if t.endswith("*"):
+        return t[:-1].strip() or None
+    return None
+
+
+def _sizeof_type(expr: str) -> str | None:
+    found = {_squash(m) for m in _SIZEOF.findall(expr)}
+    return found.pop() if len(found) == 1 else None
+
+
+def _parse_warnings(root: Node) -> list[ParseWarning]:
+    """ERROR and MISSING nodes, visiting only subtrees that contain errors."""
+    out: list[ParseWarning] = []
+    stack = [root]
+    while stack and len(out) < MAX_WARNINGS:
+        node = stack.pop()
+        if node.is_missing:
+            out.append(
+                ParseWarning(
+                    line=node.start_point[0] + 1,
+                    column=node.start_point[1] + 1,
+                    message=f"syntax error: missing `{node.type}`",
+                )
+            )
+            continue
+        if node.type == "ERROR":
+            snippet = _squash(_text(node))
+            if len(snippet) > 50:
+                snippet = snippet[:47] + "..."
+            out.append(
+                ParseWarning(
+                    line=node.start_point[0] + 1,
+                    column=node.start_point[1] + 1,
+                    message=f"syntax error: cannot parse `{snippet}`; the rest of the file was still scanned",
+                )
+            )
+            continue
+        stack.extend(reversed([c for c in node.children if c.has_error or c.is_missing]))
+    out.sort(key=lambda w: (w.line, w.column))
+    return out
+
+
+def scan_cuda(path: str, source: bytes) -> FileScan:
+    """Scan one CUDA (or CUDA-bearing C++) source; never raises on bad syntax (warnings instead)."""
+    return _Scanner(path, source).scan()

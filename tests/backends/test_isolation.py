@@ -116,8 +116,10 @@ extern "C" __global__ void axpy(const float *x, float *y, float a, int n) {
 """,
     "spin": """
 extern "C" __global__ void spin(float *y, int n) {
-    volatile int forever = 1;
-    while (forever) { }
+    // y starts as zeros and nothing writes y[0] before the loop ends: a volatile global
+    // read the compiler cannot fold away (an empty side-effect-free loop may be removed).
+    volatile float *flag = y;
+    while (flag[0] == 0.0f) { }
     if (threadIdx.x < n) y[threadIdx.x] = 1.0f;
 }
 """,

@@ -1,0 +1,360 @@
+"""Benchmarking one variant on one device: device-event timing, re-validation, % of peak, speedup.
+
+:func:`benchmark` times through the isolated child (:func:`porter.backends.isolate.run_job` with a
+:class:`~porter.backends.isolate.TimingPlan`): warm-up launches, an L2 flush before every timed
+launch, input sets rotated between launches (separate buffers), device events (CUDA events,
+OpenCL profiling events; host time around launch + synchronize where the backend has none).
+Rounds of timed launches are added until the interquartile range over the median settles (or
+the run or time budget is spent); the result is the median and the IQR over all runs.
+
+After timing, the outputs the timed launches left are checked again (the checks of
+:mod:`porter.harness.validate`: guard, inputs unchanged, all written, identical across the
+rotated sets, against the reference), so a kernel that is only right when untimed is caught.
+The measurement is put beside the performance model (:mod:`porter.harness.perfmodel`): % of
+peak bandwidth / compute, and ``suspect`` below the physical floor, in which case no speedup is
+reported.  Times on the CPU emulator or a CPU OpenCL device are reported but marked as not
+representative of GPU speed.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from porter.backends import CompileOptions, Device
+from porter.backends.isolate import JobResult, TimingPlan, run_job
+from porter.harness import perfmodel
+from porter.harness.cost import KernelCost
+from porter.harness.perfmodel import Assessment, Roofline
+from porter.harness.spec import geometry
+from porter.harness.validate import (
+    Reference,
+    ValidateOptions,
+    _by_spec,
+    _check_instance,
+    _Instance,
+    _job,
+    _job_failure,
+    _reference_outputs,
+    _Reject,
+)
+from porter.model import KernelSpec, Role, Timing, Variant
+
+# Re-validate every rotated set while their total size stays under this; only the last one above.
+READ_BACK_BYTES = 1 << 30
+LOG_LIMIT = 4000
+
+
+@dataclass(frozen=True)
+class BenchPlan:
+    warmup: int = 3
+    min_runs: int = 10  # timed launches in the first round
+    max_runs: int = 200  # stop adding rounds past this many timed launches
+    target_rel_iqr: float = 0.05  # stop when IQR / median is at most this ...
+    settle: float = 0.01  # ... or changed by less than this between rounds
+    max_seconds: float = 10.0  # budget of timed device time over all rounds
+    flush_l2: bool = True
+    rotate: int = 3  # input sets (separate buffers) rotated between timed launches
+    revalidate: bool = True
+    timeout_s: float = 600.0  # per child job
+    seed: int = 20240917
+    compile: CompileOptions = CompileOptions()
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    active_blocks: int
+    fraction: float
+    limiter: str
+    registers: int | None
+    shared_bytes: int  # static + dynamic per block
+    block_threads: int
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    kernel: str
+    target: str
+    provenance: str
+    backend: str
+    device: str  # Device.label
+    device_name: str
+    device_kind: str
+    size: dict[str, int]
+    ok: bool
+    reason: str = ""
+    toolchain: str = ""
+    timing: Timing | None = None
+    times_ms: tuple[float, ...] = ()
+    rounds: int = 0
+    representative: bool = True  # False on the CPU emulator / CPU devices: not GPU speed
+    revalidated: bool | None = None  # None: not re-validated (see revalidation)
+    revalidation: str = ""
+    roofline: Roofline | None = None
+    assessment: Assessment | None = None
+    occupancy: Occupancy | None = None
+    baseline_ms: float | None = None  # the reference's median on the same device
+    speedup: float | None = None  # baseline / this; None when either is missing or suspect
+    notes: tuple[str, ...] = ()
+    logs: tuple[str, ...] = ()
+
+    @property
+    def suspect(self) -> bool:
+        return bool(self.assessment and self.assessment.suspect)
+
+
+def summarize(times_ms: Sequence[float]) -> tuple[float, float]:
+    """(median, interquartile range) of the times, linear interpolation between order statistics."""
+    if not times_ms:
+        raise ValueError("no times to summarize")
+    arr = np.asarray(times_ms, dtype=np.float64)
+    q1, med, q3 = np.percentile(arr, [25, 50, 75])
+    return float(med), float(q3 - q1)
+
+
+def representative(device: Device) -> bool:
+    """Whether times on the device say anything about GPU speed."""
+    return device.kind == "gpu"
+
+
+def _tail(text: str, limit: int = LOG_LIMIT) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def _label(size: Mapping[str, int]) -> str:
+    return "bench size " + ", ".join(f"{k}={v}" for k, v in size.items())
+
+
+def _occupancy(device: Device, spec: KernelSpec, size: Mapping[str, int], res: JobResult) -> Occupancy | None:
+    entry = perfmodel.entry_for(device)
+    if entry is None or entry.registers_per_sm is None or device.kind != "gpu":
+        return None
+    _, block, dynamic = geometry(spec, size)
+    threads = int(np.prod(block))
+    report = res.report
+    regs = report.registers if report is not None else None
+    shared = ((report.shared_bytes or 0) if report is not None else 0) + dynamic
+    occ = perfmodel.occupancy(entry, threads, regs or 0, shared)
+    limiter = occ.limiter if regs is not None else f"{occ.limiter} (register count unknown)"
+    return Occupancy(occ.active_blocks, occ.fraction, limiter, regs, shared, threads)
+
+
+def _revalidate(
+    variant: Variant,
+    spec: KernelSpec,
+    device: Device,
+    inst: _Instance,
+    arrays: list[int],
+    res: JobResult,
+    reference: Reference | None,
+    plan: BenchPlan,
+) -> tuple[bool, str]:
+    """Check the arrays the timed launches left behind; (passed, what was checked or why not)."""
+    if not res.timed_outputs:
+        return False, "the backend returned no outputs of the timed launches"
+    runs = [_by_spec(spec, arrays, outs) for outs in res.timed_outputs]
+    array_idx = [i for i, a in enumerate(spec.args) if a.role is not Role.SCALAR]
+    logs: list[str] = []
+    if reference is not None and (reference.original is not None or reference.python is not None):
+        opts = ValidateOptions(timeout_s=plan.timeout_s, seed=plan.seed)
+        expected, _ = _reference_outputs(reference, spec, inst, device, opts, logs)
+        against = "the reference"
+    else:
+        first = _by_spec(spec, arrays, res.outputs[0]) if res.outputs else {}
+        expected = [first[i][: inst.values[i].size] for i in array_idx]  # type: ignore[union-attr]
+        against = "its own untimed run"
+    _check_instance(spec, inst, runs, expected, {})
+    sets = len(runs)
+    return True, f"outputs of the timed launches ({sets} input set{'s' if sets > 1 else ''}) match {against}"
+
+
+def benchmark(
+    variant: Variant,
+    spec: KernelSpec,
+    device: Device,
+    size: Mapping[str, int],
+    plan: BenchPlan = BenchPlan(),
+    *,
+    reference: Reference | None = None,
+    cost: KernelCost | None = None,
+    baseline: BenchResult | None = None,
+) -> BenchResult:
+    """Time `variant` on `device` at `size`; failures come back as a result with ok=False.
+
+    ``reference``: what the timed outputs are re-validated against (default: the variant's own
+    untimed run).  ``cost``: the static estimate for the roofline (see
+    :func:`porter.harness.cost.estimate`).  ``baseline``: the reference's result on the same
+    device, for the speedup; when absent and ``reference.original`` is another kernel that can run
+    on this device, it is benchmarked here first.
+    """
+    size = dict(size)
+    base = dict(
+        kernel=spec.kernel,
+        target=variant.target,
+        provenance=variant.provenance,
+        backend=device.backend,
+        device=device.label,
+        device_name=device.name,
+        device_kind=device.kind,
+        size=size,
+        representative=representative(device),
+    )
+    notes: list[str] = []
+    if not representative(device):
+        notes.append(f"{device.kind} device: times are reported but say nothing about GPU speed")
+    if baseline is None and reference is not None and reference.original is not None:
+        original = reference.original
+        if original.source != variant.source or original.entry != variant.entry:
+            ref_dev = next(
+                (d for d in reference.devices if d.name == device.name and d.kind == device.kind), None
+            )
+            if ref_dev is not None:
+                baseline = benchmark(
+                    original, spec, ref_dev, size, replace(plan, revalidate=False), cost=cost
+                )
+    try:
+        inst = _Instance.draw(spec, size, _label(size), plan.seed)
+        job, arrays = _job(variant, spec, device, inst, 1, plan.compile, plan.seed)
+    except (ValueError, _Reject) as err:
+        return BenchResult(**base, ok=False, reason=f"cannot set up the benchmark: {err}")
+    inout = [spec.args[i].name for i in arrays if spec.args[i].role is Role.INOUT]
+    nbytes = sum(int(a.nbytes) for a in job.args if isinstance(a, np.ndarray))
+    read_back = 0
+    if plan.revalidate and not inout:
+        read_back = max(1, plan.rotate) if nbytes * max(1, plan.rotate) <= READ_BACK_BYTES else 1
+
+    times: list[float] = []
+    rounds = 0
+    toolchain = ""
+    logs: list[str] = []
+    revalidated: bool | None = None
+    revalidation = (
+        f"not re-validated: {', '.join(inout)} change with every timed launch (inout)"
+        if inout and plan.revalidate
+        else ("not re-validated (disabled)" if not plan.revalidate else "")
+    )
+    prev_rel: float | None = None
+    res: JobResult | None = None
+    occ: Occupancy | None = None
+    spent_ms = 0.0
+    start = time.monotonic()
+    while True:
+        remaining = plan.max_seconds - spent_ms / 1e3
+        repeats = plan.min_runs if not times else min(len(times), plan.max_runs - len(times))
+        timing = TimingPlan(
+            warmup=plan.warmup,
+            repeats=max(1, repeats),
+            flush_l2=plan.flush_l2,
+            rotate=max(1, plan.rotate),
+            max_seconds=max(remaining, 0.001),
+            read_back=read_back,
+        )
+        res = run_job(replace(job, timing=timing), plan.timeout_s)
+        rounds += 1
+        toolchain = toolchain or res.toolchain
+        if not res.ok:
+            fail = _job_failure("the variant", res, inst.label)
+            logs.append(_tail(fail.log or res.log))
+            return BenchResult(
+                **base,
+                ok=False,
+                reason=fail.reason,
+                toolchain=toolchain,
+                rounds=rounds,
+                notes=tuple(notes),
+                logs=tuple(logs),
+            )
+        if occ is None:
+            occ = _occupancy(device, spec, size, res)
+        bad = [t for t in res.times_ms if not (math.isfinite(t) and t >= 0)]
+        if bad or not res.times_ms:
+            return BenchResult(
+                **base,
+                ok=False,
+                reason=f"the device timer returned {bad or 'no times'}",
+                toolchain=toolchain,
+                rounds=rounds,
+                notes=tuple(notes),
+            )
+        times.extend(res.times_ms)
+        spent_ms += sum(res.times_ms)
+        if read_back:
+            try:
+                revalidated, revalidation = _revalidate(
+                    variant, spec, device, inst, arrays, res, reference, plan
+                )
+            except _Reject as rej:
+                if rej.log:
+                    logs.append(_tail(rej.log))
+                return BenchResult(
+                    **base,
+                    ok=False,
+                    reason=f"re-validation after timing failed: {rej.check}: {rej.reason}",
+                    toolchain=toolchain,
+                    rounds=rounds,
+                    revalidated=False,
+                    revalidation=f"{rej.check}: {rej.reason}",
+                    times_ms=tuple(times),
+                    notes=tuple(notes),
+                    logs=tuple(logs),
+                )
+        med, iqr = summarize(times)
+        rel = iqr / med if med > 0 else math.inf
+        settled = prev_rel is not None and abs(rel - prev_rel) < plan.settle
+        if (
+            rel <= plan.target_rel_iqr
+            or settled
+            or len(times) >= plan.max_runs
+            or spent_ms / 1e3 >= plan.max_seconds
+        ):
+            break
+        if time.monotonic() - start > plan.timeout_s:
+            notes.append("stopped adding rounds: the wall-clock budget is spent")
+            break
+        prev_rel = rel
+    med, iqr = summarize(times)
+    if med > 0 and iqr / med > plan.target_rel_iqr:
+        notes.append(f"noisy: IQR is {100 * iqr / med:.1f}% of the median after {len(times)} runs")
+
+    roof = assessment = None
+    entry = perfmodel.entry_for(device)
+    cores = device.facts.multiprocessors if device.kind == "cpu" else None
+    if cost is not None and entry is not None:
+        roof = perfmodel.roofline(cost, entry, cores)
+        assessment = perfmodel.assess(cost, entry, med, cores)
+        if assessment.suspect:
+            notes.append(assessment.reason)
+    elif entry is None:
+        notes.append(f"{device.name} is not in the device table: no % of peak")
+
+    speedup = baseline_ms = None
+    if baseline is not None and baseline.ok and baseline.timing is not None:
+        baseline_ms = baseline.timing.median_ms
+        if assessment is not None and assessment.suspect:
+            notes.append("no speedup reported: the time is below the physical floor")
+        elif baseline.suspect:
+            notes.append("no speedup reported: the reference's time is below the physical floor")
+        elif med > 0:
+            speedup = baseline_ms / med
+    return BenchResult(
+        **base,
+        ok=True,
+        toolchain=toolchain,
+        timing=Timing(median_ms=med, iqr_ms=iqr, runs=len(times), size=size),
+        times_ms=tuple(times),
+        rounds=rounds,
+        revalidated=revalidated,
+        revalidation=revalidation,
+        roofline=roof,
+        assessment=assessment,
+        occupancy=occ,
+        baseline_ms=baseline_ms,
+        speedup=speedup,
+        notes=tuple(notes),
+        logs=tuple(logs),
+    )

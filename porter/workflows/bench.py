@@ -1,0 +1,348 @@
+"""`porter bench FILE`: the roofline floor of every kernel on every device of the table, then the
+measured time on every device here that can run it, with % of peak and the suspect flag.
+
+For each kernel of a CUDA file (spec from the spec file or inferred from the host code): the
+static cost (:func:`porter.harness.cost.estimate`) at the benchmark size gives the predicted
+floor on each device of the table; the original kernel is benchmarked on each present CUDA GPU
+and on the CPU emulator, and its HIP / OpenCL translations (when the translators are installed)
+on the HIP and OpenCL devices, with the speedup against the original on the same physical device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from porter.backends import BACKEND_NAMES, CompileOptions, Device
+from porter.backends.isolate import probe_backend
+from porter.errors import PorterError, UsageError
+from porter.harness import cexpr, perfmodel
+from porter.harness.bench import BenchPlan, BenchResult, benchmark
+from porter.harness.cost import KernelCost, estimate
+from porter.harness.inputs import element_count
+from porter.harness.perfmodel import Roofline
+from porter.harness.spec import MIN_SCALABLE, geometry, spec_for
+from porter.harness.validate import Reference
+from porter.model import FileScan, KernelSpec, Role, Variant
+
+GPU_ELEMENTS = 1 << 24  # elements in the largest array on a GPU (several times any L2)
+CPU_ELEMENTS = 4096  # on the emulator and CPU OpenCL devices
+GPU_PLAN = BenchPlan()
+CPU_PLAN = BenchPlan(warmup=1, min_runs=5, max_runs=20, max_seconds=2.0, rotate=2)
+PROBE_TIMEOUT_S = 60.0
+ORDER = ("cuda", "cpu", "hip", "opencl")  # originals first: they are the baselines
+
+
+@dataclass(frozen=True)
+class KernelBench:
+    kernel: str
+    spec_source: str = ""  # "spec-file" | "inferred"
+    error: str = ""  # why the kernel could not be set up (no spec...)
+    size: dict[str, int] = field(default_factory=dict)  # the GPU benchmark size (predictions)
+    cost: KernelCost | None = None
+    predictions: tuple[Roofline, ...] = ()
+    results: tuple[BenchResult, ...] = ()
+
+    @property
+    def benchmarked(self) -> bool:
+        return any(r.ok for r in self.results)
+
+
+@dataclass(frozen=True)
+class BenchReport:
+    path: str
+    kernels: tuple[KernelBench, ...]
+    devices: tuple[str, ...] = ()  # labels of the devices benchmarked on
+    notes: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------- sizes
+
+
+def scalable_symbols(spec: KernelSpec, size: Mapping[str, int]) -> set[str]:
+    """Size symbols safe to scale: those passed to the kernel as scalars or used in the grid (a
+    symbol only in a shape, like a #define'd bin count, is a compile-time constant of the kernel)."""
+    names: set[str] = set()
+    for arg in spec.args:
+        if arg.role is Role.SCALAR and arg.value:
+            names |= _names(arg.value)
+    for g in spec.grid:
+        names |= _names(g)
+    return {n for n in names if n in size and size[n] >= MIN_SCALABLE}
+
+
+def _names(text: str) -> set[str]:
+    try:
+        return cexpr.names(cexpr.parse(text))
+    except cexpr.ExprError:
+        return set()
+
+
+def _largest(spec: KernelSpec, size: Mapping[str, int]) -> int:
+    counts = [element_count(a, size) for a in spec.args if a.role is not Role.SCALAR]
+    return max(counts, default=0)
+
+
+def scale_size(spec: KernelSpec, size: Mapping[str, int], target_elements: int) -> dict[str, int]:
+    """`size` with its scalable symbols scaled (ratios kept) so the largest array holds about
+    `target_elements`; values of 64 and more rounded down to multiples of 32."""
+    scalable = scalable_symbols(spec, size)
+    if not scalable or _largest(spec, size) <= 0:
+        return dict(size)
+
+    def at(factor: float) -> dict[str, int]:
+        out = {}
+        for k, v in size.items():
+            if k in scalable:
+                s = max(1, round(v * factor))
+                out[k] = s - s % 32 if s >= 64 else s
+            else:
+                out[k] = v
+        return out
+
+    lo, hi = 0.0, 1.0
+    while _largest(spec, at(hi)) < target_elements and hi < 1e9:
+        lo, hi = hi, hi * 2
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if _largest(spec, at(mid)) > target_elements:
+            hi = mid
+        else:
+            lo = mid
+    return at(lo) if lo > 0 else at(hi)
+
+
+def _bench_size(
+    spec: KernelSpec, device_kind: str, overrides: Mapping[str, int], gpu_elements: int
+) -> dict[str, int]:
+    base = dict(spec.sizes[0]) if spec.sizes else {}
+    if overrides:
+        unknown = set(overrides) - set(base) if base else set()
+        if unknown:
+            raise UsageError(
+                f"--size: {', '.join(sorted(unknown))} not a size symbol of {spec.kernel} "
+                f"(symbols: {', '.join(sorted(base)) or 'none'})"
+            )
+        return {**base, **overrides}
+    if device_kind == "gpu":
+        if spec.bench_sizes:
+            return dict(spec.bench_sizes[0])
+        return scale_size(spec, base, gpu_elements)
+    return scale_size(spec, base, CPU_ELEMENTS) if _largest(spec, base) > CPU_ELEMENTS else base
+
+
+# --------------------------------------------------------------------------- devices and variants
+
+
+def present_devices(backends: Sequence[str] = BACKEND_NAMES) -> list[Device]:
+    """Devices that can run kernels here (probed in child processes), originals' backends first."""
+    names = [b for b in ORDER if b in backends]
+    with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
+        found = list(pool.map(lambda n: probe_backend(n, PROBE_TIMEOUT_S), names))
+    return [d for a in found if a.run for d in a.devices if d.kind != "checker"]
+
+
+def _variant_for(
+    backend: str, original: Variant, text: str, path: str, spec: KernelSpec, dirs: Sequence[str]
+) -> Variant | str:
+    """The variant that runs on `backend`, or why there is none."""
+    if backend in ("cuda", "cpu"):
+        return original
+    name = spec.kernel + (f"<{', '.join(spec.template_args)}>" if spec.template_args else "")
+    try:
+        if backend == "hip":
+            from porter.scan.extract import device_code
+            from porter.translate.hip import translate_to_hip
+
+            tr = translate_to_hip(text, path, include_dirs=dirs)
+            source = device_code(tr.text)
+        else:
+            from porter.translate.opencl import translate_to_opencl
+
+            tr = translate_to_opencl(text, path, include_dirs=dirs)
+            source = tr.text
+    except ImportError as err:
+        return f"no {backend} translator installed ({err})"
+    except PorterError as err:
+        return f"{backend} translation failed: {err}"
+    tk = next((k for k in tr.kernels if k.name in (name, spec.kernel)), None)
+    if tk is None:
+        return f"the {backend} translation has no kernel {name}"
+    if tk.untranslatable:
+        return f"untranslatable to {backend}: {'; '.join(tk.untranslatable)}"
+    return Variant(
+        kernel=spec.kernel,
+        target=backend,
+        source=source,
+        entry=tk.entry,
+        provenance="translate",
+        arg_map=tk.arg_map,  # type: ignore[arg-type]  # None marks an added argument
+        extra_args=tk.extra_args,
+    )
+
+
+# --------------------------------------------------------------------------- the workflow
+
+
+def predictions(cost: KernelCost, devices: Sequence[Device] = ()) -> tuple[Roofline, ...]:
+    """The floor on every accelerator of the table, plus the table entries of present devices."""
+    entries = {e.key: e for e in perfmodel.gpu_entries()}
+    for d in devices:
+        e = perfmodel.entry_for(d)
+        if e is not None:
+            entries.setdefault(e.key, e)
+    return tuple(perfmodel.roofline(cost, e) for e in entries.values())
+
+
+def bench_file(
+    path: str,
+    *,
+    kernel: str | None = None,
+    backends: Sequence[str] | None = None,
+    sizes: Mapping[str, int] | None = None,
+    include_dirs: Sequence[str] = (),
+    devices: Sequence[Device] | None = None,
+    plan: BenchPlan = GPU_PLAN,
+    gpu_elements: int = GPU_ELEMENTS,
+) -> BenchReport:
+    from porter.scan import scan_file
+    from porter.scan.extract import device_code
+
+    if backends is not None:
+        bad = [b for b in backends if b not in BACKEND_NAMES]
+        if bad:
+            raise UsageError(f"unknown backend {', '.join(bad)}; choose from {', '.join(BACKEND_NAMES)}")
+    if Path(path).suffix.lower() not in (".cu", ".cuh") and Path(path).exists():
+        raise UsageError("porter bench takes a CUDA source (.cu)", path=path)
+    scan = scan_file(path)
+    names = [k.name for k in scan.kernels]
+    if kernel is not None and kernel not in names:
+        raise UsageError(f"no kernel named {kernel!r} (kernels: {', '.join(names) or 'none'})", path=path)
+    if not names:
+        raise UsageError("no __global__ kernel found", path=path)
+    text = Path(path).read_text(encoding="utf-8")
+    dirs = (str(Path(path).resolve().parent), *(str(Path(d).resolve()) for d in include_dirs))
+    options = CompileOptions(include_dirs=dirs)
+    if devices is None:
+        devices = present_devices(tuple(backends) if backends else BACKEND_NAMES)
+    elif backends:
+        devices = [d for d in devices if d.backend in backends]
+    devices = sorted(devices, key=lambda d: ORDER.index(d.backend) if d.backend in ORDER else len(ORDER))
+    ref_devices = tuple(d for d in devices if d.backend in ("cuda", "cpu"))
+    kernels = []
+    for name in [kernel] if kernel else names:
+        kernels.append(
+            _bench_kernel(
+                path,
+                scan,
+                name,
+                text,
+                device_code(text),
+                dirs,
+                options,
+                devices,
+                ref_devices,
+                sizes or {},
+                plan,
+                gpu_elements,
+            )
+        )
+    if sizes and all(k.error.startswith("--size") for k in kernels):
+        raise UsageError(kernels[0].error, path=path)
+    notes = () if devices else ("no device here can run kernels: predictions only",)
+    return BenchReport(
+        path=path, kernels=tuple(kernels), devices=tuple(d.label for d in devices), notes=notes
+    )
+
+
+def _bench_kernel(
+    path: str,
+    scan: FileScan,
+    name: str,
+    text: str,
+    device_text: str,
+    dirs: Sequence[str],
+    options: CompileOptions,
+    devices: Sequence[Device],
+    ref_devices: tuple[Device, ...],
+    overrides: Mapping[str, int],
+    plan: BenchPlan,
+    gpu_elements: int,
+) -> KernelBench:
+    try:
+        spec = spec_for(path, scan, name, dirs)
+    except UsageError:
+        raise
+    except PorterError as err:
+        return KernelBench(kernel=name, error=str(err).splitlines()[0])
+    try:
+        gpu_size = _bench_size(spec, "gpu", overrides, gpu_elements)
+    except UsageError as err:
+        return KernelBench(kernel=name, spec_source=spec.source, error=str(err))
+    try:
+        geometry(spec, gpu_size)
+        cost = estimate(device_text, spec, gpu_size, scan, kernel=name)
+    except (cexpr.ExprError, ValueError) as err:
+        return KernelBench(kernel=name, spec_source=spec.source, error=f"spec at size {gpu_size}: {err}")
+    original = Variant(
+        kernel=name, target="cuda", source=device_text, entry=name, provenance="original", path=path
+    )
+    reference = Reference(original=original, devices=ref_devices, options=options)
+    results: list[BenchResult] = []
+    baselines: dict[str, BenchResult] = {}
+    for device in devices:
+        size = gpu_size if device.kind == "gpu" else _bench_size(spec, device.kind, overrides, gpu_elements)
+        variant = _variant_for(device.backend, original, text, path, spec, dirs)
+        if isinstance(variant, str):
+            results.append(
+                BenchResult(
+                    kernel=name,
+                    target=device.backend,
+                    provenance="translate",
+                    backend=device.backend,
+                    device=device.label,
+                    device_name=device.name,
+                    device_kind=device.kind,
+                    size=size,
+                    ok=False,
+                    reason=variant,
+                    representative=device.kind == "gpu",
+                )
+            )
+            continue
+        dev_cost = cost if size == gpu_size else estimate(device_text, spec, size, scan, kernel=name)
+        dev_plan = replace(plan if device.kind == "gpu" else CPU_PLAN, compile=options)
+        base = baselines.get(device.name) if variant is not original else None
+        result = benchmark(
+            variant, spec, device, size, dev_plan, reference=reference, cost=dev_cost, baseline=base
+        )
+        if variant is original and result.ok:
+            baselines.setdefault(device.name, result)
+        results.append(result)
+    return KernelBench(
+        kernel=name,
+        spec_source=spec.source,
+        size=gpu_size,
+        cost=cost,
+        predictions=predictions(cost, devices),
+        results=tuple(results),
+    )
+
+
+def parse_sizes(items: Sequence[str]) -> dict[str, int]:
+    """`SYM=VAL` strings (VAL an integer expression such as 1<<20) to a size binding."""
+    out: dict[str, int] = {}
+    for item in items:
+        sym, sep, value = item.partition("=")
+        if not sep or not sym.strip().isidentifier():
+            raise UsageError(f"--size expects SYM=VALUE, got {item!r}")
+        try:
+            v = cexpr.eval_text(value.strip())
+        except (cexpr.ExprError, ZeroDivisionError) as err:
+            raise UsageError(f"--size {item!r}: {err}") from None
+        if not isinstance(v, int) or v <= 0:
+            raise UsageError(f"--size {item!r}: the value must be a positive integer")
+        out[sym.strip()] = v
+    return out

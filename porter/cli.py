@@ -91,12 +91,30 @@ def doctor(
 
 @app.command()
 def check(
-    variant: Annotated[Path, typer.Argument(help="The variant: a .cu, .hip or .cl file (may hold only the kernel).")],
-    against: Annotated[Path, typer.Option("--against", help="The original CUDA program (its host code or spec file says how to run the kernel).")],
-    kernel: Annotated[str | None, typer.Option("--kernel", help="The kernel to check (when ORIGINAL has several).")] = None,
-    backend: Annotated[str | None, typer.Option("--backend", help="Run the variant only on this backend (cuda, hip, opencl, cpu).")] = None,
-    include: Annotated[list[Path] | None, typer.Option("-I", "--include", help="Include directory for the original's headers.")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document instead of a table.")] = False,
+    variant: Annotated[
+        Path, typer.Argument(help="The variant: a .cu, .hip or .cl file (may hold only the kernel).")
+    ],
+    against: Annotated[
+        Path,
+        typer.Option(
+            "--against",
+            help="The original CUDA program (its host code or spec file says how to run the kernel).",
+        ),
+    ],
+    kernel: Annotated[
+        str | None, typer.Option("--kernel", help="The kernel to check (when ORIGINAL has several).")
+    ] = None,
+    backend: Annotated[
+        str | None,
+        typer.Option("--backend", help="Run the variant only on this backend (cuda, hip, opencl, cpu)."),
+    ] = None,
+    include: Annotated[
+        list[Path] | None,
+        typer.Option("-I", "--include", help="Include directory for the original's headers."),
+    ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document instead of a table.")
+    ] = False,
 ) -> None:
     """Validate VARIANT against ORIGINAL on every device that can run it (exit 0: validated, 1: rejected)."""
     from porter.report import check_view

@@ -1,0 +1,918 @@
+"""KernelSpec: how to run a kernel -- from a spec file next to the source, or inferred from host code.
+
+Order of precedence (see docs/SPEC_FORMAT.md):
+
+1. ``<source>.porter.toml`` or ``porter.toml`` in the source's directory (:func:`load_spec_file`);
+2. inference from the file's own host code (:func:`infer_spec`): the launch site gives the
+   arguments and the geometry; ``cudaMalloc``/``malloc`` sizes give the array shapes in size
+   symbols; host assignments and ``#define``s give the values; copies and ``const`` give roles.
+
+When inference falls short, :class:`~porter.errors.PorterError` names the file and line, says
+what is missing and carries a ready-to-edit spec file snippet.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from porter.errors import PorterError, UsageError
+from porter.harness import cexpr
+from porter.harness.inputs import ctype_info, ctype_size
+from porter.model import Allocation, ArgSpec, Assignment, FileScan, Kernel, KernelSpec, LaunchSite, Role
+
+SPEC_SUFFIX = ".porter.toml"
+DIR_SPEC = "porter.toml"
+DEFAULT_TARGET_ELEMENTS = 32768  # elements in the largest array at the first validation size
+MIN_SCALABLE = 9  # size symbols below this stay at their program value (channels, radius...)
+
+_QUALIFIERS = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict|struct|__global|global)\b|[*&]")
+_CAST_PREFIX = re.compile(r"^\(\s*[\w\s:]+\**\s*\)\s*")
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
+_FLOAT_ATOMICS = frozenset(
+    {"atomicAdd", "atomicAdd_block", "atomicAdd_system", "atomicSub", "unsafeAtomicAdd"}
+)
+
+
+# ----------------------------------------------------------------------------- spec files
+
+
+def find_spec_file(source: str | Path) -> Path | None:
+    """The spec file that applies to `source`: `<source>.porter.toml`, else `porter.toml` beside it."""
+    src = Path(source)
+    for candidate in (src.with_name(src.name + SPEC_SUFFIX), src.with_name(DIR_SPEC)):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_spec_file(path: str | Path) -> dict[str, KernelSpec]:
+    """Every kernel described in a spec file (format: docs/SPEC_FORMAT.md)."""
+    p = Path(path)
+    try:
+        doc = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as err:
+        raise UsageError(f"not a valid spec file: {err}", path=str(p)) from None
+    except OSError as err:
+        raise UsageError(f"cannot read spec file: {err.strerror}", path=str(p)) from None
+    kernels = doc.get("kernels")
+    if not isinstance(kernels, dict) or not kernels:
+        raise UsageError("a spec file needs at least one [kernels.<name>] table", path=str(p))
+    return {name: _spec_from_table(name, table, str(p)) for name, table in kernels.items()}
+
+
+def spec_for(source: str | Path, scan: FileScan, kernel: str, include_dirs: Sequence[str] = ()) -> KernelSpec:
+    """The spec file's entry for `kernel` when there is one, else the inferred spec."""
+    spec_path = find_spec_file(source)
+    if spec_path is not None:
+        specs = load_spec_file(spec_path)
+        if kernel in specs:
+            return specs[kernel]
+    return infer_spec(scan, kernel, include_dirs=include_dirs)
+
+
+def _need(table: Mapping[str, Any], key: str, what: str, path: str) -> Any:
+    if key not in table:
+        raise UsageError(f"{what}: missing `{key}`", path=path)
+    return table[key]
+
+
+def _expr_list(value: Any, what: str, path: str) -> tuple[str, ...]:
+    items = value if isinstance(value, list) else [value]
+    out = []
+    for item in items:
+        if not isinstance(item, (str, int)) or isinstance(item, bool):
+            raise UsageError(f"{what}: expected an expression (string or integer), got {item!r}", path=path)
+        text = str(item)
+        try:
+            cexpr.parse(text)
+        except cexpr.ExprError as err:
+            raise UsageError(f"{what}: {err}", path=path) from None
+        out.append(text)
+    if not 1 <= len(out) <= 3 and what.endswith(("grid", "block")):
+        raise UsageError(f"{what}: 1 to 3 expressions", path=path)
+    return tuple(out)
+
+
+def _sizes(value: Any, what: str, path: str) -> tuple[dict[str, int], ...]:
+    if not isinstance(value, list) or not all(isinstance(s, dict) for s in value):
+        raise UsageError(f"{what}: expected a list of tables such as [{{ n = 4096 }}]", path=path)
+    out = []
+    for s in value:
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in s.values()):
+            raise UsageError(f"{what}: size values must be positive integers, got {s}", path=path)
+        out.append({str(k): int(v) for k, v in s.items()})
+    return tuple(out)
+
+
+def normalise_dtype(text: str) -> str | None:
+    """A NumPy dtype name from a NumPy name or a C type name; None when neither."""
+    info = ctype_info(text)
+    if info is not None:
+        return info[0]
+    try:
+        dt = np.dtype(text)
+    except TypeError:
+        return None
+    return dt.name if dt.kind in "fiu" else None
+
+
+def _spec_from_table(name: str, table: Any, path: str) -> KernelSpec:
+    where = f"kernels.{name}"
+    if not isinstance(table, dict):
+        raise UsageError(f"{where} must be a table", path=path)
+    raw_args = _need(table, "args", where, path)
+    if not isinstance(raw_args, list) or not raw_args:
+        raise UsageError(f"{where}.args: expected [[{where}.args]] entries", path=path)
+    args = []
+    for i, a in enumerate(raw_args):
+        aw = f"{where}.args[{i}]"
+        if not isinstance(a, dict):
+            raise UsageError(f"{aw}: expected a table", path=path)
+        role_text = str(_need(a, "role", aw, path))
+        try:
+            role = Role(role_text)
+        except ValueError:
+            raise UsageError(
+                f"{aw}: role must be in, out, inout or scalar, not {role_text!r}", path=path
+            ) from None
+        dtype = normalise_dtype(str(_need(a, "dtype", aw, path)))
+        if dtype is None:
+            raise UsageError(f"{aw}: unknown dtype {a['dtype']!r}", path=path)
+        shape: tuple[str, ...] = ()
+        value = None
+        if role is Role.SCALAR:
+            value = _expr_list(_need(a, "value", aw, path), f"{aw}.value", path)[0]
+        else:
+            shape = _expr_list(_need(a, "shape", aw, path), f"{aw}.shape", path)
+        args.append(
+            ArgSpec(
+                name=str(a.get("name", f"arg{i}")),
+                dtype=dtype,
+                role=role,
+                shape=shape,
+                value=value,
+                low=float(a["low"]) if "low" in a else None,
+                high=float(a["high"]) if "high" in a else None,
+            )
+        )
+    sizes = _sizes(_need(table, "sizes", where, path), f"{where}.sizes", path)
+    if not sizes:
+        raise UsageError(f"{where}.sizes: at least one size", path=path)
+    hidden = _sizes(table["hidden_sizes"], f"{where}.hidden_sizes", path) if "hidden_sizes" in table else ()
+    if not hidden:
+        hidden = (_hidden_from(sizes[-1]),)
+    spec = KernelSpec(
+        kernel=name,
+        args=tuple(args),
+        grid=_expr_list(_need(table, "grid", where, path), f"{where}.grid", path),
+        block=_expr_list(_need(table, "block", where, path), f"{where}.block", path),
+        shared_bytes=_expr_list(table.get("shared_bytes", "0"), f"{where}.shared_bytes", path)[0],
+        sizes=sizes,
+        hidden_sizes=hidden,
+        bench_sizes=_sizes(table["bench_sizes"], f"{where}.bench_sizes", path)
+        if "bench_sizes" in table
+        else (),
+        rtol=float(table["rtol"]) if "rtol" in table else None,
+        atol=float(table["atol"]) if "atol" in table else None,
+        template_args=tuple(str(t) for t in table.get("template_args", ())),
+        float_atomics=bool(table.get("float_atomics", False)),
+        source="spec-file",
+        notes=(f"spec file {path}",),
+    )
+    _check_symbols(spec, path)
+    return spec
+
+
+def _hidden_from(size: Mapping[str, int]) -> dict[str, int]:
+    """A size unlike the given one (about 0.8x, odd), for specs that name no hidden size."""
+    return {k: (max(1, round(v * 0.8)) | 1) if v > MIN_SCALABLE else v for k, v in size.items()}
+
+
+def _check_symbols(spec: KernelSpec, path: str) -> None:
+    """Every expression of the spec must evaluate at every size."""
+    from porter.harness.inputs import element_count, scalar_value
+
+    for size in spec.sizes + spec.hidden_sizes:
+        try:
+            for arg in spec.args:
+                if arg.role is Role.SCALAR:
+                    scalar_value(arg, size)
+                else:
+                    element_count(arg, size)
+            geometry(spec, size)
+        except (cexpr.ExprError, ValueError) as err:
+            raise UsageError(f"kernels.{spec.kernel}: at size {size}: {err}", path=path) from None
+
+
+def geometry(spec: KernelSpec, size: Mapping[str, int]) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+    """(grid, block, shared_bytes) at a problem size."""
+    from porter.harness.inputs import _sizeof
+
+    grid = tuple(int(cexpr.eval_text(g, size, _sizeof)) for g in spec.grid)
+    block = tuple(int(cexpr.eval_text(b, size, _sizeof)) for b in spec.block)
+    shared = int(cexpr.eval_text(spec.shared_bytes or "0", size, _sizeof))
+    if any(v <= 0 for v in grid + block):
+        raise ValueError(f"launch geometry grid={grid} block={block} is empty")
+    return grid, block, shared
+
+
+# ----------------------------------------------------------------------------- inference
+
+
+@dataclass
+class _Env:
+    """Host-side names visible at a launch site."""
+
+    scan: FileScan
+    launch: LaunchSite
+    defines: dict[str, cexpr.Expr] = field(default_factory=dict)
+    macros: dict[str, tuple[tuple[str, ...], cexpr.Expr]] = field(default_factory=dict)
+    define_lines: dict[str, int] = field(default_factory=dict)
+    _leaf: dict[str, bool] = field(default_factory=dict)
+
+    def assignment(self, name: str) -> Assignment | None:
+        """The assignment of `name` that reaches the launch: same function, before it, declarations first."""
+        cands = [
+            a for a in self.scan.assignments if a.var == name and a.function in (self.launch.function, None)
+        ]
+        if not cands:
+            return None
+
+        def rank(a: Assignment) -> tuple[int, int, int]:
+            before = a.line <= self.launch.line
+            return (int(before), int(a.type is not None), a.line if before else -a.line)
+
+        return max(cands, key=rank)
+
+    def definition(self, name: str) -> cexpr.Expr | None:
+        a = self.assignment(name)
+        if a is not None and not (a.type and "dim3" in a.type):
+            try:
+                return cexpr.parse(a.value)
+            except cexpr.ExprError:
+                return None
+        return self.defines.get(name)
+
+    def is_leaf(self, name: str, depth: int = 0) -> bool:
+        """A name whose value is a constant (no other names, no sizeof): a candidate size symbol."""
+        if name in self._leaf:
+            return self._leaf[name]
+        self._leaf[name] = False  # cycle guard
+        d = self.definition(name)
+        leaf = False
+        if d is not None and not _has_sizeof(d):
+            expanded = self.expand(d, depth + 1)
+            if not cexpr.names(expanded) and not _has_sizeof(expanded):
+                try:
+                    cexpr.evaluate(expanded)
+                    leaf = True
+                except cexpr.ExprError:
+                    leaf = False
+        self._leaf[name] = leaf
+        return leaf
+
+    def expand(self, expr: cexpr.Expr, depth: int = 0) -> cexpr.Expr:
+        """Substitute non-leaf names by their definitions (recursively) and expand macros."""
+        if depth > 32:
+            return expr
+        values: dict[str, cexpr.Expr] = {}
+        for name in cexpr.names(expr):
+            d = self.definition(name)
+            if d is None:
+                continue
+            if depth < 32 and self.is_leaf(name, depth):
+                continue
+            values[name] = self.expand(d, depth + 1)
+        try:
+            out = cexpr.substitute(expr, values, self.macros)
+        except cexpr.ExprError:
+            return expr
+        if out != expr and cexpr.calls(out) & set(self.macros):
+            return self.expand(out, depth + 1)
+        return out
+
+    def value(self, name: str) -> int | float:
+        d = self.definition(name)
+        if d is None:
+            raise cexpr.ExprError(f"no value for {name}")
+        return cexpr.evaluate(self.expand(d), {}, _sizeof_c)
+
+
+def _has_sizeof(expr: cexpr.Expr) -> bool:
+    match expr:
+        case cexpr.SizeOf():
+            return True
+        case cexpr.Unary(_, x) | cexpr.Cast(_, x):
+            return _has_sizeof(x)
+        case cexpr.Binary(_, a, b):
+            return _has_sizeof(a) or _has_sizeof(b)
+        case cexpr.Cond(t, a, b):
+            return _has_sizeof(t) or _has_sizeof(a) or _has_sizeof(b)
+        case cexpr.Call(_, args):
+            return any(_has_sizeof(a) for a in args)
+    return False
+
+
+def _sizeof_c(text: str) -> int:
+    size = ctype_size(base_type(text))
+    if size is None:
+        raise cexpr.ExprError(f"sizeof({text}) is unknown")
+    return size
+
+
+def base_type(ctype: str) -> str:
+    """`const float *__restrict__` -> `float`."""
+    return " ".join(_QUALIFIERS.sub(" ", ctype).split())
+
+
+def _strip_int_casts(expr: cexpr.Expr) -> cexpr.Expr:
+    match expr:
+        case cexpr.Cast(t, x) if "*" not in t and not ({"float", "double"} & set(t.split())):
+            return _strip_int_casts(x)
+        case cexpr.Binary(op, a, b):
+            return cexpr.Binary(op, _strip_int_casts(a), _strip_int_casts(b))
+        case cexpr.Unary(op, x):
+            return cexpr.Unary(op, _strip_int_casts(x))
+        case cexpr.Cond(t, a, b):
+            return cexpr.Cond(t, _strip_int_casts(a), _strip_int_casts(b))
+        case cexpr.Call(f, args):
+            return cexpr.Call(f, tuple(_strip_int_casts(a) for a in args))
+    return expr
+
+
+def _pointer_var(arg: str) -> str | None:
+    text = arg.strip()
+    while True:
+        m = _CAST_PREFIX.match(text)
+        if not m:
+            break
+        text = text[m.end() :]
+    text = text.lstrip("&").strip()
+    if text.startswith("(") and text.endswith(")"):
+        return _pointer_var(text[1:-1])
+    return text if re.fullmatch(r"[A-Za-z_]\w*", text) else None
+
+
+def _dim_components(text: str) -> list[str]:
+    """`dim3(a, b)` / `(a, b)` / `{a, b}` / `a, b` / `a` -> ["a", "b"]."""
+    t = text.strip()
+    t = re.sub(r"^dim3\s*", "", t)
+    if t and t[0] in "({" and _matching_close(t) == len(t) - 1:
+        t = t[1:-1]
+    parts, depth, cur = [], 0, ""
+    for ch in t:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur.strip())
+    return parts
+
+
+def _matching_close(text: str) -> int:
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
+@dataclass
+class _Inference:
+    env: _Env
+    kernel: Kernel
+    path: str
+    missing: list[str] = field(default_factory=list)
+    symbols: dict[str, int] = field(default_factory=dict)  # size symbol -> program value
+
+    def where(self, line: int) -> str:
+        return f"{Path(self.path).name}:{line}"
+
+    def finalize(self, expr: cexpr.Expr) -> str:
+        """Render an expanded expression: leaf constants that are not size symbols become values,
+        integer casts go, and constant expressions fold to a number."""
+        values: dict[str, cexpr.Expr] = {}
+        for name in cexpr.names(expr):
+            if name in self.symbols:
+                continue
+            if self.env.is_leaf(name):
+                v = self.env.value(name)
+                values[name] = cexpr.Num(v, _num_text(v))
+        out = _strip_int_casts(cexpr.substitute(expr, values))
+        if not cexpr.names(out):
+            try:
+                v = cexpr.evaluate(out, {}, _sizeof_c)
+                return _num_text(v)
+            except cexpr.ExprError:
+                pass
+        return cexpr.render(out)
+
+
+def _num_text(v: int | float) -> str:
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+def _dtype_of(param_type: str, tmap: Mapping[str, str]) -> tuple[str, int] | None:
+    t = base_type(param_type)
+    t = tmap.get(t, t)
+    return ctype_info(base_type(t))
+
+
+def _template_map(kernel: Kernel, launch: LaunchSite) -> dict[str, str]:
+    out = {}
+    for decl, arg in zip(kernel.template_params, launch.template_args, strict=False):
+        words = decl.replace("=", " ").split()
+        if len(words) >= 2:
+            out[words[1]] = arg.strip()
+    return out
+
+
+def _allocation_for(scan: FileScan, var: str, launch: LaunchSite) -> Allocation | None:
+    cands = [a for a in scan.allocations if _pointer_var(a.var) == var]
+    if not cands:
+        return None
+
+    def rank(a: Allocation) -> tuple[int, int, int]:
+        device = a.api.startswith(("cuda", "hip")) and a.api not in ("cudaMallocHost", "hipHostMalloc")
+        return (int(device), int(a.function == launch.function), -abs(launch.line - a.line))
+
+    return max(cands, key=rank)
+
+
+def _source_text(scan: FileScan) -> str:
+    try:
+        return Path(scan.path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _is_h2d(scan: FileScan, var: str) -> bool:
+    """Does the host fill `var` before launching (a host-to-device copy or a memset)?"""
+    if re.search(
+        rf"\b(cuda|hip)Memset\w*\s*\(\s*(\([^()]*\)\s*)?&?\s*{re.escape(var)}\b", _source_text(scan)
+    ):
+        return True
+    for c in scan.copies:
+        if _pointer_var(c.dst) != var:
+            continue
+        if "HostToDevice" in c.kind or "Default" in c.kind or "memset" in c.api.lower():
+            return True
+    return False
+
+
+def _kernel_body(scan: FileScan, kernel: Kernel) -> str:
+    try:
+        data = Path(scan.path).read_bytes()
+    except OSError:
+        return ""
+    if kernel.end_byte > kernel.start_byte:
+        return data[kernel.start_byte : kernel.end_byte].decode("utf-8", "replace")
+    lines = data.decode("utf-8", "replace").splitlines()
+    return "\n".join(lines[kernel.line - 1 : kernel.end_line])
+
+
+def _collect_defines(env: _Env, include_dirs: Sequence[str]) -> None:
+    """#defines of the file and of the local headers it includes (the file's own win)."""
+    seen: set[Path] = set()
+
+    def add(scan: FileScan) -> None:
+        for d in scan.defines:
+            if d.name in env.defines or d.name in env.macros:
+                continue
+            try:
+                body = cexpr.parse(d.value)
+            except cexpr.ExprError:
+                continue
+            if d.params is None:
+                env.defines[d.name] = body
+                env.define_lines[d.name] = d.line
+            else:
+                env.macros[d.name] = (tuple(d.params), body)
+
+    def headers(path: Path) -> None:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return
+        for name in _INCLUDE.findall(text):
+            for base in (path.parent, *map(Path, include_dirs)):
+                cand = (base / name).resolve()
+                if cand.is_file() and cand not in seen:
+                    seen.add(cand)
+                    try:
+                        from porter.scan import scan_file
+
+                        add(scan_file(str(cand)))
+                    except Exception:  # noqa: BLE001 - an unreadable header only loses its macros
+                        continue
+                    headers(cand)
+                    break
+
+    add(env.scan)
+    headers(Path(env.scan.path))
+
+
+def infer_spec(
+    scan: FileScan,
+    kernel: str,
+    *,
+    include_dirs: Sequence[str] = (),
+    target_elements: int = DEFAULT_TARGET_ELEMENTS,
+) -> KernelSpec:
+    """Infer how to run `kernel` from the host code of its own file (see the module docstring)."""
+    k = next((x for x in scan.kernels if x.name == kernel), None)
+    if k is None:
+        names = ", ".join(x.name for x in scan.kernels) or "none"
+        raise PorterError(f"no kernel named {kernel!r} (kernels here: {names})", path=scan.path)
+    launches = [ls for ls in scan.launches if ls.kernel == kernel or ls.kernel.split("<")[0] == kernel]
+    if not launches:
+        snippet = spec_snippet(_skeleton(k), missing=True)
+        raise PorterError(
+            f"cannot infer how to run {kernel}: the file never launches it (no <<<>>> or cudaLaunchKernel "
+            f"site); write {Path(scan.path).name}{SPEC_SUFFIX}:\n{snippet}",
+            path=scan.path,
+            line=k.line,
+        )
+    # Prefer a launch whose argument count matches and whose names resolve best.
+    best: tuple[int, KernelSpec | None, _Inference] | None = None
+    for launch in launches:
+        env = _Env(scan, launch)
+        _collect_defines(env, include_dirs)
+        inf = _Inference(env, k, scan.path)
+        spec = _infer_at(inf, launch, target_elements)
+        score = -len(inf.missing)
+        if best is None or score > best[0]:
+            best = (score, spec, inf)
+    assert best is not None
+    _, spec, inf = best
+    if spec is None or inf.missing:
+        partial = spec or _skeleton(k)
+        snippet = spec_snippet(partial, missing=True)
+        raise PorterError(
+            f"cannot infer how to run {kernel}: {'; '.join(inf.missing)}. Write "
+            f"{Path(scan.path).name}{SPEC_SUFFIX} next to the source:\n{snippet}",
+            path=scan.path,
+            line=launches[0].line,
+        )
+    return spec
+
+
+def _skeleton(k: Kernel) -> KernelSpec:
+    args = []
+    for p in k.params:
+        info = ctype_info(base_type(p.type))
+        dtype = info[0] if info else f"<dtype of {base_type(p.type)}>"
+        if p.pointer:
+            role = Role.IN if p.const or not p.written else Role.OUT
+            args.append(ArgSpec(p.name, dtype, role, shape=("<element count, e.g. n>",)))
+        else:
+            args.append(ArgSpec(p.name, dtype, Role.SCALAR, value="<value, e.g. n>"))
+    return KernelSpec(
+        kernel=k.name,
+        args=tuple(args),
+        grid=("<blocks, e.g. (n + 255) / 256>",),
+        block=("256",),
+        source="inferred",
+    )
+
+
+def _infer_at(inf: _Inference, launch: LaunchSite, target_elements: int) -> KernelSpec | None:
+    k, env, scan = inf.kernel, inf.env, inf.env.scan
+    if len(launch.args) != len(k.params):
+        inf.missing.append(
+            f"the launch at {inf.where(launch.line)} passes {len(launch.args)} arguments to {len(k.params)} parameters"
+        )
+        return None
+    tmap = _template_map(k, launch)
+    args: list[ArgSpec] = []
+    pending_scalars: list[tuple[int, cexpr.Expr]] = []
+    for i, (param, text) in enumerate(zip(k.params, launch.args, strict=True)):
+        info = _dtype_of(param.type, tmap)
+        if info is None:
+            inf.missing.append(f"the element type of {param.name} ({base_type(param.type)}) is unknown")
+            dtype, lanes = f"<dtype of {param.name}>", 1
+        else:
+            dtype, lanes = info
+        if not param.pointer:
+            try:
+                expr = env.expand(cexpr.parse(text))
+            except cexpr.ExprError:
+                inf.missing.append(f"the value of {param.name} ({text!r} at {inf.where(launch.line)})")
+                args.append(ArgSpec(param.name, dtype, Role.SCALAR, value=f"<value of {text}>"))
+                continue
+            pending_scalars.append((i, expr))
+            args.append(ArgSpec(param.name, dtype, Role.SCALAR, value=text))
+            continue
+        var = _pointer_var(text)
+        alloc = _allocation_for(scan, var, launch) if var else None
+        if alloc is None:
+            inf.missing.append(
+                f"the size of the buffer passed as {param.name} ({text.strip()!r}: no cudaMalloc/malloc of it found)"
+            )
+            args.append(ArgSpec(param.name, dtype, Role.IN, shape=(f"<element count of {param.name}>",)))
+            continue
+        count = _element_count(inf, alloc, dtype, lanes)
+        if param.const or not param.written:
+            role = Role.IN
+        elif _is_h2d(scan, var or ""):
+            role = Role.INOUT
+        else:
+            role = Role.OUT
+        args.append(ArgSpec(param.name, dtype, role, shape=(count,)))
+    # Size symbols are known once every allocation was read; scalars and geometry refer to them.
+    for i, expr in pending_scalars:
+        value = _resolve(
+            inf, expr, f"the value of {k.params[i].name} ({launch.args[i].strip()!r})", launch.line
+        )
+        args[i] = replace(args[i], value=value)
+    grid = _dims(inf, launch.grid, "grid", launch.line)
+    block = _dims(inf, launch.block, "block", launch.line)
+    shared = (
+        _resolve(inf, cexpr.parse(launch.shared_bytes), "the shared memory size", launch.line)
+        if launch.shared_bytes
+        else "0"
+    )
+    template_args = tuple(
+        _resolve(inf, cexpr.parse(t), f"template argument {t}", launch.line) if _parses(t) else t
+        for t in launch.template_args
+    )
+    if inf.missing:
+        return KernelSpec(
+            kernel=k.name, args=tuple(args), grid=tuple(grid), block=tuple(block), shared_bytes=shared
+        )
+    fixed = _fixed_symbols(inf)
+    spec = KernelSpec(
+        kernel=k.name,
+        args=tuple(args),
+        grid=tuple(grid),
+        block=tuple(block),
+        shared_bytes=shared,
+        template_args=template_args,
+        float_atomics=bool(set(k.atomics) & _FLOAT_ATOMICS)
+        and any(a.role in (Role.OUT, Role.INOUT) and np.dtype(a.dtype).kind == "f" for a in args),
+        source="inferred",
+        notes=(f"inferred from the launch at {inf.where(launch.line)}",)
+        + tuple(f"program size {s} = {v}" for s, v in sorted(inf.symbols.items())),
+    )
+    try:
+        sizes, hidden = choose_sizes(spec, inf.symbols, fixed, target_elements)
+    except ValueError as err:
+        inf.missing.append(f"no runnable validation size ({err})")
+        return spec
+    return replace(spec, sizes=sizes, hidden_sizes=hidden)
+
+
+def _parses(text: str) -> bool:
+    try:
+        cexpr.parse(text)
+    except cexpr.ExprError:
+        return False
+    return True
+
+
+def _element_count(inf: _Inference, alloc: Allocation, dtype: str, lanes: int) -> str:
+    try:
+        raw = cexpr.parse(alloc.bytes)
+    except cexpr.ExprError:
+        inf.missing.append(f"the byte size {alloc.bytes!r} of {alloc.var} at {inf.where(alloc.line)}")
+        return f"<element count of {alloc.var}>"
+    if alloc.api == "calloc" and "," in alloc.bytes:
+        parts = _dim_components(alloc.bytes)
+        raw = cexpr.parse(f"({parts[0]}) * ({parts[1]})")
+    expr = _strip_int_casts(inf.env.expand(raw))
+    factors = cexpr.multiplicands(expr)
+    elem = np.dtype(dtype).itemsize * lanes if not dtype.startswith("<") else 1
+    size_factor = next((f for f in factors if isinstance(f, cexpr.SizeOf)), None)
+    if size_factor is not None:
+        factors.remove(size_factor)
+        count: cexpr.Expr = cexpr.product(factors)
+        try:
+            ratio = _sizeof_c(size_factor.text) / elem
+        except cexpr.ExprError:
+            ratio = 1.0  # sizeof(T) of a template type: the parameter's own type
+        if ratio != 1.0 and ratio.is_integer():
+            count = cexpr.Binary("*", count, cexpr.Num(int(ratio), str(int(ratio))))
+    elif (
+        alloc.api.startswith("new")
+        or alloc.elem_type is not None
+        and alloc.api not in ("cudaMalloc", "hipMalloc")
+    ):
+        count = expr  # `new T[n]`: the size is already an element count
+    else:
+        count = cexpr.Binary("/", expr, cexpr.Num(elem, str(elem)))
+    if lanes > 1:
+        count = cexpr.Binary("*", count, cexpr.Num(lanes, str(lanes)))
+    for name in cexpr.names(count):
+        if inf.env.is_leaf(name):
+            inf.symbols[name] = int(inf.env.value(name))
+    return _resolve(inf, count, f"the element count of {alloc.var}", alloc.line)
+
+
+def _resolve(inf: _Inference, expr: cexpr.Expr, what: str, line: int) -> str:
+    expanded = inf.env.expand(expr)
+    unknown = sorted(n for n in cexpr.names(expanded) if n not in inf.symbols and not inf.env.is_leaf(n))
+    if unknown:
+        inf.missing.append(f"{what}: no host value for {', '.join(unknown)} (at {inf.where(line)})")
+        return f"<{cexpr.render(expanded)}>"
+    return inf.finalize(expanded)
+
+
+def _dims(inf: _Inference, text: str, what: str, line: int) -> list[str]:
+    t = text.strip()
+    comps: list[str] | None = None
+    if re.fullmatch(r"[A-Za-z_]\w*", t):
+        a = inf.env.assignment(t)
+        if a is not None and a.type and "dim3" in a.type:
+            comps = _dim_components(a.value)
+        else:  # `dim3 block(16, 16);` -- a constructor-style declaration
+            decl = _dim3_declaration(inf.env.scan, t, line)
+            if decl is not None:
+                comps = _dim_components(decl)
+    if comps is None:
+        comps = _dim_components(t) if t.startswith(("dim3", "{")) else [t]
+    out = []
+    for c in comps:
+        try:
+            out.append(_resolve(inf, cexpr.parse(c), f"the {what} size", line))
+        except cexpr.ExprError:
+            inf.missing.append(f"the {what} size {c!r} (at {inf.where(line)})")
+            out.append(f"<{c}>")
+    while len(out) > 1 and out[-1] == "1":
+        out.pop()
+    return out
+
+
+def _dim3_declaration(scan: FileScan, name: str, before_line: int) -> str | None:
+    """The constructor arguments of the last `dim3 name(...)` / `dim3 name{...}` before a line."""
+    lines = _source_text(scan).splitlines()[: max(before_line, 1)]
+    pattern = re.compile(rf"\bdim3\s+{re.escape(name)}\s*([({{].*?[)}}])\s*;")
+    found = None
+    for text in lines:
+        m = pattern.search(text)
+        if m:
+            found = m.group(1)
+    return found
+
+
+def _fixed_symbols(inf: _Inference) -> set[str]:
+    """Size symbols that must keep their program value: small ones, and #defines the kernel body
+    itself uses (changing the host's value would not change the kernel's)."""
+    body = _kernel_body(inf.env.scan, inf.kernel)
+    fixed = set()
+    for name, value in inf.symbols.items():
+        if value < MIN_SCALABLE or (name in inf.env.defines and re.search(rf"\b{re.escape(name)}\b", body)):
+            fixed.add(name)
+    return fixed
+
+
+# ----------------------------------------------------------------------------- sizes
+
+
+def _largest(spec: KernelSpec, size: Mapping[str, int]) -> int:
+    from porter.harness.inputs import element_count
+
+    return max((element_count(a, size) for a in spec.args if a.role is not Role.SCALAR), default=0)
+
+
+def _runnable(spec: KernelSpec, size: Mapping[str, int]) -> bool:
+    from porter.harness.inputs import element_count
+
+    try:
+        geometry(spec, size)
+        return all(element_count(a, size) > 0 for a in spec.args if a.role is not Role.SCALAR)
+    except (cexpr.ExprError, ValueError, ZeroDivisionError):
+        return False
+
+
+def _scaled(program: Mapping[str, int], fixed: Iterable[str], factor: float) -> dict[str, int]:
+    fixed = set(fixed)
+    return {k: v if k in fixed else max(1, round(v * factor)) for k, v in program.items()}
+
+
+def choose_sizes(
+    spec: KernelSpec,
+    program: Mapping[str, int],
+    fixed: Iterable[str] = (),
+    target: int = DEFAULT_TARGET_ELEMENTS,
+) -> tuple[tuple[dict[str, int], ...], tuple[dict[str, int], ...]]:
+    """Validation sizes derived from the program's own size, keeping the symbols' ratios.
+
+    Returns (sizes, hidden_sizes): sizes[0] scaled so the largest array holds about `target`
+    elements, rounded to multiples of 32; sizes[1] smaller with every scalable symbol odd (so not a
+    multiple of any power-of-two block); one hidden size, odd, of yet another magnitude.
+    """
+    fixed = set(fixed)
+    if not program:
+        return (({},), ())
+    scalable = [k for k in program if k not in fixed]
+    if not scalable:
+        return ((dict(program),), ())
+    lo, hi = 0.0, 1.0
+    if _largest(spec, program) > target:
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            if _largest(spec, _scaled(program, fixed, mid)) > target:
+                hi = mid
+            else:
+                lo = mid
+        factor = lo
+    else:
+        factor = 1.0
+
+    def nice(factor: float) -> dict[str, int]:
+        s = _scaled(program, fixed, factor)
+        return {k: (max(32, v - v % 32) if k not in fixed and v >= 64 else v) for k, v in s.items()}
+
+    def odd(factor: float, offset: int) -> dict[str, int]:
+        s = _scaled(program, fixed, factor)
+        return {k: ((v + offset) | 1) if k not in fixed and v > 2 else v for k, v in s.items()}
+
+    candidates = [nice(factor), odd(factor * 0.77, 0)]
+    hidden_candidates = [odd(factor * 0.61, 6), odd(factor * 0.45, 10), odd(factor * 0.9, 4)]
+    sizes = []
+    for s in candidates:
+        if _runnable(spec, s) and s not in sizes:
+            sizes.append(s)
+    if not sizes:
+        raise ValueError(f"the spec cannot run at sizes derived from {dict(program)}")
+    hidden = next((s for s in hidden_candidates if _runnable(spec, s) and s not in sizes), None)
+    return tuple(sizes), ((hidden,) if hidden else ())
+
+
+# ----------------------------------------------------------------------------- rendering
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else '"nan"'
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    return str(v)
+
+
+def spec_snippet(spec: KernelSpec, *, missing: bool = False) -> str:
+    """The spec as spec-file TOML (placeholders in <angle brackets> where inference fell short)."""
+    lines = [f"[kernels.{spec.kernel}]"]
+    lines.append(f"grid = {_toml_value(list(spec.grid))}")
+    lines.append(f"block = {_toml_value(list(spec.block))}")
+    if spec.shared_bytes not in ("", "0"):
+        lines.append(f"shared_bytes = {_toml_value(spec.shared_bytes)}")
+    if spec.sizes:
+        lines.append(f"sizes = {_toml_value(list(spec.sizes))}")
+    else:
+        lines.append("sizes = [{ n = 4096 }, { n = 3001 }]  # bind every size symbol used below")
+    if spec.hidden_sizes:
+        lines.append(f"hidden_sizes = {_toml_value(list(spec.hidden_sizes))}")
+    if spec.template_args:
+        lines.append(f"template_args = {_toml_value(list(spec.template_args))}")
+    if spec.float_atomics:
+        lines.append("float_atomics = true")
+    if spec.rtol is not None:
+        lines.append(f"rtol = {spec.rtol!r}")
+    if spec.atol is not None:
+        lines.append(f"atol = {spec.atol!r}")
+    for a in spec.args:
+        lines.append("")
+        lines.append(f"[[kernels.{spec.kernel}.args]]")
+        lines.append(f"name = {_toml_value(a.name)}")
+        lines.append(f"role = {_toml_value(a.role.value)}")
+        lines.append(f"dtype = {_toml_value(a.dtype)}")
+        if a.role is Role.SCALAR:
+            lines.append(f"value = {_toml_value(a.value or '')}")
+        else:
+            lines.append(f"shape = {_toml_value(list(a.shape))}")
+        if a.low is not None:
+            lines.append(f"low = {a.low!r}")
+        if a.high is not None:
+            lines.append(f"high = {a.high!r}")
+    if missing:
+        lines.insert(
+            0, "# Fill in every <placeholder>; expressions may use the size symbols bound in `sizes`."
+        )
+    return "\n".join(lines)

@@ -1,0 +1,158 @@
+"""`porter check VARIANT --against ORIGINAL`: validate a kernel variant against the original program.
+
+How to run the kernel comes from ORIGINAL (its spec file, else inference from its host code).
+The original runs as the reference on every device that can run it (the CPU emulator here, the
+GPU where there is one); the variant runs on every device of its backend (the emulator for CUDA
+and HIP, every OpenCL device including the Oclgrind checker).  Exit status: 0 when the variant is
+validated on at least one device and rejected on none, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from porter.backends import CompileOptions, Device, get_backend
+from porter.errors import UsageError
+from porter.harness.spec import find_spec_file, spec_for
+from porter.harness.validate import Reference, ValidateOptions, compile_only, validate
+from porter.model import KernelSpec, Status, Variant, Verdict
+
+LANGUAGES = {".cu": "cuda", ".cuh": "cuda", ".hip": "hip", ".cl": "opencl"}
+# Which backends run a variant of each language, in order of preference.
+RUNNERS = {"cuda": ("cuda", "cpu"), "hip": ("hip", "cpu"), "opencl": ("opencl",)}
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    variant: str
+    original: str
+    kernel: str
+    language: str
+    spec: KernelSpec
+    spec_file: str | None
+    verdicts: tuple[Verdict, ...]
+
+    @property
+    def exit_code(self) -> int:
+        validated = any(v.status is Status.VALIDATED for v in self.verdicts)
+        rejected = any(v.status is Status.FAILED for v in self.verdicts)
+        return 0 if validated and not rejected else 1
+
+
+def language_of(path: str) -> str:
+    lang = LANGUAGES.get(Path(path).suffix.lower())
+    if lang is None:
+        raise UsageError(
+            f"cannot tell the variant's language from its extension (use {', '.join(sorted(LANGUAGES))})",
+            path=path,
+        )
+    return lang
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError("no such file", path=path) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"cannot read: {err}", path=path) from None
+
+
+def _devices(backend: str) -> list[Device]:
+    try:
+        return list(get_backend(backend).devices())
+    except Exception:  # noqa: BLE001 - a backend that cannot even list devices has none
+        return []
+
+
+def _pick_kernel(names: Sequence[str], kernel: str | None, original: str, variant_text: str) -> str:
+    if kernel is not None:
+        if kernel not in names:
+            raise UsageError(
+                f"no kernel named {kernel!r} (kernels: {', '.join(names) or 'none'})", path=original
+            )
+        return kernel
+    if not names:
+        raise UsageError("no __global__ kernel found", path=original)
+    if len(names) == 1:
+        return names[0]
+    present = [n for n in names if n in variant_text]
+    if len(present) == 1:
+        return present[0]
+    raise UsageError(f"several kernels ({', '.join(names)}); choose one with --kernel", path=original)
+
+
+def run_check(
+    variant_path: str,
+    original_path: str,
+    *,
+    kernel: str | None = None,
+    backend: str | None = None,
+    include_dirs: Sequence[str] = (),
+    options: ValidateOptions | None = None,
+) -> CheckResult:
+    from porter.scan import scan_file
+    from porter.scan.extract import device_code
+
+    options = options or ValidateOptions()
+    language = language_of(variant_path)
+    variant_text = _read(variant_path)
+    original_text = _read(original_path)
+    if Path(original_path).suffix.lower() not in (".cu", ".cuh"):
+        raise UsageError("the original must be a CUDA source (.cu)", path=original_path)
+    scan = scan_file(original_path)
+    name = _pick_kernel([k.name for k in scan.kernels], kernel, original_path, variant_text)
+    if name not in variant_text:
+        raise UsageError(f"the variant has no kernel named {name!r} (use --kernel)", path=variant_path)
+    spec = spec_for(original_path, scan, name, include_dirs)
+    spec_file = find_spec_file(original_path)
+
+    original = Variant(
+        kernel=name,
+        target="cuda",
+        source=device_code(original_text),
+        entry=name,
+        provenance="original",
+        path=original_path,
+    )
+    variant_source = variant_text if language == "opencl" else device_code(variant_text)
+    variant = Variant(
+        kernel=name, target=language, source=variant_source, entry=name, provenance="user", path=variant_path
+    )
+
+    runners = RUNNERS[language]
+    if backend is not None:
+        if backend not in runners:
+            raise UsageError(
+                f"a {language} variant runs on {' or '.join(runners)}, not on backend {backend!r}",
+                path=variant_path,
+            )
+        runners = (backend,)
+    dirs = (str(Path(original_path).resolve().parent), *include_dirs)
+    ref_devices = [d for b in ("cuda", "cpu") for d in _devices(b) if d.kind != "checker"]
+    reference = Reference(
+        original=original, devices=tuple(ref_devices), options=CompileOptions(include_dirs=dirs)
+    )
+    if not options.compile.include_dirs and language != "opencl":
+        variant_dirs = (str(Path(variant_path).resolve().parent), *dirs)
+        options = replace(options, compile=replace(options.compile, include_dirs=variant_dirs))
+    verdicts: list[Verdict] = []
+    for b in runners:
+        devices = _devices(b)
+        if devices:
+            verdicts.extend(validate(variant, spec, reference, devices, options))
+        elif b != "cpu":  # a compile-only backend here: does the variant at least build for it?
+            built = compile_only(variant, spec, options, backend=b)
+            if built is not None:
+                verdicts.append(built)
+    return CheckResult(
+        variant=variant_path,
+        original=original_path,
+        kernel=name,
+        language=language,
+        spec=spec,
+        spec_file=str(spec_file) if spec_file else None,
+        verdicts=tuple(verdicts),
+    )

@@ -1,0 +1,24 @@
+// Adversarial self-test (block_sum / uninit_shared): does not zero the shared slots of threads past the end, then sums them.
+// Must be REJECTED by porter's validator (tests/adversarial/test_adversarial.py).
+
+#define BLOCK 256
+
+__global__ void block_sum(const double* in, double* partial, int n)
+{
+    __shared__ double s[BLOCK];
+    int tid = threadIdx.x;
+    int i = blockIdx.x * BLOCK + tid;
+    if (i < n) {
+        s[tid] = in[i];
+    }
+    __syncthreads();
+    for (int stride = BLOCK / 2; stride > 0; stride >>= 1) {
+        if (tid < stride) {
+            s[tid] += s[tid + stride];
+        }
+        __syncthreads();
+    }
+    if (tid == 0) {
+        partial[blockIdx.x] = s[0];
+    }
+}

@@ -1,0 +1,20 @@
+// Adversarial self-test: the CORRECT reference kernel of the stencil1d family.
+// A 3-point stencil through a shared tile with a halo, edges clamped; defects are stencil1d.<defect>.cu.
+#define RADIUS 1
+#define BLOCK 128
+
+__global__ void stencil1d(const float* in, float* out, int n)
+{
+    __shared__ float tile[BLOCK + 2 * RADIUS];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int t = threadIdx.x + RADIUS;
+    tile[t] = in[min(i, n - 1)];
+    if (threadIdx.x < RADIUS) {
+        tile[t - RADIUS] = in[max(i - RADIUS, 0)];
+        tile[t + BLOCK] = in[min(i + BLOCK, n - 1)];
+    }
+    __syncthreads();
+    if (i < n) {
+        out[i] = 0.25f * tile[t - 1] + 0.5f * tile[t] + 0.25f * tile[t + 1];
+    }
+}

@@ -1,0 +1,230 @@
+"""KernelSpec: the C expression evaluator, spec files, and inference from host code (real scans)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from porter.errors import PorterError, UsageError
+from porter.harness import cexpr
+from porter.harness.spec import (
+    choose_sizes,
+    find_spec_file,
+    geometry,
+    infer_spec,
+    load_spec_file,
+    spec_for,
+    spec_snippet,
+)
+from porter.model import Role
+
+ROOT = Path(__file__).resolve().parents[3]
+SAMPLES = ROOT / "samples" / "cuda"
+
+
+def _scan(name: str):
+    from porter.scan import scan_file
+
+    return scan_file(str(SAMPLES / name))
+
+
+# ----------------------------------------------------------------------------- expressions
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("(1000000 + 256 - 1) / 256", 3907),
+        ("-7 / 2", -3),  # C truncates toward zero
+        ("-7 % 2", -1),  # the remainder takes the dividend's sign
+        ("1 << 20", 1 << 20),
+        ("0x10u + 010", 24),
+        ("(int)2.9f", 2),
+        ("min(3, 8) * max(2, 5)", 15),
+        ("std::max(4, 9) - 1", 8),
+        ("7 > 3 ? 10 : 20", 10),
+        ("sizeof(double) * 3", 24),
+    ],
+)
+def test_c_arithmetic(text, value):
+    from porter.harness.inputs import _sizeof
+
+    assert cexpr.eval_text(text, {}, _sizeof) == value
+
+
+def test_names_and_macros_expand_without_eval():
+    expr = cexpr.parse("DIV_UP(n, BLOCK) * BLOCK")
+    body = cexpr.parse("((a) + (b) - 1) / (b)")
+    out = cexpr.substitute(expr, {"BLOCK": cexpr.parse("128")}, {"DIV_UP": (("a", "b"), body)})
+    assert cexpr.names(out) == {"n"}
+    assert cexpr.evaluate(out, {"n": 1000}) == 1024
+
+
+@pytest.mark.parametrize("text", ["__import__('os')", "n; rm -rf", "a[", "f(1,", ""])
+def test_rejects_what_is_not_arithmetic(text):
+    with pytest.raises(cexpr.ExprError):
+        cexpr.evaluate(cexpr.parse(text), {"n": 1})
+
+
+def test_unknown_name_is_an_error():
+    with pytest.raises(cexpr.ExprError, match="no value for 'm'"):
+        cexpr.eval_text("m + 1", {"n": 1})
+
+
+# ----------------------------------------------------------------------------- spec files
+
+SPEC_TEXT = """
+[kernels.saxpy]
+grid = ["(n + 255) / 256"]
+block = [256]
+sizes = [{ n = 4096 }, { n = 3001 }]
+args = [
+    { name = "x", role = "in", dtype = "float", shape = ["n"], low = -2.0, high = 2.0 },
+    { name = "y", role = "inout", dtype = "float32", shape = ["n"] },
+    { name = "a", role = "scalar", dtype = "float32", value = "0.5f" },
+    { name = "n", role = "scalar", dtype = "int", value = "n" },
+]
+"""
+
+
+def test_spec_file_next_to_the_source(tmp_path):
+    src = tmp_path / "saxpy.cu"
+    src.write_text("__global__ void saxpy() {}\n")
+    assert find_spec_file(src) is None
+    (tmp_path / "porter.toml").write_text(SPEC_TEXT)
+    assert find_spec_file(src) == tmp_path / "porter.toml"
+    (tmp_path / "saxpy.cu.porter.toml").write_text(SPEC_TEXT)
+    assert find_spec_file(src) == tmp_path / "saxpy.cu.porter.toml"  # the file's own wins
+
+    spec = load_spec_file(find_spec_file(src))["saxpy"]
+    assert spec.source == "spec-file"
+    assert [a.role for a in spec.args] == [Role.IN, Role.INOUT, Role.SCALAR, Role.SCALAR]
+    assert spec.args[0].dtype == "float32" and spec.args[3].dtype == "int32"  # C names accepted
+    assert (spec.args[0].low, spec.args[0].high) == (-2.0, 2.0)
+    assert spec.block == ("256",)
+    assert spec.hidden_sizes and spec.hidden_sizes[0] not in spec.sizes  # derived when not given
+    assert geometry(spec, {"n": 3001}) == ((12,), (256,), 0)
+
+
+@pytest.mark.parametrize(
+    ("mutation", "message"),
+    [
+        (lambda t: t.replace('role = "inout"', 'role = "output"'), "role must be"),
+        (lambda t: t.replace('dtype = "float32", shape', 'dtype = "quad", shape'), "unknown dtype"),
+        (lambda t: t.replace('value = "0.5f"', 'value = "0.5f +"'), "value"),
+        (
+            lambda t: t.replace("sizes = [{ n = 4096 }, { n = 3001 }]", "sizes = [{ m = 4096 }]"),
+            "no value for 'n'",
+        ),
+        (lambda t: t.replace("[kernels.saxpy]", "[kernels.saxpy"), "not a valid spec file"),
+    ],
+)
+def test_bad_spec_files_are_usage_errors(tmp_path, mutation, message):
+    path = tmp_path / "porter.toml"
+    path.write_text(mutation(SPEC_TEXT))
+    with pytest.raises(UsageError, match=message) as err:
+        load_spec_file(path)
+    assert str(path) in str(err.value)
+
+
+# ----------------------------------------------------------------------------- inference
+
+
+def _assert_sizes_are_good(spec):
+    block = 1
+    for b in spec.block:
+        block *= int(b)
+    all_sizes = list(spec.sizes) + list(spec.hidden_sizes)
+    assert len(spec.sizes) >= 2 and len(spec.hidden_sizes) >= 1
+    assert len({tuple(sorted(s.items())) for s in all_sizes}) == len(all_sizes)  # all distinct
+    # at least one size is not a multiple of the block in some scalable symbol
+    assert any(any(v % 2 for v in s.values()) for s in all_sizes)
+    for s in all_sizes:
+        geometry(spec, s)
+
+
+def test_infer_vector_add_from_host_code():
+    spec = infer_spec(_scan("vector_add.cu"), "vector_add")
+    assert spec.source == "inferred"
+    assert [(a.name, a.role, a.dtype, a.shape) for a in spec.args[:3]] == [
+        ("a", Role.IN, "float32", ("n",)),
+        ("b", Role.IN, "float32", ("n",)),
+        ("c", Role.OUT, "float32", ("n",)),
+    ]
+    assert spec.args[3].role is Role.SCALAR and spec.args[3].value == "n"
+    assert spec.block == ("256",)  # BLOCK_SIZE from the included common.cuh
+    assert geometry(spec, {"n": 1000}) == ((4,), (256,), 0)
+    assert "program size n = 1000000" in spec.notes
+    assert max(s["n"] for s in spec.sizes) < 1_000_000  # scaled down for validation
+    _assert_sizes_are_good(spec)
+
+
+def test_infer_matmul_dim3_and_ratios():
+    spec = infer_spec(_scan("matmul_tiled.cu"), "matmul_tiled")
+    assert [a.shape for a in spec.args[:3]] == [("M * K",), ("K * N",), ("M * N",)]
+    assert spec.block == ("16", "16")
+    first = spec.sizes[0]
+    assert first["M"] > first["N"] > first["K"]  # the program's ratios 1000 : 777 : 513 are kept
+    grid, block, _ = geometry(spec, {"M": 100, "N": 50, "K": 10})
+    assert grid == (4, 7) and block == (16, 16)
+    _assert_sizes_are_good(spec)
+
+
+def test_infer_roles_from_memset_and_fixed_symbols():
+    spec = infer_spec(_scan("histogram.cu"), "histogram_shared")
+    roles = {a.name: a.role for a in spec.args}
+    assert roles["hist"] is Role.INOUT  # cudaMemset before the launch: accumulates into it
+    assert spec.args[0].dtype == "uint8"
+    # NUM_BINS is a #define the kernel itself uses: it keeps its program value at every size
+    assert all(s["NUM_BINS"] == 256 for s in spec.sizes + spec.hidden_sizes)
+
+
+def test_infer_shared_bytes_and_float_atomics():
+    spec = infer_spec(_scan("reduce_shfl.cu"), "reduce_sum")
+    assert spec.shared_bytes == "64"  # (threads / 32) * sizeof(float) with threads = 512
+    assert spec.float_atomics
+    assert spec.args[1].shape == ("1",)
+
+
+def test_inference_that_falls_short_names_what_is_missing_and_prints_a_snippet():
+    with pytest.raises(PorterError) as err:
+        infer_spec(_scan("templated.cu"), "axpby")
+    text = str(err.value)
+    assert "templated.cu:" in text.splitlines()[0]
+    assert "no host value for n" in text
+    assert "[kernels.axpby]" in text and "[[kernels.axpby.args]]" in text
+
+
+def test_unknown_kernel():
+    with pytest.raises(PorterError, match="no kernel named 'nope'"):
+        infer_spec(_scan("vector_add.cu"), "nope")
+
+
+def test_snippet_round_trips_through_a_spec_file(tmp_path):
+    spec = infer_spec(_scan("matmul_tiled.cu"), "matmul_tiled")
+    path = tmp_path / "porter.toml"
+    path.write_text(spec_snippet(spec))
+    loaded = load_spec_file(path)["matmul_tiled"]
+    assert loaded.args == spec.args and loaded.grid == spec.grid and loaded.block == spec.block
+    assert loaded.sizes == spec.sizes and loaded.hidden_sizes == spec.hidden_sizes
+
+
+def test_spec_file_takes_precedence_over_inference(tmp_path):
+    src = tmp_path / "vector_add.cu"
+    src.write_text((SAMPLES / "vector_add.cu").read_text())
+    (tmp_path / "common.cuh").write_text((SAMPLES / "common.cuh").read_text())
+    scan = _scan("vector_add.cu")
+    assert spec_for(src, scan, "vector_add").source == "inferred"
+    spec = infer_spec(scan, "vector_add")
+    (tmp_path / "vector_add.cu.porter.toml").write_text(spec_snippet(spec).replace("32768", "1024"))
+    from_file = spec_for(src, scan, "vector_add")
+    assert from_file.source == "spec-file" and from_file.sizes[0] == {"n": 1024}
+
+
+def test_choose_sizes_scales_keeps_fixed_and_adds_an_odd_and_a_hidden_size():
+    spec = infer_spec(_scan("vector_add.cu"), "vector_add")
+    sizes, hidden = choose_sizes(spec, {"n": 10_000_000}, target=5000)
+    assert sizes[0]["n"] <= 5000 and sizes[0]["n"] % 32 == 0
+    assert sizes[1]["n"] % 2 == 1 and hidden[0]["n"] % 2 == 1
+    assert hidden[0] not in sizes

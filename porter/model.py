@@ -178,6 +178,42 @@ class FileScan:
     warnings: tuple[ParseWarning, ...] = ()
 
 
+# --------------------------------------------------------------------------- translation
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """Something a translator did not (or could not faithfully) translate."""
+
+    path: str
+    line: int
+    construct: str  # the source text or API name concerned
+    reason: str
+    severity: Severity = Severity.WARNING  # ERROR: the kernel is untranslatable as is
+
+
+@dataclass(frozen=True)
+class TranslatedKernel:
+    name: str  # the CUDA kernel name (with template args for an instantiation: "axpby<float>")
+    entry: str  # the symbol to launch in the translated source
+    target: str  # "hip" | "opencl"
+    # Target argument i is CUDA argument arg_map[i] (None: an added argument described in extra_args).
+    arg_map: tuple[int | None, ...] = ()
+    # Added arguments, e.g. {"kind": "local", "bytes": "<launch shared bytes>"} for extern __shared__,
+    # {"kind": "constant", "symbol": "coeffs"} for __constant__ memory passed as an argument.
+    extra_args: tuple[dict[str, Any], ...] = ()
+    untranslatable: tuple[str, ...] = ()  # constructs that make this kernel untranslatable
+
+
+@dataclass(frozen=True)
+class Translation:
+    source_path: str
+    target: str
+    text: str
+    kernels: tuple[TranslatedKernel, ...] = ()
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+
 # --------------------------------------------------------------------------- running kernels
 
 

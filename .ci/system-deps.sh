@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# System packages porter's full test suite uses, from Debian/Ubuntu's own archives:
+#   g++            CPU emulation of CUDA/HIP kernels
+#   pocl-opencl-icd + ocl-icd-libopencl1   an OpenCL CPU device
+#   oclgrind       the OpenCL memory/race checker
+#   hipcc, clang-19  HIP device compiles for AMD targets (gfx90a/gfx940, gfx942)
+#   python3-venv   the virtual environment the README's commands create
+set -euo pipefail
+pkgs=(g++ python3-venv python3-dev pocl-opencl-icd ocl-icd-libopencl1 oclgrind hipcc clang-19)
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

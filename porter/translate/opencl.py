@@ -1,0 +1,1481 @@
+"""Deterministic CUDA -> OpenCL C translation of kernels, on the tree-sitter syntax tree.
+
+:func:`translate_to_opencl` returns ONE self-contained OpenCL C 1.2 program holding every kernel
+of a CUDA file (local headers inlined, host code removed) plus the launch mapping of each kernel
+instantiation.  The mapping tables are data: ``backends/opencl/cuda2opencl.toml``.
+
+Decisions worth knowing:
+
+* index built-ins become ``(uint)get_local_id(0)`` and friends: CUDA's ``threadIdx.x`` is an
+  ``unsigned int``, so the cast keeps CUDA's 32-bit unsigned arithmetic exactly;
+* ``__syncthreads()`` becomes ``barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)``, or
+  ``barrier(CLK_LOCAL_MEM_FENCE)`` when the kernel cannot write global memory (every pointer
+  parameter points to const);
+* kernel pointers are ``__global``; local pointers, casts and helper-function pointer parameters
+  get the address space of what they point into.  A helper called with pointers into different
+  address spaces is emitted once per combination (``f``, ``f__local`` ...);
+* ``extern __shared__`` arrays become one trailing ``__local`` kernel argument sized from the
+  launch (``extra_args`` ``{"kind": "local", "bytes": "shared_bytes"}``); ``__constant__``
+  variables become trailing ``__constant`` arguments, threaded through the helpers that read them;
+* templated kernels are emitted once per template-argument tuple found at launch sites
+  (``axpby<float>`` -> ``axpby_float``);
+* warp shuffles and votes become sub-group functions guarded by ``#if defined(<extension>)``,
+  so a device without them still builds the file's other kernels.  ``subgroups=False`` makes
+  them (and their kernels) untranslatable;
+* everything left untranslated is a :class:`~porter.model.Diagnostic` with file and line.
+  A kernel with an ERROR diagnostic is replaced by a comment and marked untranslatable.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from tree_sitter import Node
+
+from porter.grammars import parser
+from porter.model import Diagnostic, Severity, TranslatedKernel, Translation
+from porter.translate.common import COMMENT, IDENT, NUMBER, c_tokens
+from porter.translate.edits import Edit, apply_edits
+from porter.translate.opencl_launch import (
+    instance_entry,
+    instance_name,
+    launch_geometry,
+    template_instantiations,
+)
+from porter.translate.opencl_unit import Unit, build_unit
+
+__all__ = ["launch_geometry", "tables", "translate_to_opencl"]
+
+TARGET = "opencl"
+_SIMPLE = re.compile(r"^[A-Za-z_]\w*$|^[0-9][\w.]*$")
+_MAKE_VECTOR = re.compile(r"^make_([a-z]+?)([1-4]|8|16)$")
+_FLOAT_LITERAL = re.compile(r"^(?:[0-9]*\.[0-9]*(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)[lL]?$")
+_LL_SUFFIX = re.compile(r"^(.*?)([uU]?)(ll|LL)([uU]?)$")
+_POINTER_DECLS = frozenset({"pointer_declarator", "abstract_pointer_declarator"})
+_SPACES = ("global", "local", "constant")
+
+
+@cache
+def tables() -> dict[str, Any]:
+    """The CUDA -> OpenCL tables (``backends/opencl/cuda2opencl.toml``)."""
+    text = resources.files("porter.backends").joinpath("opencl/cuda2opencl.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def _text(node: Node | None) -> str:
+    return (node.text or b"").decode("utf-8", "replace") if node is not None else ""
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _paren(text: str) -> str:
+    return text if _SIMPLE.match(text) else f"({text})"
+
+
+def _args(arglist: Node | None) -> list[Node]:
+    return [c for c in arglist.named_children if c.type != "comment"] if arglist is not None else []
+
+
+def _canonical(type_text: str) -> str | None:
+    words = [
+        w for w in _squash(type_text).replace("*", " ").split() if w not in ("const", "volatile", "restrict")
+    ]
+    return tables()["scalar_types"].get(" ".join(words))
+
+
+# --------------------------------------------------------------------------- file structure
+
+
+@dataclass
+class _Param:
+    node: Node
+    name: str
+    pointer: bool
+    reference: bool
+    const_pointee: bool
+
+
+@dataclass
+class _Fn:
+    node: Node  # function_definition
+    outer: Node  # what the definition occupies at top level (template / extern "C" around it)
+    name: str
+    kernel: bool
+    tparams: list[tuple[str, str]]  # ("type" | "value", name)
+    params: list[_Param]
+    body: Node | None
+    tokens: set[str]
+    line_row: int
+
+
+@dataclass
+class _Const:
+    name: str
+    elem: str  # OpenCL element type
+    dims: list[str]
+    node: Node
+
+
+@dataclass
+class _Var:
+    space: str  # global | local | constant | private
+    elem: str  # element (pointee) type for pointers and arrays, the type for scalars
+    indirect: bool  # pointer or array
+
+
+@dataclass
+class _Result:
+    """One translated function instance (kernel instantiation or helper variant)."""
+
+    text: str = ""
+    errors: list[str] = field(default_factory=list)
+    extensions: set[str] = field(default_factory=set)
+    pragmas: set[str] = field(default_factory=set)
+    helpers: set[tuple[str, str]] = field(default_factory=set)
+    calls: set[tuple[str, tuple[str | None, ...]]] = field(default_factory=set)
+    extra: list[dict[str, Any]] = field(default_factory=list)
+    fp64: bool = False
+
+
+def _param_info(p: Node) -> _Param:
+    decl = p.child_by_field_name("declarator")
+    pointer = reference = False
+    node = decl
+    ident = None
+    while node is not None:
+        if node.type in ("pointer_declarator", "array_declarator", "abstract_pointer_declarator"):
+            pointer = True
+        elif node.type in ("reference_declarator", "abstract_reference_declarator"):
+            reference = True
+        if node.type == "identifier":
+            ident = node
+            break
+        nxt = node.child_by_field_name("declarator")
+        if nxt is None:
+            nxt = next((c for c in node.named_children if c.type not in ("type_qualifier",)), None)
+        node = nxt
+    const = any(c.type == "type_qualifier" and _text(c) == "const" for c in p.children)
+    return _Param(p, _text(ident), pointer, reference, const)
+
+
+def _function(fn: Node, outer: Node) -> _Fn | None:
+    decl = fn.child_by_field_name("declarator")
+    while decl is not None and decl.type != "function_declarator":
+        decl = decl.child_by_field_name("declarator")
+    if decl is None:
+        return None
+    tokens = {c.type for c in fn.children if not c.is_named}
+    tokens |= {_text(c) for c in fn.children if c.type == "storage_class_specifier"}
+    tparams: list[tuple[str, str]] = []
+    if outer.type == "template_declaration":
+        plist = outer.child_by_field_name("parameters")
+        for p in plist.named_children if plist is not None else []:
+            kind = (
+                "type"
+                if p.type in ("type_parameter_declaration", "optional_type_parameter_declaration")
+                else "value"
+            )
+            names = [c for c in p.named_children if c.type in ("type_identifier", "identifier")]
+            if names:
+                tparams.append((kind, _text(names[-1])))
+    plist = decl.child_by_field_name("parameters")
+    params = [
+        _param_info(p)
+        for p in (plist.named_children if plist is not None else [])
+        if p.type in ("parameter_declaration", "optional_parameter_declaration")
+    ]
+    return _Fn(
+        node=fn,
+        outer=outer,
+        name=_squash(_text(decl.child_by_field_name("declarator"))),
+        kernel="__global__" in tokens,
+        tparams=tparams,
+        params=params,
+        body=fn.child_by_field_name("body"),
+        tokens=tokens,
+        line_row=fn.start_point[0],
+    )
+
+
+def _declared(node: Node | None) -> tuple[Node | None, list[Node]]:
+    """The identifier a declarator declares and the declarator nodes passed on the way."""
+    chain: list[Node] = []
+    while node is not None and node.type not in ("identifier", "field_identifier"):
+        chain.append(node)
+        nxt = node.child_by_field_name("declarator")
+        if nxt is None:
+            nxt = next((c for c in node.named_children if c.type != "type_qualifier"), None)
+        node = nxt
+    return node, chain
+
+
+def _identifiers(node: Node | None) -> set[str]:
+    out: set[str] = set()
+    if node is None:
+        return out
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type in ("identifier", "type_identifier"):
+            out.add(_text(n))
+        stack.extend(n.children)
+    return out
+
+
+# --------------------------------------------------------------------------- the translator
+
+
+class _Translator:
+    def __init__(self, unit: Unit, path: str, subgroups: bool, scan: Any, source: str):
+        self.unit = unit
+        self.path = path
+        self.subgroups = subgroups
+        self.scan = scan
+        self.source = source
+        self.t = tables()
+        self.data = unit.text.encode("utf-8")
+        self.tree = parser("cuda").parse(self.data)
+        self.diags: list[Diagnostic] = list(unit.diagnostics)
+        self.kernels: list[_Fn] = []
+        self.helpers: dict[str, _Fn] = {}
+        self.template_helpers: set[str] = set()
+        self.consts: dict[str, _Const] = {}
+        self.bad_globals: dict[str, str] = {}
+        self.defines: dict[str, str] = {}
+        self.top_edits: list[Edit] = []
+        self.variants: dict[tuple[str, tuple[str | None, ...]], str] = {}
+        self.variant_results: dict[tuple[str, tuple[str | None, ...]], _Result] = {}
+        self.queue: list[tuple[str, tuple[str | None, ...]]] = []
+        self.const_uses: dict[str, set[str]] = {}
+        self.reserved = frozenset(self.t["reserved"]["names"])
+
+    # ------------------------------------------------------------------ diagnostics
+
+    def diag(
+        self, node: Node | int, construct: str, reason: str, severity: Severity = Severity.WARNING
+    ) -> None:
+        row = node if isinstance(node, int) else node.start_point[0]
+        path, line = self.unit.origin(row)
+        self.diags.append(Diagnostic(path, line, _squash(construct)[:120], reason, severity))
+
+    # ------------------------------------------------------------------ structure
+
+    def collect(self) -> None:
+        self._collect(self.tree.root_node)
+        names = set(self.helpers)
+        direct: dict[str, tuple[set[str], set[str]]] = {}
+        for fn in [*self.kernels, *self.helpers.values()]:
+            ids = _identifiers(fn.body)
+            direct[fn.name] = (ids & set(self.consts), ids & names)
+        changed = True
+        uses = {name: set(c) for name, (c, _) in direct.items()}
+        while changed:
+            changed = False
+            for name, (_, callees) in direct.items():
+                for callee in callees:
+                    extra = uses.get(callee, set()) - uses[name]
+                    if extra:
+                        uses[name] |= extra
+                        changed = True
+        self.const_uses = uses
+
+    def _collect(self, node: Node) -> None:
+        for child in node.named_children:
+            t = child.type
+            if t in ("preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef"):
+                self._collect(child)
+            elif t == "function_definition":
+                self._add_function(child, child)
+            elif t == "template_declaration":
+                fn = next((c for c in child.named_children if c.type == "function_definition"), None)
+                if fn is not None:
+                    self._add_function(fn, child)
+                else:
+                    self.diag(
+                        child,
+                        _text(child).split("\n")[0],
+                        "template (not a function) in device code: kept as is",
+                    )
+            elif t == "linkage_specification":
+                body = child.child_by_field_name("body")
+                if body is not None and body.type == "function_definition":
+                    self._add_function(body, child)
+                elif body is not None and body.type == "declaration_list":
+                    self.diag(
+                        child,
+                        'extern "C" { ... }',
+                        'extern "C" blocks are not translated: move the kernels out',
+                    )
+            elif t == "namespace_definition":
+                self.diag(
+                    child,
+                    _text(child).split("\n")[0],
+                    "OpenCL C has no namespaces: the code inside is not translated",
+                    Severity.ERROR,
+                )
+                self.top_edits.append(Edit.replace(child, "/* porter: namespace removed (not translated) */"))
+            elif t == "declaration":
+                self._add_declaration(child)
+            elif t in ("preproc_def", "preproc_function_def"):
+                name = _text(child.child_by_field_name("name"))
+                value = child.child_by_field_name("value")
+                if t == "preproc_def":
+                    self.defines[name] = _text(value).strip()
+
+    def _add_function(self, fn: Node, outer: Node) -> None:
+        info = _function(fn, outer)
+        if info is None:
+            return
+        if info.kernel:
+            self.kernels.append(info)
+        elif info.tparams:
+            self.template_helpers.add(info.name)
+            self.diag(
+                fn,
+                f"template __device__ {info.name}",
+                "templated device helpers are not translated",
+                Severity.INFO,
+            )
+            self.top_edits.append(Edit.replace(outer, f"/* porter: templated helper {info.name} omitted */"))
+        elif info.name in self.helpers:
+            self.diag(
+                fn, info.name, "overloaded device function: OpenCL C has no overloading", Severity.ERROR
+            )
+            self.top_edits.append(Edit.replace(outer, f"/* porter: overload of {info.name} omitted */"))
+        else:
+            self.helpers[info.name] = info
+
+    def _add_declaration(self, node: Node) -> None:
+        tokens = {c.type for c in node.children if not c.is_named}
+        quals = {_text(c) for c in node.children if c.type in ("type_qualifier", "storage_class_specifier")}
+        declarators = node.children_by_field_name("declarator")
+        is_function = any(
+            _declared(d)[1] and _declared(d)[1][-1].type == "function_declarator" for d in declarators
+        )
+        is_function = is_function or any(d.type == "function_declarator" for d in declarators)
+        type_node = node.child_by_field_name("type")
+        if is_function:
+            self.top_edits.append(Edit.replace(node, "/* porter: prototype removed */"))
+            return
+        if "__constant__" in quals:
+            elem = _Body.static_type(self, type_node, quals - {"__constant__", "static", "extern"})
+            for d in declarators:
+                inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+                ident, chain = _declared(inner)
+                if d.type == "init_declarator":
+                    self.diag(
+                        node,
+                        _text(node),
+                        "__constant__ with an initializer: the initial values are not passed",
+                    )
+                dims = [
+                    _squash(_text(c.child_by_field_name("size")))
+                    for c in chain
+                    if c.type == "array_declarator"
+                ]
+                self.consts[_text(ident)] = _Const(_text(ident), elem, dims, node)
+            self.top_edits.append(
+                Edit.replace(node, f"/* porter: {_squash(_text(node))} is a __constant kernel argument */")
+            )
+            return
+        reason = None
+        if type_node is not None and type_node.type == "template_type":
+            tname = _text(type_node.child_by_field_name("name"))
+            if tname in ("texture", "surface"):
+                reason = f"{tname} reference: OpenCL images need host-side changes porter does not make"
+        if reason is None and (tokens | quals) & {"__device__", "__managed__"}:
+            reason = "program-scope __device__ variable: OpenCL C 1.2 has no writable program-scope memory"
+        if reason is None and "__shared__" in quals:
+            reason = "file-scope __shared__ variable"
+        if reason is not None:
+            for d in declarators:
+                ident, _ = _declared(
+                    d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+                )
+                if ident is not None:
+                    self.bad_globals[_text(ident)] = reason
+            self.diag(node, _text(node), reason, Severity.ERROR)
+            self.top_edits.append(Edit.replace(node, f"/* porter: not translated: {_squash(_text(node))} */"))
+            return
+        # Other program-scope data: const tables become __constant, types are renamed.
+        body = _Body(self, None, {}, {})
+        body.visit(node)
+        edits = body.edits
+        if quals & {"const", "constexpr"}:
+            for c in node.children:
+                if c.type == "type_qualifier" and _text(c) == "constexpr":
+                    edits.append(Edit.replace(c, "const"))
+            edits.append(Edit(node.start_byte, node.start_byte, "__constant "))
+        if edits:
+            self.top_edits.append(Edit(node.start_byte, node.end_byte, self.apply(node, edits)))
+
+    def safe_name(self, name: str) -> str:
+        """`name`, or `name_` when it is an OpenCL C keyword or reserved name."""
+        return name + "_" if name in self.reserved else name
+
+    def expand(self, text: str) -> str:
+        """`text` with the file's object-like macros expanded (for expressions the harness evaluates)."""
+        return _expand(self.defines, text)
+
+    def apply(self, node: Node, edits: list[Edit]) -> str:
+        s = node.start_byte
+        shifted = [Edit(e.start - s, e.end - s, e.text) for e in edits]
+        return apply_edits(self.data[s : node.end_byte], shifted).decode("utf-8")
+
+    # ------------------------------------------------------------------ helpers variants
+
+    def variant_name(self, key: tuple[str, tuple[str | None, ...]]) -> str:
+        if key not in self.variants:
+            name, spaces = key
+            name = self.safe_name(name)
+            taken = set(self.variants.values())
+            if name in taken:
+                name = f"{name}__{'_'.join(s or 'v' for s in spaces)}"
+            self.variants[key] = name
+            self.queue.append(key)
+        return self.variants[key]
+
+    def run(self) -> list[tuple[_Fn, tuple[str, ...], str, _Result]]:
+        """Translate every kernel instantiation, then every helper variant they reach."""
+        templated = [k.name for k in self.kernels if k.tparams]
+        inst = template_instantiations(self.source, self.scan.launches if self.scan else (), templated)
+        for kname, line, why in inst.unresolved:
+            self.diags.append(Diagnostic(self.path, line, f"{kname}<...> launch", why, Severity.WARNING))
+        out: list[tuple[_Fn, tuple[str, ...], str, _Result]] = []
+        for k in self.kernels:
+            if not k.tparams:
+                entry = self.safe_name(k.name)
+                if entry != k.name:
+                    self.diag(
+                        k.node,
+                        k.name,
+                        f"{k.name} is reserved in OpenCL C: the kernel is named {entry}",
+                        Severity.INFO,
+                    )
+                out.append((k, (), entry, _Body(self, k, {}, {}).translate(entry)))
+                continue
+            tuples = inst.found.get(k.name, [])
+            if not tuples:
+                self.diag(
+                    k.node,
+                    f"template kernel {k.name}",
+                    "no launch with known template arguments: no OpenCL kernel is instantiated",
+                    Severity.WARNING,
+                )
+            for args in tuples:
+                if len(args) != len(k.tparams):
+                    self.diag(
+                        k.node, instance_name(k.name, args), "template argument count differs", Severity.ERROR
+                    )
+                    continue
+                subst = {name: arg for (_, name), arg in zip(k.tparams, args, strict=True)}
+                entry = instance_entry(k.name, args)
+                out.append((k, args, entry, _Body(self, k, subst, {}).translate(entry)))
+        while self.queue:
+            key = self.queue.pop(0)
+            helper = self.helpers[key[0]]
+            spaces = dict(zip([p.name for p in helper.params], key[1], strict=False))
+            self.variant_results[key] = _Body(self, helper, {}, spaces).translate(self.variants[key])
+        return out
+
+    def reach(self, result: _Result) -> list[_Result]:
+        """The result and every helper variant it calls, transitively."""
+        seen: set[tuple[str, tuple[str | None, ...]]] = set()
+        stack = list(result.calls)
+        found = [result]
+        while stack:
+            key = stack.pop()
+            if key in seen or key not in self.variant_results:
+                continue
+            seen.add(key)
+            r = self.variant_results[key]
+            found.append(r)
+            stack.extend(r.calls)
+        return found
+
+
+# --------------------------------------------------------------------------- function bodies
+
+
+class _Body:
+    """Edits for one function instance: a kernel instantiation or a helper variant."""
+
+    def __init__(self, tr: _Translator, fn: _Fn | None, subst: dict[str, str], spaces: dict[str, str | None]):
+        self.tr = tr
+        self.t = tr.t
+        self.fn = fn
+        self.subst = subst
+        self.spaces = spaces
+        self.edits: list[Edit] = []
+        self.vars: dict[str, _Var] = {}
+        self.res = _Result()
+        self.extern_shared: list[tuple[str, str]] = []
+        self.hoisted: list[str] = []
+        self.warned: set[str] = set()
+        for c in tr.consts.values():
+            self.vars[c.name] = _Var("constant", c.elem, bool(c.dims))
+
+    # ------------------------------------------------------------------ small tools
+
+    @staticmethod
+    def static_type(tr: _Translator, type_node: Node | None, quals: set[str]) -> str:
+        body = _Body(tr, None, {}, {})
+        text = body.render(type_node) if type_node is not None else "int"
+        return _squash(" ".join([*sorted(q for q in quals if q in ("const", "volatile")), text]))
+
+    def render(self, node: Node) -> str:
+        saved = self.edits
+        self.edits = []
+        self.visit(node)
+        sub, self.edits = self.edits, saved
+        return self.tr.apply(node, sub)
+
+    def error(self, node: Node, construct: str, reason: str) -> None:
+        self.res.errors.append(f"{construct}: {reason}")
+        self.tr.diag(node, construct, reason, Severity.ERROR)
+
+    def warn_once(
+        self, node: Node, construct: str, reason: str, severity: Severity = Severity.WARNING
+    ) -> None:
+        key = f"{construct}|{reason}"
+        if key not in self.warned:
+            self.warned.add(key)
+            self.tr.diag(node, construct, reason, severity)
+
+    def type_of(self, decl: Node) -> str:
+        """The OpenCL element type of a declaration (qualifiers kept: const, volatile)."""
+        quals = [
+            _text(c)
+            for c in decl.children
+            if c.type == "type_qualifier" and _text(c) in ("const", "volatile")
+        ]
+        return _squash(" ".join([*quals, self.render(decl.child_by_field_name("type"))]))
+
+    def root(self, node: Node | None) -> _Var | None:
+        """The variable a pointer expression points into (through subscripts, &, *, +, casts)."""
+        depth = 0
+        while node is not None and depth < 32:
+            depth += 1
+            t = node.type
+            if t == "identifier":
+                return self.vars.get(_text(node))
+            if t in ("subscript_expression", "pointer_expression"):
+                node = node.child_by_field_name("argument")
+            elif t == "binary_expression":
+                left = self.root(node.child_by_field_name("left"))
+                if left is not None and left.indirect:
+                    return left
+                right = self.root(node.child_by_field_name("right"))
+                return right if right is not None and right.indirect else left
+            elif t == "parenthesized_expression":
+                node = node.named_children[0] if node.named_child_count else None
+            elif t == "cast_expression":
+                node = node.child_by_field_name("value")
+            elif t == "conditional_expression":
+                node = node.child_by_field_name("consequence")
+            elif t == "assignment_expression":
+                node = node.child_by_field_name("right")
+            else:
+                return None
+        return None
+
+    # ------------------------------------------------------------------ the walk
+
+    def visit(self, node: Node) -> None:
+        handler = getattr(self, "_v_" + node.type, None)
+        if handler is not None and handler(node):
+            return
+        for c in node.children:
+            self.visit(c)
+
+    def _v_comment(self, node: Node) -> bool:
+        return True
+
+    def _v_string_literal(self, node: Node) -> bool:
+        return True
+
+    def _v_field_expression(self, node: Node) -> bool:
+        arg = node.child_by_field_name("argument")
+        fld = node.child_by_field_name("field")
+        builtins = self.t["builtins"]
+        if arg is not None and arg.type == "identifier" and _text(arg) in builtins:
+            dim = self.t["builtin_dims"].get(_text(fld))
+            if dim is None:
+                self.error(node, _text(node), "unknown component of a CUDA index built-in")
+                return True
+            call = builtins[_text(arg)].format(d=dim)
+            self.edits.append(Edit.replace(node, f"({self.t['builtin_cast']['type']}){call}"))
+            return True
+        return False
+
+    def _v_identifier(self, node: Node) -> bool:
+        name = _text(node)
+        if name in self.subst:
+            self.edits.append(Edit.replace(node, _paren(self.subst[name])))
+        elif name == "warpSize":
+            self.warp_call(node, "warpSize", [])
+        elif name in self.t["builtins"]:
+            self.error(node, name, f"{name} used as a whole (dim3): only {name}.x/.y/.z are translated")
+        elif name in self.tr.consts and not self.tr.consts[name].dims:
+            self.edits.append(Edit.replace(node, f"(*{name})"))
+        elif name in self.tr.bad_globals:
+            self.error(node, name, self.tr.bad_globals[name])
+        elif name in self.tr.reserved:
+            self.warn_once(node, name, f"{name} is reserved in OpenCL C: renamed {name}_", Severity.INFO)
+            self.edits.append(Edit.replace(node, name + "_"))
+        return True
+
+    def _v_type_identifier(self, node: Node) -> bool:
+        name = _text(node)
+        if name in self.subst:
+            self.edits.append(Edit.replace(node, self.map_type(self.subst[name])))
+        elif name in self.t["types"]:
+            self.edits.append(Edit.replace(node, self.t["types"][name]))
+        elif name == "dim3":
+            self.error(node, "dim3", "dim3 in device code has no OpenCL C counterpart")
+        elif name in ("__half", "half", "__nv_bfloat16", "half2", "__half2"):
+            self.error(
+                node, name, "half-precision types are not translated (cl_khr_fp16 differs from cuda_fp16.h)"
+            )
+        else:
+            m = re.match(r"^([a-z]+)([1-4])$", name)
+            if m and m.group(1) in self.t["vector_bases"]:
+                if m.group(2) == "1":
+                    self.error(node, name, "one-component vector types have no OpenCL C counterpart")
+                else:
+                    self.edits.append(Edit.replace(node, self.t["vector_bases"][m.group(1)] + m.group(2)))
+        return True
+
+    def map_type(self, text: str) -> str:
+        squashed = _squash(text)
+        if squashed in self.t["types"]:
+            return self.t["types"][squashed]
+        words = squashed.split()
+        if words and words[-1] == "*":
+            return self.map_type(" ".join(words[:-1])) + "*"
+        if "double" in words:
+            self.res.fp64 = True
+        return squashed
+
+    def _v_primitive_type(self, node: Node) -> bool:
+        if _text(node) == "double":
+            self.res.fp64 = True
+        return True
+
+    def _v_sized_type_specifier(self, node: Node) -> bool:
+        text = _squash(_text(node))
+        if text in self.t["types"]:
+            self.edits.append(Edit.replace(node, self.t["types"][text]))
+        if "double" in text:
+            self.res.fp64 = True
+        return True
+
+    def _v_placeholder_type_specifier(self, node: Node) -> bool:
+        self.error(node, "auto", "C++ type deduction (auto) has no OpenCL C counterpart")
+        return True
+
+    def _v_number_literal(self, node: Node) -> bool:
+        text = _text(node)
+        m = _LL_SUFFIX.match(text)
+        if m:
+            self.edits.append(Edit.replace(node, f"{m.group(1)}{m.group(2)}{m.group(3)[0]}{m.group(4)}"))
+        elif _FLOAT_LITERAL.match(text):
+            self.res.fp64 = True
+        return True
+
+    def _v_null(self, node: Node) -> bool:
+        self.edits.append(Edit.replace(node, "0"))
+        return True
+
+    def _v_type_qualifier(self, node: Node) -> bool:
+        text = _text(node)
+        if text in ("__restrict__", "__restrict"):
+            self.edits.append(Edit.replace(node, "restrict"))
+        elif text == "__shared__":
+            self.edits.append(Edit.replace(node, "__local"))
+        elif text in ("__constant__", "__managed__"):
+            self.error(node, text, f"{text} variable inside a function")
+        elif text == "constexpr":
+            self.edits.append(Edit.replace(node, "const"))
+        return True
+
+    def _v_qualified_identifier(self, node: Node) -> bool:
+        scope = _text(node.child_by_field_name("scope"))
+        name = node.child_by_field_name("name")
+        if scope == "std" and name is not None and _text(name) in self.t["std_builtins"]["names"]:
+            self.edits.append(Edit.replace(node, _text(name)))
+            return True
+        reason = self.t["untranslatable_namespaces"].get(
+            scope, f"C++ namespace {scope}:: has no OpenCL C counterpart"
+        )
+        self.error(node, _text(node), reason)
+        return True
+
+    def _v_template_function(self, node: Node) -> bool:
+        self.error(node, _text(node), "call of a function template: OpenCL C has no templates")
+        return True
+
+    def _v_template_type(self, node: Node) -> bool:
+        self.error(node, _text(node), "C++ template type: OpenCL C has no templates")
+        return True
+
+    def _v_gnu_asm_expression(self, node: Node) -> bool:
+        self.error(node, "asm(...)", "inline PTX assembly has no OpenCL C counterpart")
+        return True
+
+    def _untranslatable_cxx(self, node: Node) -> bool:
+        self.error(
+            node, _text(node).split("\n")[0], f"C++ construct ({node.type}) has no OpenCL C counterpart"
+        )
+        return True
+
+    _v_new_expression = _untranslatable_cxx
+    _v_delete_expression = _untranslatable_cxx
+    _v_lambda_expression = _untranslatable_cxx
+    _v_throw_statement = _untranslatable_cxx
+    _v_try_statement = _untranslatable_cxx
+    _v_this = _untranslatable_cxx
+
+    # ------------------------------------------------------------------ declarations
+
+    def _v_declaration(self, node: Node) -> bool:
+        quals = {_text(c) for c in node.children if c.type in ("type_qualifier", "storage_class_specifier")}
+        if "__shared__" in quals:
+            return self.shared(node, "extern" in quals)
+        elem = self.type_of(node)
+        declarators = node.children_by_field_name("declarator")
+        spaces: set[str] = set()
+        plain = False
+        for d in declarators:
+            value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+            inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+            ident, chain = _declared(inner)
+            if ident is None:
+                continue
+            name = _text(ident)
+            if chain and chain[0].type == "pointer_declarator":
+                space = self.pointer_space(name, value)
+                if space is None:
+                    if value is not None and value.type not in ("null", "number_literal"):
+                        self.tr.diag(
+                            node,
+                            _text(node),
+                            f"cannot tell which memory pointer {name} points into; it stays a private pointer",
+                        )
+                    space = "private"
+                else:
+                    spaces.add(space)
+                stars = sum(1 for c in chain if c.type == "pointer_declarator")
+                self.vars[name] = _Var(space, elem + "*" * (stars - 1), True)
+            elif chain and chain[0].type == "array_declarator":
+                self.vars[name] = _Var("private", elem, True)
+                plain = True
+            else:
+                self.vars[name] = _Var("private", elem, False)
+                plain = True
+        if len(spaces) > 1 or (spaces and plain):
+            self.error(node, _text(node), "one declaration mixes pointers into different memories: split it")
+        elif spaces:
+            self.edits.append(Edit(node.start_byte, node.start_byte, f"__{spaces.pop()} "))
+        for c in node.children:
+            self.visit(c)
+        return True
+
+    def pointer_space(self, name: str, value: Node | None) -> str | None:
+        candidates = [value] if value is not None else []
+        if value is None and self.fn is not None and self.fn.body is not None:
+            stack = [self.fn.body]
+            while stack:
+                n = stack.pop()
+                if n.type == "assignment_expression":
+                    left = n.child_by_field_name("left")
+                    if left is not None and left.type == "identifier" and _text(left) == name:
+                        candidates.append(n.child_by_field_name("right"))
+                stack.extend(n.children)
+        found = set()
+        for c in candidates:
+            r = self.root(c)
+            if r is not None and r.indirect and r.space in _SPACES:
+                found.add(r.space)
+        return found.pop() if len(found) == 1 else None
+
+    def shared(self, node: Node, extern: bool) -> bool:
+        if self.fn is None or not self.fn.kernel:
+            self.error(
+                node,
+                _text(node),
+                "__shared__ inside a __device__ helper: OpenCL allows __local only in kernels",
+            )
+            return True
+        elem = self.type_of(node)
+        declared = []
+        for d in node.children_by_field_name("declarator"):
+            ident, _ = _declared(d)
+            if ident is not None:
+                declared.append(_text(ident))
+                self.vars[_text(ident)] = _Var("local", elem, True)
+                if extern:
+                    self.extern_shared.append((_text(ident), elem))
+        if extern:
+            names = ", ".join(declared)
+            self.edits.append(
+                Edit.replace(node, f"/* porter: extern __shared__ {names}: a __local kernel argument */")
+            )
+            return True
+        if node.parent is not None and node.parent == self.fn.body:
+            for c in node.children:
+                self.visit(c)
+        else:  # OpenCL: __local variables at kernel function scope only
+            saved, self.edits = self.edits, []
+            for c in node.children:
+                self.visit(c)
+            inner, self.edits = self.edits, saved
+            self.hoisted.append(self.tr.apply(node, inner))
+            self.edits.append(
+                Edit.replace(node, "/* porter: __local declaration moved to the kernel's top */")
+            )
+        return True
+
+    def _v_cast_expression(self, node: Node) -> bool:
+        tnode = node.child_by_field_name("type")
+        value = node.child_by_field_name("value")
+        has_pointer = tnode is not None and any(c.type in _POINTER_DECLS for c in tnode.named_children)
+        if not has_pointer or value is None:
+            return False
+        r = self.root(value)
+        if r is not None and r.indirect and r.space in _SPACES:
+            self.edits.append(Edit.replace(tnode, f"__{r.space} {self.render(tnode)}"))
+        elif tnode is not None:
+            self.visit(tnode)
+        self.visit(value)
+        return True
+
+    # ------------------------------------------------------------------ calls
+
+    def _v_call_expression(self, node: Node) -> bool:
+        fn = node.child_by_field_name("function")
+        arglist = node.child_by_field_name("arguments")
+        args = _args(arglist)
+        if any(c.type == "kernel_call_syntax" for c in node.children):
+            self.error(node, _text(fn) + "<<<...>>>", "kernel launch from device code (dynamic parallelism)")
+            return True
+        if fn is not None and fn.type == "template_function":
+            name = _text(fn.child_by_field_name("name"))
+            if name in ("static_cast", "reinterpret_cast", "const_cast") and len(args) == 1:
+                targs = fn.child_by_field_name("arguments")
+                tdesc = targs.named_children[0] if targs is not None and targs.named_child_count else None
+                if tdesc is not None:
+                    ttext = self.render(tdesc)
+                    r = self.root(args[0])
+                    pointer = any(c.type in _POINTER_DECLS for c in tdesc.named_children)
+                    if pointer and r is not None and r.indirect and r.space in _SPACES:
+                        ttext = f"__{r.space} {ttext}"
+                    self.edits.append(Edit.replace(node, f"(({ttext})({self.render(args[0])}))"))
+                    return True
+            if name in self.tr.template_helpers:
+                self.error(node, _text(fn), "call of a templated __device__ helper (not instantiated)")
+                return True
+            return False
+        if fn is None or fn.type != "identifier":
+            if fn is not None and fn.type == "field_expression":
+                self.error(node, _text(fn), "member function call: OpenCL C has no methods")
+                return True
+            return False
+        name = _text(fn)
+        t = self.t
+        base = re.sub(r"_(block|system)$", "", name)
+        if name in t["untranslatable"]:
+            self.error(node, name, t["untranslatable"][name])
+        elif name in t["barriers"]:
+            self.edits.append(Edit.replace(node, t["barriers"][name].format(fences=self.fences())))
+        elif base in t["atomics"]:
+            if base != name and name.endswith("_system"):
+                self.warn_once(node, name, "system-scope atomic becomes a device-scope OpenCL atomic")
+            self.atomic(node, base, args)
+        elif name in t["warp"]:
+            self.warp_call(node, name, args)
+        elif name in t["function_templates"]:
+            rendered = [self.render(a) for a in args]
+            try:
+                self.edits.append(Edit.replace(node, t["function_templates"][name].format(*rendered)))
+            except IndexError:
+                self.error(node, name, f"{name} called with {len(args)} arguments")
+        elif name in t["functions"]:
+            self.edits.append(Edit.replace(fn, t["functions"][name]))
+            self.visit(arglist) if arglist is not None else None
+        elif _MAKE_VECTOR.match(name):
+            m = _MAKE_VECTOR.match(name)
+            assert m is not None
+            vbase = t["vector_bases"].get(m.group(1))
+            if vbase is None or m.group(2) == "1":
+                self.error(node, name, "vector type without an OpenCL C counterpart")
+            else:
+                self.edits.append(Edit.replace(fn, f"({vbase}{m.group(2)})"))
+                self.visit(arglist) if arglist is not None else None
+        elif name in self.tr.helpers:
+            self.helper_call(node, name, fn, arglist, args)
+        elif any(k.name == name for k in self.tr.kernels):
+            self.error(node, name, "calling a __global__ function from device code")
+        elif name in self.tr.template_helpers:
+            self.error(node, name, "call of a templated __device__ helper (not instantiated)")
+        else:
+            if arglist is not None:
+                self.visit(arglist)
+        return True
+
+    def fences(self) -> str:
+        f = self.t["barrier_fences"]
+        if self.fn is not None and self.fn.kernel:
+            writes_global = any(p.pointer and not p.const_pointee for p in self.fn.params)
+            return f["global"] if writes_global else f["local"]
+        return f["global"]
+
+    def atomic(self, node: Node, name: str, args: list[Node]) -> None:
+        if not args:
+            self.error(node, name, "atomic without arguments")
+            return
+        r = self.root(args[0])
+        canonical = _canonical(r.elem) if r is not None and r.indirect else None
+        if r is None or canonical is None:
+            self.error(
+                node,
+                f"{name}({_text(args[0])}, ...)",
+                "cannot tell the type or memory of the atomic's target",
+            )
+            return
+        cls = {
+            "int": "int",
+            "uint": "int",
+            "long": "int64",
+            "ulong": "int64",
+            "float": "float",
+            "double": "double",
+        }.get(canonical)
+        ops = self.t["atomics"][name]
+        op = ops.get(cls or "")
+        if op is None:
+            self.error(node, name, f"{name} on {canonical} has no OpenCL counterpart")
+            return
+        if name in ("atomicInc", "atomicDec") and canonical != "uint":
+            self.error(node, name, f"{name} on {canonical}: CUDA defines it on unsigned int only")
+            return
+        if r.space not in ("global", "local"):
+            self.error(
+                node, name, f"atomic on {r.space} memory: OpenCL atomics work on __global and __local only"
+            )
+            return
+        if op.startswith("porter_"):
+            self.res.helpers.add((op, r.space))
+            op = f"{op}_{r.space}"
+            for ext in self.t["helpers"][op.rsplit("_", 1)[0]]["extensions"]:
+                self.res.pragmas.add(ext)
+        elif cls == "int64":
+            self.res.pragmas.add(self.t["atomic_int64_extensions"][op])
+        rendered = [self.render(a) for a in args]
+        self.edits.append(Edit.replace(node, f"{op}({', '.join(rendered)})"))
+
+    def warp_call(self, node: Node, name: str, args: list[Node]) -> None:
+        spec = self.t["warp"][name]
+        if not self.subgroups_ok(node, name):
+            return
+        rendered = [self.render(a) for a in args]
+        mask = spec.get("mask")
+        full = self.t["warp_full_masks"]["values"]
+        if mask is not None and mask < len(args) and _squash(_text(args[mask])) not in full:
+            self.warn_once(
+                node,
+                f"{name} mask {_text(args[mask])}",
+                "lane mask ignored: OpenCL sub-group functions take every work-item of the sub-group",
+            )
+        width = spec.get("width")
+        if width is not None and width < len(args) and _squash(_text(args[width])) != "warpSize":
+            self.error(
+                node, f"{name} width {_text(args[width])}", "shuffles over part of a warp are not translated"
+            )
+            return
+        if spec.get("note"):
+            self.warn_once(node, name, spec["note"])
+        self.res.extensions.update(spec["extensions"])
+        try:
+            self.edits.append(Edit.replace(node, spec["call"].format(*rendered)))
+        except IndexError:
+            self.error(node, name, f"{name} called with {len(args)} arguments")
+
+    def subgroups_ok(self, node: Node, name: str) -> bool:
+        if self.tr.subgroups:
+            return True
+        self.error(node, name, "needs OpenCL sub-groups (cl_khr_subgroups and friends), which are turned off")
+        return False
+
+    def helper_call(self, node: Node, name: str, fn: Node, arglist: Node | None, args: list[Node]) -> None:
+        helper = self.tr.helpers[name]
+        spaces: list[str | None] = []
+        for i, p in enumerate(helper.params):
+            if not p.pointer:
+                spaces.append(None)
+                continue
+            r = self.root(args[i]) if i < len(args) else None
+            if r is not None and r.indirect:
+                spaces.append(r.space)
+            else:
+                self.tr.diag(
+                    node,
+                    f"{name}(... {_text(args[i]) if i < len(args) else ''} ...)",
+                    f"cannot tell which memory argument {i + 1} of {name} points into; assumed __global",
+                )
+                spaces.append("global")
+        key = (name, tuple(spaces))
+        vname = self.tr.variant_name(key)
+        self.res.calls.add(key)
+        if vname != name:
+            self.edits.append(Edit.replace(fn, vname))
+        if arglist is not None:
+            self.visit(arglist)
+            consts = sorted(self.tr.const_uses.get(name, set()))
+            if consts:
+                close = arglist.children[-1]
+                sep = ", " if args else ""
+                self.edits.append(Edit(close.start_byte, close.start_byte, sep + ", ".join(consts)))
+
+    # ------------------------------------------------------------------ the function itself
+
+    def translate(self, new_name: str) -> _Result:
+        fn = self.fn
+        assert fn is not None
+        node = fn.node
+        quals = self.t["function_qualifiers"]
+        inline = False
+        for c in node.children:
+            if c.type == "launch_bounds":
+                self.tr.diag(c, _text(c), "launch bounds dropped (OpenCL has no counterpart)", Severity.INFO)
+                self.edits.append(Edit(c.start_byte, self._after_space(c), ""))
+            elif not c.is_named and c.type in quals:
+                inline = inline or quals[c.type] == "inline"
+                self.edits.append(Edit(c.start_byte, self._after_space(c), ""))
+            elif c.type == "storage_class_specifier" and quals.get(_text(c)) == "inline":
+                inline = True
+                self.edits.append(Edit(c.start_byte, self._after_space(c), ""))
+        if fn.kernel:
+            self.edits.append(Edit(node.start_byte, node.start_byte, "__kernel "))
+        elif inline:
+            static = next(
+                (c for c in node.children if c.type == "storage_class_specifier" and _text(c) == "static"),
+                None,
+            )
+            if static is not None:
+                self.edits.append(Edit(static.end_byte, static.end_byte, " inline"))
+            else:
+                self.edits.append(Edit(node.start_byte, node.start_byte, "static inline "))
+        decl = node.child_by_field_name("declarator")
+        while decl is not None and decl.type != "function_declarator":
+            self.visit_declarator_prefix(decl)
+            decl = decl.child_by_field_name("declarator")
+        assert decl is not None
+        name_node = decl.child_by_field_name("declarator")
+        if name_node is not None and new_name != fn.name:
+            self.edits.append(Edit.replace(name_node, new_name))
+        rtype = node.child_by_field_name("type")
+        if rtype is not None:
+            self.visit(rtype)
+        for p in fn.params:
+            self.param(p)
+        if fn.body is not None:
+            self.visit(fn.body)
+        # Added arguments: extern __shared__ arrays, then __constant__ symbols.
+        added: list[str] = []
+        extern_first = None
+        if self.extern_shared:
+            extern_first, elem = self.extern_shared[0]
+            added.append(f"__local {elem}* {extern_first}")
+            self.res.extra.append({"kind": "local", "bytes": "shared_bytes", "symbol": extern_first})
+            for other, oelem in self.extern_shared[1:]:
+                self.hoisted.append(f"__local {oelem}* {other} = (__local {oelem}*){extern_first};")
+        for cname in sorted(self.tr.const_uses.get(fn.name, set())):
+            c = self.tr.consts[cname]
+            added.append(f"__constant {c.elem}* {cname}")
+            if fn.kernel:
+                self.res.extra.append(self.const_extra(c))
+        plist = decl.child_by_field_name("parameters")
+        if added and plist is not None:
+            close = plist.children[-1]
+            real = [p for p in plist.named_children if p.type != "comment"]
+            if len(real) == 1 and _squash(_text(real[0])) == "void":
+                self.edits.append(Edit.replace(real[0], ", ".join(added)))
+            else:
+                sep = ", " if real else ""
+                self.edits.append(Edit(close.start_byte, close.start_byte, sep + ", ".join(added)))
+        if self.hoisted and fn.body is not None:
+            brace = fn.body.children[0]
+            indent = "\n    "
+            self.edits.append(Edit(brace.end_byte, brace.end_byte, indent + indent.join(self.hoisted)))
+        self.res.text = self.tr.apply(node, self.edits)
+        return self.res
+
+    def _after_space(self, node: Node) -> int:
+        end = node.end_byte
+        data = self.tr.data
+        while end < len(data) and data[end : end + 1] in (b" ", b"\t"):
+            end += 1
+        return end
+
+    def visit_declarator_prefix(self, decl: Node) -> None:
+        for c in decl.children:
+            if c.type == "type_qualifier":
+                self.visit(c)
+
+    def param(self, p: _Param) -> None:
+        fn = self.fn
+        assert fn is not None
+        if p.reference:
+            self.error(p.node, _text(p.node), "C++ reference parameter: OpenCL C has no references")
+            return
+        elem = self.type_of(p.node)
+        if p.pointer:
+            space = "global" if fn.kernel else (self.spaces.get(p.name) or "private")
+            if space != "private":
+                self.edits.append(Edit(p.node.start_byte, p.node.start_byte, f"__{space} "))
+            _, chain = _declared(p.node.child_by_field_name("declarator"))
+            stars = sum(1 for c in chain if c.type in ("pointer_declarator", "array_declarator"))
+            self.vars[p.name] = _Var(space, elem + "*" * (stars - 1), True)
+            if fn.kernel and stars > 1:
+                self.error(
+                    p.node, _text(p.node), "pointer-to-pointer kernel argument: OpenCL cannot pass one"
+                )
+            for c in p.node.children:
+                self.visit(c)
+            return
+        self.vars[p.name] = _Var("private", elem, False)
+        type_node = p.node.child_by_field_name("type")
+        mapped = self.t["kernel_param_types"].get(_squash(_text(type_node))) if fn.kernel else None
+        if mapped is not None and type_node is not None:
+            self.edits.append(Edit.replace(type_node, mapped))
+            for c in p.node.children:
+                if c != type_node:
+                    self.visit(c)
+        else:
+            for c in p.node.children:
+                self.visit(c)
+
+    def const_extra(self, c: _Const) -> dict[str, Any]:
+        count = " * ".join(_paren(self.tr.expand(d)) for d in c.dims) if c.dims else "1"
+        canonical = _canonical(c.elem) or c.elem
+        extra: dict[str, Any] = {
+            "kind": "constant",
+            "symbol": c.name,
+            "count": count,
+            "bytes": f"{count} * sizeof({canonical})",
+            "dtype": self.t["dtypes"].get(canonical, canonical),
+        }
+        for copy in self.tr.scan.copies if self.tr.scan is not None else ():
+            if copy.api.startswith("cudaMemcpyToSymbol") and copy.dst.lstrip("&") == c.name:
+                extra["host_source"] = copy.src
+                extra["host_bytes"] = copy.bytes
+                extra["host_line"] = copy.line
+                break
+        else:
+            self.tr.diag(
+                c.node,
+                c.name,
+                "no cudaMemcpyToSymbol of this __constant__ symbol found in the file",
+                Severity.INFO,
+            )
+        return extra
+
+
+def _expand(defines: dict[str, str], text: str, depth: int = 0) -> str:
+    if depth > 8 or not defines:
+        return text
+    out = re.sub(
+        r"\b[A-Za-z_]\w*\b",
+        lambda m: _paren(defines[m.group(0)]) if defines.get(m.group(0)) else m.group(0),
+        text,
+    )
+    return out if out == text else _expand(defines, out, depth + 1)
+
+
+# --------------------------------------------------------------------------- macros
+
+
+def _macro_body(tr: _Translator, value: Node, name: str) -> str | None:
+    """The macro body with CUDA names translated token by token (None: unchanged)."""
+    text = _text(value)
+    t = tr.t
+    toks = [k for k in c_tokens(text) if k.kind != COMMENT]
+    edits: list[tuple[int, int, str]] = []
+    i = 0
+    while i < len(toks):
+        tok = toks[i]
+        nxt = toks[i + 1].text if i + 1 < len(toks) else ""
+        if tok.kind == NUMBER:
+            m = _LL_SUFFIX.match(tok.text)
+            if m:
+                edits.append((tok.start, tok.end, f"{m.group(1)}{m.group(2)}{m.group(3)[0]}{m.group(4)}"))
+        elif tok.kind == IDENT:
+            word = tok.text
+            if (
+                word in t["builtins"]
+                and nxt == "."
+                and i + 2 < len(toks)
+                and toks[i + 2].text in t["builtin_dims"]
+            ):
+                dim = t["builtin_dims"][toks[i + 2].text]
+                call = t["builtins"][word].format(d=dim)
+                edits.append((tok.start, toks[i + 2].end, f"(({t['builtin_cast']['type']}){call})"))
+                i += 3
+                continue
+            if word in t["barriers"] and nxt == "(" and i + 2 < len(toks) and toks[i + 2].text == ")":
+                edits.append(
+                    (
+                        tok.start,
+                        toks[i + 2].end,
+                        t["barriers"][word].format(fences=t["barrier_fences"]["global"]),
+                    )
+                )
+                i += 3
+                continue
+            if word in t["functions"]:
+                edits.append((tok.start, tok.end, t["functions"][word]))
+            elif word in t["function_qualifiers"]:
+                edits.append(
+                    (tok.start, tok.end, t["function_qualifiers"][word].replace("__kernel", "__kernel"))
+                )
+            elif word == "__shared__":
+                edits.append((tok.start, tok.end, "__local"))
+            elif word in t["types"]:
+                edits.append((tok.start, tok.end, t["types"][word]))
+            elif word == "warpSize" and tr.subgroups:
+                edits.append((tok.start, tok.end, t["warp"]["warpSize"]["call"]))
+            elif (
+                word in t["untranslatable"]
+                or word in t["atomics"]
+                or word in t["warp"]
+                or word in t["function_templates"]
+            ):
+                tr.diag(
+                    value,
+                    f"#define {name}: {word}",
+                    "CUDA name inside a macro body is not translated (the macro works only if unused in kernels)",
+                )
+        i += 1
+    if not edits:
+        return None
+    out = []
+    pos = 0
+    for s, e, rep in edits:
+        out.append(text[pos:s])
+        out.append(rep)
+        pos = e
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _macro_edits(tr: _Translator, referenced: set[str], main_path: str) -> None:
+    stack = [tr.tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type in ("preproc_def", "preproc_function_def"):
+            name = _text(node.child_by_field_name("name"))
+            value = node.child_by_field_name("value")
+            origin = tr.unit.origin(node.start_point[0])[0]
+            if origin != main_path and value is not None and name not in referenced:
+                tr.top_edits.append(Edit(node.start_byte, node.end_byte, ""))
+                continue
+            if value is not None:
+                body = _macro_body(tr, value, name)
+                if body is not None:
+                    tr.top_edits.append(Edit.replace(value, body))
+            continue
+        if node.type in (
+            "preproc_if",
+            "preproc_ifdef",
+            "preproc_elif",
+            "preproc_else",
+        ) and "__CUDA_ARCH__" in _text(node.child_by_field_name("condition")):
+            tr.diag(
+                node, "__CUDA_ARCH__", "__CUDA_ARCH__ is undefined in OpenCL C: the #if takes its host branch"
+            )
+        if node.type in ("translation_unit", "preproc_if", "preproc_ifdef", "preproc_elif", "preproc_else"):
+            stack.extend(reversed(node.named_children))
+
+
+def _referenced(tr: _Translator, extra_texts: Sequence[str], main_path: str) -> set[str]:
+    """Names used by the code, by template arguments, and by the macros that are kept (a fixpoint)."""
+    code: set[str] = set()
+    bodies: dict[str, set[str]] = {}
+    kept: set[str] = set()
+    stack = [tr.tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type in ("preproc_def", "preproc_function_def"):
+            name = _text(node.child_by_field_name("name"))
+            value = node.child_by_field_name("value")
+            bodies.setdefault(name, set()).update(k.text for k in c_tokens(_text(value)) if k.kind == IDENT)
+            if tr.unit.origin(node.start_point[0])[0] == main_path or value is None:
+                kept.add(name)
+            continue
+        if node.type in ("identifier", "type_identifier"):
+            code.add(_text(node))
+        stack.extend(node.children)
+    for text in extra_texts:
+        code |= {k.text for k in c_tokens(text) if k.kind == IDENT}
+    used = set(code)
+    frontier = (kept | code) & set(bodies)
+    done: set[str] = set()
+    while frontier:
+        name = frontier.pop()
+        done.add(name)
+        new = bodies.get(name, set()) - used
+        used |= new
+        frontier |= (new & set(bodies)) - done
+    return used
+
+
+# --------------------------------------------------------------------------- assembly
+
+
+def _warp_hazards(tr: _Translator, k: _Fn, scan: Any) -> None:
+    """The scan's 32-lane assumptions inside a kernel that now runs on sub-groups."""
+    kpath, kline = tr.unit.origin(k.line_row)
+    end = kline + k.node.end_point[0] - k.line_row
+    for h in scan.hazards if scan is not None and kpath == tr.path else ():
+        if kline <= h.line <= end and h.code == "warp-size-assumption":
+            tr.diags.append(
+                Diagnostic(
+                    tr.path,
+                    h.line,
+                    h.code,
+                    "assumes 32-wide warps: an OpenCL sub-group's size is device-defined (get_sub_group_size())",
+                )
+            )
+
+
+def _guard(text: str, extensions: set[str]) -> str:
+    guarded = sorted(e for e in extensions if e.startswith("cl_khr_subgroup"))
+    if not guarded:
+        return text
+    cond = " && ".join(f"defined({e})" for e in guarded)
+    return f"#if {cond}\n{text}\n#endif /* {cond} */"
+
+
+def _comment(lines: Sequence[str]) -> str:
+    body = "\n".join(f" *   {line}" for line in lines)
+    return f"/* porter: not translated to OpenCL C:\n{body}\n */"
+
+
+def translate_to_opencl(
+    source: str,
+    path: str = "<input>",
+    *,
+    include_dirs: Sequence[str] = (),
+    subgroups: bool = True,
+) -> Translation:
+    """Translate every kernel of a CUDA file into one self-contained OpenCL C program."""
+    from porter.scan import scan_source
+
+    t = tables()
+    try:
+        scan = scan_source(source.encode("utf-8"), path, "cuda")
+    except Exception:  # the scan is only an aid here (launches, copies); translation goes on
+        scan = None
+    unit = build_unit(
+        source,
+        path,
+        include_dirs,
+        frozenset(t["dropped_headers"]["names"]),
+        dict(t["unsupported_headers"]),
+    )
+    tr = _Translator(unit, path, subgroups, scan, source)
+    tr.collect()
+    instances = tr.run()
+    launch_args = [a for launch in (scan.launches if scan else ()) for a in launch.template_args]
+    _macro_edits(tr, _referenced(tr, launch_args, path), path)
+
+    # Helper variants: emitted where the helper was defined.
+    kernels_out: list[TranslatedKernel] = []
+    by_kernel: dict[int, list[str]] = {}
+    pragmas: set[str] = set()
+    helper_fns: set[tuple[str, str]] = set()
+    fp64 = False
+    for k, args, entry, res in instances:
+        reached = tr.reach(res)
+        errors = [e for r in reached for e in r.errors]
+        n = len(k.params)
+        kernels_out.append(
+            TranslatedKernel(
+                name=instance_name(k.name, args),
+                entry=entry,
+                target=TARGET,
+                arg_map=tuple(range(n)) + (None,) * len(res.extra),
+                extra_args=tuple(res.extra),
+                untranslatable=tuple(dict.fromkeys(errors)),
+            )
+        )
+        if errors:
+            text = _comment([f"kernel {instance_name(k.name, args)}:", *dict.fromkeys(errors)])
+        else:
+            exts = {e for r in reached for e in r.extensions}
+            text = _guard(res.text, exts)
+            if exts:
+                _warp_hazards(tr, k, scan)
+            for r in reached:
+                pragmas |= r.pragmas | {e for e in r.extensions}
+                helper_fns |= r.helpers
+                fp64 = fp64 or r.fp64
+        by_kernel.setdefault(id(k), []).append(text)
+    for k in tr.kernels:
+        texts = by_kernel.get(id(k))
+        if not texts:
+            texts = [
+                f"/* porter: template kernel {k.name} not instantiated (no launch with known arguments) */"
+            ]
+        tr.top_edits.append(Edit.replace(k.outer, "\n\n".join(texts)))
+    for name, helper in tr.helpers.items():
+        texts = []
+        for key, vname in tr.variants.items():
+            if key[0] != name:
+                continue
+            res = tr.variant_results[key]
+            reached = tr.reach(res)
+            errors = [e for r in reached for e in r.errors]
+            if errors:
+                texts.append(_comment([f"helper {vname}:", *dict.fromkeys(errors)]))
+            else:
+                texts.append(_guard(res.text, {e for r in reached for e in r.extensions}))
+        if not texts:
+            texts = [f"/* porter: __device__ {name} is not used by any kernel; omitted */"]
+        tr.top_edits.append(Edit.replace(helper.outer, "\n\n".join(texts)))
+
+    body = apply_edits(tr.data, tr.top_edits).decode("utf-8")
+    prelude = [f"/* OpenCL C translation of {Path(path).name} by porter (CUDA -> OpenCL C 1.2). */"]
+    needs_fp64 = fp64 or "cl_khr_fp64" in pragmas or any(h == "porter_atomic_add_f64" for h, _ in helper_fns)
+    if needs_fp64:
+        prelude.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+        tr.diags.append(
+            Diagnostic(path, 1, "double", "uses double precision: needs cl_khr_fp64", Severity.INFO)
+        )
+    for ext in sorted(pragmas - {"cl_khr_fp64"}):
+        prelude.append(f"#if defined({ext})\n#pragma OPENCL EXTENSION {ext} : enable\n#endif")
+    for helper, space in sorted(helper_fns):
+        src = t["helpers"][helper]["source"].strip("\n")
+        prelude.append("\n" + src.replace("{space}", space).replace("{qual}", f"__{space}"))
+    text = "\n".join(prelude) + "\n\n" + body
+    text = re.sub(r"\n[ \t]*\n(?:[ \t]*\n)+", "\n\n", text).strip("\n") + "\n"
+    seen: set[tuple[str, int, str, str]] = set()
+    diags: list[Diagnostic] = []
+    for d in sorted(tr.diags, key=lambda d: (d.path, d.line)):
+        key = (d.path, d.line, d.construct, d.reason)
+        if key not in seen:
+            seen.add(key)
+            diags.append(d)
+    return Translation(
+        source_path=path, target=TARGET, text=text, kernels=tuple(kernels_out), diagnostics=tuple(diags)
+    )

@@ -1,0 +1,198 @@
+"""Launch-side facts for the CUDA -> OpenCL translation.
+
+* :func:`launch_geometry`: OpenCL NDRange sizes for a CUDA ``<<<grid, block>>>``.
+* :func:`template_instantiations`: the template-argument tuples each templated kernel is launched
+  with, following template parameters of enclosing host templates to the calls that instantiate
+  them (``run_axpby<float>(...)`` launching ``axpby<T><<<...>>>``).
+* :func:`instance_entry`: the OpenCL kernel name of one instantiation (``axpby_float``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from porter.grammars import parser
+from porter.model import LaunchSite
+
+_MAX_DEPTH = 6
+
+
+def launch_geometry(
+    grid: Sequence[int] | int, block: Sequence[int] | int
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(global_size, local_size) for a CUDA launch: global = grid * block per dimension, local = block.
+
+    Scalars are one-dimensional launches; a shorter grid or block is padded with 1s.
+    """
+    g = [int(grid)] if isinstance(grid, int) else [int(x) for x in grid]
+    b = [int(block)] if isinstance(block, int) else [int(x) for x in block]
+    dims = max(len(g), len(b), 1)
+    if dims > 3:
+        raise ValueError(f"a launch has at most 3 dimensions, got grid {g} and block {b}")
+    g += [1] * (dims - len(g))
+    b += [1] * (dims - len(b))
+    if min(g + b) < 1:
+        raise ValueError(f"grid {tuple(g)} and block {tuple(b)} must be positive")
+    return tuple(x * y for x, y in zip(g, b, strict=True)), tuple(b)
+
+
+def instance_entry(kernel: str, args: Sequence[str]) -> str:
+    """`axpby` + (`float`,) -> `axpby_float`; `block_sum` + (`256`,) -> `block_sum_256`."""
+    parts = [kernel]
+    for arg in args:
+        text = arg.replace("-", "m").replace("*", "ptr").replace("::", "_")
+        text = re.sub(r"\W+", "_", text).strip("_")
+        parts.append(text or "x")
+    return "_".join(parts)
+
+
+def instance_name(kernel: str, args: Sequence[str]) -> str:
+    """`axpby<float>`: the CUDA spelling of one instantiation."""
+    return f"{kernel}<{', '.join(args)}>" if args else kernel
+
+
+@dataclass
+class Instantiations:
+    found: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)  # kernel -> arg tuples
+    unresolved: list[tuple[str, int, str]] = field(default_factory=list)  # (kernel, line, why)
+
+
+def _text(node: Node | None) -> str:
+    return (node.text or b"").decode("utf-8", "replace") if node is not None else ""
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+@dataclass
+class _HostTemplates:
+    params: dict[str, list[str]] = field(default_factory=dict)  # function -> template parameter names
+    # function -> [(template args, enclosing function of the call)]
+    calls: dict[str, list[tuple[tuple[str, ...], str | None]]] = field(default_factory=dict)
+
+
+def _template_param_names(plist: Node) -> list[str]:
+    names = []
+    for p in plist.named_children:
+        ident = None
+        for c in p.named_children:
+            if c.type in ("type_identifier", "identifier"):
+                ident = c
+        if ident is not None:
+            names.append(_text(ident))
+    return names
+
+
+def _function_name(fn: Node) -> str | None:
+    decl = fn.child_by_field_name("declarator")
+    while decl is not None and decl.type != "function_declarator":
+        decl = decl.child_by_field_name("declarator")
+    if decl is None:
+        return None
+    return _squash(_text(decl.child_by_field_name("declarator")))
+
+
+def _enclosing_function(node: Node) -> str | None:
+    cur = node.parent
+    while cur is not None:
+        if cur.type == "function_definition":
+            return _function_name(cur)
+        cur = cur.parent
+    return None
+
+
+def _host_templates(source: str) -> _HostTemplates:
+    tree = parser("cuda").parse(source.encode("utf-8"))
+    out = _HostTemplates()
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type == "template_declaration":
+            plist = node.child_by_field_name("parameters")
+            fn = next((c for c in node.named_children if c.type == "function_definition"), None)
+            if plist is not None and fn is not None:
+                name = _function_name(fn)
+                if name:
+                    out.params[name] = _template_param_names(plist)
+        elif node.type == "call_expression":
+            fn_node = node.child_by_field_name("function")
+            if fn_node is not None and fn_node.type == "template_function":
+                name = _text(fn_node.child_by_field_name("name"))
+                targs = fn_node.child_by_field_name("arguments")
+                args = tuple(_squash(_text(a)) for a in (targs.named_children if targs is not None else []))
+                out.calls.setdefault(name, []).append((args, _enclosing_function(node)))
+        stack.extend(reversed(node.children))
+    return out
+
+
+def _substitute(text: str, mapping: dict[str, str]) -> str:
+    if not mapping:
+        return text
+    pattern = re.compile(r"\b(" + "|".join(re.escape(k) for k in mapping) + r")\b")
+    return pattern.sub(lambda m: mapping[m.group(1)], text)
+
+
+def _resolve(
+    args: tuple[str, ...], function: str | None, host: _HostTemplates, depth: int
+) -> tuple[list[tuple[str, ...]], str | None]:
+    """Concrete tuples for `args` written inside `function`, or why they cannot be found."""
+    params = host.params.get(function or "", [])
+    used = [p for p in params if any(re.search(rf"\b{re.escape(p)}\b", a) for a in args)]
+    if not used:
+        return [args], None
+    if depth >= _MAX_DEPTH:
+        return [], f"template arguments {', '.join(args)} depend on templates nested too deeply"
+    calls = host.calls.get(function or "", [])
+    if not calls:
+        return [], (
+            f"template arguments {', '.join(args)} depend on the template parameters of {function}, "
+            "which is never called with explicit template arguments"
+        )
+    out: list[tuple[str, ...]] = []
+    why = None
+    for call_args, caller in calls:
+        if len(call_args) < len(params):
+            why = f"{function} is called without explicit template arguments (deduced types are not followed)"
+            continue
+        mapping = dict(zip(params, call_args, strict=False))
+        concrete = tuple(_substitute(a, mapping) for a in args)
+        found, sub_why = _resolve(concrete, caller, host, depth + 1)
+        out.extend(found)
+        why = why or sub_why
+    return out, (why if not out else None)
+
+
+def template_instantiations(
+    source: str, launches: Sequence[LaunchSite], templated: Sequence[str]
+) -> Instantiations:
+    """Template-argument tuples per templated kernel, in first-seen order, from the launch sites."""
+    result = Instantiations()
+    wanted = set(templated)
+    host: _HostTemplates | None = None
+    for launch in launches:
+        if launch.kernel not in wanted:
+            continue
+        if not launch.template_args:
+            result.unresolved.append(
+                (
+                    launch.kernel,
+                    launch.line,
+                    "launched without explicit template arguments (deduction is not followed)",
+                )
+            )
+            continue
+        if host is None:
+            host = _host_templates(source)
+        tuples, why = _resolve(tuple(_squash(a) for a in launch.template_args), launch.function, host, 0)
+        if why is not None:
+            result.unresolved.append((launch.kernel, launch.line, why))
+        seen = result.found.setdefault(launch.kernel, [])
+        for t in tuples:
+            if t not in seen:
+                seen.append(t)
+    return result

@@ -1,0 +1,129 @@
+"""The device translation unit an OpenCL program is built from.
+
+OpenCL programs are built from one string, so local ``#include "x.cuh"`` files are inlined here
+(only their device side: :func:`porter.scan.extract.device_code`), system headers are dropped,
+and every line remembers where it came from so that diagnostics name the user's file and line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from porter.model import Diagnostic, Severity
+from porter.scan.extract import device_code
+from porter.translate.common import resolve_local_include
+
+_PRAGMA_ONCE = re.compile(r"^\s*#\s*pragma\s+once\b")
+_INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+
+
+@dataclass
+class Unit:
+    lines: list[str] = field(default_factory=list)
+    origins: list[tuple[str, int]] = field(default_factory=list)  # per line: (file, 1-based line)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    included: list[str] = field(default_factory=list)  # files inlined, in order
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+    def origin(self, row: int) -> tuple[str, int]:
+        """(file, line) of a 0-based row of :attr:`text`."""
+        if 0 <= row < len(self.origins):
+            return self.origins[row]
+        return self.origins[-1] if self.origins else ("<input>", row + 1)
+
+
+def build_unit(
+    source: str,
+    path: str,
+    include_dirs: Sequence[str],
+    dropped: frozenset[str],
+    unsupported: dict[str, str],
+) -> Unit:
+    """The device code of `source` with its local includes inlined (each file once)."""
+    unit = Unit()
+    _append(unit, source, path, include_dirs, dropped, unsupported, {str(Path(path).resolve())}, 0)
+    return unit
+
+
+def _append(
+    unit: Unit,
+    source: str,
+    path: str,
+    include_dirs: Sequence[str],
+    dropped: frozenset[str],
+    unsupported: dict[str, str],
+    seen: set[str],
+    depth: int,
+) -> None:
+    for index, line in enumerate(device_code(source).split("\n")):
+        lineno = index + 1
+        if depth and _PRAGMA_ONCE.match(line):
+            line = ""
+        m = _INCLUDE.match(line)
+        if m is None:
+            unit.lines.append(line)
+            unit.origins.append((path, lineno))
+            continue
+        kind, name = m.group(1), m.group(2).strip()
+        replacement = ""
+        if name in unsupported:
+            unit.diagnostics.append(
+                Diagnostic(
+                    path, lineno, f"#include {m.group(1)}{name}", f"header dropped: {unsupported[name]}"
+                )
+            )
+        elif kind == '"' and name not in dropped:
+            found = resolve_local_include(name, path, include_dirs) if depth < 32 else None
+            if found is None:
+                unit.diagnostics.append(
+                    Diagnostic(
+                        path,
+                        lineno,
+                        f'#include "{name}"',
+                        "local header not found (searched the file's folder and the include directories); "
+                        "its macros and helpers are missing from the OpenCL program",
+                        Severity.ERROR,
+                    )
+                )
+            else:
+                key = str(found.resolve())
+                if key not in seen:
+                    seen.add(key)
+                    try:
+                        text = found.read_text(encoding="utf-8")
+                    except (OSError, UnicodeDecodeError) as err:
+                        unit.diagnostics.append(
+                            Diagnostic(
+                                path,
+                                lineno,
+                                f'#include "{name}"',
+                                f"cannot read {found}: {err}",
+                                Severity.ERROR,
+                            )
+                        )
+                    else:
+                        unit.lines.append(f'/* porter: inlined "{name}" (device code only) */')
+                        unit.origins.append((path, lineno))
+                        unit.included.append(str(found))
+                        _append(unit, text, str(found), include_dirs, dropped, unsupported, seen, depth + 1)
+                        unit.lines.append(f'/* porter: end of "{name}" */')
+                        unit.origins.append((path, lineno))
+                        continue
+        elif name not in dropped:
+            unit.diagnostics.append(
+                Diagnostic(
+                    path,
+                    lineno,
+                    f"#include <{name}>",
+                    "system header dropped: OpenCL C programs cannot include host headers",
+                    Severity.INFO,
+                )
+            )
+        unit.lines.append(replacement)
+        unit.origins.append((path, lineno))

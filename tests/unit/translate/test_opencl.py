@@ -1,0 +1,693 @@
+"""CUDA -> OpenCL C translation: golden rewrites, diagnostics, and real builds/runs on PoCL.
+
+Golden files: ``golden/opencl/<case>.cu`` translates to ``golden/opencl/<case>.cl``.  After an
+intended change, regenerate them with ``PORTER_UPDATE_GOLDEN=1 pytest tests/unit/translate`` and
+review the diff.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from porter.model import Severity, TranslatedKernel, Translation
+from porter.translate.opencl import launch_geometry, tables, translate_to_opencl
+from porter.translate.opencl_launch import instance_entry
+
+ROOT = Path(__file__).resolve().parents[3]
+GOLDEN = Path(__file__).resolve().parent / "golden" / "opencl"
+SAMPLES = ROOT / "samples" / "cuda"
+CASES = sorted(p.stem for p in GOLDEN.glob("*.cu"))
+
+
+def _translate_file(path: Path, **kw: Any) -> Translation:
+    return translate_to_opencl(path.read_text(encoding="utf-8"), str(path), **kw)
+
+
+def _kernel(tr: Translation, name: str) -> TranslatedKernel:
+    found = [k for k in tr.kernels if k.name == name]
+    assert found, f"no kernel {name} in {[k.name for k in tr.kernels]}"
+    return found[0]
+
+
+# --------------------------------------------------------------------------- golden rewrites
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_golden(case: str) -> None:
+    tr = _translate_file(GOLDEN / f"{case}.cu")
+    expected = GOLDEN / f"{case}.cl"
+    if os.environ.get("PORTER_UPDATE_GOLDEN") == "1":
+        expected.write_text(tr.text, encoding="utf-8")
+    assert expected.exists(), f"missing {expected}: run with PORTER_UPDATE_GOLDEN=1 and review it"
+    assert tr.text == expected.read_text(encoding="utf-8")
+
+
+def test_golden_cases_exist() -> None:
+    assert {
+        "atomics",
+        "builtins_barriers",
+        "constant",
+        "helpers",
+        "macros",
+        "shared",
+        "templates",
+        "warp",
+    } <= set(CASES)
+
+
+def test_tables_are_data() -> None:
+    t = tables()
+    assert t["builtins"]["threadIdx"] == "get_local_id({d})"
+    assert t["atomics"]["atomicAdd"]["int"] == "atomic_add"
+    assert t["atomics"]["atomicAdd"]["float"].startswith("porter_")
+    for name, helper in t["helpers"].items():
+        assert "{space}" in helper["source"] and name in helper["source"]
+    for name, spec in t["warp"].items():
+        assert spec["extensions"], name
+
+
+def test_builtins_and_fences() -> None:
+    tr = _translate_file(GOLDEN / "builtins_barriers.cu")
+    assert "(uint)get_local_id(2)" in tr.text and "(uint)get_num_groups(1)" in tr.text
+    assert "threadIdx" not in tr.text.replace("//", "")
+    index3d, read_only = tr.text.split("__kernel void index3d")[1].split("__kernel void read_only_")
+    assert "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)" in index3d
+    assert "barrier(CLK_LOCAL_MEM_FENCE);" in read_only
+    assert "ulong n" in read_only  # size_t is not a legal kernel argument type
+    assert _kernel(tr, "read_only").entry == "read_only_"
+
+
+def test_shared_static_extern_and_aliases() -> None:
+    tr = _translate_file(GOLDEN / "shared.cu")
+    k = _kernel(tr, "two_extern")
+    assert k.arg_map == (0, 1, None)
+    assert k.extra_args == ({"kind": "local", "bytes": "shared_bytes", "symbol": "sdata"},)
+    assert "__local float* sdata)" in tr.text
+    assert "__local int* sidx = (__local int*)sdata;" in tr.text
+    assert "__local float* half_ = sdata" in tr.text
+    assert "__global const float* src = in +" in tr.text
+    assert "__local int* bits = (__local int*)sdata;" in tr.text
+    transpose = tr.text.split("__kernel void tile_transpose")[1].split("__kernel")[0]
+    assert transpose.index("__local int flag;") < transpose.index("if (n > 0)")  # hoisted
+
+
+def test_atomics_rewrites() -> None:
+    tr = _translate_file(GOLDEN / "atomics.cu")
+    assert "porter_atomic_add_f32_local(&block_sum, x[i])" in tr.text
+    assert "porter_atomic_add_f32_global(fsum, block_sum)" in tr.text
+    assert "porter_atomic_add_f64_global(dsum" in tr.text
+    assert "atom_add(big, 1UL)" in tr.text
+    assert "#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable" in tr.text
+    assert "atomic_cmpxchg(&counters[3], 0, i + 1)" in tr.text
+    assert "static float porter_atomic_add_f32_local(volatile __local float* p, float v)" in tr.text
+
+
+def test_templates_from_launch_sites() -> None:
+    tr = _translate_file(GOLDEN / "templates.cu")
+    names = [(k.name, k.entry) for k in tr.kernels]
+    assert names == [
+        ("scale<float, 2>", "scale_float_2"),
+        ("scale<double, 2>", "scale_double_2"),
+        ("scale<int, 4>", "scale_int_4"),
+    ]
+    assert "__kernel void scale_int_4(__global int* data, int factor, int n)" in tr.text
+    assert "template <" not in tr.text
+    assert any("never_launched" in d.construct for d in tr.diagnostics)
+
+
+def test_templated_sample_instantiations() -> None:
+    tr = _translate_file(SAMPLES / "templated.cu")
+    assert [k.entry for k in tr.kernels] == ["axpby_float", "axpby_double", "block_sum_256", "block_sum_128"]
+    assert _kernel(tr, "axpby<double>").arg_map == (0, 1, 2, 3, 4)
+    assert "__local float s[256];" in tr.text
+
+
+def test_constant_memory_becomes_arguments() -> None:
+    tr = _translate_file(GOLDEN / "constant.cu")
+    k = _kernel(tr, "fir")
+    assert k.arg_map == (0, 1, 2, None, None)
+    bias, weights = k.extra_args
+    assert bias["symbol"] == "bias" and bias["count"] == "1" and bias["host_source"] == "&b"
+    assert weights == {
+        "kind": "constant",
+        "symbol": "weights",
+        "count": "5",
+        "bytes": "5 * sizeof(float)",
+        "dtype": "float32",
+        "host_source": "h_w",
+        "host_bytes": "TAPS * sizeof(float)",
+        "host_line": 22,
+    }
+    assert "float weighted(__global const float* x, int i, __constant float* weights)" in tr.text
+    assert "weighted(x, i, weights) + (*bias)" in tr.text
+
+
+def test_macros_include_and_comments() -> None:
+    tr = _translate_file(GOLDEN / "macros.cu")
+    assert "#define GLOBAL_TID (((uint)get_group_id(0))" in tr.text
+    assert "#define SYNC() barrier(" in tr.text
+    assert "#define BIG 1UL << 40" in tr.text
+    assert "static inline float norm2(float a, float b) { return sqrt(SQR(a) + SQR(b)); }" in tr.text
+    assert "HOST_ONLY_CHECK" not in tr.text  # host macro of the header: not needed
+    assert "// Every comment is kept." in tr.text and "/* macro with built-ins */" in tr.text
+    assert "#include" not in tr.text and "#pragma once" not in tr.text
+
+
+def test_include_dirs_are_searched(tmp_path: Path) -> None:
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    (inc / "scale.cuh").write_text("#define SCALE 3.0f\n", encoding="utf-8")
+    src = '#include "scale.cuh"\n__global__ void k(float* p) { p[threadIdx.x] *= SCALE; }\n'
+    without = translate_to_opencl(src, str(tmp_path / "k.cu"))
+    assert any(d.severity == Severity.ERROR and "scale.cuh" in d.construct for d in without.diagnostics)
+    found = translate_to_opencl(src, str(tmp_path / "k.cu"), include_dirs=[str(inc)])
+    assert "#define SCALE 3.0f" in found.text
+    assert not [d for d in found.diagnostics if d.severity == Severity.ERROR]
+
+
+def test_helpers_get_address_space_variants() -> None:
+    tr = _translate_file(GOLDEN / "helpers.cu")
+    assert "float sum3(__global const float* p)" in tr.text
+    assert "float sum3__local(__local const float* p)" in tr.text
+    assert "sum3__local(&buf[t % 60])" in tr.text
+    assert "static inline float clamp01(float v) { return clamp(v, 0.0f, 1.0f); }" in tr.text
+    assert "(float4)(clamp01(c)" in tr.text
+    assert "convert_int_rte(c)" in tr.text and "long big = 123L;" in tr.text and "0xFFul" in tr.text
+    assert "uchar flip" in tr.text
+
+
+def test_warp_functions_need_subgroups() -> None:
+    tr = _translate_file(GOLDEN / "warp.cu")
+    assert "sub_group_shuffle_down(v, (uint)(offset))" in tr.text
+    assert "sub_group_ballot((v > 0.0f) != 0).x" in tr.text
+    assert "#if defined(cl_khr_subgroup_ballot) && defined(cl_khr_subgroup_shuffle)" in tr.text
+    assert not _kernel(tr, "votes").untranslatable
+    off = _translate_file(GOLDEN / "warp.cu", subgroups=False)
+    k = _kernel(off, "votes")
+    assert k.untranslatable and any("sub-groups" in u for u in k.untranslatable)
+    assert "sub_group" not in off.text
+    assert any(d.severity == Severity.ERROR and "sub-groups" in d.reason for d in off.diagnostics)
+
+
+# --------------------------------------------------------------------------- diagnostics
+
+_DIAGNOSTICS = [
+    # (name, CUDA source, construct contains, reason contains, severity, kernel untranslatable)
+    (
+        "texture",
+        "texture<float, 1, cudaReadModeElementType> t;\n__global__ void k(float* o) { o[0] = tex1Dfetch(t, 0); }",
+        "tex1Dfetch",
+        "texture",
+        Severity.ERROR,
+        True,
+    ),
+    (
+        "dynamic-parallelism",
+        "__global__ void c(int* p) {}\n__global__ void k(int* p) { c<<<1, 1>>>(p); }",
+        "<<<",
+        "dynamic parallelism",
+        Severity.ERROR,
+        True,
+    ),
+    ("inline-asm", '__global__ void k(int* p) { asm("membar.gl;"); }', "asm", "PTX", Severity.ERROR, True),
+    (
+        "cooperative-groups",
+        "__global__ void k(int* p) { cg::thread_block b = cg::this_thread_block(); }",
+        "cg::",
+        "cooperative groups",
+        Severity.ERROR,
+        True,
+    ),
+    (
+        "subgroups-off",
+        "__global__ void k(float* p) { p[0] = __shfl_xor_sync(0xffffffff, p[0], 1); }",
+        "__shfl_xor_sync",
+        "sub-groups",
+        Severity.ERROR,
+        True,
+    ),
+    (
+        "dim3",
+        "__global__ void k(int* p) { dim3 t = threadIdx; p[0] = t.x; }",
+        "dim3",
+        "dim3",
+        Severity.ERROR,
+        True,
+    ),
+    (
+        "shared-in-helper",
+        "__device__ float h() { __shared__ float s[4]; return s[0]; }\n"
+        "__global__ void k(float* p) { p[0] = h(); }",
+        "__shared__",
+        "only in kernels",
+        Severity.ERROR,
+        True,
+    ),
+    (
+        "device-variable",
+        "__device__ int counter;\n__global__ void k(int* p) { p[0] = counter; }",
+        "counter",
+        "program-scope",
+        Severity.ERROR,
+        True,
+    ),
+    (
+        "atomic-unknown-type",
+        "struct S { int c; };\n__global__ void k(S* s) { atomicAdd(&s->c, 1); }",
+        "atomicAdd",
+        "type or memory",
+        Severity.ERROR,
+        True,
+    ),
+    (
+        "shuffle-width",
+        "__global__ void k(float* p) { p[0] = __shfl_down_sync(0xffffffff, p[0], 1, 16); }",
+        "width",
+        "part of a warp",
+        Severity.ERROR,
+        True,
+    ),
+    (
+        "lane-mask",
+        "__global__ void k(float* p) { p[0] = __shfl_down_sync(0x0000ffff, p[0], 1); }",
+        "mask",
+        "lane mask ignored",
+        Severity.WARNING,
+        False,
+    ),
+    (
+        "reference-param",
+        "__device__ void h(float& r) { r = 1.0f; }\n__global__ void k(float* p) { h(p[0]); }",
+        "float& r",
+        "reference",
+        Severity.ERROR,
+        True,
+    ),
+    (
+        "auto",
+        "__global__ void k(float* p) { auto v = p[0]; p[1] = v; }",
+        "auto",
+        "auto",
+        Severity.ERROR,
+        True,
+    ),
+    ("half", "__global__ void k(__half* p) { p[0] = p[1]; }", "__half", "half", Severity.ERROR, True),
+    (
+        "no-builtin",
+        "__global__ void k(unsigned* p) { p[0] = __brev(p[1]); }",
+        "__brev",
+        "bit-reverse",
+        Severity.ERROR,
+        True,
+    ),
+    (
+        "namespace",
+        "namespace ns { __device__ int f() { return 1; } }\n__global__ void k(int* p) { p[0] = 1; }",
+        "namespace",
+        "namespaces",
+        Severity.ERROR,
+        False,
+    ),
+    (
+        "unknown-pointer",
+        "struct S { float* q; };\n__global__ void k(S s, float* o) { float* p = s.q; o[0] = p[0]; }",
+        "float* p = s.q",
+        "which memory",
+        Severity.WARNING,
+        False,
+    ),
+    (
+        "cuda-arch",
+        "#if __CUDA_ARCH__ >= 700\n#define FAST 1\n#endif\n__global__ void k(int* p) { p[0] = 1; }",
+        "__CUDA_ARCH__",
+        "undefined",
+        Severity.WARNING,
+        False,
+    ),
+    (
+        "macro-body",
+        "#define ADD(p, v) atomicAdd(p, v)\n__global__ void k(int* p) { p[0] = 1; }",
+        "ADD",
+        "macro body",
+        Severity.WARNING,
+        False,
+    ),
+    (
+        "launch-bounds",
+        "__global__ void __launch_bounds__(128) k(int* p) { p[0] = 1; }",
+        "__launch_bounds__",
+        "launch bounds",
+        Severity.INFO,
+        False,
+    ),
+    (
+        "system-header",
+        "#include <thrust/device_vector.h>\n__global__ void k(int* p) { p[0] = 1; }",
+        "thrust",
+        "system header",
+        Severity.INFO,
+        False,
+    ),
+    (
+        "unsupported-header",
+        "#include <cuda_fp16.h>\n__global__ void k(int* p) { p[0] = 1; }",
+        "cuda_fp16.h",
+        "half precision",
+        Severity.WARNING,
+        False,
+    ),
+    (
+        "template-unlaunched",
+        "template <typename T> __global__ void k(T* p) { p[0] = 0; }",
+        "k",
+        "no launch",
+        Severity.WARNING,
+        None,
+    ),
+    (
+        "template-deduced",
+        "template <typename T> __global__ void k(T* p) { p[0] = 0; }\n"
+        "void host(float* d) { k<<<1, 1>>>(d); }",
+        "k<...>",
+        "deduction",
+        Severity.WARNING,
+        None,
+    ),
+    (
+        "missing-include",
+        '#include "nowhere.cuh"\n__global__ void k(int* p) { p[0] = 1; }',
+        "nowhere.cuh",
+        "not found",
+        Severity.ERROR,
+        False,
+    ),
+    (
+        "reserved-name",
+        "__global__ void k(int* p) { int global = 1; p[0] = global; }",
+        "global",
+        "reserved",
+        Severity.INFO,
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "source", "construct", "reason", "severity", "untranslatable"),
+    [pytest.param(*case, id=case[0]) for case in _DIAGNOSTICS],
+)
+def test_diagnostic(
+    name: str, source: str, construct: str, reason: str, severity: Severity, untranslatable: bool | None
+) -> None:
+    tr = translate_to_opencl(source, "case.cu", subgroups=name != "subgroups-off")
+    hits = [d for d in tr.diagnostics if construct in d.construct and reason in d.reason]
+    assert hits, f"no diagnostic ({construct!r}, {reason!r}) in {tr.diagnostics}"
+    assert hits[0].severity == severity
+    assert hits[0].path == "case.cu" and hits[0].line >= 1
+    if untranslatable is not None:
+        k = next(k for k in tr.kernels if k.name == "k")
+        assert bool(k.untranslatable) == untranslatable
+        if untranslatable:
+            assert "__kernel void k(" not in tr.text  # replaced by a comment
+            assert "not translated" in tr.text
+
+
+def test_diagnostic_lines_point_into_headers(tmp_path: Path) -> None:
+    (tmp_path / "h.cuh").write_text("// header\n__device__ unsigned r(unsigned x) { return __brev(x); }\n")
+    src = '#include "h.cuh"\n\n__global__ void k(unsigned* p) { p[0] = r(p[0]); }\n'
+    tr = translate_to_opencl(src, str(tmp_path / "m.cu"))
+    d = next(d for d in tr.diagnostics if d.construct == "__brev")
+    assert d.path.endswith("h.cuh") and d.line == 2
+    assert tr.kernels[0].untranslatable  # through the helper it calls
+
+
+# --------------------------------------------------------------------------- launch mapping
+
+
+def test_launch_geometry() -> None:
+    assert launch_geometry(4, 256) == ((1024,), (256,))
+    assert launch_geometry((49, 63), (16, 16)) == ((784, 1008), (16, 16))
+    assert launch_geometry((2, 3, 4), (8,)) == ((16, 3, 4), (8, 1, 1))
+    with pytest.raises(ValueError):
+        launch_geometry((0,), (1,))
+    with pytest.raises(ValueError):
+        launch_geometry((1, 1, 1, 1), (1,))
+
+
+def test_instance_entry_names() -> None:
+    assert instance_entry("axpby", ["float"]) == "axpby_float"
+    assert instance_entry("k", ["unsigned int", "-1"]) == "k_unsigned_int_m1"
+
+
+# --------------------------------------------------------------------------- real builds and runs on PoCL
+
+
+@pytest.fixture(scope="module")
+def ocl() -> tuple[Any, Any]:
+    try:
+        import pyopencl  # noqa: F401
+    except ImportError:
+        pytest.skip("pyopencl is not installed (pip install pyopencl)")
+    from porter.backends.opencl import OpenCLBackend
+
+    backend = OpenCLBackend()
+    devices = [d for d in backend.devices() if d.kind != "checker"]
+    if not devices:
+        pytest.skip("no OpenCL device (install pocl-opencl-icd for a CPU device)")
+    return backend, devices[0]
+
+
+def _extensions(device: Any) -> set[str]:
+    from porter.backends.opencl.devices import live
+
+    entry = live(device)
+    return set(str(entry.cl_device.extensions).split()) if entry is not None else set()
+
+
+def _needed(text: str, entry: str) -> set[str]:
+    """The extensions the #if guard around kernel `entry` asks for (empty: no guard)."""
+    head = text.split(f"__kernel void {entry}(")[0]
+    last_if = head.rfind("#if defined(")
+    if last_if < 0 or "#endif" in head[last_if:]:
+        return set()
+    return set(re.findall(r"defined\((\w+)\)", head[last_if:].split("\n")[0]))
+
+
+def _buildable(tr: Translation, exts: set[str]) -> list[TranslatedKernel]:
+    return [k for k in tr.kernels if not k.untranslatable and _needed(tr.text, k.entry) <= exts]
+
+
+@pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.glob("*.cu")))
+@pytest.mark.parametrize("subgroups", [True, False])
+def test_sample_kernels_build(ocl: tuple[Any, Any], sample: str, subgroups: bool) -> None:
+    backend, device = ocl
+    tr = _translate_file(SAMPLES / sample, subgroups=subgroups)
+    assert tr.kernels, sample
+    for k in _buildable(tr, _extensions(device)):
+        backend.compile(tr.text, k.entry, device=device)  # raises CompileError with the log
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_golden_programs_build(ocl: tuple[Any, Any], case: str) -> None:
+    backend, device = ocl
+    tr = _translate_file(GOLDEN / f"{case}.cu")
+    for k in _buildable(tr, _extensions(device)):
+        backend.compile(tr.text, k.entry, device=device)
+
+
+def _run(
+    ocl: tuple[Any, Any], tr: Translation, name: str, args: list[Any], grid: Any, block: Any
+) -> list[Any]:
+    """Run kernel `name` with CUDA-order `args` (+ the added ones); arrays come back from the device."""
+    from porter.backends.isolate import LocalBuffer
+
+    backend, device = ocl
+    k = _kernel(tr, name)
+    assert not k.untranslatable, k.untranslatable
+    program = backend.load(backend.compile(tr.text, k.entry, device=device), device)
+    extras = iter(k.extra_args)
+    cl_args: list[Any] = []
+    buffers: list[tuple[int, Any]] = []
+    for slot in k.arg_map:
+        value = args[slot] if slot is not None else next(extras)["value"]
+        if isinstance(value, np.ndarray):
+            buffers.append((len(cl_args), value))
+            value = backend.to_device(value, device)
+        elif isinstance(value, int) and slot is None:
+            value = LocalBuffer(value)
+        cl_args.append(value)
+    global_size, local_size = launch_geometry(grid, block)
+    assert all(g % b == 0 for g, b in zip(global_size, local_size, strict=True))
+    program(*cl_args, grid=grid, block=block)
+    backend.synchronize(device)
+    return [backend.to_host(cl_args[i], host.dtype, host.shape) for i, host in buffers]
+
+
+def _with_values(tr: Translation, name: str, values: list[Any]) -> Translation:
+    """Attach the values of the added arguments (in extra_args order) for :func:`_run`."""
+    kernels = []
+    for k in tr.kernels:
+        if k.name == name:
+            extra = tuple({**e, "value": v} for e, v in zip(k.extra_args, values, strict=True))
+            k = TranslatedKernel(k.name, k.entry, k.target, k.arg_map, extra, k.untranslatable)
+        kernels.append(k)
+    return Translation(tr.source_path, tr.target, tr.text, tuple(kernels), tr.diagnostics)
+
+
+def test_run_vector_add(ocl: tuple[Any, Any]) -> None:
+    rng = np.random.default_rng(1)
+    n = 1000
+    a, b = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
+    tr = _translate_file(SAMPLES / "vector_add.cu")
+    _, _, c = _run(ocl, tr, "vector_add", [a, b, np.zeros(n, np.float32), np.int32(n)], (4,), (256,))
+    np.testing.assert_array_equal(c, a + b)
+
+
+def test_run_matmul_tiled(ocl: tuple[Any, Any]) -> None:
+    rng = np.random.default_rng(2)
+    m, n, k = 70, 45, 33
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    tr = _translate_file(SAMPLES / "matmul_tiled.cu")
+    grid = ((n + 15) // 16, (m + 15) // 16)
+    out = _run(
+        ocl,
+        tr,
+        "matmul_tiled",
+        [a, b, np.zeros((m, n), np.float32), np.int32(m), np.int32(n), np.int32(k)],
+        grid,
+        (16, 16),
+    )
+    np.testing.assert_allclose(out[2], a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_run_histogram(ocl: tuple[Any, Any]) -> None:
+    rng = np.random.default_rng(3)
+    n = 50_000
+    data = rng.integers(0, 256, n, dtype=np.uint8)
+    data[::7] &= 0x0F
+    tr = _translate_file(SAMPLES / "histogram.cu")
+    out = _run(ocl, tr, "histogram_shared", [data, np.zeros(256, np.uint32), np.int32(n)], (16,), (256,))
+    np.testing.assert_array_equal(out[1], np.bincount(data, minlength=256).astype(np.uint32))
+
+
+def test_run_stencil2d(ocl: tuple[Any, Any]) -> None:
+    rng = np.random.default_rng(4)
+    nx, ny = 37, 29
+    grid_in = rng.standard_normal((ny, nx), dtype=np.float32)
+    tr = _translate_file(SAMPLES / "stencil2d.cu")
+    out = _run(
+        ocl,
+        tr,
+        "jacobi_step",
+        [grid_in, np.zeros_like(grid_in), np.int32(nx), np.int32(ny)],
+        ((nx + 15) // 16, (ny + 15) // 16),
+        (16, 16),
+    )[1]
+    ref = grid_in.copy()
+    ref[1:-1, 1:-1] = np.float32(0.2) * (
+        grid_in[1:-1, 1:-1] + grid_in[1:-1, :-2] + grid_in[1:-1, 2:] + grid_in[:-2, 1:-1] + grid_in[2:, 1:-1]
+    )
+    np.testing.assert_allclose(out, ref, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize(("name", "dtype"), [("axpby<float>", np.float32), ("axpby<double>", np.float64)])
+def test_run_templated_axpby(ocl: tuple[Any, Any], name: str, dtype: Any) -> None:
+    rng = np.random.default_rng(5)
+    n = 1000
+    x, y = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
+    a, b = dtype(2.0), dtype(-0.5)
+    tr = _translate_file(SAMPLES / "templated.cu")
+    out = _run(ocl, tr, name, [np.int32(n), a, x, b, y.copy()], (4,), (256,))[1]
+    np.testing.assert_allclose(out, a * x + b * y, rtol=1e-6)
+
+
+@pytest.mark.parametrize("block", [256, 128])
+def test_run_templated_block_sum(ocl: tuple[Any, Any], block: int) -> None:
+    rng = np.random.default_rng(6)
+    n = 3000
+    data = rng.standard_normal(n, dtype=np.float32)
+    grid = (n + block - 1) // block
+    tr = _translate_file(SAMPLES / "templated.cu")
+    out = _run(
+        ocl, tr, f"block_sum<{block}>", [data, np.zeros(grid, np.float32), np.int32(n)], (grid,), (block,)
+    )[1]
+    padded = np.concatenate([data, np.zeros(grid * block - n, np.float32)]).reshape(grid, block)
+    np.testing.assert_allclose(out, padded.sum(axis=1, dtype=np.float64), rtol=1e-4, atol=1e-4)
+
+
+def test_run_conv1d_constant(ocl: tuple[Any, Any]) -> None:
+    rng = np.random.default_rng(7)
+    n = 1000
+    x = rng.standard_normal(n, dtype=np.float32)
+    taps = (5 - np.abs(np.arange(9) - 4)).astype(np.float32)
+    taps /= taps.sum()
+    tr = _translate_file(SAMPLES / "conv1d_constant.cu")
+    k = _kernel(tr, "conv1d")
+    assert k.extra_args[0]["count"] == "9" and k.extra_args[0]["host_source"] == "h_coeffs"
+    tr = _with_values(tr, "conv1d", [taps])
+    y = _run(ocl, tr, "conv1d", [x, np.zeros(n, np.float32), np.int32(n)], (8,), (128,))[1]
+    ref = np.convolve(np.pad(x, 4), taps[::-1], mode="valid")
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_run_saxpy_next_to_untranslatable_texture_kernel(ocl: tuple[Any, Any]) -> None:
+    tr = _translate_file(SAMPLES / "legacy_texture.cu")
+    assert _kernel(tr, "scale_tex").untranslatable
+    n = 300
+    x, y = np.arange(n, dtype=np.float32), np.ones(n, np.float32)
+    out = _run(ocl, tr, "saxpy_plain", [np.int32(n), np.float32(0.5), x, y.copy()], (2,), (256,))[1]
+    np.testing.assert_allclose(out, 0.5 * x + y)
+
+
+def test_run_atomics(ocl: tuple[Any, Any]) -> None:
+    n, block = 1000, 128
+    grid = (n + block - 1) // block
+    x = (np.arange(n) % 10).astype(np.float32) * 0.25
+    counters = np.array([-1, 0, 0, 0], np.int32)
+    ucounters = np.zeros(3, np.uint32)
+    fsum = np.zeros(2, np.float32)
+    dsum = np.zeros(1, np.float64)
+    big = np.zeros(1, np.uint64)
+    tr = _translate_file(GOLDEN / "atomics.cu")
+    out = _run(ocl, tr, "atomics", [counters, ucounters, fsum, dsum, big, x, np.int32(n)], (grid,), (block,))
+    counters_o, ucounters_o, fsum_o, dsum_o, big_o, _ = out
+    assert counters_o[0] == n - 1 and counters_o[1] == -(n - 1) and counters_o[2] == -n
+    assert 1 <= counters_o[3] <= n
+    assert ucounters_o[0] == 0xFFFFFFFF and ucounters_o[2] == n
+    assert ucounters_o[1] == n % 8  # atomicInc wraps at 7: n increments leave n mod 8
+    assert fsum_o[0] == np.float32(x.sum())  # multiples of 0.25: exact in any order
+    assert fsum_o[1] == np.float32(2.5)  # atomicExch after the sums on the same block's thread 0
+    assert dsum_o[0] == pytest.approx(float(x.sum()), rel=1e-12)
+    assert big_o[0] == n
+
+
+def test_run_extern_shared(ocl: tuple[Any, Any]) -> None:
+    block, grid = 64, 3
+    data = np.arange(block * grid, dtype=np.float32)
+    tr = _translate_file(GOLDEN / "shared.cu")
+    tr = _with_values(tr, "two_extern", [block * 4])
+    out = _run(ocl, tr, "two_extern", [data, np.zeros_like(data)], (grid,), (block,))[1]
+    # half[0] = sdata[block/2]; bits[0] = bit pattern of sdata[0]; sidx[1] = bit pattern of sdata[1]
+    low_bit = (data[::block].view(np.int32) & 1).astype(np.float32)
+    expect = (data[block // 2 :: block] + low_bit) + data[1::block].view(np.int32).astype(np.float32)
+    np.testing.assert_array_equal(out, np.repeat(expect, block))
+
+
+def test_run_reduction_when_subgroups_exist(ocl: tuple[Any, Any]) -> None:
+    backend, device = ocl
+    needed = {"cl_khr_subgroups", "cl_khr_subgroup_shuffle_relative"}
+    if not needed <= _extensions(device):
+        pytest.skip(f"the OpenCL device lacks {sorted(needed - _extensions(device))}")
+    n, threads, blocks = 100_000, 512, 64
+    data = ((np.arange(n) * 37) % 1000 / 1000.0 + 0.5).astype(np.float32)
+    tr = _translate_file(SAMPLES / "reduce_shfl.cu")
+    tr = _with_values(tr, "reduce_sum", [(threads // 32) * 4])
+    out = _run(ocl, tr, "reduce_sum", [data, np.zeros(1, np.float32), np.int32(n)], (blocks,), (threads,))[1]
+    assert out[0] == pytest.approx(float(data.sum(dtype=np.float64)), rel=5e-4)

@@ -1,0 +1,82 @@
+"""Keep API keys out of everything the llm layer writes: error messages, log lines, caches, reports.
+
+:func:`redact` replaces
+
+* the exact value of every environment variable whose name ends in ``_API_KEY``, ``_TOKEN``,
+  ``_SECRET`` or ``_SECRET_KEY`` (read at call time, so keys set later are covered too), and values
+  registered with :func:`add_secret` (a provider registers the key it was built with);
+* anything shaped like a key: ``sk-ant-...``, ``sk-...``, ``Bearer <token>``, and the values of
+  ``x-api-key`` / ``api_key`` / ``authorization`` fields in header dumps and JSON.
+
+Values shorter than 8 characters are not treated as secrets (they would blank out ordinary words).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+
+REDACTED = "[REDACTED]"
+MIN_SECRET_LEN = 8
+_SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_SECRET_KEY")
+
+_PATTERNS = (
+    # Anthropic and OpenAI style keys (sk-ant-api03-..., sk-proj-..., sk-...).
+    re.compile(r"\bsk-[A-Za-z0-9][A-Za-z0-9_\-]{15,}"),
+    # Authorization: Bearer <token>
+    re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=\-]{8,}"),
+    # x-api-key: <v>, "api_key": "<v>", authorization=<v> ...
+    re.compile(
+        r"(?i)(\b(?:x-api-key|api[_-]?key|authorization|auth[_-]?token)\b[\"']?\s*[:=]\s*[\"']?)"
+        r"(?!bearer\b)[A-Za-z0-9._~+/=\-]{8,}"
+    ),
+)
+
+_extra: set[str] = set()
+
+
+def add_secret(value: str | None) -> None:
+    """Redact `value` from now on (ignored when empty or shorter than MIN_SECRET_LEN)."""
+    if value and len(value) >= MIN_SECRET_LEN:
+        _extra.add(value)
+
+
+def secrets_in_env() -> list[str]:
+    """The values of the environment variables that hold secrets, longest first."""
+    found = {
+        value
+        for name, value in os.environ.items()
+        if name.upper().endswith(_SECRET_SUFFIXES) and len(value) >= MIN_SECRET_LEN
+    }
+    return sorted(found | _extra, key=len, reverse=True)
+
+
+def redact(text: str) -> str:
+    """`text` with every known secret value and every key-shaped string replaced by ``[REDACTED]``."""
+    for secret in secrets_in_env():
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    for pattern in _PATTERNS:
+        text = pattern.sub(_replacement, text)
+    return text
+
+
+def _replacement(match: re.Match[str]) -> str:
+    prefix = match.group(1) if match.re.groups else ""
+    return f"{prefix}{REDACTED}"
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that redacts the formatted message (attach it to a handler to cover every logger)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError):
+            message = str(record.msg)
+        record.msg = redact(message)
+        record.args = None
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        return True

@@ -1,0 +1,75 @@
+"""Secret redaction: environment values, key-shaped strings, log records."""
+
+from __future__ import annotations
+
+import io
+import logging
+
+import pytest
+
+from porter.llm.redact import REDACTED, RedactingFilter, add_secret, redact
+
+
+def test_environment_secrets_are_removed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "plainvalue-without-prefix-1234")
+    monkeypatch.setenv("HF_TOKEN", "hf_abcdefghijklmnop")
+    monkeypatch.setenv("SOME_SERVICE_SECRET", "s3cr3t-value!")
+    text = "a plainvalue-without-prefix-1234 b hf_abcdefghijklmnop c s3cr3t-value! d"
+    assert redact(text) == f"a {REDACTED} b {REDACTED} c {REDACTED} d"
+
+
+def test_short_and_unrelated_values_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TINY_TOKEN", "abc")  # too short to be a secret: would blank ordinary words
+    monkeypatch.setenv("HOME_DIR_PATH", "/home/someone/long/path")  # not a secret-named variable
+    text = "abc abc /home/someone/long/path"
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("key sk-ant-api03-AbCdEf0123456789_-xyzXYZ end", f"key {REDACTED} end"),
+        ("key sk-proj-AbCdEf0123456789abcdef end", f"key {REDACTED} end"),
+        ("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.abc.def", f"Authorization: Bearer {REDACTED}"),
+        ("x-api-key: abcdefghijklmnop", f"x-api-key: {REDACTED}"),
+        ('{"api_key": "abcdefghijklmnop"}', f'{{"api_key": "{REDACTED}"}}'),
+    ],
+)
+def test_key_shaped_strings(text: str, expected: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    assert redact(text) == expected
+
+
+def test_kernel_code_is_untouched() -> None:
+    code = (
+        "__global__ void task_kernel(const float* __restrict__ x, float* y, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x; // disk-based tokens, sk-1\n"
+        "  if (i < n) y[i] = x[i] * 2.0f;\n}\n"
+    )
+    assert redact(code) == code
+
+
+def test_registered_secret() -> None:
+    add_secret("registered-secret-value-42")
+    add_secret("short")  # ignored
+    assert redact("x registered-secret-value-42 short") == f"x {REDACTED} short"
+
+
+def test_logging_filter(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "abcdefghijklmnopqrstuvwxyz")
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(RedactingFilter())
+    logger = logging.getLogger("porter.test.redact")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        logger.info(
+            "calling with %s and %s", "abcdefghijklmnopqrstuvwxyz", "Bearer sk-zzzzzzzzzzzzzzzzzzzzzz"
+        )
+    finally:
+        logger.removeHandler(handler)
+    out = stream.getvalue()
+    assert "abcdefghijklmnopqrstuvwxyz" not in out and "sk-zzzz" not in out
+    assert out.count(REDACTED) == 2

@@ -1,0 +1,984 @@
+"""Deterministic CUDA -> HIP translation on the tree-sitter syntax tree.
+
+Whole files, host and device code.  The source is parsed once; a byte regex finds every place a
+CUDA name could be (it is cheap even on multi-MB files), and the syntax tree says what each place
+is: an identifier in code is renamed from the tables in ``backends/hip/cuda2hip.toml``, a comment
+or string is left alone, a macro body (``preproc_arg``, unparsed by tree-sitter) is tokenized with
+:func:`porter.translate.common.c_tokens` and its identifier tokens renamed.  Edits are byte-precise
+(:mod:`porter.translate.edits`), so everything else is preserved byte for byte.
+
+What is translated:
+
+* ``#include`` of CUDA headers -> HIP headers; local ``#include "x.cuh"`` kept and reported
+  (:func:`local_includes`, :func:`translate_hip_files` translates them too, written beside the
+  output under the same name).  A file with CUDA code but no runtime include gets
+  ``#include <hip/hip_runtime.h>`` + ``#line 1`` prepended (nvcc includes the runtime implicitly,
+  hipcc does not; ``#line`` keeps compiler line numbers equal to the original's).
+* runtime, driver, NVRTC, complex, cuBLAS, cuRAND, cuFFT names, types, constants, error codes.
+* launches: ``<<<>>>`` kept (``launch="chevrons"``) or rewritten to ``hipLaunchKernelGGL``
+  (``launch="ggl"``, with ``HIP_KERNEL_NAME(...)`` around template instantiations, missing shared
+  bytes / stream as ``0``); arguments, comments and line breaks inside them are kept.
+* warp intrinsics, by this policy: every ``*_sync`` intrinsic becomes the mask-free form every HIP
+  version has (``__shfl_down_sync(m, v, d, w)`` -> ``__shfl_down(v, d, w)``), which acts on all
+  active lanes of the 64-lane wavefront.  A literal full mask (0xffffffff ...) is exactly that
+  (info diagnostic); any other mask is dropped with a warning; a width of 32 is kept and flagged.
+  ``warpSize`` is kept (64 on AMD at run time).
+* ``cub::`` -> ``hipcub::``, ``__CUDACC__`` -> ``__HIPCC__``, ``defined(__CUDA_ARCH__)`` ->
+  ``defined(__HIP_DEVICE_COMPILE__)``.
+
+Everything else is a :class:`~porter.model.Diagnostic` with file:line, construct and reason:
+unsupported names (texture references, removed launch API ...), CUDA-looking identifiers the
+tables do not map (unless the file or its local headers define them), cooperative groups, libcu++,
+numeric ``__CUDA_ARCH__`` checks, and the scanner's hazards (warp-size assumptions always; inline
+PTX and dynamic parallelism as errors).  An ERROR inside a kernel (or in a device function it
+calls) marks that kernel untranslatable.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from bisect import bisect_right, insort
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from porter.errors import UsageError
+from porter.grammars import parser
+from porter.model import Diagnostic, FileScan, Kernel, Severity, TranslatedKernel, Translation
+from porter.translate.common import IDENT, PUNCT, Token, code_tokens, resolve_local_include, split_call_args
+from porter.translate.edits import Edit, apply_edits
+
+LAUNCH_STYLES = ("chevrons", "ggl")
+TARGET = "hip"
+
+_IDENT_NODES = frozenset({"identifier", "type_identifier", "field_identifier", "namespace_identifier"})
+_RUNTIME_HEADERS = frozenset({"hip/hip_runtime.h", "hip/hip_runtime_api.h"})
+# Scanner hazard codes this translator reports itself (the scan's hazard is re-emitted only when
+# nothing was reported on its line); every other code is always re-emitted.
+_OWN_CODES = frozenset(
+    {"texture-api", "removed-api", "full-warp-mask", "cooperative-groups", "libcudacxx", "unified-memory"}
+)
+_DEFINING_PARENTS = frozenset(
+    {
+        "preproc_def",
+        "preproc_function_def",
+        "function_declarator",
+        "init_declarator",
+        "declaration",
+        "pointer_declarator",
+        "reference_declarator",
+        "array_declarator",
+        "struct_specifier",
+        "class_specifier",
+        "union_specifier",
+        "enum_specifier",
+        "type_definition",
+        "enumerator",
+        "field_declaration",
+        "parameter_declaration",
+        "alias_declaration",
+        "namespace_definition",
+    }
+)
+
+
+# --------------------------------------------------------------------------- tables
+
+
+@dataclass(frozen=True)
+class Note:
+    severity: Severity
+    reason: str
+    since: str | None = None  # the ROCm release that introduced the HIP name, when newer than 5.2
+
+
+@dataclass(frozen=True)
+class WarpRule:
+    legacy: str
+    mask: int
+    width: int | None
+    note: str | None
+
+
+@dataclass(frozen=True)
+class NamespaceRule:
+    rename: str | None
+    severity: Severity
+    reason: str
+
+
+@dataclass(frozen=True)
+class HipTables:
+    """``backends/hip/cuda2hip.toml``, indexed."""
+
+    headers: dict[str, str]
+    renames: dict[str, str]
+    groups: dict[str, dict[str, str]]  # group -> its renames (for tests and docs)
+    notes: dict[str, Note]
+    unsupported: dict[str, Note]
+    template_only: frozenset[str]  # unsupported names that count only as templates (texture<...>)
+    namespaces: dict[str, NamespaceRule]
+    cudacxx_warn: frozenset[str]
+    cudacxx_warn_reason: str
+    preprocessor: dict[str, dict[str, str]]
+    warp: dict[str, WarpRule]
+    full_masks: frozenset[str]
+    narrow_widths: frozenset[str]
+    math_same: tuple[str, ...]
+    math_unsupported: frozenset[str]
+    math_reason: str
+    unmapped: re.Pattern[str]
+    hits: re.Pattern[bytes]  # where in the bytes a name worth looking at may start
+
+
+def _load_toml() -> dict[str, Any]:
+    text = resources.files("porter.backends.hip").joinpath("cuda2hip.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+@cache
+def hip_tables() -> HipTables:
+    raw = _load_toml()
+    renames: dict[str, str] = {}
+    groups: dict[str, dict[str, str]] = {}
+    for group, table in raw["rename"].items():
+        groups[group] = dict(table)
+        for name, target in table.items():
+            if name in renames and renames[name] != target:
+                raise ValueError(f"cuda2hip.toml: {name} maps to {renames[name]} and to {target}")
+            renames[name] = target
+
+    def note(spec: dict[str, Any]) -> Note:
+        return Note(Severity(spec.get("severity", "warning")), spec["reason"], spec.get("since"))
+
+    notes = {name: note(spec) for name, spec in raw.get("notes", {}).items()}
+    unsupported = {name: note(spec) for name, spec in raw.get("unsupported", {}).items()}
+    template_only = frozenset({"texture", "surface"} & set(unsupported))
+    namespaces = {
+        name: NamespaceRule(spec.get("rename"), Severity(spec.get("severity", "warning")), spec["reason"])
+        for name, spec in raw.get("namespaces", {}).items()
+    }
+    warp = {
+        name: WarpRule(spec["legacy"], int(spec["mask"]), spec.get("width"), spec.get("note"))
+        for name, spec in raw.get("warp", {}).items()
+    }
+    policy = raw.get("warp_policy", {})
+    math = raw.get("math", {})
+    math_unsupported = math.get("unsupported", {})
+    unmapped = re.compile("|".join(f"(?:{p})" for p in raw["unmapped"]["patterns"]))
+
+    # Prefixes worth a look: three leading characters of every known name, plus the unmapped
+    # patterns' literal starts.  Anything else is never touched.
+    known = (
+        set(renames)
+        | set(unsupported)
+        | set(warp)
+        | set(raw.get("preprocessor", {}))
+        | set(namespaces)
+        | set(math_unsupported.get("names", []))
+    )
+    prefixes = {name[:3] for name in known} | {"cu", "CU", "nv", "NV"}
+    hits = re.compile(
+        rb"(?<![A-Za-z0-9_$])"
+        + _trie_regex(prefixes).encode()
+        + rb"[A-Za-z0-9_]*|<<<|^[ \t]*#[ \t]*include\b",
+        re.MULTILINE,
+    )
+    headers = dict(raw.get("headers", {}))
+    return HipTables(
+        headers=headers,
+        renames=renames,
+        groups=groups,
+        notes=notes,
+        unsupported=unsupported,
+        template_only=template_only,
+        namespaces=namespaces,
+        cudacxx_warn=frozenset(raw.get("libcudacxx_warn", {}).get("names", [])),
+        cudacxx_warn_reason=raw.get("libcudacxx_warn", {}).get("reason", ""),
+        preprocessor={k: dict(v) for k, v in raw.get("preprocessor", {}).items()},
+        warp=warp,
+        full_masks=frozenset(policy.get("full_masks", [])),
+        narrow_widths=frozenset(policy.get("narrow_widths", [])),
+        math_same=tuple(math.get("same", [])),
+        math_unsupported=frozenset(math_unsupported.get("names", [])),
+        math_reason=math_unsupported.get("reason", ""),
+        unmapped=unmapped,
+        hits=hits,
+    )
+
+
+def _trie_regex(words: set[str]) -> str:
+    """A regex matching any of ``words`` as a prefix tree (much faster than a flat alternation)."""
+    if "" in words:
+        return ""  # a shorter word already matches: the rest only extends it
+    by_first: dict[str, set[str]] = {}
+    for w in words:
+        by_first.setdefault(w[0], set()).add(w[1:])
+    parts = [re.escape(ch) + _trie_regex(rest) for ch, rest in sorted(by_first.items())]
+    return parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
+
+
+def normalise_mask(text: str) -> str:
+    """A mask literal in one spelling: ``(0xFFFFFFFFu)`` -> ``0xffffffff``, ``~0u`` -> ``~0``."""
+    t = re.sub(r"\s+", "", text).lower()
+    while t.startswith("(") and t.endswith(")"):
+        t = t[1:-1]
+    t = re.sub(r"\((?:unsigned(?:int|long|longlong)?|uint32_t|uint64_t)\)", "", t)
+    return re.sub(r"(?<=[0-9a-f])[ul]+$", "", t)
+
+
+# --------------------------------------------------------------------------- the translator
+
+
+@dataclass
+class _Pending:
+    """An unmapped CUDA-looking name, reported unless the file or its headers define it."""
+
+    name: str
+    line: int
+
+
+@dataclass
+class _State:
+    path: str
+    src: bytes
+    launch: str
+    include_dirs: tuple[str, ...]
+    edits: list[Edit] = field(default_factory=list)
+    diags: list[Diagnostic] = field(default_factory=list)
+    deleted: list[tuple[int, int]] = field(default_factory=list)  # sorted, non-overlapping
+    defined: set[str] = field(default_factory=set)
+    pending: list[_Pending] = field(default_factory=list)
+    includes: list[tuple[str, int]] = field(default_factory=list)  # local "x.cuh", line
+    runtime_included: bool = False
+    uses_cuda: bool = False
+    line_starts: list[int] = field(default_factory=list)
+
+
+def _line(state: _State, offset: int) -> int:
+    return bisect_right(state.line_starts, offset)
+
+
+def _diag(state: _State, offset: int, construct: str, reason: str, severity: Severity) -> None:
+    state.diags.append(Diagnostic(state.path, _line(state, offset), construct, reason, severity))
+
+
+def _is_deleted(state: _State, start: int, end: int) -> bool:
+    """Inside a deleted range?  ``state.deleted`` is kept sorted and its ranges do not overlap."""
+    k = bisect_right(state.deleted, (start, float("inf"))) - 1
+    return k >= 0 and state.deleted[k][0] <= start and end <= state.deleted[k][1]
+
+
+def _edit(state: _State, start: int, end: int, text: str) -> None:
+    if not _is_deleted(state, start, end):
+        state.edits.append(Edit(start, end, text))
+
+
+def _is_definition(node) -> bool:
+    parent = node.parent
+    if parent is None or parent.type not in _DEFINING_PARENTS:
+        return False
+    for name in ("declarator", "name"):
+        child = parent.child_by_field_name(name)
+        if child is not None and child.start_byte == node.start_byte and child.end_byte == node.end_byte:
+            return True
+    return False
+
+
+def _handle_name(
+    state: _State,
+    name: str,
+    start: int,
+    end: int,
+    *,
+    is_field: bool = False,
+    template: bool = False,
+    namespace: bool = False,
+    defined_check: bool = False,
+    qualified: str = "",
+) -> None:
+    """One identifier in code (tree node or macro-body token): rename it or report it.
+
+    ``qualified``: for a namespace, what follows ``name::`` (``std::atomic`` for ``cuda::std::atomic<int>``).
+    """
+    t = hip_tables()
+    if _is_deleted(state, start, end):
+        return
+    if namespace or name == "cooperative_groups":
+        rule = t.namespaces.get(name)
+        if rule is not None:
+            if rule.rename:
+                _edit(state, start, end, rule.rename)
+            if name == "cuda" and qualified in t.cudacxx_warn:
+                _diag(
+                    state,
+                    start,
+                    f"cuda::{qualified}",
+                    t.cudacxx_warn_reason.format(name=qualified),
+                    Severity.WARNING,
+                )
+            else:
+                shown = f"{name}::{qualified}" if qualified else f"{name}::"
+                _diag(state, start, shown, rule.reason, rule.severity)
+            state.uses_cuda = True
+            return
+    if name in t.preprocessor:
+        spec = t.preprocessor[name]
+        if "defined_rename" in spec:
+            if defined_check:
+                _edit(state, start, end, spec["defined_rename"])
+                _diag(state, start, name, spec["defined_reason"], Severity(spec["defined_severity"]))
+            else:
+                _diag(state, start, name, spec["value_reason"], Severity(spec["value_severity"]))
+        else:
+            if spec.get("rename"):
+                _edit(state, start, end, spec["rename"])
+            _diag(state, start, name, spec["reason"], Severity(spec.get("severity", "warning")))
+        return
+    if is_field:
+        return  # member names are the struct's business (cudaDeviceProp fields keep their names)
+    if name in t.unsupported and (template or name not in t.template_only):
+        rule = t.unsupported[name]
+        _diag(state, start, name, rule.reason, rule.severity)
+        state.uses_cuda = True
+        return
+    target = t.renames.get(name)
+    if target is not None:
+        _edit(state, start, end, target)
+        state.uses_cuda = True
+        rule = t.notes.get(name)
+        if rule is not None:
+            _diag(state, start, name, f"{name} -> {target}: {rule.reason}", rule.severity)
+        return
+    if name in t.math_unsupported:
+        _diag(state, start, name, t.math_reason, Severity.WARNING)
+        return
+    if t.unmapped.match(name):
+        state.pending.append(_Pending(name, _line(state, start)))
+
+
+# --------------------------------------------------------------------------- warp intrinsics
+
+
+def _warp_call(
+    state: _State,
+    name: str,
+    name_span: tuple[int, int],
+    args: list[tuple[int, int, str]],
+    after_mask: int | None,
+) -> None:
+    """Rewrite one *_sync warp intrinsic call.  ``args``: (start, end, text) per argument;
+    ``after_mask``: byte offset just past the comma that follows the mask argument."""
+    t = hip_tables()
+    rule = t.warp[name]
+    start = name_span[0]
+    if len(args) <= rule.mask or after_mask is None:
+        _diag(state, start, name, f"{name} with {len(args)} arguments: not rewritten", Severity.WARNING)
+        return
+    mask_start, _, mask_text = args[rule.mask]
+    end = after_mask
+    while end < len(state.src) and state.src[end : end + 1] in (b" ", b"\t"):
+        end += 1
+    _edit(state, name_span[0], name_span[1], rule.legacy)
+    _edit(state, mask_start, end, "")
+    insort(state.deleted, (mask_start, end))
+    state.uses_cuda = True
+    if normalise_mask(mask_text) in t.full_masks:
+        _diag(
+            state,
+            start,
+            f"{name}({mask_text}, ...)",
+            f"rewritten to {rule.legacy}(...): the full 32-bit mask {mask_text} meant 'every lane'; the mask-free "
+            f"HIP form acts on all active lanes of the wavefront (64 on AMD), which every HIP version supports",
+            Severity.INFO,
+        )
+    else:
+        _diag(
+            state,
+            start,
+            f"{name}({mask_text}, ...)",
+            f"rewritten to {rule.legacy}(...) with the mask {mask_text} dropped: HIP's mask-free form takes part "
+            f"with all active lanes; check that no active lane outside the mask was meant to be excluded",
+            Severity.WARNING,
+        )
+    if rule.width is not None and len(args) > rule.width:
+        width_text = args[rule.width][2]
+        if normalise_mask(width_text) in t.narrow_widths:
+            _diag(
+                state,
+                args[rule.width][0],
+                f"{name}(..., width {width_text})",
+                f"warp-size-assumption: width {width_text} kept, but on 64-lane AMD wavefronts it splits the "
+                f"shuffle into two independent 32-lane halves; use warpSize if the whole warp was meant",
+                Severity.WARNING,
+            )
+    if rule.note:
+        _diag(state, start, name, rule.note, Severity.WARNING)
+
+
+def _tree_warp_call(state: _State, name: str, node) -> bool:
+    call = node.parent
+    if call is None or call.type != "call_expression":
+        return False
+    fn = call.child_by_field_name("function")
+    if fn is None or fn.start_byte != node.start_byte or fn.end_byte != node.end_byte:
+        return False
+    arglist = call.child_by_field_name("arguments")
+    if arglist is None:
+        return False
+    args = [
+        (a.start_byte, a.end_byte, a.text.decode("utf-8", "replace"))
+        for a in arglist.named_children
+        if a.type != "comment"
+    ]
+    rule = hip_tables().warp[name]
+    after_mask = None
+    if len(args) > rule.mask:
+        mask_end = args[rule.mask][1]
+        for child in arglist.children:
+            if child.type == "," and child.start_byte >= mask_end:
+                after_mask = child.end_byte
+                break
+    _warp_call(state, name, (node.start_byte, node.end_byte), args, after_mask)
+    return True
+
+
+# --------------------------------------------------------------------------- launches
+
+
+def _ggl_launch(state: _State, config) -> None:
+    """``k<<<g, b, s, st>>>(args)`` -> ``hipLaunchKernelGGL(k, g, b, s, st, args)``."""
+    call = config.parent
+    if call is None or call.type != "call_expression":
+        return
+    fn = call.child_by_field_name("function")
+    arglist = call.child_by_field_name("arguments")
+    if fn is None or arglist is None:
+        return
+    open_tok = next((c for c in config.children if c.type == "<<<"), None)
+    close_tok = next((c for c in config.children if c.type == ">>>"), None)
+    paren = arglist.children[0] if arglist.children else None
+    if open_tok is None or close_tok is None or paren is None or paren.type != "(":
+        return
+    n_config = sum(1 for c in config.named_children if c.type != "comment")
+    if n_config < 2:
+        _diag(
+            state,
+            config.start_byte,
+            "<<<...>>>",
+            "launch with fewer than 2 configuration arguments kept",
+            Severity.WARNING,
+        )
+        return
+    templated = fn.type == "template_function" or (fn.type == "qualified_identifier" and b"<" in fn.text)
+    defaults = ", 0" * max(0, 4 - n_config)
+    has_args = any(c.type != "comment" for c in arglist.named_children)
+    state.edits.append(
+        Edit(fn.start_byte, fn.start_byte, "hipLaunchKernelGGL(" + ("HIP_KERNEL_NAME(" if templated else ""))
+    )
+    first = config.named_children[0]
+    after_open = (
+        first.start_byte if not state.src[open_tok.end_byte : first.start_byte].strip() else open_tok.end_byte
+    )
+    last = config.named_children[-1]
+    before_close = (
+        last.end_byte if not state.src[last.end_byte : close_tok.start_byte].strip() else close_tok.start_byte
+    )
+    state.edits.append(Edit(fn.end_byte, after_open, (")" if templated else "") + ", "))
+    state.edits.append(Edit(before_close, paren.end_byte, defaults + (", " if has_args else "")))
+
+
+# --------------------------------------------------------------------------- macro bodies
+
+
+def _byte_offsets(text: str) -> list[int] | None:
+    """Character -> byte offset table for non-ASCII text (None: they coincide)."""
+    if text.isascii():
+        return None
+    offsets = [0]
+    for ch in text:
+        offsets.append(offsets[-1] + len(ch.encode("utf-8")))
+    return offsets
+
+
+_DEFINE_HEAD = re.compile(r"#[ \t]*define[ \t]+([A-Za-z_]\w*)(\([^)]*\))?")
+_DEFINE_AT = re.compile(rb"^[ \t]*#[ \t]*define\b", re.MULTILINE)
+
+
+def _macro_ranges(state: _State, root) -> list[tuple[int, int]]:
+    """Translate every #define body; return their byte ranges (sorted).
+
+    The whole body is tokenized here rather than trusting ``preproc_arg``: tree-sitter splits a
+    macro body with a comment in it into ERROR nodes, and the tokenizer knows comments."""
+    ranges: list[tuple[int, int]] = []
+    for m in _DEFINE_AT.finditer(state.src):
+        hash_at = m.start() + m.group().index(b"#")
+        node = root.descendant_for_byte_range(hash_at, hash_at + 1)
+        define = node.parent if node is not None else None
+        if define is None or define.type not in ("preproc_def", "preproc_function_def"):
+            continue
+        ranges.append((define.start_byte, define.end_byte))
+        _macro_body(state, define)
+    return ranges
+
+
+def _macro_body(state: _State, define) -> None:
+    whole = define.text.decode("utf-8", "replace")
+    head = _DEFINE_HEAD.match(whole)
+    if head is None:
+        return
+    state.defined.add(head.group(1))
+    text = whole[head.end() :]
+    table = _byte_offsets(whole)
+    base = define.start_byte
+    skip = head.end()
+
+    def at(char_offset: int) -> int:
+        offset = char_offset + skip
+        return base + (offset if table is None else table[offset])
+
+    tokens = code_tokens(text)
+    t = hip_tables()
+    for i, tok in enumerate(tokens):
+        if tok.kind == PUNCT and tok.text == "<<<" and state.launch == "ggl":
+            _diag(
+                state,
+                at(tok.start),
+                "<<<...>>>",
+                "launch inside a macro body kept as <<<...>>> (hipcc accepts it); --hip-launch=ggl rewrites launches in code only",
+                Severity.INFO,
+            )
+            continue
+        if tok.kind != IDENT:
+            continue
+        prev = tokens[i - 1] if i > 0 else None
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+        name = tok.text
+        if (prev is not None and prev.text == "##") or (nxt is not None and nxt.text == "##"):
+            if t.unmapped.match(name) or name in t.renames or name.lower().startswith(("cu", "nv")):
+                _diag(
+                    state,
+                    at(tok.start),
+                    name,
+                    "part of a token-pasted (##) name in a macro: the pasted CUDA name cannot be renamed; rename by hand",
+                    Severity.WARNING,
+                )
+            continue
+        if name in t.warp and nxt is not None and nxt.text == "(":
+            split = split_call_args(tokens, i + 1)
+            if split is not None:
+                arg_tokens, _ = split
+                args = [
+                    (at(a[0].start), at(a[-1].end), text[a[0].start : a[-1].end]) for a in arg_tokens if a
+                ]
+                after_mask = None
+                rule = t.warp[name]
+                if len(arg_tokens) > rule.mask + 1 and arg_tokens[rule.mask]:
+                    # the comma follows the mask argument's last token
+                    last = arg_tokens[rule.mask][-1]
+                    comma = next((k for k in tokens[i + 1 :] if k.start >= last.end and k.text == ","), None)
+                    after_mask = at(comma.end) if comma is not None else None
+                _warp_call(state, name, (at(tok.start), at(tok.end)), args, after_mask)
+                continue
+        defined_check = prev is not None and (
+            prev.text == "defined" or (prev.text == "(" and i > 1 and tokens[i - 2].text == "defined")
+        )
+        _handle_name(
+            state,
+            name,
+            at(tok.start),
+            at(tok.end),
+            is_field=prev is not None and prev.text in (".", "->"),
+            template=nxt is not None and nxt.text == "<",
+            namespace=nxt is not None and nxt.text == "::" and name in t.namespaces,
+            defined_check=defined_check,
+            qualified=_qualified_tokens(tokens, i + 1) if nxt is not None and nxt.text == "::" else "",
+        )
+
+
+def _qualified_tokens(tokens: list[Token], colon: int) -> str:
+    """``std::atomic`` from the tokens ``:: std :: atomic < int >`` (template arguments dropped)."""
+    parts: list[str] = []
+    i = colon
+    while i + 1 < len(tokens) and tokens[i].text == "::" and tokens[i + 1].kind == IDENT:
+        parts.append(tokens[i + 1].text)
+        i += 2
+    return "::".join(parts)
+
+
+def _qualified_tree(node) -> str:
+    """``std::atomic`` for the namespace node ``cuda`` of ``cuda::std::atomic<int>``."""
+    parent = node.parent
+    if parent is None or parent.type != "qualified_identifier":
+        return ""
+    text = parent.text.decode("utf-8", "replace")[node.end_byte - parent.start_byte :]
+    return "::".join(re.findall(r"::\s*([A-Za-z_]\w*)", text.split("<", 1)[0]))
+
+
+# --------------------------------------------------------------------------- includes
+
+
+def _include(state: _State, node) -> None:
+    path_node = node.child_by_field_name("path")
+    if path_node is None:
+        return
+    raw = path_node.text.decode("utf-8", "replace")
+    name = raw[1:-1]
+    t = hip_tables()
+    target = t.headers.get(name)
+    if target is not None:
+        state.edits.append(Edit(path_node.start_byte, path_node.end_byte, f"<{target}>"))
+        state.uses_cuda = True
+        if target in _RUNTIME_HEADERS:
+            state.runtime_included = True
+        return
+    if name.startswith("hip/hip_runtime"):
+        state.runtime_included = True
+    if name.startswith("cuda/"):
+        _diag(state, node.start_byte, raw, t.namespaces["cuda"].reason, Severity.WARNING)
+        return
+    if raw.startswith('"'):
+        state.includes.append((name, _line(state, node.start_byte)))
+        return
+    stem = name.split("/")[0]
+    if t.unmapped.match(stem.split(".")[0]) or re.match(r"(cu|nv|cuda)[A-Za-z_]", stem):
+        _diag(
+            state,
+            node.start_byte,
+            raw,
+            "CUDA header with no HIP counterpart in porter's tables: kept; port what it provides by hand",
+            Severity.WARNING,
+        )
+
+
+# --------------------------------------------------------------------------- definitions in headers
+
+
+@cache
+def _header_definitions(path: str, mtime_ns: int, size: int) -> frozenset[str]:
+    """CUDA-looking names a local header defines (macros, functions, types, variables)."""
+    del mtime_ns, size  # cache key only
+    try:
+        src = Path(path).read_bytes()
+    except OSError:
+        return frozenset()
+    return _definitions_in(src)
+
+
+def _definitions_in(src: bytes) -> frozenset[str]:
+    t = hip_tables()
+    root = parser("cuda").parse(src).root_node
+    found = set()
+    for m in t.hits.finditer(src):
+        word = m.group().decode("ascii", "replace")
+        if not t.unmapped.match(word):
+            continue
+        node = root.descendant_for_byte_range(m.start(), m.end())
+        if node is not None and node.type in _IDENT_NODES and _is_definition(node):
+            found.add(word)
+    return frozenset(found)
+
+
+_RUNTIME_INCLUDE = re.compile(
+    rb"^[ \t]*#[ \t]*include[ \t]*[<\"](?:cuda_runtime\.h|cuda_runtime_api\.h|cuda\.h|hip/hip_runtime\.h|hip/hip_runtime_api\.h)[>\"]",
+    re.MULTILINE,
+)
+
+
+def _local_header_facts(state: _State) -> tuple[set[str], bool]:
+    """Across the file's local headers, transitively: the CUDA-looking names they define, and
+    whether one of them includes the CUDA (or HIP) runtime."""
+    defined: set[str] = set()
+    runtime = False
+    seen: set[Path] = set()
+    todo = [(name, state.path) for name, _ in state.includes]
+    while todo:
+        name, base = todo.pop()
+        found = resolve_local_include(name, base, state.include_dirs)
+        if found is None:
+            continue
+        real = found.resolve()
+        if real in seen:
+            continue
+        seen.add(real)
+        try:
+            stat = real.stat()
+            src = real.read_bytes()
+        except OSError:
+            continue
+        defined |= _header_definitions(str(real), stat.st_mtime_ns, stat.st_size)
+        runtime = runtime or _RUNTIME_INCLUDE.search(src) is not None
+        todo.extend((n, str(real)) for n in _include_names(src))
+    return defined, runtime
+
+
+_LOCAL_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.MULTILINE)
+
+
+def _include_names(src: bytes) -> list[str]:
+    return [m.group(1).decode("utf-8", "replace") for m in _LOCAL_INCLUDE.finditer(src)]
+
+
+# --------------------------------------------------------------------------- scan + kernels
+
+
+def _scan(source: bytes, path: str) -> tuple[FileScan | None, str | None]:
+    from porter.scan import scan_source
+
+    try:
+        return scan_source(source, path, "cuda"), None
+    except Exception as err:  # the scan is advisory here: a failure becomes a diagnostic
+        return None, f"{type(err).__name__}: {err}"
+
+
+class _KernelIndex:
+    """Which kernel a line is in (kernels do not nest): a bisect over their first lines."""
+
+    def __init__(self, kernels: Sequence[Kernel]) -> None:
+        self.kernels = sorted(kernels, key=lambda k: k.line)
+        self.starts = [k.line for k in self.kernels]
+
+    def at(self, line: int) -> Kernel | None:
+        i = bisect_right(self.starts, line) - 1
+        if i >= 0 and line <= self.kernels[i].end_line:
+            return self.kernels[i]
+        return None
+
+
+def _translated_kernels(
+    scan: FileScan | None, diags: Sequence[Diagnostic], src: bytes
+) -> tuple[TranslatedKernel, ...]:
+    if scan is None:
+        return ()
+    blocked: dict[str, list[str]] = {k.name: [] for k in scan.kernels}
+    errors = [d for d in diags if d.severity == Severity.ERROR]
+    index = _KernelIndex(scan.kernels)
+    for d in errors:
+        k = index.at(d.line)
+        if k is not None:
+            blocked[k.name].append(d.construct)
+    # an ERROR inside a device function taints the kernels that call it
+    for fn in scan.device_functions:
+        bad = [d.construct for d in errors if fn.line <= d.line <= fn.end_line]
+        if not bad:
+            continue
+        call = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(fn.name.encode()) + rb"\s*[(<]")
+        for k in scan.kernels:
+            if k.end_byte > k.start_byte and call.search(src, k.start_byte, k.end_byte):
+                blocked[k.name].extend(f"{fn.name}: {c}" for c in bad)
+    return tuple(
+        TranslatedKernel(
+            name=k.name,
+            entry=k.name,
+            target=TARGET,
+            arg_map=tuple(range(len(k.params))),
+            untranslatable=tuple(dict.fromkeys(blocked[k.name])),
+        )
+        for k in scan.kernels
+    )
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def translate_to_hip(
+    source: str,
+    path: str = "<input>",
+    *,
+    launch: str = "chevrons",
+    include_dirs: Sequence[str] = (),
+    scan: FileScan | None = None,
+) -> Translation:
+    """Translate one CUDA file (or header) to HIP.  ``scan``: the file's scan, when already made."""
+    if launch not in LAUNCH_STYLES:
+        raise UsageError(f"unknown HIP launch style {launch!r} (choose {' or '.join(LAUNCH_STYLES)})")
+    src = source.encode("utf-8")
+    state = _State(path=path, src=src, launch=launch, include_dirs=tuple(str(d) for d in include_dirs))
+    state.line_starts = [0, *(m.end() for m in re.finditer(rb"\n", src))]
+    t = hip_tables()
+    root = parser("cuda").parse(src).root_node
+    macros = _macro_ranges(state, root)
+    macro_starts = [r[0] for r in macros]
+
+    for m in t.hits.finditer(src):
+        start, end = m.start(), m.end()
+        k = bisect_right(macro_starts, start) - 1
+        if k >= 0 and start < macros[k][1]:
+            continue  # inside a #define: done by _macro_ranges
+        word = m.group()
+        if word == b"<<<":
+            node = root.descendant_for_byte_range(start, end)
+            if node is not None and node.type == "<<<" and node.parent is not None:
+                state.uses_cuda = True
+                if launch == "ggl" and node.parent.type == "kernel_call_syntax":
+                    _ggl_launch(state, node.parent)
+            continue
+        if word.lstrip().startswith(b"#"):
+            hash_at = start + word.index(b"#")
+            node = root.descendant_for_byte_range(hash_at, hash_at + 1)
+            if node is not None and node.parent is not None and node.parent.type == "preproc_include":
+                _include(state, node.parent)
+            continue
+        node = root.descendant_for_byte_range(start, end)
+        if node is None:
+            continue
+        if node.type not in _IDENT_NODES or node.start_byte != start or node.end_byte != end:
+            continue  # comment, string, part of a longer token ...
+        name = word.decode("ascii")
+        if _is_definition(node):
+            state.defined.add(name)
+            continue
+        if name in t.warp and _tree_warp_call(state, name, node):
+            continue
+        parent = node.parent
+        ptype = parent.type if parent is not None else ""
+        defined_check = ptype in ("preproc_defined",) or (
+            ptype in ("preproc_ifdef", "preproc_elifdef")
+            and parent.child_by_field_name("name") is not None
+            and parent.child_by_field_name("name").start_byte == start
+        )
+        _handle_name(
+            state,
+            name,
+            start,
+            end,
+            is_field=node.type == "field_identifier",
+            template=ptype in ("template_type", "template_function"),
+            namespace=node.type == "namespace_identifier",
+            defined_check=defined_check,
+            qualified=_qualified_tree(node) if node.type == "namespace_identifier" else "",
+        )
+
+    # names the file or its local headers define are the user's, not CUDA's
+    header_defined, header_runtime = _local_header_facts(state)
+    defined = state.defined | header_defined
+    kernel_scan, scan_error = (scan, None) if scan is not None else _scan(src, path)
+    index = _KernelIndex(kernel_scan.kernels if kernel_scan is not None else ())
+    for p in state.pending:
+        if p.name in defined:
+            continue
+        inside = index.at(p.line)
+        state.diags.append(
+            Diagnostic(
+                path,
+                p.line,
+                p.name,
+                "CUDA name with no HIP mapping in porter's tables: left as written"
+                + (", so this kernel will not compile for HIP" if inside else ""),
+                Severity.ERROR if inside else Severity.WARNING,
+            )
+        )
+    for name, line in state.includes:
+        if resolve_local_include(name, path, state.include_dirs) is None and Path(path).parent.exists():
+            state.diags.append(
+                Diagnostic(
+                    path,
+                    line,
+                    f'#include "{name}"',
+                    "local header not found beside the file or in the include directories: not translated, its CUDA names stay",
+                    Severity.WARNING,
+                )
+            )
+    if scan_error is not None:
+        state.diags.append(
+            Diagnostic(
+                path, 1, "scan", f"scanning failed ({scan_error}); kernels not listed", Severity.WARNING
+            )
+        )
+
+    if kernel_scan is not None:
+        _merge_hazards(state, kernel_scan)
+        if kernel_scan.kernels or kernel_scan.device_functions or kernel_scan.launches:
+            state.uses_cuda = True
+
+    if state.uses_cuda and not state.runtime_included and not header_runtime:
+        state.edits.append(Edit(0, 0, "#include <hip/hip_runtime.h>\n#line 1\n"))
+        state.diags.append(
+            Diagnostic(
+                path,
+                1,
+                "#include <hip/hip_runtime.h>",
+                "added: nvcc includes the CUDA runtime implicitly, hipcc does not (#line 1 keeps line numbers)",
+                Severity.INFO,
+            )
+        )
+
+    text = apply_edits(src, state.edits).decode("utf-8")
+    diags = tuple(
+        sorted(dict.fromkeys(state.diags), key=lambda d: (d.line, _SEVERITY_ORDER[d.severity], d.construct))
+    )
+    return Translation(
+        source_path=path,
+        target=TARGET,
+        text=text,
+        kernels=_translated_kernels(kernel_scan, diags, src),
+        diagnostics=diags,
+    )
+
+
+_SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+
+
+def _merge_hazards(state: _State, scan: FileScan) -> None:
+    reported = {d.line for d in state.diags}
+    for h in scan.hazards:
+        if h.code in _OWN_CODES and h.line in reported:
+            continue
+        state.diags.append(Diagnostic(state.path, h.line, h.code, h.message, h.severity))
+
+
+def local_includes(source: str, path: str, include_dirs: Sequence[str] = ()) -> list[Path]:
+    """The local headers (``#include "x"``) of a file that exist, resolved against its folder and
+    ``include_dirs``, in order of appearance; commented-out includes are not included."""
+    src = source.encode("utf-8")
+    root = parser("cuda").parse(src).root_node
+    out: list[Path] = []
+    for m in _LOCAL_INCLUDE.finditer(src):
+        hash_at = m.start() + m.group().index(b"#")
+        node = root.descendant_for_byte_range(hash_at, hash_at + 1)
+        if node is None or node.parent is None or node.parent.type != "preproc_include":
+            continue
+        found = resolve_local_include(m.group(1).decode("utf-8", "replace"), path, include_dirs)
+        if found is not None and found not in out:
+            out.append(found)
+    return out
+
+
+def translate_hip_file(
+    path: str | Path, *, launch: str = "chevrons", include_dirs: Sequence[str] = ()
+) -> Translation:
+    """Read and translate one file; UsageError for a missing or unreadable one."""
+    p = Path(path)
+    try:
+        source = p.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise UsageError("no such file", path=str(p)) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"cannot read as UTF-8 text: {err}", path=str(p)) from None
+    return translate_to_hip(source, str(p), launch=launch, include_dirs=include_dirs)
+
+
+def translate_hip_files(
+    path: str | Path, *, launch: str = "chevrons", include_dirs: Sequence[str] = ()
+) -> dict[Path, Translation]:
+    """Translate a file and, transitively, every local header it includes.
+
+    Keys are the input paths (the file first).  A header keeps its file name: write each
+    translation beside the output under the input's name so the ``#include "x.cuh"`` lines hold.
+    """
+    out: dict[Path, Translation] = {}
+    todo = [Path(path)]
+    while todo:
+        current = todo.pop(0)
+        key = current.resolve()
+        if any(k.resolve() == key for k in out):
+            continue
+        result = translate_hip_file(current, launch=launch, include_dirs=include_dirs)
+        out[current] = result
+        source = current.read_bytes().decode("utf-8", "replace")
+        todo.extend(local_includes(source, str(current), include_dirs))
+    return out

@@ -1,0 +1,16 @@
+// headers.cu -- CUDA headers become HIP headers; local and system headers stay.
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cooperative_groups.h>
+#include "cuda_runtime_api.h"
+#include <cstdio>
+#include <vector>
+#include "local_helpers.cuh"
+// #include <cuda.h>   (a comment: left alone)
+#include <cudnn.h>
+
+__global__ void half_scale(__half* x, __half s, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = __hmul(x[i], s);
+}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -106,6 +107,29 @@ def _text(node: Node | None) -> str:
     return raw.decode("utf-8", "replace") if raw is not None else ""
 
 
+_TextFn = Callable[[Node | None], str]
+
+
+def _text_of(source: bytes) -> _TextFn:
+    """A fast ``_text`` for the nodes of one parse of ``source``: slices instead of ``node.text``.
+
+    ASCII sources (nearly all CUDA) are decoded once and sliced by byte offsets; anything else
+    slices the bytes and decodes each piece exactly as ``_text`` does.
+    """
+    if source.isascii():
+        whole = source.decode("ascii")
+
+        def text(node: Node | None) -> str:
+            return "" if node is None else whole[node.start_byte : node.end_byte]
+
+    else:
+
+        def text(node: Node | None) -> str:
+            return "" if node is None else source[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+    return text
+
+
 def _squash(text: str) -> str:
     return " ".join(text.split())
 
@@ -161,7 +185,7 @@ def _declared_name(node: Node | None) -> Node | None:
     return None
 
 
-def _strip_expr(node: Node) -> Node:
+def _strip_expr(text: _TextFn, node: Node) -> Node:
     """Remove parentheses and casts around an expression."""
     while True:
         t = node.type
@@ -176,7 +200,7 @@ def _strip_expr(node: Node) -> Node:
             fn = node.child_by_field_name("function")
             name = fn.child_by_field_name("name") if fn is not None and fn.type == "template_function" else fn
             args = _args(node.child_by_field_name("arguments"))
-            if name is not None and _text(name) in _CAST_FUNCTIONS and len(args) == 1:
+            if name is not None and text(name) in _CAST_FUNCTIONS and len(args) == 1:
                 node = args[0]
             else:
                 return node
@@ -184,14 +208,14 @@ def _strip_expr(node: Node) -> Node:
             return node
 
 
-def _address_target(node: Node) -> str:
+def _address_target(text: _TextFn, node: Node) -> str:
     """`(void**)&d_x` -> `d_x`; `&buf.data` -> `buf.data`."""
-    node = _strip_expr(node)
+    node = _strip_expr(text, node)
     if node.type == "pointer_expression" and node.child(0) is not None and node.child(0).type == "&":
         arg = node.child_by_field_name("argument")
         if arg is not None:
-            return _squash(_text(_strip_expr(arg)))
-    return _squash(_text(node))
+            return _squash(text(_strip_expr(text, arg)))
+    return _squash(text(node))
 
 
 # --------------------------------------------------------------------------- functions
@@ -213,6 +237,7 @@ class _ParamInfo:
     decl: Node  # parameter_declaration
     pointer: bool  # pointer or array
     reference: bool
+    ident: Node | None = None  # the declared name, found once while reading the signature
 
     def written_in(self, roots: set[str]) -> bool:
         """Stored through (pointers) or assigned (references) according to a function's write roots."""
@@ -223,7 +248,7 @@ class _ParamInfo:
         return self.reference and ("&" + self.name in roots or self.name in roots)
 
 
-def _function_info(fn: Node) -> _Function | None:
+def _function_info(text: _TextFn, fn: Node) -> _Function | None:
     quals: list[str] = []
     declarator = None
     for child in fn.children:
@@ -231,8 +256,8 @@ def _function_info(fn: Node) -> _Function | None:
         if t in _QUALIFIER_TOKENS:
             quals.append(t)
         elif t == "storage_class_specifier":
-            quals.append(_text(child))
-        elif t == "type_qualifier" and _text(child) == "constexpr":
+            quals.append(text(child))
+        elif t == "type_qualifier" and text(child) == "constexpr":
             quals.append("constexpr")
     declarator = fn.child_by_field_name("declarator")
     while declarator is not None and declarator.type != "function_declarator":
@@ -240,7 +265,7 @@ def _function_info(fn: Node) -> _Function | None:
     if declarator is None:
         return None
     name_node = declarator.child_by_field_name("declarator")
-    name = _squash(_text(name_node))
+    name = _squash(text(name_node))
     if "__global__" in quals:
         kind = "kernel"
     elif "__device__" in quals:
@@ -257,7 +282,7 @@ def _function_info(fn: Node) -> _Function | None:
                 ident = _declared_name(declarator)
                 pointer, reference = _pointer_kind(declarator)
                 info.params.append(
-                    _ParamInfo(_text(ident) if ident is not None else "", p, pointer, reference)
+                    _ParamInfo(text(ident) if ident is not None else "", p, pointer, reference, ident)
                 )
     return info
 
@@ -278,15 +303,14 @@ def _pointer_kind(declarator: Node | None) -> tuple[bool, bool]:
     return pointer, reference
 
 
-def _param(p: _ParamInfo, written: bool) -> Param:
+def _param(text: _TextFn, p: _ParamInfo, written: bool) -> Param:
     decl = p.decl
-    declarator = decl.child_by_field_name("declarator")
-    const = any(c.type == "type_qualifier" and _text(c) in ("const", "constexpr") for c in decl.children)
+    const = any(c.type == "type_qualifier" and text(c) in ("const", "constexpr") for c in decl.children)
     # the declared type: the parameter's text without its name and default value
     start = decl.start_byte
     default = decl.child_by_field_name("default_value")
     raw = decl.text or b""
-    ident = _declared_name(declarator)
+    ident = p.ident
     if ident is not None and ident.type == "identifier":
         cut_a, cut_b = ident.start_byte - start, ident.end_byte - start
         type_bytes = raw[:cut_a] + raw[cut_b:]
@@ -316,6 +340,7 @@ class _DeviceFacts:
 
 
 def _root(
+    text: _TextFn,
     node: Node | None,
     aliases: dict[str, str],
     pointers: set[str] | frozenset[str] = frozenset(),
@@ -332,7 +357,7 @@ def _root(
         depth += 1
         t = node.type
         if t == "identifier":
-            name = _text(node)
+            name = text(node)
             hops = 0
             while name in aliases and hops < 8:
                 name = aliases[name]
@@ -355,14 +380,14 @@ def _root(
             if op is None or op.type not in ("+", "-"):
                 return None, through
             left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
-            lname, lthr = _root(left, aliases, pointers, through)
+            lname, lthr = _root(text, left, aliases, pointers, through)
             if op.type == "+":
-                rname, rthr = _root(right, aliases, pointers, through)
+                rname, rthr = _root(text, right, aliases, pointers, through)
                 if rname is not None and rname in pointers and lname not in pointers:
                     return rname, rthr
             return lname, lthr
         elif t in ("parenthesized_expression", "cast_expression", "call_expression"):
-            stripped = _strip_expr(node)
+            stripped = _strip_expr(text, node)
             if stripped is node:
                 return None, through
             node = stripped
@@ -371,18 +396,18 @@ def _root(
     return None, through
 
 
-def _shared_arrays(decl: Node) -> list[SharedArray]:
-    extern = any(c.type == "storage_class_specifier" and _text(c) == "extern" for c in decl.children)
+def _shared_arrays(text: _TextFn, decl: Node) -> list[SharedArray]:
+    extern = any(c.type == "storage_class_specifier" and text(c) == "extern" for c in decl.children)
     line = _line(decl)
     if decl.has_error:
-        return _shared_from_text(_text(decl), extern, line)
+        return _shared_from_text(text(decl), extern, line)
     type_node = decl.child_by_field_name("type")
     quals = [
-        _text(c)
+        text(c)
         for c in decl.children
-        if c.type == "type_qualifier" and _text(c) not in ("__shared__", "extern")
+        if c.type == "type_qualifier" and text(c) not in ("__shared__", "extern")
     ]
-    elem = _squash(" ".join([*quals, _text(type_node)]))
+    elem = _squash(" ".join([*quals, text(type_node)]))
     out = []
     for d in decl.children_by_field_name("declarator"):
         node = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
@@ -397,7 +422,7 @@ def _shared_arrays(decl: Node) -> list[SharedArray]:
                 if size is None:
                     unsized = True
                 else:
-                    dims.append(_squash(_text(size)))
+                    dims.append(_squash(text(size)))
             node = node.child_by_field_name("declarator")
         if node is None:
             continue
@@ -410,7 +435,7 @@ def _shared_arrays(decl: Node) -> list[SharedArray]:
             size_text = dims[0]
         else:
             size_text = " * ".join(_paren(x) for x in dims)
-        out.append(SharedArray(name=_text(node), type=elem + ptr, size=size_text, extern=extern, line=line))
+        out.append(SharedArray(name=text(node), type=elem + ptr, size=size_text, extern=extern, line=line))
     return out
 
 
@@ -440,6 +465,7 @@ class _Scanner:
     def __init__(self, path: str, source: bytes):
         self.path = path
         self.source = source
+        self.text: _TextFn = _text_of(source)
         self.hazards: list[Hazard] = []
         self.defines: list[Define] = []
         self.full_mask_names: set[str] = set()
@@ -504,6 +530,7 @@ class _Scanner:
         )
 
     def _toplevel(self, root: Node) -> None:
+        text = self.text
         globals_: list[Node] = []
         usings: list[Node] = []
         seen: set[int] = set()
@@ -522,14 +549,14 @@ class _Scanner:
                     if node.start_byte in seen:
                         continue
                     seen.add(node.start_byte)
-                    info = _function_info(node)
+                    info = _function_info(text, node)
                     if info is not None:
                         self.functions.append(info)
                 elif "define" in caps:
                     self._define(caps["define"][0])
                 elif "include" in caps:
                     node = caps["include"][0]
-                    path = _text(node).strip()
+                    path = text(node).strip()
                     if path[:1] in '<"' and len(path) >= 2:
                         path = path[1:-1]
                     self.hazards += hz.for_include(path.strip(), _line(node))
@@ -544,29 +571,28 @@ class _Scanner:
                         in ("namespace_identifier", "nested_namespace_specifier", "qualified_identifier")
                     ]
                     if len(target) >= 2:
-                        real = _text(target[-1]).lstrip(":").split("::")[0]
-                        self.namespace_aliases[_text(caps["alias.name"][0])] = real
-                        self.hazards += hz.for_namespace(real, _squash(_text(node)), _line(node))
+                        real = text(target[-1]).lstrip(":").split("::")[0]
+                        self.namespace_aliases[text(caps["alias.name"][0])] = real
+                        self.hazards += hz.for_namespace(real, _squash(text(node)), _line(node))
                 elif "using" in caps:
                     usings.append(caps["using"][0])
         self.functions.sort(key=lambda f: f.node.start_byte)
         for node in usings:
-            names = [
-                _text(c) for c in node.named_children if c.type in ("identifier", "namespace_identifier")
-            ]
+            names = [text(c) for c in node.named_children if c.type in ("identifier", "namespace_identifier")]
             for qual in (c for c in node.named_children if c.type == "qualified_identifier"):
-                names.append(_text(qual).lstrip(":").split("::")[0])
+                names.append(text(qual).lstrip(":").split("::")[0])
             for name in names:
                 real = self.namespace_aliases.get(name, name)
-                self.hazards += hz.for_namespace(real, _squash(_text(node)), _line(node))
+                self.hazards += hz.for_namespace(real, _squash(text(node)), _line(node))
         for node in globals_:
             self._global(node)
 
     def _define(self, node: Node) -> None:
-        name = _text(node.child_by_field_name("name"))
-        value = _squash(_COMMENT.sub(" ", _CONTINUATION.sub(" ", _text(node.child_by_field_name("value")))))
+        text = self.text
+        name = text(node.child_by_field_name("name"))
+        value = _squash(_COMMENT.sub(" ", _CONTINUATION.sub(" ", text(node.child_by_field_name("value")))))
         params_node = node.child_by_field_name("parameters")
-        params = tuple(_text(c) for c in params_node.named_children) if params_node is not None else None
+        params = tuple(text(c) for c in params_node.named_children) if params_node is not None else None
         line = _line(node)
         self.defines.append(Define(name=name, value=value, line=line, params=params))
         if params is None:
@@ -582,8 +608,9 @@ class _Scanner:
                 )
 
     def _global(self, node: Node) -> None:
+        text = self.text
         line = _line(node)
-        quals = [_text(c) for c in node.children if c.type == "type_qualifier"] + [
+        quals = [text(c) for c in node.children if c.type == "type_qualifier"] + [
             c.type for c in node.children if not c.is_named
         ]
         for q in quals:
@@ -591,10 +618,10 @@ class _Scanner:
         type_node = node.child_by_field_name("type")
         if type_node is not None:
             if type_node.type == "template_type":
-                name = _text(type_node.child_by_field_name("name"))
+                name = text(type_node.child_by_field_name("name"))
                 self.hazards += hz.for_type(name, line)
             elif type_node.type == "type_identifier":
-                self.hazards += hz.for_type(_text(type_node), line)
+                self.hazards += hz.for_type(text(type_node), line)
             elif type_node.type == "qualified_identifier":
                 self._scope_hazards(type_node, line)
         device_side = any(q in ("__device__", "__constant__", "__managed__", "__shared__") for q in quals)
@@ -605,8 +632,8 @@ class _Scanner:
             value = d.child_by_field_name("value")
             if ident is None or ident.type != "identifier" or value is None:
                 continue
-            name = _text(ident)
-            value_text = _squash(_text(value))
+            name = text(ident)
+            value_text = _squash(text(value))
             if hz.is_full_mask_literal(value_text):
                 self.full_mask_names.add(name)
             elif hz.normalise_literal(value_text) == "32" and hz.is_warp_size_name(name):
@@ -617,27 +644,31 @@ class _Scanner:
                 )
             if not device_side:
                 self.assignments.append(
-                    Assignment(var=name, type=_decl_type(node), value=_value_text(node, value), line=line)
+                    Assignment(
+                        var=name, type=_decl_type(text, node), value=_value_text(text, node, value), line=line
+                    )
                 )
 
     def _scope_hazards(self, qualified: Node, line: int) -> None:
+        text = self.text
         scope = qualified.child_by_field_name("scope")
         if scope is None:
             return
-        name = _text(scope)
+        name = text(scope)
         real = self.namespace_aliases.get(name, name)
-        shown = _squash(_text(qualified))
+        shown = _squash(text(qualified))
         self.hazards += hz.for_namespace(real, shown, line)
 
     # ------------------------------------------------------------------ device functions
 
     def _device(self, f: _Function) -> _DeviceFacts:
+        text = self.text
         facts = _DeviceFacts(info=f)
         a = api()
         tables = hz.tables()
         for child in f.node.children:
             if child.type == "launch_bounds":
-                facts.launch_bounds = ", ".join(_squash(_text(c)) for c in child.named_children)
+                facts.launch_bounds = ", ".join(_squash(text(c)) for c in child.named_children)
         pointers = {p.name for p in f.params if p.pointer}
         pointer_params = frozenset(pointers)
         references = {p.name for p in f.params if p.reference}
@@ -649,38 +680,41 @@ class _Scanner:
         masks = set(self.full_mask_names)
         written = facts.written_roots
         thread_builtin = hz.thread_builtin_pattern()
+        type_rules = tables.types
         for _, caps in QueryCursor(query("cuda-device")).matches(f.node):
             if "call" in caps:
                 call = caps["call"][0]
                 if call.child_count == 2 or not any(c.type == "kernel_call_syntax" for c in call.children):
-                    calls.append((_text(caps["call.name"][0]), call, caps["call.args"][0]))
+                    calls.append((text(caps["call.name"][0]), call, caps["call.args"][0]))
             elif "store" in caps:
                 target = caps["store"][0]
                 if target.type == "identifier":
-                    name = _text(target)
+                    name = text(target)
                     if name in references:
                         written.add("&" + name)
                     elif name in pointers and "assign" in caps:
                         # `q = p + off;` re-points a local pointer: q becomes an alias of p
-                        root, _ = _root(caps["assign"][0].child_by_field_name("right"), aliases, pointers)
+                        root, _ = _root(
+                            text, caps["assign"][0].child_by_field_name("right"), aliases, pointers
+                        )
                         if root is not None and root != name and (root in aliases or root in pointer_params):
                             aliases[name] = root
                     continue
-                root, through = _root(target, aliases, pointers)
+                root, through = _root(text, target, aliases, pointers)
                 if root is not None and through:
                     written.add(root)
             elif "alias.value" in caps:
                 ident = _declared_name(caps["alias.declarator"][0])
                 if ident is not None:
-                    name = _text(ident)
-                    root, _ = _root(caps["alias.value"][0], aliases, pointers)
+                    name = text(ident)
+                    root, _ = _root(text, caps["alias.value"][0], aliases, pointers)
                     if root is not None and root != name:
                         aliases[name] = root
                     pointers.add(name)
             elif "local.name" in caps:
-                name = _text(caps["local.name"][0])
+                name = text(caps["local.name"][0])
                 value = caps["local.value"][0]
-                vtext = _squash(_text(value))
+                vtext = _squash(text(value))
                 if thread_builtin.search(vtext) or (
                     derived and not derived.isdisjoint(_IDENT.findall(vtext))
                 ):
@@ -696,7 +730,7 @@ class _Scanner:
                         )
                     )
             elif "method" in caps:
-                if _text(caps["method.name"][0]) in a.barrier_methods:
+                if text(caps["method.name"][0]) in a.barrier_methods:
                     facts.barriers += 1
             elif "qualified" in caps:
                 node = caps["qualified"][0]
@@ -708,20 +742,20 @@ class _Scanner:
                         inner is not None
                         and parent is not None
                         and parent.type == "call_expression"
-                        and _text(inner) in a.barrier_qualified
+                        and text(inner) in a.barrier_qualified
                     ):
                         facts.barriers += 1
             elif "shared" in caps:
-                facts.shared += _shared_arrays(caps["shared"][0])
+                facts.shared += _shared_arrays(text, caps["shared"][0])
             elif "ladder" in caps:
-                if hz.normalise_literal(_text(caps["ladder.start"][0])) == "16":
-                    ladders.append((_text(caps["ladder.var"][0]), caps["ladder"][0]))
+                if hz.normalise_literal(text(caps["ladder.start"][0])) == "16":
+                    ladders.append((text(caps["ladder.var"][0]), caps["ladder"][0]))
             elif "binary" in caps:
                 binaries.append((caps["binary"][0], caps["binary.literal"][0]))
             elif "launch" in caps:
                 node = caps["launch"][0]
                 fn = node.child_by_field_name("function")
-                callee = _text(
+                callee = text(
                     fn.child_by_field_name("name")
                     if fn is not None and fn.type == "template_function"
                     else fn
@@ -732,16 +766,17 @@ class _Scanner:
                 self._asm(caps["asm"][0])
             elif "type" in caps:
                 node = caps["type"][0]
-                rules = hz.for_type(_text(node), _line(node))
-                if rules:
-                    self.hazards += rules
+                type_name = text(node)
+                if type_name in type_rules:
+                    self.hazards += hz.for_type(type_name, _line(node))
 
         # calls: barriers, atomics, warp intrinsics, writes, name hazards
         device_names = self.device_names
+        call_rules = tables.calls
         for name, call, arglist in calls:
             if name in device_names:
                 for i, arg in enumerate(_args(arglist)):
-                    root, _ = _root(arg, aliases, pointers)
+                    root, _ = _root(text, arg, aliases, pointers)
                     if root is not None:
                         facts.edges.append((name, i, root))
                 continue
@@ -754,15 +789,13 @@ class _Scanner:
             if name in a.writes_first_arg:
                 args = _args(arglist)
                 if args:
-                    root, _ = _root(args[0], aliases, pointers, through=True)
+                    root, _ = _root(text, args[0], aliases, pointers, through=True)
                     if root is not None:
                         written.add(root)
-            line = _line(call)
-            found = hz.for_call(name, line)
-            if found:
-                self.hazards += found
+            if name in call_rules:
+                self.hazards += hz.for_call(name, _line(call))
             if name in tables.mask_first or name in tables.shuffle_width_arg:
-                self._warp_call_hazards(name, _args(arglist), line, masks, ladders, call)
+                self._warp_call_hazards(name, _args(arglist), _line(call), masks, ladders, call)
 
         for node, literal in binaries:
             self._binary_hazard(node, literal, derived)
@@ -777,21 +810,22 @@ class _Scanner:
         ladders: list[tuple[str, Node]],
         call: Node,
     ) -> None:
+        text = self.text
         tables = hz.tables()
         if name in tables.mask_first and args:
-            mask = _squash(_text(args[0]))
+            mask = _squash(text(args[0]))
             if hz.is_full_mask_literal(mask) or mask in masks:
                 self.hazards.append(hz.make("full-warp-mask", line, name=name, mask=mask))
         width_at = tables.shuffle_width_arg.get(name)
         if width_at is not None and len(args) > width_at:
-            width = _squash(_text(args[width_at]))
+            width = _squash(text(args[width_at]))
             if hz.normalise_literal(width) == "32":
                 self.hazards.append(
                     hz.make("warp-size-assumption", line, detail=f"{name} is given width {width}")
                 )
         offset_at = tables.shuffle_offset_arg.get(name)
         if offset_at is not None and len(args) > offset_at:
-            offset = _squash(_text(args[offset_at]))
+            offset = _squash(text(args[offset_at]))
             if hz.normalise_literal(offset) == "16":
                 self.hazards.append(
                     hz.make(
@@ -814,31 +848,33 @@ class _Scanner:
                         break
 
     def _binary_hazard(self, node: Node, literal: Node, derived: set[str]) -> None:
+        text = self.text
         op_node = node.child_by_field_name("operator")
         left = node.child_by_field_name("left")
         if op_node is None or left is None:
             return
-        op, lit = op_node.type, _text(literal)
+        op, lit = op_node.type, text(literal)
         arithmetic = hz.warp_arithmetic(op, lit)
         comparison = not arithmetic and hz.warp_comparison(op, lit)
         if not (arithmetic or comparison):
             return
-        names = _identifiers(left)
+        names = _identifiers(text, left)
         tables = hz.tables()
         if op == "*":
             related = any(hz.is_warp_name(n) for n in names)
         else:
             related = any(n in tables.thread_builtins or n in derived or hz.is_thread_name(n) for n in names)
         if related:
-            expr = _squash(_text(node))
+            expr = _squash(text(node))
             kind = "compares a lane/thread index with" if comparison else "does lane/warp arithmetic with"
             self.hazards.append(
                 hz.make("warp-size-assumption", _line(node), detail=f"`{expr}` {kind} the literal {lit}")
             )
 
     def _asm(self, node: Node) -> None:
+        text = self.text
         code = node.child_by_field_name("assembly_code")
-        snippet = _squash(_text(code) if code is not None else _text(node))
+        snippet = _squash(text(code) if code is not None else text(node))
         if len(snippet) > 40:
             snippet = snippet[:37] + "..."
         self.hazards.append(hz.make("inline-asm", _line(node), snippet=snippet))
@@ -867,17 +903,16 @@ class _Scanner:
                         changed = True
 
     def _kernel(self, f: _Function, fact: _DeviceFacts) -> Kernel:
+        text = self.text
         roots = fact.written_roots
         params = []
         for p in f.params:
-            params.append(_param(p, p.written_in(roots)))
+            params.append(_param(text, p, p.written_in(roots)))
         template_params: tuple[str, ...] = ()
         if f.outer is not f.node:
             plist = f.outer.child_by_field_name("parameters")
             if plist is not None:
-                template_params = tuple(
-                    _squash(_text(c)) for c in plist.named_children if c.type != "comment"
-                )
+                template_params = tuple(_squash(text(c)) for c in plist.named_children if c.type != "comment")
         return Kernel(
             name=f.name,
             line=_line(f.node),
@@ -896,6 +931,7 @@ class _Scanner:
     # ------------------------------------------------------------------ host functions
 
     def _host(self, f: _Function) -> None:
+        text = self.text
         a = api()
         arrays: dict[str, list[str]] = {}  # `void* args[] = {&a, &b}` -> ["a", "b"]
         pending_api_launches: list[tuple[str, Node, Node]] = []
@@ -903,6 +939,7 @@ class _Scanner:
         owners = hz.tables().field_owners
         owned: set[str] = set()  # variables of an owner type (cudaDeviceProp prop;)
         host_api = a.host_calls
+        call_rules = hz.tables().calls
         for _, caps in QueryCursor(query("cuda-host")).matches(f.node):
             if "launch" in caps:
                 self._chevron_launch(f, caps)
@@ -910,10 +947,9 @@ class _Scanner:
                 call = caps["call"][0]
                 if call.child_count != 2 and any(c.type == "kernel_call_syntax" for c in call.children):
                     continue
-                name = _text(caps["call.name"][0])
-                found = hz.for_call(name, _line(call))
-                if found:
-                    self.hazards += found
+                name = text(caps["call.name"][0])
+                if name in call_rules:
+                    self.hazards += hz.for_call(name, _line(call))
                 if name in a.launch_apis:
                     pending_api_launches.append((name, call, caps["call.args"][0]))
                 elif name in host_api:
@@ -926,9 +962,9 @@ class _Scanner:
                 node = caps["ctor"][0]
                 self.assignments.append(
                     Assignment(
-                        var=_text(caps["ctor.var"][0]),
-                        type=_text(caps["ctor.type"][0]),
-                        value=_text(caps["ctor.type"][0]) + _squash(_text(caps["ctor.args"][0])),
+                        var=text(caps["ctor.var"][0]),
+                        type=text(caps["ctor.type"][0]),
+                        value=text(caps["ctor.type"][0]) + _squash(text(caps["ctor.args"][0])),
                         line=_line(node),
                         function=f.name,
                     )
@@ -936,18 +972,20 @@ class _Scanner:
             elif "array" in caps:
                 name_node = _declared_name(caps["array"][0])
                 if name_node is not None:
-                    arrays[_text(name_node)] = [_address_target(c) for c in _args(caps["array.values"][0])]
+                    arrays[text(name_node)] = [
+                        _address_target(text, c) for c in _args(caps["array.values"][0])
+                    ]
             elif "assign" in caps:
                 node = caps["assign"][0]
                 op = node.child_by_field_name("operator")
                 if op is not None and op.type == "=":
                     value = caps["assign.value"][0]
-                    if not _is_allocation_value(value):
+                    if not _is_allocation_value(text, value):
                         self.assignments.append(
                             Assignment(
-                                var=_text(caps["assign.var"][0]),
+                                var=text(caps["assign.var"][0]),
                                 type=None,
-                                value=_squash(_text(value)),
+                                value=_squash(text(value)),
                                 line=_line(node),
                                 function=f.name,
                             )
@@ -960,42 +998,43 @@ class _Scanner:
                     self._scope_hazards(node, _line(node))
             elif "type" in caps:
                 node = caps["type"][0]
-                type_name = _text(node)
+                type_name = text(node)
                 self.hazards += hz.for_type(type_name, _line(node))
                 if type_name in owners and node.parent is not None:
                     for d in node.parent.children_by_field_name("declarator"):
                         ident = _declared_name(d)
                         if ident is not None:
-                            owned.add(_text(ident))
+                            owned.add(text(ident))
             elif "asm" in caps:
                 self._asm(caps["asm"][0])
         for node in fields:
             # removed struct members, only on variables declared with the struct's type
             obj = node.parent.child_by_field_name("argument") if node.parent is not None else None
-            if obj is not None and _text(obj) in owned:
-                self.hazards += hz.for_field(_text(node), _line(node))
+            if obj is not None and text(obj) in owned:
+                self.hazards += hz.for_field(text(node), _line(node))
         for name, call, arglist in pending_api_launches:
             self._api_launch(f, name, call, arglist, arrays)
 
     def _chevron_launch(self, f: _Function, caps: dict[str, list[Node]]) -> None:
+        text = self.text
         node = caps["launch"][0]
         kernel_node = caps["launch.kernel"][0]
         template_args: tuple[str, ...] = ()
         if kernel_node.type == "template_function":
             targs = kernel_node.child_by_field_name("arguments")
-            template_args = tuple(_squash(_text(c)) for c in _args(targs))
+            template_args = tuple(_squash(text(c)) for c in _args(targs))
             kernel_node = kernel_node.child_by_field_name("name") or kernel_node
         config = [c for c in caps["launch.config"][0].named_children if c.type != "comment"]
-        cfg = [_squash(_text(c)) for c in config]
+        cfg = [_squash(text(c)) for c in config]
         self.launches.append(
             LaunchSite(
-                kernel=_squash(_text(kernel_node)),
+                kernel=_squash(text(kernel_node)),
                 line=_line(node),
                 grid=cfg[0] if cfg else "",
                 block=cfg[1] if len(cfg) > 1 else "",
                 shared_bytes=cfg[2] if len(cfg) > 2 else None,
                 stream=cfg[3] if len(cfg) > 3 else None,
-                args=tuple(_squash(_text(c)) for c in _args(caps["launch.args"][0])),
+                args=tuple(_squash(text(c)) for c in _args(caps["launch.args"][0])),
                 template_args=template_args,
                 via="chevrons",
                 function=f.name,
@@ -1005,24 +1044,25 @@ class _Scanner:
     def _api_launch(
         self, f: _Function, name: str, call: Node, arglist: Node, arrays: dict[str, list[str]]
     ) -> None:
+        text = self.text
         spec = api().launch_apis[name]
         args = _args(arglist)
 
         def at(key: str) -> str | None:
             i = spec.get(key)
-            return _squash(_text(args[i])) if i is not None and i < len(args) else None
+            return _squash(text(args[i])) if i is not None and i < len(args) else None
 
-        kernel_node = _strip_expr(args[spec["kernel"]]) if len(args) > spec["kernel"] else None
+        kernel_node = _strip_expr(text, args[spec["kernel"]]) if len(args) > spec["kernel"] else None
         template_args: tuple[str, ...] = ()
         if kernel_node is not None and kernel_node.type == "pointer_expression":
             kernel_node = kernel_node.child_by_field_name("argument") or kernel_node
         if kernel_node is not None and kernel_node.type == "template_function":
             template_args = tuple(
-                _squash(_text(c)) for c in _args(kernel_node.child_by_field_name("arguments"))
+                _squash(text(c)) for c in _args(kernel_node.child_by_field_name("arguments"))
             )
             kernel_node = kernel_node.child_by_field_name("name") or kernel_node
         if "first_arg" in spec:
-            kargs = tuple(_squash(_text(c)) for c in args[spec["first_arg"] :])
+            kargs = tuple(_squash(text(c)) for c in args[spec["first_arg"] :])
         else:
             array = at("args")
             if array is None:
@@ -1033,7 +1073,7 @@ class _Scanner:
                 kargs = (array,)
         self.launches.append(
             LaunchSite(
-                kernel=_squash(_text(kernel_node)) if kernel_node is not None else "",
+                kernel=_squash(text(kernel_node)) if kernel_node is not None else "",
                 line=_line(call),
                 grid=at("grid") or "",
                 block=at("block") or "",
@@ -1047,16 +1087,17 @@ class _Scanner:
         )
 
     def _host_call(self, f: _Function, name: str, call: Node, arglist: Node) -> None:
+        text = self.text
         a = api()
         args = _args(arglist)
         line = _line(call)
-        texts = [_squash(_text(x)) for x in args]
+        texts = [_squash(text(x)) for x in args]
         if name in a.alloc_out_param:
             at = a.alloc_out_param[name]["bytes"]
             if len(args) > at:
                 self.allocations.append(
                     Allocation(
-                        var=_address_target(args[0]),
+                        var=_address_target(text, args[0]),
                         bytes=texts[at],
                         line=line,
                         api=name,
@@ -1068,7 +1109,7 @@ class _Scanner:
             idx = a.alloc_returning[name]["bytes"]
             if all(i < len(args) for i in idx):
                 nbytes = texts[idx[0]] if len(idx) == 1 else " * ".join(_paren(texts[i]) for i in idx)
-                var, cast_type = _assigned_to(call)
+                var, cast_type = _assigned_to(text, call)
                 self.allocations.append(
                     Allocation(
                         var=var or "",
@@ -1109,10 +1150,11 @@ class _Scanner:
                 )
 
     def _new(self, f: _Function, caps: dict[str, list[Node]]) -> None:
+        text = self.text
         node = caps["new"][0]
-        elem = _squash(_text(caps["new.type"][0]))
-        length = _squash(_text(caps["new.length"][0]))
-        var, _ = _assigned_to(node)
+        elem = _squash(text(caps["new.type"][0]))
+        length = _squash(text(caps["new.length"][0]))
+        var, _ = _assigned_to(text, node)
         self.allocations.append(
             Allocation(
                 var=var or "",
@@ -1125,6 +1167,7 @@ class _Scanner:
         )
 
     def _host_decl(self, f: _Function, node: Node) -> None:
+        text = self.text
         parent = node.parent
         if parent is not None and parent.type == "for_statement":
             return
@@ -1137,15 +1180,15 @@ class _Scanner:
             if value is None or ident is None:
                 continue
             if ident.type == "identifier":
-                if value.type == "lambda_expression" or _is_allocation_value(value):
+                if value.type == "lambda_expression" or _is_allocation_value(text, value):
                     continue
                 if type_text is None:
-                    type_text = _decl_type(node)
+                    type_text = _decl_type(text, node)
                 self.assignments.append(
                     Assignment(
-                        var=_text(ident),
+                        var=text(ident),
                         type=type_text,
-                        value=_value_text(node, value),
+                        value=_value_text(text, node, value),
                         line=_line(d),
                         function=f.name,
                     )
@@ -1155,14 +1198,14 @@ class _Scanner:
 # --------------------------------------------------------------------------- helpers
 
 
-def _identifiers(node: Node) -> list[str]:
+def _identifiers(text: _TextFn, node: Node) -> list[str]:
     """Identifier texts in a (small) expression, including `threadIdx` of `threadIdx.x`."""
     out: list[str] = []
     stack = [node]
     while stack:
         n = stack.pop()
         if n.type == "identifier":
-            out.append(_text(n))
+            out.append(text(n))
         elif n.type in ("field_identifier", "number_literal", "string_literal"):
             continue
         else:
@@ -1170,7 +1213,7 @@ def _identifiers(node: Node) -> list[str]:
     return out
 
 
-def _decl_type(decl: Node) -> str:
+def _decl_type(text: _TextFn, decl: Node) -> str:
     """`const unsigned int n = 4, m = 5;` -> `const unsigned int`."""
     first = decl.child_by_field_name("declarator")
     raw = decl.text or b""
@@ -1179,25 +1222,25 @@ def _decl_type(decl: Node) -> str:
     return _squash(raw[: first.start_byte - decl.start_byte].decode("utf-8", "replace"))
 
 
-def _value_text(decl: Node, value: Node) -> str:
+def _value_text(text: _TextFn, decl: Node, value: Node) -> str:
     if value.type in ("argument_list", "initializer_list"):
         # `dim3 block(16, 16);` -> `dim3(16, 16)`
         type_node = decl.child_by_field_name("type")
-        return _squash(_text(type_node)) + _squash(_text(value))
-    return _squash(_text(value))
+        return _squash(text(type_node)) + _squash(text(value))
+    return _squash(text(value))
 
 
-def _is_allocation_value(value: Node) -> bool:
-    node = _strip_expr(value)
+def _is_allocation_value(text: _TextFn, value: Node) -> bool:
+    node = _strip_expr(text, value)
     if node.type == "new_expression":
         return True
     if node.type == "call_expression":
         fn = node.child_by_field_name("function")
-        return fn is not None and _text(fn) in api().alloc_returning
+        return fn is not None and text(fn) in api().alloc_returning
     return False
 
 
-def _assigned_to(node: Node) -> tuple[str | None, str | None]:
+def _assigned_to(text: _TextFn, node: Node) -> tuple[str | None, str | None]:
     """The variable a (cast) allocation expression is stored in, and the cast's pointee type."""
     cast_type = None
     cur = node
@@ -1208,25 +1251,25 @@ def _assigned_to(node: Node) -> tuple[str | None, str | None]:
         t = parent.type
         if t == "cast_expression":
             type_node = parent.child_by_field_name("type")
-            cast_type = _pointee(_text(type_node))
+            cast_type = _pointee(text(type_node))
         elif t == "argument_list" and parent.parent is not None and parent.parent.type == "call_expression":
             fn = parent.parent.child_by_field_name("function")
             if fn is None or fn.type != "template_function":
                 return None, cast_type
             name = fn.child_by_field_name("name")
-            if _text(name) not in _CAST_FUNCTIONS:
+            if text(name) not in _CAST_FUNCTIONS:
                 return None, cast_type
             targs = _args(fn.child_by_field_name("arguments"))
             if targs:
-                cast_type = _pointee(_text(targs[0]))
+                cast_type = _pointee(text(targs[0]))
             parent = parent.parent
         elif t == "parenthesized_expression":
             pass
         elif t == "init_declarator":
             ident = _declared_name(parent.child_by_field_name("declarator"))
-            return (_text(ident) if ident is not None else None), cast_type
+            return (text(ident) if ident is not None else None), cast_type
         elif t == "assignment_expression":
-            return _squash(_text(parent.child_by_field_name("left"))), cast_type
+            return _squash(text(parent.child_by_field_name("left"))), cast_type
         else:
             return None, cast_type
         cur = parent

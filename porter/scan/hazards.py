@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -190,6 +190,12 @@ _SUFFIX = re.compile(r"[uUlL]+$")
 _CAST = re.compile(r"^\((?:unsigned|unsigned\s+int|uint32_t|unsigned\s+long\s+long|int)\)")
 
 
+# The literal and name checks below are pure functions of short strings that recur throughout a
+# source (`0`, `32`, `threadIdx.x`, `tid`), so they are memoised; the caches are bounded.
+_MEMO = 8192
+
+
+@lru_cache(maxsize=_MEMO)
 def normalise_literal(text: str) -> str:
     """``0xFFFFFFFFu`` -> ``0xffffffff``; ``(unsigned)-1`` -> ``-1``; ``~0u`` -> ``~0``."""
     t = "".join(text.split())
@@ -199,6 +205,7 @@ def normalise_literal(text: str) -> str:
     return _SUFFIX.sub("", t).lower()
 
 
+@lru_cache(maxsize=_MEMO)
 def is_full_mask_literal(text: str) -> bool:
     return normalise_literal(text) in tables().full_masks
 
@@ -215,14 +222,17 @@ def name_words(name: str) -> set[str]:
     return words
 
 
+@lru_cache(maxsize=_MEMO)
 def is_thread_name(name: str) -> bool:
     return bool(name_words(name) & tables().thread_words)
 
 
+@lru_cache(maxsize=_MEMO)
 def is_warp_size_name(name: str) -> bool:
     return bool(name_words(name) & tables().warp_size_words)
 
 
+@lru_cache(maxsize=_MEMO)
 def is_warp_name(name: str) -> bool:
     """A warp index or count (``warp``, ``warpId``, ``wid``, ``num_warps``), not a lane or thread id."""
     words = name_words(name)
@@ -236,11 +246,13 @@ def thread_builtin_pattern() -> re.Pattern[str]:
     return re.compile(rf"\b(?:{names})\b")
 
 
+@lru_cache(maxsize=_MEMO)
 def warp_arithmetic(op: str, literal: str) -> bool:
     """Whether ``x <op> <literal>`` is lane/warp arithmetic that assumes 32 lanes."""
     lits = tables().arithmetic.get(op)
     return bool(lits) and normalise_literal(literal) in lits
 
 
+@lru_cache(maxsize=_MEMO)
 def warp_comparison(op: str, literal: str) -> bool:
     return op in tables().comparisons and normalise_literal(literal) == "32"

@@ -169,6 +169,121 @@ def bench(
     raise typer.Exit(bench_view.exit_code(report))
 
 
+@app.command()
+def port(
+    file: Annotated[Path, typer.Argument(help="A CUDA source file (.cu); it is never modified.")],
+    to: Annotated[str, typer.Option("--to", help="Targets, comma-separated: hip, opencl.")] = "hip,opencl",
+    include: Annotated[
+        list[Path] | None, typer.Option("-I", "--include", help="Include directory for headers; repeatable.")
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Output folder (default: <stem>.ported/ beside the input)."),
+    ] = None,
+    translate_only: Annotated[
+        bool,
+        typer.Option(
+            "--translate-only", help="Write the translations and diagnostics; do not compile or run."
+        ),
+    ] = False,
+    trials: Annotated[
+        int, typer.Option("--trials", min=1, help="Seeded input sets per problem size and device.")
+    ] = 3,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document instead of a table.")
+    ] = False,
+) -> None:
+    """Scan, translate, compile and validate every kernel of FILE for each target on every device here
+    (exit 0: every variant at least compiled, none failed; 1: some failed or untranslatable; 2: bad usage)."""
+    from rich.console import Console
+
+    from porter.harness.validate import ValidateOptions
+    from porter.report import port_view
+    from porter.workflows.port import port_file
+
+    err = Console(stderr=True)
+    report = port_file(
+        str(file),
+        [to],
+        include_dirs=[str(p) for p in include or []],
+        out_dir=str(out) if out is not None else None,
+        translate_only=translate_only,
+        options=ValidateOptions(trials=trials),
+        progress=lambda msg: err.print(f"[dim]porter: {msg}[/]", highlight=False),
+    )
+    if json_out:
+        emit_json(port_view.to_json(report))
+    else:
+        port_view.render(report)
+    raise typer.Exit(port_view.exit_code(report))
+
+
+@app.command()
+def optimize(
+    file: Annotated[Path, typer.Argument(help="A CUDA source file (.cu).")],
+    model: Annotated[
+        str, typer.Option("--model", help="anthropic:<model> or openai:<model> (keys from the environment).")
+    ],
+    kernel: Annotated[
+        str | None, typer.Option("--kernel", help="The kernel (when FILE has several).")
+    ] = None,
+    candidates: Annotated[int, typer.Option("--candidates", help="Concurrent candidates per round.")] = 2,
+    rounds: Annotated[int, typer.Option("--rounds", help="Rounds of generate, validate, repair.")] = 3,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Output folder (default: <stem>.optimized beside FILE).")
+    ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document instead of tables.")
+    ] = False,
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", help="The API endpoint (an OpenAI-compatible server...).")
+    ] = None,
+    replay: Annotated[
+        Path | None,
+        typer.Option("--replay", help="Serve replies recorded with --record; no network, no key."),
+    ] = None,
+    record: Annotated[
+        Path | None, typer.Option("--record", help="Record every reply to this folder.")
+    ] = None,
+    max_tokens_total: Annotated[
+        int | None, typer.Option("--max-tokens-total", help="Stop after this many tokens in all.")
+    ] = None,
+    max_dollars: Annotated[
+        float | None, typer.Option("--max-dollars", help="Stop after spending this many US dollars.")
+    ] = None,
+    max_seconds: Annotated[
+        float | None, typer.Option("--max-seconds", help="Start no round after this many seconds.")
+    ] = None,
+    include: Annotated[list[Path] | None, typer.Option("-I", help="Include directory; repeatable.")] = None,
+) -> None:
+    """Ask a model for faster versions of a CUDA kernel; validate and time every candidate against the
+    original, and keep the best validated rewrite and the trade-offs (fastest, least memory, most precise)."""
+    from porter.report import optimize_view
+    from porter.workflows.optimize import optimize_file
+
+    report = optimize_file(
+        str(file),
+        model=model,
+        kernel=kernel,
+        candidates=candidates,
+        rounds=rounds,
+        out_dir=str(out) if out is not None else None,
+        base_url=base_url,
+        replay=str(replay) if replay is not None else None,
+        record=str(record) if record is not None else None,
+        max_tokens_total=max_tokens_total,
+        max_dollars=max_dollars,
+        max_seconds=max_seconds,
+        include_dirs=[str(p) for p in include or []],
+        progress=optimize_view.progress_printer(),
+    )
+    if json_out:
+        emit_json(optimize_view.to_json(report))
+    else:
+        optimize_view.render(report)
+    raise typer.Exit(optimize_view.exit_code(report))
+
+
 def main() -> None:
     """Console entry point: never a traceback, always a one-line error and an exit code."""
     try:

@@ -1,0 +1,70 @@
+"""Rendering of `porter port` results: a summary table for people, one JSON document for machines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from porter.workflows.port import PortReport
+
+_STYLE = {
+    "validated": "green",
+    "compiled": "yellow",
+    "translated": "cyan",
+    "failed": "red",
+    "untranslatable": "magenta",
+}
+_REASON_WIDTH = 160
+
+
+def to_json(report: PortReport) -> dict[str, Any]:
+    return report.document()
+
+
+def _err(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
+def _short(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= _REASON_WIDTH else line[: _REASON_WIDTH - 3] + "..."
+
+
+def render(report: PortReport) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title=f"porter port: {report.source} -> {', '.join(report.targets)}")
+    table.add_column("kernel", no_wrap=True)
+    table.add_column("target")
+    table.add_column("device", no_wrap=True)
+    table.add_column("status")
+    table.add_column("trials", justify="right")
+    table.add_column("max rel err", justify="right")
+    for k in report.kernels:
+        for r in k.variants:
+            table.add_row(
+                k.name,
+                r.target,
+                r.device or "-",
+                f"[{_STYLE.get(r.status, 'white')}]{r.status}[/]",
+                str(r.trials),
+                _err(r.max_rel_err),
+            )
+    console.print(table)
+    for k in report.kernels:
+        for r in k.variants:
+            if r.status in ("failed", "untranslatable"):
+                where = f"{k.name} {r.target}" + (f" on {r.device}" if r.device else "")
+                console.print(f"{where}: {r.status}: {_short(r.reason)}", markup=False, highlight=False)
+    for target, path in report.outputs.items():
+        console.print(f"{target}: {path}", markup=False, highlight=False)
+    console.print(f"report: {report.out_dir}/report.json", markup=False, highlight=False)
+    rows = report.rows()
+    counts = {s: sum(r.status == s for r in rows) for s in _STYLE}
+    summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    console.print(f"{len(rows)} variant(s): {summary or 'none'}", markup=False, highlight=False)
+
+
+def exit_code(report: PortReport) -> int:
+    return report.exit_code

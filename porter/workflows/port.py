@@ -1,0 +1,724 @@
+"""`porter port FILE --to hip,opencl`: scan, translate, compile and validate every kernel of a file.
+
+For each requested target the file is translated (the HIP translation also translates the local
+headers it includes, written beside it under their own names; the OpenCL translation is one
+self-contained ``.cl``).  Outputs go to a folder of their own (default ``<stem>.ported/`` beside
+the input); the user's files are never written.  Then, for every kernel (one entry per template
+instantiation), each variant is
+
+* compiled for the target's compile-only architectures (HIP: gfx90a and gfx942 where a toolchain
+  reaches them) -> status ``compiled`` or ``failed``;
+* validated against the ORIGINAL CUDA kernel (the reference runs on the CPU emulator, or CUDA on an
+  NVIDIA GPU) on every device that can run the variant (HIP: HIP-on-CUDA / AMD GPUs and the CPU
+  emulator; OpenCL: every OpenCL device, the Oclgrind checker included) -> ``validated`` or
+  ``failed``;
+
+one row per (target, device).  An untranslatable kernel gets status ``untranslatable`` naming the
+construct; a kernel whose spec cannot be inferred gets ``failed`` rows carrying the inference
+message (with the spec snippet to write).  ``report.json`` in the output folder is rewritten after
+every row, so an interrupted run keeps what it verified.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from porter.backends import CompileOptions, Device, get_backend
+from porter.errors import PorterError, UsageError
+from porter.harness.spec import find_spec_file, infer_spec, load_spec_file
+from porter.harness.validate import Reference, ValidateOptions, compile_only, validate
+from porter.model import (
+    Diagnostic,
+    FileScan,
+    KernelSpec,
+    Status,
+    TranslatedKernel,
+    Translation,
+    Variant,
+    Verdict,
+    to_jsonable,
+)
+
+TRANSLATED = "translated"  # row status under --translate-only: written, neither compiled nor run
+REPORT_NAME = "report.json"
+DIAGNOSTICS_NAME = "diagnostics.txt"
+
+Progress = Callable[[str], None]
+
+
+@cache
+def settings() -> dict[str, Any]:
+    return tomllib.loads(
+        resources.files("porter.workflows").joinpath("port.toml").read_text(encoding="utf-8")
+    )
+
+
+def known_targets() -> tuple[str, ...]:
+    return tuple(settings()["targets"])
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class VariantRow:
+    target: str  # "hip" | "opencl"
+    path: str  # the translated file
+    status: str  # a Status value, or "translated" under --translate-only
+    device: str  # device label, "hip:gfx90a" for a compile-only build, "" when nothing ran
+    max_rel_err: float | None = None
+    trials: int = 0
+    reason: str = ""
+    toolchain: str = ""
+    logs: tuple[str, ...] = ()
+
+
+@dataclass
+class KernelResult:
+    name: str  # the CUDA kernel, with template arguments for an instantiation: "block_sum<128>"
+    variants: list[VariantRow] = field(default_factory=list)
+
+
+@dataclass
+class PortReport:
+    source: str
+    out_dir: str
+    targets: tuple[str, ...]
+    translate_only: bool
+    kernels: list[KernelResult] = field(default_factory=list)
+    outputs: dict[str, str] = field(default_factory=dict)  # target -> main translated file
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    complete: bool = False
+
+    def rows(self) -> list[VariantRow]:
+        return [r for k in self.kernels for r in k.variants]
+
+    @property
+    def exit_code(self) -> int:
+        """0: every variant at least compiled (or translated) and none failed; 1 otherwise."""
+        rows = self.rows()
+        bad = {Status.FAILED.value, Status.UNTRANSLATABLE.value}
+        return 1 if not rows or any(r.status in bad for r in rows) else 0
+
+    def document(self) -> dict[str, Any]:
+        """The stable JSON schema of ``porter port --json``."""
+        return {
+            "source": self.source,
+            "kernels": [
+                {
+                    "name": k.name,
+                    "variants": [
+                        {
+                            "target": r.target,
+                            "path": r.path,
+                            "status": r.status,
+                            "device": r.device,
+                            "max_rel_err": r.max_rel_err,
+                            "trials": r.trials,
+                            "reason": r.reason,
+                        }
+                        for r in k.variants
+                    ],
+                }
+                for k in self.kernels
+            ],
+        }
+
+    def full_document(self) -> dict[str, Any]:
+        """``report.json``: the schema above plus logs, diagnostics and whether the run finished."""
+        doc = self.document()
+        for k_doc, k in zip(doc["kernels"], self.kernels, strict=True):
+            for v_doc, r in zip(k_doc["variants"], k.variants, strict=True):
+                v_doc["toolchain"] = r.toolchain
+                v_doc["logs"] = list(r.logs)
+        doc["out"] = self.out_dir
+        doc["targets"] = list(self.targets)
+        doc["outputs"] = dict(self.outputs)
+        doc["translate_only"] = self.translate_only
+        doc["complete"] = self.complete
+        doc["exit_code"] = self.exit_code
+        doc["diagnostics"] = to_jsonable(self.diagnostics)
+        return doc
+
+
+# --------------------------------------------------------------------------- arguments
+
+
+def parse_targets(text: str | Sequence[str]) -> tuple[str, ...]:
+    """``"hip,opencl"`` (or a list of such) -> ("hip", "opencl"); UsageError for unknown names."""
+    parts = [text] if isinstance(text, str) else list(text)
+    names = [n.strip().lower() for p in parts for n in p.split(",") if n.strip()]
+    if not names:
+        raise UsageError(f"--to needs at least one target ({', '.join(known_targets())})")
+    unknown = [n for n in names if n not in known_targets()]
+    if unknown:
+        raise UsageError(f"unknown target {unknown[0]!r} for --to (choose from {', '.join(known_targets())})")
+    return tuple(dict.fromkeys(names))
+
+
+def default_out_dir(source: str | Path) -> Path:
+    src = Path(source)
+    return src.parent / f"{src.stem}.ported"
+
+
+def _load_input(path: str) -> tuple[str, FileScan]:
+    from porter.scan import language_for, scan_file
+
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError("is a directory; porter port takes one CUDA source file", path=path)
+    scan = scan_file(path)  # UsageError for a missing, unreadable or binary file
+    raw = p.read_bytes()
+    if language_for(path, raw) != "cuda" or scan.language != "cuda":
+        raise UsageError("not a CUDA source (expected a .cu/.cuh file, or C++ with CUDA kernels)", path=path)
+    if not scan.kernels:
+        first = scan.warnings[0] if scan.warnings else None
+        if first is not None:
+            raise UsageError(
+                f"no __global__ kernel found (parse error: {first.message})", path=path, line=first.line
+            )
+        raise UsageError("no __global__ kernel found", path=path)
+    return raw.decode("utf-8"), scan
+
+
+# --------------------------------------------------------------------------- translation
+
+
+@dataclass(frozen=True)
+class _Written:
+    target: str
+    path: Path  # the main translated file
+    translation: Translation
+    source: str  # what the variant compiles (HIP: device code only; OpenCL: the whole .cl)
+    include_dirs: tuple[str, ...]
+
+
+def _relative_name(header: Path, source_dir: Path, include_dirs: Sequence[str]) -> Path:
+    """The name a header is included by: relative to the source's folder or an include dir."""
+    resolved = header.resolve()
+    for base in (source_dir, *(Path(d).resolve() for d in include_dirs)):
+        try:
+            return resolved.relative_to(base.resolve())
+        except ValueError:
+            continue
+    return Path(header.name)
+
+
+def _translate(
+    target: str, source: str, path: str, include_dirs: Sequence[str]
+) -> tuple[Translation, dict[Path, Translation]]:
+    """The main translation and the local headers' translations (HIP only), keyed by input path."""
+    if target == "hip":
+        from porter.translate.hip import translate_hip_files
+
+        files = translate_hip_files(path, include_dirs=include_dirs)
+        main_key = next(iter(files))
+        return files[main_key], {k: v for k, v in files.items() if k != main_key}
+    from porter.translate.opencl import translate_to_opencl
+
+    return translate_to_opencl(source, path, include_dirs=include_dirs), {}
+
+
+def _write(path: Path, text: str, inputs: set[Path]) -> None:
+    if path.resolve() in inputs:
+        raise UsageError(
+            "the output would overwrite an input file; choose another --out folder", path=str(path)
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _diagnostic_line(d: Diagnostic, target: str) -> str:
+    return f"{d.path}:{d.line}: {target}: {d.severity.value}: {d.construct}: {d.reason}"
+
+
+# --------------------------------------------------------------------------- kernels and specs
+
+
+@dataclass(frozen=True)
+class _Instance:
+    name: str  # "axpby<float>" or "vector_add"
+    base: str  # the CUDA kernel name
+    template_args: tuple[str, ...]
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _instances(scan: FileScan, source: str, by_target: dict[str, Translation]) -> list[_Instance]:
+    """Every kernel, one entry per template instantiation launched with known arguments."""
+    from porter.translate.opencl_launch import instance_name, template_instantiations
+
+    templated = [k.name for k in scan.kernels if k.template_params]
+    found = template_instantiations(source, scan.launches, templated).found if templated else {}
+    seen: dict[str, _Instance] = {}
+    for k in scan.kernels:
+        tuples = found.get(k.name) or []
+        if not k.template_params or not tuples:
+            seen.setdefault(k.name, _Instance(k.name, k.name, ()))
+            continue
+        for args in tuples:
+            name = instance_name(k.name, args)
+            seen.setdefault(name, _Instance(name, k.name, tuple(args)))
+    # Instantiations a translator found that the launch analysis above did not (kept, in order).
+    for tr in by_target.values():
+        for tk in tr.kernels:
+            base = tk.name.split("<", 1)[0]
+            covered = "<" not in tk.name and any(i.base == base for i in seen.values())
+            if tk.name not in seen and not covered and base in {k.name for k in scan.kernels}:
+                args = (
+                    tuple(a.strip() for a in tk.name[len(base) + 1 : -1].split(",")) if "<" in tk.name else ()
+                )
+                seen[tk.name] = _Instance(tk.name, base, args)
+    order = {k.name: i for i, k in enumerate(scan.kernels)}
+    return sorted(seen.values(), key=lambda inst: order.get(inst.base, len(order)))
+
+
+def _translated_kernel(tr: Translation, inst: _Instance) -> TranslatedKernel | None:
+    exact = next((tk for tk in tr.kernels if _squash(tk.name) == _squash(inst.name)), None)
+    if exact is not None:
+        return exact
+    return next((tk for tk in tr.kernels if tk.name == inst.base), None)  # HIP: one per template
+
+
+def _spec(
+    path: str,
+    scan: FileScan,
+    inst: _Instance,
+    include_dirs: Sequence[str],
+    file_specs: dict[str, KernelSpec],
+) -> KernelSpec:
+    """The spec file's entry for the instantiation (or the kernel), else inference from the launch
+    sites with the same template arguments; PorterError with the inference message otherwise."""
+    for key in (inst.name, inst.base):
+        spec = file_specs.get(key)
+        if spec is None:
+            continue
+        if not inst.template_args or tuple(map(_squash, spec.template_args)) == tuple(
+            map(_squash, inst.template_args)
+        ):
+            return spec
+        if key == inst.name:
+            return replace(spec, template_args=inst.template_args)
+    launches = scan.launches
+    if inst.template_args:
+        same = tuple(
+            ls
+            for ls in scan.launches
+            if ls.kernel.split("<", 1)[0] == inst.base
+            and tuple(map(_squash, ls.template_args)) == tuple(map(_squash, inst.template_args))
+        )
+        others = tuple(ls for ls in scan.launches if ls.kernel.split("<", 1)[0] != inst.base)
+        if same:
+            launches = same + others
+    spec = infer_spec(replace(scan, launches=launches), inst.base, include_dirs=include_dirs)
+    if inst.template_args and tuple(spec.template_args) != inst.template_args:
+        spec = replace(spec, template_args=inst.template_args)
+    return spec
+
+
+# --------------------------------------------------------------------------- per-kernel sources
+
+
+_OPAQUE_TYPES = ("texture", "surface")  # legacy texture/surface references: no device-side data
+
+
+def _joined(data: bytes, ranges: Sequence[tuple[int, int]]) -> bytes:
+    pieces, pos = [], 0
+    for start, end in sorted(ranges):
+        if start < pos:
+            continue
+        pieces += [data[pos:start], b"\n" * data.count(b"\n", start, end)]
+        pos = end
+    pieces.append(data[pos:])
+    return b"".join(pieces)
+
+
+def prune_kernels(text: str, drop: Sequence[str]) -> str:
+    """``text`` without the kernels named in ``drop`` (untranslatable ones) and, when any is
+    dropped, without top-level texture/surface references; line numbers unchanged.  A kernel is
+    validated in a unit holding only what can be built, as the other kernels' constructs would
+    stop the emulator or a compiler before it reaches the kernel under test."""
+    if not drop:
+        return text
+    from porter.grammars import parser
+    from porter.scan import scan_source
+
+    data = text.encode("utf-8")
+    scan = scan_source(data, "<unit>.cu", "cuda")
+    ranges = [
+        (k.start_byte, k.end_byte) for k in scan.kernels if k.name in drop and k.end_byte > k.start_byte
+    ]
+    root = parser("cuda").parse(data).root_node
+    for node in root.children:
+        if node.type != "declaration":
+            continue
+        kind = node.child_by_field_name("type")
+        head = data[kind.start_byte : kind.end_byte].decode("utf-8", "replace") if kind is not None else ""
+        if head.split("<", 1)[0].strip() in _OPAQUE_TYPES:
+            ranges.append((node.start_byte, node.end_byte))
+    return _joined(data, ranges).decode("utf-8")
+
+
+# --------------------------------------------------------------------------- devices
+
+
+def _devices(backend: str) -> list[Device]:
+    try:
+        return list(get_backend(backend).devices())
+    except Exception:  # noqa: BLE001 - a backend that cannot list devices has none here
+        return []
+
+
+def _compile_archs(target: str) -> list[str]:
+    archs = [str(a) for a in settings()[target].get("compile_archs", [])]
+    if target != "hip" or not archs:
+        return archs
+    try:
+        from porter.backends.hip import amd
+    except ImportError:
+        return []
+    return [a for a in archs if amd.compilers_for(a)]
+
+
+def _run_devices(target: str) -> list[Device]:
+    devices: list[Device] = []
+    for b in settings()[target]["runners"]:
+        devices.extend(d for d in _devices(str(b)) if d not in devices)
+    return devices
+
+
+# --------------------------------------------------------------------------- the workflow
+
+
+def _row_from(verdict: Verdict, target: str, path: str, device: str | None = None) -> VariantRow:
+    return VariantRow(
+        target=target,
+        path=path,
+        status=verdict.status.value,
+        device=device if device is not None else verdict.device,
+        max_rel_err=verdict.max_rel_err,
+        trials=verdict.trials,
+        reason=verdict.reason,
+        toolchain=verdict.toolchain,
+        logs=verdict.logs,
+    )
+
+
+class _Recorder:
+    """Adds rows and rewrites report.json after each, atomically."""
+
+    def __init__(self, report: PortReport, out_dir: Path, inputs: set[Path]):
+        self.report, self.out_dir, self.inputs = report, out_dir, inputs
+
+    def add(self, kernel: KernelResult, row: VariantRow) -> None:
+        kernel.variants.append(row)
+        self.save()
+
+    def save(self) -> None:
+        text = json.dumps(self.report.full_document(), indent=2) + "\n"
+        _write(self.out_dir / REPORT_NAME, text, self.inputs)
+
+
+def port_file(
+    path: str,
+    targets: Sequence[str] = ("hip", "opencl"),
+    *,
+    include_dirs: Sequence[str] = (),
+    out_dir: str | None = None,
+    translate_only: bool = False,
+    options: ValidateOptions | None = None,
+    progress: Progress | None = None,
+) -> PortReport:
+    """Port every kernel of ``path`` to each target; see the module docstring."""
+    say = progress or (lambda _msg: None)
+    options = options or ValidateOptions()
+    targets = parse_targets(list(targets))
+    for d in include_dirs:
+        if not Path(d).is_dir():
+            raise UsageError("include directory not found (-I)", path=str(d))
+    source, scan = _load_input(path)
+    src_path = Path(path)
+    out = Path(out_dir) if out_dir is not None else default_out_dir(src_path)
+    if out.exists() and not out.is_dir():
+        raise UsageError("--out exists and is not a folder", path=str(out))
+
+    translations: dict[str, Translation] = {}
+    headers: dict[str, dict[Path, Translation]] = {}
+    for target in targets:
+        say(f"translating {src_path.name} to {target}")
+        try:
+            translations[target], headers[target] = _translate(target, source, path, include_dirs)
+        except PorterError:
+            raise
+        except Exception as err:  # noqa: BLE001 - a translator crash becomes the user's one-line error
+            raise PorterError(
+                f"{target} translation failed: {type(err).__name__}: {err}", path=path
+            ) from None
+
+    inputs = {src_path.resolve(), *(h.resolve() for hs in headers.values() for h in hs)}
+    from porter.translate.hip import local_includes
+
+    inputs |= {h.resolve() for h in local_includes(source, path, include_dirs)}
+    report = PortReport(source=path, out_dir=str(out), targets=targets, translate_only=translate_only)
+    written: dict[str, _Written] = {}
+    src_dir = src_path.resolve().parent
+    planned = [out / REPORT_NAME, out / DIAGNOSTICS_NAME]
+    for target in targets:
+        planned.append(out / f"{src_path.stem}{settings()[target]['suffix']}")
+        planned.extend(out / _relative_name(h, src_dir, include_dirs) for h in headers[target])
+    clash = next((p for p in planned if p.resolve() in inputs), None)
+    if clash is not None:  # checked before anything is written
+        raise UsageError(
+            "the output would overwrite an input file; choose another --out folder", path=str(clash)
+        )
+    for target in targets:
+        tr = translations[target]
+        main = out / f"{src_path.stem}{settings()[target]['suffix']}"
+        _write(main, tr.text, inputs)
+        for header, htr in headers[target].items():
+            _write(out / _relative_name(header, src_dir, include_dirs), htr.text, inputs)
+            report.diagnostics.extend(htr.diagnostics)
+        report.diagnostics.extend(tr.diagnostics)
+        report.outputs[target] = str(main)
+        if target == "hip":
+            from porter.scan.extract import device_code
+
+            variant_source = tr.text  # pruned and reduced to device code below
+            dirs = (str(out.resolve()), str(src_dir), *(str(Path(d).resolve()) for d in include_dirs))
+        else:
+            variant_source, dirs = tr.text, ()
+        written[target] = _Written(target, main, tr, variant_source, dirs)
+    diag_lines = [
+        _diagnostic_line(d, t)
+        for t in targets
+        for d in (*(d for h in headers[t].values() for d in h.diagnostics), *translations[t].diagnostics)
+    ]
+    _write(out / DIAGNOSTICS_NAME, "\n".join(diag_lines) + ("\n" if diag_lines else ""), inputs)
+
+    recorder = _Recorder(report, out, inputs)
+    instances = _instances(scan, source, translations)
+    report.kernels = [KernelResult(inst.name) for inst in instances]
+    recorder.save()
+
+    file_specs: dict[str, KernelSpec] = {}
+    spec_error: str | None = None
+    spec_path = find_spec_file(path)
+    if spec_path is not None and not translate_only:
+        try:
+            file_specs = load_spec_file(spec_path)
+        except PorterError as err:
+            spec_error = str(err)
+
+    run_devices = {t: ([] if translate_only else _run_devices(t)) for t in targets}
+    archs = {t: ([] if translate_only else _compile_archs(t)) for t in targets}
+    ref_devices = tuple(
+        d for b in ("cuda", "cpu") for d in ([] if translate_only else _devices(b)) if d.kind != "checker"
+    )
+    from porter.scan.extract import device_code
+
+    drop = sorted(
+        {
+            inst.base
+            for inst in instances
+            for t in targets
+            if (tk := _translated_kernel(translations[t], inst)) is not None and tk.untranslatable
+        }
+    )
+    original_source = device_code(prune_kernels(source, drop))
+    if "hip" in written:
+        hip = written["hip"]
+        written["hip"] = replace(hip, source=device_code(prune_kernels(hip.source, drop)))
+    ref_options = CompileOptions(include_dirs=(str(src_dir), *(str(Path(d).resolve()) for d in include_dirs)))
+
+    for inst, result in zip(instances, report.kernels, strict=True):
+        spec: KernelSpec | None = None
+        why_no_spec = spec_error
+        if not translate_only and why_no_spec is None:
+            try:
+                spec = _spec(path, scan, inst, include_dirs, file_specs)
+            except PorterError as err:
+                why_no_spec = str(err)
+            except Exception as err:  # noqa: BLE001 - an inference crash fails this kernel only
+                why_no_spec = f"spec inference failed: {type(err).__name__}: {err}"
+        for target in targets:
+            w = written[target]
+            rel = str(w.path)
+            tk = _translated_kernel(w.translation, inst)
+            if tk is None:
+                recorder.add(
+                    result,
+                    VariantRow(
+                        target,
+                        rel,
+                        Status.FAILED.value,
+                        "",
+                        reason=f"the {target} translation has no kernel {inst.name}",
+                    ),
+                )
+                continue
+            if tk.untranslatable:
+                recorder.add(
+                    result,
+                    VariantRow(
+                        target, rel, Status.UNTRANSLATABLE.value, "", reason="; ".join(tk.untranslatable)
+                    ),
+                )
+                continue
+            if translate_only:
+                recorder.add(
+                    result, VariantRow(target, rel, TRANSLATED, "", reason=f"entry {tk.entry}; not compiled")
+                )
+                continue
+            if spec is None:
+                recorder.add(
+                    result, VariantRow(target, rel, Status.FAILED.value, "", reason=why_no_spec or "")
+                )
+                continue
+            variant = Variant(
+                kernel=inst.base,
+                target=target,
+                source=w.source,
+                entry=tk.entry,
+                provenance="translate",
+                path=rel,
+                arg_map=tk.arg_map or None,  # type: ignore[arg-type]  # None slots: extra arguments
+                extra_args=tk.extra_args,
+            )
+            opts = replace(options, compile=replace(options.compile, include_dirs=w.include_dirs))
+            for arch in archs[target]:
+                say(f"{inst.name}: compiling {target} for {arch}")
+                arch_opts = replace(opts, compile=replace(opts.compile, arch=arch))
+                verdict = compile_only(variant, spec, arch_opts, backend=target)
+                if verdict is not None:
+                    recorder.add(result, _row_from(verdict, target, rel, f"{target}:{arch}"))
+            reference = Reference(
+                original=Variant(
+                    kernel=inst.base,
+                    target="cuda",
+                    source=original_source,
+                    entry=inst.base,
+                    provenance="original",
+                    path=path,
+                ),
+                devices=ref_devices,
+                options=ref_options,
+            )
+            for device in run_devices[target]:
+                say(f"{inst.name}: validating {target} on {device.label}")
+                for verdict in validate(variant, spec, reference, [device], opts):
+                    recorder.add(result, _row_from(verdict, target, rel))
+            if not run_devices[target] and not archs[target]:
+                verdict = compile_only(variant, spec, opts, backend=target)
+                if verdict is None:
+                    recorder.add(
+                        result,
+                        VariantRow(
+                            target,
+                            rel,
+                            Status.FAILED.value,
+                            "",
+                            reason=f"no {target} toolchain or device here",
+                        ),
+                    )
+                else:
+                    recorder.add(result, _row_from(verdict, target, rel, target))
+    report.complete = True
+    recorder.save()
+    return report
+
+
+# --------------------------------------------------------------------------- for benchmarks
+
+
+@dataclass(frozen=True)
+class PlannedKernel:
+    """One kernel (instantiation) ready to run: its spec, the original and each translated variant."""
+
+    name: str
+    spec: KernelSpec | None
+    why_no_spec: str
+    reference: Reference
+    variants: dict[str, Variant]  # target -> variant (translatable ones only)
+    options: dict[str, CompileOptions]  # target -> compile options of its variant
+
+
+def plan_variants(
+    path: str,
+    targets: Sequence[str] = ("hip", "opencl"),
+    *,
+    include_dirs: Sequence[str] = (),
+    out_dir: str,
+) -> list[PlannedKernel]:
+    """Translate (writing to ``out_dir``) and return every kernel's variants without running them,
+    for benchmark scripts that time the original beside its ported variants."""
+    report = port_file(path, targets, include_dirs=include_dirs, out_dir=out_dir, translate_only=True)
+    source, scan = _load_input(path)
+    translations = {t: _translate(t, source, path, include_dirs)[0] for t in report.targets}
+    instances = _instances(scan, source, translations)
+    drop = sorted(
+        {
+            inst.base
+            for inst in instances
+            for t in report.targets
+            if (tk := _translated_kernel(translations[t], inst)) is not None and tk.untranslatable
+        }
+    )
+    from porter.scan.extract import device_code
+
+    src_dir = Path(path).resolve().parent
+    inc = tuple(str(Path(d).resolve()) for d in include_dirs)
+    spec_path = find_spec_file(path)
+    file_specs = load_spec_file(spec_path) if spec_path is not None else {}
+    planned: list[PlannedKernel] = []
+    for inst in instances:
+        spec, why = None, ""
+        try:
+            spec = _spec(path, scan, inst, include_dirs, file_specs)
+        except PorterError as err:
+            why = str(err)
+        variants: dict[str, Variant] = {}
+        options: dict[str, CompileOptions] = {}
+        for t in report.targets:
+            tk = _translated_kernel(translations[t], inst)
+            if tk is None or tk.untranslatable:
+                continue
+            text = Path(report.outputs[t]).read_text(encoding="utf-8")
+            src = device_code(prune_kernels(text, drop)) if t == "hip" else text
+            variants[t] = Variant(
+                kernel=inst.base,
+                target=t,
+                source=src,
+                entry=tk.entry,
+                provenance="translate",
+                path=report.outputs[t],
+                arg_map=tk.arg_map or None,  # type: ignore[arg-type]
+                extra_args=tk.extra_args,
+            )
+            dirs = (str(Path(out_dir).resolve()), str(src_dir), *inc) if t == "hip" else ()
+            options[t] = CompileOptions(include_dirs=dirs)
+        original = Variant(
+            kernel=inst.base,
+            target="cuda",
+            source=device_code(prune_kernels(source, drop)),
+            entry=inst.base,
+            provenance="original",
+            path=path,
+        )
+        ref_devices = tuple(d for b in ("cuda", "cpu") for d in _devices(b) if d.kind != "checker")
+        reference = Reference(
+            original=original, devices=ref_devices, options=CompileOptions(include_dirs=(str(src_dir), *inc))
+        )
+        planned.append(PlannedKernel(inst.name, spec, why, reference, variants, options))
+    return planned

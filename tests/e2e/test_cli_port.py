@@ -1,0 +1,293 @@
+"""`porter port FILE --to hip,opencl`: outputs, JSON schema, exit codes, and every sample ported."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "samples" / "cuda"
+VARIANT_KEYS = ["target", "path", "status", "device", "max_rel_err", "trials", "reason"]
+
+
+def porter(*args: str, timeout: int = 900) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("porter")
+    cmd = [exe] if exe else [sys.executable, "-m", "porter"]
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def _devices(backend: str) -> list[Any]:
+    from porter.backends import get_backend
+
+    try:
+        return list(get_backend(backend).devices())
+    except Exception:  # noqa: BLE001
+        return []
+
+
+def _need_runtimes() -> None:
+    if not _devices("cpu"):
+        pytest.skip("the CPU emulator is unavailable (g++ missing)")
+    if not any(d.kind != "checker" for d in _devices("opencl")):
+        pytest.skip("no OpenCL device (PoCL) to run the OpenCL variants")
+
+
+def _hipcc_reaches(arch: str) -> bool:
+    from porter.backends.hip import amd
+
+    return bool(amd.compilers_for(arch))
+
+
+def _copy_sample(name: str, dest: Path) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(SAMPLES / name, dest / name)
+    shutil.copy2(SAMPLES / "common.cuh", dest / "common.cuh")
+    return dest / name
+
+
+def _snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
+    return {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _rows(doc: dict[str, Any], kernel: str) -> list[dict[str, Any]]:
+    found = [k for k in doc["kernels"] if k["name"] == kernel]
+    assert found, f"no kernel {kernel} in {[k['name'] for k in doc['kernels']]}"
+    return found[0]["variants"]
+
+
+# --------------------------------------------------------------------------- vector_add, full run
+
+
+@pytest.fixture(scope="module")
+def vector_add_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    _need_runtimes()
+    src_dir = tmp_path_factory.mktemp("va-src")
+    src = _copy_sample("vector_add.cu", src_dir)
+    before = _snapshot(src_dir)
+    out = tmp_path_factory.mktemp("va-out") / "ported"
+    res = porter("port", str(src), "--to", "hip,opencl", "--out", str(out), "--json", "--trials", "1")
+    return {"res": res, "src_dir": src_dir, "before": before, "out": out}
+
+
+def test_vector_add_validated_on_emulator_and_pocl(vector_add_run: dict[str, Any]) -> None:
+    res = vector_add_run["res"]
+    assert res.returncode == 0, res.stdout + res.stderr
+    doc = json.loads(res.stdout)
+    rows = _rows(doc, "vector_add")
+    by = {(r["target"], r["device"]): r for r in rows}
+    assert by[("hip", "cpu:cpu-emulator")]["status"] == "validated"
+    pocl = [
+        r
+        for r in rows
+        if r["target"] == "opencl" and r["device"].startswith("opencl:") and "oclgrind" not in r["device"]
+    ]
+    assert pocl and all(r["status"] == "validated" for r in pocl), pocl
+    for r in rows:
+        if r["status"] == "validated":
+            assert r["trials"] >= 1 and r["max_rel_err"] is not None and r["max_rel_err"] <= 1e-5
+    if _hipcc_reaches("gfx90a"):
+        assert by[("hip", "hip:gfx90a")]["status"] == "compiled"
+    if _hipcc_reaches("gfx942"):
+        assert by[("hip", "hip:gfx942")]["status"] == "compiled"
+    assert all(r["status"] in ("validated", "compiled") for r in rows), rows
+
+
+def test_json_schema_is_exact(vector_add_run: dict[str, Any]) -> None:
+    doc = json.loads(vector_add_run["res"].stdout)
+    assert list(doc) == ["source", "kernels"]
+    assert doc["source"].endswith("vector_add.cu")
+    assert [list(k) for k in doc["kernels"]] == [["name", "variants"]]
+    for row in doc["kernels"][0]["variants"]:
+        assert list(row) == VARIANT_KEYS
+        assert row["status"] in ("validated", "compiled", "failed", "untranslatable")
+        assert isinstance(row["trials"], int) and isinstance(row["reason"], str)
+        assert Path(row["path"]).suffix == {"hip": ".hip", "opencl": ".cl"}[row["target"]]
+
+
+def test_outputs_written_and_input_untouched(vector_add_run: dict[str, Any]) -> None:
+    out: Path = vector_add_run["out"]
+    assert _snapshot(vector_add_run["src_dir"]) == vector_add_run["before"]
+    names = {p.name for p in out.iterdir()}
+    assert {"vector_add.hip", "vector_add.cl", "common.cuh", "report.json", "diagnostics.txt"} <= names
+    assert "hipMalloc" in (out / "vector_add.hip").read_text()
+    assert "__kernel" in (out / "vector_add.cl").read_text()
+    assert "cudaError_t" not in (out / "common.cuh").read_text()  # the header is translated too
+    report = json.loads((out / "report.json").read_text())
+    assert report["complete"] is True and report["exit_code"] == 0
+    assert report["kernels"] == [
+        {
+            **k,
+            "variants": [
+                {key: v[key] for key in (*VARIANT_KEYS, "toolchain", "logs")} for v in k["variants"]
+            ],
+        }
+        for k in report["kernels"]
+    ]
+
+
+def test_summary_table_on_stdout(tmp_path: Path) -> None:
+    src = _copy_sample("vector_add.cu", tmp_path / "src")
+    res = porter("port", str(src), "--to", "opencl", "--translate-only")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "vector_add" in res.stdout and "translated" in res.stdout
+    assert not res.stdout.lstrip().startswith("{")
+
+
+# --------------------------------------------------------------------------- outputs and options
+
+
+def test_translate_only_default_out_beside_input(tmp_path: Path) -> None:
+    src = _copy_sample("vector_add.cu", tmp_path / "src")
+    before = _snapshot(src.parent)
+    res = porter("port", str(src), "--to", "hip,opencl", "--translate-only", "--json")
+    assert res.returncode == 0, res.stdout + res.stderr
+    out = src.parent / "vector_add.ported"
+    assert (out / "vector_add.hip").is_file() and (out / "vector_add.cl").is_file()
+    assert (out / "common.cuh").is_file() and (out / "diagnostics.txt").is_file()
+    after = {k: v for k, v in _snapshot(src.parent).items() if not k.startswith(str(out))}
+    assert after == before
+    doc = json.loads(res.stdout)
+    rows = _rows(doc, "vector_add")
+    assert {r["target"] for r in rows} == {"hip", "opencl"}
+    assert all(r["status"] == "translated" and r["device"] == "" for r in rows)
+
+
+def test_out_in_input_folder_refuses_to_overwrite(tmp_path: Path) -> None:
+    src = _copy_sample("vector_add.cu", tmp_path)
+    before = _snapshot(tmp_path)
+    res = porter("port", str(src), "--to", "hip", "--translate-only", "--out", str(tmp_path))
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "overwrite" in res.stderr and "Traceback" not in res.stderr
+    assert _snapshot(tmp_path) == before
+
+
+def test_include_dir_in_another_folder(tmp_path: Path) -> None:
+    _need_runtimes()
+    inc = tmp_path / "include"
+    inc.mkdir()
+    (inc / "scale_defs.h").write_text("#pragma once\n#define SCALE 3.0f\n#define THREADS 128\n")
+    src_dir = tmp_path / "src"
+    src_dir.mkdir()
+    src = src_dir / "scale.cu"
+    src.write_text(
+        '#include <cstdio>\n#include "scale_defs.h"\n\n'
+        "__global__ void scale(const float* x, float* y, int n)\n{\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    if (i < n) y[i] = SCALE * x[i] + 1.0f;\n}\n\n"
+        "int main()\n{\n    int n = 100000;\n    size_t bytes = n * sizeof(float);\n"
+        "    float *d_x, *d_y;\n    cudaMalloc(&d_x, bytes);\n    cudaMalloc(&d_y, bytes);\n"
+        "    float* h_x = (float*)malloc(bytes);\n"
+        "    cudaMemcpy(d_x, h_x, bytes, cudaMemcpyHostToDevice);\n"
+        "    scale<<<(n + THREADS - 1) / THREADS, THREADS>>>(d_x, d_y, n);\n"
+        "    cudaMemcpy(h_x, d_y, bytes, cudaMemcpyDeviceToHost);\n    return 0;\n}\n"
+    )
+    out = tmp_path / "out"
+    res = porter(
+        "port", str(src), "--to", "hip,opencl", "-I", str(inc), "--out", str(out), "--json", "--trials", "1"
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    rows = _rows(json.loads(res.stdout), "scale")
+    assert any(r["target"] == "hip" and r["status"] == "validated" for r in rows), rows
+    assert any(r["target"] == "opencl" and r["status"] == "validated" for r in rows), rows
+    assert "3.0f" in (out / "scale.cl").read_text() or "SCALE" in (out / "scale.cl").read_text()
+    assert (out / "scale_defs.h").is_file()  # the header translated beside the HIP output
+    assert (inc / "scale_defs.h").read_text().startswith("#pragma once\n#define SCALE 3.0f")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["does/not/exist.cu"], id="missing-file"),
+        pytest.param(["{py}"], id="not-cuda"),
+        pytest.param(["{cu}", "--to", "metal"], id="unknown-target"),
+        pytest.param(["{cu}", "-I", "no/such/dir"], id="missing-include-dir"),
+        pytest.param(["{empty}"], id="no-kernels"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(tmp_path: Path, args: list[str]) -> None:
+    py = tmp_path / "loops.py"
+    py.write_text("def f(x):\n    for i in range(len(x)):\n        x[i] += 1\n")
+    empty = tmp_path / "host_only.cu"
+    empty.write_text("int main() { return 0; }\n")
+    cu = _copy_sample("vector_add.cu", tmp_path / "src")
+    subst = {"{py}": str(py), "{cu}": str(cu), "{empty}": str(empty)}
+    res = porter("port", *[subst.get(a, a) for a in args], "--translate-only")
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr
+    assert res.stderr.strip(), "an error message is expected on stderr"
+
+
+def test_untranslatable_kernel_exit_1_other_kernel_validates(tmp_path: Path) -> None:
+    _need_runtimes()
+    res = porter(
+        "port", str(SAMPLES / "legacy_texture.cu"), "--out", str(tmp_path / "out"), "--json", "--trials", "1"
+    )
+    assert res.returncode == 1, res.stdout + res.stderr
+    doc = json.loads(res.stdout)
+    tex = _rows(doc, "scale_tex")
+    assert {r["target"] for r in tex} == {"hip", "opencl"}
+    assert all(r["status"] == "untranslatable" and "tex1Dfetch" in r["reason"] for r in tex), tex
+    plain = _rows(doc, "saxpy_plain")
+    for target in ("hip", "opencl"):
+        assert any(r["target"] == target and r["status"] == "validated" for r in plain), plain
+    assert all(r["status"] in ("validated", "compiled") for r in plain), plain
+
+
+# --------------------------------------------------------------------------- every sample
+
+
+SAMPLE_FILES = sorted(p.name for p in SAMPLES.glob("*.cu"))
+QUICK = {"vector_add.cu", "legacy_texture.cu"}  # run above already
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [n for n in SAMPLE_FILES if n not in QUICK])
+def test_every_sample_ports_and_validates(tmp_path: Path, name: str) -> None:
+    _need_runtimes()
+    res = porter("port", str(SAMPLES / name), "--out", str(tmp_path / "out"), "--json", "--trials", "1")
+    assert res.returncode in (0, 1), res.stdout + res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["kernels"], doc
+    for kernel in doc["kernels"]:
+        rows = kernel["variants"]
+        if any(r["status"] == "untranslatable" for r in rows):
+            continue
+        for target in ("hip", "opencl"):
+            mine = [r for r in rows if r["target"] == target]
+            assert mine, f"{kernel['name']}: no {target} variant"
+            bad = [r for r in mine if r["status"] not in ("validated", "compiled")]
+            assert not bad, f"{kernel['name']} {target}: " + "; ".join(
+                f"{r['device']}: {r['reason']}" for r in bad
+            )
+            assert any(r["status"] == "validated" for r in mine), (
+                f"{kernel['name']} {target}: not validated anywhere"
+            )
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+# --------------------------------------------------------------------------- the GPU
+
+
+@pytest.mark.gpu
+def test_vector_add_on_nvidia_gpu(tmp_path: Path) -> None:
+    res = porter(
+        "port", str(SAMPLES / "vector_add.cu"), "--out", str(tmp_path / "out"), "--json", "--trials", "1"
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    rows = _rows(json.loads(res.stdout), "vector_add")
+    gpu_hip = [
+        r
+        for r in rows
+        if r["target"] == "hip" and r["device"].startswith("hip:") and "gfx" not in r["device"]
+    ]
+    assert gpu_hip and all(r["status"] == "validated" for r in gpu_hip), rows
+    nv_ocl = [r for r in rows if r["target"] == "opencl" and "NVIDIA" in r["device"]]
+    assert nv_ocl and all(r["status"] == "validated" for r in nv_ocl), rows

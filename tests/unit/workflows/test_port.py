@@ -1,0 +1,155 @@
+"""porter.workflows.port: targets, instantiations, per-instantiation specs, outputs and exit codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from porter.errors import UsageError
+from porter.scan import scan_file
+from porter.workflows.port import (
+    KernelResult,
+    PortReport,
+    VariantRow,
+    _instances,
+    _relative_name,
+    _spec,
+    default_out_dir,
+    parse_targets,
+    port_file,
+)
+
+ROOT = Path(__file__).resolve().parents[3]
+SAMPLES = ROOT / "samples" / "cuda"
+
+
+def test_parse_targets() -> None:
+    assert parse_targets("hip,opencl") == ("hip", "opencl")
+    assert parse_targets(["OpenCL", "hip, opencl"]) == ("opencl", "hip")
+    with pytest.raises(UsageError) as err:
+        parse_targets("hip,metal")
+    assert "metal" in str(err.value) and err.value.exit_code == 2
+    with pytest.raises(UsageError):
+        parse_targets(" , ")
+
+
+def test_default_out_dir_is_beside_the_input() -> None:
+    assert default_out_dir("/a/b/vector_add.cu") == Path("/a/b/vector_add.ported")
+
+
+def test_relative_name_keeps_subfolders(tmp_path: Path) -> None:
+    (tmp_path / "src" / "sub").mkdir(parents=True)
+    (tmp_path / "inc").mkdir()
+    assert _relative_name(tmp_path / "src" / "sub" / "a.cuh", tmp_path / "src", ()) == Path("sub/a.cuh")
+    assert _relative_name(tmp_path / "inc" / "b.h", tmp_path / "src", [str(tmp_path / "inc")]) == Path("b.h")
+    assert _relative_name(tmp_path / "elsewhere" / "c.h", tmp_path / "src", ()) == Path("c.h")
+
+
+def test_instances_one_per_template_instantiation() -> None:
+    path = str(SAMPLES / "templated.cu")
+    scan = scan_file(path)
+    names = [i.name for i in _instances(scan, Path(path).read_text(), {})]
+    assert names == ["axpby<float>", "axpby<double>", "block_sum<256>", "block_sum<128>"]
+
+
+def test_spec_follows_the_instantiation_launch() -> None:
+    path = str(SAMPLES / "templated.cu")
+    scan = scan_file(path)
+    by_name = {i.name: i for i in _instances(scan, Path(path).read_text(), {})}
+    s256 = _spec(path, scan, by_name["block_sum<256>"], (), {})
+    s128 = _spec(path, scan, by_name["block_sum<128>"], (), {})
+    assert s256.template_args == ("256",) and s256.block == ("256",)
+    assert s128.template_args == ("128",) and s128.block == ("128",)
+
+
+def _row(status: str) -> VariantRow:
+    return VariantRow("hip", "x.hip", status, "cpu:cpu-emulator")
+
+
+@pytest.mark.parametrize(
+    ("statuses", "code"),
+    [
+        (["validated", "compiled"], 0),
+        (["translated"], 0),
+        (["validated", "failed"], 1),
+        (["validated", "untranslatable"], 1),
+        ([], 1),
+    ],
+)
+def test_exit_code(statuses: list[str], code: int) -> None:
+    report = PortReport("x.cu", "out", ("hip",), False, [KernelResult("k", [_row(s) for s in statuses])])
+    assert report.exit_code == code
+
+
+def test_document_schema() -> None:
+    report = PortReport("x.cu", "out", ("hip",), False, [KernelResult("k", [_row("validated")])])
+    doc = report.document()
+    assert list(doc) == ["source", "kernels"]
+    assert list(doc["kernels"][0]["variants"][0]) == [
+        "target",
+        "path",
+        "status",
+        "device",
+        "max_rel_err",
+        "trials",
+        "reason",
+    ]
+    full = report.full_document()
+    assert full["kernels"][0]["variants"][0]["logs"] == [] and full["complete"] is False
+
+
+def test_translate_only_writes_outputs_and_report(tmp_path: Path) -> None:
+    shutil.copy2(SAMPLES / "templated.cu", tmp_path / "templated.cu")
+    shutil.copy2(SAMPLES / "common.cuh", tmp_path / "common.cuh")
+    seen: list[str] = []
+    report = port_file(
+        str(tmp_path / "templated.cu"), ["hip", "opencl"], translate_only=True, progress=seen.append
+    )
+    out = tmp_path / "templated.ported"
+    assert report.out_dir == str(out) and report.complete
+    assert (out / "templated.hip").is_file() and (out / "templated.cl").is_file()
+    assert "axpby_float" in (out / "templated.cl").read_text()
+    assert [k.name for k in report.kernels] == [
+        "axpby<float>",
+        "axpby<double>",
+        "block_sum<256>",
+        "block_sum<128>",
+    ]
+    assert all(r.status == "translated" for r in report.rows()) and report.exit_code == 0
+    saved = json.loads((out / "report.json").read_text())
+    assert (
+        saved["complete"] is True
+        and saved["kernels"] == json.loads(json.dumps(report.full_document()))["kernels"]
+    )
+    assert seen  # progress was reported
+
+
+def test_untranslatable_kernel_row_names_the_construct(tmp_path: Path) -> None:
+    report = port_file(
+        str(SAMPLES / "legacy_texture.cu"), ["opencl"], out_dir=str(tmp_path), translate_only=True
+    )
+    rows = {k.name: k.variants for k in report.kernels}
+    assert [r.status for r in rows["scale_tex"]] == ["untranslatable"]
+    assert "tex1Dfetch" in rows["scale_tex"][0].reason
+    assert [r.status for r in rows["saxpy_plain"]] == ["translated"]
+    assert report.exit_code == 1
+
+
+def test_refuses_to_overwrite_an_input(tmp_path: Path) -> None:
+    shutil.copy2(SAMPLES / "vector_add.cu", tmp_path / "vector_add.cu")
+    shutil.copy2(SAMPLES / "common.cuh", tmp_path / "common.cuh")
+    before = (tmp_path / "common.cuh").read_bytes()
+    with pytest.raises(UsageError, match="overwrite"):
+        port_file(str(tmp_path / "vector_add.cu"), ["hip"], out_dir=str(tmp_path), translate_only=True)
+    assert (tmp_path / "common.cuh").read_bytes() == before
+
+
+def test_missing_and_non_cuda_inputs(tmp_path: Path) -> None:
+    with pytest.raises(UsageError):
+        port_file(str(tmp_path / "nope.cu"), ["hip"], translate_only=True)
+    (tmp_path / "notes.txt").write_text("hello\n")
+    with pytest.raises(UsageError, match="not a CUDA source"):
+        port_file(str(tmp_path / "notes.txt"), ["hip"], translate_only=True)

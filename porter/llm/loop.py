@@ -1,0 +1,602 @@
+"""The generate -> compile -> validate -> repair loop.
+
+``N`` candidates, each its own conversation with the model, run for up to ``R`` rounds.  In every
+round each live candidate's request goes out concurrently (threads: the providers are blocking SDK
+calls); the reply's code block is *screened* (:func:`screen`: only device code is taken, host code,
+foreign ``#include``s, inline assembly and a changed kernel signature are rejected before anything is
+compiled) and handed to the evaluator the workflow supplies (compile, validate, benchmark -- all in
+the harness's isolated child processes; this module never compiles or runs anything itself).  The
+outcome becomes the next user message of that candidate's conversation: the exact compiler log, the
+validation mismatch, the timing against the original and the floor, a missing code block, or the
+screening reason.  The loop stops at the budget: rounds, total tokens, dollars, wall time.
+
+The result keeps every attempt, the best validated candidate (the fastest) and the trade-off set:
+fastest, least memory, most precise.
+
+Model output is data: the code block is only ever text handed to the evaluator after screening;
+nothing in a reply or in the user's source is executed or turned into an action here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+
+from porter.errors import PorterError
+from porter.llm.base import Completion, Message, PromptPart, Provider, Usage
+from porter.llm.pricing import cost, pricing_note
+from porter.llm.prompting import (
+    PromptContext,
+    compile_feedback,
+    dialect,
+    mismatch_feedback,
+    nocode_feedback,
+    rejected_feedback,
+    settings,
+    task_message,
+    timing_feedback,
+)
+from porter.llm.redact import redact
+from porter.llm.replies import extract_code, missing_code_reason
+from porter.model import Kernel, Verdict
+
+# Attempt statuses.
+VALIDATED = "validated"
+FAILED = "failed"  # compiled or not, but did not pass validation (or benchmarking)
+REJECTED = "rejected"  # screened out before compiling
+NO_CODE = "no-code"  # the reply held no usable code block
+ERROR = "error"  # the request itself failed (timeout, HTTP error, malformed reply, replay miss)
+
+
+# --------------------------------------------------------------------------- screening
+
+
+@dataclass(frozen=True)
+class Screened:
+    """A candidate that passed screening: device code only, and the scan of its kernel."""
+
+    code: str
+    kernel: Kernel
+
+
+@dataclass(frozen=True)
+class Rejection:
+    reason: str
+
+
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.MULTILINE)
+_ASM = re.compile(r"\b(asm|__asm__|__asm)\b")
+_COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
+_QUALIFIERS = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict)\b")
+
+
+def _strip_comments(code: str) -> str:
+    """Comments removed; string literals kept (a `system("...")` call keeps its argument)."""
+
+    def keep(m: re.Match[str]) -> str:
+        text = m.group(0)
+        if text.startswith("//") or text.startswith("/*"):
+            return " " * len(text) if "\n" not in text else "\n" * text.count("\n")
+        return text
+
+    return _COMMENT_OR_STRING.sub(keep, code)
+
+
+def _type_key(type_text: str) -> str:
+    """A parameter type without qualifiers or spaces: ``const float *__restrict__`` -> ``float*``."""
+    return re.sub(r"\s+", "", _QUALIFIERS.sub(" ", type_text))
+
+
+def signature_mismatch(original: Kernel, candidate: Kernel) -> str | None:
+    """Why the candidate's kernel cannot be launched like the original, or None."""
+    want = [f"{p.type} {p.name}" for p in original.params]
+    got = [f"{p.type} {p.name}" for p in candidate.params]
+    if len(original.params) != len(candidate.params):
+        return (
+            f"the kernel `{original.name}` must keep its {len(want)} parameters ({', '.join(want)}); "
+            f"yours has {len(got)} ({', '.join(got) or 'none'})"
+        )
+    for i, (a, b) in enumerate(zip(original.params, candidate.params, strict=True), 1):
+        if _type_key(a.type) != _type_key(b.type) or a.pointer != b.pointer or a.name != b.name:
+            return (
+                f"parameter {i} of `{original.name}` must be `{a.type} {a.name}` (same name and type, same order); "
+                f"yours is `{b.type} {b.name}`"
+            )
+    if len(original.template_params) != len(candidate.template_params):
+        return (
+            f"the kernel `{original.name}` must keep its template parameters "
+            f"<{', '.join(original.template_params)}>; yours has <{', '.join(candidate.template_params)}>"
+        )
+    return None
+
+
+def screen(
+    code: str,
+    original: Kernel,
+    dialect_key: str = "cuda",
+    *,
+    original_includes: Sequence[str] = (),
+    allow_asm: bool = False,
+) -> Screened | Rejection:
+    """Take only device code from a model's code block, or say why the block is rejected.
+
+    Rejected: an ``#include`` of anything but the dialect's standard headers and the original's own
+    includes; inline assembly unless the original has it; ``main`` or any call of a process / file /
+    environment function; a host function calling a runtime API; a kernel that is missing or whose
+    parameters differ from the original's.  Host code that breaks none of these is dropped.
+    """
+    rules = settings()["host"]
+    assert isinstance(rules, dict)
+    allowed = set(dialect(dialect_key).headers) | set(original_includes)
+    text = _strip_comments(code)
+    for m in _INCLUDE.finditer(text):
+        if m.group(1).strip() not in allowed:
+            return Rejection(
+                f'#include "{m.group(1)}" is not allowed (only the dialect\'s standard headers'
+                f"{' and the original' + chr(39) + 's own includes' if original_includes else ''})"
+            )
+    if not allow_asm and _ASM.search(text):
+        return Rejection("inline assembly (`asm`) is not allowed: the original kernel has none")
+    forbidden = [str(n) for n in rules["forbidden_calls"]]
+    calls = re.findall(r"\b(" + "|".join(map(re.escape, forbidden)) + r")\s*\(", text)
+    if calls:
+        if "main" in calls:
+            return Rejection("the block defines or calls main(): host code is not accepted, only the kernel")
+        return Rejection(f"the block calls {calls[0]}(): host, process and file calls are not accepted")
+    if dialect_key == "opencl":
+        return _screen_opencl(code, original)
+
+    from porter.scan import scan_source
+    from porter.scan.extract import device_code
+
+    device = device_code(code)
+    kept = set(device.splitlines())
+    dropped = "\n".join(
+        line for line in _strip_comments(code).splitlines() if line.strip() and line not in kept
+    )
+    prefixes = [str(p) for p in rules["runtime_prefixes"]]
+    api = re.search(r"\b((?:" + "|".join(prefixes) + r")[A-Z]\w*)\s*\(", dropped)
+    if api:
+        return Rejection(f"the block has host code calling {api.group(1)}(): only device code is accepted")
+    try:
+        scan = scan_source(device.encode("utf-8"), "candidate.cu", "cuda")
+    except PorterError as err:
+        return Rejection(f"the code block cannot be parsed: {err}")
+    found = next((k for k in scan.kernels if k.name == original.name), None)
+    if found is None:
+        names = ", ".join(k.name for k in scan.kernels) or "none"
+        return Rejection(
+            f"the block has no __global__ kernel named `{original.name}` (kernels found: {names})"
+        )
+    why = signature_mismatch(original, found)
+    if why is not None:
+        return Rejection(why)
+    return Screened(device if device.endswith("\n") else device + "\n", found)
+
+
+def _screen_opencl(code: str, original: Kernel) -> Screened | Rejection:
+    """OpenCL C has no host code in it; check the kernel is there with the original's arity."""
+    text = _strip_comments(code)
+    m = re.search(rf"__kernel\s+void\s+{re.escape(original.name)}\s*\(([^)]*)\)", text)
+    if m is None:
+        return Rejection(f"the block has no `__kernel void {original.name}(...)`")
+    params = [p for p in m.group(1).split(",") if p.strip()]
+    if len(params) < len(original.params):
+        return Rejection(
+            f"`{original.name}` must keep the original's {len(original.params)} parameters in order; "
+            f"yours has {len(params)}"
+        )
+    return Screened(code if code.endswith("\n") else code + "\n", original)
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What the harness said about one candidate (built by the workflow's evaluator)."""
+
+    ok: bool  # validated on every device it ran on (and benchmarked where asked)
+    stage: str  # "compile" | "validate" | "bench" | "done"
+    reason: str
+    log: str = ""  # the exact compiler log / validation details
+    sizes: tuple[dict[str, int], ...] = ()  # sizes it passed
+    checks: tuple[str, ...] = ()
+    max_rel_err: float | None = None
+    time_ms: float | None = None  # median on the first benchmarked device
+    baseline_ms: float | None = None  # the original's median there
+    speedup: float | None = None
+    floor_ms: float | None = None  # the roofline floor there
+    memory_bytes: int | None = None  # shared memory (+ registers where known) per block
+    device: str = ""
+    verdicts: tuple[Verdict, ...] = ()
+    timings: tuple[dict[str, object], ...] = ()  # per device: device, time_ms, baseline_ms, speedup, ...
+
+
+Evaluator = Callable[[Screened], Evaluation]
+
+
+@dataclass(frozen=True)
+class Attempt:
+    candidate: int  # 1-based
+    round: int  # 1-based
+    status: str  # VALIDATED | FAILED | REJECTED | NO_CODE | ERROR
+    reason: str
+    code: str | None = None  # the screened device code
+    evaluation: Evaluation | None = None
+    usage: Usage = Usage()
+    cost_usd: float = 0.0  # what this request cost (0 for cached / replayed replies)
+    source: str = ""  # "api" | "cache" | "replay" | "" (no reply)
+    reply_chars: int = 0
+
+
+# --------------------------------------------------------------------------- options and result
+
+
+@dataclass(frozen=True)
+class Budget:
+    rounds: int = 3
+    max_tokens: int | None = None  # input + output + cache tokens over all requests
+    max_dollars: float | None = None  # priced as if every reply came from the API
+    max_seconds: float | None = None  # wall time; no new round starts after it
+
+
+@dataclass(frozen=True)
+class LoopOptions:
+    candidates: int = 2
+    budget: Budget = Budget()
+    max_reply_tokens: int = 8000
+    temperature: float | None = None
+    stream: bool = False  # stream replies (progress shows characters as they arrive)
+    stop_when_validated: bool = False  # end a candidate's conversation once it validates
+
+
+@dataclass
+class Totals:
+    usage: Usage = Usage()
+    cost_usd: float = 0.0  # spent (API replies only)
+    notional_usd: float = 0.0  # as if every reply came from the API: what the dollar budget counts
+    requests: int = 0
+    priced: bool = True
+
+    @property
+    def tokens(self) -> int:
+        u = self.usage
+        return u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens
+
+
+@dataclass(frozen=True)
+class LoopResult:
+    attempts: tuple[Attempt, ...]
+    rounds: int  # rounds run
+    stop_reason: str
+    totals: Totals
+    notes: tuple[str, ...] = ()
+
+    @property
+    def validated(self) -> list[Attempt]:
+        return [a for a in self.attempts if a.status == VALIDATED]
+
+    @property
+    def best(self) -> Attempt | None:
+        """The fastest validated attempt (the first validated one when nothing was timed)."""
+        return self.tradeoffs().get("fastest")
+
+    def tradeoffs(self) -> dict[str, Attempt]:
+        """fastest / least_memory / most_precise among distinct validated candidates."""
+        seen: dict[str, Attempt] = {}
+        for a in self.validated:
+            seen.setdefault(a.code or "", a)
+        pool = list(seen.values())
+        if not pool:
+            return {}
+        out: dict[str, Attempt] = {}
+
+        def time_of(a: Attempt) -> float:
+            t = a.evaluation.time_ms if a.evaluation else None
+            return t if t is not None else float("inf")
+
+        out["fastest"] = min(pool, key=time_of)
+        with_memory = [a for a in pool if a.evaluation and a.evaluation.memory_bytes is not None]
+        if with_memory:
+            out["least_memory"] = min(
+                with_memory,
+                key=lambda a: (a.evaluation.memory_bytes, time_of(a)),  # type: ignore[union-attr]
+            )
+        with_err = [a for a in pool if a.evaluation and a.evaluation.max_rel_err is not None]
+        if with_err:
+            out["most_precise"] = min(
+                with_err,
+                key=lambda a: (a.evaluation.max_rel_err, time_of(a)),  # type: ignore[union-attr]
+            )
+        return out
+
+
+@dataclass(frozen=True)
+class Event:
+    """Progress: ``kind`` is "round" (a round starts), "request" (text arriving), "attempt" (one
+    candidate's outcome) or "stop"."""
+
+    kind: str
+    round: int
+    candidate: int = 0
+    attempt: Attempt | None = None
+    totals: Totals | None = None
+    text: str = ""
+
+
+Progress = Callable[[Event], None]
+
+
+# --------------------------------------------------------------------------- the loop
+
+
+@dataclass
+class _Conversation:
+    index: int
+    messages: list[Message]
+    alive: bool = True
+
+
+def _evidence(attempt: Attempt, ctx: PromptContext) -> str | None:
+    """The next user message for a candidate after `attempt`; None ends its conversation."""
+    if attempt.status == ERROR:
+        return None
+    if attempt.status == NO_CODE:
+        return nocode_feedback(attempt.reason, ctx)
+    if attempt.status == REJECTED:
+        return rejected_feedback(attempt.reason, ctx)
+    ev = attempt.evaluation
+    assert ev is not None
+    if attempt.status == VALIDATED:
+        return timing_feedback(
+            device=ev.device,
+            time_ms=ev.time_ms,
+            original_ms=ev.baseline_ms,
+            floor_ms=ev.floor_ms,
+            checks=ev.checks,
+        )
+    if ev.stage == "compile":
+        return compile_feedback(ev.log or ev.reason)
+    return mismatch_feedback(ev.reason, ev.sizes, ev.log)
+
+
+def _code_key(code: str) -> str:
+    return hashlib.sha256(code.encode("utf-8")).hexdigest()
+
+
+class _Runner:
+    def __init__(
+        self,
+        provider: Provider,
+        system: list[PromptPart],
+        ctx: PromptContext,
+        evaluate: Evaluator,
+        options: LoopOptions,
+        progress: Progress | None,
+    ):
+        self.provider = provider
+        self.system = system
+        self.ctx = ctx
+        self.evaluate = evaluate
+        self.options = options
+        self.progress = progress
+        self.lock = threading.Lock()
+        self.evaluated: dict[str, Evaluation] = {}
+        self.totals = Totals()
+        self.notes: list[str] = []
+
+    def emit(self, event: Event) -> None:
+        if self.progress is not None:
+            self.progress(event)
+
+    def ask(self, conv: _Conversation, round_no: int) -> Completion:
+        on_text = None
+        if self.options.stream:
+
+            def on_text(piece: str) -> None:
+                self.emit(Event("request", round_no, conv.index, text=piece))
+
+        return self.provider.complete(
+            self.system,
+            list(conv.messages),
+            max_tokens=self.options.max_reply_tokens,
+            temperature=self.options.temperature,
+            on_text=on_text,
+        )
+
+    def account(self, reply: Completion) -> tuple[float, float | None]:
+        price = cost(reply.usage, self.provider.name, self.provider.model)
+        spent = price if (price is not None and reply.source == "api") else 0.0
+        with self.lock:
+            self.totals.usage = self.totals.usage + reply.usage
+            self.totals.requests += 1
+            self.totals.cost_usd += spent
+            if price is None:
+                self.totals.priced = False
+            else:
+                self.totals.notional_usd += price
+        return spent, price
+
+    def step(self, conv: _Conversation, round_no: int) -> Attempt:
+        """One request and its evaluation for one candidate; never raises for what the model,
+        the network or the harness does."""
+        base = dict(candidate=conv.index, round=round_no)
+        try:
+            reply = self.ask(conv, round_no)
+        except PorterError as err:  # ProviderError, ProviderTimeout, ReplayMiss...
+            return Attempt(**base, status=ERROR, reason=redact(str(err)))
+        except Exception as err:  # noqa: BLE001 - anything else from an SDK is this candidate's failure
+            return Attempt(
+                **base, status=ERROR, reason=redact(f"request failed: {type(err).__name__}: {err}")
+            )
+        spent, _ = self.account(reply)
+        meta = dict(usage=reply.usage, cost_usd=spent, source=reply.source, reply_chars=len(reply.text))
+        conv.messages.append(Message("assistant", reply.text))
+        block = extract_code(reply.text)
+        if block is None:
+            reason = missing_code_reason(reply.text) or "Your reply had no usable code block."
+            if reply.truncated:
+                reason = "Your reply was cut off at the token limit. " + reason
+            return Attempt(**base, status=NO_CODE, reason=reason, **meta)
+        screened = screen(
+            block.code,
+            self.ctx.kernel,
+            self.ctx.dialect,
+            original_includes=self.ctx.original_includes,
+            allow_asm=bool(re.search(r"\basm\b|__asm__", self.ctx.source)),
+        )
+        if isinstance(screened, Rejection):
+            return Attempt(**base, status=REJECTED, reason=screened.reason, **meta)
+        key = _code_key(screened.code)
+        with self.lock:
+            known = self.evaluated.get(key)
+        if known is None:
+            try:
+                known = self.evaluate(screened)
+            except PorterError as err:  # the evaluator turns failures into data; this is the backstop
+                known = Evaluation(ok=False, stage="validate", reason=f"evaluation failed: {err}")
+            with self.lock:
+                self.evaluated[key] = known
+        status = VALIDATED if known.ok else FAILED
+        return Attempt(
+            **base, status=status, reason=known.reason, code=screened.code, evaluation=known, **meta
+        )
+
+    def over_budget(self, started: float) -> str | None:
+        b = self.options.budget
+        if b.max_tokens is not None and self.totals.tokens >= b.max_tokens:
+            return f"token budget spent ({self.totals.tokens} of {b.max_tokens} tokens)"
+        if b.max_dollars is not None and self.totals.notional_usd >= b.max_dollars:
+            return f"dollar budget spent (${self.totals.notional_usd:.4f} of ${b.max_dollars:.4f})"
+        if b.max_seconds is not None and time.monotonic() - started >= b.max_seconds:
+            return f"time budget spent ({b.max_seconds:g} s)"
+        return None
+
+
+def run_loop(
+    provider: Provider,
+    ctx: PromptContext,
+    evaluate: Evaluator,
+    options: LoopOptions = LoopOptions(),
+    *,
+    system: list[PromptPart] | None = None,
+    progress: Progress | None = None,
+) -> LoopResult:
+    """Run the loop; see the module docstring.  `system` defaults to
+    :func:`porter.llm.prompting.system_parts` of `ctx`."""
+    from porter.llm.prompting import system_parts
+
+    n = max(1, options.candidates)
+    runner = _Runner(
+        provider, system or system_parts(ctx), ctx, evaluate, replace(options, candidates=n), progress
+    )
+    if options.budget.max_dollars is not None and pricing_note(provider.name, provider.model):
+        runner.notes.append(
+            (pricing_note(provider.name, provider.model) or "") + "; the dollar budget cannot be enforced"
+        )
+    convs = [_Conversation(i, [Message("user", task_message(ctx, i, n))]) for i in range(1, n + 1)]
+    attempts: list[Attempt] = []
+    started = time.monotonic()
+    rounds = 0
+    stop = ""
+    with ThreadPoolExecutor(max_workers=n, thread_name_prefix="porter-llm") as pool:
+        while True:
+            if rounds >= options.budget.rounds:
+                stop = f"all {options.budget.rounds} round(s) done"
+                break
+            why = runner.over_budget(started)
+            if why is not None:
+                stop = why
+                break
+            live = [c for c in convs if c.alive]
+            if not live:
+                stop = "no candidate left to continue"
+                break
+            rounds += 1
+            runner.emit(Event("round", rounds, totals=runner.totals))
+            futures = [(c, pool.submit(runner.step, c, rounds)) for c in live]
+            for conv, fut in futures:
+                attempt = fut.result()
+                attempts.append(attempt)
+                runner.emit(Event("attempt", rounds, conv.index, attempt=attempt, totals=runner.totals))
+                follow = _evidence(attempt, ctx)
+                if follow is None or (options.stop_when_validated and attempt.status == VALIDATED):
+                    conv.alive = False
+                else:
+                    conv.messages.append(Message("user", follow))
+    result = LoopResult(
+        attempts=tuple(attempts),
+        rounds=rounds,
+        stop_reason=stop,
+        totals=runner.totals,
+        notes=tuple(runner.notes),
+    )
+    runner.emit(Event("stop", rounds, totals=runner.totals, text=stop))
+    return result
+
+
+def usage_doc(totals: Totals, provider: str = "", model: str = "") -> dict[str, object]:
+    """The ``usage`` object of the JSON reports."""
+    u = totals.usage
+    doc: dict[str, object] = {
+        "input_tokens": u.input_tokens,
+        "output_tokens": u.output_tokens,
+        "cache_read_tokens": u.cache_read_tokens,
+        "cache_write_tokens": u.cache_write_tokens,
+        "cost_usd": round(totals.cost_usd, 6) if totals.priced else None,
+        "requests": totals.requests,
+    }
+    if provider and model and not totals.priced:
+        doc["note"] = pricing_note(provider, model)
+    return doc
+
+
+def attempt_doc(a: Attempt) -> dict[str, object]:
+    """One attempt as JSON (for report.json): no reply text, no secrets."""
+    ev = a.evaluation
+    doc: dict[str, object] = {
+        "candidate": a.candidate,
+        "round": a.round,
+        "status": a.status,
+        "reason": redact(a.reason),
+        "source": a.source,
+        "input_tokens": a.usage.input_tokens,
+        "output_tokens": a.usage.output_tokens,
+        "cost_usd": round(a.cost_usd, 6),
+    }
+    if ev is not None:
+        doc.update(
+            stage=ev.stage,
+            device=ev.device,
+            max_rel_err=ev.max_rel_err,
+            time_ms=ev.time_ms,
+            speedup=ev.speedup,
+            memory_bytes=ev.memory_bytes,
+            log=redact(ev.log),
+        )
+    return doc
+
+
+__all__ = [
+    "Attempt",
+    "Budget",
+    "Evaluation",
+    "Evaluator",
+    "Event",
+    "LoopOptions",
+    "LoopResult",
+    "Rejection",
+    "Screened",
+    "Totals",
+    "attempt_doc",
+    "run_loop",
+    "screen",
+    "signature_mismatch",
+    "usage_doc",
+]

@@ -1,0 +1,151 @@
+"""Rendering of `porter optimize`: live progress on stderr, a table, one JSON document, a Markdown report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from porter.llm.loop import Event, Progress
+from porter.llm.redact import redact
+from porter.workflows.optimize import OptimizeReport
+
+_STYLE = {"validated": "green", "failed": "red", "rejected": "magenta", "no-code": "yellow", "error": "red"}
+
+
+def to_json(report: OptimizeReport) -> dict[str, Any]:
+    return report.document()
+
+
+def exit_code(report: OptimizeReport) -> int:
+    return report.exit_code
+
+
+def _num(value: object, fmt: str = ".4g") -> str:
+    return format(value, fmt) if isinstance(value, (int, float)) else "-"
+
+
+def _money(value: float | None) -> str:
+    return "unpriced" if value is None else f"${value:.4f}"
+
+
+def progress_printer() -> Progress:
+    """A progress callback printing the loop's rounds and verdicts with rich, on stderr."""
+    from rich.console import Console
+
+    console = Console(stderr=True, highlight=False)
+    streamed: dict[int, int] = {}
+
+    def show(event: Event) -> None:
+        totals = event.totals
+        tokens = totals.tokens if totals else 0
+        cost = totals.cost_usd if totals and totals.priced else None
+        if event.kind == "round":
+            streamed.clear()
+            console.print(f"[bold]round {event.round}[/]  tokens {tokens}  cost {_money(cost)}")
+        elif event.kind == "request":
+            streamed[event.candidate] = streamed.get(event.candidate, 0) + len(event.text)
+        elif event.kind == "attempt" and event.attempt is not None:
+            a = event.attempt
+            style = _STYLE.get(a.status, "white")
+            ev = a.evaluation
+            timing = ""
+            if ev is not None and ev.time_ms is not None:
+                timing = f"  {ev.time_ms:.4g} ms" + (f" ({ev.speedup:.2f}x)" if ev.speedup else "")
+            reason = redact(a.reason).splitlines()[0] if a.reason else ""
+            console.print(
+                f"  candidate {a.candidate}: [{style}]{a.status}[/]{timing}  "
+                f"tokens {a.usage.input_tokens}+{a.usage.output_tokens}",
+                end="",
+            )
+            console.print(f"  {reason[:160]}", markup=False)
+        elif event.kind == "stop":
+            console.print(f"stopped: {event.text}  tokens {tokens}  cost {_money(cost)}", markup=False)
+
+    return show
+
+
+def render(report: OptimizeReport) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title=f"porter optimize: {report.source} ({report.kernel}) with {report.model}")
+    for col in ("role", "file", "device", "status", "time ms", "speedup", "max rel err"):
+        table.add_column(col, justify="right" if col in ("time ms", "speedup", "max rel err") else "left")
+    for row in report.rows():
+        table.add_row(
+            row["role"],
+            row["path"] or "-",
+            row["device"] or "-",
+            f"[{_STYLE.get(row['status'], 'white')}]{row['status']}[/]",
+            _num(row["time_ms"]),
+            _num(row["speedup"], ".2f"),
+            _num(row["max_rel_err"], ".3g"),
+        )
+    console.print(table)
+    for row in report.rows():
+        if row["status"] != "validated":
+            console.print(f"candidate {row['candidate']}: {row['reason']}", markup=False, highlight=False)
+    usage = report.document()["usage"]
+    console.print(
+        f"{report.loop.rounds} round(s), {usage['requests']} request(s); stopped: {report.loop.stop_reason}; "
+        f"tokens in {usage['input_tokens']} out {usage['output_tokens']} cache read {usage['cache_read_tokens']} "
+        f"write {usage['cache_write_tokens']}; cost {_money(usage['cost_usd'])}",
+        markup=False,
+        highlight=False,
+    )
+    for note in [*report.loop.notes, *report.notes]:
+        console.print(f"note: {note}", markup=False, highlight=False)
+    outcome = (
+        "validated rewrite written to " + report.out_dir if report.exit_code == 0 else "no validated rewrite"
+    )
+    console.print(f"{report.kernel}: {outcome}", markup=False, highlight=False)
+
+
+def markdown(report: OptimizeReport) -> str:
+    """``report.md``: the outcome, the trade-off set, every attempt, usage and cost."""
+    doc = report.full_document()
+    usage = doc["usage"]
+    lines = [
+        f"# porter optimize: `{report.kernel}` from `{report.source}`",
+        "",
+        f"Model `{report.model}`; devices: {', '.join(report.devices)}; {report.loop.rounds} round(s); "
+        f"stopped: {report.loop.stop_reason}.",
+        "",
+        "## Baselines (the original kernel)",
+        "",
+        "| device | original ms | roofline floor ms |",
+        "|---|---:|---:|",
+    ]
+    for dev in report.devices:
+        lines.append(f"| {dev} | {_num(report.baselines.get(dev))} | {_num(report.floors.get(dev))} |")
+    lines += ["", "## Validated rewrites and trade-offs", ""]
+    if report.selected:
+        lines += ["| role | file | candidate | device | time ms | speedup | % of floor | max rel err |"]
+        lines += ["|---|---|---:|---|---:|---:|---:|---:|"]
+        for sel in report.selected:
+            ev = sel.attempt.evaluation
+            for t in ev.timings if ev else ({},):
+                lines.append(
+                    f"| {sel.role} | `{sel.path}` | {sel.attempt.candidate} (round {sel.attempt.round}) | "
+                    f"{t.get('device', '-')} | {_num(t.get('time_ms'))} | {_num(t.get('speedup'), '.2f')} | "
+                    f"{_num(t.get('pct_of_floor'), '.0f')} | {_num(ev.max_rel_err if ev else None, '.3g')} |"
+                )
+    else:
+        lines.append("No candidate was validated.")
+    lines += ["", "## Attempts", "", "| candidate | round | status | reason |", "|---:|---:|---|---|"]
+    for a in doc["attempts"]:
+        reason = str(a["reason"]).splitlines()[0] if a["reason"] else ""
+        lines.append(
+            f"| {a['candidate']} | {a['round']} | {a['status']} | {reason.replace('|', '/')[:200]} |"
+        )
+    lines += [
+        "",
+        "## Usage",
+        "",
+        f"{usage['requests']} request(s); input tokens {usage['input_tokens']}, output tokens "
+        f"{usage['output_tokens']}, cache read {usage['cache_read_tokens']}, cache write "
+        f"{usage['cache_write_tokens']}; cost {_money(usage['cost_usd'])}.",
+    ]
+    for note in doc["notes"]:
+        lines.append(f"\nNote: {note}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,198 @@
+"""`porter optimize FILE --model M`: the command line end to end, against the fake LLM server (real SDKs,
+real harness on the CPU emulator), exit codes, the JSON schema, and keys kept out of every output."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fakes.llm_server import FakeLLMServer
+
+pytest.importorskip("anthropic")
+pytest.importorskip("openai")
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "samples" / "cuda"
+KEY = "sk-ant-api03-E2Efake0000SECRET1111value2222xyz"
+OPENAI_KEY = "sk-proj-E2Efake3333SECRET4444value5555abc"
+
+SPEC = """
+[kernels.vector_add]
+grid = ["(n + 255) / 256"]
+block = ["256"]
+sizes = [{ n = 300 }]
+hidden_sizes = [{ n = 77 }]
+args = [
+  { name = "a", role = "in", dtype = "float32", shape = ["n"] },
+  { name = "b", role = "in", dtype = "float32", shape = ["n"] },
+  { name = "c", role = "out", dtype = "float32", shape = ["n"] },
+  { name = "n", role = "scalar", dtype = "int32", value = "n" },
+]
+"""
+
+CORRECT = """Swapped the operands; same result.
+
+```cuda
+__global__ void vector_add(const float* a, const float* b, float* c, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = b[i] + a[i];
+}
+```
+"""
+
+
+@pytest.fixture(scope="module")
+def emulator() -> None:
+    from porter.backends import get_backend
+
+    try:
+        ok = bool(get_backend("cpu").devices())
+    except Exception:  # noqa: BLE001
+        ok = False
+    if not ok:
+        pytest.skip("the CPU emulator is unavailable (g++ missing)")
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as s:
+        yield s
+
+
+@pytest.fixture
+def program(tmp_path: Path) -> Path:
+    folder = tmp_path / "src"
+    folder.mkdir()
+    shutil.copy(SAMPLE / "vector_add.cu", folder)
+    shutil.copy(SAMPLE / "common.cuh", folder)
+    (folder / "vector_add.cu.porter.toml").write_text(SPEC)
+    return folder / "vector_add.cu"
+
+
+def porter(tmp_path: Path, *args: str, keys: bool = True) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("porter")
+    cmd = [exe] if exe else [sys.executable, "-m", "porter"]
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    env.update(COLUMNS="200", PORTER_CACHE_DIR=str(tmp_path / "cache"))
+    if keys:
+        env.update(ANTHROPIC_API_KEY=KEY, OPENAI_API_KEY=OPENAI_KEY)
+    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=600, env=env)
+
+
+def _no_secret_anywhere(tmp_path: Path, out: subprocess.CompletedProcess[str]) -> None:
+    for text in (out.stdout, out.stderr):
+        assert KEY not in text and OPENAI_KEY not in text
+    for f in tmp_path.rglob("*"):
+        if f.is_file():
+            data = f.read_bytes()
+            assert KEY.encode() not in data and OPENAI_KEY.encode() not in data, f
+
+
+def test_optimize_writes_the_validated_rewrite_and_the_report(tmp_path, server, program, emulator):
+    server.script(CORRECT)
+    out_dir = tmp_path / "out"
+    out = porter(
+        tmp_path,
+        "optimize",
+        str(program),
+        "--model",
+        "anthropic:claude-sonnet-4-5",
+        "--base-url",
+        server.url,
+        "--candidates",
+        "1",
+        "--rounds",
+        "1",
+        "--out",
+        str(out_dir),
+        "--json",
+    )
+    assert out.returncode == 0, out.stderr + out.stdout
+    doc = json.loads(out.stdout)
+    assert doc["source"] == str(program)
+    (kernel,) = doc["kernels"]
+    assert kernel["name"] == "vector_add" and kernel["variants"]
+    for row in kernel["variants"]:
+        assert {
+            "target",
+            "path",
+            "status",
+            "device",
+            "max_rel_err",
+            "trials",
+            "reason",
+            "time_ms",
+            "speedup",
+        } <= set(row)
+        assert row["status"] == "validated" and row["device"] == "cpu:cpu-emulator"
+        assert row["time_ms"] > 0 and Path(row["path"]).is_file()
+    assert set(doc["usage"]) >= {
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "cost_usd",
+    }
+    assert doc["usage"]["input_tokens"] == 100 and doc["usage"]["cost_usd"] > 0
+    assert "round 1" in out.stderr and "validated" in out.stderr  # rich progress on stderr
+    assert (out_dir / "vector_add.best.cu").read_text().endswith("c[i] = b[i] + a[i];\n}\n")
+    report = json.loads((out_dir / "report.json").read_text())
+    assert report["exit_code"] == 0 and report["attempts"][0]["status"] == "validated"
+    assert "# porter optimize" in (out_dir / "report.md").read_text()
+    headers = server.requests[0].headers
+    assert len(server.requests) == 1
+    assert (headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")) == KEY
+    _no_secret_anywhere(tmp_path, out)
+
+
+def test_no_validated_candidate_exits_1(tmp_path, server, program, emulator):
+    server.script("I would rather describe it in words.")
+    out = porter(
+        tmp_path,
+        "optimize",
+        str(program),
+        "--model",
+        "openai:gpt-4o-mini",
+        "--base-url",
+        server.url + "/v1",
+        "--candidates",
+        "1",
+        "--rounds",
+        "1",
+        "--out",
+        str(tmp_path / "out"),
+        "--json",
+    )
+    assert out.returncode == 1, out.stderr
+    doc = json.loads(out.stdout)
+    (row,) = doc["kernels"][0]["variants"]
+    assert row["status"] == "failed" and "no fenced code block" in row["reason"]
+    _no_secret_anywhere(tmp_path, out)
+
+
+def test_missing_key_is_a_one_line_usage_error(tmp_path, program):
+    out = porter(tmp_path, "optimize", str(program), "--model", "anthropic:claude-sonnet-4-5", keys=False)
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0 and "ANTHROPIC_API_KEY" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--model", "mystery:model"], "anthropic:<model> or openai:<model>"),
+        (["--model", "openai:gpt-4o", "--candidates", "0"], "--candidates"),
+        (["--model", "openai:gpt-4o", "--kernel", "nope"], "no kernel named 'nope'"),
+    ],
+)
+def test_bad_usage_exits_2(tmp_path, program, args, message):
+    out = porter(tmp_path, "optimize", str(program), *args)
+    assert out.returncode == 2, out.stderr
+    assert message in out.stderr and "Traceback" not in out.stderr

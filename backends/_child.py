@@ -139,6 +139,14 @@ def _execute(job: Job, progress: Progress, result: JobResult) -> None:
         raise _classify(err, "load") from None
 
     launcher = Launcher(backend, program, job)
+    if job.symbols:  # a missing symbol is a load failure, before any launch
+        progress.update(stage="load")
+        try:
+            launcher.set_symbols()
+        except Failed:
+            raise
+        except Exception as err:  # noqa: BLE001
+            raise _classify(err, "load") from None
     for run in range(job.runs):
         progress.update(stage="launch", run=run)
         try:
@@ -186,8 +194,21 @@ class Launcher:
             *args, grid=job.grid, block=job.block, shared_bytes=job.shared_bytes, timed=timed, **extra
         )
 
+    def set_symbols(self) -> None:
+        """Copy the job's module globals (`__constant__` inputs) into the loaded program."""
+        if not self.job.symbols:
+            return
+        setter = getattr(self.backend, "set_symbol", None)
+        if setter is None:
+            raise Failed(
+                "load", f"backend {self.job.backend} cannot set module globals (__constant__ symbols)"
+            )
+        for name, value in self.job.symbols.items():
+            setter(self.program, name, np.ascontiguousarray(value))
+
     def run_once(self, seed: int) -> list[np.ndarray]:
         args = self.device_args()
+        self.set_symbols()
         self.launch(args, seed)
         self.backend.synchronize(self.device)
         outs = []
@@ -201,6 +222,7 @@ class Launcher:
         assert plan is not None
         sets = [self.device_args() for _ in range(max(1, plan.rotate))]
         self.timed_sets = sets
+        self.set_symbols()
         for i in range(plan.warmup):
             self.launch(sets[i % len(sets)], self.job.seed)
         self.backend.synchronize(self.device)

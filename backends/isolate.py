@@ -77,6 +77,9 @@ class Job:
     # RAM) for the "cpu" emulator and CPU OpenCL devices, so a runaway allocation is a reported failure,
     # not the OOM killer; no limit for GPUs (drivers reserve huge virtual ranges).  0: never limit.
     memory_limit_mb: int | None = None
+    # Module globals set after load and before every run (and before the timed launches), through
+    # the backend's `set_symbol(program, name, array)`: cudaMemcpyToSymbol of `__constant__` data.
+    symbols: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass

@@ -203,6 +203,10 @@ class TranslatedKernel:
     # {"kind": "constant", "symbol": "coeffs"} for __constant__ memory passed as an argument.
     extra_args: tuple[dict[str, Any], ...] = ()
     untranslatable: tuple[str, ...] = ()  # constructs that make this kernel untranslatable
+    # What the kernel needs of a device beyond the target's baseline, by name (OpenCL: entries of
+    # [requirements] in backends/opencl/dialect.toml, e.g. "subgroup_shuffle_relative",
+    # "reqd_sub_group_size_32"); a device without them cannot run this kernel.
+    requires: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -251,6 +255,10 @@ class KernelSpec:
     float_atomics: bool = False  # outputs may differ in rounding between runs
     source: str = "inferred"  # "spec-file" | "inferred" | "llm"
     notes: tuple[str, ...] = ()
+    # Namespace-scope device arrays the kernel reads (`__constant__ float coeffs[9]`, set by the host
+    # with cudaMemcpyToSymbol): inputs drawn per trial like `in` arguments; name is the symbol, shape
+    # its element count(s).  Role is always IN.
+    constants: tuple[ArgSpec, ...] = ()
 
 
 @dataclass(frozen=True)

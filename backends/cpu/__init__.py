@@ -474,6 +474,10 @@ class CpuBackend:
             raise LaunchError(f"cpu: buffer of {raw.nbytes} bytes read back as {count} x {dt}")
         return raw[: count * dt.itemsize].view(dt).reshape(tuple(shape)).copy()
 
+    def set_symbol(self, program: CpuProgram, name: str, value: np.ndarray | np.generic) -> None:
+        """cudaMemcpyToSymbol on a loaded program: `value`'s bytes into its global `name`."""
+        program.set_symbol(name, value)
+
     def synchronize(self, device: Device | None = None) -> None:
         """Launches are synchronous on the emulator."""
 

@@ -22,6 +22,7 @@ from porter.backends import (
     CompileError,
     CompileOptions,
     Device,
+    LaunchError,
     Program,
     ToolchainMissing,
     load_data,
@@ -196,6 +197,12 @@ class CudaBackend:
         if binary.format not in ("cubin", "ptx"):
             raise ToolchainMissing(f"cuda: cannot load a {binary.format!r} binary on {device.label}")
         return cupy_runtime.CupyProgram(binary, device)
+
+    def set_symbol(self, program: Program, name: str, value: np.ndarray | np.generic) -> None:
+        """cudaMemcpyToSymbol on a loaded program (CuPy module get_global + copy)."""
+        if not isinstance(program, cupy_runtime.CupyProgram):
+            raise LaunchError(f"cuda: cannot set symbols of a {type(program).__name__}")
+        program.set_symbol(name, value)
 
     def alloc(self, nbytes: int, device: Device) -> Any:
         return cupy_runtime.alloc(nbytes, self._index(device))

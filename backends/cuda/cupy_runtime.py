@@ -122,6 +122,7 @@ class CupyProgram:
         try:
             with cp.cuda.Device(self.device_index):
                 module = cp.RawModule(path=str(path))
+                self._module = module  # for set_symbol (module globals: __constant__/__device__)
                 self._kernel = module.get_function(binary.entry)
                 # Loads the module now (RawKernel loads lazily), so load errors surface here.
                 self.static_shared = int(self._kernel.shared_size_bytes)
@@ -138,6 +139,28 @@ class CupyProgram:
             return
         self._kernel.max_dynamic_shared_size_bytes = int(shared_bytes)
         self._dynamic_set = int(shared_bytes)
+
+    def set_symbol(self, name: str, value: np.ndarray | np.generic) -> None:
+        """cudaMemcpyToSymbol: copy `value` into the module global `name` (at most its declared size)."""
+        cp = self._cp
+        host = np.ascontiguousarray(value).reshape(-1)
+        try:
+            with cp.cuda.Device(self.device_index):
+                memptr = self._module.get_global(name)
+                size = getattr(getattr(memptr, "mem", None), "size", None)
+                if size is not None and 0 < int(size) < host.nbytes:
+                    raise LaunchError(
+                        f"cuda: {host.nbytes} bytes for the global {name!r} of {self.entry}'s module, "
+                        f"which holds {int(size)}"
+                    )
+                cp.ndarray(host.shape, host.dtype, memptr).set(host)
+                cp.cuda.runtime.deviceSynchronize()
+        except LaunchError:
+            raise
+        except Exception as err:
+            raise LaunchError(
+                f"cuda: cannot set the global {name!r} of {self.entry}'s module: {err}"
+            ) from err
 
     def __call__(
         self,

@@ -30,6 +30,7 @@ from porter.backends import (
     CompileOptions,
     Device,
     HardwareFacts,
+    LaunchError,
     Program,
     ToolchainMissing,
     load_data,
@@ -250,6 +251,16 @@ class HipBackend:
                 f"hip: cannot load a {binary.format!r} binary on AMD device {device.label}"
             )
         return amd_runtime.HipProgram(binary, device)
+
+    def set_symbol(self, program: Program, name: str, value: np.ndarray | np.generic) -> None:
+        """hipMemcpyToSymbol on a loaded program: NVIDIA (hip-on-cuda) through the cuda backend."""
+        if isinstance(program, cupy_runtime.CupyProgram):
+            self._cuda.set_symbol(program, name, value)
+            return
+        raise LaunchError(
+            f"hip: setting the module global {name!r} is not supported on AMD devices yet "
+            "(hipModuleGetGlobal is not wired up)"
+        )
 
     def alloc(self, nbytes: int, device: Device) -> Any:
         if self._on_cuda(device):

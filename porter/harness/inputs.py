@@ -7,6 +7,8 @@
 * Outputs are filled with *poison* (a NaN with a distinctive payload for floats, a sentinel for
   integers, also in ``dtypes.toml``) before every run; an element still holding poison afterwards
   was never written.
+* ``__constant__`` symbols of the spec (``KernelSpec.constants``) get random contents per trial
+  (:func:`make_constants`), drawn from their own stream.
 """
 
 from __future__ import annotations
@@ -152,6 +154,21 @@ def make_args(spec: KernelSpec, size: Mapping[str, int], seed: int) -> list[np.n
             out.append(poisoned(arg.dtype, count))
         else:
             out.append(random_array(arg, count, rng))
+    return out
+
+
+CONSTANTS_STREAM = 0xC0457  # mixed into the seed: constants never shift the arguments' random stream
+
+
+def make_constants(spec: KernelSpec, size: Mapping[str, int], seed: int) -> dict[str, np.ndarray]:
+    """Random contents for the spec's `__constant__` symbols (inputs, like `in` arrays), by name."""
+    rng = np.random.default_rng([seed, CONSTANTS_STREAM])
+    out: dict[str, np.ndarray] = {}
+    for const in spec.constants:
+        count = element_count(const, size)
+        if count <= 0:
+            raise ValueError(f"constant {const.name} has {count} elements at size {dict(size)}")
+        out[const.name] = random_array(const, count, rng)
     return out
 
 

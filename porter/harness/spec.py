@@ -69,12 +69,23 @@ def load_spec_file(path: str | Path) -> dict[str, KernelSpec]:
 
 
 def spec_for(source: str | Path, scan: FileScan, kernel: str, include_dirs: Sequence[str] = ()) -> KernelSpec:
-    """The spec file's entry for `kernel` when there is one, else the inferred spec."""
+    """The spec file's entry for `kernel` when there is one, else the inferred spec.
+
+    A spec-file entry that lists no ``constants`` gets the ``__constant__`` symbols the kernel reads,
+    inferred from the source (when they can be: else it stays as written)."""
     spec_path = find_spec_file(source)
     if spec_path is not None:
         specs = load_spec_file(spec_path)
         if kernel in specs:
-            return specs[kernel]
+            spec = specs[kernel]
+            if not spec.constants:
+                consts, missing = infer_constants(scan, kernel, include_dirs=include_dirs)
+                if consts and not missing:
+                    names = ", ".join(c.name for c in consts)
+                    spec = replace(
+                        spec, constants=consts, notes=(*spec.notes, f"constants inferred: {names}")
+                    )
+            return spec
     return infer_spec(scan, kernel, include_dirs=include_dirs)
 
 
@@ -163,6 +174,7 @@ def _spec_from_table(name: str, table: Any, path: str) -> KernelSpec:
                 high=float(a["high"]) if "high" in a else None,
             )
         )
+    constants = _constants_from_table(table.get("constants", []), where, path)
     sizes = _sizes(_need(table, "sizes", where, path), f"{where}.sizes", path)
     if not sizes:
         raise UsageError(f"{where}.sizes: at least one size", path=path)
@@ -186,9 +198,38 @@ def _spec_from_table(name: str, table: Any, path: str) -> KernelSpec:
         float_atomics=bool(table.get("float_atomics", False)),
         source="spec-file",
         notes=(f"spec file {path}",),
+        constants=constants,
     )
     _check_symbols(spec, path)
     return spec
+
+
+def _constants_from_table(raw: Any, where: str, path: str) -> tuple[ArgSpec, ...]:
+    """`[[kernels.K.constants]]`: name (the symbol), dtype, shape, optional low/high."""
+    if not isinstance(raw, list):
+        raise UsageError(f"{where}.constants: expected [[{where}.constants]] entries", path=path)
+    out = []
+    for i, c in enumerate(raw):
+        cw = f"{where}.constants[{i}]"
+        if not isinstance(c, dict):
+            raise UsageError(f"{cw}: expected a table", path=path)
+        name = str(_need(c, "name", cw, path))
+        if not re.fullmatch(r"[A-Za-z_]\w*", name):
+            raise UsageError(f"{cw}: name must be the symbol's identifier, not {name!r}", path=path)
+        dtype = normalise_dtype(str(_need(c, "dtype", cw, path)))
+        if dtype is None:
+            raise UsageError(f"{cw}: unknown dtype {c['dtype']!r}", path=path)
+        out.append(
+            ArgSpec(
+                name=name,
+                dtype=dtype,
+                role=Role.IN,
+                shape=_expr_list(_need(c, "shape", cw, path), f"{cw}.shape", path),
+                low=float(c["low"]) if "low" in c else None,
+                high=float(c["high"]) if "high" in c else None,
+            )
+        )
+    return tuple(out)
 
 
 def _hidden_from(size: Mapping[str, int]) -> dict[str, int]:
@@ -207,6 +248,8 @@ def _check_symbols(spec: KernelSpec, path: str) -> None:
                     scalar_value(arg, size)
                 else:
                     element_count(arg, size)
+            for const in spec.constants:
+                element_count(const, size)
             geometry(spec, size)
         except (cexpr.ExprError, ValueError) as err:
             raise UsageError(f"kernels.{spec.kernel}: at size {size}: {err}", path=path) from None
@@ -656,9 +699,16 @@ def _infer_at(inf: _Inference, launch: LaunchSite, target_elements: int) -> Kern
         _resolve(inf, cexpr.parse(t), f"template argument {t}", launch.line) if _parses(t) else t
         for t in launch.template_args
     )
+    constants, const_missing = infer_constants(scan, k.name, env=env)
+    inf.missing.extend(const_missing)
     if inf.missing:
         return KernelSpec(
-            kernel=k.name, args=tuple(args), grid=tuple(grid), block=tuple(block), shared_bytes=shared
+            kernel=k.name,
+            args=tuple(args),
+            grid=tuple(grid),
+            block=tuple(block),
+            shared_bytes=shared,
+            constants=constants,
         )
     fixed = _fixed_symbols(inf)
     spec = KernelSpec(
@@ -672,7 +722,9 @@ def _infer_at(inf: _Inference, launch: LaunchSite, target_elements: int) -> Kern
         and any(a.role in (Role.OUT, Role.INOUT) and np.dtype(a.dtype).kind == "f" for a in args),
         source="inferred",
         notes=(f"inferred from the launch at {inf.where(launch.line)}",)
-        + tuple(f"program size {s} = {v}" for s, v in sorted(inf.symbols.items())),
+        + tuple(f"program size {s} = {v}" for s, v in sorted(inf.symbols.items()))
+        + tuple(f"__constant__ {c.name}: {c.shape[0]} x {c.dtype}, random per trial" for c in constants),
+        constants=constants,
     )
     try:
         sizes, hidden = choose_sizes(spec, inf.symbols, fixed, target_elements)
@@ -680,6 +732,59 @@ def _infer_at(inf: _Inference, launch: LaunchSite, target_elements: int) -> Kern
         inf.missing.append(f"no runnable validation size ({err})")
         return spec
     return replace(spec, sizes=sizes, hidden_sizes=hidden)
+
+
+_CONSTANT_SPACES = ("__constant__", "__device__")
+
+
+def infer_constants(
+    scan: FileScan, kernel: str, *, include_dirs: Sequence[str] = (), env: _Env | None = None
+) -> tuple[tuple[ArgSpec, ...], list[str]]:
+    """The namespace-scope ``__constant__`` / ``__device__`` arrays `kernel` (or a device function it
+    calls) references, as input specs sized from their declarations (#defines resolved to numbers),
+    plus what could not be inferred.  Arrays with an initializer keep the program's values (skipped)."""
+    from porter.scan.extract import referenced_globals
+
+    found = [
+        g
+        for g in referenced_globals(_source_text(scan), [kernel])
+        if g.space in _CONSTANT_SPACES and g.dims and not g.pointer and not g.initialized
+    ]
+    if not found:
+        return (), []
+    if env is None:
+        launch = next((ls for ls in scan.launches if ls.kernel.split("<")[0] == kernel), None)
+        env = _Env(
+            scan,
+            launch
+            or LaunchSite(
+                kernel=kernel, line=1 << 30, grid="1", block="1", shared_bytes=None, stream=None, args=()
+            ),
+        )
+        _collect_defines(env, include_dirs)
+    out: list[ArgSpec] = []
+    missing: list[str] = []
+    where = f"{Path(scan.path).name}"
+    for g in found:
+        info = ctype_info(base_type(g.type))
+        if info is None:
+            missing.append(f"the element type of {g.space} {g.name} ({g.type}, {where}:{g.line}) is unknown")
+            continue
+        dtype, lanes = info
+        count = lanes
+        try:
+            for dim in g.dims:
+                expr = cexpr.parse(dim)
+                values = {n: cexpr.Num(env.value(n), str(env.value(n))) for n in cexpr.names(expr)}
+                count *= int(cexpr.evaluate(cexpr.substitute(expr, values, env.macros), {}, _sizeof_c))
+        except (cexpr.ExprError, ValueError, ZeroDivisionError):
+            missing.append(f"the size of {g.space} {g.name}[{']['.join(g.dims)}] ({where}:{g.line})")
+            continue
+        if count <= 0:
+            missing.append(f"the size of {g.space} {g.name} ({where}:{g.line}) is {count}")
+            continue
+        out.append(ArgSpec(g.name, dtype, Role.IN, shape=(str(count),)))
+    return tuple(out), missing
 
 
 def _parses(text: str) -> bool:
@@ -911,6 +1016,16 @@ def spec_snippet(spec: KernelSpec, *, missing: bool = False) -> str:
             lines.append(f"low = {a.low!r}")
         if a.high is not None:
             lines.append(f"high = {a.high!r}")
+    for c in spec.constants:
+        lines.append("")
+        lines.append(f"[[kernels.{spec.kernel}.constants]]  # a __constant__ symbol, random per trial")
+        lines.append(f"name = {_toml_value(c.name)}")
+        lines.append(f"dtype = {_toml_value(c.dtype)}")
+        lines.append(f"shape = {_toml_value(list(c.shape))}")
+        if c.low is not None:
+            lines.append(f"low = {c.low!r}")
+        if c.high is not None:
+            lines.append(f"high = {c.high!r}")
     if missing:
         lines.insert(
             0, "# Fill in every <placeholder>; expressions may use the size symbols bound in `sizes`."

@@ -3,9 +3,11 @@
 For every device, over every problem size (the spec's sizes plus its hidden sizes) and several
 seeded trials:
 
-1. fresh random inputs (never all zeros, negatives included); outputs *poisoned* (a NaN with a
-   distinctive payload, or an integer sentinel) and every array followed by a poisoned *guard*
-   region, so a write past the end is seen;
+1. fresh random inputs (never all zeros, negatives included; the spec's ``__constant__`` symbols
+   too, set in the variant's and the reference's module, or passed as the ``__constant`` argument
+   an OpenCL translation added); outputs *poisoned* (a NaN with a distinctive payload, or an
+   integer sentinel) and every array followed by a poisoned *guard* region, so a write past the
+   end is seen;
 2. the **variant runs first**, twice on fresh copies of the same inputs (one child process, separate
    allocations); then the **reference**: the original kernel on a device that can run it (its own
    job, its own allocations) and/or a Python function;
@@ -40,7 +42,7 @@ import numpy as np
 from porter.backends import CompileOptions, Device
 from porter.backends.isolate import Job, JobResult, LocalBuffer, run_job
 from porter.harness import cexpr
-from porter.harness.inputs import guard_value, is_poison, make_args, near_constant
+from porter.harness.inputs import guard_value, is_poison, make_args, make_constants, near_constant
 from porter.harness.spec import geometry
 from porter.model import KernelSpec, Role, Status, Variant, Verdict
 
@@ -56,6 +58,7 @@ class Reference:
 
     ``python(**arrays)`` receives one NumPy value per spec argument by name (copies; outputs arrive
     poisoned) and either fills the ``out``/``inout`` arrays in place or returns ``{name: array}``.
+    The spec's ``__constant__`` symbols arrive too, by symbol name, with the trial's contents.
     """
 
     original: Variant | None = None
@@ -203,6 +206,7 @@ class _Instance:
     seed: int
     values: list[np.ndarray | np.generic] = field(default_factory=list)  # spec order, no guard
     guarded: list[np.ndarray | np.generic] = field(default_factory=list)  # arrays with guard appended
+    constants: dict[str, np.ndarray] = field(default_factory=dict)  # __constant__ symbol -> contents
 
     @classmethod
     def draw(
@@ -210,6 +214,7 @@ class _Instance:
     ) -> _Instance:
         inst = cls(spec, size, label, seed)
         inst.values = make_args(spec, size, seed)
+        inst.constants = make_constants(spec, size, seed)
         for k, v in enumerate(inst.values):
             if isinstance(v, np.ndarray):
                 guard_arr = np.full(guard, guard_value(v.dtype.name, k), dtype=v.dtype)
@@ -234,17 +239,37 @@ def _extra_value(extra: Mapping[str, Any], inst: _Instance, shared: int) -> Any:
 
         dtype = np.dtype(str(extra.get("dtype", "int32")))
         return dtype.type(cexpr.eval_text(str(extra["value"]), inst.size, _sizeof))
+    if kind == "constant":  # a __constant__ symbol passed as an argument (OpenCL): the same per-trial data
+        symbol = str(extra.get("symbol", ""))
+        data = inst.constants.get(symbol)
+        if data is None:
+            raise _Reject(
+                "arguments",
+                f"the variant takes the __constant__ symbol {symbol!r} as an argument, but the spec has no "
+                f"constant {symbol!r} (add [[kernels.{inst.spec.kernel}.constants]], docs/SPEC_FORMAT.md)",
+                executed=False,
+            )
+        want = extra.get("dtype")
+        if want is not None and np.dtype(str(want)) != data.dtype:
+            raise _Reject(
+                "arguments",
+                f"the variant's __constant__ argument {symbol!r} is {want}, the spec's constant is {data.dtype}",
+                executed=False,
+            )
+        return data.copy()
     raise _Reject("arguments", f"cannot supply the variant's extra argument {dict(extra)}", executed=False)
 
 
-def _job_args(variant: Variant, inst: _Instance, shared: int) -> tuple[list[Any], list[int]]:
-    """The variant's argument list and, per array argument in order, its spec index."""
+def _job_args(variant: Variant, inst: _Instance, shared: int) -> tuple[list[Any], list[int], list[int]]:
+    """The variant's argument list; per spec array argument in order, its spec index and its position
+    in the list (added array arguments, such as OpenCL __constant buffers, are not read back)."""
     mapping: Sequence[int | None] = (
         variant.arg_map if variant.arg_map is not None else range(len(inst.spec.args))
     )
     extras = iter(variant.extra_args)
     args: list[Any] = []
     array_spec_index: list[int] = []
+    positions: list[int] = []
     for m in mapping:
         if m is None:
             try:
@@ -258,13 +283,14 @@ def _job_args(variant: Variant, inst: _Instance, shared: int) -> tuple[list[Any]
         value = inst.guarded[m]
         if isinstance(value, np.ndarray):
             array_spec_index.append(m)
+            positions.append(len(args))
             args.append(value.copy())
         else:
             args.append(value)
     if variant.arg_map is not None:  # extras not referenced by a None slot trail the mapped arguments
         for extra in extras:
             args.append(_extra_value(extra, inst, shared))
-    return args, array_spec_index
+    return args, array_spec_index, positions
 
 
 def _entry(variant: Variant, spec: KernelSpec) -> str:
@@ -300,9 +326,11 @@ def _job(
             device=device,
         ), []
     grid, block, shared = geometry(spec, inst.size)
-    args, arrays = _job_args(variant, inst, shared)
+    args, arrays, positions = _job_args(variant, inst, shared)
+    every_array = [i for i, a in enumerate(args) if isinstance(a, np.ndarray)]
+    backend = device.backend if device else variant.target
     job = Job(
-        backend=device.backend if device else variant.target,
+        backend=backend,
         source=variant.source,
         entry=_entry(variant, spec),
         options=options,
@@ -312,8 +340,11 @@ def _job(
         block=block,
         shared_bytes=shared,
         runs=runs,
+        read_back=None if positions == every_array else tuple(positions),
         seed=seed,
         wrapper=wrapper,
+        # OpenCL receives __constant__ data as added arguments (extra_args); the others as module globals.
+        symbols={} if backend == "opencl" else dict(inst.constants),
     )
     return job, arrays
 
@@ -354,6 +385,8 @@ def _python_reference(fn: Callable[..., Any], spec: KernelSpec, inst: _Instance)
     kwargs: dict[str, Any] = {}
     for arg, value in zip(spec.args, inst.values, strict=True):
         kwargs[arg.name] = value.copy() if isinstance(value, np.ndarray) else value
+    for name, data in inst.constants.items():  # __constant__ symbols, by name, after the arguments
+        kwargs.setdefault(name, data.copy())
     try:
         returned = fn(**kwargs)
     except Exception as err:  # noqa: BLE001 - a broken reference is a verdict, not a crash

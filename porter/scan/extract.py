@@ -7,9 +7,19 @@ definitions, ``__global__`` / ``__device__`` functions and their templates, ``__
 globals, and the namespaces, ``extern "C"`` blocks and ``#if`` blocks around them.  Everything
 else becomes blank lines, so every kept line keeps its line number and compiler messages point
 at the user's source.
+
+``device_code(source, kernels=["saxpy"])`` keeps only what the named kernels need: other
+``__global__`` functions, and ``__device__`` functions and ``__constant__`` / ``__device__`` /
+texture variables that no kept function references (an identifier closure over the tree, through
+macro bodies), are blanked too.  A texture kernel then no longer drags its neighbours down.
+:func:`referenced_globals` lists the namespace-scope device variables of that closure.
 """
 
 from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
 
 from tree_sitter import Node
 
@@ -127,12 +137,26 @@ def _drop_ranges(node: Node, out: list[tuple[int, int]]) -> None:
         out.append((child.start_byte, child.end_byte))
 
 
-def device_code(source: str) -> str:
-    """``source`` with host-only code blanked out, line numbers unchanged."""
+def device_code(source: str, kernels: Collection[str] | None = None) -> str:
+    """``source`` with host-only code blanked out, line numbers unchanged.
+
+    ``kernels``: keep only these ``__global__`` functions (names as launched; template arguments and
+    namespaces are ignored) and the device functions and variables they reach.  When none of them
+    is found, every kernel is kept.
+    """
     data = source.encode("utf-8")
     tree = parser("cuda").parse(data)
     ranges: list[tuple[int, int]] = []
     _drop_ranges(tree.root_node, ranges)
+    if kernels is not None:
+        items = _items(tree.root_node)
+        kept = _closure(items, kernels)
+        if kept is not None:
+            ranges.extend(
+                (it.node.start_byte, it.node.end_byte)
+                for i, it in enumerate(items)
+                if i not in kept and it.kind in _BLANKABLE
+            )
     pieces = []
     pos = 0
     for start, end in sorted(ranges):
@@ -144,3 +168,253 @@ def device_code(source: str) -> str:
     pieces.append(data[pos:])
     text = b"".join(pieces).decode("utf-8")
     return "\n".join(line.rstrip() for line in text.split("\n"))
+
+
+# --------------------------------------------------------------------------- per-kernel closure
+
+_BLANKABLE = frozenset({"kernel", "device_function", "variable"})
+_IDENTIFIERS = frozenset({"identifier", "type_identifier", "field_identifier", "namespace_identifier"})
+_WORD = re.compile(r"[A-Za-z_]\w*")
+_DECLARATOR_WRAPPERS = frozenset(
+    {"pointer_declarator", "reference_declarator", "init_declarator", "parenthesized_declarator"}
+)
+
+
+@dataclass(frozen=True)
+class DeviceGlobal:
+    """A namespace-scope device variable: ``__constant__ float coeffs[KSIZE];``."""
+
+    name: str
+    type: str  # element type as written, without __constant__/__device__/static/extern
+    dims: tuple[str, ...]  # array dimensions as written, outermost first; () for a scalar
+    space: str  # "__constant__" | "__device__" | "__managed__" | "__shared__" | "texture"
+    pointer: bool  # declared as a pointer (`__device__ float* p;`)
+    initialized: bool  # has an initializer (`= {...}`): the program's values, not the host's
+    line: int
+
+
+@dataclass(frozen=True)
+class _Item:
+    node: Node  # what is blanked (the template/extern "C" wrapper included)
+    inner: Node  # the function definition or declaration itself
+    kind: str  # kernel | device_function | variable | macro | seed
+    names: tuple[str, ...]
+    refs: frozenset[str]
+
+
+def _base_name(name: str) -> str:
+    """`ns::axpby<float>` -> `axpby`."""
+    return name.split("<", 1)[0].split("::")[-1].strip()
+
+
+def _identifiers_in(node: Node) -> set[str]:
+    out: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type in _IDENTIFIERS:
+            out.add((n.text or b"").decode())
+        elif n.type in ("preproc_arg", "preproc_params"):
+            out.update(_WORD.findall((n.text or b"").decode()))
+        stack.extend(n.children)
+    return out
+
+
+def _declared_name(declarator: Node | None) -> str | None:
+    """The identifier a (function or variable) declarator declares."""
+    node = declarator
+    while node is not None:
+        if node.type in ("identifier", "field_identifier", "type_identifier"):
+            return (node.text or b"").decode()
+        if node.type in ("qualified_identifier", "template_function", "operator_name", "destructor_name"):
+            return _base_name((node.text or b"").decode())
+        inner = node.child_by_field_name("declarator") or node.child_by_field_name("name")
+        if inner is None:
+            return None
+        node = inner
+    return None
+
+
+def _function_of(node: Node) -> Node | None:
+    """The function definition inside a (template / extern "C") wrapper, or the node itself."""
+    if node.type == "function_definition":
+        return node
+    if node.type == "template_declaration":
+        inner = [c for c in node.named_children if c.type != "template_parameter_list"]
+        return _function_of(inner[-1]) if inner else None
+    if node.type == "linkage_specification":
+        body = node.child_by_field_name("body")
+        return _function_of(body) if body is not None and body.type != "declaration_list" else None
+    return None
+
+
+def _variable_of(node: Node) -> Node | None:
+    if node.type == "declaration":
+        return node
+    if node.type == "linkage_specification":
+        body = node.child_by_field_name("body")
+        return body if body is not None and body.type == "declaration" else None
+    return None
+
+
+def _space(decl: Node) -> str | None:
+    """The device memory space of a namespace-scope variable declaration, None for other declarations."""
+    if any(d.type == "function_declarator" for d in _declarator_chain(decl)):
+        return None
+    tokens = _tokens(decl)
+    for space in ("__constant__", "__managed__", "__shared__", "__device__"):
+        if space in tokens:
+            return space
+    type_node = decl.child_by_field_name("type")
+    if type_node is not None and type_node.type == "template_type":
+        name = type_node.child_by_field_name("name")
+        if name is not None and (name.text or b"").decode() in _TEXTURE_TYPES:
+            return "texture"
+    return None
+
+
+def _declarator_chain(decl: Node) -> Iterator[Node]:
+    for d in decl.children_by_field_name("declarator"):
+        node: Node | None = d
+        while node is not None:
+            yield node
+            node = node.child_by_field_name("declarator")
+
+
+def _items(root: Node) -> list[_Item]:
+    """Top-level device entities (inside namespaces, extern "C" blocks and #if blocks too)."""
+    out: list[_Item] = []
+
+    def walk(node: Node) -> None:
+        for child in node.named_children:
+            t = child.type
+            if t in ("preproc_def", "preproc_function_def"):
+                name = child.child_by_field_name("name")
+                value = child.child_by_field_name("value")
+                refs = _WORD.findall((value.text or b"").decode()) if value is not None else []
+                out.append(_Item(child, child, "macro", ((name.text or b"").decode(),), frozenset(refs)))
+                continue
+            if t == "linkage_specification":
+                body = child.child_by_field_name("body")
+                if body is not None and body.type == "declaration_list":
+                    walk(body)
+                    continue
+            elif t in _CONTAINERS:
+                walk(child)
+                continue
+            fn = _function_of(child)
+            if fn is not None:
+                tokens = _tokens(fn)
+                name = _declared_name(fn.child_by_field_name("declarator"))
+                if name is not None and "__global__" in tokens:
+                    out.append(_Item(child, fn, "kernel", (name,), frozenset(_identifiers_in(child))))
+                elif name is not None and "__device__" in tokens:
+                    out.append(
+                        _Item(child, fn, "device_function", (name,), frozenset(_identifiers_in(child)))
+                    )
+                elif _is_device(child) or t in _KEEP_WHOLE:
+                    out.append(_Item(child, fn, "seed", (), frozenset(_identifiers_in(child))))
+                continue
+            decl = _variable_of(child)
+            space = _space(decl) if decl is not None else None
+            if decl is not None and space is not None:
+                names = tuple(
+                    n
+                    for d in decl.children_by_field_name("declarator")
+                    if (n := _declared_name(d)) is not None
+                )
+                refs = _identifiers_in(child) - set(names)
+                out.append(_Item(child, decl, "variable", names, frozenset(refs)))
+                continue
+            if t in _KEEP_WHOLE or _is_device(child):
+                # Types, const tables, prototypes...: always kept, and what they name is kept too.
+                # (A prototype names its own function: not a reason to keep that function's body.)
+                is_prototype = t == "declaration" and any(
+                    d.type == "function_declarator" for d in _declarator_chain(child)
+                )
+                if t not in ("comment", "preproc_include") and not is_prototype:
+                    out.append(_Item(child, child, "seed", (), frozenset(_identifiers_in(child))))
+
+    walk(root)
+    return out
+
+
+def _closure(items: list[_Item], kernels: Collection[str]) -> set[int] | None:
+    """Indices of the items the named kernels reach; None when none of them is defined here."""
+    wanted = {_base_name(k) for k in kernels}
+    start = [i for i, it in enumerate(items) if it.kind == "kernel" and set(it.names) & wanted]
+    if not start:
+        return None
+    by_name: dict[str, list[int]] = {}
+    for i, it in enumerate(items):
+        for n in it.names:
+            by_name.setdefault(n, []).append(i)
+    work = start + [i for i, it in enumerate(items) if it.kind == "seed"]
+    kept: set[int] = set()
+    while work:
+        i = work.pop()
+        if i in kept:
+            continue
+        kept.add(i)
+        for ref in items[i].refs:
+            work.extend(j for j in by_name.get(ref, ()) if j not in kept)
+    return kept
+
+
+def _dims_and_pointer(declarator: Node) -> tuple[tuple[str, ...], bool, bool]:
+    dims: list[str] = []
+    pointer = initialized = False
+    node: Node | None = declarator
+    while node is not None:
+        if node.type == "init_declarator":
+            initialized = True
+        elif node.type == "pointer_declarator":
+            pointer = True
+        elif node.type == "array_declarator":
+            size = node.child_by_field_name("size")
+            dims.append((size.text or b"").decode() if size is not None else "")
+        node = node.child_by_field_name("declarator")
+    return tuple(dims), pointer, initialized
+
+
+def referenced_globals(source: str, kernels: Collection[str]) -> tuple[DeviceGlobal, ...]:
+    """The namespace-scope device variables (``__constant__``, ``__device__``, textures...) that the
+    named kernels, or the device functions they call, reference; () when no such kernel is defined."""
+    data = source.encode("utf-8")
+    items = _items(parser("cuda").parse(data).root_node)
+    kept = _closure(items, kernels)
+    if kept is None:
+        return ()
+    out: list[DeviceGlobal] = []
+    for i in sorted(kept):
+        it = items[i]
+        if it.kind != "variable":
+            continue
+        decl = it.inner
+        space = _space(decl) or ""
+        type_node = decl.child_by_field_name("type")
+        quals = [
+            (c.text or b"").decode()
+            for c in decl.children
+            if c.type == "type_qualifier" and (c.text or b"").decode() in ("const", "volatile")
+        ]
+        base = (type_node.text or b"").decode() if type_node is not None else ""
+        type_text = " ".join([*quals, " ".join(base.split())])
+        for d in decl.children_by_field_name("declarator"):
+            name = _declared_name(d)
+            if name is None:
+                continue
+            dims, pointer, initialized = _dims_and_pointer(d)
+            # C declarators list dimensions outermost last when walking inwards: reverse them.
+            out.append(
+                DeviceGlobal(
+                    name=name,
+                    type=type_text,
+                    dims=tuple(reversed(dims)),
+                    space=space,
+                    pointer=pointer,
+                    initialized=initialized,
+                    line=decl.start_point[0] + 1,
+                )
+            )
+    return tuple(out)

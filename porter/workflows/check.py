@@ -112,12 +112,12 @@ def run_check(
     original = Variant(
         kernel=name,
         target="cuda",
-        source=device_code(original_text),
+        source=device_code(original_text, kernels=(name,)),
         entry=name,
         provenance="original",
         path=original_path,
     )
-    variant_source = variant_text if language == "opencl" else device_code(variant_text)
+    variant_source = variant_text if language == "opencl" else device_code(variant_text, kernels=(name,))
     variant = Variant(
         kernel=name, target=language, source=variant_source, entry=name, provenance="user", path=variant_path
     )

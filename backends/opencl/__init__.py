@@ -37,15 +37,34 @@ from porter.backends import (
 )
 from porter.backends.isolate import LocalBuffer
 
-from .devices import Live, inventory, listed_devices, live, pyopencl
+from . import requirements
+from .devices import (
+    Live,
+    build_quietly,
+    capabilities,
+    icd_registration,
+    inventory,
+    listed_devices,
+    live,
+    pyopencl,
+)
 from .oclgrind import oclgrind_wrapper, parse_oclgrind_log
 
-__all__ = ["OpenCLBackend", "OpenCLProgram", "build_options", "oclgrind_wrapper", "parse_oclgrind_log"]
+__all__ = [
+    "OpenCLBackend",
+    "OpenCLProgram",
+    "build_options",
+    "device_supports",
+    "icd_registration",
+    "missing_requirements",
+    "oclgrind_wrapper",
+    "parse_oclgrind_log",
+    "requirement_options",
+]
 
 FORMAT_BINARY = "opencl-binary"
 FORMAT_SOURCE = "opencl-source"
 _MIN_FLUSH_BYTES = 8 << 20
-_NO_OPTIONS = CompileOptions()
 _NO_OPTIONS = CompileOptions()
 
 
@@ -62,6 +81,22 @@ def build_options(options: CompileOptions) -> list[str]:
         out.append("-cl-opt-disable")
     out += list(options.flags)
     return out
+
+
+def device_supports(device: Device, requirement: str) -> bool:
+    """Whether `device` meets one of a translated kernel's ``requires`` (``"subgroups"``,
+    ``"subgroup_shuffle_relative"``, ``"reqd_sub_group_size_32"`` ...; see dialect.toml)."""
+    return requirements.supports(capabilities(device), requirement)
+
+
+def missing_requirements(device: Device, requires: Sequence[str]) -> list[str]:
+    """The requirements of `requires` (and those they need) that `device` does not meet."""
+    return requirements.missing(capabilities(device), requires)
+
+
+def requirement_options(device: Device, requires: Sequence[str]) -> tuple[str, ...]:
+    """Build options a kernel with `requires` needs on `device` (e.g. ``("-cl-std=CL3.0",)``)."""
+    return requirements.build_options(capabilities(device), requires)
 
 
 def _message(err: BaseException) -> str:
@@ -204,6 +239,20 @@ class OpenCLBackend:
             ]
         )
 
+    # ------------------------------------------------------------------ requirements
+
+    def missing_requirements(self, device: Device, requires: Sequence[str]) -> list[str]:
+        """What of a translated kernel's ``requires`` `device` lacks (see :func:`device_supports`)."""
+        return missing_requirements(device, requires)
+
+    def requirement_options(self, device: Device, requires: Sequence[str]) -> tuple[str, ...]:
+        """Build options for a kernel with ``requires`` on `device` (``-cl-std=CL3.0`` ...)."""
+        return requirement_options(device, requires)
+
+    def describe_requirements(self, requires: Sequence[str]) -> str:
+        """Human words for ``requires``, with the extensions that provide them."""
+        return requirements.describe(requires)
+
     def _default_live(self) -> Live | None:
         entries = inventory().live
         preferred = [e for e in entries if e.device.kind != "checker"]
@@ -246,15 +295,19 @@ class OpenCLBackend:
         target.ensure_queue()
         program = cl._cl._Program(target.context, source)
         try:
-            program.build(" ".join(opts).encode(), [target.cl_device])
+            build_quietly(program, " ".join(opts).encode(), target.cl_device)
         except cl.Error as err:
             log = _build_log(cl, program, target.cl_device) or _message(err)
             raise CompileError(self.name, log, source, opts, entry) from err
         log = _build_log(cl, program, target.cl_device)
         try:
             names = [n.strip() for n in str(program.get_info(cl.program_info.KERNEL_NAMES)).split(";")]
-        except cl.Error:  # OpenCL 1.1 platforms cannot list kernels; load() will tell
-            names = [entry]
+        except cl.Error:  # OpenCL 1.1 cannot list kernels; some runtimes refuse for an empty program
+            try:
+                cl.Kernel(program, entry)
+                names = [entry]
+            except cl.Error:
+                names = []
         if entry not in names:
             log = f"{log}\nkernel {entry!r} not found; the program defines: {', '.join(n for n in names if n) or '-'}"
             raise CompileError(self.name, log.strip(), source, opts, entry)
@@ -288,7 +341,7 @@ class OpenCLBackend:
             else:
                 source = binary.meta.get("source") or binary.data.decode()
                 program = cl._cl._Program(target.context, source)
-            program.build(opts, [target.cl_device])
+            build_quietly(program, opts, target.cl_device)
             kernel = cl.Kernel(program, binary.entry)
         except cl.Error as err:
             raise LaunchError(f"loading {binary.entry} on {device.label} failed: {_message(err)}") from err

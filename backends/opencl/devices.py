@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
+import warnings
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from types import ModuleType
 from typing import Any
@@ -18,14 +19,24 @@ from typing import Any
 import numpy as np
 from porter.backends import Device, HardwareFacts
 
+from .icd import Registration, register_intel_cpu_runtime
 from .oclgrind import checker_device, oclgrind_path, settings
+from .requirements import NONE, Capabilities, build_options, parse_version, supports
 
 PROBE_ENTRY = "porter_probe"
 PROBE_N = 37  # not a multiple of any work-group size: the bounds check must work too
 
 
+@functools.cache
+def icd_registration() -> Registration:
+    """Register a pip-installed Intel CPU runtime with the ICD loader, once per process (before
+    pyopencl is imported, so before any platform is enumerated)."""
+    return register_intel_cpu_runtime()
+
+
 def pyopencl() -> ModuleType | None:
     """The pyopencl module, or None when it is not installed (imported on first use)."""
+    icd_registration()
     try:
         import pyopencl as cl
     except ImportError:
@@ -44,6 +55,7 @@ class Live:
     queue: Any = None
     scratch: Any = None  # buffer written by flush_cache
     info: dict[str, str] = field(default_factory=dict)
+    caps: Capabilities = NONE  # extensions, features, sub-group sizes (requirements.py)
 
     def ensure_queue(self) -> Any:
         if self.queue is None:
@@ -77,16 +89,28 @@ def _kind(cl: ModuleType, cl_device: Any) -> str:
     return "accelerator"
 
 
+def build_quietly(program: Any, options: bytes, cl_device: Any) -> None:
+    """Build `program` for `cl_device` without pyopencl's CompilerWarning (the log is read from the
+    program instead; some runtimes, Intel's among them, always write one)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program.build(options, [cl_device])
+
+
+def _source(name: str) -> str:
+    return resources.files("porter.backends.opencl").joinpath(name).read_text(encoding="utf-8")
+
+
 def _probe_source() -> str:
-    return resources.files("porter.backends.opencl").joinpath("probe.cl").read_text(encoding="utf-8")
+    return _source("probe.cl")
 
 
-def _probe(cl: ModuleType, cl_device: Any) -> tuple[int, bool]:
-    """Build and run the probe kernel; returns (warp size, sub-groups). Raises on any failure."""
+def _probe(cl: ModuleType, cl_device: Any) -> int:
+    """Build and run the probe kernel; returns the preferred work-group multiple. Raises on failure."""
     ctx = cl.Context([cl_device])
     queue = cl.CommandQueue(ctx, cl_device)
     program = cl._cl._Program(ctx, _probe_source())
-    program.build(b"", [cl_device])
+    build_quietly(program, b"", cl_device)
     kernel = cl.Kernel(program, PROBE_ENTRY)
     a = np.arange(PROBE_N, dtype=np.float32)
     b = np.full(PROBE_N, 0.5, dtype=np.float32)
@@ -108,20 +132,77 @@ def _probe(cl: ModuleType, cl_device: Any) -> tuple[int, bool]:
     warp = int(
         kernel.get_work_group_info(cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, cl_device)
     )
-    extensions = str(cl_device.extensions).split()
-    subgroups = "cl_khr_subgroups" in extensions or "cl_intel_subgroups" in extensions
-    if subgroups:
-        local = min(256, int(cl_device.max_work_group_size))
-        try:
-            size = int(
-                kernel.get_sub_group_info(
-                    cl_device, cl.kernel_sub_group_info.MAX_SUB_GROUP_SIZE_FOR_NDRANGE, (local,)
-                )
-            )
-            warp = size if size > 0 else warp
-        except (cl.Error, AttributeError, TypeError, ValueError):
-            pass
-    return max(warp, 1), subgroups
+    return max(warp, 1)
+
+
+def _c_versions(cl_device: Any) -> tuple[tuple[int, int], ...]:
+    found: set[tuple[int, int]] = set()
+    try:
+        for nv in cl_device.opencl_c_all_versions:  # OpenCL 3.0 devices
+            v = int(nv.version)
+            found.add((v >> 22, (v >> 12) & 0x3FF))
+    except Exception:  # noqa: BLE001 - older devices and runtimes: the one version string
+        pass
+    newest = parse_version(str(cl_device.opencl_c_version))
+    if newest is not None:
+        found.add(newest)
+        if newest < (3, 0):
+            found |= {v for v in _KNOWN_C_VERSIONS if v <= newest}
+    return tuple(sorted(found))
+
+
+_KNOWN_C_VERSIONS = ((1, 0), (1, 1), (1, 2), (2, 0))  # a 3.x device lists its versions itself
+
+
+def _features(cl_device: Any) -> frozenset[str]:
+    try:
+        return frozenset(str(nv.name) for nv in cl_device.opencl_c_features)
+    except Exception:  # noqa: BLE001 - not an OpenCL 3.0 device
+        return frozenset()
+
+
+def _run_ints(cl: ModuleType, program: Any, ctx: Any, queue: Any, entry: str, local: int) -> np.ndarray:
+    kernel = cl.Kernel(program, entry)
+    buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, local * 4)
+    cl.enqueue_fill_buffer(queue, buf, np.int32(-7), 0, local * 4)
+    kernel.set_arg(0, buf)
+    cl.enqueue_nd_range_kernel(queue, kernel, (local,), (local,))
+    out = np.empty(local, np.int32)
+    cl.enqueue_copy(queue, out, buf, is_blocking=True)
+    return out
+
+
+def _capabilities(cl: ModuleType, cl_device: Any) -> Capabilities:
+    """Extensions, features, OpenCL C versions and the sub-group sizes that really run."""
+    caps = Capabilities(
+        extensions=frozenset(str(cl_device.extensions).split()),
+        features=_features(cl_device),
+        c_versions=_c_versions(cl_device),
+    )
+    if not any(n in caps.extensions or n in caps.features for n in _SUBGROUP_MARKS):
+        return caps
+    options = " ".join(build_options(replace(caps, sub_group_sizes=frozenset()), ["subgroups"]))
+    try:
+        ctx = cl.Context([cl_device])
+        queue = cl.CommandQueue(ctx, cl_device)
+        program = cl._cl._Program(ctx, _source("probe_subgroups.cl"))
+        build_quietly(program, options.encode(), cl_device)
+        names = str(program.get_info(cl.program_info.KERNEL_NAMES)).split(";")
+        local = min(64, int(cl_device.max_work_group_size))
+        if "porter_subgroup_size" not in names:
+            return caps
+        size = int(_run_ints(cl, program, ctx, queue, "porter_subgroup_size", local).max())
+        sizes: set[int] = set()
+        runs_32 = "porter_subgroup_32" in names and local % 32 == 0
+        if runs_32 and np.all(_run_ints(cl, program, ctx, queue, "porter_subgroup_32", local) == 32):
+            sizes.add(32)
+        queue.finish()
+    except Exception:  # noqa: BLE001 - sub-groups that do not work are no sub-groups
+        return caps
+    return replace(caps, sub_group_sizes=frozenset(sizes), max_sub_group_size=max(size, 0))
+
+
+_SUBGROUP_MARKS = ("cl_khr_subgroups", "__opencl_c_subgroups")
 
 
 def _checker_live(cl_platform: Any, cl_device: Any) -> Live:
@@ -165,7 +246,8 @@ def _enumerate(cl: ModuleType) -> Inventory:
                 inventory.live.append(_checker_live(cl_platform, cl_device))
                 continue
             try:
-                warp, subgroups = _probe(cl, cl_device)
+                warp = _probe(cl, cl_device)
+                caps = _capabilities(cl, cl_device)
             except Exception as err:  # any failure at all disqualifies the device
                 inventory.rejected.append(
                     f"{platform_name} / {name}: probe failed ({str(err).strip()[:300]})"
@@ -173,6 +255,10 @@ def _enumerate(cl: ModuleType) -> Inventory:
                 continue
             info = _info(cl_platform, cl_device)
             kind = _kind(cl, cl_device)
+            if supports(caps, "reqd_sub_group_size_32"):
+                warp = 32  # a kernel assuming 32-wide warps is built to run with 32-wide sub-groups
+            elif caps.max_sub_group_size:
+                warp = caps.max_sub_group_size
             device = Device(
                 backend="opencl",
                 name=name,
@@ -186,11 +272,11 @@ def _enumerate(cl: ModuleType) -> Inventory:
                     max_threads_per_block=int(cl_device.max_work_group_size),
                     shared_mem_per_block=int(cl_device.local_mem_size),
                     multiprocessors=int(cl_device.max_compute_units),
-                    subgroups=subgroups,
+                    subgroups=supports(caps, "subgroups"),
                 ),
             )
             inventory.live.append(
-                Live(device=device, cl_device=cl_device, cl_platform=cl_platform, info=info)
+                Live(device=device, cl_device=cl_device, cl_platform=cl_platform, info=info, caps=caps)
             )
     return inventory
 
@@ -213,6 +299,12 @@ def listed_devices() -> list[Device]:
     if not any(d.kind == "checker" for d in found) and oclgrind_path() is not None:
         found.append(checker_device())
     return found
+
+
+def capabilities(device: Device) -> Capabilities:
+    """What `device` offers beyond OpenCL C 1.2 (nothing when it is not reachable here)."""
+    entry = live(device)
+    return entry.caps if entry is not None else NONE
 
 
 def live(device: Device) -> Live | None:

@@ -51,9 +51,11 @@ from porter.translate.opencl_launch import (
 )
 from porter.translate.opencl_unit import Unit, build_unit
 
-__all__ = ["launch_geometry", "tables", "translate_to_opencl"]
+__all__ = ["launch_geometry", "requirements", "tables", "translate_to_opencl"]
 
 TARGET = "opencl"
+WARP_32 = 32  # CUDA's warp size: what kernels assuming it require of a sub-group
+REQD_32 = "reqd_sub_group_size_32"
 _SIMPLE = re.compile(r"^[A-Za-z_]\w*$|^[0-9][\w.]*$")
 _MAKE_VECTOR = re.compile(r"^make_([a-z]+?)([1-4]|8|16)$")
 _FLOAT_LITERAL = re.compile(r"^(?:[0-9]*\.[0-9]*(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)[lL]?$")
@@ -67,6 +69,27 @@ def tables() -> dict[str, Any]:
     """The CUDA -> OpenCL tables (``backends/opencl/cuda2opencl.toml``)."""
     text = resources.files("porter.backends").joinpath("opencl/cuda2opencl.toml").read_text(encoding="utf-8")
     return tomllib.loads(text)
+
+
+@cache
+def requirements() -> dict[str, dict[str, Any]]:
+    """What a kernel may need beyond OpenCL C 1.2: ``[requirements]`` of the OpenCL dialect
+    (``backends/opencl/dialect.toml``): source guards, pragmas, attributes."""
+    text = resources.files("porter.backends").joinpath("opencl/dialect.toml").read_text(encoding="utf-8")
+    return dict(tomllib.loads(text)["requirements"])
+
+
+def _closure(names: set[str]) -> list[str]:
+    """`names` and every requirement they need, in table order."""
+    table = requirements()
+    out: set[str] = set()
+    stack = list(names)
+    while stack:
+        name = stack.pop()
+        if name not in out:
+            out.add(name)
+            stack.extend(table[name].get("needs", []))
+    return [n for n in table if n in out]
 
 
 def _text(node: Node | None) -> str:
@@ -138,7 +161,9 @@ class _Result:
 
     text: str = ""
     errors: list[str] = field(default_factory=list)
-    extensions: set[str] = field(default_factory=set)
+    requires: set[str] = field(default_factory=set)  # [requirements] names of dialect.toml
+    assumes_32: bool = False  # the CUDA semantics need 32 lanes (a 32-bit ballot, a width of 32)
+    span: tuple[int, int] = (0, 0)  # rows of the function in the unit text
     pragmas: set[str] = field(default_factory=set)
     helpers: set[tuple[str, str]] = field(default_factory=set)
     calls: set[tuple[str, tuple[str | None, ...]]] = field(default_factory=set)
@@ -251,6 +276,7 @@ class _Translator:
         self.consts: dict[str, _Const] = {}
         self.bad_globals: dict[str, str] = {}
         self.defines: dict[str, str] = {}
+        self.warp_macros: set[str] = set()
         self.top_edits: list[Edit] = []
         self.variants: dict[tuple[str, tuple[str | None, ...]], str] = {}
         self.variant_results: dict[tuple[str, tuple[str | None, ...]], _Result] = {}
@@ -330,6 +356,8 @@ class _Translator:
                 value = child.child_by_field_name("value")
                 if t == "preproc_def":
                     self.defines[name] = _text(value).strip()
+                if value is not None and "warpSize" in {k.text for k in c_tokens(_text(value))}:
+                    self.warp_macros.add(name)  # its uses need sub-groups: get_sub_group_size()
 
     def _add_function(self, fn: Node, outer: Node) -> None:
         info = _function(fn, outer)
@@ -623,6 +651,8 @@ class _Body:
             self.edits.append(Edit.replace(node, _paren(self.subst[name])))
         elif name == "warpSize":
             self.warp_call(node, "warpSize", [])
+        elif name in self.tr.warp_macros:
+            self.warp_macro(node, name)
         elif name in self.t["builtins"]:
             self.error(node, name, f"{name} used as a whole (dim3): only {name}.x/.y/.z are translated")
         elif name in self.tr.consts and not self.tr.consts[name].dims:
@@ -892,6 +922,8 @@ class _Body:
             return False
         name = _text(fn)
         t = self.t
+        if name in self.tr.warp_macros:
+            self.warp_macro(node, name)
         base = re.sub(r"_(block|system)$", "", name)
         if name in t["untranslatable"]:
             self.error(node, name, t["untranslatable"][name])
@@ -997,18 +1029,25 @@ class _Body:
                 "lane mask ignored: OpenCL sub-group functions take every work-item of the sub-group",
             )
         width = spec.get("width")
-        if width is not None and width < len(args) and _squash(_text(args[width])) != "warpSize":
-            self.error(
-                node, f"{name} width {_text(args[width])}", "shuffles over part of a warp are not translated"
-            )
+        width_text = _squash(_text(args[width])) if width is not None and width < len(args) else "warpSize"
+        if width_text == str(WARP_32):
+            self.res.assumes_32 = True  # the whole warp, when sub-groups are required to be 32 wide
+        elif width_text != "warpSize":
+            self.error(node, f"{name} width {width_text}", "shuffles over part of a warp are not translated")
             return
         if spec.get("note"):
             self.warn_once(node, name, spec["note"])
-        self.res.extensions.update(spec["extensions"])
+        self.res.requires.update(spec["requires"])
+        self.res.assumes_32 = self.res.assumes_32 or bool(spec.get("assumes_32"))
         try:
             self.edits.append(Edit.replace(node, spec["call"].format(*rendered)))
         except IndexError:
             self.error(node, name, f"{name} called with {len(args)} arguments")
+
+    def warp_macro(self, node: Node, name: str) -> None:
+        """A use of a macro whose body reads warpSize (get_sub_group_size() once translated)."""
+        if self.subgroups_ok(node, f"{name} (uses warpSize)"):
+            self.res.requires.add("subgroups")
 
     def subgroups_ok(self, node: Node, name: str) -> bool:
         if self.tr.subgroups:
@@ -1118,6 +1157,7 @@ class _Body:
             indent = "\n    "
             self.edits.append(Edit(brace.end_byte, brace.end_byte, indent + indent.join(self.hoisted)))
         self.res.text = self.tr.apply(node, self.edits)
+        self.res.span = (node.start_point[0], node.end_point[0])
         return self.res
 
     def _after_space(self, node: Node) -> int:
@@ -1342,28 +1382,48 @@ def _referenced(tr: _Translator, extra_texts: Sequence[str], main_path: str) -> 
 # --------------------------------------------------------------------------- assembly
 
 
-def _warp_hazards(tr: _Translator, k: _Fn, scan: Any) -> None:
-    """The scan's 32-lane assumptions inside a kernel that now runs on sub-groups."""
-    kpath, kline = tr.unit.origin(k.line_row)
-    end = kline + k.node.end_point[0] - k.line_row
-    for h in scan.hazards if scan is not None and kpath == tr.path else ():
-        if kline <= h.line <= end and h.code == "warp-size-assumption":
-            tr.diags.append(
-                Diagnostic(
-                    tr.path,
-                    h.line,
-                    h.code,
-                    "assumes 32-wide warps: an OpenCL sub-group's size is device-defined (get_sub_group_size())",
-                )
-            )
+def _assumes_32(tr: _Translator, reached: Sequence[_Result], scan: Any) -> list[int]:
+    """Lines of the scan's 32-lane assumptions (hazard warp-size-assumption) inside the kernel or
+    the helpers it calls; [0] for a construct whose CUDA result needs 32 lanes (a 32-bit ballot)."""
+    lines: list[int] = [0] if any(r.assumes_32 for r in reached) else []
+    hazards = [h for h in (scan.hazards if scan is not None else ()) if h.code == "warp-size-assumption"]
+    for r in reached:
+        first, last = tr.unit.origin(r.span[0]), tr.unit.origin(r.span[1])
+        if first[0] != tr.path or last[0] != tr.path:
+            continue  # the scan covers the main file only
+        lines += [h.line for h in hazards if first[1] <= h.line <= last[1]]
+    return sorted(set(lines))
 
 
-def _guard(text: str, extensions: set[str]) -> str:
-    guarded = sorted(e for e in extensions if e.startswith("cl_khr_subgroup"))
-    if not guarded:
+def _note_32(tr: _Translator, name: str, lines: Sequence[int], line_row: int) -> None:
+    reason = (
+        "assumes 32-wide warps: the OpenCL kernel requires 32-wide sub-groups "
+        "(intel_reqd_sub_group_size(32), cl_intel_required_subgroup_size) and is compiled out on "
+        "devices that cannot run them"
+    )
+    for line in lines or [tr.unit.origin(line_row)[1]]:
+        where = line or tr.unit.origin(line_row)[1]
+        tr.diags.append(Diagnostic(tr.path, where, f"{name}: warp-size-assumption", reason))
+
+
+def _guard(text: str, requires: Sequence[str]) -> str:
+    """`text` inside ``#if <the requirements' guards>``; unchanged when nothing is required."""
+    table = requirements()
+    conds = [table[n]["guard"] for n in _closure(set(requires)) if table[n].get("guard")]
+    if not conds:
         return text
-    cond = " && ".join(f"defined({e})" for e in guarded)
+    cond = " && ".join(conds)
     return f"#if {cond}\n{text}\n#endif /* {cond} */"
+
+
+def _with_attributes(text: str, requires: Sequence[str]) -> str:
+    """A kernel's text with the attributes of its requirements before ``__kernel``."""
+    table = requirements()
+    attrs = [table[n]["attribute"] for n in _closure(set(requires)) if table[n].get("attribute")]
+    if not attrs:
+        return text
+    head, sep, rest = text.partition("__kernel ")
+    return f"{head}{' '.join(attrs)}\n{sep}{rest}" if sep else text
 
 
 def _comment(lines: Sequence[str]) -> str:
@@ -1409,6 +1469,13 @@ def translate_to_opencl(
         reached = tr.reach(res)
         errors = [e for r in reached for e in r.errors]
         n = len(k.params)
+        needs = {q for r in reached for q in r.requires}
+        if needs and not errors:
+            lines = _assumes_32(tr, reached, scan)
+            if lines:
+                needs.add(REQD_32)
+                _note_32(tr, instance_name(k.name, args), lines, k.line_row)
+        requires = tuple(_closure(needs)) if not errors else ()
         kernels_out.append(
             TranslatedKernel(
                 name=instance_name(k.name, args),
@@ -1417,19 +1484,19 @@ def translate_to_opencl(
                 arg_map=tuple(range(n)) + (None,) * len(res.extra),
                 extra_args=tuple(res.extra),
                 untranslatable=tuple(dict.fromkeys(errors)),
+                requires=requires,
             )
         )
         if errors:
             text = _comment([f"kernel {instance_name(k.name, args)}:", *dict.fromkeys(errors)])
         else:
-            exts = {e for r in reached for e in r.extensions}
-            text = _guard(res.text, exts)
-            if exts:
-                _warp_hazards(tr, k, scan)
+            text = _guard(_with_attributes(res.text, requires), requires)
             for r in reached:
-                pragmas |= r.pragmas | {e for e in r.extensions}
+                pragmas |= r.pragmas
                 helper_fns |= r.helpers
                 fp64 = fp64 or r.fp64
+            table = requirements()
+            pragmas |= {table[q]["pragma"] for q in requires if table[q].get("pragma")}
         by_kernel.setdefault(id(k), []).append(text)
     for k in tr.kernels:
         texts = by_kernel.get(id(k))
@@ -1449,13 +1516,18 @@ def translate_to_opencl(
             if errors:
                 texts.append(_comment([f"helper {vname}:", *dict.fromkeys(errors)]))
             else:
-                texts.append(_guard(res.text, {e for r in reached for e in r.extensions}))
+                texts.append(_guard(res.text, _closure({q for r in reached for q in r.requires})))
         if not texts:
             texts = [f"/* porter: __device__ {name} is not used by any kernel; omitted */"]
         tr.top_edits.append(Edit.replace(helper.outer, "\n\n".join(texts)))
 
     body = apply_edits(tr.data, tr.top_edits).decode("utf-8")
     prelude = [f"/* OpenCL C translation of {Path(path).name} by porter (CUDA -> OpenCL C 1.2). */"]
+    if any(k.requires for k in kernels_out):
+        prelude.append(
+            "/* Kernels inside #if sub-group conditions exist only when built with -cl-std=CL3.0 (or CL2.0)\n"
+            " * on a device with those extensions or features; elsewhere they are left out. */"
+        )
     needs_fp64 = fp64 or "cl_khr_fp64" in pragmas or any(h == "porter_atomic_add_f64" for h, _ in helper_fns)
     if needs_fp64:
         prelude.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")

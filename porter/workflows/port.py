@@ -14,8 +14,11 @@ instantiation), each variant is
   ``failed``;
 
 one row per (target, device).  An untranslatable kernel gets status ``untranslatable`` naming the
-construct; a kernel whose spec cannot be inferred gets ``failed`` rows carrying the inference
-message (with the spec snippet to write).  ``report.json`` in the output folder is rewritten after
+construct; a kernel that needs what a device lacks (OpenCL: sub-groups, 32-wide sub-groups; see
+``TranslatedKernel.requires``) gets an ``untranslatable`` row for that device naming the need,
+and is built with the options its needs take on the devices that have them (``-cl-std=CL3.0``).
+A kernel whose spec cannot be inferred gets ``failed`` rows carrying the inference message (with
+the spec snippet to write).  ``report.json`` in the output folder is rewritten after
 every row, so an interrupted run keeps what it verified.
 """
 
@@ -103,10 +106,20 @@ class PortReport:
 
     @property
     def exit_code(self) -> int:
-        """0: every variant at least compiled (or translated) and none failed; 1 otherwise."""
-        rows = self.rows()
-        bad = {Status.FAILED.value, Status.UNTRANSLATABLE.value}
-        return 1 if not rows or any(r.status in bad for r in rows) else 0
+        """0: no row failed, no kernel is untranslatable, and every (kernel, target) ran or built
+        somewhere (a device lacking what a kernel needs is fine when another device validated
+        it); 1 otherwise."""
+        if not self.rows():
+            return 1
+        for k in self.kernels:
+            for target in dict.fromkeys(r.target for r in k.variants):
+                mine = [r for r in k.variants if r.target == target]
+                untranslatable = [r for r in mine if r.status == Status.UNTRANSLATABLE.value]
+                if any(r.status == Status.FAILED.value for r in mine):
+                    return 1
+                if len(untranslatable) == len(mine) or any(not r.device for r in untranslatable):
+                    return 1
+        return 0
 
     def document(self) -> dict[str, Any]:
         """The stable JSON schema of ``porter port --json``."""
@@ -392,6 +405,31 @@ def _compile_archs(target: str) -> list[str]:
     return [a for a in archs if amd.compilers_for(a)]
 
 
+def _lacking(target: str, device: Device, requires: Sequence[str]) -> list[str]:
+    """What of `requires` `device` lacks (backends without requirements lack nothing)."""
+    if not requires:
+        return []
+    check = getattr(get_backend(target), "missing_requirements", None)
+    return list(check(device, requires)) if check is not None else []
+
+
+def _needs_reason(
+    target: str, kernel: str, device: Device, requires: Sequence[str], lacks: Sequence[str]
+) -> str:
+    """ "reduce_sum needs relative sub-group shuffles, 32-wide sub-groups (...); <device> has none"."""
+    describe = getattr(get_backend(target), "describe_requirements", None)
+    words: Callable[[Sequence[str]], str] = describe if describe is not None else ", ".join
+    tail = "has none of them" if set(lacks) >= set(requires) else f"lacks {words(lacks)}"
+    return f"{kernel} needs {words(requires)}; {device.label} {tail}"
+
+
+def _device_options(target: str, device: Device, requires: Sequence[str]) -> tuple[str, ...]:
+    if not requires:
+        return ()
+    options = getattr(get_backend(target), "requirement_options", None)
+    return tuple(options(device, requires)) if options is not None else ()
+
+
 def _run_devices(target: str) -> list[Device]:
     devices: list[Device] = []
     for b in settings()[target]["runners"]:
@@ -616,8 +654,17 @@ def port_file(
                 options=ref_options,
             )
             for device in run_devices[target]:
+                lacks = _lacking(target, device, tk.requires)
+                if lacks:
+                    reason = _needs_reason(target, inst.name, device, tk.requires, lacks)
+                    recorder.add(
+                        result,
+                        VariantRow(target, rel, Status.UNTRANSLATABLE.value, device.label, reason=reason),
+                    )
+                    continue
                 say(f"{inst.name}: validating {target} on {device.label}")
-                for verdict in validate(variant, spec, reference, [device], opts):
+                on_device = replace(variant, options=_device_options(target, device, tk.requires))
+                for verdict in validate(on_device, spec, reference, [device], opts):
                     recorder.add(result, _row_from(verdict, target, rel))
             if not run_devices[target] and not archs[target]:
                 verdict = compile_only(variant, spec, opts, backend=target)

@@ -7,8 +7,8 @@ review the diff.
 
 from __future__ import annotations
 
+import dataclasses
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from porter.model import Severity, TranslatedKernel, Translation
-from porter.translate.opencl import launch_geometry, tables, translate_to_opencl
+from porter.translate.opencl import launch_geometry, requirements, tables, translate_to_opencl
 from porter.translate.opencl_launch import instance_entry
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -68,8 +68,12 @@ def test_tables_are_data() -> None:
     assert t["atomics"]["atomicAdd"]["float"].startswith("porter_")
     for name, helper in t["helpers"].items():
         assert "{space}" in helper["source"] and name in helper["source"]
+    known = set(requirements())
     for name, spec in t["warp"].items():
-        assert spec["extensions"], name
+        assert spec["requires"] and set(spec["requires"]) <= known, name
+    for name, req in requirements().items():
+        assert req["what"] and (req.get("extensions") or req.get("features")), name
+        assert set(req.get("needs", [])) <= known, name
 
 
 def test_builtins_and_fences() -> None:
@@ -182,17 +186,65 @@ def test_helpers_get_address_space_variants() -> None:
     assert "uchar flip" in tr.text
 
 
+SUBGROUPS = "(defined(cl_khr_subgroups) || defined(__opencl_c_subgroups))"
+REQD_32 = "__attribute__((intel_reqd_sub_group_size(32)))"
+
+
+def _kernel_text(tr: Translation, entry: str) -> tuple[str, str]:
+    """(the #if line guarding kernel `entry` or "", the line before its __kernel)."""
+    head = tr.text.split(f"__kernel void {entry}(")[0]
+    last_if = head.rfind("#if ")
+    guard = "" if last_if < 0 or "#endif" in head[last_if:] else head[last_if:].split("\n")[0]
+    return guard, head.rstrip("\n").rsplit("\n", 1)[-1]
+
+
 def test_warp_functions_need_subgroups() -> None:
     tr = _translate_file(GOLDEN / "warp.cu")
     assert "sub_group_shuffle_down(v, (uint)(offset))" in tr.text
     assert "sub_group_ballot((v > 0.0f) != 0).x" in tr.text
-    assert "#if defined(cl_khr_subgroup_ballot) && defined(cl_khr_subgroup_shuffle)" in tr.text
-    assert not _kernel(tr, "votes").untranslatable
+    votes = _kernel(tr, "votes")
+    assert not votes.untranslatable
+    # A 32-bit ballot needs 32-wide sub-groups: required by attribute, compiled out without them.
+    assert votes.requires == (
+        "subgroups",
+        "subgroup_shuffle",
+        "subgroup_shuffle_relative",
+        "subgroup_ballot",
+        "reqd_sub_group_size_32",
+    )
+    guard, before = _kernel_text(tr, "votes")
+    assert guard.startswith(f"#if {SUBGROUPS} && defined(cl_khr_subgroup_shuffle)")
+    assert guard.endswith("defined(cl_khr_subgroup_ballot) && defined(cl_intel_required_subgroup_size)")
+    assert before == REQD_32
+    # Generic in the warp size: the sub-group guard only, no required size.
+    assert _kernel(tr, "generic_sum").requires == ("subgroups", "subgroup_shuffle_relative")
+    guard, before = _kernel_text(tr, "generic_sum")
+    assert guard == f"#if {SUBGROUPS} && defined(cl_khr_subgroup_shuffle_relative)" and before != REQD_32
+    # A literal width of 32 is the whole warp once sub-groups are 32 wide.
+    assert _kernel(tr, "width32").requires == ("subgroups", "subgroup_shuffle", "reqd_sub_group_size_32")
+    assert _kernel_text(tr, "width32")[1] == REQD_32
     off = _translate_file(GOLDEN / "warp.cu", subgroups=False)
     k = _kernel(off, "votes")
     assert k.untranslatable and any("sub-groups" in u for u in k.untranslatable)
     assert "sub_group" not in off.text
     assert any(d.severity == Severity.ERROR and "sub-groups" in d.reason for d in off.diagnostics)
+
+
+WARP_MACROS = """#define NWARPS (blockDim.x / warpSize)
+#define LANE(i) ((i) % warpSize)
+__global__ void k(int* p) { p[threadIdx.x] = NWARPS + LANE(threadIdx.x); }
+__global__ void plain(int* p) { p[0] = 1; }
+"""
+
+
+def test_macros_reading_warp_size_make_their_users_need_subgroups() -> None:
+    tr = translate_to_opencl(WARP_MACROS, "m.cu")
+    assert _kernel(tr, "k").requires == ("subgroups",) and _kernel(tr, "plain").requires == ()
+    assert _kernel_text(tr, "k")[0] == f"#if {SUBGROUPS}" and _kernel_text(tr, "plain")[0] == ""
+    assert "#define LANE(i) ((i) % ((int)get_sub_group_size()))" in tr.text
+    off = translate_to_opencl(WARP_MACROS, "m.cu", subgroups=False)
+    assert any("NWARPS (uses warpSize)" in u for u in _kernel(off, "k").untranslatable)
+    assert not _kernel(off, "plain").untranslatable
 
 
 # --------------------------------------------------------------------------- diagnostics
@@ -449,7 +501,8 @@ def test_instance_entry_names() -> None:
 
 
 @pytest.fixture(scope="module")
-def ocl() -> tuple[Any, Any]:
+def ocl_all() -> tuple[Any, list[Any]]:
+    """The backend and every OpenCL device here (PoCL, Intel's CPU runtime, GPUs), checker aside."""
     try:
         import pyopencl  # noqa: F401
     except ImportError:
@@ -460,45 +513,90 @@ def ocl() -> tuple[Any, Any]:
     devices = [d for d in backend.devices() if d.kind != "checker"]
     if not devices:
         pytest.skip("no OpenCL device (install pocl-opencl-icd for a CPU device)")
+    return backend, devices
+
+
+@pytest.fixture(scope="module")
+def ocl(ocl_all: tuple[Any, list[Any]]) -> tuple[Any, Any]:
+    backend, devices = ocl_all
     return backend, devices[0]
 
 
-def _extensions(device: Any) -> set[str]:
-    from porter.backends.opencl.devices import live
+def _device_meeting(ocl_all: tuple[Any, list[Any]], requires: tuple[str, ...]) -> tuple[Any, Any]:
+    """(backend, the first device meeting `requires`), or a skip naming what every device lacks."""
+    from porter.backends.opencl import missing_requirements
 
-    entry = live(device)
-    return set(str(entry.cl_device.extensions).split()) if entry is not None else set()
-
-
-def _needed(text: str, entry: str) -> set[str]:
-    """The extensions the #if guard around kernel `entry` asks for (empty: no guard)."""
-    head = text.split(f"__kernel void {entry}(")[0]
-    last_if = head.rfind("#if defined(")
-    if last_if < 0 or "#endif" in head[last_if:]:
-        return set()
-    return set(re.findall(r"defined\((\w+)\)", head[last_if:].split("\n")[0]))
+    backend, devices = ocl_all
+    for device in devices:
+        if not missing_requirements(device, requires):
+            return backend, device
+    lacks = "; ".join(f"{d.label} lacks {', '.join(missing_requirements(d, requires))}" for d in devices)
+    pytest.skip(f"no OpenCL device meets {', '.join(requires)} ({lacks}); pip install intel-opencl-rt")
 
 
-def _buildable(tr: Translation, exts: set[str]) -> list[TranslatedKernel]:
-    return [k for k in tr.kernels if not k.untranslatable and _needed(tr.text, k.entry) <= exts]
+def _buildable(tr: Translation, device: Any) -> list[TranslatedKernel]:
+    """The kernels `device` can build: translatable, and every requirement met."""
+    from porter.backends.opencl import missing_requirements
+
+    return [k for k in tr.kernels if not k.untranslatable and not missing_requirements(device, k.requires)]
+
+
+def _compile(backend: Any, tr: Translation, k: TranslatedKernel, device: Any) -> Any:
+    """Compile kernel `k` for `device` with the build options its requirements need there."""
+    from porter.backends import CompileOptions
+    from porter.backends.opencl import requirement_options
+
+    options = CompileOptions(flags=requirement_options(device, k.requires))
+    return backend.compile(tr.text, k.entry, options, device=device)
 
 
 @pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.glob("*.cu")))
 @pytest.mark.parametrize("subgroups", [True, False])
-def test_sample_kernels_build(ocl: tuple[Any, Any], sample: str, subgroups: bool) -> None:
-    backend, device = ocl
+def test_sample_kernels_build(ocl_all: tuple[Any, list[Any]], sample: str, subgroups: bool) -> None:
+    backend, devices = ocl_all
     tr = _translate_file(SAMPLES / sample, subgroups=subgroups)
     assert tr.kernels, sample
-    for k in _buildable(tr, _extensions(device)):
-        backend.compile(tr.text, k.entry, device=device)  # raises CompileError with the log
+    for device in devices:
+        for k in _buildable(tr, device):
+            _compile(backend, tr, k, device)  # raises CompileError with the log
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_golden_programs_build(ocl: tuple[Any, Any], case: str) -> None:
-    backend, device = ocl
+def test_golden_programs_build(ocl_all: tuple[Any, list[Any]], case: str) -> None:
+    backend, devices = ocl_all
     tr = _translate_file(GOLDEN / f"{case}.cu")
-    for k in _buildable(tr, _extensions(device)):
-        backend.compile(tr.text, k.entry, device=device)
+    for device in devices:
+        for k in _buildable(tr, device):
+            _compile(backend, tr, k, device)
+
+
+def test_warp_macro_program_builds_everywhere(ocl_all: tuple[Any, list[Any]]) -> None:
+    backend, devices = ocl_all
+    tr = translate_to_opencl(WARP_MACROS, "m.cu")
+    for device in devices:
+        assert "plain" in {k.entry for k in _buildable(tr, device)}
+        for k in _buildable(tr, device):
+            _compile(backend, tr, k, device)
+
+
+def test_kernels_needing_what_a_device_lacks_are_compiled_out(ocl_all: tuple[Any, list[Any]]) -> None:
+    """Never a silently wrong kernel: where 32-wide sub-groups cannot be required, reduce_sum is
+    not in the program at all (whatever the build options), so it cannot run with other widths."""
+    from porter.backends import CompileError
+    from porter.backends.opencl import missing_requirements
+
+    backend, devices = ocl_all
+    tr = _translate_file(SAMPLES / "reduce_shfl.cu")
+    k = _kernel(tr, "reduce_sum")
+    lacking = [d for d in devices if missing_requirements(d, k.requires)]
+    if not lacking:
+        pytest.skip("every OpenCL device here meets reduce_sum's requirements")
+    for device in lacking:
+        for flags in ((), ("-cl-std=CL3.0",)):
+            from porter.backends import CompileOptions
+
+            with pytest.raises(CompileError, match="not found"):
+                backend.compile(tr.text, k.entry, CompileOptions(flags=flags), device=device)
 
 
 def _run(
@@ -510,7 +608,7 @@ def _run(
     backend, device = ocl
     k = _kernel(tr, name)
     assert not k.untranslatable, k.untranslatable
-    program = backend.load(backend.compile(tr.text, k.entry, device=device), device)
+    program = backend.load(_compile(backend, tr, k, device), device)
     extras = iter(k.extra_args)
     cl_args: list[Any] = []
     buffers: list[tuple[int, Any]] = []
@@ -535,7 +633,7 @@ def _with_values(tr: Translation, name: str, values: list[Any]) -> Translation:
     for k in tr.kernels:
         if k.name == name:
             extra = tuple({**e, "value": v} for e, v in zip(k.extra_args, values, strict=True))
-            k = TranslatedKernel(k.name, k.entry, k.target, k.arg_map, extra, k.untranslatable)
+            k = dataclasses.replace(k, extra_args=extra)
         kernels.append(k)
     return Translation(tr.source_path, tr.target, tr.text, tuple(kernels), tr.diagnostics)
 
@@ -680,14 +778,50 @@ def test_run_extern_shared(ocl: tuple[Any, Any]) -> None:
     np.testing.assert_array_equal(out, np.repeat(expect, block))
 
 
-def test_run_reduction_when_subgroups_exist(ocl: tuple[Any, Any]) -> None:
-    backend, device = ocl
-    needed = {"cl_khr_subgroups", "cl_khr_subgroup_shuffle_relative"}
-    if not needed <= _extensions(device):
-        pytest.skip(f"the OpenCL device lacks {sorted(needed - _extensions(device))}")
+def test_run_reduction_with_32_wide_subgroups(ocl_all: tuple[Any, list[Any]]) -> None:
+    """reduce_shfl's warp-shuffle reduction (32-lane assumptions throughout) runs on a device that
+    can require 32-wide sub-groups (Intel's CPU runtime: pip install intel-opencl-rt)."""
+    tr = _translate_file(SAMPLES / "reduce_shfl.cu")
+    requires = _kernel(tr, "reduce_sum").requires
+    assert requires == ("subgroups", "subgroup_shuffle_relative", "reqd_sub_group_size_32")
+    device_ocl = _device_meeting(ocl_all, requires)
     n, threads, blocks = 100_000, 512, 64
     data = ((np.arange(n) * 37) % 1000 / 1000.0 + 0.5).astype(np.float32)
-    tr = _translate_file(SAMPLES / "reduce_shfl.cu")
     tr = _with_values(tr, "reduce_sum", [(threads // 32) * 4])
-    out = _run(ocl, tr, "reduce_sum", [data, np.zeros(1, np.float32), np.int32(n)], (blocks,), (threads,))[1]
+    out = _run(
+        device_ocl, tr, "reduce_sum", [data, np.zeros(1, np.float32), np.int32(n)], (blocks,), (threads,)
+    )[1]
     assert out[0] == pytest.approx(float(data.sum(dtype=np.float64)), rel=5e-4)
+
+
+def test_run_warp_votes_and_shuffles_with_32_wide_subgroups(ocl_all: tuple[Any, list[Any]]) -> None:
+    """Every sub-group built-in the translation emits, against NumPy's idea of 32-lane warps."""
+    tr = _translate_file(GOLDEN / "warp.cu")
+    requires = _kernel(tr, "votes").requires
+    device_ocl = _device_meeting(ocl_all, requires)
+    n, block = 256, 64
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal(n).astype(np.float32)
+    x[32:64] = np.abs(x[32:64]) + 0.5  # one all-positive warp
+    out = _run(
+        device_ocl,
+        tr,
+        "votes",
+        [x, np.zeros(n, np.uint32), np.zeros(n, np.int32), np.zeros(n, np.float32)],
+        (n // block,),
+        (block,),
+    )
+    ballots, flags, sums = out[1], out[2], out[3]
+    warps = x.reshape(-1, 32)
+    bits = ((warps > 0) * (1 << np.arange(32, dtype=np.uint64))).sum(axis=1).astype(np.uint32)
+    np.testing.assert_array_equal(ballots, np.repeat(bits, 32))
+    flags_ref = (warps > 0).all(axis=1) * 2 + (warps < 0).any(axis=1)
+    np.testing.assert_array_equal(flags, np.repeat(flags_ref, 32).astype(np.int32))
+    # warp_sum (shuffle-down tree) is exact in lane 0 only; first = lane 0's value; x = lane ^ 1.
+    lane = np.arange(n) % 32
+    first = np.repeat(warps[:, 0], 32)
+    partner = x[np.arange(n) ^ 1]
+    lane0 = lane == 0
+    np.testing.assert_allclose(
+        sums[lane0], warps.sum(axis=1, dtype=np.float64) + first[lane0] + partner[lane0], rtol=1e-5
+    )

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from porter.errors import UsageError
+from porter.harness.validate import ValidateOptions
 from porter.scan import scan_file
 from porter.workflows.port import (
     KernelResult,
@@ -65,8 +66,8 @@ def test_spec_follows_the_instantiation_launch() -> None:
     assert s128.template_args == ("128",) and s128.block == ("128",)
 
 
-def _row(status: str) -> VariantRow:
-    return VariantRow("hip", "x.hip", status, "cpu:cpu-emulator")
+def _row(status: str, device: str = "cpu:cpu-emulator", target: str = "hip") -> VariantRow:
+    return VariantRow(target, "x." + target, status, device)
 
 
 @pytest.mark.parametrize(
@@ -75,12 +76,29 @@ def _row(status: str) -> VariantRow:
         (["validated", "compiled"], 0),
         (["translated"], 0),
         (["validated", "failed"], 1),
-        (["validated", "untranslatable"], 1),
         ([], 1),
     ],
 )
 def test_exit_code(statuses: list[str], code: int) -> None:
     report = PortReport("x.cu", "out", ("hip",), False, [KernelResult("k", [_row(s) for s in statuses])])
+    assert report.exit_code == code
+
+
+@pytest.mark.parametrize(
+    ("rows", "code"),
+    [
+        # The kernel itself cannot be translated: always 1.
+        ([_row("untranslatable", "")], 1),
+        ([_row("validated"), _row("untranslatable", "", "opencl")], 1),
+        # One device lacks what the kernel needs, another validated it: 0.
+        ([_row("untranslatable", "opencl:pocl", "opencl"), _row("validated", "opencl:intel", "opencl")], 0),
+        # No device of the target has what it needs: 1.
+        ([_row("validated"), _row("untranslatable", "opencl:pocl", "opencl")], 1),
+        ([_row("untranslatable", "opencl:pocl", "opencl"), _row("failed", "opencl:intel", "opencl")], 1),
+    ],
+)
+def test_exit_code_device_level_untranslatable(rows: list[VariantRow], code: int) -> None:
+    report = PortReport("x.cu", "out", ("hip", "opencl"), False, [KernelResult("k", rows)])
     assert report.exit_code == code
 
 
@@ -153,3 +171,32 @@ def test_missing_and_non_cuda_inputs(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("hello\n")
     with pytest.raises(UsageError, match="not a CUDA source"):
         port_file(str(tmp_path / "notes.txt"), ["hip"], translate_only=True)
+
+
+def test_device_lacking_subgroups_gets_an_untranslatable_row(tmp_path: Path) -> None:
+    """Per device: reduce_shfl's OpenCL variant is untranslatable, with the reason, where 32-wide
+    sub-groups cannot be required, and validated where they can (Intel's CPU runtime)."""
+    from porter.backends import get_backend
+
+    try:
+        devices = list(get_backend("opencl").devices())
+    except Exception:  # noqa: BLE001 - no OpenCL here at all
+        devices = []
+    if not devices:
+        pytest.skip("no OpenCL device (pip install pyopencl; apt-get install pocl-opencl-icd)")
+    if not any(d.backend == "cpu" for d in get_backend("cpu").devices()):
+        pytest.skip("the CPU emulator (the reference) is unavailable")
+    shutil.copy2(SAMPLES / "reduce_shfl.cu", tmp_path / "reduce_shfl.cu")
+    shutil.copy2(SAMPLES / "common.cuh", tmp_path / "common.cuh")
+    report = port_file(str(tmp_path / "reduce_shfl.cu"), ["opencl"], options=ValidateOptions(trials=1))
+    rows = {r.device: r for r in report.rows()}
+    assert set(rows) == {d.label for d in devices}
+    lacking = [r for r in rows.values() if r.status == "untranslatable"]
+    for r in lacking:
+        assert r.reason.startswith("reduce_sum needs ") and r.device in r.reason, r
+        assert (
+            "cl_intel_required_subgroup_size" in r.reason and "cl_khr_subgroup_shuffle_relative" in r.reason
+        )
+    others = [r for r in rows.values() if r.status != "untranslatable"]
+    assert all(r.status == "validated" for r in others), others
+    assert report.exit_code == (0 if others else 1)

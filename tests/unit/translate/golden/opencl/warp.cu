@@ -20,3 +20,17 @@ __global__ void votes(const float* in, unsigned int* ballots, int* flags, float*
     flags[i] = all * 2 + any;
     sums[i] = warp_sum(v) + first + x;
 }
+
+// Generic in the warp size: needs sub-groups of any width, no required size.
+__global__ void generic_sum(const float* in, float* out)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = warp_sum(in[i]);
+}
+
+// A literal width of 32 is the whole warp only with 32-wide sub-groups.
+__global__ void width32(float* p)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    p[i] = __shfl_xor_sync(0xffffffff, p[i], 1, 32);
+}

@@ -1,0 +1,174 @@
+"""Make a pip-installed Intel CPU OpenCL runtime visible to the ICD loader.
+
+``pip install intel-opencl-rt`` puts ``libintelocl.so`` and the libraries it needs (TBB, the
+compiler runtime; found through its ``$ORIGIN`` RUNPATH) into ``<prefix>/lib`` and writes an
+``etc/OpenCL/vendors/intel-cpu.icd`` naming a placeholder path, so no ICD loader finds it.  Before
+OpenCL is first used, :func:`register_intel_cpu_runtime` writes an ICD directory under porter's
+cache folder holding an entry for that library beside copies of every entry the loader would
+otherwise read (the system's ``/etc/OpenCL/vendors`` and whatever ``OCL_ICD_VENDORS`` already
+names), and points ``OCL_ICD_VENDORS`` at it; child processes inherit it.
+
+``PORTER_NO_INTEL_OCL=1`` turns this off; ``INTEL_OPENCL_RT`` names the library (or its folder)
+when it lives somewhere else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import site
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ENV_DISABLE = "PORTER_NO_INTEL_OCL"
+ENV_RUNTIME = "INTEL_OPENCL_RT"
+ENV_VENDORS = "OCL_ICD_VENDORS"
+SYSTEM_VENDORS = Path("/etc/OpenCL/vendors")
+LIBRARY = "libintelocl.so"
+ICD_NAME = "porter-intel-cpu.icd"
+
+
+@dataclass(frozen=True)
+class Registration:
+    """What :func:`register_intel_cpu_runtime` did (for `porter doctor` and tests)."""
+
+    runtime: Path | None  # the Intel library found, or None
+    vendors_dir: Path | None  # the ICD folder OCL_ICD_VENDORS now names, or None when untouched
+    reason: str  # one line: what was done or why not
+
+
+def _prefixes() -> list[Path]:
+    out = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)]
+    with contextlib.suppress(Exception):  # no user base (embedded interpreters)
+        out.append(Path(site.getuserbase()))
+    return list(dict.fromkeys(out))
+
+
+def _library_in(folder: Path) -> Path | None:
+    """`folder`/libintelocl.so (or a versioned libintelocl.so.N...) when it is a file."""
+    plain = folder / LIBRARY
+    if plain.is_file():
+        return plain
+    versioned = sorted(p for p in folder.glob(LIBRARY + ".*") if p.is_file() and not p.name.endswith(".py"))
+    return versioned[0] if versioned else None
+
+
+def find_intel_cpu_runtime(prefixes: Sequence[Path] | None = None) -> Path | None:
+    """The real path of a pip-installed ``libintelocl.so``, or None.
+
+    ``$INTEL_OPENCL_RT`` (the library or its folder) wins; then ``<prefix>/lib`` of this
+    interpreter's prefixes (a venv's and its base's) and of the user base (``pip --user``)."""
+    env = os.environ.get(ENV_RUNTIME, "").strip()
+    candidates: list[Path] = []
+    if env:
+        given = Path(env).expanduser()
+        found = _library_in(given) if given.is_dir() else (given if given.is_file() else None)
+        return found.resolve() if found is not None else None
+    for prefix in prefixes if prefixes is not None else _prefixes():
+        candidates += [prefix / "lib", prefix / "lib64"]
+    for folder in candidates:
+        found = _library_in(folder)
+        if found is not None:
+            return found.resolve()
+    return None
+
+
+def _icd_files(location: Path) -> list[Path]:
+    """The .icd files an ICD loader reads from `location` (a folder, or one .icd file)."""
+    if location.is_file():
+        return [location]
+    if location.is_dir():
+        return sorted(p for p in location.iterdir() if p.suffix == ".icd" and p.is_file())
+    return []
+
+
+def _library_of(icd: Path) -> str:
+    try:
+        return icd.read_text(encoding="utf-8", errors="replace").strip().splitlines()[0].strip()
+    except (OSError, IndexError):
+        return ""
+
+
+def existing_entries(
+    env_value: str | None = None, system_dir: Path = SYSTEM_VENDORS
+) -> list[tuple[str, str]]:
+    """(file name, library line) of every ICD entry the loader would read without porter:
+    the system's folder and each location in ``OCL_ICD_VENDORS`` (colon-separated), deduplicated
+    by library."""
+    value = os.environ.get(ENV_VENDORS, "") if env_value is None else env_value
+    locations = [system_dir, *(Path(p) for p in value.split(os.pathsep) if p.strip())]
+    entries: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for location in locations:
+        for icd in _icd_files(location):
+            library = _library_of(icd)
+            if not library or library in seen:
+                continue
+            seen.add(library)
+            entries.append((icd.name, library))
+    return entries
+
+
+def build_vendors_dir(runtime: Path, entries: Sequence[tuple[str, str]], root: Path) -> Path:
+    """A folder under `root` holding `entries` plus one for `runtime`; content-addressed, so the
+    same inputs give the same folder, and written atomically (a temporary folder renamed)."""
+    files: dict[str, str] = {}
+    for name, library in entries:
+        stem, n = name, 1
+        while stem in files or stem == ICD_NAME:
+            n += 1
+            stem = f"{Path(name).stem}-{n}.icd"
+        files[stem] = library
+    files[ICD_NAME] = str(runtime)
+    digest = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:16]
+    target = root / "opencl-icd" / digest
+    if all((target / name).is_file() and _library_of(target / name) == lib for name, lib in files.items()):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".icd-", dir=target.parent))
+    for name, library in files.items():
+        (tmp / name).write_text(library + "\n", encoding="utf-8")
+    try:
+        os.replace(tmp, target)
+    except OSError:  # another process made it first (a non-empty folder cannot be replaced)
+        for leftover in tmp.iterdir():
+            leftover.unlink()
+        tmp.rmdir()
+    return target
+
+
+def _cache_root() -> Path:
+    from porter.cache import default_root
+
+    root = default_root()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe = Path(tempfile.mkstemp(dir=root)[1])
+        probe.unlink()
+        return root
+    except OSError:
+        return Path(tempfile.gettempdir()) / f"porter-{os.getuid()}"
+
+
+def register_intel_cpu_runtime(root: Path | None = None) -> Registration:
+    """Point ``OCL_ICD_VENDORS`` at a folder that adds a pip-installed Intel CPU runtime to the
+    entries already visible; call before OpenCL enumerates platforms.  Never raises."""
+    if os.environ.get(ENV_DISABLE, "").strip():
+        return Registration(None, None, f"{ENV_DISABLE} is set: the Intel CPU runtime is not registered")
+    try:
+        runtime = find_intel_cpu_runtime()
+        if runtime is None:
+            return Registration(None, None, "no pip-installed Intel CPU OpenCL runtime (intel-opencl-rt)")
+        entries = existing_entries()
+        known = [lib for _, lib in entries]
+        if any(Path(lib).name.startswith(LIBRARY) for lib in known):
+            return Registration(runtime, None, "an Intel CPU OpenCL runtime is already registered")
+        folder = build_vendors_dir(runtime, entries, root or _cache_root())
+        os.environ[ENV_VENDORS] = str(folder)
+        return Registration(runtime, folder, f"registered {runtime} through {ENV_VENDORS}={folder}")
+    except Exception as err:  # noqa: BLE001 - discovery must never take porter down
+        return Registration(None, None, f"registering the Intel CPU runtime failed: {err}")

@@ -1,0 +1,104 @@
+"""What a translated kernel needs beyond OpenCL C 1.2, and whether a device has it.
+
+A :class:`~porter.model.TranslatedKernel` lists its needs by name in ``requires`` (for instance
+``("subgroups", "subgroup_shuffle_relative", "reqd_sub_group_size_32")``); the names, their
+source guards and how a device is checked for them are the ``[requirements]`` table of
+``dialect.toml``.  A device's side is a :class:`Capabilities`, measured once when the device is
+probed (extensions, OpenCL C features and versions, the sub-group sizes a probe kernel really ran
+with).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from porter.backends import load_data
+
+
+@functools.cache
+def table() -> dict[str, dict[str, Any]]:
+    """``[requirements]`` of dialect.toml: name -> what, guard, extensions, features, needs..."""
+    return dict(load_data("porter.backends.opencl", "dialect.toml")["requirements"])
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    extensions: frozenset[str] = frozenset()
+    features: frozenset[str] = frozenset()  # OpenCL C 3.0 feature macros (__opencl_c_subgroups ...)
+    c_versions: tuple[tuple[int, int], ...] = ()  # OpenCL C versions the compiler accepts
+    sub_group_sizes: frozenset[int] = field(default_factory=frozenset)  # requirable sizes, probed
+    max_sub_group_size: int = 0  # 0: no sub-groups
+
+
+NONE = Capabilities()
+
+
+def parse_version(text: str) -> tuple[int, int] | None:
+    match = re.search(r"(\d+)\.(\d+)", text)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def closure(requires: Iterable[str]) -> list[str]:
+    """`requires` plus every requirement they need, in table order; unknown names kept last."""
+    data = table()
+    wanted: set[str] = set()
+    stack = list(requires)
+    while stack:
+        name = stack.pop()
+        if name in wanted:
+            continue
+        wanted.add(name)
+        stack.extend(data.get(name, {}).get("needs", []))
+    return [n for n in data if n in wanted] + sorted(wanted - set(data))
+
+
+def _meets_one(caps: Capabilities, name: str) -> bool:
+    entry = table().get(name)
+    if entry is None:
+        return False
+    listed = any(e in caps.extensions for e in entry.get("extensions", [])) or any(
+        f in caps.features for f in entry.get("features", [])
+    )
+    size = entry.get("sub_group_size")
+    return listed and (size is None or int(size) in caps.sub_group_sizes)
+
+
+def supports(caps: Capabilities, requirement: str) -> bool:
+    """Whether a device with `caps` meets `requirement` and everything it needs."""
+    return all(_meets_one(caps, n) for n in closure([requirement]))
+
+
+def missing(caps: Capabilities, requires: Sequence[str]) -> list[str]:
+    """The requirements (closure of `requires`) a device with `caps` does not meet."""
+    return [n for n in closure(requires) if not _meets_one(caps, n)]
+
+
+def build_options(caps: Capabilities, requires: Sequence[str]) -> tuple[str, ...]:
+    """The OpenCL C build options `requires` needs on a device with `caps` (``-cl-std=CL3.0``
+    where sub-groups come as an OpenCL C 3.0 feature, ``CL2.0`` on a 2.x device)."""
+    out: list[str] = []
+    for name in closure(requires):
+        if not _meets_one(caps, name):
+            continue
+        for std in table().get(name, {}).get("cl_std", []):
+            version = parse_version(std)
+            if version is not None and version in caps.c_versions:
+                flag = f"-cl-std={std}"
+                if flag not in out and not any(o.startswith("-cl-std=") for o in out):
+                    out.append(flag)
+                break
+    return tuple(out)
+
+
+def describe(requires: Sequence[str]) -> str:
+    """Human words for `requires`: "32-wide sub-groups, relative sub-group shuffles
+    (cl_intel_required_subgroup_size + cl_khr_subgroup_shuffle_relative)"."""
+    data = table()
+    names = [n for n in closure(requires) if n != "subgroups"] or closure(requires)
+    words = [str(data.get(n, {}).get("what", n)) for n in names]
+    marks = [str((data.get(n, {}).get("extensions") or [n])[0]) for n in names]
+    return f"{', '.join(words)} ({' + '.join(marks)})"

@@ -25,6 +25,7 @@ import numpy as np
 
 from porter.errors import PorterError, UsageError
 from porter.harness import cexpr
+from porter.harness.hostcalls import HostCode, deduce_template_args, host_code, literal_type, substitute_types
 from porter.harness.inputs import ctype_info, ctype_size
 from porter.model import Allocation, ArgSpec, Assignment, FileScan, Kernel, KernelSpec, LaunchSite, Role
 
@@ -74,12 +75,23 @@ def spec_for(source: str | Path, scan: FileScan, kernel: str, include_dirs: Sequ
     A spec-file entry that lists no ``constants`` gets the ``__constant__`` symbols the kernel reads,
     inferred from the source (when they can be: else it stays as written)."""
     spec_path = find_spec_file(source)
+    base, wanted = split_instance(kernel)
     if spec_path is not None:
         specs = load_spec_file(spec_path)
-        if kernel in specs:
-            spec = specs[kernel]
+        spec = specs.get(kernel) or next(
+            (v for k, v in specs.items() if _squash(k) == _squash(kernel) and k != kernel), None
+        )
+        # The kernel's own entry serves an instantiation it names (template_args = [...]).
+        if (
+            spec is None
+            and wanted is not None
+            and base in specs
+            and tuple(map(_squash, specs[base].template_args)) == tuple(map(_squash, wanted))
+        ):
+            spec = specs[base]
+        if spec is not None:
             if not spec.constants:
-                consts, missing = infer_constants(scan, kernel, include_dirs=include_dirs)
+                consts, missing = infer_constants(scan, base, include_dirs=include_dirs)
                 if consts and not missing:
                     names = ", ".join(c.name for c in consts)
                     spec = replace(
@@ -181,8 +193,10 @@ def _spec_from_table(name: str, table: Any, path: str) -> KernelSpec:
     hidden = _sizes(table["hidden_sizes"], f"{where}.hidden_sizes", path) if "hidden_sizes" in table else ()
     if not hidden:
         hidden = (_hidden_from(sizes[-1]),)
+    base, instance_args = split_instance(name)
+    template_args = tuple(str(t) for t in table.get("template_args", instance_args or ()))
     spec = KernelSpec(
-        kernel=name,
+        kernel=base,
         args=tuple(args),
         grid=_expr_list(_need(table, "grid", where, path), f"{where}.grid", path),
         block=_expr_list(_need(table, "block", where, path), f"{where}.block", path),
@@ -194,7 +208,7 @@ def _spec_from_table(name: str, table: Any, path: str) -> KernelSpec:
         else (),
         rtol=float(table["rtol"]) if "rtol" in table else None,
         atol=float(table["atol"]) if "atol" in table else None,
-        template_args=tuple(str(t) for t in table.get("template_args", ())),
+        template_args=template_args,
         float_atomics=bool(table.get("float_atomics", False)),
         source="spec-file",
         notes=(f"spec file {path}",),
@@ -270,83 +284,165 @@ def geometry(spec: KernelSpec, size: Mapping[str, int]) -> tuple[tuple[int, ...]
 # ----------------------------------------------------------------------------- inference
 
 
+@dataclass(frozen=True)
+class _Frame:
+    """One host function on the way from the launch out to the program's entry: the function, the
+    line reached in it (the launch, or the call of the inner function), its parameters bound to the
+    caller's argument texts (read in the next frame) and its template parameters bound to types."""
+
+    function: str | None
+    line: int
+    args: Mapping[str, str] = field(default_factory=dict)
+    types: Mapping[str, str] = field(default_factory=dict)
+    start: int = 0
+    end: int = 1 << 30
+
+
 @dataclass
 class _Env:
-    """Host-side names visible at a launch site."""
+    """Host-side names visible at a launch site, through the chain of host functions that reach it.
+
+    Names resolve in their own frame (a helper's local, a helper's parameter -- the caller's
+    argument, read in the caller's frame -- or a #define).  Size symbols (names whose value is a
+    constant) are kept under an internal name ``name@scope`` so that equal names of different
+    functions never mix; :meth:`pretty` gives the name shown in specs."""
 
     scan: FileScan
     launch: LaunchSite
+    frames: tuple[_Frame, ...] = ()
     defines: dict[str, cexpr.Expr] = field(default_factory=dict)
     macros: dict[str, tuple[tuple[str, ...], cexpr.Expr]] = field(default_factory=dict)
     define_lines: dict[str, int] = field(default_factory=dict)
-    _leaf: dict[str, bool] = field(default_factory=dict)
+    _leaf: dict[tuple[int, str], bool] = field(default_factory=dict)
+    _canon: dict[tuple[int, str], str] = field(default_factory=dict)  # (scope, name) -> internal name
+    _origin: dict[str, tuple[int, str]] = field(default_factory=dict)  # internal -> (frame, name)
+    _pretty: dict[str, str] = field(default_factory=dict)  # internal -> shown name
 
-    def assignment(self, name: str) -> Assignment | None:
-        """The assignment of `name` that reaches the launch: same function, before it, declarations first."""
-        cands = [
-            a for a in self.scan.assignments if a.var == name and a.function in (self.launch.function, None)
-        ]
+    def __post_init__(self) -> None:
+        if not self.frames:
+            self.frames = (_Frame(self.launch.function, self.launch.line),)
+
+    def assignment(self, name: str, frame: int = 0) -> Assignment | None:
+        """The assignment of `name` that reaches the frame's line: same function, before it, declarations first."""
+        fr = self.frames[frame]
+        cands = [a for a in self.scan.assignments if a.var == name and a.function in (fr.function, None)]
         if not cands:
             return None
 
         def rank(a: Assignment) -> tuple[int, int, int]:
-            before = a.line <= self.launch.line
+            before = a.line <= fr.line
             return (int(before), int(a.type is not None), a.line if before else -a.line)
 
         return max(cands, key=rank)
 
-    def definition(self, name: str) -> cexpr.Expr | None:
-        a = self.assignment(name)
-        if a is not None and not (a.type and "dim3" in a.type):
+    def lookup(self, name: str, frame: int = 0) -> tuple[cexpr.Expr, int, int] | None:
+        """(definition, frame it is read in, scope) of a name seen in `frame`; scope -1: global."""
+        fr = self.frames[frame]
+        if name in fr.args and frame + 1 < len(self.frames):
             try:
-                return cexpr.parse(a.value)
+                return cexpr.parse(fr.args[name]), frame + 1, frame
             except cexpr.ExprError:
                 return None
-        return self.defines.get(name)
+        a = self.assignment(name, frame)
+        if a is not None and not (a.type and "dim3" in a.type):
+            try:
+                expr = cexpr.parse(substitute_types(a.value, fr.types))
+            except cexpr.ExprError:
+                return None
+            return expr, frame, (frame if a.function is not None else -1)
+        if name in self.defines:
+            return self.defines[name], frame, -1
+        return None
 
-    def is_leaf(self, name: str, depth: int = 0) -> bool:
+    def definition(self, name: str, frame: int = 0) -> cexpr.Expr | None:
+        found = self.lookup(name, frame)
+        return found[0] if found else None
+
+    def _internal(self, name: str, frame: int, scope: int) -> str:
+        key = (scope, name)
+        if key not in self._canon:
+            internal = f"{name}@{scope}"
+            shown = name
+            if shown in self._pretty.values():
+                shown = f"{name}_{len(self._canon)}"
+            self._canon[key] = internal
+            self._origin[internal] = (frame, name)
+            self._pretty[internal] = shown
+        return self._canon[key]
+
+    def pretty(self, name: str) -> str:
+        return self._pretty.get(name, name)
+
+    def pretty_expr(self, expr: cexpr.Expr) -> cexpr.Expr:
+        values = {n: cexpr.Name(self._pretty[n]) for n in cexpr.names(expr) if n in self._pretty}
+        return cexpr.substitute(expr, values) if values else expr
+
+    def base_name(self, name: str) -> str:
+        return self._origin[name][1] if name in self._origin else name
+
+    def is_leaf(self, name: str, depth: int = 0, frame: int | None = None) -> bool:
         """A name whose value is a constant (no other names, no sizeof): a candidate size symbol."""
-        if name in self._leaf:
-            return self._leaf[name]
-        self._leaf[name] = False  # cycle guard
-        d = self.definition(name)
+        if frame is None:
+            if name in self._origin:
+                return True
+            frame = 0
+        key = (frame, name)
+        if key in self._leaf:
+            return self._leaf[key]
+        self._leaf[key] = False  # cycle guard
+        found = self.lookup(name, frame)
         leaf = False
-        if d is not None and not _has_sizeof(d):
-            expanded = self.expand(d, depth + 1)
+        if found is not None and not _has_sizeof(found[0]):
+            expanded = self.expand(found[0], depth + 1, frame=found[1])
             if not cexpr.names(expanded) and not _has_sizeof(expanded):
                 try:
                     cexpr.evaluate(expanded)
                     leaf = True
                 except cexpr.ExprError:
                     leaf = False
-        self._leaf[name] = leaf
+        self._leaf[key] = leaf
         return leaf
 
-    def expand(self, expr: cexpr.Expr, depth: int = 0) -> cexpr.Expr:
-        """Substitute non-leaf names by their definitions (recursively) and expand macros."""
+    def _expand_macros(self, expr: cexpr.Expr) -> cexpr.Expr:
+        for _ in range(16):
+            if not cexpr.calls(expr) & set(self.macros):
+                break
+            try:
+                expr = cexpr.substitute(expr, {}, self.macros)
+            except cexpr.ExprError:
+                break
+        return expr
+
+    def expand(self, expr: cexpr.Expr, depth: int = 0, frame: int = 0) -> cexpr.Expr:
+        """Substitute non-leaf names by their definitions (recursively, each in its own frame),
+        leaf names by their internal size-symbol name, and expand macros."""
         if depth > 32:
             return expr
+        expr = self._expand_macros(expr)
         values: dict[str, cexpr.Expr] = {}
         for name in cexpr.names(expr):
-            d = self.definition(name)
-            if d is None:
+            if name in self._origin:
                 continue
-            if depth < 32 and self.is_leaf(name, depth):
+            found = self.lookup(name, frame)
+            if found is None:
                 continue
-            values[name] = self.expand(d, depth + 1)
+            d, dframe, scope = found
+            if depth < 32 and self.is_leaf(name, depth, frame):
+                values[name] = cexpr.Name(self._internal(name, frame, scope))
+                continue
+            values[name] = self.expand(d, depth + 1, dframe)
         try:
-            out = cexpr.substitute(expr, values, self.macros)
+            return cexpr.substitute(expr, values)
         except cexpr.ExprError:
             return expr
-        if out != expr and cexpr.calls(out) & set(self.macros):
-            return self.expand(out, depth + 1)
-        return out
 
-    def value(self, name: str) -> int | float:
-        d = self.definition(name)
-        if d is None:
+    def value(self, name: str, frame: int | None = None) -> int | float:
+        if frame is None:
+            frame, name = self._origin.get(name, (0, name))
+        found = self.lookup(name, frame)
+        if found is None:
             raise cexpr.ExprError(f"no value for {name}")
-        return cexpr.evaluate(self.expand(d), {}, _sizeof_c)
+        return cexpr.evaluate(self.expand(found[0], frame=found[1]), {}, _sizeof_c)
 
 
 def _has_sizeof(expr: cexpr.Expr) -> bool:
@@ -444,7 +540,8 @@ class _Inference:
     kernel: Kernel
     path: str
     missing: list[str] = field(default_factory=list)
-    symbols: dict[str, int] = field(default_factory=dict)  # size symbol -> program value
+    symbols: dict[str, int] = field(default_factory=dict)  # size symbol (internal name) -> program value
+    template_args: tuple[str, ...] = ()  # the launch's, the host templates' parameters substituted
 
     def where(self, line: int) -> str:
         return f"{Path(self.path).name}:{line}"
@@ -466,7 +563,7 @@ class _Inference:
                 return _num_text(v)
             except cexpr.ExprError:
                 pass
-        return cexpr.render(out)
+        return cexpr.render(self.env.pretty_expr(out))
 
 
 def _num_text(v: int | float) -> str:
@@ -481,23 +578,23 @@ def _dtype_of(param_type: str, tmap: Mapping[str, str]) -> tuple[str, int] | Non
     return ctype_info(base_type(t))
 
 
-def _template_map(kernel: Kernel, launch: LaunchSite) -> dict[str, str]:
+def _template_map(kernel: Kernel, template_args: Sequence[str]) -> dict[str, str]:
     out = {}
-    for decl, arg in zip(kernel.template_params, launch.template_args, strict=False):
+    for decl, arg in zip(kernel.template_params, template_args, strict=False):
         words = decl.replace("=", " ").split()
         if len(words) >= 2:
             out[words[1]] = arg.strip()
     return out
 
 
-def _allocation_for(scan: FileScan, var: str, launch: LaunchSite) -> Allocation | None:
+def _allocation_for(scan: FileScan, var: str, frame: _Frame) -> Allocation | None:
     cands = [a for a in scan.allocations if _pointer_var(a.var) == var]
     if not cands:
         return None
 
     def rank(a: Allocation) -> tuple[int, int, int]:
         device = a.api.startswith(("cuda", "hip")) and a.api not in ("cudaMallocHost", "hipHostMalloc")
-        return (int(device), int(a.function == launch.function), -abs(launch.line - a.line))
+        return (int(device), int(a.function == frame.function), -abs(frame.line - a.line))
 
     return max(cands, key=rank)
 
@@ -575,6 +672,23 @@ def _collect_defines(env: _Env, include_dirs: Sequence[str]) -> None:
     headers(Path(env.scan.path))
 
 
+def split_instance(kernel: str) -> tuple[str, tuple[str, ...] | None]:
+    """`axpby<float>` -> ("axpby", ("float",)); `saxpy` -> ("saxpy", None)."""
+    text = kernel.strip()
+    if "<" not in text or not text.endswith(">"):
+        return text, None
+    base, rest = text.split("<", 1)
+    return base.strip(), tuple(_squash(a) for a in _dim_components(rest[:-1]))
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s*([<>,*&])\s*", r"\1", " ".join(text.split()))
+
+
+def _instance_label(base: str, args: Sequence[str]) -> str:
+    return f"{base}<{', '.join(args)}>" if args else base
+
+
 def infer_spec(
     scan: FileScan,
     kernel: str,
@@ -582,42 +696,140 @@ def infer_spec(
     include_dirs: Sequence[str] = (),
     target_elements: int = DEFAULT_TARGET_ELEMENTS,
 ) -> KernelSpec:
-    """Infer how to run `kernel` from the host code of its own file (see the module docstring)."""
-    k = next((x for x in scan.kernels if x.name == kernel), None)
+    """Infer how to run `kernel` from the host code of its own file (see the module docstring).
+
+    `kernel` may name one instantiation of a templated kernel (``axpby<float>``): only the launches
+    with those template arguments count, after following the host helpers that launch it to their
+    callers (explicit or deduced template arguments).  The spec's ``kernel`` is the base name and
+    its ``template_args`` the instantiation's."""
+    base, wanted = split_instance(kernel)
+    k = next((x for x in scan.kernels if x.name == base), None)
     if k is None:
         names = ", ".join(x.name for x in scan.kernels) or "none"
         raise PorterError(f"no kernel named {kernel!r} (kernels here: {names})", path=scan.path)
-    launches = [ls for ls in scan.launches if ls.kernel == kernel or ls.kernel.split("<")[0] == kernel]
+    launches = [ls for ls in scan.launches if ls.kernel == base or ls.kernel.split("<")[0] == base]
     if not launches:
-        snippet = spec_snippet(_skeleton(k), missing=True)
+        snippet = spec_snippet(_skeleton(k), missing=True, name=kernel)
         raise PorterError(
             f"cannot infer how to run {kernel}: the file never launches it (no <<<>>> or cudaLaunchKernel "
             f"site); write {Path(scan.path).name}{SPEC_SUFFIX}:\n{snippet}",
             path=scan.path,
             line=k.line,
         )
-    # Prefer a launch whose argument count matches and whose names resolve best.
-    best: tuple[int, KernelSpec | None, _Inference] | None = None
+    host: HostCode | None = None
+    if any(ls.function not in (None, "main") for ls in launches):
+        host = host_code(_source_text(scan))
+    # Prefer a launch (and a chain of host calls reaching it) whose names resolve best.
+    best: tuple[int, KernelSpec | None, _Inference, LaunchSite] | None = None
+    seen_args: list[str] = []
     for launch in launches:
-        env = _Env(scan, launch)
-        _collect_defines(env, include_dirs)
-        inf = _Inference(env, k, scan.path)
-        spec = _infer_at(inf, launch, target_elements)
-        score = -len(inf.missing)
-        if best is None or score > best[0]:
-            best = (score, spec, inf)
-    assert best is not None
-    _, spec, inf = best
-    if spec is None or inf.missing:
-        partial = spec or _skeleton(k)
-        snippet = spec_snippet(partial, missing=True)
+        for frames in _call_chains(host, launch):
+            env = _Env(scan, launch, frames=frames)
+            _collect_defines(env, include_dirs)
+            inf = _Inference(env, k, scan.path)
+            spec = _infer_at(inf, launch, target_elements)
+            if wanted is not None:
+                got = tuple(
+                    map(
+                        _squash,
+                        spec.template_args if spec is not None and spec.template_args else inf.template_args,
+                    )
+                )
+                label = _instance_label(base, got)
+                if label not in seen_args:
+                    seen_args.append(label)
+                if got != tuple(map(_squash, wanted)):
+                    continue
+            score = -len(inf.missing)
+            if best is None or score > best[0]:
+                best = (score, spec, inf, launch)
+    if best is None:
+        snippet = spec_snippet(_skeleton(k), missing=True, name=kernel)
         raise PorterError(
-            f"cannot infer how to run {kernel}: {'; '.join(inf.missing)}. Write "
+            f"cannot infer how to run {kernel}: no launch of {base} with template arguments "
+            f"<{', '.join(wanted or ())}> (launched as {', '.join(seen_args) or 'none'}); write "
             f"{Path(scan.path).name}{SPEC_SUFFIX} next to the source:\n{snippet}",
             path=scan.path,
             line=launches[0].line,
         )
+    _, spec, inf, launch = best
+    if spec is None or inf.missing:
+        partial = spec or _skeleton(k)
+        snippet = spec_snippet(partial, missing=True, name=kernel)
+        raise PorterError(
+            f"cannot infer how to run {kernel}: {'; '.join(inf.missing)}. Write "
+            f"{Path(scan.path).name}{SPEC_SUFFIX} next to the source:\n{snippet}",
+            path=scan.path,
+            line=launch.line,
+        )
     return spec
+
+
+_MAX_HELPER_DEPTH = 4  # host functions followed outward from a launch
+_MAX_CHAINS = 16
+
+
+def _call_chains(host: HostCode | None, launch: LaunchSite) -> list[tuple[_Frame, ...]]:
+    """Every chain of host calls reaching the launch, innermost first: the launching function, then
+    its caller at the call site, and so on (one chain when the function is never called)."""
+    if host is None:
+        return [(_Frame(launch.function, launch.line),)]
+
+    def chains(fn: str | None, line: int, depth: int, seen: frozenset[str]) -> list[list[_Frame]]:
+        f = host.function(fn) if fn else None
+        span = (f.line, f.end_line) if f is not None else (0, 1 << 30)
+        alone = [[_Frame(fn, line, {}, {}, *span)]]
+        if f is None or fn == "main" or depth >= _MAX_HELPER_DEPTH or fn in seen:
+            return alone
+        calls = [c for c in host.calls_of(f.name) if c.function != f.name and len(c.args) <= len(f.params)]
+        out: list[list[_Frame]] = []
+        for call in calls:
+            for outer in chains(call.function, call.line, depth + 1, seen | {f.name}):
+                caller = outer[0]
+                args = {
+                    pname: substitute_types(arg, caller.types)
+                    for (pname, _), arg in zip(f.params, call.args, strict=False)
+                    if pname
+                }
+                types = {
+                    tp: substitute_types(ta, caller.types)
+                    for tp, ta in zip(f.template_params, call.template_args, strict=False)
+                }
+                if len(types) < len(f.template_params):
+
+                    def type_of(
+                        expr: str,
+                        caller: _Frame = caller,
+                        call_fn: str | None = call.function,
+                        call_line: int = call.line,
+                    ) -> str | None:
+                        return _expr_type(host, expr, caller, call_fn, call_line)
+
+                    deduced = deduce_template_args(
+                        f.template_params, [t for _, t in f.params], call.args, type_of
+                    )
+                    types.update({t: v for t, v in deduced.items() if t not in types})
+                out.append([_Frame(fn, line, args, types, *span), *outer])
+                if len(out) >= _MAX_CHAINS:
+                    return out
+        return out or alone
+
+    return [tuple(c) for c in chains(launch.function, launch.line, 0, frozenset())]
+
+
+def _expr_type(host: HostCode, expr: str, frame: _Frame, function: str | None, line: int) -> str | None:
+    """The C type of an argument expression in a caller: a literal, a cast, or a declared variable
+    (`&x` adds a pointer level); the caller's own template parameters replaced by their types."""
+    text = expr.strip()
+    found = literal_type(text)
+    if found is None:
+        ref = text.startswith("&")
+        name = text.lstrip("&").strip()
+        if re.fullmatch(r"[A-Za-z_]\w*", name):
+            declared = host.declared_type(name, function, line)
+            if declared is not None:
+                found = declared + ("*" if ref else "")
+    return substitute_types(found, frame.types) if found is not None else None
 
 
 def _skeleton(k: Kernel) -> KernelSpec:
@@ -646,7 +858,8 @@ def _infer_at(inf: _Inference, launch: LaunchSite, target_elements: int) -> Kern
             f"the launch at {inf.where(launch.line)} passes {len(launch.args)} arguments to {len(k.params)} parameters"
         )
         return None
-    tmap = _template_map(k, launch)
+    inf.template_args = _launch_template_args(inf, launch)
+    tmap = _template_map(k, inf.template_args)
     args: list[ArgSpec] = []
     pending_scalars: list[tuple[int, cexpr.Expr]] = []
     for i, (param, text) in enumerate(zip(k.params, launch.args, strict=True)):
@@ -666,15 +879,15 @@ def _infer_at(inf: _Inference, launch: LaunchSite, target_elements: int) -> Kern
             pending_scalars.append((i, expr))
             args.append(ArgSpec(param.name, dtype, Role.SCALAR, value=text))
             continue
-        var = _pointer_var(text)
-        alloc = _allocation_for(scan, var, launch) if var else None
+        var, frame = _follow_pointer(env, text)
+        alloc = _allocation_for(scan, var, env.frames[frame]) if var else None
         if alloc is None:
             inf.missing.append(
                 f"the size of the buffer passed as {param.name} ({text.strip()!r}: no cudaMalloc/malloc of it found)"
             )
             args.append(ArgSpec(param.name, dtype, Role.IN, shape=(f"<element count of {param.name}>",)))
             continue
-        count = _element_count(inf, alloc, dtype, lanes)
+        count = _element_count(inf, alloc, dtype, lanes, frame)
         if param.const or not param.written:
             role = Role.IN
         elif _is_h2d(scan, var or ""):
@@ -696,8 +909,10 @@ def _infer_at(inf: _Inference, launch: LaunchSite, target_elements: int) -> Kern
         else "0"
     )
     template_args = tuple(
-        _resolve(inf, cexpr.parse(t), f"template argument {t}", launch.line) if _parses(t) else t
-        for t in launch.template_args
+        _resolve(inf, cexpr.parse(t), f"template argument {t}", launch.line)
+        if _parses(t) and normalise_dtype(base_type(t)) is None
+        else t
+        for t in inf.template_args
     )
     constants, const_missing = infer_constants(scan, k.name, env=env)
     inf.missing.extend(const_missing)
@@ -710,7 +925,8 @@ def _infer_at(inf: _Inference, launch: LaunchSite, target_elements: int) -> Kern
             shared_bytes=shared,
             constants=constants,
         )
-    fixed = _fixed_symbols(inf)
+    fixed = {env.pretty(s) for s in _fixed_symbols(inf)}
+    program = {env.pretty(s): v for s, v in inf.symbols.items()}
     spec = KernelSpec(
         kernel=k.name,
         args=tuple(args),
@@ -722,12 +938,13 @@ def _infer_at(inf: _Inference, launch: LaunchSite, target_elements: int) -> Kern
         and any(a.role in (Role.OUT, Role.INOUT) and np.dtype(a.dtype).kind == "f" for a in args),
         source="inferred",
         notes=(f"inferred from the launch at {inf.where(launch.line)}",)
-        + tuple(f"program size {s} = {v}" for s, v in sorted(inf.symbols.items()))
+        + tuple(f"called from {inf.where(fr.line)} ({fr.function})" for fr in env.frames[1:])
+        + tuple(f"program size {s} = {v}" for s, v in sorted(program.items()))
         + tuple(f"__constant__ {c.name}: {c.shape[0]} x {c.dtype}, random per trial" for c in constants),
         constants=constants,
     )
     try:
-        sizes, hidden = choose_sizes(spec, inf.symbols, fixed, target_elements)
+        sizes, hidden = choose_sizes(spec, program, fixed, target_elements)
     except ValueError as err:
         inf.missing.append(f"no runnable validation size ({err})")
         return spec
@@ -795,7 +1012,13 @@ def _parses(text: str) -> bool:
     return True
 
 
-def _element_count(inf: _Inference, alloc: Allocation, dtype: str, lanes: int) -> str:
+def _element_count(inf: _Inference, alloc: Allocation, dtype: str, lanes: int, frame: int = 0) -> str:
+    types = inf.env.frames[frame].types
+    alloc = replace(
+        alloc,
+        bytes=substitute_types(alloc.bytes, types),
+        elem_type=substitute_types(alloc.elem_type, types) if alloc.elem_type else None,
+    )
     try:
         raw = cexpr.parse(alloc.bytes)
     except cexpr.ExprError:
@@ -804,7 +1027,7 @@ def _element_count(inf: _Inference, alloc: Allocation, dtype: str, lanes: int) -
     if alloc.api == "calloc" and "," in alloc.bytes:
         parts = _dim_components(alloc.bytes)
         raw = cexpr.parse(f"({parts[0]}) * ({parts[1]})")
-    expr = _strip_int_casts(inf.env.expand(raw))
+    expr = _strip_int_casts(inf.env.expand(raw, frame=frame))
     factors = cexpr.multiplicands(expr)
     elem = np.dtype(dtype).itemsize * lanes if not dtype.startswith("<") else 1
     size_factor = next((f for f in factors if isinstance(f, cexpr.SizeOf)), None)
@@ -830,27 +1053,86 @@ def _element_count(inf: _Inference, alloc: Allocation, dtype: str, lanes: int) -
     for name in cexpr.names(count):
         if inf.env.is_leaf(name):
             inf.symbols[name] = int(inf.env.value(name))
-    return _resolve(inf, count, f"the element count of {alloc.var}", alloc.line)
+    return _resolve(inf, count, f"the element count of {alloc.var}", alloc.line, frame)
 
 
-def _resolve(inf: _Inference, expr: cexpr.Expr, what: str, line: int) -> str:
-    expanded = inf.env.expand(expr)
+def _resolve(inf: _Inference, expr: cexpr.Expr, what: str, line: int, frame: int = 0) -> str:
+    expanded = inf.env.expand(expr, frame=frame)
     unknown = sorted(n for n in cexpr.names(expanded) if n not in inf.symbols and not inf.env.is_leaf(n))
+    unknown += sorted(f"{f}()" for f in cexpr.calls(expanded) if not _evaluable_call(f))
     if unknown:
         inf.missing.append(f"{what}: no host value for {', '.join(unknown)} (at {inf.where(line)})")
-        return f"<{cexpr.render(expanded)}>"
+        return f"<{cexpr.render(inf.env.pretty_expr(expanded))}>"
     return inf.finalize(expanded)
+
+
+def _evaluable_call(func: str) -> bool:
+    """Can the evaluator compute calls of `func` (min/max and their kin)?"""
+    try:
+        cexpr.evaluate(cexpr.Call(func, (cexpr.Num(1, "1"), cexpr.Num(2, "2"))))
+    except cexpr.ExprError:
+        return False
+    return True
+
+
+def _launch_template_args(inf: _Inference, launch: LaunchSite) -> tuple[str, ...]:
+    """The launch's template arguments with the enclosing host templates' parameters replaced;
+    those the launch leaves out deduced from the arguments' declared types."""
+    env, k = inf.env, inf.kernel
+    targs = tuple(substitute_types(t, env.frames[0].types).strip() for t in launch.template_args)
+    if len(targs) >= len(k.template_params) or len(launch.args) != len(k.params):
+        return targs
+    names = [_template_param_name(d) for d in k.template_params]
+    known = dict(zip(names, targs, strict=False))
+    host = host_code(_source_text(env.scan))
+
+    def type_of(expr: str) -> str | None:
+        var, frame = _follow_pointer(env, expr)
+        fr = env.frames[frame]
+        return _expr_type(host, var if var is not None else expr, fr, fr.function, fr.line)
+
+    deduced = deduce_template_args(names, [p.type for p in k.params], launch.args, type_of)
+    out = []
+    for n in names:
+        v = known.get(n) or deduced.get(n)
+        if v is None:
+            return targs
+        out.append(v)
+    return tuple(out)
+
+
+def _template_param_name(decl: str) -> str:
+    words = decl.split("=")[0].split()
+    return words[-1] if words else decl
+
+
+def _follow_pointer(env: _Env, text: str) -> tuple[str | None, int]:
+    """The variable an argument names and the frame it lives in, following helper parameters out to
+    the caller's argument (`x` of `run(float* x)` called as `run(d_x)` -> d_x in the caller)."""
+    var = _pointer_var(text)
+    frame = 0
+    while var is not None and frame + 1 < len(env.frames) and var in env.frames[frame].args:
+        var = _pointer_var(env.frames[frame].args[var])
+        frame += 1
+    return var, frame
 
 
 def _dims(inf: _Inference, text: str, what: str, line: int) -> list[str]:
     t = text.strip()
+    frame = 0
+    frames = inf.env.frames
+    # A helper's `dim3 grid` parameter: the caller's argument, read in the caller.
+    while re.fullmatch(r"[A-Za-z_]\w*", t) and frame + 1 < len(frames) and t in frames[frame].args:
+        t = frames[frame].args[t].strip()
+        frame += 1
     comps: list[str] | None = None
     if re.fullmatch(r"[A-Za-z_]\w*", t):
-        a = inf.env.assignment(t)
+        a = inf.env.assignment(t, frame)
         if a is not None and a.type and "dim3" in a.type:
             comps = _dim_components(a.value)
         else:  # `dim3 block(16, 16);` -- a constructor-style declaration
-            decl = _dim3_declaration(inf.env.scan, t, line)
+            fr = frames[frame]
+            decl = _dim3_declaration(inf.env.scan, t, fr.line if frame else line, fr.start)
             if decl is not None:
                 comps = _dim_components(decl)
     if comps is None:
@@ -858,7 +1140,8 @@ def _dims(inf: _Inference, text: str, what: str, line: int) -> list[str]:
     out = []
     for c in comps:
         try:
-            out.append(_resolve(inf, cexpr.parse(c), f"the {what} size", line))
+            c = substitute_types(c, frames[frame].types)
+            out.append(_resolve(inf, cexpr.parse(c), f"the {what} size", line, frame))
         except cexpr.ExprError:
             inf.missing.append(f"the {what} size {c!r} (at {inf.where(line)})")
             out.append(f"<{c}>")
@@ -867,9 +1150,10 @@ def _dims(inf: _Inference, text: str, what: str, line: int) -> list[str]:
     return out
 
 
-def _dim3_declaration(scan: FileScan, name: str, before_line: int) -> str | None:
-    """The constructor arguments of the last `dim3 name(...)` / `dim3 name{...}` before a line."""
-    lines = _source_text(scan).splitlines()[: max(before_line, 1)]
+def _dim3_declaration(scan: FileScan, name: str, before_line: int, after_line: int = 0) -> str | None:
+    """The constructor arguments of the last `dim3 name(...)` / `dim3 name{...}` before a line
+    (and from `after_line` on: the function's first line)."""
+    lines = _source_text(scan).splitlines()[max(after_line - 1, 0) : max(before_line, 1)]
     pattern = re.compile(rf"\bdim3\s+{re.escape(name)}\s*([({{].*?[)}}])\s*;")
     found = None
     for text in lines:
@@ -885,7 +1169,10 @@ def _fixed_symbols(inf: _Inference) -> set[str]:
     body = _kernel_body(inf.env.scan, inf.kernel)
     fixed = set()
     for name, value in inf.symbols.items():
-        if value < MIN_SCALABLE or (name in inf.env.defines and re.search(rf"\b{re.escape(name)}\b", body)):
+        raw = inf.env.base_name(name)
+        if value < MIN_SCALABLE or (
+            name.endswith("@-1") and raw in inf.env.defines and re.search(rf"\b{re.escape(raw)}\b", body)
+        ):
             fixed.add(name)
     return fixed
 
@@ -981,9 +1268,15 @@ def _toml_value(v: Any) -> str:
     return str(v)
 
 
-def spec_snippet(spec: KernelSpec, *, missing: bool = False) -> str:
-    """The spec as spec-file TOML (placeholders in <angle brackets> where inference fell short)."""
-    lines = [f"[kernels.{spec.kernel}]"]
+def spec_snippet(spec: KernelSpec, *, missing: bool = False, name: str | None = None) -> str:
+    """The spec as spec-file TOML (placeholders in <angle brackets> where inference fell short).
+
+    `name` keys the table (default: the kernel); an instantiation's name is quoted:
+    ``[kernels."axpby<float>"]``."""
+    key = name or spec.kernel
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", key):
+        key = _toml_value(key)
+    lines = [f"[kernels.{key}]"]
     lines.append(f"grid = {_toml_value(list(spec.grid))}")
     lines.append(f"block = {_toml_value(list(spec.block))}")
     if spec.shared_bytes not in ("", "0"):
@@ -1004,7 +1297,7 @@ def spec_snippet(spec: KernelSpec, *, missing: bool = False) -> str:
         lines.append(f"atol = {spec.atol!r}")
     for a in spec.args:
         lines.append("")
-        lines.append(f"[[kernels.{spec.kernel}.args]]")
+        lines.append(f"[[kernels.{key}.args]]")
         lines.append(f"name = {_toml_value(a.name)}")
         lines.append(f"role = {_toml_value(a.role.value)}")
         lines.append(f"dtype = {_toml_value(a.dtype)}")
@@ -1018,7 +1311,7 @@ def spec_snippet(spec: KernelSpec, *, missing: bool = False) -> str:
             lines.append(f"high = {a.high!r}")
     for c in spec.constants:
         lines.append("")
-        lines.append(f"[[kernels.{spec.kernel}.constants]]  # a __constant__ symbol, random per trial")
+        lines.append(f"[[kernels.{key}.constants]]  # a __constant__ symbol, random per trial")
         lines.append(f"name = {_toml_value(c.name)}")
         lines.append(f"dtype = {_toml_value(c.dtype)}")
         lines.append(f"shape = {_toml_value(list(c.shape))}")

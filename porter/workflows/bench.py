@@ -157,7 +157,7 @@ def _variant_for(
             from porter.translate.hip import translate_to_hip
 
             tr = translate_to_hip(text, path, include_dirs=dirs)
-            source = device_code(tr.text)
+            source = device_code(tr.text, kernels=(spec.kernel,))
         else:
             from porter.translate.opencl import translate_to_opencl
 
@@ -239,7 +239,7 @@ def bench_file(
                 scan,
                 name,
                 text,
-                device_code(text),
+                device_code(text, kernels=(name,)),
                 dirs,
                 options,
                 devices,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from porter.backends import CompileOptions, Device, get_backend
 from porter.errors import UsageError
-from porter.harness.spec import find_spec_file, spec_for
+from porter.harness.spec import find_spec_file, spec_for, split_instance
 from porter.harness.validate import Reference, ValidateOptions, compile_only, validate
 from porter.model import KernelSpec, Status, Variant, Verdict
 
@@ -69,7 +69,9 @@ def _devices(backend: str) -> list[Device]:
 
 def _pick_kernel(names: Sequence[str], kernel: str | None, original: str, variant_text: str) -> str:
     if kernel is not None:
-        if kernel not in names:
+        if (
+            kernel not in names and split_instance(kernel)[0] not in names
+        ):  # "axpby<float>": one instantiation
             raise UsageError(
                 f"no kernel named {kernel!r} (kernels: {', '.join(names) or 'none'})", path=original
             )
@@ -104,22 +106,29 @@ def run_check(
         raise UsageError("the original must be a CUDA source (.cu)", path=original_path)
     scan = scan_file(original_path)
     name = _pick_kernel([k.name for k in scan.kernels], kernel, original_path, variant_text)
-    if name not in variant_text:
-        raise UsageError(f"the variant has no kernel named {name!r} (use --kernel)", path=variant_path)
+    base, instance_args = split_instance(name)
+    if base not in variant_text:
+        raise UsageError(f"the variant has no kernel named {base!r} (use --kernel)", path=variant_path)
     spec = spec_for(original_path, scan, name, include_dirs)
     spec_file = find_spec_file(original_path)
 
     original = Variant(
-        kernel=name,
+        kernel=base,
         target="cuda",
-        source=device_code(original_text, kernels=(name,)),
-        entry=name,
+        source=device_code(original_text, kernels=(base,)),
+        entry=base,
         provenance="original",
         path=original_path,
     )
-    variant_source = variant_text if language == "opencl" else device_code(variant_text, kernels=(name,))
+    variant_source = variant_text if language == "opencl" else device_code(variant_text, kernels=(base,))
+    entry = base
+    if language == "opencl" and instance_args:  # the OpenCL translation names each instantiation
+        from porter.translate.opencl_launch import instance_entry
+
+        if instance_entry(base, instance_args) in variant_text:
+            entry = instance_entry(base, instance_args)
     variant = Variant(
-        kernel=name, target=language, source=variant_source, entry=name, provenance="user", path=variant_path
+        kernel=base, target=language, source=variant_source, entry=entry, provenance="user", path=variant_path
     )
 
     runners = RUNNERS[language]

@@ -114,9 +114,18 @@ def test_bad_usage_exits_2_with_one_line(args, message):
 
 
 def test_inference_that_falls_short_prints_the_spec_to_write(tmp_path):
-    variant = tmp_path / "axpby.cu"
-    variant.write_text("template <typename T> __global__ void axpby(int n, T a, const T* x, T b, T* y) {}\n")
-    out = porter("check", str(variant), "--against", str(SAMPLES / "templated.cu"), "--kernel", "axpby")
+    original = ROOT / "tests" / "fixtures" / "cuda" / "spec_helpers" / "unresolved.cu"
+    variant = tmp_path / "fill.cu"
+    variant.write_text("__global__ void fill(float* out, float v, int n) {}\n")
+    out = porter("check", str(variant), "--against", str(original), "--kernel", "fill")
     assert out.returncode == 1
-    assert "templated.cu:" in out.stderr and "[kernels.axpby]" in out.stderr
+    assert "unresolved.cu:" in out.stderr and "[kernels.fill]" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("inst", ["axpby<float>", "axpby<double>"])
+def test_templated_instantiation_launched_by_a_host_helper_validates(inst, emulator):
+    src = str(SAMPLES / "templated.cu")
+    out = porter("check", src, "--against", src, "--kernel", inst)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "cpu:cpu-emulator" in out.stdout and f"{inst}: validated" in out.stdout

@@ -188,12 +188,15 @@ def test_infer_shared_bytes_and_float_atomics():
 
 
 def test_inference_that_falls_short_names_what_is_missing_and_prints_a_snippet():
+    from porter.scan import scan_file
+
+    fixture = ROOT / "tests" / "fixtures" / "cuda" / "spec_helpers" / "unresolved.cu"
     with pytest.raises(PorterError) as err:
-        infer_spec(_scan("templated.cu"), "axpby")
+        infer_spec(scan_file(str(fixture)), "fill")
     text = str(err.value)
-    assert "templated.cu:" in text.splitlines()[0]
-    assert "no host value for n" in text
-    assert "[kernels.axpby]" in text and "[[kernels.axpby.args]]" in text
+    assert "unresolved.cu:" in text.splitlines()[0]
+    assert "no host value for read_size()" in text
+    assert "[kernels.fill]" in text and "[[kernels.fill.args]]" in text
 
 
 def test_unknown_kernel():

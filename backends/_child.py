@@ -209,6 +209,10 @@ class Launcher:
     def run_once(self, seed: int) -> list[np.ndarray]:
         args = self.device_args()
         self.set_symbols()
+        # GPUs keep shared memory between launches: poison it so uninitialised reads show.
+        scrub = getattr(self.backend, "scrub_shared", None)
+        if scrub is not None and self.device.kind == "gpu":
+            scrub(self.device)
         self.launch(args, seed)
         self.backend.synchronize(self.device)
         outs = []

@@ -218,3 +218,7 @@ class CudaBackend:
 
     def flush_cache(self, device: Device) -> None:
         cupy_runtime.flush_cache(self._index(device))
+
+    def scrub_shared(self, device: Device) -> None:
+        """Poison every SM's shared memory (0xFF bytes) so reads of slots a kernel never wrote show."""
+        cupy_runtime.scrub_shared(self._index(device))

@@ -260,3 +260,41 @@ def flush_cache(index: int) -> None:
             buf.fill(index + 1)
     except Exception as err:
         raise LaunchError(f"cuda: L2 flush failed: {err}") from err
+
+
+# Shared memory is not cleared between launches: a block that reads slots nothing wrote sees
+# whatever an earlier kernel left there, often zeros on an idle SM, which can make a kernel
+# that reads uninitialised shared memory look correct.  Before each validation launch the
+# harness fills every SM's shared memory with 0xFF bytes (NaN for floats and doubles, -1 for
+# integers) so such reads surface as mismatches.  Volatile stores: the compiler must not drop
+# them as dead.
+_SCRUB_SOURCE = r"""
+extern "C" __global__ void porter_scrub_shared(unsigned int words) {
+    extern __shared__ unsigned int porter_scrub[];
+    volatile unsigned int* s = porter_scrub;
+    for (unsigned int i = threadIdx.x; i < words; i += blockDim.x) s[i] = 0xFFFFFFFFu;
+}
+"""
+_SCRUB: dict[int, tuple[Any, int, int]] = {}
+
+
+def scrub_shared(index: int) -> None:
+    """Fill the shared memory of every multiprocessor of device `index` with 0xFF bytes."""
+    cp = _cupy_or_raise()
+    try:
+        with cp.cuda.Device(index):
+            entry = _SCRUB.get(index)
+            if entry is None:
+                props = device_properties(index)
+                per_block = int(
+                    props.get("sharedMemPerBlockOptin") or props.get("sharedMemPerBlock") or 49152
+                )
+                blocks = 2 * int(props.get("multiProcessorCount") or 1)
+                kernel = cp.RawKernel(_SCRUB_SOURCE, "porter_scrub_shared")
+                kernel.max_dynamic_shared_size_bytes = per_block
+                entry = _SCRUB[index] = (kernel, per_block, blocks)
+            kernel, per_block, blocks = entry
+            kernel((blocks,), (1024,), (np.uint32(per_block // 4),), shared_mem=per_block)
+            cp.cuda.get_current_stream().synchronize()
+    except Exception as err:
+        raise LaunchError(f"cuda: shared-memory scrub failed: {err}") from err

@@ -283,6 +283,11 @@ class HipBackend:
         else:
             amd_runtime.synchronize(device.index)
 
+    def scrub_shared(self, device: Device) -> None:
+        """hip-on-cuda: poison shared memory like the cuda backend; AMD GPUs: not available (no-op)."""
+        if self._on_cuda(device):
+            self._cuda.scrub_shared(self._as_cuda(device))
+
     def flush_cache(self, device: Device) -> None:
         if self._on_cuda(device):
             self._cuda.flush_cache(self._as_cuda(device))

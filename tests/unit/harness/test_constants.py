@@ -274,7 +274,10 @@ def test_cuda_backend_set_symbol() -> None:
     y = be.to_device(np.zeros(n, np.float32), device)
     program(be.to_device(x, device), y, np.int32(n), grid=(2,), block=(256,))
     got = be.to_host(y, np.float32, (n,))
-    np.testing.assert_allclose(got[1:-1], x[:-2] + 2.0 * x[1:-1] - 3.0 * x[2:], rtol=1e-5)
+    # The taps cancel (1 + 2 - 3 = 0), so compare against float64 with an absolute bound scaled to
+    # the operands' magnitude: a fused multiply-add on the GPU rounds differently from NumPy.
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(got[1:-1], x64[:-2] + 2.0 * x64[1:-1] - 3.0 * x64[2:], rtol=1e-5, atol=1e-6)
     from porter.backends import LaunchError
 
     with pytest.raises(LaunchError):

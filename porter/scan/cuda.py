@@ -221,7 +221,7 @@ def _address_target(text: _TextFn, node: Node) -> str:
 # --------------------------------------------------------------------------- functions
 
 
-@dataclass
+@dataclass(slots=True)
 class _Function:
     node: Node  # function_definition
     outer: Node  # the template_declaration around it, or the definition itself
@@ -231,7 +231,7 @@ class _Function:
     params: list[_ParamInfo] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class _ParamInfo:
     name: str
     decl: Node  # parameter_declaration
@@ -272,19 +272,38 @@ def _function_info(text: _TextFn, fn: Node) -> _Function | None:
         kind = "device"
     else:
         kind = "host"
-    outer = fn.parent if fn.parent is not None and fn.parent.type == "template_declaration" else fn
+    parent = fn.parent
+    outer = parent if parent is not None and parent.type == "template_declaration" else fn
     info = _Function(node=fn, outer=outer, name=name, kind=kind, qualifiers=tuple(quals))
     params = declarator.child_by_field_name("parameters") if kind != "host" else None
     if params is not None:
         for p in params.named_children:
             if p.type in ("parameter_declaration", "optional_parameter_declaration"):
                 declarator = p.child_by_field_name("declarator")
-                ident = _declared_name(declarator)
-                pointer, reference = _pointer_kind(declarator)
+                ident, pointer, reference = _param_shape(declarator)
                 info.params.append(
                     _ParamInfo(text(ident) if ident is not None else "", p, pointer, reference, ident)
                 )
     return info
+
+
+def _param_shape(declarator: Node | None) -> tuple[Node | None, bool, bool]:
+    """(declared name, pointer or array, reference) of a parameter declarator.
+
+    ``x`` and ``*x`` (nearly all CUDA parameters) are answered directly; anything else goes
+    through :func:`_declared_name` and :func:`_pointer_kind`.
+    """
+    if declarator is None:
+        return None, False, False
+    t = declarator.type
+    if t == "identifier":
+        return declarator, False, False
+    if t == "pointer_declarator":
+        inner = declarator.child_by_field_name("declarator")
+        if inner is not None and inner.type == "identifier":
+            return inner, True, False
+    pointer, reference = _pointer_kind(declarator)
+    return _declared_name(declarator), pointer, reference
 
 
 def _pointer_kind(declarator: Node | None) -> tuple[bool, bool]:
@@ -303,13 +322,24 @@ def _pointer_kind(declarator: Node | None) -> tuple[bool, bool]:
     return pointer, reference
 
 
-def _param(text: _TextFn, p: _ParamInfo, written: bool) -> Param:
+def _param(text: _TextFn, source: bytes, p: _ParamInfo, written: bool) -> Param:
     decl = p.decl
-    const = any(c.type == "type_qualifier" and text(c) in ("const", "constexpr") for c in decl.children)
-    # the declared type: the parameter's text without its name and default value
     start = decl.start_byte
-    default = decl.child_by_field_name("default_value")
-    raw = decl.text or b""
+    raw = source[start : decl.end_byte]
+    # `const` must be spelled in the parameter's text; only then look for the qualifier node
+    # (`const T* p`, the usual spelling, is answered by the first child alone)
+    if b"const" not in raw:
+        const = False
+    elif (
+        raw[5:6] in (b" ", b"\t", b"\n")
+        and raw.startswith(b"const")
+        and decl.child(0).type == "type_qualifier"
+    ):
+        const = True
+    else:
+        const = any(c.type == "type_qualifier" and text(c) in ("const", "constexpr") for c in decl.children)
+    # the declared type: the parameter's text without its name and default value
+    default = decl.child_by_field_name("default_value") if b"=" in raw else None
     ident = p.ident
     if ident is not None and ident.type == "identifier":
         cut_a, cut_b = ident.start_byte - start, ident.end_byte - start
@@ -327,7 +357,7 @@ def _param(text: _TextFn, p: _ParamInfo, written: bool) -> Param:
 # --------------------------------------------------------------------------- device analysis
 
 
-@dataclass
+@dataclass(slots=True)
 class _DeviceFacts:
     info: _Function
     written_roots: set[str] = field(default_factory=set)
@@ -397,16 +427,20 @@ def _root(
 
 
 def _shared_arrays(text: _TextFn, decl: Node) -> list[SharedArray]:
-    extern = any(c.type == "storage_class_specifier" and text(c) == "extern" for c in decl.children)
+    extern = False
+    quals = []
+    for c in decl.children:
+        t = c.type
+        if t == "storage_class_specifier":
+            extern = extern or text(c) == "extern"
+        elif t == "type_qualifier":
+            q = text(c)
+            if q not in ("__shared__", "extern"):
+                quals.append(q)
     line = _line(decl)
     if decl.has_error:
         return _shared_from_text(text(decl), extern, line)
     type_node = decl.child_by_field_name("type")
-    quals = [
-        text(c)
-        for c in decl.children
-        if c.type == "type_qualifier" and text(c) not in ("__shared__", "extern")
-    ]
     elem = _squash(" ".join([*quals, text(type_node)]))
     out = []
     for d in decl.children_by_field_name("declarator"):
@@ -682,11 +716,7 @@ class _Scanner:
         thread_builtin = hz.thread_builtin_pattern()
         type_rules = tables.types
         for _, caps in QueryCursor(query("cuda-device")).matches(f.node):
-            if "call" in caps:
-                call = caps["call"][0]
-                if call.child_count == 2 or not any(c.type == "kernel_call_syntax" for c in call.children):
-                    calls.append((text(caps["call.name"][0]), call, caps["call.args"][0]))
-            elif "store" in caps:
+            if "store" in caps:
                 target = caps["store"][0]
                 if target.type == "identifier":
                     name = text(target)
@@ -703,14 +733,6 @@ class _Scanner:
                 root, through = _root(text, target, aliases, pointers)
                 if root is not None and through:
                     written.add(root)
-            elif "alias.value" in caps:
-                ident = _declared_name(caps["alias.declarator"][0])
-                if ident is not None:
-                    name = text(ident)
-                    root, _ = _root(text, caps["alias.value"][0], aliases, pointers)
-                    if root is not None and root != name:
-                        aliases[name] = root
-                    pointers.add(name)
             elif "local.name" in caps:
                 name = text(caps["local.name"][0])
                 value = caps["local.value"][0]
@@ -729,6 +751,18 @@ class _Scanner:
                             detail=f"{name} = {vtext} hard-codes the warp size",
                         )
                     )
+            elif "call" in caps:
+                call = caps["call"][0]
+                if call.child_count == 2 or not any(c.type == "kernel_call_syntax" for c in call.children):
+                    calls.append((text(caps["call.name"][0]), call, caps["call.args"][0]))
+            elif "alias.value" in caps:
+                ident = _declared_name(caps["alias.declarator"][0])
+                if ident is not None:
+                    name = text(ident)
+                    root, _ = _root(text, caps["alias.value"][0], aliases, pointers)
+                    if root is not None and root != name:
+                        aliases[name] = root
+                    pointers.add(name)
             elif "method" in caps:
                 if text(caps["method.name"][0]) in a.barrier_methods:
                     facts.barriers += 1
@@ -907,7 +941,7 @@ class _Scanner:
         roots = fact.written_roots
         params = []
         for p in f.params:
-            params.append(_param(text, p, p.written_in(roots)))
+            params.append(_param(text, self.source, p, p.written_in(roots)))
         template_params: tuple[str, ...] = ()
         if f.outer is not f.node:
             plist = f.outer.child_by_field_name("parameters")
@@ -941,9 +975,7 @@ class _Scanner:
         host_api = a.host_calls
         call_rules = hz.tables().calls
         for _, caps in QueryCursor(query("cuda-host")).matches(f.node):
-            if "launch" in caps:
-                self._chevron_launch(f, caps)
-            elif "call" in caps:
+            if "call" in caps:
                 call = caps["call"][0]
                 if call.child_count != 2 and any(c.type == "kernel_call_syntax" for c in call.children):
                     continue
@@ -954,6 +986,8 @@ class _Scanner:
                     pending_api_launches.append((name, call, caps["call.args"][0]))
                 elif name in host_api:
                     self._host_call(f, name, call, caps["call.args"][0])
+            elif "launch" in caps:
+                self._chevron_launch(f, caps)
             elif "new" in caps:
                 self._new(f, caps)
             elif "decl" in caps:

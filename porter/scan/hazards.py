@@ -143,8 +143,15 @@ class _Defaults(dict):
 
 def make(code: str, line: int, **fields: str) -> Hazard:
     """A hazard with the message of ``code`` filled from ``fields`` (absent fields read as empty)."""
+    message, severity = _message(code, tuple(fields.items()))
+    return Hazard(code=code, line=line, message=message, severity=severity)
+
+
+@lru_cache(maxsize=8192)
+def _message(code: str, fields: tuple[tuple[str, str], ...]) -> tuple[str, Severity]:
+    """The filled message of ``code``; the same name is reported on many lines, so this is memoised."""
     template, severity = tables().templates[code]
-    return Hazard(code=code, line=line, message=template.format_map(_Defaults(fields)), severity=severity)
+    return template.format_map(_Defaults(fields)), severity
 
 
 def _apply(rules: tuple[_Rule, ...], name: str, line: int) -> list[Hazard]:

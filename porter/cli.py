@@ -192,9 +192,37 @@ def port(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print one JSON document instead of a table.")
     ] = False,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="anthropic:<model> or openai:<model>: hand what the rules cannot translate to the model.",
+        ),
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", help="The API endpoint (an OpenAI-compatible server...).")
+    ] = None,
+    candidates: Annotated[
+        int, typer.Option("--candidates", help="Concurrent candidates per kernel (with --model).")
+    ] = 1,
+    rounds: Annotated[
+        int, typer.Option("--rounds", help="Rounds of generate, validate, repair (with --model).")
+    ] = 3,
+    replay: Annotated[
+        Path | None,
+        typer.Option("--replay", help="Serve replies recorded with --record; no network, no key."),
+    ] = None,
+    record: Annotated[
+        Path | None, typer.Option("--record", help="Record every reply to this folder.")
+    ] = None,
+    max_dollars: Annotated[
+        float | None, typer.Option("--max-dollars", help="Stop asking after this many US dollars.")
+    ] = None,
 ) -> None:
     """Scan, translate, compile and validate every kernel of FILE for each target on every device here
-    (exit 0: every variant at least compiled, none failed; 1: some failed or untranslatable; 2: bad usage)."""
+    (exit 0: every variant at least compiled, none failed; 1: some failed or untranslatable; 2: bad usage).
+    With --model, untranslatable kernels (and kernels on devices lacking what their translation needs)
+    go to the model; its translations are validated against the original like any other variant."""
     from rich.console import Console
 
     from porter.harness.validate import ValidateOptions
@@ -209,7 +237,14 @@ def port(
         out_dir=str(out) if out is not None else None,
         translate_only=translate_only,
         options=ValidateOptions(trials=trials),
-        progress=lambda msg: err.print(f"[dim]porter: {msg}[/]", highlight=False),
+        progress=lambda msg: err.print(f"porter: {msg}", style="dim", markup=False, highlight=False),
+        model=model,
+        base_url=base_url,
+        candidates=candidates,
+        rounds=rounds,
+        replay=str(replay) if replay is not None else None,
+        record=str(record) if record is not None else None,
+        max_dollars=max_dollars,
     )
     if json_out:
         emit_json(port_view.to_json(report))

@@ -87,6 +87,11 @@ def _strip_comments(code: str) -> str:
     return _COMMENT_OR_STRING.sub(keep, code)
 
 
+def strip_comments(code: str) -> str:
+    """`code` with its comments blanked out (line numbers kept)."""
+    return _strip_comments(code)
+
+
 def _type_key(type_text: str) -> str:
     """A parameter type without qualifiers or spaces: ``const float *__restrict__`` -> ``float*``."""
     return re.sub(r"\s+", "", _QUALIFIERS.sub(" ", type_text))
@@ -122,6 +127,8 @@ def screen(
     *,
     original_includes: Sequence[str] = (),
     allow_asm: bool = False,
+    entry: str = "",
+    signature: Sequence[str] = (),
 ) -> Screened | Rejection:
     """Take only device code from a model's code block, or say why the block is rejected.
 
@@ -129,9 +136,15 @@ def screen(
     includes; inline assembly unless the original has it; ``main`` or any call of a process / file /
     environment function; a host function calling a runtime API; a kernel that is missing or whose
     parameters differ from the original's.  Host code that breaks none of these is dropped.
+
+    OpenCL C (see :func:`_screen_opencl`): no ``#include`` at all, no CUDA code, no host API call; the
+    ``__kernel`` named ``entry`` (default: the original's name) must take ``signature`` (the expected
+    OpenCL parameters, in order; when empty, at least the original's number of parameters).
     """
     rules = settings()["host"]
     assert isinstance(rules, dict)
+    if dialect_key == "opencl":
+        original_includes = ()  # a .cl file is compiled alone: the original's headers are not there
     allowed = set(dialect(dialect_key).headers) | set(original_includes)
     text = _strip_comments(code)
     for m in _INCLUDE.finditer(text):
@@ -149,7 +162,7 @@ def screen(
             return Rejection("the block defines or calls main(): host code is not accepted, only the kernel")
         return Rejection(f"the block calls {calls[0]}(): host, process and file calls are not accepted")
     if dialect_key == "opencl":
-        return _screen_opencl(code, original)
+        return _screen_opencl(code, original, entry or original.name, signature)
 
     from porter.scan import scan_source
     from porter.scan.extract import device_code
@@ -179,18 +192,109 @@ def screen(
     return Screened(device if device.endswith("\n") else device + "\n", found)
 
 
-def _screen_opencl(code: str, original: Kernel) -> Screened | Rejection:
-    """OpenCL C has no host code in it; check the kernel is there with the original's arity."""
-    text = _strip_comments(code)
-    m = re.search(rf"__kernel\s+void\s+{re.escape(original.name)}\s*\(([^)]*)\)", text)
+_CL_ADDRESS_SPACES = {
+    "__global": "global",
+    "global": "global",
+    "__constant": "constant",
+    "constant": "constant",
+    "__local": "local",
+    "local": "local",
+    "__private": "private",
+    "private": "private",
+}
+_CL_DROPPED = {"const", "volatile", "restrict", "__restrict", "__restrict__", "__read_only", "__write_only"}
+_CL_TYPE_NAMES = {
+    "unsigned int": "uint",
+    "unsigned": "uint",
+    "unsigned char": "uchar",
+    "unsigned short": "ushort",
+    "unsigned long": "ulong",
+    "signed char": "char",
+    "signed int": "int",
+    "signed": "int",
+    "long long": "long",
+    "unsigned long long": "ulong",
+}
+# CUDA spellings that cannot appear in OpenCL C.
+_CUDA_IN_OPENCL = re.compile(
+    r"__global__|__device__|__shared__|__syncthreads|\b(?:threadIdx|blockIdx|blockDim|gridDim)\b|<<<"
+)
+
+
+def opencl_param_key(param: str) -> str:
+    """An OpenCL parameter's launch-relevant shape: address space, base type and pointer depth, without
+    qualifiers or the name: ``__global const float* restrict in`` -> ``global float*``."""
+    text = re.sub(r"\b__attribute__\s*\(\(.*?\)\)", " ", param)
+    text = text.replace("*", " * ").replace("[", " [ ")
+    words = text.split()
+    if "[" in words:  # `float a[]` is a pointer
+        words = words[: words.index("[")] + ["*"]
+    space = ""
+    kept: list[str] = []
+    for w in words:
+        if w in _CL_ADDRESS_SPACES:
+            space = _CL_ADDRESS_SPACES[w]
+        elif w not in _CL_DROPPED:
+            kept.append(w)
+    stars = kept.count("*")
+    names = [w for w in kept if w != "*"]
+    if len(names) > 1:
+        names = names[:-1]  # the last word is the parameter's name
+    base = _CL_TYPE_NAMES.get(" ".join(names), " ".join(names))
+    if stars and not space:
+        space = "private"
+    return " ".join(x for x in (space, base + "*" * stars) if x)
+
+
+def opencl_params(code: str, entry: str) -> list[str] | None:
+    """The parameter texts of ``__kernel void <entry>(...)`` in `code` (comments already stripped), or
+    None when there is no such kernel."""
+    m = re.search(
+        rf"\b(?:__kernel|kernel)\b[^;{{}}]*?\bvoid\s+{re.escape(entry)}\s*\(([^)]*)\)", code, re.DOTALL
+    )
     if m is None:
-        return Rejection(f"the block has no `__kernel void {original.name}(...)`")
-    params = [p for p in m.group(1).split(",") if p.strip()]
-    if len(params) < len(original.params):
+        return None
+    inner = m.group(1).strip()
+    if inner in ("", "void"):
+        return []
+    return [p.strip() for p in inner.split(",")]
+
+
+def _screen_opencl(code: str, original: Kernel, entry: str, signature: Sequence[str]) -> Screened | Rejection:
+    """OpenCL C is compiled alone at run time: no CUDA, no host API; the kernel and its parameters must
+    be those the harness launches."""
+    text = _strip_comments(code)
+    cuda = _CUDA_IN_OPENCL.search(text)
+    if cuda is not None:
+        return Rejection(f"`{cuda.group(0)}` is CUDA, not OpenCL C: write the kernel in OpenCL C only")
+    prefixes = [str(p) for p in settings()["host"]["runtime_prefixes"]]  # type: ignore[index]
+    api = re.search(r"\b((?:" + "|".join(prefixes) + r")[A-Z]\w*)\s*\(", text)
+    if api is not None:
         return Rejection(
-            f"`{original.name}` must keep the original's {len(original.params)} parameters in order; "
-            f"yours has {len(params)}"
+            f"the block calls {api.group(1)}(): host code is not accepted, only OpenCL C device code"
         )
+    params = opencl_params(text, entry)
+    if params is None:
+        return Rejection(f"the block has no `__kernel void {entry}(...)`")
+    if not signature:
+        if len(params) < len(original.params):
+            return Rejection(
+                f"`{entry}` must keep the original's {len(original.params)} parameters in order; "
+                f"yours has {len(params)}"
+            )
+        return Screened(code if code.endswith("\n") else code + "\n", original)
+    want = list(signature)
+    if len(params) != len(want):
+        return Rejection(
+            f"`{entry}` must take exactly {len(want)} parameters ({', '.join(want)}); yours has "
+            f"{len(params)} ({', '.join(params) or 'none'})"
+        )
+    for i, (a, b) in enumerate(zip(want, params, strict=True), 1):
+        if opencl_param_key(a) != opencl_param_key(b):
+            return Rejection(
+                f"parameter {i} of `{entry}` must be `{a}` (same address space and type, same order); "
+                f"yours is `{b}`"
+            )
     return Screened(code if code.endswith("\n") else code + "\n", original)
 
 
@@ -450,6 +554,8 @@ class _Runner:
             self.ctx.dialect,
             original_includes=self.ctx.original_includes,
             allow_asm=bool(re.search(r"\basm\b|__asm__", self.ctx.source)),
+            entry=self.ctx.entry,
+            signature=self.ctx.signature,
         )
         if isinstance(screened, Rejection):
             return Attempt(**base, status=REJECTED, reason=screened.reason, **meta)
@@ -595,8 +701,11 @@ __all__ = [
     "Screened",
     "Totals",
     "attempt_doc",
+    "opencl_param_key",
+    "opencl_params",
     "run_loop",
     "screen",
     "signature_mismatch",
+    "strip_comments",
     "usage_doc",
 ]

@@ -56,6 +56,11 @@ class PromptContext:
     constraints: str = "none beyond the rules above"
     untranslatable: str = ""  # for task "translate": what the rule-based translator could not do
     original_includes: tuple[str, ...] = ()  # headers the original includes (allowed in replies)
+    # For task "translate": the symbol the reply's kernel must define (default: the kernel's name)
+    # and, for OpenCL, the parameters it must take in order, in OpenCL spelling (the original's
+    # parameters mapped to OpenCL plus the arguments the rule-based translation adds).
+    entry: str = ""
+    signature: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------- the parts

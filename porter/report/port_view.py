@@ -57,6 +57,24 @@ def render(report: PortReport) -> None:
             if r.status in ("failed", "untranslatable"):
                 where = f"{k.name} {r.target}" + (f" on {r.device}" if r.device else "")
                 console.print(f"{where}: {r.status}: {_short(r.reason)}", markup=False, highlight=False)
+    if report.model is not None:
+        for k in report.kernels:
+            for r in k.variants:
+                if r.provenance != "translate" and r.time_ms is not None:
+                    speed = f", {r.speedup:.2f}x the original" if r.speedup is not None else ""
+                    console.print(
+                        f"{k.name} {r.target} on {r.device}: {r.time_ms:.4g} ms{speed} ({r.provenance})",
+                        markup=False,
+                        highlight=False,
+                    )
+        u = report.usage
+        cost = f"${u.cost_usd:.4f}" if u.priced else "cost unknown"
+        console.print(
+            f"{report.model}: {u.requests} request(s), {u.usage.input_tokens} input + "
+            f"{u.usage.output_tokens} output tokens, {cost}",
+            markup=False,
+            highlight=False,
+        )
     for target, path in report.outputs.items():
         console.print(f"{target}: {path}", markup=False, highlight=False)
     console.print(f"report: {report.out_dir}/report.json", markup=False, highlight=False)

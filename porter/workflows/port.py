@@ -20,6 +20,15 @@ and is built with the options its needs take on the devices that have them (``-c
 A kernel whose spec cannot be inferred gets ``failed`` rows carrying the inference message (with
 the spec snippet to write).  ``report.json`` in the output folder is rewritten after
 every row, so an interrupted run keeps what it verified.
+
+With ``model`` (``--model``), what the rules leave is handed to the LLM loop
+(:mod:`porter.llm.loop`, task "translate") instead of stopping: an untranslatable kernel (on every
+device of the target) and a kernel on the devices lacking what its translation needs (OpenCL: a
+warp-shuffle kernel on a device without 32-wide sub-groups).  The model's candidate, screened (the
+OpenCL entry and the translated parameter list, no host code, no foreign headers), becomes a Variant
+of the target (provenance ``llm:<model>``) validated against the ORIGINAL CUDA kernel on exactly those
+devices, then timed there; each such row is ``validated`` or ``failed`` from that verdict and carries
+``time_ms`` / ``speedup``; the JSON gains ``usage`` (tokens, cost) summed over every conversation.
 """
 
 from __future__ import annotations
@@ -37,11 +46,31 @@ from typing import Any
 from porter.backends import CompileOptions, Device, get_backend
 from porter.errors import PorterError, UsageError
 from porter.harness.spec import find_spec_file, infer_spec, load_spec_file
-from porter.harness.validate import Reference, ValidateOptions, compile_only, validate
+from porter.harness.validate import Reference, ValidateOptions, compile_only, tolerance_for, validate
+from porter.llm.base import Provider
+from porter.llm.cache import ReplyCache
+from porter.llm.loop import (
+    Attempt,
+    Budget,
+    Evaluation,
+    Event,
+    LoopOptions,
+    LoopResult,
+    Screened,
+    Totals,
+    attempt_doc,
+    opencl_params,
+    run_loop,
+    usage_doc,
+)
+from porter.llm.prompting import PromptContext
+from porter.llm.redact import redact
 from porter.model import (
     Diagnostic,
     FileScan,
+    Kernel,
     KernelSpec,
+    Role,
     Status,
     TranslatedKernel,
     Translation,
@@ -82,6 +111,9 @@ class VariantRow:
     reason: str = ""
     toolchain: str = ""
     logs: tuple[str, ...] = ()
+    provenance: str = "translate"  # "translate" (the rules) or "llm:<model>"
+    time_ms: float | None = None  # median time on the device (LLM rows, after validation)
+    speedup: float | None = None  # the original's time / this one on the same device, where both ran
 
 
 @dataclass
@@ -100,6 +132,9 @@ class PortReport:
     outputs: dict[str, str] = field(default_factory=dict)  # target -> main translated file
     diagnostics: list[Diagnostic] = field(default_factory=list)
     complete: bool = False
+    model: str | None = None  # --model: what the rules leave goes to the LLM loop
+    usage: Totals = field(default_factory=Totals)  # summed over every conversation
+    llm: list[dict[str, Any]] = field(default_factory=list)  # one entry per conversation (report.json)
 
     def rows(self) -> list[VariantRow]:
         return [r for k in self.kernels for r in k.variants]
@@ -122,7 +157,19 @@ class PortReport:
         return 0
 
     def document(self) -> dict[str, Any]:
-        """The stable JSON schema of ``porter port --json``."""
+        """The stable JSON schema of ``porter port --json``; with a model, every row also has
+        ``time_ms``, ``speedup`` and ``provenance``, and the document a ``usage`` object."""
+        doc = self._base_document()
+        if self.model is None:
+            return doc
+        for k_doc, k in zip(doc["kernels"], self.kernels, strict=True):
+            for v_doc, r in zip(k_doc["variants"], k.variants, strict=True):
+                v_doc.update(time_ms=r.time_ms, speedup=r.speedup, provenance=r.provenance)
+        provider, _, name = self.model.partition(":")
+        doc["usage"] = usage_doc(self.usage, provider, name)
+        return doc
+
+    def _base_document(self) -> dict[str, Any]:
         return {
             "source": self.source,
             "kernels": [
@@ -159,6 +206,9 @@ class PortReport:
         doc["complete"] = self.complete
         doc["exit_code"] = self.exit_code
         doc["diagnostics"] = to_jsonable(self.diagnostics)
+        if self.model is not None:
+            doc["model"] = self.model
+            doc["llm"] = list(self.llm)
         return doc
 
 
@@ -335,7 +385,10 @@ def _spec(
         others = tuple(ls for ls in scan.launches if ls.kernel.split("<", 1)[0] != inst.base)
         if same:
             launches = same + others
-    spec = infer_spec(replace(scan, launches=launches), inst.base, include_dirs=include_dirs)
+    # An instance name ("axpby<double>") makes inference follow only the call chains that launch
+    # with those template arguments, through host helpers, so each instantiation gets its dtypes.
+    name = inst.name if inst.template_args else inst.base
+    spec = infer_spec(replace(scan, launches=launches), name, include_dirs=include_dirs)
     if inst.template_args and tuple(spec.template_args) != inst.template_args:
         spec = replace(spec, template_args=inst.template_args)
     return spec
@@ -437,6 +490,384 @@ def _run_devices(target: str) -> list[Device]:
     return devices
 
 
+# --------------------------------------------------------------------------- the model (--model)
+
+
+def _opencl_signature(kernel: Kernel, tk: TranslatedKernel, translated: str) -> tuple[str, ...]:
+    """The parameters the OpenCL kernel `tk.entry` must take: as the rule-based translation wrote them
+    when it did, else the original's parameters in OpenCL spelling plus the added arguments."""
+    from porter.llm.loop import strip_comments
+
+    found = opencl_params(strip_comments(translated), tk.entry)
+    if found is not None:
+        return tuple(found)
+    slots: Sequence[int | None] = tk.arg_map or tuple(range(len(kernel.params)))
+    extras = iter(tk.extra_args)
+    out: list[str] = []
+    for slot in slots:
+        if slot is None:
+            extra = next(extras, {})
+            symbol = str(extra.get("symbol", f"arg{len(out)}"))
+            shared = next((a for a in kernel.shared if a.name == symbol), None)
+            elem = shared.type if shared is not None else str(extra.get("type", "char"))
+            space = "__constant" if extra.get("kind") == "constant" else "__local"
+            out.append(f"{space} {elem}* {symbol}")
+            continue
+        p = kernel.params[slot]
+        if p.pointer:
+            base = " ".join(
+                w for w in p.type.replace("*", " ").split() if w not in ("const", "volatile", "__restrict__")
+            )
+            out.append(f"__global {'const ' if p.const else ''}{base}* {p.name}")
+        else:
+            out.append(f"{p.type} {p.name}")
+    return tuple(out)
+
+
+def _constraints(
+    target: str, entry: str, signature: Sequence[str], tk: TranslatedKernel, lacking: bool
+) -> str:
+    if target != "opencl":
+        return (
+            f"keep the kernel name `{entry}` and the original's parameters (names, types, order); HIP C++ "
+            "device code only, including `hip/hip_runtime.h` if you need it."
+        )
+    lines = [f"The kernel must be exactly `__kernel void {entry}({', '.join(signature)})`."]
+    for extra in tk.extra_args:
+        symbol = extra.get("symbol", "")
+        if extra.get("kind") == "local":
+            lines.append(
+                f"`{symbol}` is a `__local` buffer of the launch's dynamic shared memory size (the "
+                "original's `extern __shared__` array), sized by the launch exactly as in the original."
+            )
+        elif extra.get("kind") == "constant":
+            lines.append(
+                f"`{symbol}` holds the original's `__constant__` data, passed as a `__constant` pointer."
+            )
+    if lacking:
+        lines.append(
+            "It must run on OpenCL 1.2 devices without sub-groups: no sub-group or warp functions, no "
+            "extensions, no `__attribute__` on the kernel; use `__local` memory and barriers."
+        )
+    lines.append("The code block is compiled on its own as a .cl file: no `#include`, no host code.")
+    return " ".join(lines)
+
+
+def _add_totals(a: Totals, b: Totals) -> Totals:
+    return Totals(
+        usage=a.usage + b.usage,
+        cost_usd=a.cost_usd + b.cost_usd,
+        notional_usd=a.notional_usd + b.notional_usd,
+        requests=a.requests + b.requests,
+        priced=a.priced and b.priced,
+    )
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name).strip("_") or "kernel"
+
+
+class TranslationEvaluator:
+    """Validate a screened translation against the ORIGINAL CUDA kernel on the given devices, then time
+    it on those that are not checkers (the speedup where the original runs on the same device)."""
+
+    def __init__(
+        self,
+        *,
+        spec: KernelSpec,
+        reference: Reference,
+        devices: Sequence[Device],
+        options: ValidateOptions,
+        template: Variant,
+        bench: bool = True,
+    ):
+        self.spec, self.reference, self.devices = spec, reference, list(devices)
+        self.options, self.template, self.bench = options, template, bench
+
+    def variant(self, code: str) -> Variant:
+        return replace(self.template, source=code)
+
+    def _size(self, device: Device) -> dict[str, int]:
+        from porter.workflows.bench import GPU_ELEMENTS, scale_size
+
+        base = dict(self.spec.sizes[0]) if self.spec.sizes else {}
+        if device.kind != "gpu":
+            return base
+        return (
+            dict(self.spec.bench_sizes[0])
+            if self.spec.bench_sizes
+            else scale_size(self.spec, base, GPU_ELEMENTS)
+        )
+
+    def __call__(self, cand: Screened) -> Evaluation:
+        from porter.harness.bench import benchmark
+        from porter.workflows.bench import CPU_PLAN, GPU_PLAN
+
+        variant = self.variant(cand.code)
+        verdicts = tuple(validate(variant, self.spec, self.reference, self.devices, self.options))
+        if not verdicts:
+            return Evaluation(False, "validate", "no device here can run the candidate")
+        errs = [v.max_rel_err for v in verdicts if v.max_rel_err is not None]
+        bad = [v for v in verdicts if v.status is not Status.VALIDATED]
+        if bad:
+            v = bad[0]
+            return Evaluation(
+                ok=False,
+                stage="compile" if not v.compiled else "validate",
+                reason=f"{v.device or v.backend}: {v.reason}",
+                log="\n".join(v.logs),
+                sizes=v.sizes,
+                max_rel_err=v.max_rel_err,
+                device=v.device,
+                verdicts=verdicts,
+            )
+        timings: list[dict[str, object]] = []
+        for device in self.devices if self.bench else ():
+            if device.kind == "checker":
+                continue
+            plan = replace(GPU_PLAN if device.kind == "gpu" else CPU_PLAN, compile=self.options.compile)
+            r = benchmark(variant, self.spec, device, self._size(device), plan, reference=self.reference)
+            timings.append(
+                {
+                    "device": device.label,
+                    "time_ms": r.timing.median_ms if r.ok and r.timing else None,
+                    "speedup": r.speedup if r.ok else None,
+                    "baseline_ms": r.baseline_ms if r.ok else None,
+                    "notes": [*r.notes, *([] if r.ok else [f"not timed: {r.reason}"])],
+                }
+            )
+        first = verdicts[0]
+        t0: dict[str, Any] = timings[0] if timings else {}
+        return Evaluation(
+            ok=True,
+            stage="done",
+            reason=f"{first.device}: {first.reason}",
+            sizes=first.sizes,
+            checks=first.checks,
+            max_rel_err=max(errs, default=None),
+            time_ms=t0.get("time_ms"),
+            baseline_ms=t0.get("baseline_ms"),
+            speedup=t0.get("speedup"),
+            device=str(t0.get("device", first.device)),
+            verdicts=verdicts,
+            timings=tuple(timings),
+        )
+
+
+@dataclass
+class _ModelPort:
+    """What every conversation of one `porter port --model` run shares."""
+
+    provider: Provider
+    model: str
+    candidates: int
+    rounds: int
+    max_dollars: float | None
+    max_reply_tokens: int
+    bench: bool
+    out: Path
+    stem: str
+    inputs: set[Path]
+    report: PortReport
+    say: Progress
+
+    def port(
+        self,
+        *,
+        inst: _Instance,
+        kernel: Kernel,
+        target: str,
+        tk: TranslatedKernel,
+        translated: str,
+        spec: KernelSpec,
+        devices: Sequence[Device],
+        reference: Reference,
+        options: ValidateOptions,
+        why: str,
+        lacking: bool,
+        original_text: str,
+        scan: FileScan,
+        include_dirs: Sequence[str],
+    ) -> list[VariantRow]:
+        """Run the loop for one kernel and target on `devices`; one row per device."""
+        from porter.scan.extract import device_code
+        from porter.workflows.optimize import _includes, _squeeze, hardware_fields
+
+        suffix = str(settings()[target]["suffix"])
+        provenance = f"llm:{self.model}"
+        label = f"{inst.name}: {target}"
+        if not devices:
+            return [
+                VariantRow(target, "", Status.UNTRANSLATABLE.value, "", reason=why, provenance=provenance)
+            ]
+        if self.max_dollars is not None and self.report.usage.notional_usd >= self.max_dollars:
+            spent = f"dollar budget spent (${self.report.usage.notional_usd:.4f} of ${self.max_dollars:.4f})"
+            return [
+                VariantRow(target, "", Status.FAILED.value, d.label, reason=f"{why}; not asked: {spent}")
+                for d in devices
+            ]
+        entry = tk.entry or kernel.name
+        signature = _opencl_signature(kernel, tk, translated) if target == "opencl" else ()
+        out_arg = next((a for a in spec.args if a.role is not Role.SCALAR and a.role is not Role.IN), None)
+        ctx = PromptContext(
+            kernel=kernel,
+            path=Path(self.report.source).name,
+            source=_squeeze(device_code(original_text)),
+            dialect=target,
+            task="translate",
+            hardware=hardware_fields(devices[0], None, dict(spec.sizes[0]) if spec.sizes else {}),
+            spec=spec,
+            hazards=scan.hazards,
+            trials=options.trials,
+            rtol=f"{tolerance_for(out_arg.dtype if out_arg else 'float32', spec).rtol:g}",
+            constraints=_constraints(target, entry, signature, tk, lacking),
+            untranslatable=why,
+            original_includes=_includes(original_text) if target == "hip" else (),
+            entry=entry,
+            signature=signature,
+        )
+        template = Variant(
+            kernel=inst.base,
+            target=target,
+            source="",
+            entry=entry,
+            provenance=provenance,
+            arg_map=tk.arg_map or None,  # type: ignore[arg-type]  # None slots: extra arguments
+            extra_args=tk.extra_args,
+        )
+        evaluator = TranslationEvaluator(
+            spec=spec,
+            reference=reference,
+            devices=devices,
+            options=options,
+            template=template,
+            bench=self.bench,
+        )
+        remaining = None if self.max_dollars is None else self.max_dollars - self.report.usage.notional_usd
+
+        def progress(event: Event) -> None:
+            if event.kind == "round":
+                self.say(f"{label}: asking {self.model}, round {event.round}")
+            elif event.kind == "attempt" and event.attempt is not None:
+                a = event.attempt
+                reason = " ".join(redact(a.reason).split())[:160]
+                self.say(f"{label}: candidate {a.candidate} round {a.round}: {a.status}: {reason}")
+
+        result = run_loop(
+            self.provider,
+            ctx,
+            evaluator,
+            LoopOptions(
+                candidates=self.candidates,
+                budget=Budget(rounds=self.rounds, max_dollars=remaining),
+                max_reply_tokens=self.max_reply_tokens,
+                stop_when_validated=True,
+            ),
+            progress=progress,
+        )
+        self.report.usage = _add_totals(self.report.usage, result.totals)
+        paths = self._write_attempts(inst, target, suffix, result)
+        self.report.llm.append(
+            {
+                "kernel": inst.name,
+                "target": target,
+                "devices": [d.label for d in devices],
+                "why": why,
+                "rounds": result.rounds,
+                "stop_reason": result.stop_reason,
+                "notes": list(result.notes),
+                "usage": usage_doc(result.totals),
+                "attempts": [
+                    attempt_doc(a) | {"path": paths.get((a.candidate, a.round), "")} for a in result.attempts
+                ],
+            }
+        )
+        return self._rows(inst, target, suffix, devices, why, result, paths, provenance)
+
+    def _write_attempts(
+        self, inst: _Instance, target: str, suffix: str, result: LoopResult
+    ) -> dict[tuple[int, int], str]:
+        paths: dict[tuple[int, int], str] = {}
+        folder = self.out / "attempts" / f"{_safe(inst.name)}.{target}"
+        for a in result.attempts:
+            if a.code is not None:
+                p = folder / f"candidate{a.candidate}_round{a.round}{suffix}"
+                _write(p, redact(a.code), self.inputs)
+                paths[(a.candidate, a.round)] = str(p)
+        return paths
+
+    def _rows(
+        self,
+        inst: _Instance,
+        target: str,
+        suffix: str,
+        devices: Sequence[Device],
+        why: str,
+        result: LoopResult,
+        paths: dict[tuple[int, int], str],
+        provenance: str,
+    ) -> list[VariantRow]:
+        best = result.best
+        chosen: Attempt | None = best
+        path = ""
+        if best is not None and best.code is not None:
+            p = self.out / f"{self.stem}.{_safe(inst.name)}.llm{suffix}"
+            comment = (
+                f"{'//' if target == 'hip' else '/*'} {inst.name}: {target} translation by {self.model} "
+                f"(candidate {best.candidate}, round {best.round}), validated by porter port against the "
+                f"original{'' if target == 'hip' else ' */'}\n"
+            )
+            _write(p, redact(comment + best.code), self.inputs)
+            path = str(p)
+        else:
+            evaluated = [a for a in result.attempts if a.evaluation is not None and a.evaluation.verdicts]
+            chosen = evaluated[-1] if evaluated else None
+            if chosen is not None:
+                path = paths.get((chosen.candidate, chosen.round), "")
+        last = result.attempts[-1] if result.attempts else None
+        summary = (
+            f"{self.model}: no validated candidate in {result.rounds} round(s) ({result.stop_reason})"
+            + (f"; last: {last.status}: {last.reason}" if last is not None else "")
+        )
+        ev = chosen.evaluation if chosen is not None else None
+        verdicts = {v.device: v for v in (ev.verdicts if ev else ())}
+        timings = {str(t["device"]): t for t in (ev.timings if ev else ())}
+        rows: list[VariantRow] = []
+        for d in devices:
+            v = verdicts.get(d.label)
+            if v is None:
+                rows.append(
+                    VariantRow(
+                        target,
+                        path,
+                        Status.FAILED.value,
+                        d.label,
+                        reason=redact(f"{why}; {summary}"),
+                        provenance=provenance,
+                    )
+                )
+                continue
+            row = _row_from(v, target, path)
+            t = timings.get(d.label, {})
+            tag = (
+                f"{self.model} (candidate {chosen.candidate}, round {chosen.round})"
+                if chosen is not None
+                else self.model
+            )
+            reason = f"translated by {tag}: {v.reason}" if best is not None else f"{summary}; {v.reason}"
+            rows.append(
+                replace(
+                    row,
+                    reason=redact(reason),
+                    logs=tuple(redact(x) for x in row.logs),
+                    provenance=provenance,
+                    time_ms=t.get("time_ms"),  # type: ignore[arg-type]
+                    speedup=t.get("speedup"),  # type: ignore[arg-type]
+                )
+            )
+        return rows
+
+
 # --------------------------------------------------------------------------- the workflow
 
 
@@ -465,8 +896,8 @@ class _Recorder:
         self.save()
 
     def save(self) -> None:
-        text = json.dumps(self.report.full_document(), indent=2) + "\n"
-        _write(self.out_dir / REPORT_NAME, text, self.inputs)
+        text = json.dumps(to_jsonable(self.report.full_document()), indent=2) + "\n"
+        _write(self.out_dir / REPORT_NAME, redact(text), self.inputs)
 
 
 def port_file(
@@ -478,15 +909,38 @@ def port_file(
     translate_only: bool = False,
     options: ValidateOptions | None = None,
     progress: Progress | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    candidates: int = 1,
+    rounds: int = 3,
+    replay: str | None = None,
+    record: str | None = None,
+    max_dollars: float | None = None,
+    provider: Provider | None = None,
+    reply_cache: ReplyCache | None = None,
+    max_reply_tokens: int = 8000,
+    bench: bool = True,
 ) -> PortReport:
-    """Port every kernel of ``path`` to each target; see the module docstring."""
+    """Port every kernel of ``path`` to each target; see the module docstring.  ``model`` (with
+    ``base_url`` / ``replay`` / ``record`` / ``provider``) hands what the rules leave to the LLM loop."""
     say = progress or (lambda _msg: None)
     options = options or ValidateOptions()
     targets = parse_targets(list(targets))
+    if model is not None:
+        if translate_only:
+            raise UsageError("--model validates the model's translations; it cannot go with --translate-only")
+        if candidates < 1:
+            raise UsageError("--candidates must be at least 1")
+        if rounds < 1:
+            raise UsageError("--rounds must be at least 1")
     for d in include_dirs:
         if not Path(d).is_dir():
             raise UsageError("include directory not found (-I)", path=str(d))
     source, scan = _load_input(path)
+    if model is not None and provider is None:
+        from porter.workflows.optimize import open_model
+
+        provider = open_model(model, base_url=base_url, replay=replay, record=record, cache=reply_cache)
     src_path = Path(path)
     out = Path(out_dir) if out_dir is not None else default_out_dir(src_path)
     if out.exists() and not out.is_dir():
@@ -509,7 +963,9 @@ def port_file(
     from porter.translate.hip import local_includes
 
     inputs |= {h.resolve() for h in local_includes(source, path, include_dirs)}
-    report = PortReport(source=path, out_dir=str(out), targets=targets, translate_only=translate_only)
+    report = PortReport(
+        source=path, out_dir=str(out), targets=targets, translate_only=translate_only, model=model
+    )
     written: dict[str, _Written] = {}
     src_dir = src_path.resolve().parent
     planned = [out / REPORT_NAME, out / DIAGNOSTICS_NAME]
@@ -579,6 +1035,68 @@ def port_file(
         hip = written["hip"]
         written["hip"] = replace(hip, source=device_code(prune_kernels(hip.source, drop)))
     ref_options = CompileOptions(include_dirs=(str(src_dir), *(str(Path(d).resolve()) for d in include_dirs)))
+    asker = (
+        _ModelPort(
+            provider=provider,
+            model=model,
+            candidates=candidates,
+            rounds=rounds,
+            max_dollars=max_dollars,
+            max_reply_tokens=max_reply_tokens,
+            bench=bench,
+            out=out,
+            stem=src_path.stem,
+            inputs=inputs,
+            report=report,
+            say=say,
+        )
+        if model is not None and provider is not None
+        else None
+    )
+    kernels_by_name = {k.name: k for k in scan.kernels}
+
+    def reference_for(base: str) -> Reference:
+        """The original with `base` kept (an untranslatable kernel is pruned from the shared unit)."""
+        text = (
+            original_source
+            if base not in drop
+            else device_code(prune_kernels(source, [d for d in drop if d != base]))
+        )
+        return Reference(
+            original=Variant(
+                kernel=base, target="cuda", source=text, entry=base, provenance="original", path=path
+            ),
+            devices=ref_devices,
+            options=ref_options,
+        )
+
+    def ask(
+        inst: _Instance,
+        target: str,
+        tk: TranslatedKernel,
+        spec: KernelSpec,
+        devices: Sequence[Device],
+        why: str,
+        lacking: bool,
+        opts: ValidateOptions,
+    ) -> list[VariantRow]:
+        assert asker is not None
+        return asker.port(
+            inst=inst,
+            kernel=kernels_by_name[inst.base],
+            target=target,
+            tk=tk,
+            translated=written[target].translation.text,
+            spec=spec,
+            devices=devices,
+            reference=reference_for(inst.base),
+            options=opts,
+            why=why,
+            lacking=lacking,
+            original_text=source,
+            scan=scan,
+            include_dirs=include_dirs,
+        )
 
     for inst, result in zip(instances, report.kernels, strict=True):
         spec: KernelSpec | None = None
@@ -607,12 +1125,16 @@ def port_file(
                 )
                 continue
             if tk.untranslatable:
-                recorder.add(
-                    result,
-                    VariantRow(
-                        target, rel, Status.UNTRANSLATABLE.value, "", reason="; ".join(tk.untranslatable)
-                    ),
-                )
+                why = "; ".join(tk.untranslatable)
+                if asker is not None and spec is not None and inst.base in kernels_by_name:
+                    say(f"{inst.name}: {target}: untranslatable by rules; asking {model}")
+                    opts = replace(options, compile=replace(options.compile, include_dirs=w.include_dirs))
+                    for row in ask(inst, target, tk, spec, run_devices[target], why, False, opts):
+                        recorder.add(result, row)
+                    continue
+                if asker is not None:
+                    why += f"; not handed to {model}: {why_no_spec or 'no spec'}"
+                recorder.add(result, VariantRow(target, rel, Status.UNTRANSLATABLE.value, "", reason=why))
                 continue
             if translate_only:
                 recorder.add(
@@ -653,8 +1175,12 @@ def port_file(
                 devices=ref_devices,
                 options=ref_options,
             )
+            lacking: list[Device] = []
             for device in run_devices[target]:
                 lacks = _lacking(target, device, tk.requires)
+                if lacks and asker is not None and inst.base in kernels_by_name:
+                    lacking.append(device)
+                    continue
                 if lacks:
                     reason = _needs_reason(target, inst.name, device, tk.requires, lacks)
                     recorder.add(
@@ -666,6 +1192,19 @@ def port_file(
                 on_device = replace(variant, options=_device_options(target, device, tk.requires))
                 for verdict in validate(on_device, spec, reference, [device], opts):
                     recorder.add(result, _row_from(verdict, target, rel))
+            if lacking:
+                tails = [
+                    _needs_reason(target, inst.name, d, tk.requires, _lacking(target, d, tk.requires)).split(
+                        "; ", 1
+                    )
+                    for d in lacking
+                ]
+                why = tails[0][0] + "; " + "; ".join(t[-1] for t in tails)
+                say(
+                    f"{inst.name}: {target}: {len(lacking)} device(s) lack what the rules need; asking {model}"
+                )
+                for row in ask(inst, target, tk, spec, lacking, why, True, opts):
+                    recorder.add(result, row)
             if not run_devices[target] and not archs[target]:
                 verdict = compile_only(variant, spec, opts, backend=target)
                 if verdict is None:

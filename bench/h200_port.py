@@ -74,6 +74,7 @@ def _row(path: Path, pk: PlannedKernel, devices: dict[str, Device | None], eleme
     base = spec.bench_sizes[0] if spec.bench_sizes else (spec.sizes[0] if spec.sizes else {})
     size = scale_size(spec, base, elements)
     results: dict[str, BenchResult | None] = {}
+    notes: dict[str, str] = {}
     cuda = devices["cuda"]
     original = pk.reference.original
     if cuda is not None and original is not None:
@@ -85,16 +86,24 @@ def _row(path: Path, pk: PlannedKernel, devices: dict[str, Device | None], eleme
         if dev is None or variant is None:
             results[target] = None
             continue
-        tplan = BenchPlan(compile=pk.options[target])
+        unfit = pk.unfit(target, dev)
+        if unfit:  # e.g. warp shuffles on an OpenCL device without 32-wide sub-groups
+            results[target] = None
+            notes[target] = f"untranslatable here: {unfit}"
+            continue
+        tplan = BenchPlan(compile=pk.device_options(target, dev))
         results[target] = benchmark(
             variant, spec, dev, size, tplan, reference=pk.reference, baseline=results.get("cuda")
         )
     size_text = ", ".join(f"{k}={v}" for k, v in size.items())
     orig = results.get("cuda")
+    cells = {
+        t: (notes[t][:110], "-") if t in notes else (_ms(results[t]), _ratio(orig, results[t], GOALS[t]))
+        for t in ("hip", "opencl")
+    }
     return (
-        f"| {path.name} | {pk.name} | {size_text} | {_ms(orig)} | {_ms(results['hip'])} | "
-        f"{_ratio(orig, results['hip'], GOALS['hip'])} | {_ms(results['opencl'])} | "
-        f"{_ratio(orig, results['opencl'], GOALS['opencl'])} |"
+        f"| {path.name} | {pk.name} | {size_text} | {_ms(orig)} | {cells['hip'][0]} | {cells['hip'][1]} | "
+        f"{cells['opencl'][0]} | {cells['opencl'][1]} |"
     )
 
 

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from porter.backends import BACKEND_NAMES, CompileOptions, Device
+from porter.backends import BACKEND_NAMES, CompileOptions, Device, get_backend
 from porter.backends.isolate import probe_backend
 from porter.errors import PorterError, UsageError
 from porter.harness import cexpr, perfmodel
@@ -145,9 +145,10 @@ def present_devices(backends: Sequence[str] = BACKEND_NAMES) -> list[Device]:
 
 
 def _variant_for(
-    backend: str, original: Variant, text: str, path: str, spec: KernelSpec, dirs: Sequence[str]
+    device: Device, original: Variant, text: str, path: str, spec: KernelSpec, dirs: Sequence[str]
 ) -> Variant | str:
-    """The variant that runs on `backend`, or why there is none."""
+    """The variant that runs on `device`, or why there is none."""
+    backend = device.backend
     if backend in ("cuda", "cpu"):
         return original
     name = spec.kernel + (f"<{', '.join(spec.template_args)}>" if spec.template_args else "")
@@ -172,6 +173,13 @@ def _variant_for(
         return f"the {backend} translation has no kernel {name}"
     if tk.untranslatable:
         return f"untranslatable to {backend}: {'; '.join(tk.untranslatable)}"
+    build: tuple[str, ...] = ()
+    if tk.requires:  # OpenCL: what the translation needs of the device (sub-groups ...)
+        be = get_backend(backend)
+        if be.missing_requirements(device, tk.requires):  # type: ignore[attr-defined]
+            needs = be.describe_requirements(tk.requires)  # type: ignore[attr-defined]
+            return f"untranslatable on {device.label}: {tk.name} needs {needs}"
+        build = be.requirement_options(device, tk.requires)  # type: ignore[attr-defined]
     return Variant(
         kernel=spec.kernel,
         target=backend,
@@ -180,6 +188,7 @@ def _variant_for(
         provenance="translate",
         arg_map=tk.arg_map,  # type: ignore[arg-type]  # None marks an added argument
         extra_args=tk.extra_args,
+        options=build,
     )
 
 
@@ -294,7 +303,7 @@ def _bench_kernel(
     baselines: dict[str, BenchResult] = {}
     for device in devices:
         size = gpu_size if device.kind == "gpu" else _bench_size(spec, device.kind, overrides, gpu_elements)
-        variant = _variant_for(device.backend, original, text, path, spec, dirs)
+        variant = _variant_for(device, original, text, path, spec, dirs)
         if isinstance(variant, str):
             results.append(
                 BenchResult(

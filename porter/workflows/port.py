@@ -1238,6 +1238,19 @@ class PlannedKernel:
     reference: Reference
     variants: dict[str, Variant]  # target -> variant (translatable ones only)
     options: dict[str, CompileOptions]  # target -> compile options of its variant
+    requires: dict[str, tuple[str, ...]] = field(default_factory=dict)  # target -> device needs
+
+    def unfit(self, target: str, device: Device) -> str:
+        """Why `device` cannot run this kernel's `target` variant ("" when it can)."""
+        needs = self.requires.get(target, ())
+        lacks = _lacking(target, device, needs)
+        return _needs_reason(target, self.name, device, needs, lacks) if lacks else ""
+
+    def device_options(self, target: str, device: Device) -> CompileOptions:
+        """The variant's compile options plus what its needs take on `device` (-cl-std=CL3.0 ...)."""
+        base = self.options[target]
+        extra = _device_options(target, device, self.requires.get(target, ()))
+        return replace(base, flags=(*base.flags, *extra)) if extra else base
 
 
 def plan_variants(
@@ -1276,10 +1289,12 @@ def plan_variants(
             why = str(err)
         variants: dict[str, Variant] = {}
         options: dict[str, CompileOptions] = {}
+        requires: dict[str, tuple[str, ...]] = {}
         for t in report.targets:
             tk = _translated_kernel(translations[t], inst)
             if tk is None or tk.untranslatable:
                 continue
+            requires[t] = tuple(tk.requires)
             text = Path(report.outputs[t]).read_text(encoding="utf-8")
             src = device_code(prune_kernels(text, drop)) if t == "hip" else text
             variants[t] = Variant(
@@ -1306,5 +1321,5 @@ def plan_variants(
         reference = Reference(
             original=original, devices=ref_devices, options=CompileOptions(include_dirs=(str(src_dir), *inc))
         )
-        planned.append(PlannedKernel(inst.name, spec, why, reference, variants, options))
+        planned.append(PlannedKernel(inst.name, spec, why, reference, variants, options, requires))
     return planned

@@ -184,7 +184,11 @@ class Backend(Protocol):
     def toolchain_id(self, device: Device | None = None, arch: str | None = None) -> str: ...
 
     def compile(
-        self, source: str, entry: str, options: CompileOptions = CompileOptions(), device: Device | None = None
+        self,
+        source: str,
+        entry: str,
+        options: CompileOptions = CompileOptions(),
+        device: Device | None = None,
     ) -> Binary: ...
 
     def load(self, binary: Binary, device: Device) -> Program: ...

@@ -8,7 +8,9 @@ class PorterError(Exception):
 
     exit_code = 1
 
-    def __init__(self, message: str, *, path: str | None = None, line: int | None = None, exit_code: int | None = None):
+    def __init__(
+        self, message: str, *, path: str | None = None, line: int | None = None, exit_code: int | None = None
+    ):
         self.path = path
         self.line = line
         if exit_code is not None:

@@ -36,9 +36,9 @@ def render(report: PortReport) -> None:
     console = Console()
     table = Table(title=f"porter port: {report.source} -> {', '.join(report.targets)}")
     table.add_column("kernel", no_wrap=True)
-    table.add_column("target")
-    table.add_column("device", no_wrap=True)
-    table.add_column("status")
+    table.add_column("target", no_wrap=True)
+    table.add_column("device", overflow="fold")
+    table.add_column("status", no_wrap=True)
     table.add_column("trials", justify="right")
     table.add_column("max rel err", justify="right")
     for k in report.kernels:

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ENV_DISABLE = "PORTER_NO_INTEL_OCL"
+ENV_SET = "PORTER_OCL_ICD_VENDORS_SET"  # the folder porter pointed OCL_ICD_VENDORS at
+ENV_BEFORE = "PORTER_OCL_ICD_VENDORS_BEFORE"  # what OCL_ICD_VENDORS was before that ("" for unset)
 ENV_RUNTIME = "INTEL_OPENCL_RT"
 ENV_VENDORS = "OCL_ICD_VENDORS"
 SYSTEM_VENDORS = Path("/etc/OpenCL/vendors")
@@ -158,6 +160,15 @@ def register_intel_cpu_runtime(root: Path | None = None) -> Registration:
     """Point ``OCL_ICD_VENDORS`` at a folder that adds a pip-installed Intel CPU runtime to the
     entries already visible; call before OpenCL enumerates platforms.  Never raises."""
     if os.environ.get(ENV_DISABLE, "").strip():
+        # A parent porter process may have registered it already and passed its folder down through
+        # the environment: undo that here, so the opt-out holds in child processes too.
+        if os.environ.get(ENV_SET) and os.environ.get(ENV_VENDORS) == os.environ[ENV_SET]:
+            before = os.environ.get(ENV_BEFORE, "")
+            if before:
+                os.environ[ENV_VENDORS] = before
+            else:
+                os.environ.pop(ENV_VENDORS, None)
+            os.environ.pop(ENV_SET, None)
         return Registration(None, None, f"{ENV_DISABLE} is set: the Intel CPU runtime is not registered")
     try:
         runtime = find_intel_cpu_runtime()
@@ -168,7 +179,8 @@ def register_intel_cpu_runtime(root: Path | None = None) -> Registration:
         if any(Path(lib).name.startswith(LIBRARY) for lib in known):
             return Registration(runtime, None, "an Intel CPU OpenCL runtime is already registered")
         folder = build_vendors_dir(runtime, entries, root or _cache_root())
-        os.environ[ENV_VENDORS] = str(folder)
+        os.environ[ENV_BEFORE] = os.environ.get(ENV_VENDORS, "")
+        os.environ[ENV_VENDORS] = os.environ[ENV_SET] = str(folder)
         return Registration(runtime, folder, f"registered {runtime} through {ENV_VENDORS}={folder}")
     except Exception as err:  # noqa: BLE001 - discovery must never take porter down
         return Registration(None, None, f"registering the Intel CPU runtime failed: {err}")

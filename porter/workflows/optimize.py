@@ -17,7 +17,6 @@ validated candidate exists, 1 otherwise, 2 for bad usage (a missing API key incl
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -49,6 +48,7 @@ from porter.llm.loop import (
 from porter.llm.prompting import PromptContext
 from porter.llm.redact import redact
 from porter.model import FileScan, Kernel, KernelSpec, Role, Status, Variant, to_jsonable
+from porter.workflows.source import includes, load_cuda, sibling_dir, squeeze
 
 REPORT_JSON = "report.json"
 REPORT_MD = "report.md"
@@ -174,21 +174,11 @@ class OptimizeReport:
 
 
 def default_out_dir(source: str | Path) -> Path:
-    src = Path(source)
-    return src.parent / f"{src.stem}.optimized"
+    return sibling_dir(source, "optimized")
 
 
 def _load(path: str) -> tuple[str, FileScan]:
-    from porter.scan import language_for, scan_file
-
-    p = Path(path)
-    if p.is_dir():
-        raise UsageError("is a directory; porter optimize takes one CUDA source file", path=path)
-    scan = scan_file(path)
-    raw = p.read_bytes()
-    if language_for(path, raw) != "cuda" or scan.language != "cuda":
-        raise UsageError("not a CUDA source (expected a .cu/.cuh file)", path=path)
-    return raw.decode("utf-8"), scan
+    return load_cuda(path, "optimize")
 
 
 def _pick(scan: FileScan, kernel: str | None, path: str) -> Kernel:
@@ -214,17 +204,6 @@ def run_devices() -> list[Device]:
         except Exception:  # noqa: BLE001 - a backend that cannot list devices has none here
             continue
     return out
-
-
-def _includes(text: str) -> tuple[str, ...]:
-    return tuple(
-        m.strip() for m in re.findall(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', text, re.MULTILINE)
-    )
-
-
-def _squeeze(text: str) -> str:
-    """Device code without the blank runs where host code was."""
-    return re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
 
 
 def _fmt_rate(value: float | None, unit: str) -> str:
@@ -601,7 +580,7 @@ def optimize_file(
     ctx = PromptContext(
         kernel=k,
         path=Path(path).name,
-        source=_squeeze(device_text),
+        source=squeeze(device_text),
         dialect="cuda",
         task="optimize",
         hardware=hardware_fields(shown, evaluator.cost(shown), evaluator.size(shown)),
@@ -609,7 +588,7 @@ def optimize_file(
         hazards=scan.hazards,
         trials=opts.trials,
         rtol=f"{rtol:g}",
-        original_includes=_includes(text),
+        original_includes=includes(text),
     )
     loop_options = LoopOptions(
         candidates=candidates,

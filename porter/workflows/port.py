@@ -78,6 +78,7 @@ from porter.model import (
     Verdict,
     to_jsonable,
 )
+from porter.workflows.source import includes, load_cuda, sibling_dir, squeeze
 
 TRANSLATED = "translated"  # row status under --translate-only: written, neither compiled nor run
 REPORT_NAME = "report.json"
@@ -228,28 +229,11 @@ def parse_targets(text: str | Sequence[str]) -> tuple[str, ...]:
 
 
 def default_out_dir(source: str | Path) -> Path:
-    src = Path(source)
-    return src.parent / f"{src.stem}.ported"
+    return sibling_dir(source, "ported")
 
 
 def _load_input(path: str) -> tuple[str, FileScan]:
-    from porter.scan import language_for, scan_file
-
-    p = Path(path)
-    if p.is_dir():
-        raise UsageError("is a directory; porter port takes one CUDA source file", path=path)
-    scan = scan_file(path)  # UsageError for a missing, unreadable or binary file
-    raw = p.read_bytes()
-    if language_for(path, raw) != "cuda" or scan.language != "cuda":
-        raise UsageError("not a CUDA source (expected a .cu/.cuh file, or C++ with CUDA kernels)", path=path)
-    if not scan.kernels:
-        first = scan.warnings[0] if scan.warnings else None
-        if first is not None:
-            raise UsageError(
-                f"no __global__ kernel found (parse error: {first.message})", path=path, line=first.line
-            )
-        raise UsageError("no __global__ kernel found", path=path)
-    return raw.decode("utf-8"), scan
+    return load_cuda(path, "port")
 
 
 # --------------------------------------------------------------------------- translation
@@ -691,7 +675,7 @@ class _ModelPort:
     ) -> list[VariantRow]:
         """Run the loop for one kernel and target on `devices`; one row per device."""
         from porter.scan.extract import device_code
-        from porter.workflows.optimize import _includes, _squeeze, hardware_fields
+        from porter.workflows.optimize import hardware_fields
 
         suffix = str(settings()[target]["suffix"])
         provenance = f"llm:{self.model}"
@@ -712,7 +696,7 @@ class _ModelPort:
         ctx = PromptContext(
             kernel=kernel,
             path=Path(self.report.source).name,
-            source=_squeeze(device_code(original_text)),
+            source=squeeze(device_code(original_text)),
             dialect=target,
             task="translate",
             hardware=hardware_fields(devices[0], None, dict(spec.sizes[0]) if spec.sizes else {}),
@@ -722,7 +706,7 @@ class _ModelPort:
             rtol=f"{tolerance_for(out_arg.dtype if out_arg else 'float32', spec).rtol:g}",
             constraints=_constraints(target, entry, signature, tk, lacking),
             untranslatable=why,
-            original_includes=_includes(original_text) if target == "hip" else (),
+            original_includes=includes(original_text) if target == "hip" else (),
             entry=entry,
             signature=signature,
         )
@@ -960,6 +944,7 @@ def port_file(
             ) from None
 
     inputs = {src_path.resolve(), *(h.resolve() for hs in headers.values() for h in hs)}
+
     from porter.translate.hip import local_includes
 
     inputs |= {h.resolve() for h in local_includes(source, path, include_dirs)}

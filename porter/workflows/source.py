@@ -1,0 +1,48 @@
+"""What every workflow does first with the user's CUDA file, written once."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from porter.errors import UsageError
+from porter.model import FileScan
+
+
+def load_cuda(path: str, command: str) -> tuple[str, FileScan]:
+    """The text and scan of one CUDA source with at least one kernel; UsageError (exit 2) otherwise."""
+    from porter.scan import language_for, scan_file
+
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"is a directory; porter {command} takes one CUDA source file", path=path)
+    scan = scan_file(path)  # UsageError for a missing, unreadable or binary file
+    raw = p.read_bytes()
+    if language_for(path, raw) != "cuda" or scan.language != "cuda":
+        raise UsageError("not a CUDA source (expected a .cu/.cuh file, or C++ with CUDA kernels)", path=path)
+    if not scan.kernels:
+        first = scan.warnings[0] if scan.warnings else None
+        if first is not None:
+            raise UsageError(
+                f"no __global__ kernel found (parse error: {first.message})", path=path, line=first.line
+            )
+        raise UsageError("no __global__ kernel found", path=path)
+    return raw.decode("utf-8"), scan
+
+
+def sibling_dir(source: str | Path, suffix: str) -> Path:
+    """The default output folder: `<stem>.<suffix>/` beside the input (never the input itself)."""
+    src = Path(source)
+    return src.parent / f"{src.stem}.{suffix}"
+
+
+def includes(text: str) -> tuple[str, ...]:
+    """Every header a source includes, as written between the brackets or quotes."""
+    return tuple(
+        m.strip() for m in re.findall(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', text, re.MULTILINE)
+    )
+
+
+def squeeze(text: str) -> str:
+    """Device code without the blank runs where host code was."""
+    return re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"

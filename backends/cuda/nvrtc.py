@@ -28,15 +28,22 @@ def _check(result: object, what: str) -> None:
         raise ToolchainMissing(f"NVRTC failed in {what}: {result}")
 
 
+def _out(size: int) -> bytearray:
+    """A writable buffer for NVRTC to fill.  Never a ``bytes`` object: NVRTC writes into what it is
+    given, and ``b" " * 1`` is CPython's shared one-byte singleton, so an empty log (one NUL byte)
+    turned every b" " in the process into b"\\x00" and silently changed later parses."""
+    return bytearray(size)
+
+
 def _log(prog: object) -> str:
     from cuda.bindings import nvrtc
 
     err, size = nvrtc.nvrtcGetProgramLogSize(prog)
     _check(err, "nvrtcGetProgramLogSize")
-    buf = b" " * size
+    buf = _out(size)
     (err,) = nvrtc.nvrtcGetProgramLog(prog, buf)
     _check(err, "nvrtcGetProgramLog")
-    return buf.rstrip(b"\x00").decode("utf-8", "replace")
+    return bytes(buf).rstrip(b"\x00").decode("utf-8", "replace")
 
 
 def _ptx(prog: object) -> str:
@@ -44,10 +51,10 @@ def _ptx(prog: object) -> str:
 
     err, size = nvrtc.nvrtcGetPTXSize(prog)
     _check(err, "nvrtcGetPTXSize")
-    buf = b" " * size
+    buf = _out(size)
     (err,) = nvrtc.nvrtcGetPTX(prog, buf)
     _check(err, "nvrtcGetPTX")
-    return buf.rstrip(b"\x00").decode("utf-8", "replace")
+    return bytes(buf).rstrip(b"\x00").decode("utf-8", "replace")
 
 
 def _cubin(prog: object) -> bytes:
@@ -55,7 +62,7 @@ def _cubin(prog: object) -> bytes:
 
     err, size = nvrtc.nvrtcGetCUBINSize(prog)
     _check(err, "nvrtcGetCUBINSize")
-    buf = b" " * size
+    buf = _out(size)
     (err,) = nvrtc.nvrtcGetCUBIN(prog, buf)
     _check(err, "nvrtcGetCUBIN")
     return bytes(buf)

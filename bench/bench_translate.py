@@ -1,4 +1,5 @@
-"""CUDA -> HIP translation throughput: files/s and MB/s of `translate_to_hip`.
+"""CUDA -> HIP and CUDA -> OpenCL translation throughput: files/s and MB/s of `translate_to_hip` and
+`translate_to_opencl`.
 
 Run:  python bench/bench_translate.py [--mb 4] [--repeat 3]
 
@@ -23,6 +24,7 @@ from porter.grammars import parser
 
 from porter.scan import scan_source
 from porter.translate.hip import translate_to_hip
+from porter.translate.opencl import translate_to_opencl
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,6 +82,13 @@ def main() -> int:
     t_big = _best(lambda: translate_to_hip(big, "big.cu"), args.repeat)
     t_big_own = _best(lambda: translate_to_hip(big, "big.cu", scan=scan), args.repeat)
     t_parse = _best(lambda: parser("cuda").parse(big.encode()), args.repeat)
+
+    def run_small_cl() -> None:
+        for path, text in small:
+            translate_to_opencl(text, path)
+
+    t_small_cl = _best(run_small_cl, args.repeat)
+    t_big_cl = _best(lambda: translate_to_opencl(big, "big.cu"), args.repeat)
     out = translate_to_hip(big, "big.cu", scan=scan)
 
     print(
@@ -99,6 +108,14 @@ def main() -> int:
     print(
         f"| one big file, scan precomputed | 1 | {big_bytes / 1e6:.2f} | {t_big_own:.2f} | {1 / t_big_own:.2f} "
         f"| {big_bytes / 1e6 / t_big_own:.2f} |"
+    )
+    print(
+        f"| OpenCL: small files | {len(small)} | {small_bytes / 1e6:.2f} | {t_small_cl:.2f} "
+        f"| {len(small) / t_small_cl:.0f} | {small_bytes / 1e6 / t_small_cl:.2f} |"
+    )
+    print(
+        f"| OpenCL: one big file, end to end | 1 | {big_bytes / 1e6:.2f} | {t_big_cl:.2f} | {1 / t_big_cl:.2f} "
+        f"| {big_bytes / 1e6 / t_big_cl:.2f} |"
     )
     print(
         f"| tree-sitter parse only (reference) | 1 | {big_bytes / 1e6:.2f} | {t_parse:.2f} | | {big_bytes / 1e6 / t_parse:.2f} |"

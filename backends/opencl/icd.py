@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ENV_DISABLE = "PORTER_NO_INTEL_OCL"
-ENV_SET = "PORTER_OCL_ICD_VENDORS_SET"  # the folder porter pointed OCL_ICD_VENDORS at
-ENV_BEFORE = "PORTER_OCL_ICD_VENDORS_BEFORE"  # what OCL_ICD_VENDORS was before that ("" for unset)
 ENV_RUNTIME = "INTEL_OPENCL_RT"
 ENV_VENDORS = "OCL_ICD_VENDORS"
 SYSTEM_VENDORS = Path("/etc/OpenCL/vendors")
@@ -115,9 +113,9 @@ def existing_entries(
     return entries
 
 
-def build_vendors_dir(runtime: Path, entries: Sequence[tuple[str, str]], root: Path) -> Path:
-    """A folder under `root` holding `entries` plus one for `runtime`; content-addressed, so the
-    same inputs give the same folder, and written atomically (a temporary folder renamed)."""
+def build_vendors_dir(runtime: Path | None, entries: Sequence[tuple[str, str]], root: Path) -> Path:
+    """A folder under `root` holding `entries` plus one for `runtime` (when given); content-addressed,
+    so the same inputs give the same folder, and written atomically (a temporary folder renamed)."""
     files: dict[str, str] = {}
     for name, library in entries:
         stem, n = name, 1
@@ -125,7 +123,8 @@ def build_vendors_dir(runtime: Path, entries: Sequence[tuple[str, str]], root: P
             n += 1
             stem = f"{Path(name).stem}-{n}.icd"
         files[stem] = library
-    files[ICD_NAME] = str(runtime)
+    if runtime is not None:
+        files[ICD_NAME] = str(runtime)
     digest = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:16]
     target = root / "opencl-icd" / digest
     if all((target / name).is_file() and _library_of(target / name) == lib for name, lib in files.items()):
@@ -156,19 +155,27 @@ def _cache_root() -> Path:
         return Path(tempfile.gettempdir()) / f"porter-{os.getuid()}"
 
 
+def _drop_intel_from_environment(root: Path | None = None) -> None:
+    """The opt-out must hold in child processes too: a parent porter process may have registered
+    the runtime and passed its folder down through ``OCL_ICD_VENDORS``.  Point the variable at the
+    same entries without Intel's (never raises)."""
+    if not os.environ.get(ENV_VENDORS, "").strip():
+        return
+    try:
+        entries = existing_entries()
+        kept = [(n, lib) for n, lib in entries if not Path(lib).name.startswith(LIBRARY)]
+        if len(kept) == len(entries):
+            return
+        os.environ[ENV_VENDORS] = str(build_vendors_dir(None, kept, root or _cache_root()))
+    except Exception:  # noqa: BLE001 - discovery must never take porter down
+        return
+
+
 def register_intel_cpu_runtime(root: Path | None = None) -> Registration:
     """Point ``OCL_ICD_VENDORS`` at a folder that adds a pip-installed Intel CPU runtime to the
     entries already visible; call before OpenCL enumerates platforms.  Never raises."""
     if os.environ.get(ENV_DISABLE, "").strip():
-        # A parent porter process may have registered it already and passed its folder down through
-        # the environment: undo that here, so the opt-out holds in child processes too.
-        if os.environ.get(ENV_SET) and os.environ.get(ENV_VENDORS) == os.environ[ENV_SET]:
-            before = os.environ.get(ENV_BEFORE, "")
-            if before:
-                os.environ[ENV_VENDORS] = before
-            else:
-                os.environ.pop(ENV_VENDORS, None)
-            os.environ.pop(ENV_SET, None)
+        _drop_intel_from_environment()
         return Registration(None, None, f"{ENV_DISABLE} is set: the Intel CPU runtime is not registered")
     try:
         runtime = find_intel_cpu_runtime()
@@ -179,8 +186,7 @@ def register_intel_cpu_runtime(root: Path | None = None) -> Registration:
         if any(Path(lib).name.startswith(LIBRARY) for lib in known):
             return Registration(runtime, None, "an Intel CPU OpenCL runtime is already registered")
         folder = build_vendors_dir(runtime, entries, root or _cache_root())
-        os.environ[ENV_BEFORE] = os.environ.get(ENV_VENDORS, "")
-        os.environ[ENV_VENDORS] = os.environ[ENV_SET] = str(folder)
+        os.environ[ENV_VENDORS] = str(folder)
         return Registration(runtime, folder, f"registered {runtime} through {ENV_VENDORS}={folder}")
     except Exception as err:  # noqa: BLE001 - discovery must never take porter down
         return Registration(None, None, f"registering the Intel CPU runtime failed: {err}")

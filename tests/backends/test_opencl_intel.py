@@ -190,3 +190,11 @@ def test_turned_off_runtime_is_not_listed(runtime: Path, tmp_path: Path) -> None
     found = _list_devices(tmp_path, PORTER_NO_INTEL_OCL="1")
     assert not any(d["platform"].startswith("Intel") for d in found["devices"]), found
     assert found["vendors"] == ""
+
+
+def test_turning_it_off_holds_in_a_child_of_a_registering_parent(runtime: Path, tmp_path: Path) -> None:
+    # A porter parent registered the runtime and passed OCL_ICD_VENDORS down; the child opts out.
+    registered = icd.build_vendors_dir(runtime, icd.existing_entries(""), tmp_path / "cache")
+    found = _list_devices(tmp_path, PORTER_NO_INTEL_OCL="1", OCL_ICD_VENDORS=str(registered))
+    assert not any(d["platform"].startswith("Intel") for d in found["devices"]), found
+    assert found["devices"], "the other entries (PoCL here) must stay listed"

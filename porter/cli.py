@@ -48,7 +48,10 @@ def _root(
 
 
 def emit_json(doc: object) -> None:
-    sys.stdout.write(json.dumps(doc, indent=2, sort_keys=False) + "\n")
+    """Indented for a terminal; one line when piped (the standard library's C encoder only runs
+    without indentation, and indenting a multi-MB scan took longer than the scan itself)."""
+    indent = 2 if sys.stdout.isatty() else None
+    sys.stdout.write(json.dumps(doc, indent=indent) + "\n")
 
 
 @app.command()
@@ -57,12 +60,29 @@ def scan(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print one JSON document instead of tables.")
     ] = False,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            "--jobs",
+            "-j",
+            help="Worker processes for large trees (0: one per CPU; 1: scan in this process).",
+            min=0,
+        ),
+    ] = 0,
+    include: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "-I",
+            "--include",
+            help="Where to look for included headers (for macros such as `#define KERNEL __global__`).",
+        ),
+    ] = None,
 ) -> None:
     """Map kernels, launch sites, allocations, Python loop nests and portability hazards."""
     from porter.report import scan_view
     from porter.scan import scan_paths
 
-    result = scan_paths([str(p) for p in paths])
+    result = scan_paths([str(p) for p in paths], jobs=jobs, include_dirs=include or ())
     if json_out:
         emit_json(scan_view.to_json(result))
         scan_view.render_problems(result)

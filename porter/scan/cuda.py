@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -34,6 +34,7 @@ from porter.model import (
     SharedArray,
 )
 from porter.scan import hazards as hz
+from porter.scan.macros import MacroTable
 
 MAX_WARNINGS = 50
 # Codes reported at most once per line (a line naming cg:: twice is one hazard).
@@ -248,9 +249,19 @@ class _ParamInfo:
         return self.reference and ("&" + self.name in roots or self.name in roots)
 
 
-def _function_info(text: _TextFn, fn: Node) -> _Function | None:
+def _function_info(
+    text: _TextFn, fn: Node, macros: MacroTable, macro_errors: list[Node] | None = None
+) -> _Function | None:
+    """Name, kind, qualifiers and parameters of a function definition.
+
+    Qualifiers spelled through a macro (``KERNEL void k()`` after ``#define KERNEL __global__``)
+    count as written; tree-sitter sees the macro as the return type and the real return type as
+    an ERROR node, which ``macro_errors`` collects so the scan does not warn about it.
+    """
     quals: list[str] = []
     declarator = None
+    errors: list[Node] = []
+    via_macro = False
     for child in fn.children:
         t = child.type
         if t in _QUALIFIER_TOKENS:
@@ -259,6 +270,17 @@ def _function_info(text: _TextFn, fn: Node) -> _Function | None:
             quals.append(text(child))
         elif t == "type_qualifier" and text(child) == "constexpr":
             quals.append("constexpr")
+        elif macros and (t == "type_identifier" or t == "ERROR"):
+            words = [text(child)] if t == "type_identifier" else _IDENT.findall(text(child))
+            for word in words:
+                expansion = macros.get(word)
+                if expansion is not None:
+                    quals.extend(q for q in expansion if q not in quals)
+                    via_macro = True
+            if t == "ERROR":
+                errors.append(child)
+    if via_macro and macro_errors is not None:
+        macro_errors.extend(errors)
     declarator = fn.child_by_field_name("declarator")
     while declarator is not None and declarator.type != "function_declarator":
         declarator = declarator.child_by_field_name("declarator")
@@ -496,9 +518,11 @@ def _shared_from_text(text: str, extern: bool, line: int) -> list[SharedArray]:
 
 
 class _Scanner:
-    def __init__(self, path: str, source: bytes):
+    def __init__(self, path: str, source: bytes, macros: MacroTable | None = None):
         self.path = path
         self.source = source
+        self.macros: MacroTable = macros or {}
+        self.macro_errors: list[Node] = []  # ERROR nodes explained by qualifier macros
         self.text: _TextFn = _text_of(source)
         self.hazards: list[Hazard] = []
         self.defines: list[Define] = []
@@ -516,8 +540,8 @@ class _Scanner:
     def scan(self) -> FileScan:
         tree = parser("cuda").parse(self.source)
         root = tree.root_node
-        warnings = _parse_warnings(root) if root.has_error else []
         self._toplevel(root)
+        warnings = _parse_warnings(root, self.macro_errors) if root.has_error else []
         device = [f for f in self.functions if f.kind != "host"]
         self.device_names = {f.name for f in device}
         facts = {id(f.node): self._device(f) for f in device}
@@ -583,7 +607,7 @@ class _Scanner:
                     if node.start_byte in seen:
                         continue
                     seen.add(node.start_byte)
-                    info = _function_info(text, node)
+                    info = _function_info(text, node, self.macros, self.macro_errors)
                     if info is not None:
                         self.functions.append(info)
                 elif "define" in caps:
@@ -1322,12 +1346,15 @@ def _sizeof_type(expr: str) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-def _parse_warnings(root: Node) -> list[ParseWarning]:
-    """ERROR and MISSING nodes, visiting only subtrees that contain errors."""
+def _parse_warnings(root: Node, explained: Sequence[Node] = ()) -> list[ParseWarning]:
+    """ERROR and MISSING nodes, visiting only subtrees that contain errors (less the explained)."""
     out: list[ParseWarning] = []
+    skip = {(n.start_byte, n.end_byte) for n in explained}
     stack = [root]
     while stack and len(out) < MAX_WARNINGS:
         node = stack.pop()
+        if skip and node.type == "ERROR" and (node.start_byte, node.end_byte) in skip:
+            continue
         if node.is_missing:
             out.append(
                 ParseWarning(
@@ -1354,6 +1381,14 @@ def _parse_warnings(root: Node) -> list[ParseWarning]:
     return out
 
 
-def scan_cuda(path: str, source: bytes) -> FileScan:
-    """Scan one CUDA (or CUDA-bearing C++) source; never raises on bad syntax (warnings instead)."""
-    return _Scanner(path, source).scan()
+def scan_cuda(path: str, source: bytes, macros: MacroTable | None = None) -> FileScan:
+    """Scan one CUDA (or CUDA-bearing C++) source; never raises on bad syntax (warnings instead).
+
+    ``macros`` names the macros that stand for qualifiers (:mod:`porter.scan.macros`); None
+    takes them from the source itself.
+    """
+    if macros is None:
+        from porter.scan.macros import collect
+
+        macros = collect([(path, source)]) if b"define" in source else {}
+    return _Scanner(path, source, macros).scan()

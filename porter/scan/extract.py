@@ -24,6 +24,9 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from porter.grammars import parser
+from porter.scan.macros import MacroTable, definitions, resolve
+
+_NO_MACROS: MacroTable = {}
 
 # Nodes kept whole wherever they sit at top level.
 _KEEP_WHOLE = frozenset(
@@ -77,28 +80,32 @@ _DEVICE_TOKENS = frozenset({"__global__", "__device__", "__constant__", "__manag
 _TEXTURE_TYPES = frozenset({"texture", "surface"})
 
 
-def _tokens(node: Node) -> set[str]:
-    """The qualifier tokens directly on a declaration or definition."""
+def _tokens(node: Node, macros: MacroTable = _NO_MACROS) -> set[str]:
+    """The qualifier tokens directly on a declaration or definition, those that qualifier macros
+    stand for (``KERNEL void k()``: tree-sitter reads ``KERNEL`` as the type) included."""
     out = set()
     for c in node.children:
         if not c.is_named:
             out.add(c.type)
         elif c.type in ("type_qualifier", "storage_class_specifier"):
             out.add((c.text or b"").decode())
+        elif macros and c.type in ("type_identifier", "ERROR"):
+            for word in _WORD.findall((c.text or b"").decode()):
+                out.update(macros.get(word, ()))
     return out
 
 
-def _is_device(node: Node) -> bool:
+def _is_device(node: Node, macros: MacroTable = _NO_MACROS) -> bool:
     """A function definition, prototype or variable that belongs to the device side."""
     t = node.type
     if t == "template_declaration":
         inner = [c for c in node.named_children if c.type != "template_parameter_list"]
-        return any(c.type in _KEEP_WHOLE or _is_device(c) for c in inner)
+        return any(c.type in _KEEP_WHOLE or _is_device(c, macros) for c in inner)
     if t == "function_definition":
-        tokens = _tokens(node)
+        tokens = _tokens(node, macros)
         return bool(tokens & _DEVICE_TOKENS) or "constexpr" in tokens
     if t in ("declaration", "field_declaration"):
-        tokens = _tokens(node)
+        tokens = _tokens(node, macros)
         if tokens & _DEVICE_TOKENS:
             return True
         type_node = node.child_by_field_name("type")
@@ -111,7 +118,7 @@ def _is_device(node: Node) -> bool:
     return False
 
 
-def _drop_ranges(node: Node, out: list[tuple[int, int]]) -> None:
+def _drop_ranges(node: Node, out: list[tuple[int, int]], macros: MacroTable) -> None:
     for child in node.children:
         if not child.is_named:
             continue  # braces, `#endif`, `extern`, `;` stay
@@ -121,35 +128,38 @@ def _drop_ranges(node: Node, out: list[tuple[int, int]]) -> None:
         if t == "linkage_specification":
             body = child.child_by_field_name("body")
             if body is not None and body.type == "declaration_list":
-                _drop_ranges(body, out)
-            elif body is None or not _is_device(body):
+                _drop_ranges(body, out, macros)
+            elif body is None or not _is_device(body, macros):
                 out.append((child.start_byte, child.end_byte))
             continue
         if t in _CONTAINERS:
-            _drop_ranges(child, out)
+            _drop_ranges(child, out, macros)
             continue
         if node.type in ("preproc_if", "preproc_elif") and child == node.child_by_field_name("condition"):
             continue
         if t in _DIRECTIVE_PARTS and node.type != "translation_unit":
             continue  # names of namespaces and #ifdef, the "C" of extern "C", #if conditions
-        if _is_device(child):
+        if _is_device(child, macros):
             continue
         out.append((child.start_byte, child.end_byte))
 
 
-def device_code(source: str, kernels: Collection[str] | None = None) -> str:
+def device_code(source: str, kernels: Collection[str] | None = None, macros: MacroTable | None = None) -> str:
     """``source`` with host-only code blanked out, line numbers unchanged.
 
     ``kernels``: keep only these ``__global__`` functions (names as launched; template arguments and
     namespaces are ignored) and the device functions and variables they reach.  When none of them
-    is found, every kernel is kept.
+    is found, every kernel is kept.  ``macros``: the qualifier macros in scope
+    (:func:`porter.scan.macros.collect`); None takes those ``source`` defines itself.
     """
     data = source.encode("utf-8")
+    if macros is None:
+        macros = resolve(definitions(data))
     tree = parser("cuda").parse(data)
     ranges: list[tuple[int, int]] = []
-    _drop_ranges(tree.root_node, ranges)
+    _drop_ranges(tree.root_node, ranges, macros)
     if kernels is not None:
-        items = _items(tree.root_node)
+        items = _items(tree.root_node, macros)
         kept = _closure(items, kernels)
         if kept is not None:
             ranges.extend(
@@ -281,7 +291,7 @@ def _declarator_chain(decl: Node) -> Iterator[Node]:
             node = node.child_by_field_name("declarator")
 
 
-def _items(root: Node) -> list[_Item]:
+def _items(root: Node, macros: MacroTable = _NO_MACROS) -> list[_Item]:
     """Top-level device entities (inside namespaces, extern "C" blocks and #if blocks too)."""
     out: list[_Item] = []
 
@@ -304,7 +314,7 @@ def _items(root: Node) -> list[_Item]:
                 continue
             fn = _function_of(child)
             if fn is not None:
-                tokens = _tokens(fn)
+                tokens = _tokens(fn, macros)
                 name = _declared_name(fn.child_by_field_name("declarator"))
                 if name is not None and "__global__" in tokens:
                     out.append(_Item(child, fn, "kernel", (name,), frozenset(_identifiers_in(child))))
@@ -312,7 +322,7 @@ def _items(root: Node) -> list[_Item]:
                     out.append(
                         _Item(child, fn, "device_function", (name,), frozenset(_identifiers_in(child)))
                     )
-                elif _is_device(child) or t in _KEEP_WHOLE:
+                elif _is_device(child, macros) or t in _KEEP_WHOLE:
                     out.append(_Item(child, fn, "seed", (), frozenset(_identifiers_in(child))))
                 continue
             decl = _variable_of(child)
@@ -326,7 +336,7 @@ def _items(root: Node) -> list[_Item]:
                 refs = _identifiers_in(child) - set(names)
                 out.append(_Item(child, decl, "variable", names, frozenset(refs)))
                 continue
-            if t in _KEEP_WHOLE or _is_device(child):
+            if t in _KEEP_WHOLE or _is_device(child, macros):
                 # Types, const tables, prototypes...: always kept, and what they name is kept too.
                 # (A prototype names its own function: not a reason to keep that function's body.)
                 is_prototype = t == "declaration" and any(

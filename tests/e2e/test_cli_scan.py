@@ -107,3 +107,27 @@ def test_directory_with_a_bad_file_still_scans_the_rest(tmp_path: Path) -> None:
     doc = json.loads(proc.stdout)
     assert sorted(Path(f["path"]).name for f in doc["files"]) == ["a.cu", "b.cuh"]
     assert any("c.cu" in e for e in doc["errors"])
+
+
+def test_json_is_one_line_when_piped_and_jobs_do_not_change_it() -> None:
+    one = porter("scan", "--json", "-j", "1", str(ROOT / "samples"), str(FIXTURES))
+    many = porter("scan", "--json", "--jobs", "2", str(ROOT / "samples"), str(FIXTURES))
+    assert one.returncode == 0 and many.returncode == 0, one.stderr + many.stderr
+    assert one.stdout.count("\n") == 1 and one.stdout == many.stdout
+    assert len(json.loads(one.stdout)["files"]) > 20
+
+
+def test_include_dirs_resolve_qualifier_macros() -> None:
+    kernels = FIXTURES / "macros" / "kernels.cu"
+    plain = json.loads(porter("scan", "--json", str(kernels)).stdout)
+    found = json.loads(
+        porter("scan", "--json", "-I", str(FIXTURES / "macros" / "include"), str(kernels)).stdout
+    )
+    names = [k["name"] for k in found["files"][0]["kernels"]]
+    assert names == ["scale", "fill", "twice", "cubes", "hidden"]
+    assert [k["name"] for k in plain["files"][0]["kernels"]] == names[:-1]
+
+
+def test_bad_jobs_value_is_a_usage_error() -> None:
+    proc = porter("scan", "-j", "-3", str(FIXTURES / "host.cu"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr

@@ -1,0 +1,151 @@
+"""Object-like macros that stand for CUDA function qualifiers: ``#define KERNEL __global__``.
+
+Legacy code and libraries rarely spell ``__global__`` where a kernel is defined: they write
+``KERNEL void k(...)``, ``HOST_DEVICE inline float f(...)`` or CCCL's
+``CUB_DETAIL_KERNEL_ATTRIBUTES void DeviceReduceKernel(...)``, with the macro defined in some
+header.  Tree-sitter does not expand macros, so the scanner asks this table which identifiers
+expand (through other macros) to ``__global__``, ``__device__``, ``__host__`` and friends.
+
+The table is built lexically, without parsing: ``#define`` lines of the scanned files and of the
+headers they include (``"..."`` beside the including file or in the include directories,
+``<...>`` in the include directories), each header read once.  A macro defined differently under
+``#if`` branches carries the qualifiers of every definition (``_CCCL_DEVICE`` is ``__device__``
+for nvcc and empty for a host compiler; porter reads code as CUDA).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+# The qualifiers a macro may stand for, as the scanner spells them (tree-sitter node types).
+QUALIFIERS = frozenset(
+    {"__global__", "__device__", "__host__", "__forceinline__", "__noinline__", "__inline__", "inline"}
+)
+# Plain names for what the scanner treats as qualifiers: a macro name -> the qualifiers it stands for.
+MacroTable = Mapping[str, tuple[str, ...]]
+
+_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(?![\w(])((?:[^\n\\]|\\\r?\n|\\)*)", re.M)
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+# Parts of a qualifier macro that are not identifiers: attributes, launch bounds, linkage.
+_DROP = re.compile(
+    r"\b(?:__attribute__|__declspec|__launch_bounds__|__maxnreg__|__align__|alignas)\s*"
+    r"\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)"
+    r'|\bextern\s*"C(?:\+\+)?"'
+)
+_NOT_WORDS = re.compile(r"[^\w\s]")
+_TOKEN = re.compile(r"\w+")
+MAX_HEADERS = 20_000  # headers read for one table at most (a guard against include mazes)
+
+
+def definitions(source: bytes) -> dict[str, list[tuple[str, ...]]]:
+    """Object-like macros whose bodies are identifiers only (after dropping attributes):
+    name -> the identifier sequence of each definition."""
+    if b"define" not in source:
+        return {}
+    out: dict[str, list[tuple[str, ...]]] = {}
+    for m in _DEFINE.finditer(source):
+        body = m.group(2).decode("utf-8", "replace").replace("\\\r\n", " ").replace("\\\n", " ")
+        body = _DROP.sub(" ", _COMMENT.sub(" ", body))
+        if _NOT_WORDS.search(body) is None:
+            words = _TOKEN.findall(body)
+            if not any(w[0].isdigit() for w in words):  # numbers: `#define BLOCK 256`
+                out.setdefault(m.group(1).decode("ascii"), []).append(tuple(words))
+    return out
+
+
+def resolve(defs: Mapping[str, list[tuple[str, ...]]]) -> dict[str, tuple[str, ...]]:
+    """Macro name -> the qualifiers it expands to, for the macros that expand to at least one."""
+    memo: dict[str, frozenset[str]] = {}
+
+    def expand(name: str, active: frozenset[str]) -> frozenset[str]:
+        if name in memo:
+            return memo[name]
+        found: set[str] = set()
+        for body in defs.get(name, ()):
+            for word in body:
+                if word in QUALIFIERS:
+                    found.add(word)
+                elif word in defs and word not in active:
+                    found |= expand(word, active | {word})
+        result = frozenset(found)
+        if not active - {name}:  # only results computed without a cycle cut are final
+            memo[name] = result
+        return result
+
+    table = {}
+    for name in defs:
+        quals = expand(name, frozenset({name}))
+        if quals:
+            table[name] = tuple(sorted(quals))
+    return table
+
+
+def collect(
+    files: Iterable[tuple[str, bytes | None]], include_dirs: Iterable[str | Path] = ()
+) -> dict[str, tuple[str, ...]]:
+    """The qualifier macros visible to ``files`` ((path, bytes or None to read it)) and their headers."""
+    dirs = [Path(d) for d in include_dirs]
+    defs: dict[str, list[tuple[str, ...]]] = {}
+    seen: set[Path] = set()
+    queue: list[tuple[Path, bytes | None]] = []
+    for name, source in files:
+        queue.append((Path(name), source))
+    read = 0
+    while queue:
+        path, source = queue.pop()
+        key = _key(path)
+        if key in seen:
+            continue
+        seen.add(key)
+        if source is None:
+            if read >= MAX_HEADERS:
+                continue
+            read += 1
+            try:
+                source = path.read_bytes()
+            except OSError:
+                continue  # the scan itself reports unreadable files; headers are best effort
+        for name, bodies in definitions(source).items():
+            defs.setdefault(name, []).extend(bodies)
+        if b"include" in source:
+            for m in _INCLUDE.finditer(source):
+                header = _find(m.group(2).decode("utf-8", "replace").strip(), m.group(1) == b'"', path, dirs)
+                if header is not None and _key(header) not in seen:
+                    queue.append((header, None))
+    return resolve(defs)
+
+
+def _key(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except OSError:
+        return path.absolute()
+
+
+def _find(name: str, quoted: bool, including: Path, dirs: list[Path]) -> Path | None:
+    candidates = ([including.parent] if quoted else []) + dirs
+    for d in candidates:
+        p = d / name
+        if p.is_file():
+            return p
+    return None
+
+
+def spelled_out(text: str, table: MacroTable) -> str:
+    """``text`` with every qualifier macro replaced by the qualifiers it stands for (``#define``
+    lines are left alone), for translators that need the qualifiers written out."""
+    if not table:
+        return text
+    words = re.compile(
+        r"\b(?:" + "|".join(re.escape(n) for n in sorted(table, key=len, reverse=True)) + r")\b"
+    )
+    if words.search(text) is None:
+        return text
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if not line.lstrip().startswith("#"):
+            lines[i] = words.sub(lambda m: " ".join(table[m.group()]), line)
+    return "\n".join(lines)

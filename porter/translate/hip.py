@@ -726,11 +726,12 @@ def _include_names(src: bytes) -> list[str]:
 # --------------------------------------------------------------------------- scan + kernels
 
 
-def _scan(source: bytes, path: str) -> tuple[FileScan | None, str | None]:
+def _scan(source: bytes, path: str, include_dirs: Sequence[str]) -> tuple[FileScan | None, str | None]:
     from porter.scan import scan_source
+    from porter.scan.macros import collect
 
     try:
-        return scan_source(source, path, "cuda"), None
+        return scan_source(source, path, "cuda", collect([(path, source)], include_dirs)), None
     except Exception as err:  # the scan is advisory here: a failure becomes a diagnostic
         return None, f"{type(err).__name__}: {err}"
 
@@ -856,7 +857,7 @@ def translate_to_hip(
     # names the file or its local headers define are the user's, not CUDA's
     header_defined, header_runtime = _local_header_facts(state)
     defined = state.defined | header_defined
-    kernel_scan, scan_error = (scan, None) if scan is not None else _scan(src, path)
+    kernel_scan, scan_error = (scan, None) if scan is not None else _scan(src, path, state.include_dirs)
     index = _KernelIndex(kernel_scan.kernels if kernel_scan is not None else ())
     for p in state.pending:
         if p.name in defined:

@@ -1103,6 +1103,9 @@ class _Body:
             elif c.type == "storage_class_specifier" and quals.get(_text(c)) == "inline":
                 inline = True
                 self.edits.append(Edit(c.start_byte, self._after_space(c), ""))
+            elif fn.kernel and c.type == "storage_class_specifier" and _text(c) == "static":
+                self.tr.diag(c, "static", "dropped: OpenCL kernels cannot be static", Severity.INFO)
+                self.edits.append(Edit(c.start_byte, self._after_space(c), ""))
         if fn.kernel:
             self.edits.append(Edit(node.start_byte, node.start_byte, "__kernel "))
         elif inline:
@@ -1440,10 +1443,12 @@ def translate_to_opencl(
 ) -> Translation:
     """Translate every kernel of a CUDA file into one self-contained OpenCL C program."""
     from porter.scan import scan_source
+    from porter.scan.macros import collect, spelled_out
 
     t = tables()
+    macros = collect([(path, source.encode("utf-8"))], include_dirs)
     try:
-        scan = scan_source(source.encode("utf-8"), path, "cuda")
+        scan = scan_source(source.encode("utf-8"), path, "cuda", macros)
     except Exception:  # the scan is only an aid here (launches, copies); translation goes on
         scan = None
     unit = build_unit(
@@ -1452,6 +1457,8 @@ def translate_to_opencl(
         include_dirs,
         frozenset(t["dropped_headers"]["names"]),
         dict(t["unsupported_headers"]),
+        # `KERNEL void k()` -> `__global__ void k()`: the translator reads qualifiers from the tree
+        rewrite=lambda text: spelled_out(text, macros),
     )
     tr = _Translator(unit, path, subgroups, scan, source)
     tr.collect()

@@ -8,7 +8,7 @@ and every line remembers where it came from so that diagnostics name the user's 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,10 +44,24 @@ def build_unit(
     include_dirs: Sequence[str],
     dropped: frozenset[str],
     unsupported: dict[str, str],
+    rewrite: Callable[[str], str] | None = None,
 ) -> Unit:
-    """The device code of `source` with its local includes inlined (each file once)."""
+    """The device code of `source` with its local includes inlined (each file once).
+
+    ``rewrite`` is applied to each file's text first; it must keep the number of lines.
+    """
     unit = Unit()
-    _append(unit, source, path, include_dirs, dropped, unsupported, {str(Path(path).resolve())}, 0)
+    _append(
+        unit,
+        source,
+        path,
+        include_dirs,
+        dropped,
+        unsupported,
+        {str(Path(path).resolve())},
+        0,
+        rewrite or (lambda text: text),
+    )
     return unit
 
 
@@ -60,8 +74,9 @@ def _append(
     unsupported: dict[str, str],
     seen: set[str],
     depth: int,
+    rewrite: Callable[[str], str],
 ) -> None:
-    for index, line in enumerate(device_code(source).split("\n")):
+    for index, line in enumerate(device_code(rewrite(source)).split("\n")):
         lineno = index + 1
         if depth and _PRAGMA_ONCE.match(line):
             line = ""
@@ -111,7 +126,17 @@ def _append(
                         unit.lines.append(f'/* porter: inlined "{name}" (device code only) */')
                         unit.origins.append((path, lineno))
                         unit.included.append(str(found))
-                        _append(unit, text, str(found), include_dirs, dropped, unsupported, seen, depth + 1)
+                        _append(
+                            unit,
+                            text,
+                            str(found),
+                            include_dirs,
+                            dropped,
+                            unsupported,
+                            seen,
+                            depth + 1,
+                            rewrite,
+                        )
                         unit.lines.append(f'/* porter: end of "{name}" */')
                         unit.origins.append((path, lineno))
                         continue

@@ -156,9 +156,10 @@ def _variant_for(
         if backend == "hip":
             from porter.scan.extract import device_code
             from porter.translate.hip import translate_to_hip
+            from porter.workflows.source import qualifier_macros
 
             tr = translate_to_hip(text, path, include_dirs=dirs)
-            source = device_code(tr.text, kernels=(spec.kernel,))
+            source = device_code(tr.text, kernels=(spec.kernel,), macros=qualifier_macros(path, dirs))
         else:
             from porter.translate.opencl import translate_to_opencl
 
@@ -218,6 +219,7 @@ def bench_file(
 ) -> BenchReport:
     from porter.scan import scan_file
     from porter.scan.extract import device_code
+    from porter.workflows.source import qualifier_macros
 
     if backends is not None:
         bad = [b for b in backends if b not in BACKEND_NAMES]
@@ -225,7 +227,7 @@ def bench_file(
             raise UsageError(f"unknown backend {', '.join(bad)}; choose from {', '.join(BACKEND_NAMES)}")
     if Path(path).suffix.lower() not in (".cu", ".cuh") and Path(path).exists():
         raise UsageError("porter bench takes a CUDA source (.cu)", path=path)
-    scan = scan_file(path)
+    scan = scan_file(path, include_dirs)
     names = [k.name for k in scan.kernels]
     if kernel is not None and kernel not in names:
         raise UsageError(f"no kernel named {kernel!r} (kernels: {', '.join(names) or 'none'})", path=path)
@@ -248,7 +250,7 @@ def bench_file(
                 scan,
                 name,
                 text,
-                device_code(text, kernels=(name,)),
+                device_code(text, kernels=(name,), macros=qualifier_macros(path, include_dirs)),
                 dirs,
                 options,
                 devices,

@@ -97,6 +97,7 @@ def run_check(
 ) -> CheckResult:
     from porter.scan import scan_file
     from porter.scan.extract import device_code
+    from porter.workflows.source import qualifier_macros
 
     options = options or ValidateOptions()
     language = language_of(variant_path)
@@ -104,7 +105,8 @@ def run_check(
     original_text = _read(original_path)
     if Path(original_path).suffix.lower() not in (".cu", ".cuh"):
         raise UsageError("the original must be a CUDA source (.cu)", path=original_path)
-    scan = scan_file(original_path)
+    scan = scan_file(original_path, include_dirs)
+    macros = qualifier_macros(original_path, include_dirs)
     name = _pick_kernel([k.name for k in scan.kernels], kernel, original_path, variant_text)
     base, instance_args = split_instance(name)
     if base not in variant_text:
@@ -115,12 +117,18 @@ def run_check(
     original = Variant(
         kernel=base,
         target="cuda",
-        source=device_code(original_text, kernels=(base,)),
+        source=device_code(original_text, kernels=(base,), macros=macros),
         entry=base,
         provenance="original",
         path=original_path,
     )
-    variant_source = variant_text if language == "opencl" else device_code(variant_text, kernels=(base,))
+    variant_source = (
+        variant_text
+        if language == "opencl"
+        else device_code(
+            variant_text, kernels=(base,), macros={**macros, **qualifier_macros(variant_path, include_dirs)}
+        )
+    )
     entry = base
     if language == "opencl" and instance_args:  # the OpenCL translation names each instantiation
         from porter.translate.opencl_launch import instance_entry

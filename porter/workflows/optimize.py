@@ -48,7 +48,7 @@ from porter.llm.loop import (
 from porter.llm.prompting import PromptContext
 from porter.llm.redact import redact
 from porter.model import FileScan, Kernel, KernelSpec, Role, Status, Variant, to_jsonable
-from porter.workflows.source import includes, load_cuda, sibling_dir, squeeze
+from porter.workflows.source import includes, load_cuda, qualifier_macros, sibling_dir, squeeze
 
 REPORT_JSON = "report.json"
 REPORT_MD = "report.md"
@@ -560,7 +560,7 @@ def optimize_file(
         opts = replace(opts, compile=replace(opts.compile, include_dirs=dirs))
     from porter.scan.extract import device_code
 
-    device_text = device_code(text)
+    device_text = device_code(text, macros=qualifier_macros(path, dirs))
     original = Variant(
         kernel=k.name, target="cuda", source=device_text, entry=k.name, provenance="original", path=path
     )

@@ -78,7 +78,8 @@ from porter.model import (
     Verdict,
     to_jsonable,
 )
-from porter.workflows.source import includes, load_cuda, sibling_dir, squeeze
+from porter.scan.macros import MacroTable
+from porter.workflows.source import includes, load_cuda, qualifier_macros, sibling_dir, squeeze
 
 TRANSLATED = "translated"  # row status under --translate-only: written, neither compiled nor run
 REPORT_NAME = "report.json"
@@ -395,7 +396,7 @@ def _joined(data: bytes, ranges: Sequence[tuple[int, int]]) -> bytes:
     return b"".join(pieces)
 
 
-def prune_kernels(text: str, drop: Sequence[str]) -> str:
+def prune_kernels(text: str, drop: Sequence[str], macros: MacroTable | None = None) -> str:
     """``text`` without the kernels named in ``drop`` (untranslatable ones) and, when any is
     dropped, without top-level texture/surface references; line numbers unchanged.  A kernel is
     validated in a unit holding only what can be built, as the other kernels' constructs would
@@ -406,7 +407,7 @@ def prune_kernels(text: str, drop: Sequence[str]) -> str:
     from porter.scan import scan_source
 
     data = text.encode("utf-8")
-    scan = scan_source(data, "<unit>.cu", "cuda")
+    scan = scan_source(data, "<unit>.cu", "cuda", macros)
     ranges = [
         (k.start_byte, k.end_byte) for k in scan.kernels if k.name in drop and k.end_byte > k.start_byte
     ]
@@ -696,7 +697,9 @@ class _ModelPort:
         ctx = PromptContext(
             kernel=kernel,
             path=Path(self.report.source).name,
-            source=squeeze(device_code(original_text)),
+            source=squeeze(
+                device_code(original_text, macros=qualifier_macros(self.report.source, include_dirs))
+            ),
             dialect=target,
             task="translate",
             hardware=hardware_fields(devices[0], None, dict(spec.sizes[0]) if spec.sizes else {}),
@@ -921,6 +924,7 @@ def port_file(
         if not Path(d).is_dir():
             raise UsageError("include directory not found (-I)", path=str(d))
     source, scan = _load_input(path)
+    macros = qualifier_macros(path, include_dirs)
     if model is not None and provider is None:
         from porter.workflows.optimize import open_model
 
@@ -1015,10 +1019,12 @@ def port_file(
             if (tk := _translated_kernel(translations[t], inst)) is not None and tk.untranslatable
         }
     )
-    original_source = device_code(prune_kernels(source, drop))
+    original_source = device_code(prune_kernels(source, drop, macros), macros=macros)
     if "hip" in written:
         hip = written["hip"]
-        written["hip"] = replace(hip, source=device_code(prune_kernels(hip.source, drop)))
+        written["hip"] = replace(
+            hip, source=device_code(prune_kernels(hip.source, drop, macros), macros=macros)
+        )
     ref_options = CompileOptions(include_dirs=(str(src_dir), *(str(Path(d).resolve()) for d in include_dirs)))
     asker = (
         _ModelPort(
@@ -1045,7 +1051,7 @@ def port_file(
         text = (
             original_source
             if base not in drop
-            else device_code(prune_kernels(source, [d for d in drop if d != base]))
+            else device_code(prune_kernels(source, [d for d in drop if d != base], macros), macros=macros)
         )
         return Reference(
             original=Variant(
@@ -1249,6 +1255,7 @@ def plan_variants(
     for benchmark scripts that time the original beside its ported variants."""
     report = port_file(path, targets, include_dirs=include_dirs, out_dir=out_dir, translate_only=True)
     source, scan = _load_input(path)
+    macros = qualifier_macros(path, include_dirs)
     translations = {t: _translate(t, source, path, include_dirs)[0] for t in report.targets}
     instances = _instances(scan, source, translations)
     drop = sorted(
@@ -1281,7 +1288,7 @@ def plan_variants(
                 continue
             requires[t] = tuple(tk.requires)
             text = Path(report.outputs[t]).read_text(encoding="utf-8")
-            src = device_code(prune_kernels(text, drop)) if t == "hip" else text
+            src = device_code(prune_kernels(text, drop, macros), macros=macros) if t == "hip" else text
             variants[t] = Variant(
                 kernel=inst.base,
                 target=t,
@@ -1297,7 +1304,7 @@ def plan_variants(
         original = Variant(
             kernel=inst.base,
             target="cuda",
-            source=device_code(prune_kernels(source, drop)),
+            source=device_code(prune_kernels(source, drop, macros), macros=macros),
             entry=inst.base,
             provenance="original",
             path=path,

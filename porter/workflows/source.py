@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from porter.errors import UsageError
 from porter.model import FileScan
+from porter.scan.macros import MacroTable
 
 
 def load_cuda(path: str, command: str) -> tuple[str, FileScan]:
@@ -28,6 +30,14 @@ def load_cuda(path: str, command: str) -> tuple[str, FileScan]:
             )
         raise UsageError("no __global__ kernel found", path=path)
     return raw.decode("utf-8"), scan
+
+
+def qualifier_macros(path: str | Path, include_dirs: Sequence[str | Path] = ()) -> MacroTable:
+    """The macros standing for CUDA qualifiers (``#define KERNEL __global__``) in the file at
+    ``path`` and the headers it includes, for every tool that cuts device code out of it."""
+    from porter.scan.macros import collect
+
+    return collect([(str(path), None)], include_dirs)
 
 
 def sibling_dir(source: str | Path, suffix: str) -> Path:

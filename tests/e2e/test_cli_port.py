@@ -337,3 +337,27 @@ def test_vector_add_on_nvidia_gpu(tmp_path: Path) -> None:
     assert gpu_hip and all(r["status"] == "validated" for r in gpu_hip), rows
     nv_ocl = [r for r in rows if r["target"] == "opencl" and "NVIDIA" in r["device"]]
     assert nv_ocl and all(r["status"] == "validated" for r in nv_ocl), rows
+
+
+def test_kernels_declared_through_qualifier_macros_port_and_validate(tmp_path: Path) -> None:
+    """`KERNEL void k()` with `#define KERNEL __global__` in a local header (and a `static` one):
+    HIP keeps the macros, OpenCL spells them out, and both validate against the original."""
+    _need_runtimes()
+    src_dir = tmp_path / "src"
+    src_dir.mkdir()
+    for name in ("program.cu", "defs.cuh"):
+        shutil.copy2(ROOT / "tests" / "fixtures" / "cuda" / "macros" / name, src_dir / name)
+    out = tmp_path / "out"
+    res = porter("port", str(src_dir / "program.cu"), "--out", str(out), "--json", "--trials", "1")
+    assert res.returncode == 0, res.stdout + res.stderr
+    doc = json.loads(res.stdout)
+    assert [k["name"] for k in doc["kernels"]] == ["softsign_kernel", "double_in_place"]
+    for kernel in doc["kernels"]:
+        for target in ("hip", "opencl"):
+            rows = [r for r in kernel["variants"] if r["target"] == target]
+            assert any(r["status"] == "validated" for r in rows), rows
+            assert all(r["status"] in ("validated", "compiled") for r in rows), rows
+    hip = (out / "program.hip").read_text()
+    assert "static KERNEL void double_in_place" in hip and "HOST_DEVICE inline float softsign" in hip
+    cl = (out / "program.cl").read_text()
+    assert "__kernel void double_in_place(__global float* data" in cl and "static __kernel" not in cl

@@ -15,6 +15,7 @@ for nvcc and empty for a host compiler; porter reads code as CUDA).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -26,7 +27,8 @@ QUALIFIERS = frozenset(
 # Plain names for what the scanner treats as qualifiers: a macro name -> the qualifiers it stands for.
 MacroTable = Mapping[str, tuple[str, ...]]
 
-_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(?![\w(])((?:[^\n\\]|\\\r?\n|\\)*)", re.M)
+# Starts at the `#` (a literal prefix the regex engine finds fast); the line start is checked after.
+_DEFINE = re.compile(rb"#[ \t]*define[ \t]+([A-Za-z_]\w*)(?![\w(])((?:[^\n\\]|\\\r?\n|\\)*)")
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 # Parts of a qualifier macro that are not identifiers: attributes, launch bounds, linkage.
@@ -47,7 +49,13 @@ def definitions(source: bytes) -> dict[str, list[tuple[str, ...]]]:
         return {}
     out: dict[str, list[tuple[str, ...]]] = {}
     for m in _DEFINE.finditer(source):
-        body = m.group(2).decode("utf-8", "replace").replace("\\\r\n", " ").replace("\\\n", " ")
+        raw = m.group(2)
+        if not raw.strip(b" \t\r"):
+            continue  # `#define GUARD_H`: stands for nothing, so for no qualifier either
+        line_start = source.rfind(b"\n", 0, m.start()) + 1
+        if source[line_start : m.start()].strip(b" \t"):
+            continue  # not a directive: `#` inside a line
+        body = raw.decode("utf-8", "replace").replace("\\\r\n", " ").replace("\\\n", " ")
         body = _DROP.sub(" ", _COMMENT.sub(" ", body))
         if _NOT_WORDS.search(body) is None:
             words = _TOKEN.findall(body)
@@ -87,16 +95,16 @@ def collect(
     files: Iterable[tuple[str, bytes | None]], include_dirs: Iterable[str | Path] = ()
 ) -> dict[str, tuple[str, ...]]:
     """The qualifier macros visible to ``files`` ((path, bytes or None to read it)) and their headers."""
-    dirs = [Path(d) for d in include_dirs]
+    dirs = [os.fspath(d) for d in include_dirs]
     defs: dict[str, list[tuple[str, ...]]] = {}
-    seen: set[Path] = set()
-    queue: list[tuple[Path, bytes | None]] = []
-    for name, source in files:
-        queue.append((Path(name), source))
+    seen: set[str] = set()  # real paths read
+    queued: set[str] = set()  # paths as found, so a header included everywhere is resolved once
+    lookups: dict[tuple[str, str], str | None] = {}  # (folder searched first or "", name) -> path
+    queue: list[tuple[str, bytes | None]] = [(os.fspath(name), source) for name, source in files]
     read = 0
     while queue:
         path, source = queue.pop()
-        key = _key(path)
+        key = os.path.realpath(path)
         if key in seen:
             continue
         seen.add(key)
@@ -105,32 +113,32 @@ def collect(
                 continue
             read += 1
             try:
-                source = path.read_bytes()
+                with open(path, "rb") as fh:
+                    source = fh.read()
             except OSError:
                 continue  # the scan itself reports unreadable files; headers are best effort
         for name, bodies in definitions(source).items():
             defs.setdefault(name, []).extend(bodies)
-        if b"include" in source:
-            for m in _INCLUDE.finditer(source):
-                header = _find(m.group(2).decode("utf-8", "replace").strip(), m.group(1) == b'"', path, dirs)
-                if header is not None and _key(header) not in seen:
-                    queue.append((header, None))
+        if b"include" not in source:
+            continue
+        here = os.path.dirname(path)
+        for m in _INCLUDE.finditer(source):
+            quoted = m.group(1) == b'"'
+            lookup = (here if quoted else "", m.group(2).decode("utf-8", "replace").strip())
+            if lookup not in lookups:
+                lookups[lookup] = _find(lookup[1], [here, *dirs] if quoted else dirs)
+            header = lookups[lookup]
+            if header is not None and header not in queued:
+                queued.add(header)
+                queue.append((header, None))
     return resolve(defs)
 
 
-def _key(path: Path) -> Path:
-    try:
-        return path.resolve()
-    except OSError:
-        return path.absolute()
-
-
-def _find(name: str, quoted: bool, including: Path, dirs: list[Path]) -> Path | None:
-    candidates = ([including.parent] if quoted else []) + dirs
-    for d in candidates:
-        p = d / name
-        if p.is_file():
-            return p
+def _find(name: str, folders: list[str]) -> str | None:
+    for folder in folders:
+        candidate = os.path.join(folder, name)
+        if os.path.isfile(candidate):
+            return candidate
     return None
 
 

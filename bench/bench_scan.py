@@ -1,10 +1,13 @@
 """Scan throughput benchmark: generate a multi-MB CUDA corpus and time `porter scan` on it.
 
-Run:  python bench/bench_scan.py [--mb 4] [--repeat 3] [--keep DIR]
+Run:  python bench/bench_scan.py [--mb 4] [--repeat 3] [--keep DIR] [--dense] [--jobs N]
+      python bench/bench_scan.py --real /usr/local/cuda/include/cccl/cub [--real DIR ...]
 
-Reports MB/s and kernels/s end to end (read + parse + extract + hazards, no rendering) on one core
-(CPU time of this single-threaded process, so other load on the machine distorts it less),
-next to tree-sitter's bare CUDA parse rate on the same bytes.  Not a test: nothing here asserts time.
+Reports MB/s and kernels/s end to end (file discovery, qualifier macros, read, parse, extraction,
+hazards; then also the `--json` document) on one core (CPU time of this single-threaded process,
+so other load on the machine distorts it less), next to tree-sitter's bare CUDA parse rate on the
+same bytes; with ``--jobs`` also the wall-clock rate of the multi-process scan.  ``--real`` scans
+existing code instead of the generated corpus.  Not a test: nothing here asserts time.
 """
 
 from __future__ import annotations
@@ -191,61 +194,115 @@ def write_corpus(directory: Path, total_mb: float, files: int = 8, commented: bo
     return paths
 
 
-def bench(paths: list[Path], repeat: int) -> dict[str, float]:
+def _files(roots: list[Path]) -> list[Path]:
+    """The files `porter scan` would scan under ``roots`` (CUDA, CUDA-bearing C++; no Python)."""
+    from porter.scan import PYTHON_SUFFIXES, _candidates, language_for
+
+    out = []
+    for root in roots:
+        for f in _candidates(root) if root.is_dir() else [root]:
+            if f.suffix.lower() not in PYTHON_SUFFIXES and language_for(str(f), f.read_bytes()) == "cuda":
+                out.append(f)
+    return out
+
+
+def bench(paths: list[Path], repeat: int, jobs: int = 1) -> dict[str, float]:
+    import json
+
     from porter.grammars import parser
 
+    from porter.report import scan_view
     from porter.scan import scan_paths
 
     data = [p.read_bytes() for p in paths]
     total = sum(len(d) for d in data)
-    parse_times: list[float] = []
+    names = [str(x) for x in paths]
     p = parser("cuda")
+    parse_times: list[float] = []
     for _ in range(repeat):
         t0 = time.process_time()
         for d in data:
             p.parse(d)
         parse_times.append(time.process_time() - t0)
-    scan_times = []
+    scan_times, json_times, wall_times = [], [], []
     kernels = 0
     for _ in range(repeat):
         t0 = time.process_time()
-        result = scan_paths([str(x) for x in paths])
-        scan_times.append(time.process_time() - t0)
+        result = scan_paths(names, jobs=1)
+        t1 = time.process_time()
+        json.dumps(scan_view.to_json(result))
+        t2 = time.process_time()
+        scan_times.append(t1 - t0)
+        json_times.append(t2 - t0)
         kernels = sum(len(f.kernels) for f in result.files)
+        if jobs != 1:
+            w0 = time.perf_counter()
+            scan_paths(names, jobs=jobs)
+            wall_times.append(time.perf_counter() - w0)
     parse_s = statistics.median(parse_times)
     scan_s = statistics.median(scan_times)
-    return {
+    json_s = statistics.median(json_times)
+    out = {
         "bytes": total,
         "kernels": kernels,
         "parse_mb_s": total / 1e6 / parse_s,
         "scan_mb_s": total / 1e6 / scan_s,
+        "json_mb_s": total / 1e6 / json_s,
         "kernels_s": kernels / scan_s,
         "scan_s": scan_s,
     }
+    if wall_times:
+        out["wall_s"] = statistics.median(wall_times)
+        out["wall_mb_s"] = total / 1e6 / out["wall_s"]
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
+    from porter.scan import default_jobs
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=4.0, help="corpus size in MB (default 4)")
     ap.add_argument("--files", type=int, default=8, help="number of corpus files (default 8)")
     ap.add_argument("--repeat", type=int, default=3, help="timed repetitions; the median is reported")
     ap.add_argument("--keep", type=Path, help="write the corpus here and keep it")
     ap.add_argument("--dense", action="store_true", help="no comments at all (worst case for the parser)")
+    ap.add_argument(
+        "--real",
+        type=Path,
+        action="append",
+        help="scan these existing files or folders instead of a generated corpus (repeatable), e.g. "
+        "the CCCL headers of a CUDA toolkit: /usr/local/cuda/include/cccl/cub",
+    )
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="also time `scan_paths(jobs=N)` in wall-clock time (0: one worker per CPU)",
+    )
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        directory = args.keep or Path(tmp)
-        directory.mkdir(parents=True, exist_ok=True)
-        paths = write_corpus(directory, args.mb, args.files, commented=not args.dense)
-        r = bench(paths, args.repeat)
+        if args.real:
+            paths = _files(args.real)
+            style = "real code: " + ", ".join(str(r) for r in args.real)
+        else:
+            directory = args.keep or Path(tmp)
+            directory.mkdir(parents=True, exist_ok=True)
+            paths = write_corpus(directory, args.mb, args.files, commented=not args.dense)
+            style = "dense, no comments" if args.dense else "with licence and doc comments"
+        r = bench(paths, args.repeat, args.jobs)
     print(f"date      {date.today().isoformat()}")
     print(
         f"machine   {platform.machine()} {platform.processor() or ''} {platform.python_implementation()} "
-        f"{platform.python_version()} ({platform.system()})"
+        f"{platform.python_version()} ({platform.system()}), {default_jobs()} usable CPUs"
     )
-    style = "dense, no comments" if args.dense else "with licence and doc comments"
-    print(f"corpus    {r['bytes'] / 1e6:.2f} MB in {args.files} files ({style}), {r['kernels']} kernels")
-    print(f"parse     {r['parse_mb_s']:.2f} MB/s (tree-sitter CUDA parse only)")
-    print(f"scan      {r['scan_mb_s']:.2f} MB/s, {r['kernels_s']:.0f} kernels/s ({r['scan_s']:.2f} s)")
+    print(f"corpus    {r['bytes'] / 1e6:.2f} MB in {len(paths)} files ({style}), {r['kernels']} kernels")
+    print(f"parse     {r['parse_mb_s']:.2f} MB/s (tree-sitter CUDA parse only, one core)")
+    print(
+        f"scan      {r['scan_mb_s']:.2f} MB/s, {r['kernels_s']:.0f} kernels/s ({r['scan_s']:.2f} s CPU, one core)"
+    )
+    print(f"scan+json {r['json_mb_s']:.2f} MB/s (scan and the --json document, one core)")
+    if "wall_s" in r:
+        print(f"parallel  {r['wall_mb_s']:.2f} MB/s wall clock with --jobs {args.jobs} ({r['wall_s']:.2f} s)")
     return 0
 
 

@@ -29,7 +29,7 @@ MacroTable = Mapping[str, tuple[str, ...]]
 
 # Starts at the `#` (a literal prefix the regex engine finds fast); the line start is checked after.
 _DEFINE = re.compile(rb"#[ \t]*define[ \t]+([A-Za-z_]\w*)(?![\w(])((?:[^\n\\]|\\\r?\n|\\)*)")
-_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
+_INCLUDE = re.compile(rb'#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]')
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 # Parts of a qualifier macro that are not identifiers: attributes, launch bounds, linkage.
 _DROP = re.compile(
@@ -52,8 +52,7 @@ def definitions(source: bytes) -> dict[str, list[tuple[str, ...]]]:
         raw = m.group(2)
         if not raw.strip(b" \t\r"):
             continue  # `#define GUARD_H`: stands for nothing, so for no qualifier either
-        line_start = source.rfind(b"\n", 0, m.start()) + 1
-        if source[line_start : m.start()].strip(b" \t"):
+        if not _at_line_start(source, m.start()):
             continue  # not a directive: `#` inside a line
         body = raw.decode("utf-8", "replace").replace("\\\r\n", " ").replace("\\\n", " ")
         body = _DROP.sub(" ", _COMMENT.sub(" ", body))
@@ -62,6 +61,11 @@ def definitions(source: bytes) -> dict[str, list[tuple[str, ...]]]:
             if not any(w[0].isdigit() for w in words):  # numbers: `#define BLOCK 256`
                 out.setdefault(m.group(1).decode("ascii"), []).append(tuple(words))
     return out
+
+
+def _at_line_start(source: bytes, at: int) -> bool:
+    """Only blanks between the line's start and ``at`` (a directive's `#`)."""
+    return not source[source.rfind(b"\n", 0, at) + 1 : at].strip(b" \t")
 
 
 def resolve(defs: Mapping[str, list[tuple[str, ...]]]) -> dict[str, tuple[str, ...]]:
@@ -123,6 +127,8 @@ def collect(
             continue
         here = os.path.dirname(path)
         for m in _INCLUDE.finditer(source):
+            if not _at_line_start(source, m.start()):
+                continue
             quoted = m.group(1) == b'"'
             lookup = (here if quoted else "", m.group(2).decode("utf-8", "replace").strip())
             if lookup not in lookups:

@@ -13,13 +13,14 @@ what is missing and carries a ready-to-edit spec file snippet.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +29,9 @@ from porter.harness import cexpr
 from porter.harness.hostcalls import HostCode, deduce_template_args, host_code, literal_type, substitute_types
 from porter.harness.inputs import ctype_info, ctype_size
 from porter.model import Allocation, ArgSpec, Assignment, FileScan, Kernel, KernelSpec, LaunchSite, Role
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
 
 SPEC_SUFFIX = ".porter.toml"
 DIR_SPEC = "porter.toml"
@@ -631,6 +635,75 @@ def _kernel_body(scan: FileScan, kernel: Kernel) -> str:
     return "\n".join(lines[kernel.line - 1 : kernel.end_line])
 
 
+_STORE_TARGETS = frozenset({"subscript_expression", "pointer_expression", "field_expression"})
+
+
+def _read_params(scan: FileScan, kernel: Kernel) -> frozenset[str]:
+    """The pointer parameters the kernel reads through (anything but a plain `p[i] = v`, `*p = v`
+    or `p->f = v` store counts as a read: compound assignments, atomics, helper calls, aliases)."""
+    return _read_params_in(_kernel_body(scan, kernel), frozenset(p.name for p in kernel.params if p.pointer))
+
+
+@functools.lru_cache(maxsize=256)
+def _read_params_in(text: str, names: frozenset[str]) -> frozenset[str]:
+    from porter.grammars import parser
+
+    if not names or not text:
+        return frozenset()
+    root = parser("cuda").parse(text.encode("utf-8")).root_node
+    stack = list(root.named_children)
+    bodies = []
+    while stack:  # the body of the (possibly templated) function definition
+        node = stack.pop()
+        if node.type == "function_definition":
+            body = node.child_by_field_name("body")
+            if body is not None:
+                bodies.append(body)
+        elif node.type in ("template_declaration", "linkage_specification", "declaration_list"):
+            stack.extend(node.named_children)
+    read: set[str] = set()
+    stack = bodies
+    while stack:
+        node = stack.pop()
+        if node.type == "identifier":
+            name = (node.text or b"").decode()
+            if name in names and name not in read and not _plain_store(node):
+                read.add(name)
+            continue
+        stack.extend(node.named_children)
+    return frozenset(read)
+
+
+def _plain_store(ident: Node) -> bool:
+    """`p[i] = v`, `*p = v`, `*(p + i) = v`, `p->f = v`: ``ident`` only names where a value goes."""
+    target = ident.parent
+    while target is not None and target.type in ("parenthesized_expression", "binary_expression"):
+        if target.type == "binary_expression":
+            op = target.child_by_field_name("operator")
+            if op is None or op.type not in ("+", "-"):
+                return False
+        target = target.parent
+    if target is None or target.type not in _STORE_TARGETS:
+        return False
+    if target.type == "subscript_expression":
+        base = target.child_by_field_name("argument")
+        if base is None or not (base.start_byte <= ident.start_byte and ident.end_byte <= base.end_byte):
+            return False  # the name is in the index: `q[p[0]]` reads p
+    if target.type == "pointer_expression" and (target.child(0) is None or target.child(0).type != "*"):
+        return False
+    assign = target.parent
+    if assign is None or assign.type != "assignment_expression":
+        return False
+    left, op = assign.child_by_field_name("left"), assign.child_by_field_name("operator")
+    return (
+        left is not None
+        and left.start_byte == target.start_byte
+        and left.end_byte == target.end_byte
+        and op is not None
+        and op.type == "="
+    )
+
+
 def _collect_defines(env: _Env, include_dirs: Sequence[str]) -> None:
     """#defines of the file and of the local headers it includes (the file's own win)."""
     seen: set[Path] = set()
@@ -890,7 +963,9 @@ def _infer_at(inf: _Inference, launch: LaunchSite, target_elements: int) -> Kern
         count = _element_count(inf, alloc, dtype, lanes, frame)
         if param.const or not param.written:
             role = Role.IN
-        elif _is_h2d(scan, var or ""):
+        elif _is_h2d(scan, var or "") or param.name in _read_params(scan, k):
+            # filled by the host, or read by the kernel itself (`d[i] = 2 * d[i]` on a buffer an
+            # earlier kernel wrote): its contents on entry matter, so they are drawn, not poisoned
             role = Role.INOUT
         else:
             role = Role.OUT

@@ -180,6 +180,37 @@ def test_infer_roles_from_memset_and_fixed_symbols():
     assert all(s["NUM_BINS"] == 256 for s in spec.sizes + spec.hidden_sizes)
 
 
+def test_a_buffer_the_kernel_reads_is_inout_even_if_no_host_copy_fills_it():
+    from porter.scan import scan_file
+
+    scan = scan_file(str(ROOT / "tests" / "fixtures" / "cuda" / "inplace_chain.cu"))
+    roles = {a.name: a.role for a in infer_spec(scan, "double_in_place").args}
+    assert roles["data"] is Role.INOUT  # d = 2 * d on what softsign_kernel wrote: drawn, not poisoned
+    roles = {a.name: a.role for a in infer_spec(scan, "softsign_kernel").args}
+    assert roles["in"] is Role.IN and roles["out"] is Role.OUT  # only stored to: poisoned
+
+
+@pytest.mark.parametrize(
+    ("body", "read"),
+    [
+        ("d[i] = 2.0f * d[i];", {"d"}),
+        ("o[i] = a[i];", {"a"}),
+        ("*o = 1.0f; *(o + 1) = 2.0f; o[i] = 0;", set()),
+        ("o[i] += 1.0f;", {"o"}),
+        ("o[i]++;", {"o"}),
+        ("atomicAdd(&o[0], 1.0f);", {"o"}),
+        ("o[(int)a[i]] = 1.0f;", {"a"}),
+        ("float* q = o + 4; q[0] = 1.0f;", {"o"}),
+        ("helper(o, i);", {"o"}),
+    ],
+)
+def test_which_pointer_parameters_a_kernel_reads(body: str, read: set[str]) -> None:
+    from porter.harness.spec import _read_params_in
+
+    text = f"template <typename T>\n__global__ void k(float* d, const float* a, float* o, int i) {{ {body} }}"
+    assert _read_params_in(text, frozenset({"d", "a", "o"})) == read
+
+
 def test_infer_shared_bytes_and_float_atomics():
     spec = infer_spec(_scan("reduce_shfl.cu"), "reduce_sum")
     assert spec.shared_bytes == "64"  # (threads / 32) * sizeof(float) with threads = 512

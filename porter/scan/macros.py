@@ -101,14 +101,14 @@ def collect(
     """The qualifier macros visible to ``files`` ((path, bytes or None to read it)) and their headers."""
     dirs = [os.fspath(d) for d in include_dirs]
     defs: dict[str, list[tuple[str, ...]]] = {}
-    seen: set[str] = set()  # real paths read
+    seen: set[str] = set()  # absolute paths read
     queued: set[str] = set()  # paths as found, so a header included everywhere is resolved once
     lookups: dict[tuple[str, str], str | None] = {}  # (folder searched first or "", name) -> path
     queue: list[tuple[str, bytes | None]] = [(os.fspath(name), source) for name, source in files]
     read = 0
     while queue:
         path, source = queue.pop()
-        key = os.path.realpath(path)
+        key = os.path.abspath(path)  # no realpath: a header reached through a symlink is read twice
         if key in seen:
             continue
         seen.add(key)

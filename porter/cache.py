@@ -18,11 +18,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import itertools
 import json
 import os
 import re
 import struct
 import tempfile
+from collections.abc import Sequence
 from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
@@ -276,16 +278,30 @@ def backend_fingerprint(name: str) -> str:
 def binary_key(
     backend: Backend, source: str, entry: str, options: CompileOptions, device: Device | None
 ) -> str:
-    """The cache key of one compile: source, entry, options, toolchain, backend files, format version."""
+    """The cache key of one compile: source, the headers it reaches in the include directories
+    (their paths and contents), entry, options, toolchain, backend files, format version."""
     return Cache.key(
         "binary",
         backend.name,
         source,
+        headers_digest(source, options.include_dirs),
         entry,
         options.key(),
         backend.toolchain_id(device, options.arch),
         backend_fingerprint(backend.name),
     )
+
+
+def headers_digest(source: str, include_dirs: Sequence[str]) -> str:
+    """A digest of every header ``source`` reaches in ``include_dirs``: an edited header is a new
+    compile, never a stale binary (system headers belong to the toolchain id)."""
+    from porter.includes import reachable
+
+    h = hashlib.sha256()
+    if include_dirs and "include" in source:
+        for path, data in itertools.islice(reachable([("", source.encode("utf-8"))], include_dirs), 1, None):
+            h.update(os.path.abspath(path).encode() + b"\0" + len(data).to_bytes(8, "big") + data)
+    return h.hexdigest()
 
 
 def compile_cached(

@@ -15,10 +15,11 @@ for nvcc and empty for a host compiler; porter reads code as CUDA).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+from porter.includes import at_line_start, reachable
 
 # The qualifiers a macro may stand for, as the scanner spells them (tree-sitter node types).
 QUALIFIERS = frozenset(
@@ -29,7 +30,6 @@ MacroTable = Mapping[str, tuple[str, ...]]
 
 # Starts at the `#` (a literal prefix the regex engine finds fast); the line start is checked after.
 _DEFINE = re.compile(rb"#[ \t]*define[ \t]+([A-Za-z_]\w*)(?![\w(])((?:[^\n\\]|\\\r?\n|\\)*)")
-_INCLUDE = re.compile(rb'#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]')
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 # Parts of a qualifier macro that are not identifiers: attributes, launch bounds, linkage.
 _DROP = re.compile(
@@ -39,7 +39,6 @@ _DROP = re.compile(
 )
 _NOT_WORDS = re.compile(r"[^\w\s]")
 _TOKEN = re.compile(r"\w+")
-MAX_HEADERS = 20_000  # headers read for one table at most (a guard against include mazes)
 
 
 def definitions(source: bytes) -> dict[str, list[tuple[str, ...]]]:
@@ -52,7 +51,7 @@ def definitions(source: bytes) -> dict[str, list[tuple[str, ...]]]:
         raw = m.group(2)
         if not raw.strip(b" \t\r"):
             continue  # `#define GUARD_H`: stands for nothing, so for no qualifier either
-        if not _at_line_start(source, m.start()):
+        if not at_line_start(source, m.start()):
             continue  # not a directive: `#` inside a line
         body = raw.decode("utf-8", "replace").replace("\\\r\n", " ").replace("\\\n", " ")
         body = _DROP.sub(" ", _COMMENT.sub(" ", body))
@@ -61,11 +60,6 @@ def definitions(source: bytes) -> dict[str, list[tuple[str, ...]]]:
             if not any(w[0].isdigit() for w in words):  # numbers: `#define BLOCK 256`
                 out.setdefault(m.group(1).decode("ascii"), []).append(tuple(words))
     return out
-
-
-def _at_line_start(source: bytes, at: int) -> bool:
-    """Only blanks between the line's start and ``at`` (a directive's `#`)."""
-    return not source[source.rfind(b"\n", 0, at) + 1 : at].strip(b" \t")
 
 
 def resolve(defs: Mapping[str, list[tuple[str, ...]]]) -> dict[str, tuple[str, ...]]:
@@ -99,53 +93,11 @@ def collect(
     files: Iterable[tuple[str, bytes | None]], include_dirs: Iterable[str | Path] = ()
 ) -> dict[str, tuple[str, ...]]:
     """The qualifier macros visible to ``files`` ((path, bytes or None to read it)) and their headers."""
-    dirs = [os.fspath(d) for d in include_dirs]
     defs: dict[str, list[tuple[str, ...]]] = {}
-    seen: set[str] = set()  # absolute paths read
-    queued: set[str] = set()  # paths as found, so a header included everywhere is resolved once
-    lookups: dict[tuple[str, str], str | None] = {}  # (folder searched first or "", name) -> path
-    queue: list[tuple[str, bytes | None]] = [(os.fspath(name), source) for name, source in files]
-    read = 0
-    while queue:
-        path, source = queue.pop()
-        key = os.path.abspath(path)  # no realpath: a header reached through a symlink is read twice
-        if key in seen:
-            continue
-        seen.add(key)
-        if source is None:
-            if read >= MAX_HEADERS:
-                continue
-            read += 1
-            try:
-                with open(path, "rb") as fh:
-                    source = fh.read()
-            except OSError:
-                continue  # the scan itself reports unreadable files; headers are best effort
+    for _, source in reachable(files, include_dirs):
         for name, bodies in definitions(source).items():
             defs.setdefault(name, []).extend(bodies)
-        if b"include" not in source:
-            continue
-        here = os.path.dirname(path)
-        for m in _INCLUDE.finditer(source):
-            if not _at_line_start(source, m.start()):
-                continue
-            quoted = m.group(1) == b'"'
-            lookup = (here if quoted else "", m.group(2).decode("utf-8", "replace").strip())
-            if lookup not in lookups:
-                lookups[lookup] = _find(lookup[1], [here, *dirs] if quoted else dirs)
-            header = lookups[lookup]
-            if header is not None and header not in queued:
-                queued.add(header)
-                queue.append((header, None))
     return resolve(defs)
-
-
-def _find(name: str, folders: list[str]) -> str | None:
-    for folder in folders:
-        candidate = os.path.join(folder, name)
-        if os.path.isfile(candidate):
-            return candidate
-    return None
 
 
 def spelled_out(text: str, table: MacroTable) -> str:

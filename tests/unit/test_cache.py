@@ -254,6 +254,46 @@ def test_compile_cached_hit_miss_and_invalidation(_private_cache: Path) -> None:
     assert hit and len(be.compiles) == 5
 
 
+def test_an_edited_header_is_a_new_compile(_private_cache: Path, tmp_path: Path) -> None:
+    """The key covers the headers the source reaches in the include directories, transitively;
+    headers it does not include, and system headers, do not matter."""
+    be, device = compiling_backend()
+    if be.name == "opencl":
+        pytest.skip("the OpenCL sources here include nothing")
+    inc = tmp_path / "inc"
+    (inc / "sub").mkdir(parents=True)
+    (inc / "scale.cuh").write_text('#include "sub/factor.cuh"\n#define SCALE (2.0f * FACTOR)\n')
+    (inc / "sub" / "factor.cuh").write_text("#define FACTOR 1.0f\n")
+    (inc / "unrelated.cuh").write_text("#define UNRELATED 1\n")
+    src = '#include "scale.cuh"\n' + SOURCES[be.name].replace("x[i] *= a", "x[i] *= a * SCALE")
+    opts = CompileOptions(include_dirs=(str(inc),))
+    c = Cache()
+    compile_cached(be, src, "scale", opts, device, c)
+    _, hit = compile_cached(be, src, "scale", opts, device, c)
+    assert hit and len(be.compiles) == 1
+    (inc / "unrelated.cuh").write_text("#define UNRELATED 2\n")
+    _, hit = compile_cached(be, src, "scale", opts, device, c)
+    assert hit and len(be.compiles) == 1
+    (inc / "sub" / "factor.cuh").write_text("#define FACTOR 3.0f\n")  # two levels down
+    _, hit = compile_cached(be, src, "scale", opts, device, c)
+    assert not hit and len(be.compiles) == 2
+    _, hit = compile_cached(be, src, "scale", opts, device, c)
+    assert hit and len(be.compiles) == 2
+
+
+def test_headers_digest_follows_quoted_and_angle_includes(tmp_path: Path) -> None:
+    from porter.cache import headers_digest
+
+    (tmp_path / "a.h").write_text("#include <b.h>\n")
+    (tmp_path / "b.h").write_text("int b;\n")
+    src = '#include "a.h"\n#include <cuda_runtime.h>\n'
+    before = headers_digest(src, [str(tmp_path)])
+    assert before != headers_digest("int x;\n", [str(tmp_path)])
+    (tmp_path / "b.h").write_text("int b2;\n")
+    assert headers_digest(src, [str(tmp_path)]) != before
+    assert headers_digest(src, []) == headers_digest("", [])  # no include dirs: nothing to hash
+
+
 def test_compile_cached_disabled(monkeypatch: pytest.MonkeyPatch, _private_cache: Path) -> None:
     be, device = compiling_backend()
     monkeypatch.setenv("PORTER_NO_CACHE", "1")

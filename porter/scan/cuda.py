@@ -1385,10 +1385,10 @@ def scan_cuda(path: str, source: bytes, macros: MacroTable | None = None) -> Fil
     """Scan one CUDA (or CUDA-bearing C++) source; never raises on bad syntax (warnings instead).
 
     ``macros`` names the macros that stand for qualifiers (:mod:`porter.scan.macros`); None
-    takes them from the source itself.
+    takes those the source defines itself (no file is read: ``path`` may name no file).
     """
     if macros is None:
-        from porter.scan.macros import collect
+        from porter.scan.macros import definitions, resolve
 
-        macros = collect([(path, source)]) if b"define" in source else {}
+        macros = resolve(definitions(source))
     return _Scanner(path, source, macros).scan()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 # Starts at the `#` (a literal prefix the regex engine finds fast); the line start is checked after.
@@ -25,12 +25,16 @@ def at_line_start(source: bytes, at: int) -> bool:
 
 
 def reachable(
-    files: Iterable[tuple[str, bytes | None]], include_dirs: Iterable[str | Path] = ()
+    files: Iterable[tuple[str, bytes | None]],
+    include_dirs: Iterable[str | Path] = (),
+    *,
+    quoted_only: bool = False,
 ) -> Iterator[tuple[str, bytes]]:
     """(path, bytes) of ``files`` (bytes None: read it) and of every header they reach, each once.
 
     A path that cannot be read is skipped: callers report unreadable inputs themselves.  A file
     given with the path "" (text with no file behind it) finds its headers in ``include_dirs`` only.
+    ``quoted_only``: follow ``#include "..."`` (the program's own headers) and not ``<...>``.
     """
     dirs = [os.fspath(d) for d in include_dirs]
     seen: set[str] = set()  # absolute paths (no realpath: a header behind a symlink is read twice)
@@ -63,6 +67,8 @@ def reachable(
             if not at_line_start(source, m.start()):
                 continue
             quoted = m.group(1) == b'"'
+            if quoted_only and not quoted:
+                continue
             lookup = (here if quoted else "", m.group(2).decode("utf-8", "replace").strip())
             if lookup not in lookups:
                 lookups[lookup] = _find(lookup[1], [here, *dirs] if quoted and here else dirs)
@@ -70,6 +76,14 @@ def reachable(
             if header is not None and header not in queued:
                 queued.add(header)
                 queue.append((header, None))
+
+
+def resolve_local_include(
+    name: str, including_file: str | Path, include_dirs: Sequence[str | Path] = ()
+) -> Path | None:
+    """The file ``#include "name"`` reads: the including file's folder first, then ``include_dirs``."""
+    found = _find(name, [os.fspath(Path(including_file).parent), *(os.fspath(d) for d in include_dirs)])
+    return Path(found) if found is not None else None
 
 
 def _find(name: str, folders: list[str]) -> str | None:

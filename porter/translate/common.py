@@ -4,8 +4,6 @@
   macro bodies (``preproc_arg``): identifiers, numbers and punctuation with their offsets, string
   and character literals and comments recognised so that nothing inside them is ever renamed.
 * :func:`split_call_args`: the top-level arguments of a call written in such tokens.
-* :func:`resolve_local_include`: where ``#include "x.cuh"`` points, against the including
-  file's folder and the include directories.
 
 Add only: other translators use these.
 """
@@ -15,7 +13,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 IDENT = "ident"
 NUMBER = "number"
@@ -89,16 +86,4 @@ def split_call_args(tokens: Sequence[Token], open_index: int) -> tuple[list[list
             args.append([])
             continue
         args[-1].append(tok)
-    return None
-
-
-def resolve_local_include(
-    name: str, including_file: str | Path, include_dirs: Sequence[str | Path] = ()
-) -> Path | None:
-    """The file ``#include "name"`` reads: the including file's folder first, then ``include_dirs``."""
-    folders = [Path(including_file).parent, *(Path(d) for d in include_dirs)]
-    for folder in folders:
-        candidate = folder / name
-        if candidate.is_file():
-            return candidate
     return None

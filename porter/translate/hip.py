@@ -36,6 +36,7 @@ calls) marks that kernel untranslatable.
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from bisect import bisect_right, insort
@@ -48,8 +49,9 @@ from typing import Any
 
 from porter.errors import UsageError
 from porter.grammars import parser
+from porter.includes import reachable, resolve_local_include
 from porter.model import Diagnostic, FileScan, Kernel, Severity, TranslatedKernel, Translation
-from porter.translate.common import IDENT, PUNCT, Token, code_tokens, resolve_local_include, split_call_args
+from porter.translate.common import IDENT, PUNCT, Token, code_tokens, split_call_args
 from porter.translate.edits import Edit, apply_edits
 
 LAUNCH_STYLES = ("chevrons", "ggl")
@@ -694,33 +696,22 @@ def _local_header_facts(state: _State) -> tuple[set[str], bool]:
     whether one of them includes the CUDA (or HIP) runtime."""
     defined: set[str] = set()
     runtime = False
-    seen: set[Path] = set()
-    todo = [(name, state.path) for name, _ in state.includes]
-    while todo:
-        name, base = todo.pop()
-        found = resolve_local_include(name, base, state.include_dirs)
-        if found is None:
-            continue
-        real = found.resolve()
-        if real in seen:
-            continue
-        seen.add(real)
+    first = [
+        (str(found), None)
+        for name, _ in state.includes
+        if (found := resolve_local_include(name, state.path, state.include_dirs)) is not None
+    ]
+    for path, src in reachable(first, state.include_dirs, quoted_only=True):
         try:
-            stat = real.stat()
-            src = real.read_bytes()
+            stat = os.stat(path)
         except OSError:
             continue
-        defined |= _header_definitions(str(real), stat.st_mtime_ns, stat.st_size)
+        defined |= _header_definitions(os.path.realpath(path), stat.st_mtime_ns, stat.st_size)
         runtime = runtime or _RUNTIME_INCLUDE.search(src) is not None
-        todo.extend((n, str(real)) for n in _include_names(src))
     return defined, runtime
 
 
 _LOCAL_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.MULTILINE)
-
-
-def _include_names(src: bytes) -> list[str]:
-    return [m.group(1).decode("utf-8", "replace") for m in _LOCAL_INCLUDE.finditer(src)]
 
 
 # --------------------------------------------------------------------------- scan + kernels

@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from porter.includes import resolve_local_include
 from porter.model import Diagnostic, Severity
 from porter.scan.extract import device_code
-from porter.translate.common import resolve_local_include
 
 _PRAGMA_ONCE = re.compile(r"^\s*#\s*pragma\s+once\b")
 _INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')

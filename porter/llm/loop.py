@@ -43,7 +43,7 @@ from porter.llm.prompting import (
 )
 from porter.llm.redact import redact
 from porter.llm.replies import extract_code, missing_code_reason
-from porter.model import Kernel, Verdict
+from porter.model import Kernel, Status, Verdict
 
 # Attempt statuses.
 VALIDATED = "validated"
@@ -320,6 +320,27 @@ class Evaluation:
     device: str = ""
     verdicts: tuple[Verdict, ...] = ()
     timings: tuple[dict[str, object], ...] = ()  # per device: device, time_ms, baseline_ms, speedup, ...
+
+
+def unvalidated(verdicts: tuple[Verdict, ...]) -> Evaluation | None:
+    """The evaluation of a candidate that did not validate on every device it ran on (the first
+    failing device's stage, reason and log); None when it validated everywhere."""
+    if not verdicts:
+        return Evaluation(False, "validate", "no device here can run the candidate")
+    bad = [v for v in verdicts if v.status is not Status.VALIDATED]
+    if not bad:
+        return None
+    v = bad[0]
+    return Evaluation(
+        ok=False,
+        stage="compile" if not v.compiled else "validate",
+        reason=f"{v.device or v.backend}: {v.reason}",
+        log="\n".join(v.logs),
+        sizes=v.sizes,
+        max_rel_err=v.max_rel_err,
+        device=v.device,
+        verdicts=verdicts,
+    )
 
 
 Evaluator = Callable[[Screened], Evaluation]

@@ -43,6 +43,7 @@ from porter.llm.loop import (
     Screened,
     attempt_doc,
     run_loop,
+    unvalidated,
     usage_doc,
 )
 from porter.llm.prompting import PromptContext
@@ -362,22 +363,10 @@ class HarnessEvaluator:
             kernel=name, target="cuda", source=cand.code, entry=name, provenance=self.provenance
         )
         verdicts = tuple(validate(variant, self.spec, self.reference, self.devices, self.options))
-        if not verdicts:
-            return Evaluation(False, "validate", "no device here can run the candidate")
-        bad = [v for v in verdicts if v.status is not Status.VALIDATED]
+        failed = unvalidated(verdicts)
+        if failed is not None:
+            return failed
         errs = [v.max_rel_err for v in verdicts if v.max_rel_err is not None]
-        if bad:
-            v = bad[0]
-            return Evaluation(
-                ok=False,
-                stage="compile" if not v.compiled else "validate",
-                reason=f"{v.device or v.backend}: {v.reason}",
-                log="\n".join(v.logs),
-                sizes=v.sizes,
-                max_rel_err=v.max_rel_err,
-                device=v.device,
-                verdicts=verdicts,
-            )
         first = verdicts[0]
         memory = _static_shared(cand.kernel, dict(self.spec.sizes[0]) if self.spec.sizes else {})
         timings: list[dict[str, object]] = []

@@ -61,6 +61,7 @@ from porter.llm.loop import (
     attempt_doc,
     opencl_params,
     run_loop,
+    unvalidated,
     usage_doc,
 )
 from porter.llm.prompting import PromptContext
@@ -590,22 +591,10 @@ class TranslationEvaluator:
 
         variant = self.variant(cand.code)
         verdicts = tuple(validate(variant, self.spec, self.reference, self.devices, self.options))
-        if not verdicts:
-            return Evaluation(False, "validate", "no device here can run the candidate")
+        failed = unvalidated(verdicts)
+        if failed is not None:
+            return failed
         errs = [v.max_rel_err for v in verdicts if v.max_rel_err is not None]
-        bad = [v for v in verdicts if v.status is not Status.VALIDATED]
-        if bad:
-            v = bad[0]
-            return Evaluation(
-                ok=False,
-                stage="compile" if not v.compiled else "validate",
-                reason=f"{v.device or v.backend}: {v.reason}",
-                log="\n".join(v.logs),
-                sizes=v.sizes,
-                max_rel_err=v.max_rel_err,
-                device=v.device,
-                verdicts=verdicts,
-            )
         timings: list[dict[str, object]] = []
         for device in self.devices if self.bench else ():
             if device.kind == "checker":

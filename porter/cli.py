@@ -47,6 +47,16 @@ def _root(
         os.environ["PORTER_NO_CACHE"] = "1"
 
 
+# Options that port and optimize (every command that talks to a model) spell alike.
+BaseUrlOption = Annotated[
+    str | None, typer.Option("--base-url", help="The API endpoint (an OpenAI-compatible server...).")
+]
+ReplayOption = Annotated[
+    Path | None, typer.Option("--replay", help="Serve replies recorded with --record; no network, no key.")
+]
+RecordOption = Annotated[Path | None, typer.Option("--record", help="Record every reply to this folder.")]
+
+
 def emit_json(doc: object) -> None:
     """Indented for a terminal; one line when piped (the standard library's C encoder only runs
     without indentation, and indenting a multi-MB scan took longer than the scan itself)."""
@@ -219,22 +229,15 @@ def port(
             help="anthropic:<model> or openai:<model>: hand what the rules cannot translate to the model.",
         ),
     ] = None,
-    base_url: Annotated[
-        str | None, typer.Option("--base-url", help="The API endpoint (an OpenAI-compatible server...).")
-    ] = None,
+    base_url: BaseUrlOption = None,
     candidates: Annotated[
         int, typer.Option("--candidates", help="Concurrent candidates per kernel (with --model).")
     ] = 1,
     rounds: Annotated[
         int, typer.Option("--rounds", help="Rounds of generate, validate, repair (with --model).")
     ] = 3,
-    replay: Annotated[
-        Path | None,
-        typer.Option("--replay", help="Serve replies recorded with --record; no network, no key."),
-    ] = None,
-    record: Annotated[
-        Path | None, typer.Option("--record", help="Record every reply to this folder.")
-    ] = None,
+    replay: ReplayOption = None,
+    record: RecordOption = None,
     max_dollars: Annotated[
         float | None, typer.Option("--max-dollars", help="Stop asking after this many US dollars.")
     ] = None,
@@ -290,16 +293,9 @@ def optimize(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print one JSON document instead of tables.")
     ] = False,
-    base_url: Annotated[
-        str | None, typer.Option("--base-url", help="The API endpoint (an OpenAI-compatible server...).")
-    ] = None,
-    replay: Annotated[
-        Path | None,
-        typer.Option("--replay", help="Serve replies recorded with --record; no network, no key."),
-    ] = None,
-    record: Annotated[
-        Path | None, typer.Option("--record", help="Record every reply to this folder.")
-    ] = None,
+    base_url: BaseUrlOption = None,
+    replay: ReplayOption = None,
+    record: RecordOption = None,
     max_tokens_total: Annotated[
         int | None, typer.Option("--max-tokens-total", help="Stop after this many tokens in all.")
     ] = None,

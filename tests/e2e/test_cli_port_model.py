@@ -83,13 +83,14 @@ REPLY = f"Local memory and barriers instead of sub-group shuffles.\n\n```opencl\
 def runtimes() -> None:
     from porter.backends import get_backend
 
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("PORTER_NO_INTEL_OCL", "1")
-        try:
-            ocl = list(get_backend("opencl").devices())
-            cpu = list(get_backend("cpu").devices())
-        except Exception:  # noqa: BLE001
-            ocl, cpu = [], []
+    # No PORTER_NO_INTEL_OCL here: OpenCL discovery is cached for the whole pytest process (the ICD
+    # loader reads its vendor list once), so hiding a runtime in-process would hide it from every
+    # later test too.  The porter subprocesses below get the variable in their own environment.
+    try:
+        ocl = list(get_backend("opencl").devices())
+        cpu = list(get_backend("cpu").devices())
+    except Exception:  # noqa: BLE001
+        ocl, cpu = [], []
     if not ocl or not cpu:
         pytest.skip("needs an OpenCL device (PoCL) and the CPU emulator")
 

@@ -26,6 +26,7 @@ from porter.harness.perfmodel import Roofline
 from porter.harness.spec import MIN_SCALABLE, geometry, spec_for
 from porter.harness.validate import Reference
 from porter.model import FileScan, KernelSpec, Role, Variant
+from porter.scan.macros import MacroTable
 
 GPU_ELEMENTS = 1 << 24  # elements in the largest array on a GPU (several times any L2)
 CPU_ELEMENTS = 4096  # on the emulator and CPU OpenCL devices
@@ -145,7 +146,13 @@ def present_devices(backends: Sequence[str] = BACKEND_NAMES) -> list[Device]:
 
 
 def _variant_for(
-    device: Device, original: Variant, text: str, path: str, spec: KernelSpec, dirs: Sequence[str]
+    device: Device,
+    original: Variant,
+    text: str,
+    path: str,
+    spec: KernelSpec,
+    dirs: Sequence[str],
+    macros: MacroTable,
 ) -> Variant | str:
     """The variant that runs on `device`, or why there is none."""
     backend = device.backend
@@ -156,10 +163,9 @@ def _variant_for(
         if backend == "hip":
             from porter.scan.extract import device_code
             from porter.translate.hip import translate_to_hip
-            from porter.workflows.source import qualifier_macros
 
             tr = translate_to_hip(text, path, include_dirs=dirs)
-            source = device_code(tr.text, kernels=(spec.kernel,), macros=qualifier_macros(path, dirs))
+            source = device_code(tr.text, kernels=(spec.kernel,), macros=macros)
         else:
             from porter.translate.opencl import translate_to_opencl
 
@@ -227,14 +233,16 @@ def bench_file(
             raise UsageError(f"unknown backend {', '.join(bad)}; choose from {', '.join(BACKEND_NAMES)}")
     if Path(path).suffix.lower() not in (".cu", ".cuh") and Path(path).exists():
         raise UsageError("porter bench takes a CUDA source (.cu)", path=path)
-    scan = scan_file(path, include_dirs)
+    # the compiles search the source's folder and the include dirs: so does the macro table
+    dirs = (str(Path(path).resolve().parent), *(str(Path(d).resolve()) for d in include_dirs))
+    macros = qualifier_macros(path, dirs)
+    scan = scan_file(path, macros=macros)
     names = [k.name for k in scan.kernels]
     if kernel is not None and kernel not in names:
         raise UsageError(f"no kernel named {kernel!r} (kernels: {', '.join(names) or 'none'})", path=path)
     if not names:
         raise UsageError("no __global__ kernel found", path=path)
     text = Path(path).read_text(encoding="utf-8")
-    dirs = (str(Path(path).resolve().parent), *(str(Path(d).resolve()) for d in include_dirs))
     options = CompileOptions(include_dirs=dirs)
     if devices is None:
         devices = present_devices(tuple(backends) if backends else BACKEND_NAMES)
@@ -250,8 +258,9 @@ def bench_file(
                 scan,
                 name,
                 text,
-                device_code(text, kernels=(name,), macros=qualifier_macros(path, include_dirs)),
+                device_code(text, kernels=(name,), macros=macros),
                 dirs,
+                macros,
                 options,
                 devices,
                 ref_devices,
@@ -275,6 +284,7 @@ def _bench_kernel(
     text: str,
     device_text: str,
     dirs: Sequence[str],
+    macros: MacroTable,
     options: CompileOptions,
     devices: Sequence[Device],
     ref_devices: tuple[Device, ...],
@@ -305,7 +315,7 @@ def _bench_kernel(
     baselines: dict[str, BenchResult] = {}
     for device in devices:
         size = gpu_size if device.kind == "gpu" else _bench_size(spec, device.kind, overrides, gpu_elements)
-        variant = _variant_for(device, original, text, path, spec, dirs)
+        variant = _variant_for(device, original, text, path, spec, dirs, macros)
         if isinstance(variant, str):
             results.append(
                 BenchResult(

@@ -105,8 +105,8 @@ def run_check(
     original_text = _read(original_path)
     if Path(original_path).suffix.lower() not in (".cu", ".cuh"):
         raise UsageError("the original must be a CUDA source (.cu)", path=original_path)
-    scan = scan_file(original_path, include_dirs)
     macros = qualifier_macros(original_path, include_dirs)
+    scan = scan_file(original_path, macros=macros)
     name = _pick_kernel([k.name for k in scan.kernels], kernel, original_path, variant_text)
     base, instance_args = split_instance(name)
     if base not in variant_text:

@@ -234,8 +234,8 @@ def default_out_dir(source: str | Path) -> Path:
     return sibling_dir(source, "ported")
 
 
-def _load_input(path: str) -> tuple[str, FileScan]:
-    return load_cuda(path, "port")
+def _load_input(path: str, macros: MacroTable) -> tuple[str, FileScan]:
+    return load_cuda(path, "port", macros)
 
 
 # --------------------------------------------------------------------------- translation
@@ -644,6 +644,7 @@ class _ModelPort:
     inputs: set[Path]
     report: PortReport
     say: Progress
+    macros: MacroTable  # the qualifier macros of the file and its headers
 
     def port(
         self,
@@ -686,9 +687,7 @@ class _ModelPort:
         ctx = PromptContext(
             kernel=kernel,
             path=Path(self.report.source).name,
-            source=squeeze(
-                device_code(original_text, macros=qualifier_macros(self.report.source, include_dirs))
-            ),
+            source=squeeze(device_code(original_text, macros=self.macros)),
             dialect=target,
             task="translate",
             hardware=hardware_fields(devices[0], None, dict(spec.sizes[0]) if spec.sizes else {}),
@@ -912,8 +911,8 @@ def port_file(
     for d in include_dirs:
         if not Path(d).is_dir():
             raise UsageError("include directory not found (-I)", path=str(d))
-    source, scan = _load_input(path)
     macros = qualifier_macros(path, include_dirs)
+    source, scan = _load_input(path, macros)
     if model is not None and provider is None:
         from porter.workflows.optimize import open_model
 
@@ -1029,6 +1028,7 @@ def port_file(
             inputs=inputs,
             report=report,
             say=say,
+            macros=macros,
         )
         if model is not None and provider is not None
         else None
@@ -1243,8 +1243,8 @@ def plan_variants(
     """Translate (writing to ``out_dir``) and return every kernel's variants without running them,
     for benchmark scripts that time the original beside its ported variants."""
     report = port_file(path, targets, include_dirs=include_dirs, out_dir=out_dir, translate_only=True)
-    source, scan = _load_input(path)
     macros = qualifier_macros(path, include_dirs)
+    source, scan = _load_input(path, macros)
     translations = {t: _translate(t, source, path, include_dirs)[0] for t in report.targets}
     instances = _instances(scan, source, translations)
     drop = sorted(

@@ -11,14 +11,15 @@ from porter.model import FileScan
 from porter.scan.macros import MacroTable
 
 
-def load_cuda(path: str, command: str) -> tuple[str, FileScan]:
-    """The text and scan of one CUDA source with at least one kernel; UsageError (exit 2) otherwise."""
+def load_cuda(path: str, command: str, macros: MacroTable | None = None) -> tuple[str, FileScan]:
+    """The text and scan of one CUDA source with at least one kernel; UsageError (exit 2) otherwise.
+    ``macros``: the qualifier-macro table (:func:`qualifier_macros`) when the caller has it."""
     from porter.scan import language_for, scan_file
 
     p = Path(path)
     if p.is_dir():
         raise UsageError(f"is a directory; porter {command} takes one CUDA source file", path=path)
-    scan = scan_file(path)  # UsageError for a missing, unreadable or binary file
+    scan = scan_file(path, macros=macros)  # UsageError for a missing, unreadable or binary file
     raw = p.read_bytes()
     if language_for(path, raw) != "cuda" or scan.language != "cuda":
         raise UsageError("not a CUDA source (expected a .cu/.cuh file, or C++ with CUDA kernels)", path=path)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -34,7 +34,7 @@ from porter.model import (
     SharedArray,
 )
 from porter.scan import hazards as hz
-from porter.scan.macros import MacroTable
+from porter.scan.macros import MacroTable, Masked, mask
 
 MAX_WARNINGS = 50
 # Codes reported at most once per line (a line naming cg:: twice is one hazard).
@@ -249,38 +249,28 @@ class _ParamInfo:
         return self.reference and ("&" + self.name in roots or self.name in roots)
 
 
-def _function_info(
-    text: _TextFn, fn: Node, macros: MacroTable, macro_errors: list[Node] | None = None
-) -> _Function | None:
+def _function_info(text: _TextFn, fn: Node, masked: Masked) -> _Function | None:
     """Name, kind, qualifiers and parameters of a function definition.
 
     Qualifiers spelled through a macro (``KERNEL void k()`` after ``#define KERNEL __global__``)
-    count as written; tree-sitter sees the macro as the return type and the real return type as
-    an ERROR node, which ``macro_errors`` collects so the scan does not warn about it.
+    count as written: :func:`porter.scan.macros.mask` blanked the macro and remembers where.
     """
-    quals: list[str] = []
-    declarator = None
-    errors: list[Node] = []
-    via_macro = False
+    found: list[tuple[int, str]] = []  # (offset, qualifier): written ones and those of macros
     for child in fn.children:
         t = child.type
         if t in _QUALIFIER_TOKENS:
-            quals.append(t)
+            found.append((child.start_byte, t))
         elif t == "storage_class_specifier":
-            quals.append(text(child))
+            found.append((child.start_byte, text(child)))
         elif t == "type_qualifier" and text(child) == "constexpr":
-            quals.append("constexpr")
-        elif macros and (t == "type_identifier" or t == "ERROR"):
-            words = [text(child)] if t == "type_identifier" else _IDENT.findall(text(child))
-            for word in words:
-                expansion = macros.get(word)
-                if expansion is not None:
-                    quals.extend(q for q in expansion if q not in quals)
-                    via_macro = True
-            if t == "ERROR":
-                errors.append(child)
-    if via_macro and macro_errors is not None:
-        macro_errors.extend(errors)
+            found.append((child.start_byte, "constexpr"))
+    if masked.spans:
+        found += [(start, q) for start, _, expansion in masked.spans_of(fn) for q in expansion]
+        found.sort(key=lambda x: x[0])
+    quals: list[str] = []
+    for _, q in found:
+        if q not in quals:
+            quals.append(q)
     declarator = fn.child_by_field_name("declarator")
     while declarator is not None and declarator.type != "function_declarator":
         declarator = declarator.child_by_field_name("declarator")
@@ -520,10 +510,11 @@ def _shared_from_text(text: str, extern: bool, line: int) -> list[SharedArray]:
 class _Scanner:
     def __init__(self, path: str, source: bytes, macros: MacroTable | None = None):
         self.path = path
-        self.source = source
-        self.macros: MacroTable = macros or {}
-        self.macro_errors: list[Node] = []  # ERROR nodes explained by qualifier macros
-        self.text: _TextFn = _text_of(source)
+        # scope macros (`CUB_NAMESPACE_BEGIN`) written as braces and qualifier macros blanked;
+        # offsets and lines unchanged
+        self.masked = mask(source, macros or MacroTable())
+        self.source = self.masked.source
+        self.text: _TextFn = _text_of(self.source)
         self.hazards: list[Hazard] = []
         self.defines: list[Define] = []
         self.full_mask_names: set[str] = set()
@@ -541,7 +532,7 @@ class _Scanner:
         tree = parser("cuda").parse(self.source)
         root = tree.root_node
         self._toplevel(root)
-        warnings = _parse_warnings(root, self.macro_errors) if root.has_error else []
+        warnings = _parse_warnings(root) if root.has_error else []
         device = [f for f in self.functions if f.kind != "host"]
         self.device_names = {f.name for f in device}
         facts = {id(f.node): self._device(f) for f in device}
@@ -607,7 +598,7 @@ class _Scanner:
                     if node.start_byte in seen:
                         continue
                     seen.add(node.start_byte)
-                    info = _function_info(text, node, self.macros, self.macro_errors)
+                    info = _function_info(text, node, self.masked)
                     if info is not None:
                         self.functions.append(info)
                 elif "define" in caps:
@@ -1346,15 +1337,12 @@ def _sizeof_type(expr: str) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-def _parse_warnings(root: Node, explained: Sequence[Node] = ()) -> list[ParseWarning]:
-    """ERROR and MISSING nodes, visiting only subtrees that contain errors (less the explained)."""
+def _parse_warnings(root: Node) -> list[ParseWarning]:
+    """ERROR and MISSING nodes, visiting only subtrees that contain errors."""
     out: list[ParseWarning] = []
-    skip = {(n.start_byte, n.end_byte) for n in explained}
     stack = [root]
     while stack and len(out) < MAX_WARNINGS:
         node = stack.pop()
-        if skip and node.type == "ERROR" and (node.start_byte, node.end_byte) in skip:
-            continue
         if node.is_missing:
             out.append(
                 ParseWarning(

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from porter.grammars import parser
-from porter.scan.macros import MacroTable, definitions, resolve
+from porter.scan.macros import MacroTable, Masked, definitions, mask, resolve
 
-_NO_MACROS: MacroTable = {}
+_UNMASKED = Masked(b"")  # no macros blanked: qualifiers are only those written out
 
 # Nodes kept whole wherever they sit at top level.
 _KEEP_WHOLE = frozenset(
@@ -59,6 +59,7 @@ _CONTAINERS = frozenset(
         "preproc_else",
         "preproc_elif",
         "preproc_elifdef",
+        "compound_statement",  # a block at namespace scope: a short scope macro, masked
     }
 )
 _DIRECTIVE_PARTS = frozenset(
@@ -80,32 +81,31 @@ _DEVICE_TOKENS = frozenset({"__global__", "__device__", "__constant__", "__manag
 _TEXTURE_TYPES = frozenset({"texture", "surface"})
 
 
-def _tokens(node: Node, macros: MacroTable = _NO_MACROS) -> set[str]:
-    """The qualifier tokens directly on a declaration or definition, those that qualifier macros
-    stand for (``KERNEL void k()``: tree-sitter reads ``KERNEL`` as the type) included."""
+def _tokens(node: Node, masked: Masked = _UNMASKED) -> set[str]:
+    """The qualifier tokens directly on a declaration or definition, those that blanked qualifier
+    macros stand for (``KERNEL void k()``; :func:`porter.scan.macros.mask`) included."""
     out = set()
     for c in node.children:
         if not c.is_named:
             out.add(c.type)
         elif c.type in ("type_qualifier", "storage_class_specifier"):
             out.add((c.text or b"").decode())
-        elif macros and c.type in ("type_identifier", "ERROR"):
-            for word in _WORD.findall((c.text or b"").decode()):
-                out.update(macros.get(word, ()))
+    if masked.spans:
+        out |= masked.qualifiers_of(node)
     return out
 
 
-def _is_device(node: Node, macros: MacroTable = _NO_MACROS) -> bool:
+def _is_device(node: Node, masked: Masked = _UNMASKED) -> bool:
     """A function definition, prototype or variable that belongs to the device side."""
     t = node.type
     if t == "template_declaration":
         inner = [c for c in node.named_children if c.type != "template_parameter_list"]
-        return any(c.type in _KEEP_WHOLE or _is_device(c, macros) for c in inner)
+        return any(c.type in _KEEP_WHOLE or _is_device(c, masked) for c in inner)
     if t == "function_definition":
-        tokens = _tokens(node, macros)
+        tokens = _tokens(node, masked)
         return bool(tokens & _DEVICE_TOKENS) or "constexpr" in tokens
     if t in ("declaration", "field_declaration"):
-        tokens = _tokens(node, macros)
+        tokens = _tokens(node, masked)
         if tokens & _DEVICE_TOKENS:
             return True
         type_node = node.child_by_field_name("type")
@@ -118,7 +118,7 @@ def _is_device(node: Node, macros: MacroTable = _NO_MACROS) -> bool:
     return False
 
 
-def _drop_ranges(node: Node, out: list[tuple[int, int]], macros: MacroTable) -> None:
+def _drop_ranges(node: Node, out: list[tuple[int, int]], masked: Masked) -> None:
     for child in node.children:
         if not child.is_named:
             continue  # braces, `#endif`, `extern`, `;` stay
@@ -128,18 +128,18 @@ def _drop_ranges(node: Node, out: list[tuple[int, int]], macros: MacroTable) -> 
         if t == "linkage_specification":
             body = child.child_by_field_name("body")
             if body is not None and body.type == "declaration_list":
-                _drop_ranges(body, out, macros)
-            elif body is None or not _is_device(body, macros):
+                _drop_ranges(body, out, masked)
+            elif body is None or not _is_device(body, masked):
                 out.append((child.start_byte, child.end_byte))
             continue
         if t in _CONTAINERS:
-            _drop_ranges(child, out, macros)
+            _drop_ranges(child, out, masked)
             continue
         if node.type in ("preproc_if", "preproc_elif") and child == node.child_by_field_name("condition"):
             continue
         if t in _DIRECTIVE_PARTS and node.type != "translation_unit":
             continue  # names of namespaces and #ifdef, the "C" of extern "C", #if conditions
-        if _is_device(child, macros):
+        if _is_device(child, masked):
             continue
         out.append((child.start_byte, child.end_byte))
 
@@ -155,11 +155,14 @@ def device_code(source: str, kernels: Collection[str] | None = None, macros: Mac
     data = source.encode("utf-8")
     if macros is None:
         macros = resolve(definitions(data))
-    tree = parser("cuda").parse(data)
+    # scope macros read as the braces they stand for, qualifier macros blanked; the offsets
+    # stay those of ``data``, which the result is cut from
+    masked = mask(data, macros)
+    tree = parser("cuda").parse(masked.source)
     ranges: list[tuple[int, int]] = []
-    _drop_ranges(tree.root_node, ranges, macros)
+    _drop_ranges(tree.root_node, ranges, masked)
     if kernels is not None:
-        items = _items(tree.root_node, macros)
+        items = _items(tree.root_node, masked)
         kept = _closure(items, kernels)
         if kept is not None:
             ranges.extend(
@@ -291,7 +294,7 @@ def _declarator_chain(decl: Node) -> Iterator[Node]:
             node = node.child_by_field_name("declarator")
 
 
-def _items(root: Node, macros: MacroTable = _NO_MACROS) -> list[_Item]:
+def _items(root: Node, masked: Masked = _UNMASKED) -> list[_Item]:
     """Top-level device entities (inside namespaces, extern "C" blocks and #if blocks too)."""
     out: list[_Item] = []
 
@@ -314,7 +317,7 @@ def _items(root: Node, macros: MacroTable = _NO_MACROS) -> list[_Item]:
                 continue
             fn = _function_of(child)
             if fn is not None:
-                tokens = _tokens(fn, macros)
+                tokens = _tokens(fn, masked)
                 name = _declared_name(fn.child_by_field_name("declarator"))
                 if name is not None and "__global__" in tokens:
                     out.append(_Item(child, fn, "kernel", (name,), frozenset(_identifiers_in(child))))
@@ -322,7 +325,7 @@ def _items(root: Node, macros: MacroTable = _NO_MACROS) -> list[_Item]:
                     out.append(
                         _Item(child, fn, "device_function", (name,), frozenset(_identifiers_in(child)))
                     )
-                elif _is_device(child, macros) or t in _KEEP_WHOLE:
+                elif _is_device(child, masked) or t in _KEEP_WHOLE:
                     out.append(_Item(child, fn, "seed", (), frozenset(_identifiers_in(child))))
                 continue
             decl = _variable_of(child)
@@ -336,7 +339,7 @@ def _items(root: Node, macros: MacroTable = _NO_MACROS) -> list[_Item]:
                 refs = _identifiers_in(child) - set(names)
                 out.append(_Item(child, decl, "variable", names, frozenset(refs)))
                 continue
-            if t in _KEEP_WHOLE or _is_device(child, macros):
+            if t in _KEEP_WHOLE or _is_device(child, masked):
                 # Types, const tables, prototypes...: always kept, and what they name is kept too.
                 # (A prototype names its own function: not a reason to keep that function's body.)
                 is_prototype = t == "declaration" and any(

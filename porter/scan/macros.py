@@ -1,10 +1,16 @@
-"""Object-like macros that stand for CUDA function qualifiers: ``#define KERNEL __global__``.
+"""Macros that hide CUDA structure from a parser that does not expand them.
 
-Legacy code and libraries rarely spell ``__global__`` where a kernel is defined: they write
-``KERNEL void k(...)``, ``HOST_DEVICE inline float f(...)`` or CCCL's
+*Qualifier macros.* Legacy code and libraries rarely spell ``__global__`` where a kernel is
+defined: they write ``KERNEL void k(...)``, ``HOST_DEVICE inline float f(...)`` or CCCL's
 ``CUB_DETAIL_KERNEL_ATTRIBUTES void DeviceReduceKernel(...)``, with the macro defined in some
 header.  Tree-sitter does not expand macros, so the scanner asks this table which identifiers
 expand (through other macros) to ``__global__``, ``__device__``, ``__host__`` and friends.
+
+*Scope macros.* Libraries open and close their namespaces through macros (``CUB_NAMESPACE_BEGIN``
+... ``CUB_NAMESPACE_END``, ``NS_BEGIN(detail)``).  Seen as plain identifiers they make tree-sitter
+misread everything between them, so no kernel in such a file is found.  :func:`masked` writes
+each use as the brace it stands for (``namespace{`` / ``}``), padded to the same length so that
+byte offsets and line numbers of everything else stay those of the file.
 
 The table is built lexically, without parsing: ``#define`` lines of the scanned files and of the
 headers they include (``"..."`` beside the including file or in the include directories,
@@ -16,20 +22,72 @@ for nvcc and empty for a host compiler; porter reads code as CUDA).
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from porter.includes import at_line_start, reachable
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
 
 # The qualifiers a macro may stand for, as the scanner spells them (tree-sitter node types).
 QUALIFIERS = frozenset(
     {"__global__", "__device__", "__host__", "__forceinline__", "__noinline__", "__inline__", "inline"}
 )
-# Plain names for what the scanner treats as qualifiers: a macro name -> the qualifiers it stands for.
-MacroTable = Mapping[str, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class ScopeMacro:
+    """A macro that opens or closes a scope: ``#define NS_BEGIN namespace lib {`` / ``#define NS_END }``."""
+
+    opens: bool  # True: it opens scopes; False: it closes them
+    namespace: bool  # what it opens is a namespace or an extern "C" block (not a bare `{`)
+    function_like: bool  # used with an argument list: `NS_BEGIN(detail)`
+
+
+class MacroTable(dict[str, tuple[str, ...]]):
+    """Qualifier macros (a macro name -> the qualifiers it stands for, as the scanner spells them),
+    plus ``scopes``, the scope macros by name, and ``blanks``, the macros that stand for nothing."""
+
+    def __init__(
+        self,
+        qualifiers: Mapping[str, tuple[str, ...]] | None = None,
+        scopes: Mapping[str, ScopeMacro] | None = None,
+        blanks: Iterable[str] = (),
+    ) -> None:
+        super().__init__(qualifiers or {})
+        self.scopes: dict[str, ScopeMacro] = dict(scopes or {})
+        self.blanks: frozenset[str] = frozenset(blanks)
+        self._pattern: re.Pattern[bytes] | None = None
+
+    def __bool__(self) -> bool:
+        return bool(len(self) or self.scopes or self.blanks)
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]  # for worker processes: no compiled regex
+        return (MacroTable, (dict(self), self.scopes, self.blanks))
+
+
+# A definition's body as tokens: identifiers, and the scope marks `{`, `}` and NAMESPACE (a
+# `namespace x {` or `extern "C" {` opener); OPAQUE stands for a body of anything else.  A
+# function-like macro's body starts with PARAMS.
+Body = tuple[str, ...]
+NAMESPACE = "namespace{"
+PARAMS = "()"
+OPAQUE = "..."
 
 # Starts at the `#` (a literal prefix the regex engine finds fast); the line start is checked after.
-_DEFINE = re.compile(rb"#[ \t]*define[ \t]+([A-Za-z_]\w*)(?![\w(])((?:[^\n\\]|\\\r?\n|\\)*)")
+# Group 2: the parameter list of a function-like macro (only scope macros use those).
+_DEFINE = re.compile(
+    rb"#[ \t]*define[ \t]+([A-Za-z_]\w*)(?:(\([^()\n]*\))|(?![\w(]))((?:[^\n\\]|\\\r?\n|\\)*)"
+)
+# `namespace a {`, `inline namespace v1 {`, `namespace _SPLICE(a, b) {`, `extern "C" {`
+_OPENER = re.compile(
+    r"(?:\binline\s+)?\bnamespace\b(?:\s*[\w:]+(?:\s*\((?:[^()]|\([^()]*\))*\))?)?\s*\{"
+    r'|\bextern\s*"C(?:\+\+)?"\s*\{'
+)
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 # Parts of a qualifier macro that are not identifiers: attributes, launch bounds, linkage.
 _DROP = re.compile(
@@ -37,33 +95,48 @@ _DROP = re.compile(
     r"\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)"
     r'|\bextern\s*"C(?:\+\+)?"'
 )
-_NOT_WORDS = re.compile(r"[^\w\s]")
-_TOKEN = re.compile(r"\w+")
+_NOT_WORDS = re.compile(r"[^\w\s{}]")
+_TOKEN = re.compile(r"namespace\{|[{}]|\w+")
 
 
-def definitions(source: bytes) -> dict[str, list[tuple[str, ...]]]:
-    """Object-like macros whose bodies are identifiers only (after dropping attributes):
-    name -> the identifier sequence of each definition."""
+def definitions(source: bytes) -> dict[str, list[Body]]:
+    """Every ``#define``: name -> the tokens of each definition (see :data:`Body`).
+
+    Bodies made of identifiers and scope braces (after dropping attributes) are kept as their
+    tokens, an empty body as ``()``; any other body (``256``, ``a + b``, a function-like macro
+    that opens no scope) as ``(OPAQUE,)``, so that a macro that is a number in one configuration
+    is never taken for one that stands for nothing."""
     if b"define" not in source:
         return {}
-    out: dict[str, list[tuple[str, ...]]] = {}
+    out: dict[str, list[Body]] = {}
     for m in _DEFINE.finditer(source):
-        raw = m.group(2)
-        if not raw.strip(b" \t\r"):
-            continue  # `#define GUARD_H`: stands for nothing, so for no qualifier either
         if not at_line_start(source, m.start()):
             continue  # not a directive: `#` inside a line
+        raw = m.group(3)
         body = raw.decode("utf-8", "replace").replace("\\\r\n", " ").replace("\\\n", " ")
-        body = _DROP.sub(" ", _COMMENT.sub(" ", body))
+        body = _OPENER.sub(" " + NAMESPACE + " ", _COMMENT.sub(" ", body))
+        body = _DROP.sub(" ", body)
+        words: list[str] = [OPAQUE]
         if _NOT_WORDS.search(body) is None:
-            words = _TOKEN.findall(body)
-            if not any(w[0].isdigit() for w in words):  # numbers: `#define BLOCK 256`
-                out.setdefault(m.group(1).decode("ascii"), []).append(tuple(words))
+            found = _TOKEN.findall(body)
+            if not any(w[0].isdigit() for w in found):  # numbers: `#define BLOCK 256`
+                words = found
+        if m.group(2) is not None:  # function-like: only a scope macro is of use
+            if not any(w in ("{", "}", NAMESPACE) for w in words):
+                words = [OPAQUE]
+            words.insert(0, PARAMS)
+        out.setdefault(m.group(1).decode("ascii"), []).append(tuple(words))
     return out
 
 
-def resolve(defs: Mapping[str, list[tuple[str, ...]]]) -> dict[str, tuple[str, ...]]:
-    """Macro name -> the qualifiers it expands to, for the macros that expand to at least one."""
+def resolve(defs: Mapping[str, list[Body]]) -> MacroTable:
+    """The qualifier macros (name -> the qualifiers it expands to, for macros that expand to at
+    least one), the scope macros and the macros that stand for nothing among ``defs``."""
+    scopes, blanks = _structure(defs)
+    return MacroTable(_qualifiers(defs), scopes, blanks)
+
+
+def _qualifiers(defs: Mapping[str, list[Body]]) -> dict[str, tuple[str, ...]]:
     memo: dict[str, frozenset[str]] = {}
 
     def expand(name: str, active: frozenset[str]) -> frozenset[str]:
@@ -71,6 +144,8 @@ def resolve(defs: Mapping[str, list[tuple[str, ...]]]) -> dict[str, tuple[str, .
             return memo[name]
         found: set[str] = set()
         for body in defs.get(name, ()):
+            if body[:1] == (PARAMS,):
+                continue  # a function-like macro never stands for a qualifier here
             for word in body:
                 if word in QUALIFIERS:
                     found.add(word)
@@ -89,11 +164,66 @@ def resolve(defs: Mapping[str, list[tuple[str, ...]]]) -> dict[str, tuple[str, .
     return table
 
 
-def collect(
-    files: Iterable[tuple[str, bytes | None]], include_dirs: Iterable[str | Path] = ()
-) -> dict[str, tuple[str, ...]]:
-    """The qualifier macros visible to ``files`` ((path, bytes or None to read it)) and their headers."""
-    defs: dict[str, list[tuple[str, ...]]] = {}
+def _structure(defs: Mapping[str, list[Body]]) -> tuple[dict[str, ScopeMacro], frozenset[str]]:
+    """The scope macros: those that, in every definition and through the macros they name, only
+    open scopes or only close them; and the blank ones, that stand for nothing in every
+    definition (``#define CUB_NS_PREFIX``, an attribute such as ``_CCCL_VISIBILITY_HIDDEN``).
+    Any other word (a type, a keyword, a macro that is not known) disqualifies: such a macro is
+    left to the parser as written."""
+    memo: dict[str, tuple[bool, bool, bool] | None] = {}
+
+    def marks(name: str, active: frozenset[str]) -> tuple[bool, bool, bool] | None:
+        """(opens, closes, opens a namespace) over every definition, None if not a scope macro."""
+        if name in memo:
+            return memo[name]
+        opens = closes = namespace = False
+        result: tuple[bool, bool, bool] | None = None
+        for body in defs.get(name, ()):
+            for word in body:
+                if word == PARAMS:
+                    continue
+                if word == NAMESPACE:
+                    opens = namespace = True
+                elif word == "{":
+                    opens = True
+                elif word == "}":
+                    closes = True
+                elif word in defs and word not in active and word != OPAQUE:
+                    inner = marks(word, active | {word})
+                    if inner is None:
+                        break
+                    opens, closes, namespace = opens or inner[0], closes or inner[1], namespace or inner[2]
+                else:
+                    break  # an unknown word, or a cycle
+            else:
+                continue
+            break
+        else:
+            result = (opens, closes, namespace)
+        if not active - {name}:
+            memo[name] = result
+        return result
+
+    scopes = {}
+    blanks = []
+    for name, bodies in defs.items():
+        if any(OPAQUE in body for body in bodies):
+            continue
+        found = marks(name, frozenset({name}))
+        if found is None:
+            continue
+        function_like = any(body[:1] == (PARAMS,) for body in bodies)
+        if found[0] != found[1]:
+            scopes[name] = ScopeMacro(opens=found[0], namespace=found[2], function_like=function_like)
+        elif not (found[0] or function_like):
+            blanks.append(name)
+    return scopes, frozenset(blanks)
+
+
+def collect(files: Iterable[tuple[str, bytes | None]], include_dirs: Iterable[str | Path] = ()) -> MacroTable:
+    """The qualifier and scope macros visible to ``files`` ((path, bytes or None to read it)) and
+    their headers."""
+    defs: dict[str, list[Body]] = {}
     for _, source in reachable(files, include_dirs):
         for name, bodies in definitions(source).items():
             defs.setdefault(name, []).extend(bodies)
@@ -103,7 +233,7 @@ def collect(
 def spelled_out(text: str, table: MacroTable) -> str:
     """``text`` with every qualifier macro replaced by the qualifiers it stands for (``#define``
     lines are left alone), for translators that need the qualifiers written out."""
-    if not table:
+    if not len(table):  # no qualifier macros (a table may hold scope or blank macros only)
         return text
     words = re.compile(
         r"\b(?:" + "|".join(re.escape(n) for n in sorted(table, key=len, reverse=True)) + r")\b"
@@ -115,3 +245,127 @@ def spelled_out(text: str, table: MacroTable) -> str:
         if not line.lstrip().startswith("#"):
             lines[i] = words.sub(lambda m: " ".join(table[m.group()]), line)
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Masked:
+    """A source with its macros written for the parser: same length, same lines.
+
+    ``spans`` holds (start, end, qualifiers) of each qualifier macro blanked out, in order, so
+    that the qualifiers of a declaration can be read back by position (:meth:`qualifiers_of`).
+    """
+
+    source: bytes
+    spans: tuple[tuple[int, int, tuple[str, ...]], ...] = ()
+
+    def spans_in(self, start: int, end: int) -> list[tuple[int, int, tuple[str, ...]]]:
+        """The blanked qualifier macros that lie within [start, end), in order."""
+        i = bisect_left(self.spans, (start,))
+        j = i
+        while j < len(self.spans) and self.spans[j][1] <= end:
+            j += 1
+        return list(self.spans[i:j])
+
+    def spans_of(self, node: Node) -> list[tuple[int, int, tuple[str, ...]]]:
+        """The blanked qualifier macros that belong to a function definition or declaration
+        ``node``: those between the end of what precedes it (the previous declaration, a comment,
+        a template parameter list) and its declarator.  ``KERNEL void k()``,
+        ``template <class T> HD T f()`` and ``static HD inline float g()`` all put them there."""
+        if not self.spans:
+            return []
+        prev = node.prev_sibling
+        if prev is not None:
+            start = prev.end_byte
+        else:  # first in its parent; the root's own range starts at its first token, not at 0
+            parent = node.parent
+            start = parent.start_byte if parent is not None and parent.parent is not None else 0
+        declarator = node.child_by_field_name("declarator")
+        return self.spans_in(start, declarator.start_byte if declarator is not None else node.end_byte)
+
+    def qualifiers_of(self, node: Node) -> set[str]:
+        """The qualifiers that the macros of :meth:`spans_of` stand for."""
+        return {q for span in self.spans_of(node) for q in span[2]}
+
+
+def mask(source: bytes, table: Mapping[str, tuple[str, ...]]) -> Masked:
+    """``source`` with the macros of ``table`` written so that tree-sitter parses around them.
+
+    - A scope macro becomes the brace it stands for: ``CUB_NAMESPACE_BEGIN`` becomes
+      ``namespace{`` (``{`` when the name is shorter than that, or the macro opens a bare block)
+      and ``CUB_NAMESPACE_END`` becomes ``}``.  One brace per use whatever the macro's depth, so
+      pairs stay balanced, and so does a macro-opened scope closed by a literal ``}``.
+    - A qualifier macro is blanked and remembered (:class:`Masked`): ``_CCCL_HOST_DEVICE
+      _CCCL_FORCEINLINE T f()`` then parses as ``T f()``, which two unknown words before the
+      type would not.
+    - A macro that stands for nothing (an attribute, ``CUB_NS_PREFIX``) is blanked, as the
+      preprocessor would.
+
+    Every replacement is padded with blanks to the length of the use, so offsets and lines stay
+    those of the file.  Directive lines (``#define``, ``#ifdef`` ...) are left as written.
+    """
+    if not table:
+        return Masked(source)
+    scopes: dict[str, ScopeMacro] = getattr(table, "scopes", {})
+    blanks: frozenset[str] = getattr(table, "blanks", frozenset())
+    pattern = table._pattern if isinstance(table, MacroTable) else None
+    if pattern is None:
+        pattern = _names_pattern([*table, *scopes, *blanks])
+        if isinstance(table, MacroTable):
+            table._pattern = pattern
+    out: bytearray | None = None
+    spans: list[tuple[int, int, tuple[str, ...]]] = []
+    for m in pattern.finditer(source):
+        name = m.group().decode("ascii")
+        scope = scopes.get(name)
+        if scope is None and name not in table and name not in blanks:
+            continue  # a word of the same shape that is no macro of ours
+        args = _ARGS.match(source, m.end()) if scope is not None and scope.function_like else None
+        if scope is not None and scope.function_like and args is None:
+            continue  # the name alone is not a use of a function-like macro
+        if _in_directive(source, m.start()):
+            continue
+        start, end = m.start(), m.end()
+        if scope is None:
+            replacement = b""
+            if name in table:
+                spans.append((start, end, table[name]))
+        else:
+            if args is not None:
+                end = args.end()
+            if not scope.opens:
+                replacement = b"}"
+            elif scope.namespace and end - start >= len(NAMESPACE):
+                replacement = NAMESPACE.encode()
+            else:
+                replacement = b"{"
+        if out is None:
+            out = bytearray(source)
+        out[start:end] = replacement.ljust(end - start)
+    return Masked(bytes(out) if out is not None else source, tuple(spans))
+
+
+# A function-like macro's argument list: one level of nesting, on the same line.
+_ARGS = re.compile(rb"[ \t]*\((?:[^()\n]|\([^()\n]*\))*\)")
+
+
+def _names_pattern(names: Iterable[str]) -> re.Pattern[bytes]:
+    """A regex for whole words shaped like ``names`` (same first characters; upper case, digits
+    and `_` after that when all of them are written so, as macro names nearly always are).
+
+    Candidates are then looked up by name: one pass over the source, where an alternation of
+    the names would try each of them at every word (seconds on a library's headers).
+    """
+    names = list(names)
+    first = sorted({n[0] for n in names})
+    rest = rb"[A-Z0-9_]" if all(re.fullmatch(r"[A-Z0-9_]*", n[1:]) for n in names) else rb"\w"
+    head = re.escape("".join(first)).encode()
+    shortest = min(len(n) for n in names) - 1
+    return re.compile(rb"\b[" + head + rb"]" + rest + b"{%d,}" % shortest + rb"\b")
+
+
+def _in_directive(source: bytes, at: int) -> bool:
+    """Whether ``at`` lies in a preprocessor directive (continuation lines included)."""
+    start = source.rfind(b"\n", 0, at) + 1
+    while start >= 2 and source[start - 2 : start] == b"\\\n":
+        start = source.rfind(b"\n", 0, start - 1) + 1
+    return source[start:at].lstrip(b" \t")[:1] == b"#"

@@ -1,11 +1,16 @@
-"""Qualifier macros: `#define KERNEL __global__` and friends, in the file, its headers and -I dirs."""
+"""Macros that hide structure from tree-sitter: qualifier macros (`#define KERNEL __global__`),
+scope macros (`CUB_NAMESPACE_BEGIN`) and blank ones, in the file, its headers and -I dirs."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from porter.grammars import parser
+
 from porter.scan import scan_file, scan_paths, scan_source
-from porter.scan.macros import collect, definitions, resolve
+from porter.scan.extract import device_code
+from porter.scan.macros import OPAQUE, PARAMS, MacroTable, ScopeMacro, collect, definitions, mask, resolve
 
 ROOT = Path(__file__).resolve().parents[3]
 MACROS = ROOT / "tests" / "fixtures" / "cuda" / "macros"
@@ -26,8 +31,10 @@ def test_definitions_keep_identifier_bodies_only() -> None:
     assert defs["KERNEL"] == [("__global__",)]
     assert defs["HD"] == [("__host__", "__device__")]
     assert defs["API"] == [("__global__",)]
-    assert defs["HIDDEN"] == [()] and "EMPTY" not in defs  # stands for nothing
-    assert "BLOCK" not in defs and "SQUARE" not in defs and "EXPR" not in defs
+    assert defs["HIDDEN"] == [()] and defs["EMPTY"] == [()]  # stand for nothing
+    # anything else is kept as opaque, so that it never passes for a macro that stands for nothing
+    assert defs["BLOCK"] == [(OPAQUE,)] and defs["EXPR"] == [(OPAQUE,)]
+    assert defs["SQUARE"] == [(PARAMS, OPAQUE)]
 
 
 def test_resolve_follows_chains_unions_branches_and_survives_cycles() -> None:
@@ -106,3 +113,134 @@ def test_macros_of_one_scanned_file_hold_in_the_others(tmp_path: Path) -> None:
     use = next(f for f in result.files if f.path.endswith("use.cu"))
     assert [k.name for k in use.kernels] == ["k"]
     assert [d.name for d in use.device_functions] == ["two"]
+
+
+SCOPED = (
+    b"#define NS_PREFIX\n"
+    b"#if defined(NO_ABI)\n#define ABI_BEGIN\n#define ABI_END\n"
+    b"#else\n#define ABI_BEGIN inline namespace _SPLICE(v, 2) {\n#define ABI_END }\n#endif\n"
+    b"#define LIB_NAMESPACE_BEGIN NS_PREFIX namespace lib { ABI_BEGIN\n"
+    b"#define LIB_NAMESPACE_END ABI_END } /* lib */\n"
+    b'#define C_BEGIN extern "C" {\n'
+    b"#define NS_BEGIN(name) namespace name {\n"
+    b"#define NS_END(name) }\n"
+    b"#define OPEN {\n"
+    b"#define HALF_OPEN namespace a { }\n"  # opens and closes: not a scope macro
+    b"#define TYPED_BEGIN namespace a { int\n"  # a word that is no macro
+    b"#define MAYBE_NUMBER\n#define MAYBE_NUMBER 3\n"  # empty in one configuration only
+    b'#define HIDDEN __attribute__((visibility("hidden")))\n'
+    b"#define HD __host__ __device__\n"
+)
+
+
+def test_resolve_finds_scope_macros_through_nested_macros_and_blank_ones() -> None:
+    table = resolve(definitions(SCOPED))
+    assert table.scopes == {
+        "ABI_BEGIN": ScopeMacro(opens=True, namespace=True, function_like=False),
+        "ABI_END": ScopeMacro(opens=False, namespace=False, function_like=False),
+        "LIB_NAMESPACE_BEGIN": ScopeMacro(opens=True, namespace=True, function_like=False),
+        "LIB_NAMESPACE_END": ScopeMacro(opens=False, namespace=False, function_like=False),
+        "C_BEGIN": ScopeMacro(opens=True, namespace=True, function_like=False),
+        "NS_BEGIN": ScopeMacro(opens=True, namespace=True, function_like=True),
+        "NS_END": ScopeMacro(opens=False, namespace=False, function_like=True),
+        "OPEN": ScopeMacro(opens=True, namespace=False, function_like=False),
+    }
+    assert table.blanks == {"NS_PREFIX", "HIDDEN"}
+    assert dict(table) == {"HD": ("__device__", "__host__")}
+
+
+def test_mask_keeps_offsets_lines_and_directives() -> None:
+    table = resolve(definitions(SCOPED))
+    code = (
+        b"LIB_NAMESPACE_BEGIN\n"
+        b"NS_BEGIN(detail) HIDDEN HD float f(float x) { return x; } NS_END(detail)\n"
+        b"#ifdef LIB_NAMESPACE_END\n#endif\n"
+        b"#define AGAIN \\\n  LIB_NAMESPACE_END\n"
+        b"OPEN NS_BEGIN NS_PREFIX_NOT_A_MACRO\n"  # NS_BEGIN without arguments is not a use
+        b"LIB_NAMESPACE_END\n"
+    )
+    masked = mask(SCOPED + code, table)
+    out = masked.source[len(SCOPED) :]
+    assert len(masked.source) == len(SCOPED + code) and out.count(b"\n") == code.count(b"\n")
+    lines = out.decode().split("\n")
+    assert lines[0] == "namespace{" + " " * 9  # one brace per use, whatever the depth
+    assert lines[1].split() == ["namespace{", "float", "f(float", "x)", "{", "return", "x;", "}", "}"]
+    assert lines[2:5] == ["#ifdef LIB_NAMESPACE_END", "#endif", "#define AGAIN \\"]
+    assert lines[5] == "  LIB_NAMESPACE_END"  # a directive's continuation line
+    assert lines[6].split() == ["{", "NS_BEGIN", "NS_PREFIX_NOT_A_MACRO"]
+    assert lines[7].rstrip() == "}"
+    # the qualifier macro is remembered where it was, the blank one is not
+    start = len(SCOPED) + code.index(b"HD float")
+    assert masked.spans == ((start, start + 2, ("__device__", "__host__")),)
+    # the definitions themselves are untouched
+    assert masked.source[: len(SCOPED)] == SCOPED
+
+
+def test_mask_writes_a_short_opener_as_a_block_and_the_scan_reads_into_it() -> None:
+    source = (
+        b"#define NS namespace lib {\n#define END }\n#define KERNEL __global__\n"
+        b"NS\nKERNEL void k(float* x) { x[0] = 1.0f; }\nEND\n"
+    )
+    masked = mask(source, resolve(definitions(source)))
+    assert masked.source.split(b"\n")[3] == b"{ "  # `namespace{` would not fit in `NS`
+    scan = scan_source(source, "short.cu")
+    assert [k.name for k in scan.kernels] == ["k"] and scan.warnings == ()
+
+
+def test_a_plain_dict_table_still_masks_qualifiers() -> None:
+    masked = mask(b"KERNEL void k() {}\n", {"KERNEL": ("__global__",)})
+    assert masked.source == b"       void k() {}\n" and masked.spans == ((0, 6, ("__global__",)),)
+    assert mask(b"KERNEL void k() {}\n", MacroTable()).source.startswith(b"KERNEL")
+
+
+SCOPED_PROGRAM = MACROS / "scoped.cu"
+
+
+def test_kernels_in_macro_opened_namespaces_are_found() -> None:
+    """A program in a library's style (CUB, Thrust): without the scope macros, tree-sitter reads
+    everything between `LIB_NAMESPACE_BEGIN` and `..._END` wrongly and no kernel is found."""
+    scan = scan_file(str(SCOPED_PROGRAM))
+    assert [k.name for k in scan.kernels] == ["affine_clamp", "square_in_place"]
+    assert scan.warnings == ()
+    by_name = {k.name: k for k in scan.kernels}
+    assert [(p.name, p.const, p.written) for p in by_name["affine_clamp"].params] == [
+        ("in", True, False),
+        ("out", False, True),
+        ("scale", False, False),
+        ("shift", False, False),
+        ("n", False, False),
+    ]
+    assert [(p.name, p.written) for p in by_name["square_in_place"].params] == [("data", True), ("n", False)]
+    # two qualifier macros in a row, inside a struct and inside a function-like macro's namespace
+    assert {d.name: d.qualifiers for d in scan.device_functions} == {
+        "operator()": ("__device__", "__host__", "__forceinline__"),
+        "clamp01": ("__device__", "__forceinline__"),
+    }
+    assert [(x.kernel, x.line) for x in scan.launches] == [
+        ("lib::square_in_place", 52),
+        ("lib::affine_clamp", 53),
+    ]
+    # lines are those of the file
+    text = SCOPED_PROGRAM.read_text().split("\n")
+    assert "void affine_clamp(" in text[by_name["affine_clamp"].line - 1]
+
+
+def test_device_code_keeps_macro_namespaces_and_drops_host_code() -> None:
+    source = SCOPED_PROGRAM.read_text()
+    out = device_code(source, macros=collect([(str(SCOPED_PROGRAM), None)]))
+    assert out.count("\n") == source.count("\n")
+    assert "LIB_NAMESPACE_BEGIN" in out and "LIB_NAMESPACE_END" in out and "NS_END(detail)" in out
+    assert "void square_in_place(" in out and "clamp01" in out and "struct Affine" in out
+    assert "int main" not in out and "static float reference" not in out
+    only = device_code(
+        source, kernels=["lib::square_in_place"], macros=collect([(str(SCOPED_PROGRAM), None)])
+    )
+    assert "void square_in_place(" in only and "void affine_clamp(" not in only
+
+
+@pytest.mark.parametrize("name", ["scoped.cu", "kernels.cu", "program.cu"])
+def test_masked_fixtures_parse_without_errors(name: str) -> None:
+    path = MACROS / name
+    masked = mask(path.read_bytes(), collect([(str(path), None)], [VENDOR]))
+    root = parser("cuda").parse(masked.source).root_node
+    assert not root.has_error or name == "kernels.cu"  # kernels.cu keeps one deliberate error

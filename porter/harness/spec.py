@@ -781,6 +781,14 @@ def infer_spec(
         names = ", ".join(x.name for x in scan.kernels) or "none"
         raise PorterError(f"no kernel named {kernel!r} (kernels here: {names})", path=scan.path)
     launches = [ls for ls in scan.launches if ls.kernel == base or ls.kernel.split("<")[0] == base]
+    qualified = [ls for ls in scan.launches if ls.kernel.split("<")[0].split("::")[-1].strip() == base]
+    if not launches and qualified:
+        raise PorterError(
+            f"cannot run {kernel}: it is defined in a namespace (launched as "
+            f"{qualified[0].kernel.split('<')[0]}); porter does not port kernels in namespaces yet",
+            path=scan.path,
+            line=k.line,
+        )
     if not launches:
         snippet = spec_snippet(_skeleton(k), missing=True, name=kernel)
         raise PorterError(

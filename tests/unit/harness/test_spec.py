@@ -230,6 +230,20 @@ def test_inference_that_falls_short_names_what_is_missing_and_prints_a_snippet()
     assert "[kernels.fill]" in text and "[[kernels.fill.args]]" in text
 
 
+def test_a_kernel_in_a_namespace_is_refused_by_name():
+    """Not yet supported: the message says why, rather than that the kernel is never launched."""
+    from porter.scan import scan_file
+
+    fixture = ROOT / "tests" / "fixtures" / "cuda" / "macros" / "scoped.cu"
+    with pytest.raises(PorterError) as err:
+        infer_spec(scan_file(str(fixture)), "square_in_place")
+    text = str(err.value)
+    assert text.startswith(f"{fixture}:30:")
+    assert (
+        "defined in a namespace (launched as lib::square_in_place)" in text and "never launches" not in text
+    )
+
+
 def test_unknown_kernel():
     with pytest.raises(PorterError, match="no kernel named 'nope'"):
         infer_spec(_scan("vector_add.cu"), "nope")

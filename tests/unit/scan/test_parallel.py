@@ -31,6 +31,9 @@ def test_workers_give_the_sequential_result(tree: Path, monkeypatch: pytest.Monk
     many = scan_paths([str(tree)], jobs=3)
     assert len(one.files) > 10 and one.errors and one.skipped
     assert many == one
+    # the macro table reaches the workers whole: kernels behind scope macros are found there too
+    scoped = next(f for f in many.files if f.path.endswith("scoped.cu"))
+    assert [k.name for k in scoped.kernels] == ["affine_clamp", "square_in_place"]
 
 
 def test_small_inputs_stay_in_process(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:

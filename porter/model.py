@@ -47,6 +47,22 @@ class Kernel:
     launch_bounds: str | None  # the argument text of __launch_bounds__(...)
     start_byte: int = 0
     end_byte: int = 0
+    # the namespaces it is declared in, outermost first, as C++ spells them ("lib::detail"; ""
+    # at file scope or in an anonymous namespace; inline namespaces left out)
+    namespace: str = ""
+
+    @property
+    def qualified(self) -> str:
+        """The name that reaches the kernel from file scope: `lib::detail::axpby`."""
+        return f"{self.namespace}::{self.name}" if self.namespace else self.name
+
+    def launched_by(self, launch: LaunchSite) -> bool:
+        """Whether ``launch`` launches this kernel: same name, and the namespaces it spells (if
+        any: `lib::k` from file scope, `k` or `detail::k` from inside them) are among this one's."""
+        if launch.base != self.name:
+            return False
+        spelled = launch.kernel.split("<", 1)[0].replace(" ", "").lstrip(":").split("::")[:-1]
+        return set(spelled) <= set(self.namespace.split("::"))
 
 
 @dataclass(frozen=True)
@@ -71,6 +87,11 @@ class LaunchSite:
     template_args: tuple[str, ...] = ()
     via: str = "chevrons"  # "chevrons" | "cudaLaunchKernel" | "hipLaunchKernelGGL"
     function: str | None = None  # enclosing host function
+
+    @property
+    def base(self) -> str:
+        """The launched kernel's own name: `lib::detail::axpby<float>` -> `axpby`."""
+        return self.kernel.split("<", 1)[0].split("::")[-1].strip()
 
 
 @dataclass(frozen=True)

@@ -83,7 +83,7 @@ def _file_tables(f: FileScan) -> list[Table]:
         ):
             t.add_column(col)
         for k in f.kernels:
-            name = k.name + (f"\n<{', '.join(k.template_params)}>" if k.template_params else "")
+            name = k.qualified + (f"\n<{', '.join(k.template_params)}>" if k.template_params else "")
             t.add_row(
                 name,
                 str(k.line),

@@ -975,7 +975,24 @@ class _Scanner:
             launch_bounds=fact.launch_bounds,
             start_byte=f.outer.start_byte,
             end_byte=f.outer.end_byte,
+            namespace=self._namespace_of(f.outer),
         )
+
+    def _namespace_of(self, node: Node) -> str:
+        """The enclosing namespaces of a declaration, outermost first ("" at file scope): named
+        ones as written (inline ones left out), and those a scope macro opened by the names the
+        macro gives them (``CUB_NAMESPACE_BEGIN``: ``cub``)."""
+        names: list[str] = []
+        parent = node.parent
+        while parent is not None:
+            if parent.type == "namespace_definition":
+                name = parent.child_by_field_name("name")
+                if name is None:
+                    names[:0] = self.masked.namespaces.get(parent.start_byte, ())
+                elif parent.child(0) is not None and parent.child(0).type != "inline":
+                    names[:0] = _squash(self.text(name)).replace(" ", "").split("::")
+            parent = parent.parent
+        return "::".join(names)
 
     # ------------------------------------------------------------------ host functions
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,6 +46,11 @@ class ScopeMacro:
     opens: bool  # True: it opens scopes; False: it closes them
     namespace: bool  # what it opens is a namespace or an extern "C" block (not a bare `{`)
     function_like: bool  # used with an argument list: `NS_BEGIN(detail)`
+    # The names of the namespaces it opens, outermost first, that qualify what is declared inside
+    # (inline namespaces, which need no spelling, left out): ("cub",) for CUB_NAMESPACE_BEGIN.  A
+    # function-like macro's parameters stand in it for the arguments of each use.
+    path: tuple[str, ...] = ()
+    params: tuple[str, ...] = ()
 
 
 class MacroTable(dict[str, tuple[str, ...]]):
@@ -71,11 +76,11 @@ class MacroTable(dict[str, tuple[str, ...]]):
 
 
 # A definition's body as tokens: identifiers, and the scope marks `{`, `}` and NAMESPACE (a
-# `namespace x {` or `extern "C" {` opener); OPAQUE stands for a body of anything else.  A
-# function-like macro's body starts with PARAMS.
+# `namespace x {` or `extern "C" {` opener; NAMESPACE + "x" for a named, not inline, namespace);
+# OPAQUE stands for a body of anything else.  A function-like macro's body starts with its
+# parameter list, "(a,b)".
 Body = tuple[str, ...]
 NAMESPACE = "namespace{"
-PARAMS = "()"
 OPAQUE = "..."
 
 # Starts at the `#` (a literal prefix the regex engine finds fast); the line start is checked after.
@@ -83,9 +88,10 @@ OPAQUE = "..."
 _DEFINE = re.compile(
     rb"#[ \t]*define[ \t]+([A-Za-z_]\w*)(?:(\([^()\n]*\))|(?![\w(]))((?:[^\n\\]|\\\r?\n|\\)*)"
 )
-# `namespace a {`, `inline namespace v1 {`, `namespace _SPLICE(a, b) {`, `extern "C" {`
+# `namespace a {`, `namespace a::b {`, `inline namespace v1 {`, `namespace _SPLICE(a, b) {`,
+# `extern "C" {`; group 1: `inline`, group 2: the name, group 3: a macro call after the name.
 _OPENER = re.compile(
-    r"(?:\binline\s+)?\bnamespace\b(?:\s*[\w:]+(?:\s*\((?:[^()]|\([^()]*\))*\))?)?\s*\{"
+    r"(\binline\s+)?\bnamespace\b(?:\s*([\w:]+)(\s*\((?:[^()]|\([^()]*\))*\))?)?\s*\{"
     r'|\bextern\s*"C(?:\+\+)?"\s*\{'
 )
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
@@ -96,7 +102,7 @@ _DROP = re.compile(
     r'|\bextern\s*"C(?:\+\+)?"'
 )
 _NOT_WORDS = re.compile(r"[^\w\s{}]")
-_TOKEN = re.compile(r"namespace\{|[{}]|\w+")
+_TOKEN = re.compile(r"namespace\{[\w:]*|[{}]|\w+")
 
 
 def definitions(source: bytes) -> dict[str, list[Body]]:
@@ -114,7 +120,7 @@ def definitions(source: bytes) -> dict[str, list[Body]]:
             continue  # not a directive: `#` inside a line
         raw = m.group(3)
         body = raw.decode("utf-8", "replace").replace("\\\r\n", " ").replace("\\\n", " ")
-        body = _OPENER.sub(" " + NAMESPACE + " ", _COMMENT.sub(" ", body))
+        body = _OPENER.sub(_opener_token, _COMMENT.sub(" ", body))
         body = _DROP.sub(" ", body)
         words: list[str] = [OPAQUE]
         if _NOT_WORDS.search(body) is None:
@@ -122,11 +128,21 @@ def definitions(source: bytes) -> dict[str, list[Body]]:
             if not any(w[0].isdigit() for w in found):  # numbers: `#define BLOCK 256`
                 words = found
         if m.group(2) is not None:  # function-like: only a scope macro is of use
-            if not any(w in ("{", "}", NAMESPACE) for w in words):
+            if not any(w in ("{", "}") or w.startswith(NAMESPACE) for w in words):
                 words = [OPAQUE]
-            words.insert(0, PARAMS)
+            params = m.group(2).decode("ascii", "replace")
+            words.insert(0, "(" + ",".join(x.strip() for x in params[1:-1].split(",") if x.strip()) + ")")
         out.setdefault(m.group(1).decode("ascii"), []).append(tuple(words))
     return out
+
+
+def _opener_token(m: re.Match[str]) -> str:
+    named = m.group(2) is not None and m.group(1) is None and m.group(3) is None
+    return f" {NAMESPACE}{m.group(2) if named else ''} "
+
+
+def _function_like(body: Body) -> bool:
+    return bool(body) and body[0].startswith("(")
 
 
 def resolve(defs: Mapping[str, list[Body]]) -> MacroTable:
@@ -144,7 +160,7 @@ def _qualifiers(defs: Mapping[str, list[Body]]) -> dict[str, tuple[str, ...]]:
             return memo[name]
         found: set[str] = set()
         for body in defs.get(name, ()):
-            if body[:1] == (PARAMS,):
+            if _function_like(body):
                 continue  # a function-like macro never stands for a qualifier here
             for word in body:
                 if word in QUALIFIERS:
@@ -170,20 +186,22 @@ def _structure(defs: Mapping[str, list[Body]]) -> tuple[dict[str, ScopeMacro], f
     definition (``#define CUB_NS_PREFIX``, an attribute such as ``_CCCL_VISIBILITY_HIDDEN``).
     Any other word (a type, a keyword, a macro that is not known) disqualifies: such a macro is
     left to the parser as written."""
-    memo: dict[str, tuple[bool, bool, bool] | None] = {}
+    memo: dict[str, _Marks | None] = {}
 
-    def marks(name: str, active: frozenset[str]) -> tuple[bool, bool, bool] | None:
-        """(opens, closes, opens a namespace) over every definition, None if not a scope macro."""
+    def marks(name: str, active: frozenset[str]) -> _Marks | None:
+        """What every definition of ``name`` opens and closes; None if not a scope macro."""
         if name in memo:
             return memo[name]
         opens = closes = namespace = False
-        result: tuple[bool, bool, bool] | None = None
+        paths: list[tuple[str, ...]] = []
+        result: _Marks | None = None
         for body in defs.get(name, ()):
-            for word in body:
-                if word == PARAMS:
-                    continue
-                if word == NAMESPACE:
+            path: tuple[str, ...] = ()
+            for word in body[1:] if _function_like(body) else body:
+                if word.startswith(NAMESPACE):
                     opens = namespace = True
+                    if len(word) > len(NAMESPACE):
+                        path += tuple(word[len(NAMESPACE) :].split("::"))
                 elif word == "{":
                     opens = True
                 elif word == "}":
@@ -192,14 +210,19 @@ def _structure(defs: Mapping[str, list[Body]]) -> tuple[dict[str, ScopeMacro], f
                     inner = marks(word, active | {word})
                     if inner is None:
                         break
-                    opens, closes, namespace = opens or inner[0], closes or inner[1], namespace or inner[2]
+                    opens, closes = opens or inner.opens, closes or inner.closes
+                    namespace = namespace or inner.namespace
+                    path += inner.path
                 else:
                     break  # an unknown word, or a cycle
             else:
+                paths.append(path)
                 continue
             break
         else:
-            result = (opens, closes, namespace)
+            # of the configurations, the one that names the fewest namespaces: an optional outer
+            # namespace (`CUB_NS_PREFIX`, empty unless the user asks for one) is usually absent
+            result = _Marks(opens, closes, namespace, min(paths, key=len) if paths else ())
         if not active - {name}:
             memo[name] = result
         return result
@@ -212,12 +235,28 @@ def _structure(defs: Mapping[str, list[Body]]) -> tuple[dict[str, ScopeMacro], f
         found = marks(name, frozenset({name}))
         if found is None:
             continue
-        function_like = any(body[:1] == (PARAMS,) for body in bodies)
-        if found[0] != found[1]:
-            scopes[name] = ScopeMacro(opens=found[0], namespace=found[2], function_like=function_like)
-        elif not (found[0] or function_like):
+        params = next(
+            (tuple(x for x in b[0][1:-1].split(",") if x) for b in bodies if _function_like(b)), None
+        )
+        if found.opens != found.closes:
+            scopes[name] = ScopeMacro(
+                opens=found.opens,
+                namespace=found.namespace,
+                function_like=params is not None,
+                path=found.path if found.opens else (),
+                params=params or (),
+            )
+        elif not (found.opens or params is not None):
             blanks.append(name)
     return scopes, frozenset(blanks)
+
+
+@dataclass(frozen=True)
+class _Marks:
+    opens: bool
+    closes: bool
+    namespace: bool
+    path: tuple[str, ...]
 
 
 def collect(files: Iterable[tuple[str, bytes | None]], include_dirs: Iterable[str | Path] = ()) -> MacroTable:
@@ -231,20 +270,30 @@ def collect(files: Iterable[tuple[str, bytes | None]], include_dirs: Iterable[st
 
 
 def spelled_out(text: str, table: MacroTable) -> str:
-    """``text`` with every qualifier macro replaced by the qualifiers it stands for (``#define``
-    lines are left alone), for translators that need the qualifiers written out."""
-    if not len(table):  # no qualifier macros (a table may hold scope or blank macros only)
+    """``text`` with its macros written out as far as porter reads them, for a translator whose
+    target has no use for them (OpenCL C): a qualifier macro becomes the qualifiers it stands for,
+    a scope macro the namespace it opens (``namespace cub {``) or the brace that closes it, and a
+    blank macro nothing.  Lines are kept; ``#define`` lines are left alone."""
+    if not table:
         return text
-    words = re.compile(
-        r"\b(?:" + "|".join(re.escape(n) for n in sorted(table, key=len, reverse=True)) + r")\b"
-    )
-    if words.search(text) is None:
+    data = text.encode("utf-8")
+    pieces: list[bytes] = []
+    pos = 0
+    for use in _uses(data, table):
+        pieces.append(data[pos : use.start])
+        if use.scope is None:
+            pieces.append(" ".join(table.get(use.name, ())).encode())
+        elif not use.scope.opens:
+            pieces.append(b"}")
+        elif use.scope.namespace:
+            pieces.append(("namespace " + "::".join(_path_of(use.scope, use.args)) + " {").encode())
+        else:
+            pieces.append(b"{")
+        pos = use.end
+    if not pieces:
         return text
-    lines = text.split("\n")
-    for i, line in enumerate(lines):
-        if not line.lstrip().startswith("#"):
-            lines[i] = words.sub(lambda m: " ".join(table[m.group()]), line)
-    return "\n".join(lines)
+    pieces.append(data[pos:])
+    return b"".join(pieces).decode("utf-8")
 
 
 @dataclass(frozen=True)
@@ -257,6 +306,8 @@ class Masked:
 
     source: bytes
     spans: tuple[tuple[int, int, tuple[str, ...]], ...] = ()
+    # offset of each scope macro written as `namespace{` -> the namespaces it opens (ScopeMacro.path)
+    namespaces: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
 
     def spans_in(self, start: int, end: int) -> list[tuple[int, int, tuple[str, ...]]]:
         """The blanked qualifier macros that lie within [start, end), in order."""
@@ -305,6 +356,39 @@ def mask(source: bytes, table: Mapping[str, tuple[str, ...]]) -> Masked:
     """
     if not table:
         return Masked(source)
+    out: bytearray | None = None
+    spans: list[tuple[int, int, tuple[str, ...]]] = []
+    namespaces: dict[int, tuple[str, ...]] = {}
+    for use in _uses(source, table):
+        start, end, scope = use.start, use.end, use.scope
+        if scope is None:
+            replacement = b""
+            if use.name in table:
+                spans.append((start, end, table[use.name]))
+        elif not scope.opens:
+            replacement = b"}"
+        elif scope.namespace and end - start >= len(NAMESPACE):
+            replacement = NAMESPACE.encode()
+            namespaces[start] = _path_of(scope, use.args)
+        else:
+            replacement = b"{"
+        if out is None:
+            out = bytearray(source)
+        out[start:end] = replacement.ljust(end - start)
+    return Masked(bytes(out) if out is not None else source, tuple(spans), namespaces)
+
+
+@dataclass(frozen=True)
+class _Use:
+    start: int
+    end: int  # after the argument list of a function-like macro
+    name: str
+    scope: ScopeMacro | None
+    args: bytes  # the argument list, parentheses included ("" for an object-like macro)
+
+
+def _uses(source: bytes, table: Mapping[str, tuple[str, ...]]) -> Iterator[_Use]:
+    """Every use of a qualifier, scope or blank macro of ``table`` outside directive lines."""
     scopes: dict[str, ScopeMacro] = getattr(table, "scopes", {})
     blanks: frozenset[str] = getattr(table, "blanks", frozenset())
     pattern = table._pattern if isinstance(table, MacroTable) else None
@@ -312,8 +396,6 @@ def mask(source: bytes, table: Mapping[str, tuple[str, ...]]) -> Masked:
         pattern = _names_pattern([*table, *scopes, *blanks])
         if isinstance(table, MacroTable):
             table._pattern = pattern
-    out: bytearray | None = None
-    spans: list[tuple[int, int, tuple[str, ...]]] = []
     for m in pattern.finditer(source):
         name = m.group().decode("ascii")
         scope = scopes.get(name)
@@ -324,24 +406,19 @@ def mask(source: bytes, table: Mapping[str, tuple[str, ...]]) -> Masked:
             continue  # the name alone is not a use of a function-like macro
         if _in_directive(source, m.start()):
             continue
-        start, end = m.start(), m.end()
-        if scope is None:
-            replacement = b""
-            if name in table:
-                spans.append((start, end, table[name]))
+        if args is not None:
+            yield _Use(m.start(), args.end(), name, scope, args.group())
         else:
-            if args is not None:
-                end = args.end()
-            if not scope.opens:
-                replacement = b"}"
-            elif scope.namespace and end - start >= len(NAMESPACE):
-                replacement = NAMESPACE.encode()
-            else:
-                replacement = b"{"
-        if out is None:
-            out = bytearray(source)
-        out[start:end] = replacement.ljust(end - start)
-    return Masked(bytes(out) if out is not None else source, tuple(spans))
+            yield _Use(m.start(), m.end(), name, scope, b"")
+
+
+def _path_of(scope: ScopeMacro, args: bytes) -> tuple[str, ...]:
+    """A scope macro's namespace path for one use, its parameters replaced by the arguments."""
+    if not scope.params:
+        return scope.path
+    values = [a.strip() for a in args.decode("utf-8", "replace").strip()[1:-1].split(",")]
+    bound = dict(zip(scope.params, values, strict=False))
+    return tuple(bound.get(name, name) for name in scope.path)
 
 
 # A function-like macro's argument list: one level of nesting, on the same line.

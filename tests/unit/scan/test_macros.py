@@ -10,7 +10,16 @@ from porter.grammars import parser
 
 from porter.scan import scan_file, scan_paths, scan_source
 from porter.scan.extract import device_code
-from porter.scan.macros import OPAQUE, PARAMS, MacroTable, ScopeMacro, collect, definitions, mask, resolve
+from porter.scan.macros import (
+    OPAQUE,
+    MacroTable,
+    ScopeMacro,
+    collect,
+    definitions,
+    mask,
+    resolve,
+    spelled_out,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 MACROS = ROOT / "tests" / "fixtures" / "cuda" / "macros"
@@ -34,7 +43,7 @@ def test_definitions_keep_identifier_bodies_only() -> None:
     assert defs["HIDDEN"] == [()] and defs["EMPTY"] == [()]  # stand for nothing
     # anything else is kept as opaque, so that it never passes for a macro that stands for nothing
     assert defs["BLOCK"] == [(OPAQUE,)] and defs["EXPR"] == [(OPAQUE,)]
-    assert defs["SQUARE"] == [(PARAMS, OPAQUE)]
+    assert defs["SQUARE"] == [("(x)", OPAQUE)]  # a function-like macro: its parameters first
 
 
 def test_resolve_follows_chains_unions_branches_and_survives_cycles() -> None:
@@ -136,13 +145,15 @@ SCOPED = (
 def test_resolve_finds_scope_macros_through_nested_macros_and_blank_ones() -> None:
     table = resolve(definitions(SCOPED))
     assert table.scopes == {
-        "ABI_BEGIN": ScopeMacro(opens=True, namespace=True, function_like=False),
+        "ABI_BEGIN": ScopeMacro(opens=True, namespace=True, function_like=False),  # inline: no name
         "ABI_END": ScopeMacro(opens=False, namespace=False, function_like=False),
-        "LIB_NAMESPACE_BEGIN": ScopeMacro(opens=True, namespace=True, function_like=False),
+        "LIB_NAMESPACE_BEGIN": ScopeMacro(opens=True, namespace=True, function_like=False, path=("lib",)),
         "LIB_NAMESPACE_END": ScopeMacro(opens=False, namespace=False, function_like=False),
         "C_BEGIN": ScopeMacro(opens=True, namespace=True, function_like=False),
-        "NS_BEGIN": ScopeMacro(opens=True, namespace=True, function_like=True),
-        "NS_END": ScopeMacro(opens=False, namespace=False, function_like=True),
+        "NS_BEGIN": ScopeMacro(
+            opens=True, namespace=True, function_like=True, path=("name",), params=("name",)
+        ),
+        "NS_END": ScopeMacro(opens=False, namespace=False, function_like=True, params=("name",)),
         "OPEN": ScopeMacro(opens=True, namespace=False, function_like=False),
     }
     assert table.blanks == {"NS_PREFIX", "HIDDEN"}
@@ -172,6 +183,11 @@ def test_mask_keeps_offsets_lines_and_directives() -> None:
     # the qualifier macro is remembered where it was, the blank one is not
     start = len(SCOPED) + code.index(b"HD float")
     assert masked.spans == ((start, start + 2, ("__device__", "__host__")),)
+    # and so are the names of the namespaces the scope macros open, arguments put in
+    assert masked.namespaces == {
+        len(SCOPED): ("lib",),
+        len(SCOPED) + code.index(b"NS_BEGIN(detail)"): ("detail",),
+    }
     # the definitions themselves are untouched
     assert masked.source[: len(SCOPED)] == SCOPED
 
@@ -244,3 +260,31 @@ def test_masked_fixtures_parse_without_errors(name: str) -> None:
     masked = mask(path.read_bytes(), collect([(str(path), None)], [VENDOR]))
     root = parser("cuda").parse(masked.source).root_node
     assert not root.has_error or name == "kernels.cu"  # kernels.cu keeps one deliberate error
+
+
+def test_spelled_out_writes_namespaces_qualifiers_and_blanks() -> None:
+    table = resolve(definitions(SCOPED))
+    code = "LIB_NAMESPACE_BEGIN\nNS_BEGIN(detail) HIDDEN HD float f(float x) { return x; } NS_END(detail)\nLIB_NAMESPACE_END\n"
+    out = spelled_out(SCOPED.decode() + code, table)
+    assert out.startswith(SCOPED.decode())  # directives as written
+    assert out[len(SCOPED) :].split("\n") == [
+        "namespace lib {",
+        "namespace detail {  __device__ __host__ float f(float x) { return x; } }",
+        "}",
+        "",
+    ]
+    assert spelled_out(code, MacroTable()) == code
+
+
+def test_kernels_know_their_namespaces() -> None:
+    scan = scan_file(str(SCOPED_PROGRAM))
+    assert [(k.namespace, k.qualified) for k in scan.kernels] == [
+        ("lib", "lib::affine_clamp"),
+        ("lib", "lib::square_in_place"),
+    ]
+    plain = scan_source(
+        b"namespace a { namespace b::c { inline namespace v1 { __global__ void k(int* p) { p[0] = 1; } } } }\n"
+        b"namespace { __global__ void hidden(int* p) { p[0] = 2; } }\n",
+        "plain.cu",
+    )
+    assert [k.qualified for k in plain.kernels] == ["a::b::c::k", "hidden"]

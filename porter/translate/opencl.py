@@ -283,6 +283,7 @@ class _Translator:
         self.queue: list[tuple[str, tuple[str | None, ...]]] = []
         self.const_uses: dict[str, set[str]] = {}
         self.reserved = frozenset(self.t["reserved"]["names"])
+        self.flattened: set[str] = set()  # names of the namespaces translated at file scope
 
     # ------------------------------------------------------------------ diagnostics
 
@@ -314,6 +315,29 @@ class _Translator:
                         changed = True
         self.const_uses = uses
 
+    def _flatten(self, ns: Node) -> None:
+        """OpenCL C has no namespaces: what a namespace holds is translated at file scope (its
+        `namespace x {` and `}` are dropped), and `x::f` inside becomes `f`."""
+        body = ns.child_by_field_name("body")
+        if body is None or body.type != "declaration_list":
+            self.diag(
+                ns, _text(ns).split("\n")[0], "namespace not understood: not translated", Severity.ERROR
+            )
+            self.top_edits.append(Edit.replace(ns, "/* porter: namespace removed (not translated) */"))
+            return
+        name = ns.child_by_field_name("name")
+        if name is not None:
+            self.flattened.update(_text(name).replace(" ", "").split("::"))
+        shown = _squash(self.data[ns.start_byte : body.start_byte + 1].decode("utf-8", "replace"))
+        self.diag(
+            ns, shown, "OpenCL C has no namespaces: its contents are translated at file scope", Severity.INFO
+        )
+        self.top_edits.append(Edit(ns.start_byte, body.start_byte + 1, f"/* porter: {shown} */"))
+        close = body.children[-1] if body.children else None
+        if close is not None and close.type == "}":
+            self.top_edits.append(Edit.replace(close, "/* porter: end of namespace */"))
+        self._collect(body)
+
     def _collect(self, node: Node) -> None:
         for child in node.named_children:
             t = child.type
@@ -326,10 +350,13 @@ class _Translator:
                 if fn is not None:
                     self._add_function(fn, child)
                 else:
-                    self.diag(
-                        child,
-                        _text(child).split("\n")[0],
-                        "template (not a function) in device code: kept as is",
+                    # `template <class T> struct S {...}`: no OpenCL C compiler takes it, and a
+                    # kernel that uses it is untranslatable anyway; left in, it would stop the
+                    # build of every kernel in the program
+                    head = _squash(_text(child).split("{", 1)[0]).replace("*/", "* /")
+                    self.diag(child, head, "C++ template in device code: omitted (OpenCL C has no templates)")
+                    self.top_edits.append(
+                        Edit.replace(child, f"/* porter: {head} omitted: OpenCL C has no templates */")
                     )
             elif t == "linkage_specification":
                 body = child.child_by_field_name("body")
@@ -342,13 +369,7 @@ class _Translator:
                         'extern "C" blocks are not translated: move the kernels out',
                     )
             elif t == "namespace_definition":
-                self.diag(
-                    child,
-                    _text(child).split("\n")[0],
-                    "OpenCL C has no namespaces: the code inside is not translated",
-                    Severity.ERROR,
-                )
-                self.top_edits.append(Edit.replace(child, "/* porter: namespace removed (not translated) */"))
+                self._flatten(child)
             elif t == "declaration":
                 self._add_declaration(child)
             elif t in ("preproc_def", "preproc_function_def"):
@@ -738,9 +759,25 @@ class _Body:
             self.edits.append(Edit.replace(node, "const"))
         return True
 
+    def _unqualified(self, node: Node) -> Node | None:
+        """The name inside `detail::f` or `::lib::detail::f` when every namespace it spells was
+        translated at file scope (so that the name alone reaches it); None otherwise."""
+        spelled = _text(node).split("<", 1)[0].replace(" ", "").lstrip(":").split("::")[:-1]
+        if not spelled or not set(spelled) <= self.tr.flattened:
+            return None
+        name = node.child_by_field_name("name")
+        while name is not None and name.type == "qualified_identifier":
+            name = name.child_by_field_name("name")
+        return name
+
     def _v_qualified_identifier(self, node: Node) -> bool:
         scope = _text(node.child_by_field_name("scope"))
         name = node.child_by_field_name("name")
+        inner = self._unqualified(node)
+        if inner is not None:
+            self.edits.append(Edit(node.start_byte, inner.start_byte, ""))
+            self.visit(inner)
+            return True
         if scope == "std" and name is not None and _text(name) in self.t["std_builtins"]["names"]:
             self.edits.append(Edit.replace(node, _text(name)))
             return True
@@ -915,6 +952,12 @@ class _Body:
                 self.error(node, _text(fn), "call of a templated __device__ helper (not instantiated)")
                 return True
             return False
+        if fn is not None and fn.type == "qualified_identifier":
+            inner = self._unqualified(fn)
+            if inner is not None and inner.type == "identifier" and _text(inner) in self.tr.helpers:
+                # `detail::helper(x)`: a call of the helper translated at file scope
+                self.edits.append(Edit(fn.start_byte, inner.start_byte, ""))
+                fn = inner
         if fn is None or fn.type != "identifier":
             if fn is not None and fn.type == "field_expression":
                 self.error(node, _text(fn), "member function call: OpenCL C has no methods")

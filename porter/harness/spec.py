@@ -780,15 +780,7 @@ def infer_spec(
     if k is None:
         names = ", ".join(x.name for x in scan.kernels) or "none"
         raise PorterError(f"no kernel named {kernel!r} (kernels here: {names})", path=scan.path)
-    launches = [ls for ls in scan.launches if ls.kernel == base or ls.kernel.split("<")[0] == base]
-    qualified = [ls for ls in scan.launches if ls.kernel.split("<")[0].split("::")[-1].strip() == base]
-    if not launches and qualified:
-        raise PorterError(
-            f"cannot run {kernel}: it is defined in a namespace (launched as "
-            f"{qualified[0].kernel.split('<')[0]}); porter does not port kernels in namespaces yet",
-            path=scan.path,
-            line=k.line,
-        )
+    launches = [ls for ls in scan.launches if k.launched_by(ls)]
     if not launches:
         snippet = spec_snippet(_skeleton(k), missing=True, name=kernel)
         raise PorterError(
@@ -1053,7 +1045,7 @@ def infer_constants(
     if not found:
         return (), []
     if env is None:
-        launch = next((ls for ls in scan.launches if ls.kernel.split("<")[0] == kernel), None)
+        launch = next((ls for ls in scan.launches if ls.base == kernel), None)
         env = _Env(
             scan,
             launch

@@ -765,7 +765,7 @@ def _translated_kernels(
     return tuple(
         TranslatedKernel(
             name=k.name,
-            entry=k.name,
+            entry=k.qualified,  # `lib::k` for a kernel in a namespace
             target=TARGET,
             arg_map=tuple(range(len(k.params))),
             untranslatable=tuple(dict.fromkeys(blocked[k.name])),

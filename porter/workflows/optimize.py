@@ -551,7 +551,7 @@ def optimize_file(
 
     device_text = device_code(text, macros=qualifier_macros(path, dirs))
     original = Variant(
-        kernel=k.name, target="cuda", source=device_text, entry=k.name, provenance="original", path=path
+        kernel=k.name, target="cuda", source=device_text, entry=k.qualified, provenance="original", path=path
     )
     evaluator = HarnessEvaluator(
         spec=spec,

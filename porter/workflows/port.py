@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import os
 import tomllib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
@@ -365,10 +365,10 @@ def _spec(
         same = tuple(
             ls
             for ls in scan.launches
-            if ls.kernel.split("<", 1)[0] == inst.base
+            if ls.base == inst.base
             and tuple(map(_squash, ls.template_args)) == tuple(map(_squash, inst.template_args))
         )
-        others = tuple(ls for ls in scan.launches if ls.kernel.split("<", 1)[0] != inst.base)
+        others = tuple(ls for ls in scan.launches if ls.base != inst.base)
         if same:
             launches = same + others
     # An instance name ("axpby<double>") makes inference follow only the call chains that launch
@@ -395,6 +395,20 @@ def _joined(data: bytes, ranges: Sequence[tuple[int, int]]) -> bytes:
         pos = end
     pieces.append(data[pos:])
     return b"".join(pieces)
+
+
+def _untranslatable(
+    instances: Sequence[_Instance], translations: Mapping[str, Translation], targets: Sequence[str]
+) -> list[str]:
+    """The kernels some target's translation could not take (they leave the shared units)."""
+    return sorted(
+        {
+            inst.base
+            for inst in instances
+            for t in targets
+            if (tk := _translated_kernel(translations[t], inst)) is not None and tk.untranslatable
+        }
+    )
 
 
 def prune_kernels(text: str, drop: Sequence[str], macros: MacroTable | None = None) -> str:
@@ -999,19 +1013,15 @@ def port_file(
     )
     from porter.scan.extract import device_code
 
-    drop = sorted(
-        {
-            inst.base
-            for inst in instances
-            for t in targets
-            if (tk := _translated_kernel(translations[t], inst)) is not None and tk.untranslatable
-        }
-    )
+    drop = _untranslatable(instances, translations, targets)
     original_source = device_code(prune_kernels(source, drop, macros), macros=macros)
     if "hip" in written:
+        # only what HIP cannot build leaves the HIP unit: a kernel OpenCL C cannot take (a C++
+        # template type) still has its HIP variant validated
         hip = written["hip"]
+        hip_drop = _untranslatable(instances, translations, ["hip"])
         written["hip"] = replace(
-            hip, source=device_code(prune_kernels(hip.source, drop, macros), macros=macros)
+            hip, source=device_code(prune_kernels(hip.source, hip_drop, macros), macros=macros)
         )
     ref_options = CompileOptions(include_dirs=(str(src_dir), *(str(Path(d).resolve()) for d in include_dirs)))
     asker = (
@@ -1035,16 +1045,30 @@ def port_file(
     )
     kernels_by_name = {k.name: k for k in scan.kernels}
 
+    def entry_of(base: str) -> str:
+        """The original's entry: the kernel's name as file scope reaches it (`lib::k`)."""
+        k = kernels_by_name.get(base)
+        return k.qualified if k is not None else base
+
+    kept_units: dict[str, str] = {}
+
     def reference_for(base: str) -> Reference:
         """The original with `base` kept (an untranslatable kernel is pruned from the shared unit)."""
-        text = (
-            original_source
-            if base not in drop
-            else device_code(prune_kernels(source, [d for d in drop if d != base], macros), macros=macros)
-        )
+        if base not in drop:
+            text = original_source
+        elif base in kept_units:
+            text = kept_units[base]
+        else:
+            others = [d for d in drop if d != base]
+            text = kept_units[base] = device_code(prune_kernels(source, others, macros), macros=macros)
         return Reference(
             original=Variant(
-                kernel=base, target="cuda", source=text, entry=base, provenance="original", path=path
+                kernel=base,
+                target="cuda",
+                source=text,
+                entry=entry_of(base),
+                provenance="original",
+                path=path,
             ),
             devices=ref_devices,
             options=ref_options,
@@ -1143,18 +1167,7 @@ def port_file(
                 verdict = compile_only(variant, spec, arch_opts, backend=target)
                 if verdict is not None:
                     recorder.add(result, _row_from(verdict, target, rel, f"{target}:{arch}"))
-            reference = Reference(
-                original=Variant(
-                    kernel=inst.base,
-                    target="cuda",
-                    source=original_source,
-                    entry=inst.base,
-                    provenance="original",
-                    path=path,
-                ),
-                devices=ref_devices,
-                options=ref_options,
-            )
+            reference = reference_for(inst.base)
             lacking: list[Device] = []
             for device in run_devices[target]:
                 lacks = _lacking(target, device, tk.requires)
@@ -1247,14 +1260,8 @@ def plan_variants(
     source, scan = _load_input(path, macros)
     translations = {t: _translate(t, source, path, include_dirs)[0] for t in report.targets}
     instances = _instances(scan, source, translations)
-    drop = sorted(
-        {
-            inst.base
-            for inst in instances
-            for t in report.targets
-            if (tk := _translated_kernel(translations[t], inst)) is not None and tk.untranslatable
-        }
-    )
+    drop = _untranslatable(instances, translations, report.targets)
+    hip_drop = _untranslatable(instances, translations, ["hip"]) if "hip" in translations else []
     from porter.scan.extract import device_code
 
     src_dir = Path(path).resolve().parent
@@ -1277,7 +1284,7 @@ def plan_variants(
                 continue
             requires[t] = tuple(tk.requires)
             text = Path(report.outputs[t]).read_text(encoding="utf-8")
-            src = device_code(prune_kernels(text, drop, macros), macros=macros) if t == "hip" else text
+            src = device_code(prune_kernels(text, hip_drop, macros), macros=macros) if t == "hip" else text
             variants[t] = Variant(
                 kernel=inst.base,
                 target=t,
@@ -1293,8 +1300,10 @@ def plan_variants(
         original = Variant(
             kernel=inst.base,
             target="cuda",
-            source=device_code(prune_kernels(source, drop, macros), macros=macros),
-            entry=inst.base,
+            source=device_code(
+                prune_kernels(source, [d for d in drop if d != inst.base], macros), macros=macros
+            ),
+            entry=next((k.qualified for k in scan.kernels if k.name == inst.base), inst.base),
             provenance="original",
             path=path,
         )

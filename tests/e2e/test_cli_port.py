@@ -339,16 +339,23 @@ def test_vector_add_on_nvidia_gpu(tmp_path: Path) -> None:
     assert nv_ocl and all(r["status"] == "validated" for r in nv_ocl), rows
 
 
+def _port_macro_fixture(
+    tmp_path: Path, program: str, header: str, out: Path
+) -> subprocess.CompletedProcess[str]:
+    """`porter port --json` of a program of tests/fixtures/cuda/macros, copied with its header."""
+    src_dir = tmp_path / "src"
+    src_dir.mkdir()
+    for name in (program, header):
+        shutil.copy2(ROOT / "tests" / "fixtures" / "cuda" / "macros" / name, src_dir / name)
+    return porter("port", str(src_dir / program), "--out", str(out), "--json", "--trials", "1")
+
+
 def test_kernels_declared_through_qualifier_macros_port_and_validate(tmp_path: Path) -> None:
     """`KERNEL void k()` with `#define KERNEL __global__` in a local header (and a `static` one):
     HIP keeps the macros, OpenCL spells them out, and both validate against the original."""
     _need_runtimes()
-    src_dir = tmp_path / "src"
-    src_dir.mkdir()
-    for name in ("program.cu", "defs.cuh"):
-        shutil.copy2(ROOT / "tests" / "fixtures" / "cuda" / "macros" / name, src_dir / name)
     out = tmp_path / "out"
-    res = porter("port", str(src_dir / "program.cu"), "--out", str(out), "--json", "--trials", "1")
+    res = _port_macro_fixture(tmp_path, "program.cu", "defs.cuh", out)
     assert res.returncode == 0, res.stdout + res.stderr
     doc = json.loads(res.stdout)
     assert [k["name"] for k in doc["kernels"]] == ["softsign_kernel", "double_in_place"]
@@ -361,3 +368,31 @@ def test_kernels_declared_through_qualifier_macros_port_and_validate(tmp_path: P
     assert "static KERNEL void double_in_place" in hip and "HOST_DEVICE inline float softsign" in hip
     cl = (out / "program.cl").read_text()
     assert "__kernel void double_in_place(__global float* data" in cl and "static __kernel" not in cl
+
+
+def test_kernels_in_macro_opened_namespaces_port_and_validate(tmp_path: Path) -> None:
+    """A library-style program: kernels in `LIB_NAMESPACE_BEGIN ... END`, helpers in
+    `NS_BEGIN(detail)`, launched as `lib::k`.  HIP keeps the namespaces and is validated through
+    the qualified name; OpenCL translates them at file scope.  The kernel that uses a C++ template
+    type is untranslatable to OpenCL only: its HIP variant is still validated, and the template
+    does not stop the other kernel's OpenCL build."""
+    _need_runtimes()
+    out = tmp_path / "out"
+    res = _port_macro_fixture(tmp_path, "scoped.cu", "scoped.cuh", out)
+    assert res.returncode == 1, res.stdout + res.stderr  # 1: a variant is untranslatable (below)
+    doc = json.loads(res.stdout)
+    rows = {k["name"]: k["variants"] for k in doc["kernels"]}
+    assert list(rows) == ["affine_clamp", "square_in_place"]
+    for variants in rows.values():
+        hip = [r for r in variants if r["target"] == "hip"]
+        assert any(r["status"] == "validated" for r in hip), hip
+        assert all(r["status"] in ("validated", "compiled") for r in hip), hip
+    ocl = [r for r in rows["square_in_place"] if r["target"] == "opencl"]
+    assert ocl and all(r["status"] == "validated" for r in ocl), ocl
+    (untranslatable,) = [r for r in rows["affine_clamp"] if r["target"] == "opencl"]
+    assert untranslatable["status"] == "untranslatable" and "template" in untranslatable["reason"]
+    assert "LIB_NAMESPACE_BEGIN" in (out / "scoped.hip").read_text()
+    cl = (out / "scoped.cl").read_text()
+    assert (
+        "__kernel void square_in_place(__global float* data" in cl and "/* porter: namespace lib { */" in cl
+    )

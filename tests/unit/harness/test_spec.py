@@ -230,18 +230,23 @@ def test_inference_that_falls_short_names_what_is_missing_and_prints_a_snippet()
     assert "[kernels.fill]" in text and "[[kernels.fill.args]]" in text
 
 
-def test_a_kernel_in_a_namespace_is_refused_by_name():
-    """Not yet supported: the message says why, rather than that the kernel is never launched."""
+def test_kernels_in_namespaces_are_inferred_from_qualified_launches():
+    """`lib::square_in_place<<<...>>>` from file scope launches the kernel of namespace lib (opened
+    by a macro); a launch naming another namespace does not."""
+    from dataclasses import replace
+
     from porter.scan import scan_file
 
-    fixture = ROOT / "tests" / "fixtures" / "cuda" / "macros" / "scoped.cu"
-    with pytest.raises(PorterError) as err:
-        infer_spec(scan_file(str(fixture)), "square_in_place")
-    text = str(err.value)
-    assert text.startswith(f"{fixture}:30:")
-    assert (
-        "defined in a namespace (launched as lib::square_in_place)" in text and "never launches" not in text
-    )
+    scan = scan_file(str(ROOT / "tests" / "fixtures" / "cuda" / "macros" / "scoped.cu"))
+    spec = infer_spec(scan, "square_in_place")
+    assert [(a.name, a.role, a.shape) for a in spec.args] == [
+        ("data", Role.INOUT, ("n",)),
+        ("n", Role.SCALAR, ()),
+    ]
+    assert spec.grid == ("(n + 255) / 256",) and spec.block == ("256",)
+    elsewhere = tuple(replace(ls, kernel=ls.kernel.replace("lib::", "other::")) for ls in scan.launches)
+    with pytest.raises(PorterError, match="never launches it"):
+        infer_spec(replace(scan, launches=elsewhere), "square_in_place")
 
 
 def test_unknown_kernel():

@@ -198,6 +198,11 @@ class FileScan:
     hazards: tuple[Hazard, ...] = ()
     warnings: tuple[ParseWarning, ...] = ()
 
+    def entry(self, kernel: str) -> str:
+        """The name that reaches kernel ``kernel`` from file scope (`lib::k` for a kernel in a
+        namespace); ``kernel`` itself when this file defines no such kernel."""
+        return next((k.qualified for k in self.kernels if k.name == kernel), kernel)
+
 
 # --------------------------------------------------------------------------- translation
 

@@ -8,9 +8,13 @@ expand (through other macros) to ``__global__``, ``__device__``, ``__host__`` an
 
 *Scope macros.* Libraries open and close their namespaces through macros (``CUB_NAMESPACE_BEGIN``
 ... ``CUB_NAMESPACE_END``, ``NS_BEGIN(detail)``).  Seen as plain identifiers they make tree-sitter
-misread everything between them, so no kernel in such a file is found.  :func:`masked` writes
+misread everything between them, so no kernel in such a file is found.  :func:`mask` writes
 each use as the brace it stands for (``namespace{`` / ``}``), padded to the same length so that
-byte offsets and line numbers of everything else stay those of the file.
+byte offsets and line numbers of everything else stay those of the file, and remembers which
+namespaces it opened (``cub``).
+
+*Blank macros* stand for nothing in every definition (an attribute, ``CUB_NS_PREFIX``): they are
+blanked as the preprocessor would.
 
 The table is built lexically, without parsing: ``#define`` lines of the scanned files and of the
 headers they include (``"..."`` beside the including file or in the include directories,

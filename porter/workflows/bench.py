@@ -307,9 +307,13 @@ def _bench_kernel(
         cost = estimate(device_text, spec, gpu_size, scan, kernel=name)
     except (cexpr.ExprError, ValueError) as err:
         return KernelBench(kernel=name, spec_source=spec.source, error=f"spec at size {gpu_size}: {err}")
-    entry = next((k.qualified for k in scan.kernels if k.name == name), name)  # `lib::k` in a namespace
     original = Variant(
-        kernel=name, target="cuda", source=device_text, entry=entry, provenance="original", path=path
+        kernel=name,
+        target="cuda",
+        source=device_text,
+        entry=scan.entry(name),
+        provenance="original",
+        path=path,
     )
     reference = Reference(original=original, devices=ref_devices, options=options)
     results: list[BenchResult] = []

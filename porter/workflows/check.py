@@ -118,7 +118,7 @@ def run_check(
         kernel=base,
         target="cuda",
         source=device_code(original_text, kernels=(base,), macros=macros),
-        entry=next((k.qualified for k in scan.kernels if k.name == base), base),
+        entry=scan.entry(base),
         provenance="original",
         path=original_path,
     )

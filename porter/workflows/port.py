@@ -1045,11 +1045,6 @@ def port_file(
     )
     kernels_by_name = {k.name: k for k in scan.kernels}
 
-    def entry_of(base: str) -> str:
-        """The original's entry: the kernel's name as file scope reaches it (`lib::k`)."""
-        k = kernels_by_name.get(base)
-        return k.qualified if k is not None else base
-
     kept_units: dict[str, str] = {}
 
     def reference_for(base: str) -> Reference:
@@ -1066,7 +1061,7 @@ def port_file(
                 kernel=base,
                 target="cuda",
                 source=text,
-                entry=entry_of(base),
+                entry=scan.entry(base),
                 provenance="original",
                 path=path,
             ),
@@ -1303,7 +1298,7 @@ def plan_variants(
             source=device_code(
                 prune_kernels(source, [d for d in drop if d != inst.base], macros), macros=macros
             ),
-            entry=next((k.qualified for k in scan.kernels if k.name == inst.base), inst.base),
+            entry=scan.entry(inst.base),
             provenance="original",
             path=path,
         )

@@ -553,7 +553,7 @@ class _Scanner:
                         line=_line(f.node),
                         end_line=f.node.end_point[0] + 1,
                         qualifiers=f.qualifiers,
-                        start_byte=f.outer.start_byte,
+                        start_byte=min(f.outer.start_byte, self.masked.start_of(f.node)),
                         end_byte=f.outer.end_byte,
                     )
                 )
@@ -973,7 +973,7 @@ class _Scanner:
             atomics=tuple(sorted(fact.atomics)),
             warp_intrinsics=tuple(sorted(fact.warp)),
             launch_bounds=fact.launch_bounds,
-            start_byte=f.outer.start_byte,
+            start_byte=min(f.outer.start_byte, self.masked.start_of(f.node)),
             end_byte=f.outer.end_byte,
             namespace=self._namespace_of(f.outer),
         )

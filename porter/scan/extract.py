@@ -130,7 +130,7 @@ def _drop_ranges(node: Node, out: list[tuple[int, int]], masked: Masked) -> None
             if body is not None and body.type == "declaration_list":
                 _drop_ranges(body, out, masked)
             elif body is None or not _is_device(body, masked):
-                out.append((child.start_byte, child.end_byte))
+                out.append((masked.start_of(child), child.end_byte))
             continue
         if t in _CONTAINERS:
             _drop_ranges(child, out, masked)
@@ -141,7 +141,7 @@ def _drop_ranges(node: Node, out: list[tuple[int, int]], masked: Masked) -> None
             continue  # names of namespaces and #ifdef, the "C" of extern "C", #if conditions
         if _is_device(child, masked):
             continue
-        out.append((child.start_byte, child.end_byte))
+        out.append((masked.start_of(child), child.end_byte))
 
 
 def device_code(source: str, kernels: Collection[str] | None = None, macros: MacroTable | None = None) -> str:
@@ -166,7 +166,7 @@ def device_code(source: str, kernels: Collection[str] | None = None, macros: Mac
         kept = _closure(items, kernels)
         if kept is not None:
             ranges.extend(
-                (it.node.start_byte, it.node.end_byte)
+                (masked.start_of(it.node), it.node.end_byte)
                 for i, it in enumerate(items)
                 if i not in kept and it.kind in _BLANKABLE
             )

@@ -304,8 +304,9 @@ def spelled_out(text: str, table: MacroTable) -> str:
 class Masked:
     """A source with its macros written for the parser: same length, same lines.
 
-    ``spans`` holds (start, end, qualifiers) of each qualifier macro blanked out, in order, so
-    that the qualifiers of a declaration can be read back by position (:meth:`qualifiers_of`).
+    ``spans`` holds (start, end, qualifiers) of each qualifier or blank macro blanked out (a blank
+    one with no qualifiers), in order, so that the qualifiers of a declaration, and where it really
+    starts, can be read back by position (:meth:`qualifiers_of`, :meth:`start_of`).
     """
 
     source: bytes
@@ -341,6 +342,13 @@ class Masked:
         """The qualifiers that the macros of :meth:`spans_of` stand for."""
         return {q for span in self.spans_of(node) for q in span[2]}
 
+    def start_of(self, node: Node) -> int:
+        """Where a declaration starts in the file: at its first blanked macro (`KERNEL void k()`
+        starts at `KERNEL`), which tree-sitter no longer sees; so that cutting a declaration out
+        takes its macros with it."""
+        spans = self.spans_of(node)
+        return min(node.start_byte, spans[0][0]) if spans else node.start_byte
+
 
 def mask(source: bytes, table: Mapping[str, tuple[str, ...]]) -> Masked:
     """``source`` with the macros of ``table`` written so that tree-sitter parses around them.
@@ -367,8 +375,7 @@ def mask(source: bytes, table: Mapping[str, tuple[str, ...]]) -> Masked:
         start, end, scope = use.start, use.end, use.scope
         if scope is None:
             replacement = b""
-            if use.name in table:
-                spans.append((start, end, table[use.name]))
+            spans.append((start, end, table.get(use.name, ())))
         elif not scope.opens:
             replacement = b"}"
         elif scope.namespace and end - start >= len(NAMESPACE):

@@ -3,6 +3,8 @@ scope macros (`CUB_NAMESPACE_BEGIN`) and blank ones, in the file, its headers an
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -180,9 +182,9 @@ def test_mask_keeps_offsets_lines_and_directives() -> None:
     assert lines[5] == "  LIB_NAMESPACE_END"  # a directive's continuation line
     assert lines[6].split() == ["{", "NS_BEGIN", "NS_PREFIX_NOT_A_MACRO"]
     assert lines[7].rstrip() == "}"
-    # the qualifier macro is remembered where it was, the blank one is not
-    start = len(SCOPED) + code.index(b"HD float")
-    assert masked.spans == ((start, start + 2, ("__device__", "__host__")),)
+    # where the qualifier macro was is remembered with its qualifiers, the blank one with none
+    hidden, hd = len(SCOPED) + code.index(b"HIDDEN"), len(SCOPED) + code.index(b"HD float")
+    assert masked.spans == ((hidden, hidden + 6, ()), (hd, hd + 2, ("__device__", "__host__")))
     # and so are the names of the namespaces the scope macros open, arguments put in
     assert masked.namespaces == {
         len(SCOPED): ("lib",),
@@ -236,9 +238,11 @@ def test_kernels_in_macro_opened_namespaces_are_found() -> None:
         ("lib::square_in_place", 52),
         ("lib::affine_clamp", 53),
     ]
-    # lines are those of the file
-    text = SCOPED_PROGRAM.read_text().split("\n")
-    assert "void affine_clamp(" in text[by_name["affine_clamp"].line - 1]
+    # lines are those of the file, and a kernel starts at the macros in front of it
+    source = SCOPED_PROGRAM.read_text()
+    assert "void affine_clamp(" in source.split("\n")[by_name["affine_clamp"].line - 1]
+    assert source[by_name["affine_clamp"].start_byte :].startswith("LIB_KERNEL_ATTRIBUTES void affine_clamp(")
+    assert source[by_name["square_in_place"].start_byte :].startswith("LIB_HIDDEN LIB_KERNEL_ATTRIBUTES void")
 
 
 def test_device_code_keeps_macro_namespaces_and_drops_host_code() -> None:
@@ -252,6 +256,24 @@ def test_device_code_keeps_macro_namespaces_and_drops_host_code() -> None:
         source, kernels=["lib::square_in_place"], macros=collect([(str(SCOPED_PROGRAM), None)])
     )
     assert "void square_in_place(" in only and "void affine_clamp(" not in only
+    # the macros in front of the kernel left out go with it
+    assert only.count("LIB_KERNEL_ATTRIBUTES") == 1
+
+
+@pytest.mark.parametrize("kernel", ["affine_clamp", "square_in_place"])
+def test_device_code_of_one_macro_declared_kernel_compiles(kernel: str, tmp_path: Path) -> None:
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc not installed")
+    out = device_code(
+        SCOPED_PROGRAM.read_text(), kernels=[kernel], macros=collect([(str(SCOPED_PROGRAM), None)])
+    )
+    shutil.copy(MACROS / "scoped.cuh", tmp_path / "scoped.cuh")
+    (tmp_path / "k.cu").write_text(out)
+    cmd = [nvcc, "-arch=sm_90", "-c", "-x", "cu", str(tmp_path / "k.cu"), "-o", str(tmp_path / "k.o")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" not in proc.stderr.lower(), proc.stderr
 
 
 @pytest.mark.parametrize("name", ["scoped.cu", "kernels.cu", "program.cu"])

@@ -19,6 +19,14 @@ from functools import lru_cache
 from tree_sitter import Node
 
 from porter.grammars import parser
+from porter.scan.nodes import (
+    enclosing_function,
+    function_declarator,
+    function_name,
+    node_text,
+    squash,
+    template_param_names,
+)
 
 _QUALIFIER_WORDS = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict|struct|static|inline)\b")
 _FLOAT_LITERAL = re.compile(r"^[-+]?(\d+\.\d*|\.\d+|\d+[eE][-+]?\d+|\d+\.\d*[eE][-+]?\d+)([fFlL]?)$")
@@ -78,26 +86,6 @@ class HostCode:
         return max(before or cands, key=lambda d: d.line).type
 
 
-def _text(node: Node | None) -> str:
-    return (node.text or b"").decode("utf-8", "replace") if node is not None else ""
-
-
-def _squash(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _function_declarator(fn: Node) -> Node | None:
-    decl = fn.child_by_field_name("declarator")
-    while decl is not None and decl.type != "function_declarator":
-        decl = decl.child_by_field_name("declarator")
-    return decl
-
-
-def _function_name(fn: Node) -> str | None:
-    decl = _function_declarator(fn)
-    return _squash(_text(decl.child_by_field_name("declarator"))) if decl is not None else None
-
-
 def _declared(declarator: Node | None) -> tuple[str | None, str]:
     """(name, pointer/reference suffix) of a declarator: `*d_x` -> ("d_x", "*")."""
     suffix = ""
@@ -105,7 +93,7 @@ def _declared(declarator: Node | None) -> tuple[str | None, str]:
     while node is not None:
         t = node.type
         if t in ("identifier", "field_identifier"):
-            return _text(node), suffix
+            return node_text(node), suffix
         if t in ("pointer_declarator", "abstract_pointer_declarator", "array_declarator"):
             suffix += "*"
         elif t in ("reference_declarator", "abstract_reference_declarator"):
@@ -134,32 +122,11 @@ def _base_type(decl: Node) -> str:
             "template_type",
             "qualified_identifier",
         ):
-            parts.append(_text(c))
+            parts.append(node_text(c))
     type_node = decl.child_by_field_name("type")
-    if type_node is not None and _text(type_node) not in parts:
-        parts.append(_text(type_node))
-    return _squash(" ".join(parts))
-
-
-def _template_param_names(plist: Node) -> tuple[str, ...]:
-    names = []
-    for p in plist.named_children:
-        ident = None
-        for c in p.named_children:
-            if c.type in ("type_identifier", "identifier"):
-                ident = c
-        if ident is not None:
-            names.append(_text(ident))
-    return tuple(names)
-
-
-def _enclosing_function(node: Node) -> str | None:
-    cur = node.parent
-    while cur is not None:
-        if cur.type == "function_definition":
-            return _function_name(cur)
-        cur = cur.parent
-    return None
+    if type_node is not None and node_text(type_node) not in parts:
+        parts.append(node_text(type_node))
+    return squash(" ".join(parts))
 
 
 @lru_cache(maxsize=32)
@@ -174,20 +141,20 @@ def host_code(source: str) -> HostCode:
         node = stack.pop()
         t = node.type
         if t == "function_definition":
-            name = _function_name(node)
-            fdecl = _function_declarator(node)
+            name = function_name(node)
+            fdecl = function_declarator(node)
             if name and fdecl is not None:
                 tparams: tuple[str, ...] = ()
                 if node.parent is not None and node.parent.type == "template_declaration":
                     plist = node.parent.child_by_field_name("parameters")
-                    tparams = _template_param_names(plist) if plist is not None else ()
+                    tparams = template_param_names(plist) if plist is not None else ()
                 params = []
                 plist = fdecl.child_by_field_name("parameters")
                 for p in plist.named_children if plist is not None else []:
                     if p.type not in ("parameter_declaration", "optional_parameter_declaration"):
                         continue
                     pname, suffix = _declared(p.child_by_field_name("declarator"))
-                    ptype = _squash(_base_type(p) + suffix)
+                    ptype = squash(_base_type(p) + suffix)
                     if pname is None:
                         if ptype == "void":
                             continue
@@ -199,11 +166,11 @@ def host_code(source: str) -> HostCode:
                 )
         elif t == "declaration":
             base = _base_type(node)
-            where = _enclosing_function(node)
+            where = enclosing_function(node)
             for d in node.children_by_field_name("declarator"):
                 var, suffix = _declared(d)
                 if var:
-                    decls.append(Declaration(var, _squash(base + suffix), node.start_point[0] + 1, where))
+                    decls.append(Declaration(var, squash(base + suffix), node.start_point[0] + 1, where))
         elif t == "call_expression":
             fn = node.child_by_field_name("function")
             has_chevrons = any(c.type == "kernel_call_syntax" for c in node.children)
@@ -212,20 +179,20 @@ def host_code(source: str) -> HostCode:
                 if fn.type == "template_function":
                     name_node = fn.child_by_field_name("name")
                     ta = fn.child_by_field_name("arguments")
-                    targs = tuple(_squash(_text(a)) for a in (ta.named_children if ta is not None else []))
+                    targs = tuple(squash(node_text(a)) for a in (ta.named_children if ta is not None else []))
                 else:
                     name_node = fn
                 arglist = node.child_by_field_name("arguments")
                 args = tuple(
-                    _squash(_text(a)) for a in (arglist.named_children if arglist is not None else [])
+                    squash(node_text(a)) for a in (arglist.named_children if arglist is not None else [])
                 )
                 calls.append(
                     HostCall(
-                        _squash(_text(name_node)),
+                        squash(node_text(name_node)),
                         args,
                         targs,
                         node.start_point[0] + 1,
-                        _enclosing_function(node),
+                        enclosing_function(node),
                     )
                 )
         stack.extend(reversed(node.children))
@@ -239,7 +206,7 @@ def type_shape(ctype: str) -> tuple[str, int]:
     """(base type without qualifiers, pointer depth): `const float *` -> ("float", 1); `T&` -> ("T", 0)."""
     depth = ctype.count("*") + ctype.count("[")
     base = re.sub(r"[*&\[\]]", " ", _QUALIFIER_WORDS.sub(" ", ctype))
-    return _squash(base), depth
+    return squash(base), depth
 
 
 def substitute_types(text: str, mapping: Mapping[str, str]) -> str:
@@ -257,10 +224,10 @@ def literal_type(expr: str) -> str | None:
     text = expr.strip()
     m = re.match(r"^\(\s*([A-Za-z_][\w\s]*?)\s*\)\s*[\w(]", text)
     if m and m.group(1) not in ("sizeof",):
-        return _squash(m.group(1))
+        return squash(m.group(1))
     m = re.match(r"^static_cast\s*<\s*([^<>]+?)\s*>", text)
     if m:
-        return _squash(m.group(1))
+        return squash(m.group(1))
     m = _FLOAT_LITERAL.match(text)
     if m:
         return "float" if m.group(2) in ("f", "F") else "double"

@@ -13,10 +13,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tree_sitter import Node
-
 from porter.grammars import parser
 from porter.model import LaunchSite
+from porter.scan.nodes import enclosing_function, function_name, node_text, squash, template_param_names
 
 _MAX_DEPTH = 6
 
@@ -61,49 +60,11 @@ class Instantiations:
     unresolved: list[tuple[str, int, str]] = field(default_factory=list)  # (kernel, line, why)
 
 
-def _text(node: Node | None) -> str:
-    return (node.text or b"").decode("utf-8", "replace") if node is not None else ""
-
-
-def _squash(text: str) -> str:
-    return " ".join(text.split())
-
-
 @dataclass
 class _HostTemplates:
-    params: dict[str, list[str]] = field(default_factory=dict)  # function -> template parameter names
+    params: dict[str, tuple[str, ...]] = field(default_factory=dict)  # function -> template parameter names
     # function -> [(template args, enclosing function of the call)]
     calls: dict[str, list[tuple[tuple[str, ...], str | None]]] = field(default_factory=dict)
-
-
-def _template_param_names(plist: Node) -> list[str]:
-    names = []
-    for p in plist.named_children:
-        ident = None
-        for c in p.named_children:
-            if c.type in ("type_identifier", "identifier"):
-                ident = c
-        if ident is not None:
-            names.append(_text(ident))
-    return names
-
-
-def _function_name(fn: Node) -> str | None:
-    decl = fn.child_by_field_name("declarator")
-    while decl is not None and decl.type != "function_declarator":
-        decl = decl.child_by_field_name("declarator")
-    if decl is None:
-        return None
-    return _squash(_text(decl.child_by_field_name("declarator")))
-
-
-def _enclosing_function(node: Node) -> str | None:
-    cur = node.parent
-    while cur is not None:
-        if cur.type == "function_definition":
-            return _function_name(cur)
-        cur = cur.parent
-    return None
 
 
 def _host_templates(source: str) -> _HostTemplates:
@@ -116,16 +77,18 @@ def _host_templates(source: str) -> _HostTemplates:
             plist = node.child_by_field_name("parameters")
             fn = next((c for c in node.named_children if c.type == "function_definition"), None)
             if plist is not None and fn is not None:
-                name = _function_name(fn)
+                name = function_name(fn)
                 if name:
-                    out.params[name] = _template_param_names(plist)
+                    out.params[name] = template_param_names(plist)
         elif node.type == "call_expression":
             fn_node = node.child_by_field_name("function")
             if fn_node is not None and fn_node.type == "template_function":
-                name = _text(fn_node.child_by_field_name("name"))
+                name = node_text(fn_node.child_by_field_name("name"))
                 targs = fn_node.child_by_field_name("arguments")
-                args = tuple(_squash(_text(a)) for a in (targs.named_children if targs is not None else []))
-                out.calls.setdefault(name, []).append((args, _enclosing_function(node)))
+                args = tuple(
+                    squash(node_text(a)) for a in (targs.named_children if targs is not None else [])
+                )
+                out.calls.setdefault(name, []).append((args, enclosing_function(node)))
         stack.extend(reversed(node.children))
     return out
 
@@ -188,7 +151,7 @@ def template_instantiations(
             continue
         if host is None:
             host = _host_templates(source)
-        tuples, why = _resolve(tuple(_squash(a) for a in launch.template_args), launch.function, host, 0)
+        tuples, why = _resolve(tuple(squash(a) for a in launch.template_args), launch.function, host, 0)
         if why is not None:
             result.unresolved.append((launch.kernel, launch.line, why))
         seen = result.found.setdefault(launch.kernel, [])

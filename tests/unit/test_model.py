@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from porter.model import Kernel, LaunchSite
+from porter.model import FileScan, Kernel, LaunchSite
 
 
 def _kernel(name: str, namespace: str = "") -> Kernel:
@@ -27,3 +27,9 @@ def test_a_kernel_at_file_scope_keeps_its_plain_name() -> None:
     k = _kernel("saxpy")
     assert k.qualified == "saxpy" and k.launched_by(_launch("saxpy"))
     assert not k.launched_by(_launch("ns::saxpy"))
+
+
+def test_a_file_names_its_kernels_as_file_scope_reaches_them() -> None:
+    scan = FileScan(path="k.cu", language="cuda", kernels=(_kernel("k", "lib::v"), _kernel("plain")))
+    assert scan.entry("k") == "lib::v::k" and scan.entry("plain") == "plain"
+    assert scan.entry("missing") == "missing"

@@ -75,6 +75,11 @@ class MacroTable(dict[str, tuple[str, ...]]):
     def __bool__(self) -> bool:
         return bool(len(self) or self.scopes or self.blanks)
 
+    def merged(self, other: MacroTable) -> MacroTable:
+        """Both tables in one, ``other`` winning where a name is in both (``{**a, **b}`` would keep
+        the qualifier macros only)."""
+        return MacroTable({**self, **other}, {**self.scopes, **other.scopes}, self.blanks | other.blanks)
+
     def __reduce__(self):  # type: ignore[no-untyped-def]  # for worker processes: no compiled regex
         return (MacroTable, (dict(self), self.scopes, self.blanks))
 

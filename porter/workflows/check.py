@@ -126,7 +126,7 @@ def run_check(
         variant_text
         if language == "opencl"
         else device_code(
-            variant_text, kernels=(base,), macros={**macros, **qualifier_macros(variant_path, include_dirs)}
+            variant_text, kernels=(base,), macros=macros.merged(qualifier_macros(variant_path, include_dirs))
         )
     )
     entry = base

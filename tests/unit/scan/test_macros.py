@@ -310,3 +310,13 @@ def test_kernels_know_their_namespaces() -> None:
         "plain.cu",
     )
     assert [k.qualified for k in plain.kernels] == ["a::b::c::k", "hidden"]
+
+
+def test_merged_tables_keep_scope_and_blank_macros() -> None:
+    first = resolve(definitions(SCOPED))
+    second = resolve(definitions(b"#define KERNEL __global__\n#define HD __device__\n"))
+    both = first.merged(second)
+    assert both.scopes == first.scopes and both.blanks == first.blanks
+    assert both["KERNEL"] == ("__global__",) and both["HD"] == ("__device__",)  # the second wins
+    masked = mask(b"LIB_NAMESPACE_BEGIN\nKERNEL void k() {}\nLIB_NAMESPACE_END\n", both)
+    assert masked.source.split(b"\n")[0].rstrip() == b"namespace{"

@@ -229,6 +229,7 @@ class _Function:
     name: str
     kind: str  # "kernel" | "device" | "host"
     qualifiers: tuple[str, ...]
+    start: int  # where it starts in the file: at the template, or at a blanked macro before it
     params: list[_ParamInfo] = field(default_factory=list)
 
 
@@ -286,7 +287,8 @@ def _function_info(text: _TextFn, fn: Node, masked: Masked) -> _Function | None:
         kind = "host"
     parent = fn.parent
     outer = parent if parent is not None and parent.type == "template_declaration" else fn
-    info = _Function(node=fn, outer=outer, name=name, kind=kind, qualifiers=tuple(quals))
+    start = min(outer.start_byte, masked.start_of(fn))
+    info = _Function(node=fn, outer=outer, name=name, kind=kind, qualifiers=tuple(quals), start=start)
     params = declarator.child_by_field_name("parameters") if kind != "host" else None
     if params is not None:
         for p in params.named_children:
@@ -553,7 +555,7 @@ class _Scanner:
                         line=_line(f.node),
                         end_line=f.node.end_point[0] + 1,
                         qualifiers=f.qualifiers,
-                        start_byte=min(f.outer.start_byte, self.masked.start_of(f.node)),
+                        start_byte=f.start,
                         end_byte=f.outer.end_byte,
                     )
                 )
@@ -973,7 +975,7 @@ class _Scanner:
             atomics=tuple(sorted(fact.atomics)),
             warp_intrinsics=tuple(sorted(fact.warp)),
             launch_bounds=fact.launch_bounds,
-            start_byte=min(f.outer.start_byte, self.masked.start_of(f.node)),
+            start_byte=f.start,
             end_byte=f.outer.end_byte,
             namespace=self._namespace_of(f.outer),
         )
@@ -1389,7 +1391,7 @@ def _parse_warnings(root: Node) -> list[ParseWarning]:
 def scan_cuda(path: str, source: bytes, macros: MacroTable | None = None) -> FileScan:
     """Scan one CUDA (or CUDA-bearing C++) source; never raises on bad syntax (warnings instead).
 
-    ``macros`` names the macros that stand for qualifiers (:mod:`porter.scan.macros`); None
+    ``macros``: the macro table (qualifier, scope and blank macros; :mod:`porter.scan.macros`); None
     takes those the source defines itself (no file is read: ``path`` may name no file).
     """
     if macros is None:

@@ -149,7 +149,7 @@ def device_code(source: str, kernels: Collection[str] | None = None, macros: Mac
 
     ``kernels``: keep only these ``__global__`` functions (names as launched; template arguments and
     namespaces are ignored) and the device functions and variables they reach.  When none of them
-    is found, every kernel is kept.  ``macros``: the qualifier macros in scope
+    is found, every kernel is kept.  ``macros``: the macro table in scope
     (:func:`porter.scan.macros.collect`); None takes those ``source`` defines itself.
     """
     data = source.encode("utf-8")

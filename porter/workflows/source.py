@@ -13,7 +13,7 @@ from porter.scan.macros import MacroTable
 
 def load_cuda(path: str, command: str, macros: MacroTable | None = None) -> tuple[str, FileScan]:
     """The text and scan of one CUDA source with at least one kernel; UsageError (exit 2) otherwise.
-    ``macros``: the qualifier-macro table (:func:`qualifier_macros`) when the caller has it."""
+    ``macros``: the macro table (:func:`qualifier_macros`) when the caller has it."""
     from porter.scan import language_for, scan_file
 
     p = Path(path)
@@ -34,8 +34,9 @@ def load_cuda(path: str, command: str, macros: MacroTable | None = None) -> tupl
 
 
 def qualifier_macros(path: str | Path, include_dirs: Sequence[str | Path] = ()) -> MacroTable:
-    """The macros standing for CUDA qualifiers (``#define KERNEL __global__``) in the file at
-    ``path`` and the headers it includes, for every tool that cuts device code out of it."""
+    """The macro table (:class:`porter.scan.macros.MacroTable`: qualifier macros such as
+    ``#define KERNEL __global__``, scope and blank macros) of the file at ``path`` and the headers
+    it includes, for every tool that scans it or cuts device code out of it."""
     from porter.scan.macros import collect
 
     return collect([(str(path), None)], include_dirs)

@@ -411,6 +411,29 @@ def _untranslatable(
     )
 
 
+class _Units:
+    """The device code a program's kernels are validated in: without the kernels some target
+    could not take (their constructs would stop a compiler or the emulator before the kernel
+    under test), but always with the kernel at hand.  Each distinct unit is cut once."""
+
+    def __init__(self, text: str, drop: Sequence[str], macros: MacroTable) -> None:
+        self.text, self.drop, self.macros = text, tuple(drop), macros
+        self._cut: dict[tuple[str, ...], str] = {}
+
+    def keeping(self, base: str) -> str:
+        others = tuple(d for d in self.drop if d != base)
+        if others not in self._cut:
+            self._cut[others] = _device_unit(self.text, others, self.macros)
+        return self._cut[others]
+
+
+def _device_unit(text: str, drop: Sequence[str], macros: MacroTable) -> str:
+    """The device code of ``text`` without the kernels in ``drop``."""
+    from porter.scan.extract import device_code
+
+    return device_code(prune_kernels(text, drop, macros), macros=macros)
+
+
 def prune_kernels(text: str, drop: Sequence[str], macros: MacroTable | None = None) -> str:
     """``text`` without the kernels named in ``drop`` (untranslatable ones) and, when any is
     dropped, without top-level texture/surface references; line numbers unchanged.  A kernel is
@@ -978,8 +1001,6 @@ def port_file(
         report.diagnostics.extend(tr.diagnostics)
         report.outputs[target] = str(main)
         if target == "hip":
-            from porter.scan.extract import device_code
-
             variant_source = tr.text  # pruned and reduced to device code below
             dirs = (str(out.resolve()), str(src_dir), *(str(Path(d).resolve()) for d in include_dirs))
         else:
@@ -1011,18 +1032,14 @@ def port_file(
     ref_devices = tuple(
         d for b in ("cuda", "cpu") for d in ([] if translate_only else _devices(b)) if d.kind != "checker"
     )
-    from porter.scan.extract import device_code
 
-    drop = _untranslatable(instances, translations, targets)
-    original_source = device_code(prune_kernels(source, drop, macros), macros=macros)
+    originals = _Units(source, _untranslatable(instances, translations, targets), macros)
     if "hip" in written:
         # only what HIP cannot build leaves the HIP unit: a kernel OpenCL C cannot take (a C++
         # template type) still has its HIP variant validated
         hip = written["hip"]
         hip_drop = _untranslatable(instances, translations, ["hip"])
-        written["hip"] = replace(
-            hip, source=device_code(prune_kernels(hip.source, hip_drop, macros), macros=macros)
-        )
+        written["hip"] = replace(hip, source=_device_unit(hip.source, hip_drop, macros))
     ref_options = CompileOptions(include_dirs=(str(src_dir), *(str(Path(d).resolve()) for d in include_dirs)))
     asker = (
         _ModelPort(
@@ -1045,22 +1062,13 @@ def port_file(
     )
     kernels_by_name = {k.name: k for k in scan.kernels}
 
-    kept_units: dict[str, str] = {}
-
     def reference_for(base: str) -> Reference:
         """The original with `base` kept (an untranslatable kernel is pruned from the shared unit)."""
-        if base not in drop:
-            text = original_source
-        elif base in kept_units:
-            text = kept_units[base]
-        else:
-            others = [d for d in drop if d != base]
-            text = kept_units[base] = device_code(prune_kernels(source, others, macros), macros=macros)
         return Reference(
             original=Variant(
                 kernel=base,
                 target="cuda",
-                source=text,
+                source=originals.keeping(base),
                 entry=scan.entry(base),
                 provenance="original",
                 path=path,
@@ -1255,9 +1263,8 @@ def plan_variants(
     source, scan = _load_input(path, macros)
     translations = {t: _translate(t, source, path, include_dirs)[0] for t in report.targets}
     instances = _instances(scan, source, translations)
-    drop = _untranslatable(instances, translations, report.targets)
+    originals = _Units(source, _untranslatable(instances, translations, report.targets), macros)
     hip_drop = _untranslatable(instances, translations, ["hip"]) if "hip" in translations else []
-    from porter.scan.extract import device_code
 
     src_dir = Path(path).resolve().parent
     inc = tuple(str(Path(d).resolve()) for d in include_dirs)
@@ -1279,7 +1286,7 @@ def plan_variants(
                 continue
             requires[t] = tuple(tk.requires)
             text = Path(report.outputs[t]).read_text(encoding="utf-8")
-            src = device_code(prune_kernels(text, hip_drop, macros), macros=macros) if t == "hip" else text
+            src = _device_unit(text, hip_drop, macros) if t == "hip" else text
             variants[t] = Variant(
                 kernel=inst.base,
                 target=t,
@@ -1295,9 +1302,7 @@ def plan_variants(
         original = Variant(
             kernel=inst.base,
             target="cuda",
-            source=device_code(
-                prune_kernels(source, [d for d in drop if d != inst.base], macros), macros=macros
-            ),
+            source=originals.keeping(inst.base),
             entry=scan.entry(inst.base),
             provenance="original",
             path=path,

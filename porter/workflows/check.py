@@ -122,19 +122,21 @@ def run_check(
         provenance="original",
         path=original_path,
     )
-    variant_source = (
-        variant_text
-        if language == "opencl"
-        else device_code(
-            variant_text, kernels=(base,), macros=macros.merged(qualifier_macros(variant_path, include_dirs))
-        )
-    )
     entry = base
-    if language == "opencl" and instance_args:  # the OpenCL translation names each instantiation
-        from porter.translate.opencl_launch import instance_entry
+    if language == "opencl":
+        variant_source = variant_text
+        if instance_args:  # the OpenCL translation names each instantiation
+            from porter.translate.opencl_launch import instance_entry
 
-        if instance_entry(base, instance_args) in variant_text:
-            entry = instance_entry(base, instance_args)
+            if instance_entry(base, instance_args) in variant_text:
+                entry = instance_entry(base, instance_args)
+    else:
+        from porter.scan import scan_source
+
+        variant_macros = macros.merged(qualifier_macros(variant_path, include_dirs))
+        variant_source = device_code(variant_text, kernels=(base,), macros=variant_macros)
+        # a HIP or CUDA variant may keep the kernel in a namespace, as the original does
+        entry = scan_source(variant_text.encode("utf-8"), variant_path, "cuda", variant_macros).entry(base)
     variant = Variant(
         kernel=base, target=language, source=variant_source, entry=entry, provenance="user", path=variant_path
     )

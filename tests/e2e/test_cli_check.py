@@ -55,6 +55,24 @@ def test_cuda_variant_validated_against_a_program_without_spec_file(tmp_path, em
     assert {"reason", "trials", "sizes", "max_abs_err", "max_rel_err", "checks"} <= set(v)
 
 
+@pytest.mark.parametrize(("opening", "closing"), [("namespace lib {\n", "}\n"), ("", "")])
+def test_variant_of_a_kernel_in_a_namespace(tmp_path, emulator, opening, closing):
+    """The original keeps `square_in_place` in a macro-opened namespace `lib`; a variant is run by
+    the name its own file gives it, inside a namespace or not."""
+    variant = tmp_path / "square_v2.cu"
+    variant.write_text(
+        opening + "__global__ void square_in_place(float* data, int n) {\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) data[i] *= data[i];\n}\n"
+        + closing
+    )
+    original = ROOT / "tests" / "fixtures" / "cuda" / "macros" / "scoped.cu"
+    out = porter(
+        "check", str(variant), "--against", str(original), "--kernel", "square_in_place", "--backend", "cpu"
+    )
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert "validated" in out.stdout
+
+
 def test_defective_variant_is_rejected_with_exit_1(emulator):
     out = porter(
         "check",

@@ -5,8 +5,10 @@
 #   oclgrind       the OpenCL memory/race checker
 #   hipcc, clang-19  HIP device compiles for AMD targets (gfx90a/gfx940, gfx942)
 #   python3-venv   the virtual environment the README's commands create
+#   bubblewrap, libseccomp2   the sandbox of every child that runs code (PID/network namespaces,
+#                  read-only root; the seccomp filter)
 set -euo pipefail
-pkgs=(g++ python3-venv python3-dev pocl-opencl-icd ocl-icd-libopencl1 oclgrind hipcc clang-19)
+pkgs=(g++ python3-venv python3-dev pocl-opencl-icd ocl-icd-libopencl1 oclgrind hipcc clang-19 bubblewrap libseccomp2)
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 missing=()

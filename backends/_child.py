@@ -2,11 +2,15 @@
 
 Modes:
 
-* ``job JOB_PICKLE RESULT_PICKLE``: compile (through the cache), load, run and time one Job; write a
-  JobResult.  Every failure the backend reports becomes a JobResult with its stage; a crash or a hang
+* ``job JOB_PICKLE RESULT_DIR``: compile (through the cache), load, run and time one Job; write a
+  JobResult as JSON plus ``.npy`` arrays (:func:`porter.backends.isolate.write_result`).  Every failure the backend reports becomes a JobResult with its stage; a crash or a hang
   is seen by the parent (no result file / the timeout), with the stage this child last announced in
   ``$PORTER_PROGRESS_FILE``.
-* ``probe NAME RESULT_PICKLE``: write ``get_backend(NAME).availability()`` (or a one-line reason).
+* ``probe NAME RESULT_JSON``: write ``get_backend(NAME).availability()`` (or a one-line reason).
+
+The child confines itself as the parent's :class:`porter.sandbox.Plan` says: limits, network and the
+compile-time file-system layer first (:func:`porter.sandbox.enter`), then, right before the binary is
+loaded, writes only to the scratch folder and the seccomp filter (:func:`porter.sandbox.lock_down`).
 """
 
 from __future__ import annotations
@@ -18,7 +22,6 @@ import inspect
 import json
 import os
 import pickle
-import resource
 import sys
 import time
 import traceback
@@ -35,14 +38,10 @@ from porter.backends import (
     ToolchainMissing,
     get_backend,
 )
-from porter.backends.isolate import Job, JobResult
+from porter.backends.isolate import Job, JobResult, availability_to_json, write_result
 
+from porter import sandbox
 from porter.cache import Cache, compile_cached
-
-# Default address-space limit of children running on the CPU (the emulator, OpenCL on a CPU device):
-# this fraction of physical memory, at least 2 GiB.  GPU children get none: drivers map huge ranges.
-CPU_MEMORY_FRACTION = 0.8
-MIN_MEMORY_LIMIT = 2 << 30
 
 
 class Progress:
@@ -131,8 +130,13 @@ def _execute(job: Job, progress: Progress, result: JobResult) -> None:
     if device is None:
         return
 
-    _limit_memory(job)
     progress.update(stage="load")
+    plan = sandbox.current_plan()
+    if plan is not None:
+        try:
+            sandbox.lock_down(plan)  # before any code porter did not write is loaded
+        except sandbox.SandboxError as err:
+            raise Failed("sandbox", str(err)) from None
     try:
         program = backend.load(binary, device)
     except Exception as err:  # noqa: BLE001
@@ -259,42 +263,32 @@ class Launcher:
         return out
 
 
-def _limit_memory(job: Job) -> None:
-    """Cap the address space for the load/launch stages (the compiler already ran, unlimited)."""
-    if job.memory_limit_mb == 0:
-        return
-    if job.memory_limit_mb is not None:
-        limit = job.memory_limit_mb << 20
-    elif job.backend == "cpu" or (job.device is not None and job.device.kind == "cpu"):
-        try:
-            physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        except (ValueError, OSError):
-            return
-        limit = max(int(physical * CPU_MEMORY_FRACTION), MIN_MEMORY_LIMIT)
-    else:
-        return
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    if soft == resource.RLIM_INFINITY or limit < soft:
-        with contextlib.suppress(ValueError, OSError):
-            resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-
-
 # ------------------------------------------------------------------------------- entry point
 
 
-def _write(path: Path, obj: Any) -> None:
+def _write_json(path: Path, doc: Any) -> None:
     tmp = path.with_suffix(".part")
-    tmp.write_bytes(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+    tmp.write_text(json.dumps(doc), encoding="utf-8")
     os.replace(tmp, path)
 
 
-def _probe(name: str) -> Any:
+def _probe(name: str) -> dict[str, Any]:
     try:
-        return get_backend(name).availability()
+        return {"availability": availability_to_json(get_backend(name).availability())}
     except Exception as err:  # noqa: BLE001 - reported as the backend's hint
-        return f"backend {name} failed: {_one_line(err)}"
+        return {"error": f"backend {name} failed: {_one_line(err)}"}
+
+
+def _enter_sandbox() -> str:
+    """Confine this process as the parent planned; '' or why a required layer is missing."""
+    plan = sandbox.current_plan()
+    if plan is None:
+        return ""
+    try:
+        sandbox.enter(plan)
+    except sandbox.SandboxError as err:
+        return str(err)
+    return ""
 
 
 def _line_buffer_c_stdio() -> None:
@@ -310,18 +304,23 @@ def main(argv: list[str]) -> int:
     faulthandler.enable()
     _line_buffer_c_stdio()
     if len(argv) == 3 and argv[0] == "job":
-        job = pickle.loads(Path(argv[1]).read_bytes())
+        job = pickle.loads(Path(argv[1]).read_bytes())  # written by the parent: trusted
         if not isinstance(job, Job):
             print(f"not a Job: {type(job).__name__}", file=sys.stderr)
             return 2
-        result = execute(job, Progress(os.environ.get("PORTER_PROGRESS_FILE")))
+        refused = _enter_sandbox()
+        if refused:
+            result = JobResult(ok=False, stage="sandbox", error=refused)
+        else:
+            result = execute(job, Progress(os.environ.get("PORTER_PROGRESS_FILE")))
         sys.stdout.flush()
-        _write(Path(argv[2]), result)
+        write_result(Path(argv[2]), result)
         return 0
     if len(argv) == 3 and argv[0] == "probe":
-        _write(Path(argv[2]), _probe(argv[1]))
+        refused = _enter_sandbox()
+        _write_json(Path(argv[2]), {"error": refused} if refused else _probe(argv[1]))
         return 0
-    print("usage: python -m porter.backends._child job JOB RESULT | probe NAME RESULT", file=sys.stderr)
+    print("usage: python -m porter.backends._child job JOB RESULT_DIR | probe NAME RESULT", file=sys.stderr)
     return 2
 
 

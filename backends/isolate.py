@@ -7,8 +7,11 @@ process.  It describes the work as a :class:`Job` (plain data, picklable) and ca
 child becomes a result with ``stage`` "timeout" / "crash" and the log, never an exception in
 the parent and never a hung porter.
 
-Outputs come back to the parent as NumPy arrays; comparisons happen in the parent, so a
-kernel that corrupts its own process cannot forge a verdict.
+Every child is confined by :mod:`porter.sandbox` (its own session, death with porter, resource limits,
+bubblewrap where it works, no network, Landlock, and a seccomp filter installed before the binary is
+loaded).  Results come back as a JSON document plus ``.npy`` arrays (never pickle), read with
+``allow_pickle=False`` and checked against the dtypes and shapes the parent asked for; comparisons and
+verdicts happen in the parent only, so a kernel that corrupts its own process cannot forge a verdict.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import contextlib
 import json
 import os
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,7 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from porter.backends import Availability, CompileOptions, Device, ResourceReport
+from porter.backends import Availability, CompileOptions, Device, HardwareFacts, ResourceReport
+
+from porter import sandbox
 
 
 @dataclass(frozen=True)
@@ -72,7 +78,10 @@ class Job:
     use_cache: bool = True
     seed: int = 0  # scheduling seed for the CPU emulator (varied per run by the emulator)
     env: dict[str, str] = field(default_factory=dict)  # extra environment for the child (OCL_ICD_VENDORS...)
-    wrapper: tuple[str, ...] = ()  # command prefix for the child, e.g. ("oclgrind",) for a checking run
+    # Command prefix for the child, e.g. oclgrind_wrapper(...) for a checking run.  "{scratch}" in an
+    # element stands for the job's scratch folder, the only place a sandboxed child may write.
+    wrapper: tuple[str, ...] = ()
+    collect: tuple[str, ...] = ()  # files of the scratch folder whose text comes back (JobResult.files)
     # Address-space limit for the child's load/launch stages, in MiB.  None: a generous default (80% of
     # RAM) for the "cpu" emulator and CPU OpenCL devices, so a runaway allocation is a reported failure,
     # not the OOM killer; no limit for GPUs (drivers reserve huge virtual ranges).  0: never limit.
@@ -98,6 +107,7 @@ class JobResult:
     wall_s: float = 0.0
     cached: bool = False
     returncode: int | None = None  # the child's exit status (negative: killed by that signal)
+    files: dict[str, str] = field(default_factory=dict)  # Job.collect: name -> text (bounded)
 
 
 # Bounds on the child output kept in JobResult.log: the head (first errors) and the tail (last words).
@@ -108,7 +118,8 @@ CHILD_MODULE = "porter.backends._child"
 
 
 def run_job(job: Job, timeout_s: float = 60.0) -> JobResult:
-    """Run `job` in a fresh child process group; whatever happens there comes back as a JobResult.
+    """Run `job` in a fresh, sandboxed child process group; whatever happens there comes back as a
+    JobResult.
 
     The timeout covers the whole job (compile, load, runs, timing).  On timeout the whole process group
     is killed (the compiler or a checker under `job.wrapper` included).  Never raises for anything the
@@ -117,28 +128,27 @@ def run_job(job: Job, timeout_s: float = 60.0) -> JobResult:
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="porter-job-", ignore_cleanup_errors=True) as tmp:
         work = Path(tmp)
-        job_file, result_file, progress_file, log_file = (
+        job_file, result_dir, progress_file, log_file = (
             work / "job.pkl",
-            work / "result.pkl",
+            work / "result",
             work / "progress.json",
             work / "output.log",
         )
-        try:
+        try:  # parent -> child only: the child trusts what its parent wrote
             job_file.write_bytes(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
         except (pickle.PicklingError, TypeError, AttributeError) as err:
             return JobResult(ok=False, stage="load", error=f"cannot hand the job to a child process: {err}")
-        cmd = [*job.wrapper, sys.executable, "-m", CHILD_MODULE, "job", str(job_file), str(result_file)]
-        env = {
-            **os.environ,
-            **job.env,
-            "PORTER_PROGRESS_FILE": str(progress_file),
-            "PYTHONFAULTHANDLER": "1",  # a Python stack in the log when the child dies of a signal
-            "PYTHONUNBUFFERED": "1",  # and everything it printed before
-        }
-        rc = _spawn(cmd, env, work, timeout_s, log_file)
+        kind = job.device.kind if job.device is not None else None
+        plan = child_plan(work, kind, timeout_s, job.memory_limit_mb, job.options.include_dirs)
+        wrapper = [part.replace("{scratch}", str(work)) for part in job.wrapper]
+        cmd = [*wrapper, sys.executable, "-m", CHILD_MODULE, "job", str(job_file), str(result_dir)]
+        rc = _spawn(
+            cmd, {**job.env, "PORTER_PROGRESS_FILE": str(progress_file)}, work, timeout_s, log_file, plan
+        )
         output = read_bounded(log_file)
         progress = _read_progress(progress_file)
-        result = _read_result(result_file)
+        result = read_result(result_dir, job) if rc is not None else None
+        files = {name: read_bounded(work / name) for name in job.collect if (work / name).is_file()}
         wall = time.monotonic() - start
 
     where = _where(progress)
@@ -149,13 +159,14 @@ def run_job(job: Job, timeout_s: float = 60.0) -> JobResult:
             error=f"timed out: exceeded the {timeout_s:g} s limit{where}; the process group was killed",
         )
     elif result is None:
-        result = JobResult(ok=False, stage="crash", error=_crash_message(rc, where))
+        result = JobResult(ok=False, stage="crash", error=_crash_message(rc, where, output, plan.limits))
     if result.stage in ("timeout", "crash"):
         result.toolchain = result.toolchain or str(progress.get("toolchain", ""))
         result.compile_s = result.compile_s or float(progress.get("compile_s", 0.0))
         result.cached = result.cached or bool(progress.get("cached", False))
     result.returncode = rc
     result.wall_s = wall
+    result.files = files
     if output.strip():
         result.log = (
             f"{result.log.rstrip()}\n--- child output ---\n{output}" if result.log.strip() else output
@@ -168,45 +179,91 @@ def probe_backend(name: str, timeout_s: float = 60.0) -> Availability:
     hang becomes an Availability that can neither compile nor run, with the reason as its hint."""
     with tempfile.TemporaryDirectory(prefix="porter-probe-", ignore_cleanup_errors=True) as tmp:
         work = Path(tmp)
-        result_file, log_file = work / "result.pkl", work / "output.log"
+        result_file, log_file = work / "result.json", work / "output.log"
+        plan = child_plan(work, "gpu", timeout_s, None, ())
         cmd = [sys.executable, "-m", CHILD_MODULE, "probe", name, str(result_file)]
-        rc = _spawn(cmd, {**os.environ, "PYTHONFAULTHANDLER": "1"}, work, timeout_s, log_file)
-        found = _read_pickle(result_file)
+        rc = _spawn(cmd, {}, work, timeout_s, log_file, plan)
+        found = _read_json(result_file)
         output = read_bounded(log_file, head=2048, tail=2048)
-    if isinstance(found, Availability):
-        return found
-    if isinstance(found, str):  # the child caught an exception: its one-line description
-        reason = found
+    if isinstance(found, dict) and isinstance(found.get("availability"), dict):
+        with contextlib.suppress(KeyError, TypeError, ValueError):
+            return availability_from_json(found["availability"])
+    if isinstance(found, dict) and isinstance(found.get("error"), str):  # the child's one-line reason
+        reason = found["error"]
     elif rc is None:
         reason = f"probing the backend timed out after {timeout_s:g} s"
     else:
-        reason = _crash_message(rc, "")
+        reason = _crash_message(rc or 0, "", output, plan.limits) if rc else "the probe returned no result"
     last = next((ln.strip() for ln in reversed(output.splitlines()) if ln.strip()), "")
     details = (last,) if last and last not in reason else ()
     return Availability(name=name, compile=False, run=False, toolchain="", hint=reason, details=details)
 
 
+def child_plan(
+    work: Path, kind: str | None, timeout_s: float, memory_mb: int | None, include_dirs: Sequence[str]
+) -> sandbox.Plan:
+    """The sandbox plan of one child: its scratch folder, the compile cache, the headers it may read."""
+    from porter.cache import default_root
+
+    return sandbox.Plan(
+        scratch=str(work),
+        cache=str(default_root()),
+        readable=tuple(str(Path(d).resolve()) for d in include_dirs),
+        limits=sandbox.limits_for(kind, timeout_s, memory_mb),
+        disabled=sandbox.disabled(),
+        required=sandbox.required_by_env(),
+    )
+
+
 # ------------------------------------------------------------------------------- helpers
 
 
+def _child_env(extra: dict[str, str], work: Path, plan: sandbox.Plan) -> dict[str, str]:
+    scratch = work / "tmp"
+    return {
+        **os.environ,
+        **extra,
+        sandbox.PLAN_ENV: plan.to_env(),
+        "TMPDIR": str(scratch),
+        # caches of the runtimes go to the scratch folder (porter's own compile cache is separate)
+        "POCL_CACHE_DIR": str(scratch / "pocl"),
+        "CUPY_CACHE_DIR": str(scratch / "cupy"),
+        "CUDA_CACHE_PATH": str(scratch / "nv"),
+        "XDG_CACHE_HOME": str(scratch / "xdg"),  # pytools' (pyopencl's) invoker cache and the like
+        **({"PORTER_CACHE_DIR": plan.cache} if plan.cache else {}),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONFAULTHANDLER": "1",  # a Python stack in the log when the child dies of a signal
+        "PYTHONUNBUFFERED": "1",  # and everything it printed before
+    }
+
+
 def _spawn(
-    cmd: Sequence[str], env: dict[str, str], cwd: Path, timeout_s: float, log_file: Path
+    cmd: Sequence[str],
+    env: dict[str, str],
+    cwd: Path,
+    timeout_s: float,
+    log_file: Path,
+    plan: sandbox.Plan,
 ) -> int | None:
-    """Run `cmd` in its own session, output to `log_file`.  The exit status, or None after a timeout."""
+    """Run `cmd` in its own session inside the sandbox, output to `log_file`.  The exit status, or
+    None after a timeout."""
+    (cwd / "tmp").mkdir(exist_ok=True)
+    wrapped, plan = sandbox.wrap_command(cmd, plan)
     with open(log_file, "wb") as log:
         try:
             proc = subprocess.Popen(
-                list(cmd),
+                wrapped,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 cwd=cwd,
-                env=env,
+                env=_child_env(env, cwd, plan),
                 start_new_session=True,
             )
         except OSError as err:
-            log.write(f"cannot start {cmd[0]}: {err}\n".encode())
+            log.write(f"cannot start {wrapped[0]}: {err}\n".encode())
             return 127
+        _LIVE.add(proc)
         try:
             return proc.wait(timeout=max(timeout_s, 0.001))
         except subprocess.TimeoutExpired:
@@ -214,6 +271,18 @@ def _spawn(
         finally:
             if proc.returncode is None:  # timed out, or the parent was interrupted: take the group down
                 _kill_group(proc)
+            _LIVE.discard(proc)
+
+
+# Children alive right now, so a signal handler of porter can take every group down before exiting.
+_LIVE: set[subprocess.Popen[bytes]] = set()
+
+
+def kill_all() -> None:
+    """Kill the process group of every child still running (porter is being terminated)."""
+    for proc in list(_LIVE):
+        with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -231,7 +300,17 @@ def signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def _crash_message(rc: int, where: str) -> str:
+_OOM_WORDS = ("std::bad_alloc", "MemoryError", "Cannot allocate memory", "out of memory")
+
+
+def _crash_message(rc: int, where: str, output: str = "", limits: sandbox.Limits | None = None) -> str:
+    cap = limits.address_space or limits.data if limits is not None else None
+    if cap and any(w in output for w in _OOM_WORDS):
+        return f"out of memory: exceeded the sandbox's limit of {cap >> 20} MiB{where}"
+    if rc == -signal.SIGXCPU:
+        return f"timed out: exceeded the sandbox's CPU-time limit{where}; killed by SIGXCPU"
+    if rc == -signal.SIGXFSZ:
+        return f"crashed: wrote a file larger than the sandbox's limit{where} (SIGXFSZ)"
     if rc < 0:
         return f"crashed: killed by {signal_name(-rc)}{where}"
     if rc > 128 and rc - 128 in {s.value for s in signal.Signals}:
@@ -273,15 +352,133 @@ def _read_progress(path: Path) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
-def _read_pickle(path: Path) -> Any:
+def _read_json(path: Path) -> Any:
     try:
-        return pickle.loads(path.read_bytes())
-    except FileNotFoundError:
-        return None
-    except Exception:  # noqa: BLE001 - a torn or garbled result is "no result"
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
         return None
 
 
-def _read_result(path: Path) -> JobResult | None:
-    found = _read_pickle(path)
-    return found if isinstance(found, JobResult) else None
+# ------------------------------------------------------------------------------- the wire format
+#
+# The child writes ``result/result.json`` and one ``.npy`` per returned array; the parent reads them back
+# with ``allow_pickle=False`` and checks each against the dtype and shape of the argument it belongs to.
+# Nothing the child writes is ever executed or unpickled by the parent.
+
+_RESULT_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "ok": bool,
+    "stage": str,
+    "error": str,
+    "log": str,
+    "toolchain": str,
+    "compile_s": (int, float),
+    "cached": bool,
+}
+_STAGES = {"done", "compile", "load", "launch", "timeout", "crash", "unavailable", "emulate", "sandbox"}
+
+
+def write_result(folder: Path, result: JobResult) -> None:
+    """The child's side: `result` as JSON plus arrays; the folder appears complete or not at all."""
+    part = folder.with_name(folder.name + ".part")
+    shutil.rmtree(part, ignore_errors=True)
+    part.mkdir(parents=True)
+    doc: dict[str, Any] = {name: getattr(result, name) for name in _RESULT_FIELDS}
+    doc["times_ms"] = [float(t) for t in result.times_ms]
+    doc["report"] = None if result.report is None else vars(result.report)
+    doc["outputs"] = [len(run) for run in result.outputs]
+    doc["timed_outputs"] = [len(run) for run in result.timed_outputs]
+    for tag, runs in (("out", result.outputs), ("timed", result.timed_outputs)):
+        for r, arrays in enumerate(runs):
+            for i, array in enumerate(arrays):
+                np.save(part / f"{tag}-{r}-{i}.npy", np.ascontiguousarray(array), allow_pickle=False)
+    (part / "result.json").write_text(json.dumps(doc), encoding="utf-8")
+    os.replace(part, folder)
+
+
+def read_result(folder: Path, job: Job) -> JobResult | None:
+    """The parent's side: the child's result, or None when it is missing, torn or malformed."""
+    doc = _read_json(folder / "result.json")
+    if not isinstance(doc, dict):
+        return None
+    try:
+        fields = {}
+        for name, kind in _RESULT_FIELDS.items():
+            value = doc[name]
+            if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+                return None
+            fields[name] = value
+        if fields["stage"] not in _STAGES:
+            return None
+        times = doc["times_ms"]
+        if not isinstance(times, list) or not all(isinstance(t, (int, float)) for t in times):
+            return None
+        report = doc["report"]
+        result = JobResult(
+            **fields,
+            times_ms=[float(t) for t in times],
+            report=ResourceReport(**report) if isinstance(report, dict) else None,
+        )
+        expect = _expected_arrays(job)
+        result.outputs = _read_arrays(folder, "out", doc["outputs"], expect)
+        result.timed_outputs = _read_arrays(folder, "timed", doc["timed_outputs"], expect)
+    except (KeyError, TypeError, ValueError, OSError):
+        return None
+    return result
+
+
+def _expected_arrays(job: Job) -> list[tuple[np.dtype, tuple[int, ...]]]:
+    arrays = [i for i, a in enumerate(job.args) if isinstance(a, np.ndarray)]
+    picked = arrays if job.read_back is None else [i for i in job.read_back if i in arrays]
+    return [(job.args[i].dtype, tuple(job.args[i].shape)) for i in picked]
+
+
+def _read_arrays(
+    folder: Path, tag: str, counts: Any, expect: list[tuple[np.dtype, tuple[int, ...]]]
+) -> list[list[np.ndarray]]:
+    if not isinstance(counts, list):
+        raise ValueError("array counts")
+    runs = []
+    for r, count in enumerate(counts):
+        if count != len(expect):
+            raise ValueError("wrong number of arrays")
+        arrays = []
+        for i, (dtype, shape) in enumerate(expect):
+            array = np.load(folder / f"{tag}-{r}-{i}.npy", allow_pickle=False)
+            if array.dtype != dtype or tuple(array.shape) != shape:
+                raise ValueError("array of the wrong dtype or shape")
+            arrays.append(array)
+        runs.append(arrays)
+    return runs
+
+
+def availability_to_json(a: Availability) -> dict[str, Any]:
+    return {
+        "name": a.name,
+        "compile": a.compile,
+        "run": a.run,
+        "toolchain": a.toolchain,
+        "hint": a.hint,
+        "details": list(a.details),
+        "devices": [
+            {**{k: v for k, v in vars(d).items() if k != "facts"}, "facts": vars(d.facts)} for d in a.devices
+        ],
+    }
+
+
+def availability_from_json(doc: dict[str, Any]) -> Availability:
+    devices = tuple(
+        Device(**{**{k: v for k, v in d.items() if k != "facts"}, "facts": HardwareFacts(**d["facts"])})
+        for d in doc["devices"]
+    )
+    for name in ("name", "toolchain", "hint"):
+        if not isinstance(doc[name], str):
+            raise ValueError(name)
+    return Availability(
+        name=doc["name"],
+        compile=bool(doc["compile"]),
+        run=bool(doc["run"]),
+        toolchain=doc["toolchain"],
+        devices=devices,
+        hint=doc["hint"],
+        details=tuple(str(d) for d in doc["details"]),
+    )

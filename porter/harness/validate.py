@@ -28,13 +28,11 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
-import tempfile
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -609,22 +607,20 @@ def _sanitizer_pass(
         return []
     done: list[str] = []
     for check in ("memcheck", "racecheck"):
-        with tempfile.TemporaryDirectory(prefix="porter-sanitizer-") as tmp:
-            log_path = Path(tmp) / "sanitizer.log"
-            wrapper = (
-                tool,
-                "--tool",
-                check,
-                "--target-processes",
-                "all",
-                "--print-limit",
-                "20",
-                "--log-file",
-                str(log_path),
-            )
-            job, _ = _job(variant, spec, device, inst, 1, opts.compile, inst.seed, wrapper)
-            res = run_job(job, opts.timeout_s * 10)
-            text = log_path.read_text(errors="replace") if log_path.exists() else ""
+        wrapper = (
+            tool,
+            "--tool",
+            check,
+            "--target-processes",
+            "all",
+            "--print-limit",
+            "20",
+            "--log-file",
+            "{scratch}/" + SANITIZER_LOG,
+        )
+        job, _ = _job(variant, spec, device, inst, 1, opts.compile, inst.seed, wrapper)
+        res = run_job(replace(job, collect=(SANITIZER_LOG,)), opts.timeout_s * 10)
+        text = res.files.get(SANITIZER_LOG, "")
         if not res.ok and res.stage in ("timeout", "unavailable"):
             logs.append(f"{check} did not complete ({res.stage}): {res.error}")
             continue
@@ -653,10 +649,15 @@ def _sanitizer_pass(
     return done
 
 
-def _checker_findings(log_path: Path, res: JobResult) -> list[Any]:
+# Checker logs are written in the job's scratch folder, the only place a sandboxed child may write.
+CHECKER_LOG = "checker.log"
+SANITIZER_LOG = "sanitizer.log"
+
+
+def _checker_findings(res: JobResult) -> list[Any]:
     from porter.backends.opencl.oclgrind import parse_oclgrind_log
 
-    text = log_path.read_text(errors="replace") if log_path.exists() else ""
+    text = res.files.get(CHECKER_LOG, "")
     return [
         f
         for f in parse_oclgrind_log(text + "\n" + res.log)
@@ -765,30 +766,24 @@ def _validate_on(
                     inst = _Instance.draw(spec, size, label, seed, 0 if checker else GUARD_ELEMENTS)
                     last_inst = inst
                     wrapper: tuple[str, ...] = ()
-                    tmp = tempfile.TemporaryDirectory(prefix="porter-oclgrind-") if checker else None
-                    log_path = Path(tmp.name) / "oclgrind.log" if tmp else None
-                    try:
-                        if checker and log_path is not None:
-                            from porter.backends.opencl.oclgrind import oclgrind_wrapper
+                    if checker:
+                        from porter.backends.opencl.oclgrind import oclgrind_wrapper
 
-                            wrapper = oclgrind_wrapper(str(log_path))
-                        job, arrays = _job(
-                            variant,
-                            spec,
-                            device,
-                            inst,
-                            1 if checker else opts.runs,
-                            opts.compile,
-                            seed,
-                            wrapper,
-                        )
-                        res = run_job(job, opts.timeout_s * (10 if checker else 1))
-                        findings = (
-                            _checker_findings(log_path, res) if checker and log_path is not None else []
-                        )
-                    finally:
-                        if tmp is not None:
-                            tmp.cleanup()
+                        wrapper = oclgrind_wrapper("{scratch}/" + CHECKER_LOG)
+                    job, arrays = _job(
+                        variant,
+                        spec,
+                        device,
+                        inst,
+                        1 if checker else opts.runs,
+                        opts.compile,
+                        seed,
+                        wrapper,
+                    )
+                    if checker:
+                        job = replace(job, collect=(CHECKER_LOG,))
+                    res = run_job(job, opts.timeout_s * (10 if checker else 1))
+                    findings = _checker_findings(res) if checker else []
                     toolchain = toolchain or res.toolchain
                     compiled = compiled or res.stage not in ("compile", "unavailable")
                     if not res.ok:

@@ -154,7 +154,6 @@ def test_clean_kernel_has_no_findings_and_the_checker_device_matches(tmp_path):
 def test_checker_job_through_the_isolation_layer(tmp_path, source, entry, expect):
     from porter.backends.isolate import Job, LocalBuffer, run_job
 
-    log = tmp_path / "oclgrind.log"
     job = Job(
         backend="opencl",
         source=source,
@@ -164,11 +163,13 @@ def test_checker_job_through_the_isolation_layer(tmp_path, source, entry, expect
         grid=(1,),
         block=(N,),
         use_cache=False,
-        wrapper=oclgrind_wrapper(str(log)),
+        wrapper=oclgrind_wrapper("{scratch}/oclgrind.log"),  # the sandboxed child writes only there
+        collect=("oclgrind.log",),
     )
     result = run_job(job, timeout_s=300)
     assert result.ok, (result.stage, result.error, result.log)
-    findings = parse_oclgrind_log((log.read_text() if log.exists() else "") + result.log)
+    assert "oclgrind.log" in result.files
+    findings = parse_oclgrind_log(result.files["oclgrind.log"] + result.log)
     assert kinds(findings) == expect
     if not expect:  # the clean kernel's output came back through the child
         np.testing.assert_array_equal(result.outputs[0][0], np.roll(np.arange(N, dtype=np.float32), -1))

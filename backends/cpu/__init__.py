@@ -375,7 +375,9 @@ class CpuBackend:
             inc = tmpdir / "include"
             self._write_headers(inc)
             unit = tmpdir / "porter_unit.cpp"
-            unit.write_text(src_mod.translation_unit(source, entry), encoding="utf-8")
+            unit.write_text(
+                src_mod.translation_unit(source, entry, untrusted=dialect["untrusted"]), encoding="utf-8"
+            )
             out = tmpdir / "kernel.so"
             cmd = [
                 compiler,

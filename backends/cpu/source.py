@@ -352,10 +352,24 @@ def launcher(entry: str) -> str:
 """
 
 
-def translation_unit(source: str, entry: str, filename: str = "kernel.cu") -> str:
-    """The complete C++ translation unit: our header, the rewritten source, the launcher."""
+def translation_unit(
+    source: str, entry: str, filename: str = "kernel.cu", untrusted: Any = None
+) -> str:
+    """The complete C++ translation unit: our header, the rewritten source, the launcher.
+
+    `untrusted` (dialect.toml's ``[untrusted]`` table): the standard headers device code may use are
+    included first, then every process, file, environment and loader function of the C library is
+    poisoned (``#pragma GCC poison``), so device code that names one -- through a macro, token
+    pasting or a line splice included -- does not compile.  The sandbox stops such calls at run time
+    anyway; this is the build-time line.
+    """
+    guard = ""
+    if untrusted:
+        headers = "".join(f"#include <{h}>\n" for h in untrusted["preinclude"])
+        guard = f"{headers}#pragma GCC poison {' '.join(untrusted['poison'])}\n"
     return (
         '#include "porter_emu.h"\n'
+        f"{guard}"
         f'#line 1 "{filename}"\n'
         f"{rewrite_shared(source)}\n"
         '#line 1 "porter-launcher"\n'

@@ -1,0 +1,70 @@
+"""The device-build gate: code porter did not write must build as device code for a real GPU first.
+
+A model's candidate is compiled, compile-only and in a sandboxed child, by a real device compiler of
+its dialect (the archs of ``device_check_archs`` in the target's ``dialect.toml``: NVRTC/nvcc for
+CUDA; hipcc/clang for AMD or HIP-on-CUDA through NVRTC for HIP) before any device, the CPU emulator
+included, runs it.  A device compiler rejects what a GPU build would: calls of host functions
+(``system``, ``fopen``...), dynamic initialisers of ``__device__`` variables, host inline assembly.
+Dialects without ``device_check_archs`` (OpenCL C) are compiled by device compilers only anyway.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from porter.backends import CompileOptions, get_backend
+from porter.backends.isolate import Job, run_job
+from porter.model import Variant
+
+GATE_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class GateResult:
+    ok: bool
+    reason: str
+    log: str = ""
+    toolchain: str = ""
+
+
+def device_build_check(variant: Variant, options: CompileOptions | None = None) -> GateResult:
+    """Whether `variant` builds as device code for a real GPU compiler of its dialect (the first
+    arch whose compiler is present decides)."""
+    options = options or CompileOptions()
+    try:
+        archs = [str(a) for a in get_backend(variant.target).dialect.get("device_check_archs", [])]
+    except KeyError:
+        return GateResult(False, f"unknown target {variant.target!r}")
+    if not archs:
+        return GateResult(True, f"{variant.target}: compiled by device compilers only")
+    missing: list[str] = []
+    for arch in archs:
+        job = Job(
+            backend=variant.target,
+            source=variant.source,
+            entry=variant.entry,
+            options=replace(options, arch=arch),
+        )
+        res = run_job(job, GATE_TIMEOUT_S)
+        if res.ok:
+            return GateResult(
+                True, f"builds as device code for {arch} ({res.toolchain})", toolchain=res.toolchain
+            )
+        if res.stage == "unavailable":
+            missing.append(f"{arch}: {res.error}")
+            continue
+        return GateResult(
+            False,
+            f"does not build as device code for {arch} (a GPU compiler rejects it; nothing ran it): "
+            f"{res.error}",
+            log=res.log,
+            toolchain=res.toolchain,
+        )
+    return GateResult(
+        False,
+        "no GPU device compiler here to check that the code builds as device code, so it is not run: "
+        + "; ".join(missing),
+    )
+
+
+__all__ = ["GateResult", "device_build_check"]

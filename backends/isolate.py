@@ -180,7 +180,7 @@ def probe_backend(name: str, timeout_s: float = 60.0) -> Availability:
     with tempfile.TemporaryDirectory(prefix="porter-probe-", ignore_cleanup_errors=True) as tmp:
         work = Path(tmp)
         result_file, log_file = work / "result.json", work / "output.log"
-        plan = child_plan(work, "gpu", timeout_s, None, ())
+        plan = child_plan(work, "probe", timeout_s, None, ())
         cmd = [sys.executable, "-m", CHILD_MODULE, "probe", name, str(result_file)]
         rc = _spawn(cmd, {}, work, timeout_s, log_file, plan)
         found = _read_json(result_file)
@@ -210,8 +210,12 @@ def child_plan(
         cache=str(default_root()),
         readable=tuple(str(Path(d).resolve()) for d in include_dirs),
         limits=sandbox.limits_for(kind, timeout_s, memory_mb),
-        disabled=sandbox.disabled(),
+        # CUDA's initialisation fails under Landlock and the seccomp filter (cudaErrorOperatingSystem,
+        # measured on the H200), so GPU children run without those two layers; --require-sandbox
+        # then refuses GPU runs.
+        disabled=(*sandbox.disabled(), *(sandbox.GPU_WITHOUT if kind == "gpu" else ())),
         required=sandbox.required_by_env(),
+        device_kind=kind or "",
     )
 
 

@@ -2,9 +2,12 @@
 
 Layout: ``<root>/<namespace>/<key[:2]>/<key>``.  Every entry is an envelope::
 
-    MAGIC (8 bytes) | sha256(payload) (32 bytes) | len(payload) (8 bytes, big-endian) | payload
+    MAGIC (8 bytes) | key (32 bytes) | sha256(namespace NUL payload) (32 bytes)
+        | len(payload) (8 bytes, big-endian) | payload
 
-so a truncated or corrupted entry is detected on read, treated as a miss and removed.  Writes go to a
+so a truncated or corrupted entry is detected on read, treated as a miss and removed -- and so is an
+entry that was written for another key or namespace (a file copied or moved over another one's path):
+an entry is only ever served for the key it records.  Writes go to a
 temporary file in the entry's own directory and are moved into place with :func:`os.replace`, so a
 reader never sees half an entry and two writers of one key simply race to the same content.
 
@@ -34,13 +37,14 @@ if TYPE_CHECKING:
     from porter.backends import Backend, Binary, CompileOptions, Device
 
 # Bump when the key derivation or any entry layout changes: every old entry becomes a miss.
-CACHE_FORMAT_VERSION = 1
+# 2: the envelope records the key (and namespace) it was written for.
+CACHE_FORMAT_VERSION = 2
 
 ENV_DIR = "PORTER_CACHE_DIR"
 ENV_DISABLE = "PORTER_NO_CACHE"
 
-_MAGIC = b"PORTERC\x01"
-_HEADER = struct.Struct(">8s32sQ")
+_MAGIC = b"PORTERC\x02"
+_HEADER = struct.Struct(">8s32s32sQ")
 _NAMESPACE = re.compile(r"^[A-Za-z0-9_.-]+$")
 _KEY = re.compile(r"^[0-9a-f]{64}$")
 # What a backend package ships that can change a compiled binary (build outputs are not listed).
@@ -91,7 +95,8 @@ class Cache:
     # ---------------------------------------------------------------- bytes
 
     def get(self, namespace: str, key: str) -> bytes | None:
-        """The stored bytes, or None on a miss.  A corrupt or truncated entry is a miss and is removed."""
+        """The stored bytes, or None on a miss.  A corrupt or truncated entry, or one recording another
+        key or namespace than asked for, is a miss and is removed (the caller rebuilds it)."""
         if not self.enabled:
             return None
         path = self.path(namespace, key)
@@ -99,8 +104,8 @@ class Cache:
             blob = path.read_bytes()
         except OSError:
             return None
-        payload = _unwrap(blob)
-        if payload is None:
+        payload = _unwrap(blob, namespace, key)
+        if payload is None:  # corrupt, truncated, or written for another key: never served
             with contextlib.suppress(OSError):
                 path.unlink()
             return None
@@ -120,7 +125,7 @@ class Cache:
             return False
         try:
             with os.fdopen(fd, "wb") as fh:
-                fh.write(_wrap(bytes(data)))
+                fh.write(_wrap(namespace, key, bytes(data)))
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, path)
@@ -153,16 +158,24 @@ class Cache:
 BINARY_NAMESPACE = "binaries"
 
 
-def _wrap(payload: bytes) -> bytes:
-    return _HEADER.pack(_MAGIC, hashlib.sha256(payload).digest(), len(payload)) + payload
+def _digest(namespace: str, payload: bytes) -> bytes:
+    return hashlib.sha256(namespace.encode("ascii") + b"\0" + payload).digest()
 
 
-def _unwrap(blob: bytes) -> bytes | None:
+def _wrap(namespace: str, key: str, payload: bytes) -> bytes:
+    """The envelope of `payload` stored under (`namespace`, `key`): it records both."""
+    return _HEADER.pack(_MAGIC, bytes.fromhex(key), _digest(namespace, payload), len(payload)) + payload
+
+
+def _unwrap(blob: bytes, namespace: str, key: str) -> bytes | None:
+    """The payload, or None when the envelope is damaged or was written for another key or namespace."""
     if len(blob) < _HEADER.size:
         return None
-    magic, digest, length = _HEADER.unpack_from(blob)
+    magic, recorded, digest, length = _HEADER.unpack_from(blob)
     payload = blob[_HEADER.size :]
-    if magic != _MAGIC or length != len(payload) or hashlib.sha256(payload).digest() != digest:
+    if magic != _MAGIC or recorded != bytes.fromhex(key) or length != len(payload):
+        return None
+    if _digest(namespace, payload) != digest:
         return None
     return payload
 
@@ -318,7 +331,7 @@ def compile_cached(
         return backend.compile(source, entry, options, device), False
     key = binary_key(backend, source, entry, options, device)
     hit = cache.get_binary(key)
-    if hit is not None:
+    if hit is not None and hit.backend == backend.name:
         return hit, True
     binary = backend.compile(source, entry, options, device)
     cache.put_binary(key, binary)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import sys
+import threading
+import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -40,11 +44,27 @@ def _root(
             "--no-cache", help="Bypass the compile/LLM cache (sets PORTER_NO_CACHE=1 for children)."
         ),
     ] = False,
+    require_sandbox: Annotated[
+        bool,
+        typer.Option(
+            "--require-sandbox",
+            help="Refuse to compile or run any code unless every sandbox layer is active here "
+            "(see `porter doctor`).",
+        ),
+    ] = False,
 ) -> None:
     """Porter scans CUDA and Python code, translates kernels to HIP and OpenCL, asks an LLM for what rules
     cannot do, and compiles, runs and validates every variant on the hardware present."""
     if no_cache:
         os.environ["PORTER_NO_CACHE"] = "1"
+    if require_sandbox:
+        from porter import sandbox
+
+        os.environ[sandbox.REQUIRE_ENV] = "1"  # children refuse too, should a layer fail there
+        try:
+            sandbox.require()
+        except sandbox.SandboxError as err:
+            raise PorterError(str(err), exit_code=2) from None
 
 
 # Options that port and optimize (every command that talks to a model) spell alike.
@@ -55,6 +75,36 @@ ReplayOption = Annotated[
     Path | None, typer.Option("--replay", help="Serve replies recorded with --record; no network, no key.")
 ]
 RecordOption = Annotated[Path | None, typer.Option("--record", help="Record every reply to this folder.")]
+FreshOption = Annotated[
+    bool,
+    typer.Option(
+        "--fresh",
+        help="Start over, ignoring the previous report in the output folder (a re-run otherwise keeps "
+        "what that report verified for the same inputs and does only the rest).",
+    ),
+]
+# The defaults of porter.llm.base (DEFAULT_TIMEOUT, DEFAULT_RETRIES), spelled here so that the command line
+# starts without importing the llm layer (a unit test keeps them equal).
+DEFAULT_REQUEST_TIMEOUT = 60.0
+DEFAULT_RETRIES = 2
+RequestTimeoutOption = Annotated[
+    float,
+    typer.Option(
+        "--request-timeout",
+        metavar="SECONDS",
+        help="Seconds to wait for each request to the model before it is retried or given up.",
+    ),
+]
+RetriesOption = Annotated[
+    int,
+    typer.Option(
+        "--retries",
+        min=0,
+        metavar="N",
+        help="Retries of a request after a timeout, a connection failure, a 429 or a 5xx (with backoff); "
+        "a server that never answers is given up on after (N+1) x --request-timeout.",
+    ),
+]
 
 
 def emit_json(doc: object) -> None:
@@ -241,18 +291,19 @@ def port(
     max_dollars: Annotated[
         float | None, typer.Option("--max-dollars", help="Stop asking after this many US dollars.")
     ] = None,
+    request_timeout: RequestTimeoutOption = DEFAULT_REQUEST_TIMEOUT,
+    retries: RetriesOption = DEFAULT_RETRIES,
+    fresh: FreshOption = False,
 ) -> None:
     """Scan, translate, compile and validate every kernel of FILE for each target on every device here
     (exit 0: every variant at least compiled, none failed; 1: some failed or untranslatable; 2: bad usage).
     With --model, untranslatable kernels (and kernels on devices lacking what their translation needs)
     go to the model; its translations are validated against the original like any other variant."""
-    from rich.console import Console
-
     from porter.harness.validate import ValidateOptions
-    from porter.report import port_view
+    from porter.report import plain_console, port_view
     from porter.workflows.port import port_file
 
-    err = Console(stderr=True)
+    err = plain_console(stderr=True)
     report = port_file(
         str(file),
         [to],
@@ -260,7 +311,7 @@ def port(
         out_dir=str(out) if out is not None else None,
         translate_only=translate_only,
         options=ValidateOptions(trials=trials),
-        progress=lambda msg: err.print(f"porter: {msg}", style="dim", markup=False, highlight=False),
+        progress=lambda msg: err.print(f"porter: {msg}", style="dim"),
         model=model,
         base_url=base_url,
         candidates=candidates,
@@ -268,6 +319,9 @@ def port(
         replay=str(replay) if replay is not None else None,
         record=str(record) if record is not None else None,
         max_dollars=max_dollars,
+        timeout=request_timeout,
+        max_retries=retries,
+        fresh=fresh,
     )
     if json_out:
         emit_json(port_view.to_json(report))
@@ -303,9 +357,17 @@ def optimize(
         float | None, typer.Option("--max-dollars", help="Stop after spending this many US dollars.")
     ] = None,
     max_seconds: Annotated[
-        float | None, typer.Option("--max-seconds", help="Start no round after this many seconds.")
+        float | None,
+        typer.Option(
+            "--max-seconds",
+            help="Stop after this many seconds: no round, request or retry starts after it, and a request "
+            "still waiting for its answer then is cut off.",
+        ),
     ] = None,
     include: Annotated[list[Path] | None, typer.Option("-I", help="Include directory; repeatable.")] = None,
+    request_timeout: RequestTimeoutOption = DEFAULT_REQUEST_TIMEOUT,
+    retries: RetriesOption = DEFAULT_RETRIES,
+    fresh: FreshOption = False,
 ) -> None:
     """Ask a model for faster versions of a CUDA kernel; validate and time every candidate against the
     original, and keep the best validated rewrite and the trade-offs (fastest, least memory, most precise)."""
@@ -327,6 +389,9 @@ def optimize(
         max_seconds=max_seconds,
         include_dirs=[str(p) for p in include or []],
         progress=optimize_view.progress_printer(),
+        timeout=request_timeout,
+        max_retries=retries,
+        fresh=fresh,
     )
     if json_out:
         emit_json(optimize_view.to_json(report))
@@ -335,10 +400,55 @@ def optimize(
     raise typer.Exit(optimize_view.exit_code(report))
 
 
+# SIGTERM (`timeout`, CI cancellation, `docker stop`) is handled like Ctrl-C: KeyboardInterrupt in the main
+# thread, so every workflow keeps what it verified (its reports are on disk) and exits cleanly.
+_terminated = False
+INTERRUPT_GRACE_S = 2.0  # how long an interrupted run waits for threads still blocked in a request
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    """Raise KeyboardInterrupt once; a second SIGTERM during that shutdown is ignored."""
+    global _terminated
+    if _terminated:
+        return
+    _terminated = True
+    raise KeyboardInterrupt("terminated (SIGTERM)")
+
+
+def install_signal_handlers() -> None:
+    """SIGTERM -> KeyboardInterrupt in the main thread (signals can only be handled there)."""
+    if threading.current_thread() is threading.main_thread():
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _interrupted() -> NoReturn:
+    """Exit after Ctrl-C (130) or SIGTERM (143) without waiting for threads still blocked in a model
+    request past a short grace (its timeout can be minutes): what was verified is already on disk."""
+    code = 128 + signal.SIGTERM if _terminated else 130
+    try:
+        typer.echo("porter: terminated (SIGTERM)" if _terminated else "porter: interrupted", err=True)
+        deadline = time.monotonic() + INTERRUPT_GRACE_S
+        others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+        for t in others:
+            t.join(max(0.0, deadline - time.monotonic()))
+        if not any(t.is_alive() for t in others):
+            sys.exit(code)
+    except KeyboardInterrupt:
+        pass
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
 def main() -> None:
     """Console entry point: never a traceback, always a one-line error and an exit code."""
+    install_signal_handlers()
     try:
         code = app(standalone_mode=False)  # click returns typer.Exit's code instead of raising it
+        if code == 130:  # typer's code for a KeyboardInterrupt (Ctrl-C, or SIGTERM through the handler)
+            _interrupted()
         if isinstance(code, int) and code:
             sys.exit(code)
     except PorterError as err:
@@ -347,8 +457,7 @@ def main() -> None:
     except typer.Exit as ex:
         sys.exit(ex.exit_code)
     except KeyboardInterrupt:
-        typer.echo("porter: interrupted", err=True)
-        sys.exit(130)
+        _interrupted()
     except Exception as err:  # noqa: BLE001 - the last line of defence against tracebacks
         show = getattr(err, "show", None)
         if callable(show) and hasattr(err, "exit_code"):  # click's (or typer's bundled click's) errors

@@ -23,3 +23,14 @@ class UsageError(PorterError):
     """Bad arguments or unusable input (exit code 2)."""
 
     exit_code = 2
+
+
+def too_deeply_nested(path: str | None, line: int | None = None) -> UsageError:
+    """The error for input nested deeper than porter's recursive tree walks go (Python's recursion
+    limit): raise it ``from None`` in place of the RecursionError."""
+    return UsageError(
+        "too deeply nested for porter to read (expressions or blocks nested beyond Python's recursion "
+        "limit); flatten the nesting",
+        path=path,
+        line=line,
+    )

@@ -5,6 +5,11 @@ in the include directories (system and toolkit headers are never searched: they 
 toolchain, which callers identify otherwise).  Each header is read once, however many files
 include it; ``#include`` lines inside ``#if 0`` blocks count too, so the walk may reach a header
 the compiler would not (never fewer).
+
+Headers are read through :mod:`porter.files`: a header that is not a regular file (``#include
+"/dev/zero"``, a FIFO) is never opened, and one larger than the input cap is skipped, each with a
+warning (``strict``: the special file is a usage error naming the including file and line, as a
+compiler handed that source would read it forever).
 """
 
 from __future__ import annotations
@@ -13,6 +18,9 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+
+from porter import files
+from porter.errors import UsageError
 
 # Starts at the `#` (a literal prefix the regex engine finds fast); the line start is checked after.
 _INCLUDE = re.compile(rb'#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]')
@@ -25,26 +33,29 @@ def at_line_start(source: bytes, at: int) -> bool:
 
 
 def reachable(
-    files: Iterable[tuple[str, bytes | None]],
+    files_: Iterable[tuple[str, bytes | None]],
     include_dirs: Iterable[str | Path] = (),
     *,
     quoted_only: bool = False,
+    strict: bool = False,
 ) -> Iterator[tuple[str, bytes]]:
-    """(path, bytes) of ``files`` (bytes None: read it) and of every header they reach, each once.
+    """(path, bytes) of ``files_`` (bytes None: read it) and of every header they reach, each once.
 
-    A path that cannot be read is skipped: callers report unreadable inputs themselves.  A file
-    given with the path "" (text with no file behind it) finds its headers in ``include_dirs`` only.
-    ``quoted_only``: follow ``#include "..."`` (the program's own headers) and not ``<...>``.
+    A given path that cannot be read is skipped: callers report unreadable inputs themselves.  A
+    file given with the path "" (text with no file behind it) finds its headers in ``include_dirs``
+    only.  ``quoted_only``: follow ``#include "..."`` (the program's own headers) and not ``<...>``.
+    A header that is not a regular file is never read: a warning, or with ``strict`` a UsageError
+    naming the including file and line; one larger than the cap is skipped with a warning.
     """
     dirs = [os.fspath(d) for d in include_dirs]
     seen: set[str] = set()  # absolute paths (no realpath: a header behind a symlink is read twice)
     queued: set[str] = set()  # paths as found, so a header included everywhere is resolved once
     lookups: dict[tuple[str, str], str | None] = {}  # (folder searched first or "", name) -> path
-    queue: list[tuple[str, bytes | None]] = [(os.fspath(name), source) for name, source in files]
+    queue: list[tuple[str, bytes | None, bool]] = [(os.fspath(name), source, True) for name, source in files_]
     queue.reverse()  # the given files first, in order
     read = 0
     while queue:
-        path, source = queue.pop()
+        path, source, given = queue.pop()
         key = os.path.abspath(path) if path else f"<text {len(seen)}>"
         if key in seen:
             continue
@@ -53,10 +64,8 @@ def reachable(
             if read >= MAX_HEADERS:
                 continue
             read += 1
-            try:
-                with open(path, "rb") as fh:
-                    source = fh.read()
-            except OSError:
+            source = files.read_header(path, quiet=given)  # never blocks on a FIFO, never reads /dev/zero
+            if source is None:
                 continue
         yield path, source
         if b"include" not in source:
@@ -73,9 +82,36 @@ def reachable(
             if lookup not in lookups:
                 lookups[lookup] = _find(lookup[1], [here, *dirs] if quoted and here else dirs)
             header = lookups[lookup]
-            if header is not None and header not in queued:
-                queued.add(header)
-                queue.append((header, None))
+            if header is None or header in queued:
+                continue
+            queued.add(header)
+            why = files.refusal(header)
+            if why is not None:
+                _refuse(
+                    header,
+                    why,
+                    path,
+                    source.count(b"\n", 0, m.start()) + 1,
+                    m.group().decode("utf-8", "replace"),
+                    strict,
+                )
+                continue
+            queue.append((header, None, False))
+
+
+def _refuse(header: str, why: str, including: str, line: int, directive: str, strict: bool) -> None:
+    """A header porter will not read: a warning, or (``strict``, for a special file, which a compiler
+    handed the source would read forever) a UsageError at the ``#include``."""
+    where = f"{including}:{line}: " if including else ""
+    if strict and not files.is_regular(header) and files.exists(header):
+        kind = files.kind_of(os.stat(header).st_mode)
+        raise UsageError(
+            f"{directive} names {header}, {kind}, not a regular file; porter does not read it "
+            "(and a compiler would wait on it or read it forever)",
+            path=including or None,
+            line=line if including else None,
+        )
+    files.warn(f"{where}{directive}: header {header} skipped: {why}")
 
 
 def resolve_local_include(
@@ -87,8 +123,10 @@ def resolve_local_include(
 
 
 def _find(name: str, folders: list[str]) -> str | None:
+    """The first candidate that exists and is not a folder, as a compiler picks it: a FIFO or a
+    device is found too (so that it is refused, never searched past)."""
     for folder in folders:
         candidate = os.path.join(folder, name)
-        if os.path.isfile(candidate):
+        if files.exists(candidate) and not os.path.isdir(candidate):
             return candidate
     return None

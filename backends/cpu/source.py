@@ -352,9 +352,7 @@ def launcher(entry: str) -> str:
 """
 
 
-def translation_unit(
-    source: str, entry: str, filename: str = "kernel.cu", untrusted: Any = None
-) -> str:
+def translation_unit(source: str, entry: str, filename: str = "kernel.cu", untrusted: Any = None) -> str:
     """The complete C++ translation unit: our header, the rewritten source, the launcher.
 
     `untrusted` (dialect.toml's ``[untrusted]`` table): the standard headers device code may use are

@@ -12,16 +12,47 @@ comparisons, ``&& ||``, ``?:``, parentheses, casts to arithmetic types, ``sizeof
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 Value = int | float
+_T = TypeVar("_T")
 
 
 class ExprError(ValueError):
     """The text is not an expression this evaluator understands, or a name has no value."""
+
+
+# Integers stay within what C's widest types hold (with headroom for unsigned long long): a larger
+# value is an overflow in C, and unbounded Python integers (`1 << 99999999`, `n << n << n`) would
+# only cost memory and time.
+INT_LIMIT = 1 << 64
+MAX_SHIFT = 64
+TOO_DEEP = "expression too deeply nested"
+
+
+def _bounded(fn: Callable[..., _T]) -> Callable[..., _T]:
+    """``fn`` with Python's recursion limit turned into an ExprError (the trees are walked
+    recursively; an expression nested thousands deep is not one porter evaluates)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> _T:
+        try:
+            return fn(*args, **kwargs)
+        except RecursionError:
+            raise ExprError(TOO_DEEP) from None
+
+    return wrapper
+
+
+def _checked(value: Value) -> Value:
+    if isinstance(value, int) and not -INT_LIMIT <= value <= INT_LIMIT:
+        raise ExprError("integer overflow (the value does not fit in 64 bits)")
+    return value
 
 
 # ----------------------------------------------------------------------------- tree
@@ -336,6 +367,7 @@ class _Parser:
         return SizeOf(" ".join(parts))
 
 
+@_bounded
 def parse(text: str) -> Expr:
     """Parse C expression text into a tree (raises ExprError)."""
     text = text.strip()
@@ -347,6 +379,7 @@ def parse(text: str) -> Expr:
 # ----------------------------------------------------------------------------- operations on trees
 
 
+@_bounded
 def names(expr: Expr) -> set[str]:
     """Free names in the expression (not function names, not sizeof operands)."""
     match expr:
@@ -366,6 +399,7 @@ def names(expr: Expr) -> set[str]:
     return set()
 
 
+@_bounded
 def calls(expr: Expr) -> set[str]:
     match expr:
         case Call(func, args):
@@ -382,6 +416,7 @@ def calls(expr: Expr) -> set[str]:
     return set()
 
 
+@_bounded
 def substitute(
     expr: Expr, values: Mapping[str, Expr], macros: Mapping[str, tuple[tuple[str, ...], Expr]] = {}
 ) -> Expr:
@@ -412,6 +447,7 @@ def substitute(
     return sub(expr)
 
 
+@_bounded
 def multiplicands(expr: Expr) -> list[Expr]:
     """The factors of a product chain `a * b * c` (one element when not a product)."""
     if isinstance(expr, Binary) and expr.op == "*":
@@ -451,6 +487,7 @@ def _int_only(op: str, a: Value, b: Value) -> tuple[int, int]:
     return a, b
 
 
+@_bounded
 def evaluate(
     expr: Expr,
     env: Mapping[str, Value] = {},
@@ -461,7 +498,7 @@ def evaluate(
     def ev(e: Expr) -> Value:
         match e:
             case Num(value, _):
-                return value
+                return _checked(value)
             case Name(name):
                 if name not in env:
                     raise ExprError(f"no value for {name!r}")
@@ -476,7 +513,9 @@ def evaluate(
                 if "*" in t:
                     raise ExprError(f"pointer cast ({t}) in arithmetic")
                 if words & _INT_TYPES and not words & {"float", "double"}:
-                    return int(v)  # C truncates toward zero
+                    if isinstance(v, float) and not math.isfinite(v):
+                        raise ExprError(f"({t}) of {v}: not an integer")
+                    return _checked(int(v))  # C truncates toward zero
                 if words & {"float", "double", "half", "__half"}:
                     return float(v)
                 return v
@@ -503,7 +542,7 @@ def evaluate(
                 if op == "||":
                     return int(bool(ev(a)) or bool(ev(b)))
                 x, y = ev(a), ev(b)
-                return _binary(op, x, y)
+                return _checked(_binary(op, x, y))
         raise ExprError(f"cannot evaluate {e!r}")
 
     return ev(expr)
@@ -520,12 +559,11 @@ def _binary(op: str, x: Value, y: Value) -> Value:
         return _c_div(x, y)
     if op == "%":
         return _c_mod(x, y)
-    if op == "<<":
+    if op in ("<<", ">>"):
         i, j = _int_only(op, x, y)
-        return i << j
-    if op == ">>":
-        i, j = _int_only(op, x, y)
-        return i >> j
+        if not 0 <= j <= MAX_SHIFT:
+            raise ExprError(f"shift count {j} out of range (0 to {MAX_SHIFT})")
+        return i << j if op == "<<" else i >> j
     if op == "&":
         i, j = _int_only(op, x, y)
         return i & j
@@ -546,6 +584,7 @@ def _binary(op: str, x: Value, y: Value) -> Value:
     return int(comparisons[op])
 
 
+@_bounded
 def render(expr: Expr) -> str:
     """Expression text, parenthesised only where C precedence needs it."""
 

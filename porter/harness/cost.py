@@ -592,13 +592,19 @@ def estimate(
     kernel: str | None = None,
     warp_size: int = 32,
 ) -> KernelCost:
-    """The static cost of launching the spec's kernel at `size` (see the module docstring)."""
+    """The static cost of launching the spec's kernel at `size` (see the module docstring).
+    UsageError when the kernel is nested too deeply for the recursive walk of its body."""
     name = (kernel or spec.kernel).split("<")[0]
     k = next((x for x in (scan.kernels if scan else ()) if x.name == name), None)
     read, written, notes = count_bytes(spec, size, k)
     grid, block, _ = geometry(spec, size)
-    threads = int(np.prod(grid)) * int(np.prod(block))
-    per_thread, flop_notes = count_flops(source, name, spec, size, scan, warp_size)
+    threads = math.prod(grid) * math.prod(block)
+    try:
+        per_thread, flop_notes = count_flops(source, name, spec, size, scan, warp_size)
+    except RecursionError:
+        from porter.errors import too_deeply_nested
+
+        raise too_deeply_nested(scan.path if scan else None, k.line if k else None) from None
     tensor = any(m in source for m in _data()["tensor_markers"]["markers"])
     return KernelCost(
         kernel=spec.kernel,

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import math
 import tomllib
 from collections.abc import Mapping
 from functools import cache
@@ -116,20 +117,42 @@ def shape_of(arg: ArgSpec, size: Mapping[str, int]) -> tuple[int, ...]:
     dims = []
     for expr in arg.shape:
         value = cexpr.eval_text(expr, size, _sizeof)
-        dims.append(int(value))
+        try:
+            dims.append(int(value))
+        except (OverflowError, ValueError):  # a float infinity or NaN
+            raise ValueError(
+                f"the shape of {arg.name} ({expr}) is {value}, not a number of elements"
+            ) from None
     return tuple(dims)
 
 
 def element_count(arg: ArgSpec, size: Mapping[str, int]) -> int:
-    return int(np.prod(shape_of(arg, size), dtype=np.int64)) if arg.shape else 1
+    """The elements of an array argument at a problem size (exact: Python integers, no wrap-around)."""
+    return math.prod(shape_of(arg, size)) if arg.shape else 1
+
+
+def known_dtype(name: str) -> bool:
+    """Is ``name`` a NumPy dtype porter can fill, poison and compare (the types of dtypes.toml)?"""
+    return name in _data()["poison"]
 
 
 def scalar_value(arg: ArgSpec, size: Mapping[str, int]) -> np.generic:
-    """The value of a scalar argument at a problem size, as the NumPy scalar type of its dtype."""
+    """The value of a scalar argument at a problem size, as the NumPy scalar type of its dtype;
+    ValueError when its type cannot hold it (``n = 99999999999999`` for an ``int``)."""
     if arg.value is None:
         raise ValueError(f"scalar argument {arg.name} has no value")
     value = cexpr.eval_text(arg.value, size, _sizeof)
-    return np.dtype(arg.dtype).type(value)
+    dt = np.dtype(arg.dtype)
+    if dt.kind in "iu" and isinstance(value, int):
+        info = np.iinfo(dt)
+        if not info.min <= value <= info.max:
+            raise ValueError(
+                f"scalar argument {arg.name} ({dt.name}) cannot hold {value} (range {info.min} to {info.max})"
+            )
+    try:
+        return dt.type(value)
+    except (OverflowError, ValueError) as err:  # a float infinity or NaN for an integer type
+        raise ValueError(f"scalar argument {arg.name} ({dt.name}) cannot hold {value}: {err}") from None
 
 
 def _sizeof(text: str) -> int:

@@ -37,6 +37,7 @@ SPEC_SUFFIX = ".porter.toml"
 DIR_SPEC = "porter.toml"
 DEFAULT_TARGET_ELEMENTS = 32768  # elements in the largest array at the first validation size
 MIN_SCALABLE = 9  # size symbols below this stay at their program value (channels, radius...)
+MAX_SIZE_VALUE = 2**63 - 1  # a size symbol's largest value (C's long long)
 
 _QUALIFIERS = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict|struct|__global|global)\b|[*&]")
 _CAST_PREFIX = re.compile(r"^\(\s*[\w\s:]+\**\s*\)\s*")
@@ -51,22 +52,31 @@ _FLOAT_ATOMICS = frozenset(
 
 def find_spec_file(source: str | Path) -> Path | None:
     """The spec file that applies to `source`: `<source>.porter.toml`, else `porter.toml` beside it."""
+    from porter import files
+
     src = Path(source)
     for candidate in (src.with_name(src.name + SPEC_SUFFIX), src.with_name(DIR_SPEC)):
-        if candidate.is_file():
+        if files.is_regular(candidate):
             return candidate
+        if files.exists(candidate):  # a FIFO, a device or a folder under a spec file's name
+            raise UsageError(
+                f"spec file: {files.refusal(candidate) or 'not a regular file'}", path=str(candidate)
+            )
     return None
 
 
 def load_spec_file(path: str | Path) -> dict[str, KernelSpec]:
     """Every kernel described in a spec file (format: docs/SPEC_FORMAT.md)."""
+    from porter.files import read_text
+
     p = Path(path)
+    text = read_text(p, "spec file")  # UsageError: missing, not a regular file, too large, not UTF-8
     try:
-        doc = tomllib.loads(p.read_text(encoding="utf-8"))
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise UsageError(f"not a valid spec file: {err}", path=str(p)) from None
-    except OSError as err:
-        raise UsageError(f"cannot read spec file: {err.strerror}", path=str(p)) from None
+    except RecursionError:
+        raise UsageError("not a valid spec file: too deeply nested", path=str(p)) from None
     kernels = doc.get("kernels")
     if not isinstance(kernels, dict) or not kernels:
         raise UsageError("a spec file needs at least one [kernels.<name>] table", path=str(p))
@@ -135,20 +145,66 @@ def _sizes(value: Any, what: str, path: str) -> tuple[dict[str, int], ...]:
     for s in value:
         if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in s.values()):
             raise UsageError(f"{what}: size values must be positive integers, got {s}", path=path)
+        big = next((k for k, v in s.items() if v > MAX_SIZE_VALUE), None)
+        if big is not None:
+            raise UsageError(
+                f"{what}: size {big} = {s[big]} is larger than {MAX_SIZE_VALUE} (2**63 - 1)", path=path
+            )
         out.append({str(k): int(v) for k, v in s.items()})
     return tuple(out)
 
 
+def _number(
+    table: Mapping[str, Any], key: str, what: str, path: str, *, minimum: float | None = None
+) -> float | None:
+    """An optional finite number of a spec table (``low``, ``rtol``...); UsageError for anything else."""
+    if key not in table:
+        return None
+    value = table[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UsageError(f"{what}.{key}: expected a number, got {value!r}", path=path)
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise UsageError(f"{what}.{key}: expected a finite number, got {value!r}", path=path)
+    if minimum is not None and number < minimum:
+        raise UsageError(f"{what}.{key}: must be at least {minimum:g}, got {value!r}", path=path)
+    return number
+
+
+def _range(table: Mapping[str, Any], what: str, path: str) -> tuple[float | None, float | None]:
+    """The optional ``low`` / ``high`` of an argument or constant: finite, low <= high."""
+    low, high = _number(table, "low", what, path), _number(table, "high", what, path)
+    if low is not None and high is not None:
+        if low > high:
+            raise UsageError(f"{what}: low ({low:g}) is above high ({high:g})", path=path)
+        if not math.isfinite(high - low):
+            raise UsageError(f"{what}: the range [{low:g}, {high:g}] is too wide to draw from", path=path)
+    return low, high
+
+
+def _text(table: Mapping[str, Any], key: str, what: str, path: str) -> str:
+    """A field that names something (``role``, ``dtype``, ``name``): a string."""
+    value = table[key]
+    if not isinstance(value, str):
+        raise UsageError(f"{what}.{key}: expected a string, got {value!r}", path=path)
+    return value
+
+
 def normalise_dtype(text: str) -> str | None:
     """A NumPy dtype name from a NumPy name or a C type name; None when neither."""
+    from porter.harness.inputs import known_dtype
+
     info = ctype_info(text)
     if info is not None:
         return info[0]
     try:
         dt = np.dtype(text)
-    except TypeError:
+    except (TypeError, ValueError, SyntaxError):
         return None
-    return dt.name if dt.kind in "fiu" else None
+    return dt.name if dt.kind in "fiu" and known_dtype(dt.name) else None
 
 
 def _spec_from_table(name: str, table: Any, path: str) -> KernelSpec:
@@ -163,16 +219,19 @@ def _spec_from_table(name: str, table: Any, path: str) -> KernelSpec:
         aw = f"{where}.args[{i}]"
         if not isinstance(a, dict):
             raise UsageError(f"{aw}: expected a table", path=path)
-        role_text = str(_need(a, "role", aw, path))
+        _need(a, "role", aw, path)
+        role_text = _text(a, "role", aw, path)
         try:
             role = Role(role_text)
         except ValueError:
             raise UsageError(
                 f"{aw}: role must be in, out, inout or scalar, not {role_text!r}", path=path
             ) from None
-        dtype = normalise_dtype(str(_need(a, "dtype", aw, path)))
+        _need(a, "dtype", aw, path)
+        dtype = normalise_dtype(_text(a, "dtype", aw, path))
         if dtype is None:
             raise UsageError(f"{aw}: unknown dtype {a['dtype']!r}", path=path)
+        low, high = _range(a, aw, path)
         shape: tuple[str, ...] = ()
         value = None
         if role is Role.SCALAR:
@@ -181,13 +240,13 @@ def _spec_from_table(name: str, table: Any, path: str) -> KernelSpec:
             shape = _expr_list(_need(a, "shape", aw, path), f"{aw}.shape", path)
         args.append(
             ArgSpec(
-                name=str(a.get("name", f"arg{i}")),
+                name=_text(a, "name", aw, path) if "name" in a else f"arg{i}",
                 dtype=dtype,
                 role=role,
                 shape=shape,
                 value=value,
-                low=float(a["low"]) if "low" in a else None,
-                high=float(a["high"]) if "high" in a else None,
+                low=low,
+                high=high,
             )
         )
     constants = _constants_from_table(table.get("constants", []), where, path)
@@ -198,7 +257,18 @@ def _spec_from_table(name: str, table: Any, path: str) -> KernelSpec:
     if not hidden:
         hidden = (_hidden_from(sizes[-1]),)
     base, instance_args = split_instance(name)
-    template_args = tuple(str(t) for t in table.get("template_args", instance_args or ()))
+    raw_template = table.get("template_args", list(instance_args or ()))
+    if not isinstance(raw_template, list) or not all(
+        isinstance(t, (str, int)) and not isinstance(t, bool) for t in raw_template
+    ):
+        raise UsageError(
+            f'{where}.template_args: expected a list of strings or integers such as ["256"], got {raw_template!r}',
+            path=path,
+        )
+    template_args = tuple(str(t) for t in raw_template)
+    float_atomics = table.get("float_atomics", False)
+    if not isinstance(float_atomics, bool):
+        raise UsageError(f"{where}.float_atomics: expected true or false, got {float_atomics!r}", path=path)
     spec = KernelSpec(
         kernel=base,
         args=tuple(args),
@@ -210,10 +280,10 @@ def _spec_from_table(name: str, table: Any, path: str) -> KernelSpec:
         bench_sizes=_sizes(table["bench_sizes"], f"{where}.bench_sizes", path)
         if "bench_sizes" in table
         else (),
-        rtol=float(table["rtol"]) if "rtol" in table else None,
-        atol=float(table["atol"]) if "atol" in table else None,
+        rtol=_number(table, "rtol", where, path, minimum=0.0),
+        atol=_number(table, "atol", where, path, minimum=0.0),
         template_args=template_args,
-        float_atomics=bool(table.get("float_atomics", False)),
+        float_atomics=float_atomics,
         source="spec-file",
         notes=(f"spec file {path}",),
         constants=constants,
@@ -232,19 +302,21 @@ def _constants_from_table(raw: Any, where: str, path: str) -> tuple[ArgSpec, ...
         if not isinstance(c, dict):
             raise UsageError(f"{cw}: expected a table", path=path)
         name = str(_need(c, "name", cw, path))
-        if not re.fullmatch(r"[A-Za-z_]\w*", name):
+        if not isinstance(c["name"], str) or not re.fullmatch(r"[A-Za-z_]\w*", name):
             raise UsageError(f"{cw}: name must be the symbol's identifier, not {name!r}", path=path)
-        dtype = normalise_dtype(str(_need(c, "dtype", cw, path)))
+        _need(c, "dtype", cw, path)
+        dtype = normalise_dtype(_text(c, "dtype", cw, path))
         if dtype is None:
             raise UsageError(f"{cw}: unknown dtype {c['dtype']!r}", path=path)
+        low, high = _range(c, cw, path)
         out.append(
             ArgSpec(
                 name=name,
                 dtype=dtype,
                 role=Role.IN,
                 shape=_expr_list(_need(c, "shape", cw, path), f"{cw}.shape", path),
-                low=float(c["low"]) if "low" in c else None,
-                high=float(c["high"]) if "high" in c else None,
+                low=low,
+                high=high,
             )
         )
     return tuple(out)
@@ -256,32 +328,72 @@ def _hidden_from(size: Mapping[str, int]) -> dict[str, int]:
 
 
 def _check_symbols(spec: KernelSpec, path: str) -> None:
-    """Every expression of the spec must evaluate at every size."""
-    from porter.harness.inputs import element_count, scalar_value
-
-    for size in spec.sizes + spec.hidden_sizes:
+    """Every expression of the spec must evaluate at every size, to something a run can take."""
+    for size in spec.sizes + spec.hidden_sizes + spec.bench_sizes:
         try:
-            for arg in spec.args:
-                if arg.role is Role.SCALAR:
-                    scalar_value(arg, size)
-                else:
-                    element_count(arg, size)
-            for const in spec.constants:
-                element_count(const, size)
-            geometry(spec, size)
-        except (cexpr.ExprError, ValueError) as err:
+            check_size(spec, size)
+        except ValueError as err:  # cexpr.ExprError included
             raise UsageError(f"kernels.{spec.kernel}: at size {size}: {err}", path=path) from None
 
 
+def memory_bytes() -> int:
+    """This machine's physical memory (the most the buffers of one run may take), 1 TiB if unknown."""
+    import os
+
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return 1 << 40
+
+
+def check_size(spec: KernelSpec, size: Mapping[str, int]) -> None:
+    """ValueError when the spec cannot run at ``size``: an expression that does not evaluate, a
+    scalar its type cannot hold, an array of no elements, a launch geometry out of range, or buffers
+    larger than this machine's memory."""
+    from porter.harness.inputs import element_count, scalar_value
+
+    total = 0
+    for arg in (*spec.args, *spec.constants):
+        if arg.role is Role.SCALAR:
+            scalar_value(arg, size)
+            continue
+        count = element_count(arg, size)
+        if count <= 0:
+            what = "constant" if arg in spec.constants else "argument"
+            raise ValueError(f"{what} {arg.name} has {count} elements")
+        total += count * np.dtype(arg.dtype).itemsize
+    geometry(spec, size)
+    limit = memory_bytes()
+    if total > limit:
+        raise ValueError(
+            f"the buffers take {total / (1 << 30):.4g} GiB, more than this machine's memory "
+            f"({limit / (1 << 30):.4g} GiB)"
+        )
+
+
+MAX_LAUNCH_DIM = 2**31 - 1  # CUDA's largest grid x extent; no launch dimension may exceed it
+
+
 def geometry(spec: KernelSpec, size: Mapping[str, int]) -> tuple[tuple[int, ...], tuple[int, ...], int]:
-    """(grid, block, shared_bytes) at a problem size."""
+    """(grid, block, shared_bytes) at a problem size; ValueError when out of range."""
     from porter.harness.inputs import _sizeof
 
-    grid = tuple(int(cexpr.eval_text(g, size, _sizeof)) for g in spec.grid)
-    block = tuple(int(cexpr.eval_text(b, size, _sizeof)) for b in spec.block)
-    shared = int(cexpr.eval_text(spec.shared_bytes or "0", size, _sizeof))
+    def value(text: str) -> int:
+        v = cexpr.eval_text(text, size, _sizeof)
+        try:
+            return int(v)
+        except (OverflowError, ValueError):  # a float infinity or NaN
+            raise ValueError(f"{text} is {v}, not an integer") from None
+
+    grid = tuple(value(g) for g in spec.grid)
+    block = tuple(value(b) for b in spec.block)
+    shared = value(spec.shared_bytes or "0")
     if any(v <= 0 for v in grid + block):
         raise ValueError(f"launch geometry grid={grid} block={block} is empty")
+    if any(v > MAX_LAUNCH_DIM for v in grid + block):
+        raise ValueError(f"launch geometry grid={grid} block={block} exceeds {MAX_LAUNCH_DIM} in a dimension")
+    if not 0 <= shared <= MAX_LAUNCH_DIM:
+        raise ValueError(f"dynamic shared memory of {shared} bytes is out of range")
     return grid, block, shared
 
 

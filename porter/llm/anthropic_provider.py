@@ -5,14 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from porter.llm.base import (
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
     PLACEHOLDER_KEY,
     Completion,
     Message,
-    ProviderError,
     System,
     TextCallback,
     Usage,
-    map_sdk_error,
+    check_deadline,
+    parse_reply,
+    send_with_retries,
     system_parts,
 )
 from porter.llm.redact import add_secret
@@ -27,8 +30,8 @@ class AnthropicProvider:
         *,
         api_key: str,
         base_url: str | None = None,
-        timeout: float = 120,
-        max_retries: int = 3,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_RETRIES,
     ):
         import anthropic  # the SDK is an optional dependency: imported only when this provider is used
 
@@ -38,10 +41,9 @@ class AnthropicProvider:
         self.timeout = timeout
         self.max_retries = max_retries
         self._sdk = anthropic
-        # base_url None: the SDK reads ANTHROPIC_BASE_URL itself, else the public endpoint.
-        self._client = anthropic.Anthropic(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
-        )
+        # base_url None: the SDK reads ANTHROPIC_BASE_URL itself, else the public endpoint.  Retries are
+        # porter's own (send_with_retries), so that none of them outlasts the time budget.
+        self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
 
     def request(
         self, system: System, messages: list[Message], *, max_tokens: int, temperature: float | None
@@ -74,28 +76,30 @@ class AnthropicProvider:
         max_tokens: int,
         temperature: float | None = None,
         on_text: TextCallback | None = None,
+        deadline: float | None = None,
     ) -> Completion:
         kwargs = self.request(system, messages, max_tokens=max_tokens, temperature=temperature)
-        failure: ProviderError | None = None
-        try:
+        where = f"anthropic:{self.model}"
+
+        def send(timeout: float) -> Completion:
             if on_text is None:
-                message = self._client.messages.create(**kwargs)
+                message = self._client.messages.create(**kwargs, timeout=timeout)
             else:
-                with self._client.messages.stream(**kwargs) as stream:
-                    for text in stream.text_stream:
-                        on_text(text)
+                with self._client.messages.stream(**kwargs, timeout=timeout) as stream:
+                    for event in stream:
+                        check_deadline(deadline, where)
+                        if event.type == "content_block_delta" and event.delta.type == "text_delta":
+                            on_text(event.delta.text)
                     message = stream.get_final_message()
-            return _completion(message)
-        except Exception as err:  # SDK errors become one redacted line; anything foreign propagates
-            failure = map_sdk_error(self._sdk, err, f"anthropic:{self.model}", self.timeout, self.max_retries)
-            if failure is None:
-                raise
-        # Raised outside the except block: the SDK exception (which holds the request) is not chained.
-        raise failure
+            return parse_reply(where, lambda: _completion(message, self.model))
+
+        return send_with_retries(
+            self._sdk, send, where=where, timeout=self.timeout, retries=self.max_retries, deadline=deadline
+        )
 
 
-def _completion(message: Any) -> Completion:
-    text = "".join(getattr(block, "text", "") for block in message.content if block.type == "text")
+def _completion(message: Any, asked: str) -> Completion:
+    text = "".join(str(block.text) for block in message.content if block.type == "text")
     u = message.usage
     usage = Usage(
         input_tokens=int(u.input_tokens or 0),
@@ -104,5 +108,9 @@ def _completion(message: Any) -> Completion:
         cache_write_tokens=int(getattr(u, "cache_creation_input_tokens", None) or 0),
     )
     return Completion(
-        text=text, usage=usage, model=message.model, stop_reason=message.stop_reason, raw_id=message.id
+        text=text,
+        usage=usage,
+        model=str(message.model or asked),
+        stop_reason=message.stop_reason,
+        raw_id=message.id,
     )

@@ -12,6 +12,7 @@ miss.  Everything written passes through :func:`porter.llm.redact.redact`.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import tempfile
@@ -19,13 +20,24 @@ from pathlib import Path
 from typing import Any
 
 from porter.cache import Cache
-from porter.errors import PorterError
-from porter.llm.base import Completion, Message, Provider, System, TextCallback, system_parts
+from porter.errors import PorterError, UsageError
+from porter.llm.base import (
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
+    Completion,
+    Message,
+    Provider,
+    System,
+    TextCallback,
+    system_parts,
+)
 from porter.llm.providers import make_provider, parse_spec
 from porter.llm.redact import redact
 
 NAMESPACE = "llm"
 RECORD_FORMAT = 1
+# A reply cache entry: a record (above) plus the sha256 of its completion.  2: entries bound to their key.
+ENTRY_FORMAT = 2
 
 
 class ReplayMiss(PorterError):
@@ -66,17 +78,26 @@ class ReplyCache:
         return self.cache.enabled
 
     def get(self, key: str) -> Completion | None:
+        """The cached reply for `key`, or None: an entry that is unreadable, records another key, or
+        whose completion does not match its recorded hash is a miss (removed, then asked again)."""
         raw = self.cache.get(NAMESPACE, key)
         if raw is None:
             return None
         try:
-            return Completion.from_json(json.loads(raw.decode("utf-8"))["completion"], source="cache")
-        except (ValueError, KeyError, TypeError):
-            self.cache.remove(NAMESPACE, key)  # unreadable entry: a miss
+            doc = json.loads(raw.decode("utf-8"))
+            if (
+                doc["format"] != ENTRY_FORMAT
+                or doc["key"] != key
+                or doc["completion_sha256"] != _completion_digest(doc["completion"])
+            ):
+                raise ValueError("entry not written for this key")
+            return Completion.from_json(doc["completion"], source="cache")
+        except (ValueError, KeyError, TypeError, AttributeError):
+            self.cache.remove(NAMESPACE, key)  # unreadable or foreign entry: a miss
             return None
 
     def put(self, key: str, request: dict[str, Any], completion: Completion) -> bool:
-        return self.cache.put(NAMESPACE, key, _record_bytes(key, request, completion))
+        return self.cache.put(NAMESPACE, key, _entry_bytes(key, request, completion))
 
 
 class _Wrapper:
@@ -109,6 +130,7 @@ class CachingProvider(_Wrapper):
         max_tokens: int,
         temperature: float | None = None,
         on_text: TextCallback | None = None,
+        deadline: float | None = None,
     ) -> Completion:
         key, request = self._request(system, messages, max_tokens, temperature)
         hit = self.cache.get(key)
@@ -117,7 +139,12 @@ class CachingProvider(_Wrapper):
                 on_text(hit.text)
             return hit
         completion = self.inner.complete(
-            system, messages, max_tokens=max_tokens, temperature=temperature, on_text=on_text
+            system,
+            messages,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            on_text=on_text,
+            deadline=deadline,
         )
         self.cache.put(key, request, completion)
         return completion
@@ -140,10 +167,16 @@ class RecordingProvider(_Wrapper):
         max_tokens: int,
         temperature: float | None = None,
         on_text: TextCallback | None = None,
+        deadline: float | None = None,
     ) -> Completion:
         key, request = self._request(system, messages, max_tokens, temperature)
         completion = self.inner.complete(
-            system, messages, max_tokens=max_tokens, temperature=temperature, on_text=on_text
+            system,
+            messages,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            on_text=on_text,
+            deadline=deadline,
         )
         path = self.directory / f"{key}.json"
         try:
@@ -172,6 +205,7 @@ class ReplayProvider(_Wrapper):
         max_tokens: int,
         temperature: float | None = None,
         on_text: TextCallback | None = None,
+        deadline: float | None = None,
     ) -> Completion:
         key, _ = self._request(system, messages, max_tokens, temperature)
         path = self.directory / f"{key}.json"
@@ -184,7 +218,10 @@ class ReplayProvider(_Wrapper):
                 f"with this prompt (key {key}); record one with --record DIR"
             ) from None
         except (OSError, ValueError, KeyError, TypeError) as err:
-            raise ReplayMiss(f"{path}: unreadable recorded reply ({type(err).__name__})") from None
+            why = (err.strerror if isinstance(err, OSError) else None) or "not a reply written by --record"
+            raise ReplayMiss(f"{path}: unreadable recorded reply ({why})") from None
+        if doc.get("key") != key:  # a file copied over another prompt's: never replayed for this one
+            raise ReplayMiss(f"{path}: the recorded reply was made for another prompt (its key differs)")
         if on_text is not None:
             on_text(completion.text)
         return completion
@@ -193,6 +230,19 @@ class ReplayProvider(_Wrapper):
 def _record_bytes(key: str, request: dict[str, Any], completion: Completion) -> bytes:
     doc = {"format": RECORD_FORMAT, "key": key, "request": request, "completion": completion.to_json()}
     return redact(json.dumps(doc, indent=1, ensure_ascii=False)).encode("utf-8")
+
+
+def _completion_digest(completion: Any) -> str:
+    canonical = json.dumps(completion, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _entry_bytes(key: str, request: dict[str, Any], completion: Completion) -> bytes:
+    """A reply cache entry: the (redacted) record, its key, and the hash of the completion as stored."""
+    doc = json.loads(_record_bytes(key, request, completion))
+    doc["format"] = ENTRY_FORMAT
+    doc["completion_sha256"] = _completion_digest(doc["completion"])
+    return json.dumps(doc, indent=1, ensure_ascii=False).encode("utf-8")
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -208,24 +258,42 @@ def _write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
+def check_record_dir(directory: Path | str) -> Path:
+    """The ``--record`` folder, created and known to be writable; UsageError (exit 2) otherwise.
+
+    Called before any request is sent: a reply paid for must never be lost to an unusable folder."""
+    path = Path(directory)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--record {path}: exists and is not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".porter-probe.", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise UsageError(f"--record {path}: cannot write there ({err.strerror or 'unusable'})") from None
+    return path
+
+
 def open_provider(
     spec: str,
     *,
     base_url: str | None = None,
-    timeout: float = 120,
-    max_retries: int = 3,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_retries: int = DEFAULT_RETRIES,
     cache: ReplyCache | None = None,
     record: Path | str | None = None,
     replay: Path | str | None = None,
 ) -> Provider:
     """The provider a workflow should use: ``--replay DIR`` (no key, no network), else the real provider
     behind the reply cache (pass ``cache`` to choose its root; ``--no-cache`` disables it through the
-    environment) and, with ``--record DIR``, recording every reply."""
+    environment) and, with ``--record DIR`` (checked here, before any request), recording every reply.
+    ``timeout`` / ``max_retries``: per request (``--request-timeout`` / ``--retries``)."""
     if replay is not None:
         return ReplayProvider(replay, spec)
     provider: Provider = CachingProvider(
         make_provider(spec, base_url=base_url, timeout=timeout, max_retries=max_retries), cache
     )
     if record is not None:
-        provider = RecordingProvider(provider, record)
+        provider = RecordingProvider(provider, check_record_dir(record))
     return provider

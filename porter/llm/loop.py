@@ -20,6 +20,7 @@ nothing in a reply or in the user's source is executed or turned into an action 
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import threading
 import time
@@ -28,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from porter.errors import PorterError
-from porter.llm.base import Completion, Message, PromptPart, Provider, Usage
+from porter.llm.base import Completion, Message, PromptPart, Provider, ProviderError, Usage, checked_usage
 from porter.llm.pricing import cost, pricing_note
 from porter.llm.prompting import (
     PromptContext,
@@ -52,6 +53,8 @@ REJECTED = "rejected"  # screened out before compiling
 NO_CODE = "no-code"  # the reply held no usable code block
 ERROR = "error"  # the request itself failed (timeout, HTTP error, malformed reply, replay miss)
 
+log = logging.getLogger(__name__)
+
 
 # --------------------------------------------------------------------------- screening
 
@@ -72,6 +75,11 @@ class Rejection:
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.MULTILINE)
 _ASM = re.compile(r"\b(asm|__asm__|__asm)\b")
 _COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
+# Attributes that make code run at load or exit time (never part of a kernel).
+_LOAD_TIME = re.compile(
+    r"\b(constructor|destructor|__constructor__|__destructor__|init_priority|section|__section__|ifunc)\b"
+    r"|(\.(?:init|fini|preinit)_array|\.ctors|\.dtors)\b"
+)
 _QUALIFIERS = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict)\b")
 
 
@@ -155,6 +163,12 @@ def screen(
             )
     if not allow_asm and _ASM.search(text):
         return Rejection("inline assembly (`asm`) is not allowed: the original kernel has none")
+    load_time = _LOAD_TIME.search(text)
+    if load_time is not None:
+        return Rejection(
+            f"`{load_time.group(0)}` makes code run when the program is loaded or exits, outside any kernel: "
+            "not accepted"
+        )
     forbidden = [str(n) for n in rules["forbidden_calls"]]
     calls = re.findall(r"\b(" + "|".join(map(re.escape, forbidden)) + r")\s*\(", text)
     if calls:
@@ -358,6 +372,7 @@ class Attempt:
     cost_usd: float = 0.0  # what this request cost (0 for cached / replayed replies)
     source: str = ""  # "api" | "cache" | "replay" | "" (no reply)
     reply_chars: int = 0
+    transient: bool = False  # an ERROR worth asking again (timeout, 429/5xx, garbled reply): next round does
 
 
 # --------------------------------------------------------------------------- options and result
@@ -368,7 +383,8 @@ class Budget:
     rounds: int = 3
     max_tokens: int | None = None  # input + output + cache tokens over all requests
     max_dollars: float | None = None  # priced as if every reply came from the API
-    max_seconds: float | None = None  # wall time; no new round starts after it
+    # Wall time: no round, request or retry starts after it, and a request in flight is cut off at it.
+    max_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -469,9 +485,10 @@ class _Conversation:
 
 
 def _evidence(attempt: Attempt, ctx: PromptContext) -> str | None:
-    """The next user message for a candidate after `attempt`; None ends its conversation."""
+    """The next user message for a candidate after `attempt`; None ends its conversation, "" sends the
+    same conversation again (a transient failure: the model never answered, so there is nothing to add)."""
     if attempt.status == ERROR:
-        return None
+        return "" if attempt.transient else None
     if attempt.status == NO_CODE:
         return nocode_feedback(attempt.reason, ctx)
     if attempt.status == REJECTED:
@@ -515,6 +532,7 @@ class _Runner:
         self.evaluated: dict[str, Evaluation] = {}
         self.totals = Totals()
         self.notes: list[str] = []
+        self.deadline: float | None = None  # time.monotonic() when the time budget runs out
 
     def emit(self, event: Event) -> None:
         if self.progress is not None:
@@ -533,20 +551,26 @@ class _Runner:
             max_tokens=self.options.max_reply_tokens,
             temperature=self.options.temperature,
             on_text=on_text,
+            deadline=self.deadline,
         )
 
-    def account(self, reply: Completion) -> tuple[float, float | None]:
-        price = cost(reply.usage, self.provider.name, self.provider.model)
+    def account(self, reply: Completion) -> tuple[Usage, float]:
+        """Count `reply` in the totals: its usage (impossible counts rejected, see
+        :func:`porter.llm.base.checked_usage`) and what it cost."""
+        usage, problem = checked_usage(reply.usage)
+        price = cost(usage, self.provider.name, self.provider.model)
         spent = price if (price is not None and reply.source == "api") else 0.0
         with self.lock:
-            self.totals.usage = self.totals.usage + reply.usage
+            if problem is not None and problem not in self.notes:
+                self.notes.append(problem)
+            self.totals.usage = self.totals.usage + usage
             self.totals.requests += 1
             self.totals.cost_usd += spent
             if price is None:
                 self.totals.priced = False
             else:
                 self.totals.notional_usd += price
-        return spent, price
+        return usage, spent
 
     def step(self, conv: _Conversation, round_no: int) -> Attempt:
         """One request and its evaluation for one candidate; never raises for what the model,
@@ -554,14 +578,22 @@ class _Runner:
         base = dict(candidate=conv.index, round=round_no)
         try:
             reply = self.ask(conv, round_no)
-        except PorterError as err:  # ProviderError, ProviderTimeout, ReplayMiss...
+        except ProviderError as err:  # ProviderTimeout, BudgetSpent, MalformedReply, ContextOverflow...
+            return Attempt(**base, status=ERROR, reason=redact(str(err)), transient=err.transient)
+        except PorterError as err:  # ReplayMiss...
             return Attempt(**base, status=ERROR, reason=redact(str(err)))
         except Exception as err:  # noqa: BLE001 - anything else from an SDK is this candidate's failure
+            log.debug("request failed unexpectedly: %s", redact(repr(err)))
+            where = f"{self.provider.name}:{self.provider.model}"
             return Attempt(
-                **base, status=ERROR, reason=redact(f"request failed: {type(err).__name__}: {err}")
+                **base,
+                status=ERROR,
+                reason=redact(
+                    f"{where}: the request failed unexpectedly (a porter or SDK bug; please report it)"
+                ),
             )
-        spent, _ = self.account(reply)
-        meta = dict(usage=reply.usage, cost_usd=spent, source=reply.source, reply_chars=len(reply.text))
+        usage, spent = self.account(reply)
+        meta = dict(usage=usage, cost_usd=spent, source=reply.source, reply_chars=len(reply.text))
         conv.messages.append(Message("assistant", reply.text))
         block = extract_code(reply.text)
         if block is None:
@@ -606,6 +638,16 @@ class _Runner:
         return None
 
 
+class _Pool(ThreadPoolExecutor):
+    """The candidates' threads.  Left by an exception (Ctrl-C, SIGTERM, a failure) it does not wait for
+    the requests still in flight -- their timeout can be minutes -- so the caller can write what was
+    validated at once; a normal end waits as usual."""
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
+        self.shutdown(wait=exc_type is None, cancel_futures=exc_type is not None)
+        return False
+
+
 def run_loop(
     provider: Provider,
     ctx: PromptContext,
@@ -630,9 +672,11 @@ def run_loop(
     convs = [_Conversation(i, [Message("user", task_message(ctx, i, n))]) for i in range(1, n + 1)]
     attempts: list[Attempt] = []
     started = time.monotonic()
+    if options.budget.max_seconds is not None:
+        runner.deadline = started + options.budget.max_seconds
     rounds = 0
     stop = ""
-    with ThreadPoolExecutor(max_workers=n, thread_name_prefix="porter-llm") as pool:
+    with _Pool(max_workers=n, thread_name_prefix="porter-llm") as pool:
         while True:
             if rounds >= options.budget.rounds:
                 stop = f"all {options.budget.rounds} round(s) done"
@@ -655,7 +699,7 @@ def run_loop(
                 follow = _evidence(attempt, ctx)
                 if follow is None or (options.stop_when_validated and attempt.status == VALIDATED):
                     conv.alive = False
-                else:
+                elif follow:
                     conv.messages.append(Message("user", follow))
     result = LoopResult(
         attempts=tuple(attempts),

@@ -3,16 +3,19 @@
 Keys come from ``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY`` only.  Base URLs come from ``--base-url`` or
 the SDKs' own ``ANTHROPIC_BASE_URL`` / ``OPENAI_BASE_URL``.  A local OpenAI-compatible server (vLLM,
 llama.cpp, Ollama) usually needs no key: when a base URL is set and no key is, the placeholder
-``not-needed`` is sent.  Retries (429, 5xx, timeouts, with backoff) are the SDKs' own, set through
-``max_retries``; a context overflow is a 400 and is never retried.
+``not-needed`` is sent.  Each request waits ``timeout`` seconds (``--request-timeout``, default 60) and is
+retried ``max_retries`` times (``--retries``, default 2) after a timeout, a connection failure, a 429 or a
+5xx, with the server's retry-after or exponential backoff (:func:`porter.llm.base.send_with_retries`:
+porter's, not the SDKs', so that a deadline bounds them); a context overflow is a 400 and is never retried.
 """
 
 from __future__ import annotations
 
+import math
 import os
 
 from porter.errors import UsageError
-from porter.llm.base import PLACEHOLDER_KEY, MissingKey, Provider
+from porter.llm.base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, PLACEHOLDER_KEY, MissingKey, Provider
 
 PROVIDERS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 BASE_URL_ENV = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
@@ -42,10 +45,18 @@ def api_key(provider: str, base_url: str | None) -> str:
 
 
 def make_provider(
-    spec: str, *, base_url: str | None = None, timeout: float = 120, max_retries: int = 3
+    spec: str,
+    *,
+    base_url: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_retries: int = DEFAULT_RETRIES,
 ) -> Provider:
     """A provider for ``anthropic:<model>`` / ``openai:<model>``; no network traffic until `complete`."""
     provider, model = parse_spec(spec)
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise UsageError(f"--request-timeout must be a positive number of seconds, not {timeout:g}")
+    if max_retries < 0:
+        raise UsageError(f"--retries must be 0 or more, not {max_retries}")
     key = api_key(provider, base_url)
     if provider == "anthropic":
         from porter.llm.anthropic_provider import AnthropicProvider

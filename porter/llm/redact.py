@@ -8,7 +8,10 @@
 * anything shaped like a key: ``sk-ant-...``, ``sk-...``, ``Bearer <token>``, and the values of
   ``x-api-key`` / ``api_key`` / ``authorization`` fields in header dumps and JSON.
 
-Values shorter than 8 characters are not treated as secrets (they would blank out ordinary words).
+The provider keys (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``) and registered values are redacted
+whatever their length; one shorter than 8 characters only where it stands as a whole token (not inside
+a longer word, so a key ``abc`` leaves ``abcd`` alone).  Other variables' values shorter than 8
+characters are not treated as secrets (they would blank out ordinary words).
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ import re
 REDACTED = "[REDACTED]"
 MIN_SECRET_LEN = 8
 _SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_SECRET_KEY")
+KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")  # redacted whatever their length
+# What may not touch a short secret for it to count as a whole token.
+_TOKEN_CHARS = r"A-Za-z0-9_\-"
 
 _PATTERNS = (
     # Anthropic and OpenAI style keys (sk-ant-api03-..., sk-proj-..., sk-...).
@@ -37,26 +43,38 @@ _extra: set[str] = set()
 
 
 def add_secret(value: str | None) -> None:
-    """Redact `value` from now on (ignored when empty or shorter than MIN_SECRET_LEN)."""
-    if value and len(value) >= MIN_SECRET_LEN:
-        _extra.add(value)
+    """Redact `value` from now on, whatever its length (ignored when empty or only spaces)."""
+    if value and value.strip():
+        _extra.add(value.strip())
+
+
+def discard_secret(value: str) -> None:
+    """Stop redacting a value registered with :func:`add_secret` (tests)."""
+    _extra.discard(value.strip())
 
 
 def secrets_in_env() -> list[str]:
-    """The values of the environment variables that hold secrets, longest first."""
-    found = {
-        value
-        for name, value in os.environ.items()
-        if name.upper().endswith(_SECRET_SUFFIXES) and len(value) >= MIN_SECRET_LEN
-    }
+    """The values of the environment variables that hold secrets, and the registered ones, longest first."""
+    found: set[str] = set()
+    for name, raw in os.environ.items():
+        value, key = raw.strip(), name.upper()
+        if value and (
+            key in KEY_VARIABLES or (key.endswith(_SECRET_SUFFIXES) and len(value) >= MIN_SECRET_LEN)
+        ):
+            found.add(value)
     return sorted(found | _extra, key=len, reverse=True)
 
 
 def redact(text: str) -> str:
     """`text` with every known secret value and every key-shaped string replaced by ``[REDACTED]``."""
     for secret in secrets_in_env():
-        if secret in text:
+        if secret not in text:
+            continue
+        if len(secret) >= MIN_SECRET_LEN:
             text = text.replace(secret, REDACTED)
+        else:  # a short key: only where it is a whole token, not a piece of an ordinary word
+            whole = rf"(?<![{_TOKEN_CHARS}]){re.escape(secret)}(?![{_TOKEN_CHARS}])"
+            text = re.sub(whole, REDACTED, text)
     for pattern in _PATTERNS:
         text = pattern.sub(_replacement, text)
     return text

@@ -23,6 +23,7 @@ from rich.text import Text
 
 from porter.harness.bench import BenchResult
 from porter.model import to_jsonable
+from porter.report import plain_console
 from porter.workflows.bench import BenchReport, KernelBench
 
 SCHEMA = "porter.bench/1"
@@ -138,7 +139,7 @@ def _achieved(r: BenchResult) -> tuple[str, str]:
 
 
 def render(report: BenchReport, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or plain_console()
     for k in report.kernels:
         if k.error:
             console.print(Text(f"{k.kernel}: {k.error}", style="red"))
@@ -147,7 +148,10 @@ def render(report: BenchReport, console: Console | None = None) -> None:
         if cost is not None:
             flops = ", ".join(f"{n:.3g} {d}" for d, n in cost.flops.items()) or "0"
             console.print(
-                f"[bold]{k.kernel}[/bold] at {_size(k.size)}: {cost.bytes / 1e6:.4g} MB moved, {flops} FLOPs (static estimate)"
+                Text.assemble(
+                    (k.kernel, "bold"),
+                    f" at {_size(k.size)}: {cost.bytes / 1e6:.4g} MB moved, {flops} FLOPs (static estimate)",
+                )
             )
         pred = Table(title=f"{k.kernel}: predicted floor", show_lines=False)
         for col in ("device", "floor ms", "memory ms", "compute ms", "bound"):

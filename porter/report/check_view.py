@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.text import Text
+
 from porter.model import Status, to_jsonable
+from porter.report import plain_console
 from porter.workflows.check import CheckResult
 
 _STYLE = {Status.VALIDATED: "green", Status.COMPILED: "yellow", Status.FAILED: "red"}
@@ -45,10 +48,9 @@ def to_json(result: CheckResult) -> dict[str, Any]:
 
 
 def render(result: CheckResult) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = plain_console()
     table = Table(title=f"porter check: {result.variant} against {result.original} ({result.kernel})")
     table.add_column("device")
     table.add_column("status")
@@ -58,7 +60,7 @@ def render(result: CheckResult) -> None:
     for v in result.verdicts:
         table.add_row(
             v.device or f"{v.backend} (compile only)",
-            f"[{_STYLE.get(v.status, 'white')}]{v.status.value}[/]",
+            Text(v.status.value, style=_STYLE.get(v.status, "white")),
             str(v.trials),
             "-" if v.max_abs_err is None else f"{v.max_abs_err:.3g}",
             "-" if v.max_rel_err is None else f"{v.max_rel_err:.3g}",
@@ -67,7 +69,7 @@ def render(result: CheckResult) -> None:
     for v in result.verdicts:
         console.print(f"{v.device or v.backend}: {v.reason}", markup=False, highlight=False)
     if not result.verdicts:
-        console.print("[red]no backend here can build or run this variant[/]")
+        console.print("no backend here can build or run this variant", style="red")
     verdict = "validated" if result.exit_code == 0 else "NOT validated"
     console.print(f"{result.kernel}: {verdict}")
 

@@ -1,7 +1,8 @@
 """Rendering of `porter doctor`: a rich table, or one JSON document.
 
-JSON: ``{"backends": [{"name", "compile", "run", "devices": [...], "toolchain", "hint"}]}`` with each
-device an object (backend, name, arch, kind, index, platform, driver, facts).
+JSON: ``{"backends": [{"name", "compile", "run", "devices": [...], "toolchain", "hint"}], "sandbox":
+{"layers": {name: {"active", "detail"}}, "complete"}}`` with each device an object (backend, name, arch,
+kind, index, platform, driver, facts).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from rich.text import Text
 
 from porter.backends import Availability, Device
 from porter.model import to_jsonable
+from porter.report import plain_console
+from porter.sandbox import REQUIRED
 from porter.workflows.doctor import DoctorReport
 
 
@@ -33,7 +36,13 @@ def backend_json(found: Availability) -> dict[str, Any]:
 
 
 def to_json(report: DoctorReport) -> dict[str, Any]:
-    return {"backends": [backend_json(b) for b in report.backends]}
+    return {
+        "backends": [backend_json(b) for b in report.backends],
+        "sandbox": {
+            "layers": {la.name: {"active": la.active, "detail": la.detail} for la in report.sandbox},
+            "complete": all(la.active for la in report.sandbox if la.name in REQUIRED),
+        },
+    }
 
 
 def _yes_no(value: bool) -> Text:
@@ -49,7 +58,7 @@ def _devices(found: Availability) -> str:
 
 
 def render(report: DoctorReport, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or plain_console()
     table = Table(title="porter doctor", show_lines=True)
     for column in ("backend", "compile", "run", "toolchain", "devices", "hint"):
         table.add_column(column, overflow="fold")
@@ -65,10 +74,22 @@ def render(report: DoctorReport, console: Console | None = None) -> None:
     console.print(table)
     usable = [b.name for b in report.backends if b.run]
     compile_only = [b.name for b in report.backends if b.compile and not b.run]
-    console.print(
-        f"run: {', '.join(usable) or 'none'}; compile only: {', '.join(compile_only) or 'none'}",
-        highlight=False,
-    )
+    console.print(f"run: {', '.join(usable) or 'none'}; compile only: {', '.join(compile_only) or 'none'}")
+    if report.sandbox:
+        layers = Table(title="sandbox of every child that compiles or runs code", show_lines=False)
+        for column in ("layer", "active", "what"):
+            layers.add_column(column, overflow="fold")
+        for la in report.sandbox:
+            layers.add_row(Text(la.name), _yes_no(la.active), Text(la.detail))
+        console.print(layers)
+        missing = [la.name for la in report.sandbox if la.name in REQUIRED and not la.active]
+        console.print(
+            Text(
+                f"sandbox incomplete: {', '.join(missing)} missing (--require-sandbox refuses to run)"
+                if missing
+                else "sandbox complete"
+            )
+        )
 
 
 def exit_code(report: DoctorReport) -> int:

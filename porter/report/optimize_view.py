@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.text import Text
+
 from porter.llm.loop import Event, Progress
 from porter.llm.redact import redact
+from porter.report import plain_console
 from porter.workflows.optimize import OptimizeReport
 
 _STYLE = {"validated": "green", "failed": "red", "rejected": "magenta", "no-code": "yellow", "error": "red"}
@@ -29,9 +32,7 @@ def _money(value: float | None) -> str:
 
 def progress_printer() -> Progress:
     """A progress callback printing the loop's rounds and verdicts with rich, on stderr."""
-    from rich.console import Console
-
-    console = Console(stderr=True, highlight=False)
+    console = plain_console(stderr=True)
     streamed: dict[int, int] = {}
 
     def show(event: Event) -> None:
@@ -40,7 +41,9 @@ def progress_printer() -> Progress:
         cost = totals.cost_usd if totals and totals.priced else None
         if event.kind == "round":
             streamed.clear()
-            console.print(f"[bold]round {event.round}[/]  tokens {tokens}  cost {_money(cost)}")
+            console.print(
+                Text.assemble((f"round {event.round}", "bold"), f"  tokens {tokens}  cost {_money(cost)}")
+            )
         elif event.kind == "request":
             streamed[event.candidate] = streamed.get(event.candidate, 0) + len(event.text)
         elif event.kind == "attempt" and event.attempt is not None:
@@ -52,22 +55,22 @@ def progress_printer() -> Progress:
                 timing = f"  {ev.time_ms:.4g} ms" + (f" ({ev.speedup:.2f}x)" if ev.speedup else "")
             reason = redact(a.reason).splitlines()[0] if a.reason else ""
             console.print(
-                f"  candidate {a.candidate}: [{style}]{a.status}[/]{timing}  "
-                f"tokens {a.usage.input_tokens}+{a.usage.output_tokens}",
-                end="",
+                Text.assemble(
+                    f"  candidate {a.candidate}: ",
+                    (a.status, style),
+                    f"{timing}  tokens {a.usage.input_tokens}+{a.usage.output_tokens}  {reason[:160]}",
+                )
             )
-            console.print(f"  {reason[:160]}", markup=False)
         elif event.kind == "stop":
-            console.print(f"stopped: {event.text}  tokens {tokens}  cost {_money(cost)}", markup=False)
+            console.print(f"stopped: {event.text}  tokens {tokens}  cost {_money(cost)}")
 
     return show
 
 
 def render(report: OptimizeReport) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = plain_console()
     table = Table(title=f"porter optimize: {report.source} ({report.kernel}) with {report.model}")
     for col in ("role", "file", "device", "status", "time ms", "speedup", "max rel err"):
         table.add_column(col, justify="right" if col in ("time ms", "speedup", "max rel err") else "left")
@@ -76,7 +79,7 @@ def render(report: OptimizeReport) -> None:
             row["role"],
             row["path"] or "-",
             row["device"] or "-",
-            f"[{_STYLE.get(row['status'], 'white')}]{row['status']}[/]",
+            Text(row["status"], style=_STYLE.get(row["status"], "white")),
             _num(row["time_ms"]),
             _num(row["speedup"], ".2f"),
             _num(row["max_rel_err"], ".3g"),

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.text import Text
+
+from porter.report import plain_console
 from porter.workflows.port import PortReport
 
 _STYLE = {
@@ -30,10 +33,9 @@ def _short(text: str) -> str:
 
 
 def render(report: PortReport) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = plain_console()
     table = Table(title=f"porter port: {report.source} -> {', '.join(report.targets)}")
     table.add_column("kernel", no_wrap=True)
     table.add_column("target", no_wrap=True)
@@ -47,7 +49,7 @@ def render(report: PortReport) -> None:
                 k.name,
                 r.target,
                 r.device or "-",
-                f"[{_STYLE.get(r.status, 'white')}]{r.status}[/]",
+                Text(r.status, style=_STYLE.get(r.status, "white")),
                 str(r.trials),
                 _err(r.max_rel_err),
             )
@@ -81,6 +83,9 @@ def render(report: PortReport) -> None:
     rows = report.rows()
     counts = {s: sum(r.status == s for r in rows) for s in _STYLE}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    kept = sum(r.resumed for r in rows)
+    if kept:
+        summary += f"; {kept} kept from the previous report (same inputs; --fresh redoes them)"
     console.print(f"{len(rows)} variant(s): {summary or 'none'}", markup=False, highlight=False)
 
 

@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from porter.model import FileScan, Kernel, Param, to_jsonable
+from porter.report import plain_console
 
 
 class _Result(Protocol):  # porter.scan.ScanResult (kept structural: report does not import scan)
@@ -50,7 +51,7 @@ def problems(result: _Result) -> list[str]:
 
 
 def render_problems(result: _Result, err: Console | None = None) -> None:
-    err = err or Console(file=sys.stderr, highlight=False, soft_wrap=True)
+    err = err or plain_console(file=sys.stderr, soft_wrap=True)
     for line in problems(result):
         err.print(Text("porter: " + line, style="yellow"))
 
@@ -141,7 +142,7 @@ def _file_tables(f: FileScan) -> list[Table]:
 
 def render(result: _Result, out: Console | None = None, err: Console | None = None) -> None:
     """Tables per file on stdout; parse warnings and skipped files on stderr."""
-    out = out or Console(highlight=False)
+    out = out or plain_console()
     for f in result.files:
         counts = (
             f"{len(f.kernels)} kernels, {len(f.launches)} launches, {len(f.loops)} loop nests, "

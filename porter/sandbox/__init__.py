@@ -58,6 +58,8 @@ LAYER_NAMES = (
     "seccomp",
 )
 # What --require-sandbox insists on (bubblewrap is one way to get network and more, not a need).
+# Layers GPU children go without: CUDA's initialisation fails under them (see backends/isolate.py).
+GPU_WITHOUT = ("filesystem", "seccomp")
 REQUIRED = ("process-group", "parent-death", "rlimits", "network", "filesystem", "seccomp")
 
 # Resource limits of every child (the parent's wall-clock timeout comes on top).
@@ -101,6 +103,9 @@ class Plan:
     disabled: tuple[str, ...] = ()
     required: bool = False
     in_bubblewrap: bool = False
+    # "gpu": the driver is initialised (device files, its own helpers) before the file-system and
+    # seccomp layers go on, so those come only with lock_down, after the device is opened.
+    device_kind: str = ""
 
     def to_env(self) -> str:
         return json.dumps(asdict(self))
@@ -196,11 +201,11 @@ def layers() -> tuple[Layer, ...]:
         "network": net,
         "filesystem": (
             abi > 0,
-            f"Landlock ABI {abi}: write only to the job's scratch folder"
+            f"Landlock ABI {abi}: write only to the job's scratch folder (not GPU children)"
             if abi > 0
             else "Landlock is not available in this kernel",
         ),
-        "seccomp": (not sec, sec if sec else "no exec/fork, sockets, ptrace, mounts"),
+        "seccomp": (not sec, sec if sec else "no exec/fork, sockets, ptrace, mounts (not GPU children)"),
     }
     out = []
     for name in LAYER_NAMES:
@@ -250,7 +255,7 @@ def limits_for(kind: str | None, timeout_s: float, memory_mb: int | None) -> Lim
         except (ValueError, OSError):
             physical = 8 << 30
         cap = max(int(physical * CPU_MEMORY_FRACTION), MIN_MEMORY)
-    if kind == "gpu":  # drivers reserve huge virtual ranges: cap private data instead
+    if kind in ("gpu", "probe"):  # drivers reserve huge virtual ranges: cap private data instead
         return Limits(None, cap, cpu_seconds)
     return Limits(cap, None, cpu_seconds)
 
@@ -383,10 +388,10 @@ def enter(plan: Plan) -> State:
             st.note("network", True, "unshare(CLONE_NEWNET)")
         except OSError as err:
             st.note("network", False, str(err))
-    if "filesystem" not in plan.disabled:
+    if "filesystem" not in plan.disabled and plan.device_kind != "gpu":
         writable = [plan.scratch, *([plan.cache] if plan.cache else []), *_devices()]
         _landlock(st, [*toolchain_paths(), *plan.readable], writable, scope=False)
-    _check_required(plan, st, ("parent-death", "rlimits", "network", "filesystem"))
+    _check_required(plan, st, ("parent-death", "rlimits", "network"))
     return st
 
 

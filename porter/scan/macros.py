@@ -268,11 +268,18 @@ class _Marks:
     path: tuple[str, ...]
 
 
-def collect(files: Iterable[tuple[str, bytes | None]], include_dirs: Iterable[str | Path] = ()) -> MacroTable:
+def collect(
+    files: Iterable[tuple[str, bytes | None]],
+    include_dirs: Iterable[str | Path] = (),
+    *,
+    strict: bool = False,
+) -> MacroTable:
     """The qualifier and scope macros visible to ``files`` ((path, bytes or None to read it)) and
-    their headers."""
+    their headers.  ``strict``: a header that is not a regular file (a FIFO, ``/dev/zero``) is a
+    UsageError naming the ``#include`` (else it is skipped with a warning), see
+    :func:`porter.includes.reachable`."""
     defs: dict[str, list[Body]] = {}
-    for _, source in reachable(files, include_dirs):
+    for _, source in reachable(files, include_dirs, strict=strict):
         for name, bodies in definitions(source).items():
             defs.setdefault(name, []).extend(bodies)
     return resolve(defs)

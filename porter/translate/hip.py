@@ -663,12 +663,11 @@ def _include(state: _State, node) -> None:
 @cache
 def _header_definitions(path: str, mtime_ns: int, size: int) -> frozenset[str]:
     """CUDA-looking names a local header defines (macros, functions, types, variables)."""
+    from porter.files import read_header
+
     del mtime_ns, size  # cache key only
-    try:
-        src = Path(path).read_bytes()
-    except OSError:
-        return frozenset()
-    return _definitions_in(src)
+    src = read_header(path, quiet=True)  # None: gone, or no longer a regular file of a sane size
+    return _definitions_in(src) if src is not None else frozenset()
 
 
 def _definitions_in(src: bytes) -> frozenset[str]:
@@ -785,7 +784,19 @@ def translate_to_hip(
     include_dirs: Sequence[str] = (),
     scan: FileScan | None = None,
 ) -> Translation:
-    """Translate one CUDA file (or header) to HIP.  ``scan``: the file's scan, when already made."""
+    """Translate one CUDA file (or header) to HIP.  ``scan``: the file's scan, when already made.
+    UsageError for a file nested too deeply to walk."""
+    from porter.errors import too_deeply_nested
+
+    try:
+        return _translate_to_hip(source, path, launch=launch, include_dirs=include_dirs, scan=scan)
+    except RecursionError:
+        raise too_deeply_nested(path) from None
+
+
+def _translate_to_hip(
+    source: str, path: str, *, launch: str, include_dirs: Sequence[str], scan: FileScan | None
+) -> Translation:
     if launch not in LAUNCH_STYLES:
         raise UsageError(f"unknown HIP launch style {launch!r} (choose {' or '.join(LAUNCH_STYLES)})")
     src = source.encode("utf-8")
@@ -944,13 +955,10 @@ def translate_hip_file(
     path: str | Path, *, launch: str = "chevrons", include_dirs: Sequence[str] = ()
 ) -> Translation:
     """Read and translate one file; UsageError for a missing or unreadable one."""
+    from porter.files import read_text
+
     p = Path(path)
-    try:
-        source = p.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise UsageError("no such file", path=str(p)) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise UsageError(f"cannot read as UTF-8 text: {err}", path=str(p)) from None
+    source = read_text(p)  # UsageError: missing, not a regular file, too large, not UTF-8
     return translate_to_hip(source, str(p), launch=launch, include_dirs=include_dirs)
 
 
@@ -961,7 +969,10 @@ def translate_hip_files(
 
     Keys are the input paths (the file first).  A header keeps its file name: write each
     translation beside the output under the input's name so the ``#include "x.cuh"`` lines hold.
+    A header that cannot be read (see :mod:`porter.files`) is left out with a warning.
     """
+    from porter.files import read_text, warn
+
     out: dict[Path, Translation] = {}
     todo = [Path(path)]
     while todo:
@@ -969,8 +980,15 @@ def translate_hip_files(
         key = current.resolve()
         if any(k.resolve() == key for k in out):
             continue
-        result = translate_hip_file(current, launch=launch, include_dirs=include_dirs)
-        out[current] = result
-        source = current.read_bytes().decode("utf-8", "replace")
+        try:
+            source = read_text(current)
+        except UsageError as err:
+            if not out:  # the file itself
+                raise
+            # a header porter cannot read (too large, not UTF-8...) stays untranslated; the compiler
+            # still finds the original beside the source
+            warn(f"{err}; this header is not translated")
+            continue
+        out[current] = translate_to_hip(source, str(current), launch=launch, include_dirs=include_dirs)
         todo.extend(local_includes(source, str(current), include_dirs))
     return out

@@ -1484,7 +1484,19 @@ def translate_to_opencl(
     include_dirs: Sequence[str] = (),
     subgroups: bool = True,
 ) -> Translation:
-    """Translate every kernel of a CUDA file into one self-contained OpenCL C program."""
+    """Translate every kernel of a CUDA file into one self-contained OpenCL C program; UsageError
+    for a file nested too deeply to walk."""
+    from porter.errors import too_deeply_nested
+
+    try:
+        return _translate_to_opencl(source, path, include_dirs=include_dirs, subgroups=subgroups)
+    except RecursionError:
+        raise too_deeply_nested(path) from None
+
+
+def _translate_to_opencl(
+    source: str, path: str, *, include_dirs: Sequence[str], subgroups: bool
+) -> Translation:
     from porter.scan import scan_source
     from porter.scan.macros import collect, spelled_out
 

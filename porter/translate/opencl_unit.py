@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from porter.errors import UsageError
+from porter.files import read_text
 from porter.includes import resolve_local_include
 from porter.model import Diagnostic, Severity
 from porter.scan.extract import device_code
@@ -110,15 +112,15 @@ def _append(
                 key = str(found.resolve())
                 if key not in seen:
                     seen.add(key)
-                    try:
-                        text = found.read_text(encoding="utf-8")
-                    except (OSError, UnicodeDecodeError) as err:
+                    try:  # never a FIFO or a device, never past the size cap (porter.files)
+                        text = read_text(found)
+                    except UsageError as err:
                         unit.diagnostics.append(
                             Diagnostic(
                                 path,
                                 lineno,
                                 f'#include "{name}"',
-                                f"cannot read {found}: {err}",
+                                f"cannot read {err}",
                                 Severity.ERROR,
                             )
                         )

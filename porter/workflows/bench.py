@@ -23,7 +23,7 @@ from porter.harness.bench import BenchPlan, BenchResult, benchmark
 from porter.harness.cost import KernelCost, estimate
 from porter.harness.inputs import element_count
 from porter.harness.perfmodel import Roofline
-from porter.harness.spec import MIN_SCALABLE, geometry, spec_for
+from porter.harness.spec import MAX_SIZE_VALUE, MIN_SCALABLE, check_size, geometry, spec_for
 from porter.harness.validate import Reference
 from porter.model import FileScan, KernelSpec, Role, Variant
 from porter.scan.macros import MacroTable
@@ -126,7 +126,13 @@ def _bench_size(
                 f"--size: {', '.join(sorted(unknown))} not a size symbol of {spec.kernel} "
                 f"(symbols: {', '.join(sorted(base)) or 'none'})"
             )
-        return {**base, **overrides}
+        size = {**base, **overrides}
+        try:  # a value its scalar's type cannot hold, buffers larger than memory...
+            check_size(spec, size)
+        except ValueError as err:
+            shown = ", ".join(f"{k}={v}" for k, v in overrides.items())
+            raise UsageError(f"--size {shown}: {spec.kernel} cannot run at {size}: {err}") from None
+        return size
     if device_kind == "gpu":
         if spec.bench_sizes:
             return dict(spec.bench_sizes[0])
@@ -223,6 +229,7 @@ def bench_file(
     plan: BenchPlan = GPU_PLAN,
     gpu_elements: int = GPU_ELEMENTS,
 ) -> BenchReport:
+    from porter.files import read_text
     from porter.scan import scan_file
     from porter.scan.extract import device_code
     from porter.workflows.source import qualifier_macros
@@ -242,7 +249,7 @@ def bench_file(
         raise UsageError(f"no kernel named {kernel!r} (kernels: {', '.join(names) or 'none'})", path=path)
     if not names:
         raise UsageError("no __global__ kernel found", path=path)
-    text = Path(path).read_text(encoding="utf-8")
+    text = read_text(path)
     options = CompileOptions(include_dirs=dirs)
     if devices is None:
         devices = present_devices(tuple(backends) if backends else BACKEND_NAMES)
@@ -370,5 +377,7 @@ def parse_sizes(items: Sequence[str]) -> dict[str, int]:
             raise UsageError(f"--size {item!r}: {err}") from None
         if not isinstance(v, int) or v <= 0:
             raise UsageError(f"--size {item!r}: the value must be a positive integer")
+        if v > MAX_SIZE_VALUE:
+            raise UsageError(f"--size {item!r}: the value must be at most {MAX_SIZE_VALUE} (2**63 - 1)")
         out[sym.strip()] = v
     return out

@@ -52,12 +52,9 @@ def language_of(path: str) -> str:
 
 
 def _read(path: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError("no such file", path=path) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise UsageError(f"cannot read: {err}", path=path) from None
+    from porter.files import read_text
+
+    return read_text(path)  # UsageError: missing, not a regular file, too large, not UTF-8
 
 
 def _devices(backend: str) -> list[Device]:

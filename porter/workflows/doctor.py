@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 
+from porter import sandbox
 from porter.backends import BACKEND_NAMES, Availability
 from porter.backends.isolate import probe_backend
 
@@ -22,6 +23,7 @@ PROBE_TIMEOUT_S = 60.0
 @dataclass(frozen=True)
 class DoctorReport:
     backends: tuple[Availability, ...]
+    sandbox: tuple[sandbox.Layer, ...] = ()  # the layers every child that runs code gets here
 
 
 @cache
@@ -48,4 +50,4 @@ def with_hint(found: Availability) -> Availability:
 def doctor(names: tuple[str, ...] = BACKEND_NAMES, timeout_s: float = PROBE_TIMEOUT_S) -> DoctorReport:
     with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
         found = list(pool.map(lambda name: probe_backend(name, timeout_s), names))
-    return DoctorReport(tuple(with_hint(a) for a in found))
+    return DoctorReport(tuple(with_hint(a) for a in found), sandbox.layers())

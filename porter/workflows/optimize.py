@@ -10,12 +10,15 @@ runs in the harness's isolated child processes.
 
 Outputs (default ``<stem>.optimized/`` beside the input; the user's files are never written): the
 best validated rewrite and the trade-off set (fastest, least memory, most precise) as ``.cu`` files,
-every attempt's code under ``attempts/``, ``report.json`` and ``report.md``.  Exit status: 0 when a
-validated candidate exists, 1 otherwise, 2 for bad usage (a missing API key included).
+every attempt's code under ``attempts/``, ``report.json`` and ``report.md`` -- all rewritten
+(atomically) after every attempt and when the run is interrupted, so a validated candidate is never
+lost; a re-run resumes what the previous report validated for the same inputs (``fresh``: not).  Exit
+status: 0 when a validated candidate exists, 1 otherwise, 2 for bad usage (a missing API key included).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Callable, Sequence
@@ -28,19 +31,23 @@ from porter.errors import PorterError, UsageError
 from porter.harness import cexpr, perfmodel
 from porter.harness.bench import BenchPlan, BenchResult, benchmark
 from porter.harness.cost import KernelCost, estimate
+from porter.harness.gate import device_build_check
 from porter.harness.inputs import ctype_size, element_count
 from porter.harness.spec import spec_for
 from porter.harness.validate import Reference, ValidateOptions, tolerance_for, validate
-from porter.llm.base import Provider
+from porter.llm.base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, Provider
 from porter.llm.cache import ReplyCache
 from porter.llm.loop import (
+    VALIDATED,
     Attempt,
     Budget,
     Evaluation,
+    Event,
     LoopOptions,
     LoopResult,
     Progress,
     Screened,
+    Totals,
     attempt_doc,
     run_loop,
     unvalidated,
@@ -49,6 +56,18 @@ from porter.llm.loop import (
 from porter.llm.prompting import PromptContext
 from porter.llm.redact import redact
 from porter.model import FileScan, Kernel, KernelSpec, Role, Status, Variant, to_jsonable
+from porter.workflows.resume import (
+    SCHEMAS,
+    check_out_dir,
+    code_fingerprint,
+    code_sha,
+    evaluation_from_json,
+    file_digest,
+    load_report,
+    sha,
+    toolchain_of,
+    write_atomic,
+)
 from porter.workflows.source import includes, load_cuda, qualifier_macros, sibling_dir, squeeze
 
 REPORT_JSON = "report.json"
@@ -80,10 +99,34 @@ class OptimizeReport:
     floors: dict[str, float | None] = field(default_factory=dict)  # device label -> roofline floor ms
     attempt_paths: dict[tuple[int, int], str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # Resuming: candidates a previous run validated for the same inputs that this run did not meet
+    # again (their files by code_sha), the code_sha of every candidate whose evaluation was taken from
+    # the previous report instead of run again, and the key of those inputs.
+    kept: list[Attempt] = field(default_factory=list)
+    kept_paths: dict[str, str] = field(default_factory=dict)
+    resumed: set[str] = field(default_factory=set)
+    identity: str = ""
+
+    def tradeoffs(self) -> dict[str, Attempt]:
+        """fastest / least_memory / most_precise among this run's validated candidates and the kept ones."""
+        if not self.kept:
+            return self.loop.tradeoffs()
+        return replace(self.loop, attempts=(*self.loop.attempts, *self.kept)).tradeoffs()
 
     @property
     def best(self) -> Attempt | None:
-        return self.loop.best
+        return self.tradeoffs().get("fastest")
+
+    def path_of(self, attempt: Attempt) -> str:
+        if any(attempt is k for k in self.kept):
+            return self.kept_paths.get(code_sha(attempt.code), "")
+        return self.attempt_paths.get((attempt.candidate, attempt.round), "")
+
+    def is_resumed(self, attempt: Attempt) -> bool:
+        """Whether the attempt's verdict comes from the previous run's report (not run again)."""
+        if any(attempt is k for k in self.kept):
+            return True
+        return attempt.evaluation is not None and code_sha(attempt.code) in self.resumed
 
     @property
     def exit_code(self) -> int:
@@ -113,6 +156,7 @@ class OptimizeReport:
                         "role": sel.role,
                         "candidate": sel.attempt.candidate,
                         "round": sel.attempt.round,
+                        **({"resumed": True} if self.is_resumed(sel.attempt) else {}),
                     }
                 )
         if self.selected:
@@ -162,13 +206,36 @@ class OptimizeReport:
             floors_ms=dict(self.floors),
             outputs={s.role: s.path for s in self.selected},
             attempts=[
-                attempt_doc(a) | {"path": self.attempt_paths.get((a.candidate, a.round), "")}
-                for a in self.loop.attempts
+                attempt_doc(a)
+                | {"path": self.path_of(a)}
+                | ({"resumed": True} if self.is_resumed(a) else {})
+                | ({"kept": True} if any(a is k for k in self.kept) else {})
+                for a in (*self.loop.attempts, *self.kept)
             ],
             notes=[*self.loop.notes, *self.notes],
             exit_code=self.exit_code,
+            schema=SCHEMAS["optimize"],
+            resume={"identity": self.identity, "validated": self._validated_docs()},
         )
         return doc
+
+    def _validated_docs(self) -> list[dict[str, Any]]:
+        """Every distinct validated candidate with its evaluation and file: what a re-run keeps."""
+        docs: dict[str, dict[str, Any]] = {}
+        for a in (*self.loop.attempts, *self.kept):
+            key = code_sha(a.code)
+            path = self.path_of(a)
+            if a.status != VALIDATED or a.evaluation is None or not path or key in docs:
+                continue
+            docs[key] = {
+                "code_sha": key,
+                "path": path,
+                "file_sha": file_digest(path),
+                "candidate": a.candidate,
+                "round": a.round,
+                "evaluation": to_jsonable(a.evaluation),
+            }
+        return list(docs.values())
 
 
 # --------------------------------------------------------------------------- setup
@@ -362,6 +429,9 @@ class HarnessEvaluator:
         variant = Variant(
             kernel=name, target="cuda", source=cand.code, entry=name, provenance=self.provenance
         )
+        gate = device_build_check(variant, self.options.compile)  # before anything runs model code
+        if not gate.ok:
+            return Evaluation(ok=False, stage="compile", reason=gate.reason, log=gate.log)
         verdicts = tuple(validate(variant, self.spec, self.reference, self.devices, self.options))
         failed = unvalidated(verdicts)
         if failed is not None:
@@ -436,10 +506,7 @@ class HarnessEvaluator:
 def _write(path: Path, text: str, source: Path) -> None:
     if path.resolve() == source.resolve():
         raise UsageError("refusing to overwrite the input file; choose another --out", path=str(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(redact(text), encoding="utf-8")  # model output too: a key it echoes is never written
-    tmp.replace(path)
+    write_atomic(path, redact(text))  # model output too: a key it echoes is never written
 
 
 def _header(attempt: Attempt, model: str, role: str, kernel: str) -> str:
@@ -466,8 +533,8 @@ def open_model(
     base_url: str | None = None,
     replay: str | None = None,
     record: str | None = None,
-    timeout: float = 120,
-    max_retries: int = 3,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_retries: int = DEFAULT_RETRIES,
     cache: ReplyCache | None = None,
 ) -> Provider:
     """The provider for ``--model`` (``--replay`` needs no key and makes no request)."""
@@ -506,14 +573,21 @@ def optimize_file(
     plan: BenchPlan | None = None,
     bench_size: dict[str, int] | None = None,
     stream: bool = False,
-    timeout: float = 120,
-    max_retries: int = 3,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_retries: int = DEFAULT_RETRIES,
     max_reply_tokens: int = 8000,
     progress: Progress | None = None,
     wrap_evaluator: Callable[[Callable[[Screened], Evaluation]], Callable[[Screened], Evaluation]]
     | None = None,
+    fresh: bool = False,
 ) -> OptimizeReport:
-    """Run the loop on one kernel of `path`; see the module docstring."""
+    """Run the loop on one kernel of `path`; see the module docstring.
+
+    Everything is written after every attempt (atomically), and once more when the run is interrupted
+    (Ctrl-C, SIGTERM) or fails: what was validated is never lost.  A previous report in the output folder
+    made for the same inputs (source, spec, model, options, devices and toolchains) is resumed: a
+    candidate it validated is not run again (the reply cache brings the same candidates back), and one
+    this run does not meet again is kept.  ``fresh`` ignores the previous report."""
     if candidates < 1:
         raise UsageError("--candidates must be at least 1")
     if rounds < 1:
@@ -524,8 +598,9 @@ def optimize_file(
     text, scan = _load(path)
     k = _pick(scan, kernel, path)
     out = Path(out_dir) if out_dir is not None else default_out_dir(path)
-    if out.exists() and not out.is_dir():
-        raise UsageError("--out exists and is not a folder", path=str(out))
+    check_out_dir(out, Path(path), "optimize")  # before any request is paid for
+    earlier = load_report(out, "optimize")
+    previous = None if fresh else earlier
     if provider is None:
         provider = open_model(
             model,
@@ -587,45 +662,248 @@ def optimize_file(
         max_reply_tokens=max_reply_tokens,
         stream=stream,
     )
-    evaluate: Callable[[Screened], Evaluation] = evaluator
+    identity = _identity(device_text, k.name, spec, model, opts, plan, bench_size, run_on)
+    known, kept = _previous_validated(previous, identity, out)
+    reusing = _Resumed(evaluator, known)
+    evaluate: Callable[[Screened], Evaluation] = reusing
     if wrap_evaluator is not None:
-        evaluate = wrap_evaluator(evaluator)
-    result = run_loop(provider, ctx, evaluate, loop_options, progress=progress)
-
-    report = OptimizeReport(
-        source=path,
-        kernel=k.name,
+        evaluate = wrap_evaluator(reusing)
+    outputs = _Outputs(
+        out=out,
+        src=Path(path),
         model=model,
-        out_dir=str(out),
-        devices=tuple(d.label for d in run_on),
-        loop=result,
+        kernel=k.name,
+        run_on=run_on,
+        evaluator=evaluator,
+        identity=identity,
+        kept=kept,
+        resumer=reusing,
+        previous=previous if known else None,
+        earlier_outputs=(earlier or {}).get("outputs") or {},
     )
-    src = Path(path)
-    for a in result.attempts:
-        if a.code is not None:
-            p = out / "attempts" / f"candidate{a.candidate}_round{a.round}.cu"
-            _write(p, a.code, src)
-            report.attempt_paths[(a.candidate, a.round)] = str(p)
-    trade = result.tradeoffs()
-    if trade:
-        chosen = {"best": trade["fastest"], **trade}
+    outputs.save(LoopResult((), 0, "running", Totals()))
+    seen: list[Attempt] = []
+    state: dict[str, Any] = {"round": 0, "totals": Totals()}
+
+    def on_event(event: Event) -> None:
+        if progress is not None:
+            progress(event)
+        state["round"] = max(state["round"], event.round)
+        if event.totals is not None:
+            state["totals"] = event.totals
+        if event.kind == "attempt" and event.attempt is not None:
+            seen.append(event.attempt)  # written at once: a validated candidate survives any interruption
+            outputs.save(LoopResult(tuple(seen), event.round, "running", state["totals"]))
+
+    try:
+        result = run_loop(provider, ctx, evaluate, loop_options, progress=on_event)
+    except BaseException as exc:
+        stopped = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"stopped by {type(exc).__name__}"
+        why = f"{stopped} in round {state['round']}"
+        with contextlib.suppress(Exception):  # the error itself is what the user must see
+            outputs.save(LoopResult(tuple(seen), state["round"], why, state["totals"]))
+            if progress is not None and isinstance(exc, KeyboardInterrupt):
+                progress(
+                    Event(
+                        "stop",
+                        state["round"],
+                        totals=state["totals"],
+                        text=f"interrupted; what was validated so far is in {out / REPORT_JSON}",
+                    )
+                )
+        raise
+    return outputs.save(result)
+
+
+def _identity(
+    device_text: str,
+    kernel: str,
+    spec: KernelSpec,
+    model: str,
+    options: ValidateOptions,
+    plan: BenchPlan | None,
+    bench_size: dict[str, int] | None,
+    devices: Sequence[Device],
+) -> str:
+    """The key of everything a candidate's evaluation depends on besides its code ("" when a toolchain
+    cannot be told: then nothing is reused)."""
+    from porter.cache import headers_digest
+
+    chains = [(d.label, toolchain_of(d.backend, d)) for d in devices]
+    if any(chain is None for _, chain in chains):
+        return ""
+    return sha(
+        "optimize",
+        code_fingerprint(),
+        device_text,
+        headers_digest(device_text, options.compile.include_dirs),
+        kernel,
+        to_jsonable(spec),
+        model,
+        to_jsonable(options),
+        to_jsonable(plan) if plan is not None else None,
+        bench_size,
+        chains,
+    )
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):
+        return False
+
+
+def _previous_validated(
+    doc: dict[str, Any] | None, identity: str, out: Path
+) -> tuple[dict[str, Evaluation], list[Attempt]]:
+    """From a previous report made for the same inputs: the evaluation of every candidate it validated
+    (by code_sha) and those candidates, their code read back from their files (unchanged since)."""
+    resume = doc.get("resume") if doc is not None else None
+    if not identity or not isinstance(resume, dict) or resume.get("identity") != identity:
+        return {}, []
+    known: dict[str, Evaluation] = {}
+    kept: list[Attempt] = []
+    for entry in resume.get("validated") or ():
+        try:
+            evaluation = evaluation_from_json(entry["evaluation"])
+            file = Path(entry["path"])
+            if not evaluation.ok or not _inside(file, out) or file_digest(file) != entry["file_sha"]:
+                continue
+            code = file.read_text(encoding="utf-8")
+            known[str(entry["code_sha"])] = known[code_sha(code)] = evaluation
+            kept.append(
+                Attempt(
+                    candidate=int(entry["candidate"]),
+                    round=int(entry["round"]),
+                    status=VALIDATED,
+                    reason=evaluation.reason,
+                    code=code,
+                    evaluation=evaluation,
+                    source="resumed",
+                )
+            )
+        except (KeyError, TypeError, ValueError, AttributeError, OSError):
+            continue
+    return known, kept
+
+
+_NO_GPU = "no GPU here: times come from the CPU emulator and say little about GPU speed"
+
+
+class _Resumed:
+    """The evaluator, except for candidates the previous run validated for the same inputs: their
+    evaluation is taken from its report (and their code_sha noted in `hits`) instead of run again."""
+
+    def __init__(self, inner: Callable[[Screened], Evaluation], known: dict[str, Evaluation]):
+        self.inner, self.known = inner, known
+        self.hits: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, cand: Screened) -> Evaluation:
+        key = code_sha(cand.code)
+        found = self.known.get(key)
+        if found is None:
+            return self.inner(cand)
+        with self._lock:
+            self.hits.add(key)
+        return found
+
+    def taken(self) -> set[str]:
+        with self._lock:
+            return set(self.hits)
+
+
+class _Outputs:
+    """Everything optimize leaves in its folder -- attempts/, the selected rewrites, report.json and
+    report.md --, rewritten (atomically) from the attempts so far each time :meth:`save` is called."""
+
+    def __init__(
+        self,
+        *,
+        out: Path,
+        src: Path,
+        model: str,
+        kernel: str,
+        run_on: Sequence[Device],
+        evaluator: HarnessEvaluator,
+        identity: str,
+        kept: list[Attempt],
+        resumer: _Resumed,
+        previous: dict[str, Any] | None,
+        earlier_outputs: dict[str, Any],
+    ):
+        self.out, self.src, self.model, self.kernel = out, src, model, kernel
+        self.run_on, self.evaluator, self.identity = list(run_on), evaluator, identity
+        self.kept, self.resumer = kept, resumer
+        self.previous = previous  # the previous report, when made for the same inputs
+        self.earlier_outputs = earlier_outputs  # role -> file, of the previous report whatever its inputs
+        self.written: dict[Path, str] = {}
+
+    def _put(self, path: Path, text: str) -> None:
+        if self.written.get(path) != text:
+            _write(path, text, self.src)
+            self.written[path] = text
+
+    def report(self, result: LoopResult) -> OptimizeReport:
+        met = {code_sha(a.code) for a in result.attempts if a.code is not None}
+        report = OptimizeReport(
+            source=str(self.src),
+            kernel=self.kernel,
+            model=self.model,
+            out_dir=str(self.out),
+            devices=tuple(d.label for d in self.run_on),
+            loop=result,
+            kept=[a for a in self.kept if code_sha(a.code) not in met],
+            resumed=self.resumer.taken(),
+            identity=self.identity,
+        )
+        for a in result.attempts:
+            if a.code is not None:
+                p = self.out / "attempts" / f"candidate{a.candidate}_round{a.round}.cu"
+                self._put(p, a.code)
+                report.attempt_paths[(a.candidate, a.round)] = str(p)
+        for a in report.kept:  # under a name of its own: this run's attempts may reuse the old one's
+            key = code_sha(a.code)
+            p = self.out / "attempts" / f"kept_{key[:16]}.cu"
+            self._put(p, a.code or "")
+            report.kept_paths[key] = str(p)
+        trade = report.tradeoffs()
+        chosen = {"best": trade["fastest"], **trade} if trade else {}
         for role in ROLES:
             att = chosen.get(role)
+            p = self.out / f"{self.src.stem}.{role}.cu"
             if att is None or att.code is None:
+                if p in self.written or self._stale(role, p):
+                    p.unlink(missing_ok=True)  # never a rewrite the report does not vouch for
+                    self.written.pop(p, None)
                 continue
-            p = out / f"{src.stem}.{role}.cu"
-            _write(p, _header(att, model, role, k.name) + att.code, src)
+            self._put(p, _header(att, self.model, role, self.kernel) + att.code)
             report.selected.append(Selected(role, att, str(p)))
-    for d in run_on:
-        with evaluator._lock:
-            base = evaluator._baselines.get(d.label)
-        if base is not None:
-            report.baselines[d.label] = base.timing.median_ms if base.ok and base.timing else None
-            report.floors[d.label] = base.roofline.floor_ms if base.roofline else None
-    if not any(d.kind == "gpu" for d in run_on):
-        report.notes.append("no GPU here: times come from the CPU emulator and say little about GPU speed")
-    _write(out / REPORT_JSON, redact(json.dumps(to_jsonable(report.full_document()), indent=2)) + "\n", src)
-    from porter.report.optimize_view import markdown
+        old = self.previous or {}
+        for d in self.run_on:
+            with self.evaluator._lock:
+                base = self.evaluator._baselines.get(d.label)
+            if base is not None:
+                report.baselines[d.label] = base.timing.median_ms if base.ok and base.timing else None
+                report.floors[d.label] = base.roofline.floor_ms if base.roofline else None
+            elif d.label in (old.get("baselines_ms") or {}):  # measured by the previous run, same inputs
+                report.baselines[d.label] = old["baselines_ms"][d.label]
+                report.floors[d.label] = (old.get("floors_ms") or {}).get(d.label)
+        if not any(d.kind == "gpu" for d in self.run_on):
+            report.notes.append(_NO_GPU)
+        return report
 
-    _write(out / REPORT_MD, redact(markdown(report)), src)
-    return report
+    def _stale(self, role: str, path: Path) -> bool:
+        """The role's file as an earlier run in this folder wrote it (its report names it)."""
+        named = self.earlier_outputs.get(role)
+        return isinstance(named, str) and _inside(path, self.out) and Path(named).resolve() == path.resolve()
+
+    def save(self, result: LoopResult) -> OptimizeReport:
+        from porter.report.optimize_view import markdown
+
+        report = self.report(result)
+        doc = redact(json.dumps(to_jsonable(report.full_document()), indent=2)) + "\n"
+        _write(self.out / REPORT_JSON, doc, self.src)
+        _write(self.out / REPORT_MD, redact(markdown(report)), self.src)
+        return report

@@ -18,8 +18,12 @@ construct; a kernel that needs what a device lacks (OpenCL: sub-groups, 32-wide 
 ``TranslatedKernel.requires``) gets an ``untranslatable`` row for that device naming the need,
 and is built with the options its needs take on the devices that have them (``-cl-std=CL3.0``).
 A kernel whose spec cannot be inferred gets ``failed`` rows carrying the inference message (with
-the spec snippet to write).  ``report.json`` in the output folder is rewritten after
-every row, so an interrupted run keeps what it verified.
+the spec snippet to write).  ``report.json`` in the output folder is rewritten (atomically) after
+every row, so an interrupted run keeps what it verified; every row is stored with the key of what
+its verdict depends on (source, headers, spec, translation, options, toolchain, device), and a re-run
+keeps the validated rows whose key it computes again -- marked ``"resumed": true`` -- and does the
+rest (``fresh``: everything).  Rows of the previous report that still hold stay in report.json until
+they are done again, so interrupting a re-run loses nothing either.
 
 With ``model`` (``--model``), what the rules leave is handed to the LLM loop
 (:mod:`porter.llm.loop`, task "translate") instead of stopping: an untranslatable kernel (on every
@@ -34,7 +38,6 @@ devices, then timed there; each such row is ``validated`` or ``failed`` from tha
 from __future__ import annotations
 
 import json
-import os
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -45,9 +48,10 @@ from typing import Any
 
 from porter.backends import CompileOptions, Device, get_backend
 from porter.errors import PorterError, UsageError
+from porter.harness.gate import device_build_check
 from porter.harness.spec import find_spec_file, infer_spec, load_spec_file
 from porter.harness.validate import Reference, ValidateOptions, compile_only, tolerance_for, validate
-from porter.llm.base import Provider
+from porter.llm.base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, Provider
 from porter.llm.cache import ReplyCache
 from porter.llm.loop import (
     Attempt,
@@ -80,6 +84,16 @@ from porter.model import (
     to_jsonable,
 )
 from porter.scan.macros import MacroTable
+from porter.workflows.resume import (
+    SCHEMAS,
+    check_out_dir,
+    code_fingerprint,
+    file_digest,
+    load_report,
+    sha,
+    toolchain_of,
+    write_atomic,
+)
 from porter.workflows.source import includes, load_cuda, qualifier_macros, sibling_dir, squeeze
 
 TRANSLATED = "translated"  # row status under --translate-only: written, neither compiled nor run
@@ -117,6 +131,11 @@ class VariantRow:
     provenance: str = "translate"  # "translate" (the rules) or "llm:<model>"
     time_ms: float | None = None  # median time on the device (LLM rows, after validation)
     speedup: float | None = None  # the original's time / this one on the same device, where both ran
+    # Resuming (report.json only): the key of everything the verdict depends on, the sha256 of the
+    # file at `path` when it was reached, and whether it was kept from a previous run's report.
+    key: str = ""
+    file_sha: str = ""
+    resumed: bool = False
 
 
 @dataclass
@@ -202,6 +221,10 @@ class PortReport:
             for v_doc, r in zip(k_doc["variants"], k.variants, strict=True):
                 v_doc["toolchain"] = r.toolchain
                 v_doc["logs"] = list(r.logs)
+                if r.resumed:
+                    v_doc["resumed"] = True
+            k_doc["resume"] = [{"key": r.key, "file_sha": r.file_sha} for r in k.variants]
+        doc["schema"] = SCHEMAS["port"]
         doc["out"] = self.out_dir
         doc["targets"] = list(self.targets)
         doc["outputs"] = dict(self.outputs)
@@ -281,10 +304,7 @@ def _write(path: Path, text: str, inputs: set[Path]) -> None:
         raise UsageError(
             "the output would overwrite an input file; choose another --out folder", path=str(path)
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, text)
 
 
 def _diagnostic_line(d: Diagnostic, target: str) -> str:
@@ -378,6 +398,26 @@ def _spec(
     if inst.template_args and tuple(spec.template_args) != inst.template_args:
         spec = replace(spec, template_args=inst.template_args)
     return spec
+
+
+def _spec_or_reason(
+    path: str,
+    scan: FileScan,
+    inst: _Instance,
+    include_dirs: Sequence[str],
+    file_specs: dict[str, KernelSpec],
+    spec_error: str | None,
+    translate_only: bool,
+) -> tuple[KernelSpec | None, str | None]:
+    """The instantiation's spec, or None and why there is none (None, None under --translate-only)."""
+    if translate_only or spec_error is not None:
+        return None, spec_error
+    try:
+        return _spec(path, scan, inst, include_dirs, file_specs), None
+    except PorterError as err:
+        return None, str(err)
+    except Exception as err:  # noqa: BLE001 - an inference crash fails this kernel only
+        return None, f"spec inference failed: {type(err).__name__}: {err}"
 
 
 # --------------------------------------------------------------------------- per-kernel sources
@@ -627,6 +667,9 @@ class TranslationEvaluator:
         from porter.workflows.bench import CPU_PLAN, GPU_PLAN
 
         variant = self.variant(cand.code)
+        gate = device_build_check(variant, self.options.compile)  # before anything runs model code
+        if not gate.ok:
+            return Evaluation(ok=False, stage="compile", reason=gate.reason, log=gate.log)
         verdicts = tuple(validate(variant, self.spec, self.reference, self.devices, self.options))
         failed = unvalidated(verdicts)
         if failed is not None:
@@ -897,18 +940,202 @@ def _row_from(verdict: Verdict, target: str, path: str, device: str | None = Non
     )
 
 
-class _Recorder:
-    """Adds rows and rewrites report.json after each, atomically."""
+@dataclass(frozen=True)
+class _Inputs:
+    """What this run's verdicts depend on: per (kernel, target) a hash of the source, the headers it
+    reaches, the spec, the translation, the reference unit, the options and porter's validation code;
+    per (target, device label) the toolchain.  A row's key covers both, its device and provenance."""
 
-    def __init__(self, report: PortReport, out_dir: Path, inputs: set[Path]):
+    groups: dict[tuple[str, str], str]
+    toolchains: dict[tuple[str, str], str | None]
+    compile_labels: frozenset[tuple[str, str]]  # (target, label) of compile-only rows ("hip:gfx90a")
+
+    def key(self, kernel: str, row: VariantRow) -> str:
+        """The row's key ("" when an input cannot be told: such a row is never reused)."""
+        group = self.groups.get((kernel, row.target))
+        chain = self.toolchains.get((row.target, row.device), "" if not row.device else None)
+        if group is None or chain is None:
+            return ""
+        return sha("port-row", group, row.target, row.device, row.provenance, chain)
+
+    def reusable(self, row: VariantRow) -> bool:
+        """A verdict worth keeping: validated on a device, or compiled for a compile-only target."""
+        if (row.target, row.device) in self.compile_labels:
+            return row.status == Status.COMPILED.value
+        return row.status == Status.VALIDATED.value
+
+
+def _run_inputs(
+    *,
+    instances: Sequence[_Instance],
+    targets: Sequence[str],
+    written: Mapping[str, _Written],
+    specs: Mapping[str, tuple[KernelSpec | None, str | None]],
+    source: str,
+    options: ValidateOptions,
+    ref_options: CompileOptions,
+    ref_devices: Sequence[Device],
+    originals: _Units,
+    run_devices: Mapping[str, Sequence[Device]],
+    archs: Mapping[str, Sequence[str]],
+    settings_key: object,
+) -> _Inputs:
+    from porter.cache import headers_digest
+
+    chains: dict[tuple[str, str], str | None] = {}
+    labels: set[tuple[str, str]] = set()
+    for t in targets:
+        if not run_devices[t] and not archs[t]:  # then the variant is only compiled, for the default arch
+            chains[(t, t)] = toolchain_of(t)
+            labels.add((t, t))
+        for arch in archs[t]:
+            chains[(t, f"{t}:{arch}")] = toolchain_of(t, None, arch)
+            labels.add((t, f"{t}:{arch}"))
+        for d in run_devices[t]:
+            chains[(t, d.label)] = toolchain_of(d.backend, d)
+    refs = [(d.label, toolchain_of(d.backend, d)) for d in ref_devices]
+    groups: dict[tuple[str, str], str] = {}
+    if any(chain is None for _, chain in refs):
+        return _Inputs(groups, chains, frozenset(labels))
+    common = sha(
+        code_fingerprint(),
+        source,
+        headers_digest(source, ref_options.include_dirs),
+        to_jsonable(ref_options),
+        refs,
+        to_jsonable(options),
+        settings_key,
+    )
+    unit = {t: sha(w.source, headers_digest(w.source, w.include_dirs)) for t, w in written.items()}
+    for inst in instances:
+        spec, why = specs[inst.name]
+        reference = originals.keeping(inst.base) if spec is not None else ""
+        for t in targets:
+            w = written[t]
+            tk = _translated_kernel(w.translation, inst)
+            groups[(inst.name, t)] = sha(
+                common,
+                inst.name,
+                inst.base,
+                list(inst.template_args),
+                t,
+                to_jsonable(spec) if spec is not None else why,
+                to_jsonable(tk),
+                unit[t],
+                list(w.include_dirs),
+                reference,
+            )
+    return _Inputs(groups, chains, frozenset(labels))
+
+
+def _previous_rows(doc: Mapping[str, Any] | None) -> dict[str, list[VariantRow]]:
+    """The rows of a previous report.json by kernel, each with its stored key and file hash."""
+    rows: dict[str, list[VariantRow]] = {}
+    if doc is None:
+        return rows
+    for k in doc.get("kernels") or ():
+        try:
+            variants, marks = k["variants"], k.get("resume") or []
+            if len(marks) != len(variants):
+                continue  # a report without keys (older porter): nothing in it can be told to still hold
+            rows[str(k["name"])] = [
+                VariantRow(
+                    target=str(v["target"]),
+                    path=str(v["path"]),
+                    status=str(v["status"]),
+                    device=str(v["device"]),
+                    max_rel_err=v.get("max_rel_err"),
+                    trials=int(v.get("trials") or 0),
+                    reason=str(v.get("reason", "")),
+                    toolchain=str(v.get("toolchain", "")),
+                    logs=tuple(str(x) for x in v.get("logs") or ()),
+                    provenance=str(v.get("provenance", "translate")),
+                    time_ms=v.get("time_ms"),
+                    speedup=v.get("speedup"),
+                    key=str(m.get("key", "")),
+                    file_sha=str(m.get("file_sha", "")),
+                    resumed=True,
+                )
+                for v, m in zip(variants, marks, strict=True)
+            ]
+        except (KeyError, TypeError, ValueError, AttributeError):
+            continue
+    return rows
+
+
+class _Recorder:
+    """Adds rows and rewrites report.json after each, atomically.
+
+    Each row is stored with its key (:class:`_Inputs`).  The rows of the previous report whose key is
+    still the one this run computes (``previous``: same source, options, toolchain...) stay in
+    report.json, as they were, until their kernel and target are done again -- an interrupted re-run
+    loses nothing -- and :meth:`kept` hands back the validated ones so they are not redone."""
+
+    def __init__(
+        self,
+        report: PortReport,
+        out_dir: Path,
+        inputs: set[Path],
+        run_inputs: _Inputs | None = None,
+        previous: Mapping[str, Sequence[VariantRow]] | None = None,
+    ):
         self.report, self.out_dir, self.inputs = report, out_dir, inputs
+        self.run_inputs = run_inputs
+        self.pending: dict[str, list[VariantRow]] = {}
+        if run_inputs is not None:
+            for name, rows in (previous or {}).items():
+                still = [r for r in rows if r.key and r.key == run_inputs.key(name, r)]
+                if still:
+                    self.pending[name] = still
+        self.current: tuple[str, str] | None = None
+        self.done: set[tuple[str, str]] = set()
+
+    def begin(self, kernel: KernelResult, target: str) -> None:
+        """`kernel` and `target` are being done: the previous rows of the group before it are superseded."""
+        if self.current is not None:
+            self.done.add(self.current)
+        self.current = (kernel.name, target)
+
+    def kept(self, kernel: str, target: str, devices: Sequence[str], provenance: str) -> list[VariantRow]:
+        """The previous run's rows for `kernel` / `target` on every one of `devices`, when each is a
+        verdict worth keeping for exactly this run's inputs and its file is unchanged; [] otherwise."""
+        if self.run_inputs is None or not devices:
+            return []
+        found: list[VariantRow] = []
+        for device in devices:
+            key = self.run_inputs.key(kernel, VariantRow(target, "", "", device, provenance=provenance))
+            rows = [r for r in self.pending.get(kernel, ()) if key and r.key == key]
+            if not rows or not all(self.run_inputs.reusable(r) for r in rows):
+                return []
+            if any(r.file_sha != file_digest(r.path) for r in rows):
+                return []
+            found.extend(rows)
+        return found
 
     def add(self, kernel: KernelResult, row: VariantRow) -> None:
+        if self.run_inputs is not None and not row.resumed:
+            row = replace(row, key=self.run_inputs.key(kernel.name, row), file_sha=file_digest(row.path))
         kernel.variants.append(row)
         self.save()
 
+    def _rows(self, kernel: KernelResult) -> list[VariantRow]:
+        """The kernel's rows so far, and the previous ones of groups not done yet (not when complete)."""
+        pending = self.pending.get(kernel.name)
+        if not pending or self.report.complete:
+            return kernel.variants
+        slots = {(r.target, r.device, r.provenance) for r in kernel.variants}
+        waiting = [
+            r
+            for r in pending
+            if (kernel.name, r.target) not in self.done and (r.target, r.device, r.provenance) not in slots
+        ]
+        return [*kernel.variants, *waiting]
+
     def save(self) -> None:
-        text = json.dumps(to_jsonable(self.report.full_document()), indent=2) + "\n"
+        report = self.report
+        if self.pending and not report.complete:
+            report = replace(report, kernels=[KernelResult(k.name, self._rows(k)) for k in report.kernels])
+        text = json.dumps(to_jsonable(report.full_document()), indent=2) + "\n"
         _write(self.out_dir / REPORT_NAME, redact(text), self.inputs)
 
 
@@ -932,9 +1159,14 @@ def port_file(
     reply_cache: ReplyCache | None = None,
     max_reply_tokens: int = 8000,
     bench: bool = True,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_retries: int = DEFAULT_RETRIES,
+    fresh: bool = False,
 ) -> PortReport:
     """Port every kernel of ``path`` to each target; see the module docstring.  ``model`` (with
-    ``base_url`` / ``replay`` / ``record`` / ``provider``) hands what the rules leave to the LLM loop."""
+    ``base_url`` / ``replay`` / ``record`` / ``provider``) hands what the rules leave to the LLM loop.
+    A previous report.json in the output folder is resumed (see :mod:`porter.workflows.resume`):
+    its rows that still hold for these inputs are kept, the rest is done again; ``fresh`` ignores it."""
     say = progress or (lambda _msg: None)
     options = options or ValidateOptions()
     targets = parse_targets(list(targets))
@@ -950,14 +1182,22 @@ def port_file(
             raise UsageError("include directory not found (-I)", path=str(d))
     macros = qualifier_macros(path, include_dirs)
     source, scan = _load_input(path, macros)
+    src_path = Path(path)
+    out = Path(out_dir) if out_dir is not None else default_out_dir(src_path)
+    check_out_dir(out, src_path, "port")  # before any work: a usable folder, never one of the user's
+    previous = None if fresh else load_report(out, "port")
     if model is not None and provider is None:
         from porter.workflows.optimize import open_model
 
-        provider = open_model(model, base_url=base_url, replay=replay, record=record, cache=reply_cache)
-    src_path = Path(path)
-    out = Path(out_dir) if out_dir is not None else default_out_dir(src_path)
-    if out.exists() and not out.is_dir():
-        raise UsageError("--out exists and is not a folder", path=str(out))
+        provider = open_model(
+            model,
+            base_url=base_url,
+            replay=replay,
+            record=record,
+            timeout=timeout,
+            max_retries=max_retries,
+            cache=reply_cache,
+        )
 
     translations: dict[str, Translation] = {}
     headers: dict[str, dict[Path, Translation]] = {}
@@ -991,6 +1231,8 @@ def port_file(
         raise UsageError(
             "the output would overwrite an input file; choose another --out folder", path=str(clash)
         )
+    if previous is None:  # report.json first: from now on the folder is known as a porter output
+        _Recorder(report, out, inputs).save()
     for target in targets:
         tr = translations[target]
         main = out / f"{src_path.stem}{settings()[target]['suffix']}"
@@ -1013,10 +1255,7 @@ def port_file(
     ]
     _write(out / DIAGNOSTICS_NAME, "\n".join(diag_lines) + ("\n" if diag_lines else ""), inputs)
 
-    recorder = _Recorder(report, out, inputs)
     instances = _instances(scan, source, translations)
-    report.kernels = [KernelResult(inst.name) for inst in instances]
-    recorder.save()
 
     file_specs: dict[str, KernelSpec] = {}
     spec_error: str | None = None
@@ -1088,6 +1327,15 @@ def port_file(
         opts: ValidateOptions,
     ) -> list[VariantRow]:
         assert asker is not None
+        kept = recorder.kept(inst.name, target, [d.label for d in devices], f"llm:{model}")
+        if kept:  # the model's translation validated earlier on every one of them, for these inputs
+            say(f"{inst.name}: {target}: {model}'s translation validated earlier, same inputs; kept")
+            report.llm.extend(
+                {**e, "resumed": True}
+                for e in previous_llm
+                if e.get("kernel") == inst.name and e.get("target") == target
+            )
+            return kept
         return asker.port(
             inst=inst,
             kernel=kernels_by_name[inst.base],
@@ -1105,17 +1353,49 @@ def port_file(
             include_dirs=include_dirs,
         )
 
+    def keep(result: KernelResult, target: str, labels: Sequence[str]) -> bool:
+        """Add the previous run's rows for `labels` when they still hold (then they are not redone)."""
+        rows = recorder.kept(result.name, target, labels, "translate")
+        for row in rows:
+            recorder.add(result, row)
+        if rows:
+            say(f"{result.name}: {target} on {', '.join(labels)}: {rows[0].status} earlier; kept")
+        return bool(rows)
+
+    specs = {
+        inst.name: _spec_or_reason(path, scan, inst, include_dirs, file_specs, spec_error, translate_only)
+        for inst in instances
+    }
+    run_inputs = (
+        None
+        if translate_only
+        else _run_inputs(
+            instances=instances,
+            targets=targets,
+            written=written,
+            specs=specs,
+            source=source,
+            options=options,
+            ref_options=ref_options,
+            ref_devices=ref_devices,
+            originals=originals,
+            run_devices=run_devices,
+            archs=archs,
+            settings_key={"bench": bench},
+        )
+    )
+    recorder = _Recorder(report, out, inputs, run_inputs, _previous_rows(previous))
+    previous_llm = [e for e in (previous or {}).get("llm") or () if isinstance(e, dict)]
+    report.kernels = [KernelResult(inst.name) for inst in instances]
+    recorder.save()
+    if recorder.pending:
+        held = sum(len(rows) for rows in recorder.pending.values())
+        say(f"resuming {out / REPORT_NAME}: {held} row(s) still hold for these inputs")
+
     for inst, result in zip(instances, report.kernels, strict=True):
-        spec: KernelSpec | None = None
-        why_no_spec = spec_error
-        if not translate_only and why_no_spec is None:
-            try:
-                spec = _spec(path, scan, inst, include_dirs, file_specs)
-            except PorterError as err:
-                why_no_spec = str(err)
-            except Exception as err:  # noqa: BLE001 - an inference crash fails this kernel only
-                why_no_spec = f"spec inference failed: {type(err).__name__}: {err}"
+        spec, why_no_spec = specs[inst.name]
         for target in targets:
+            recorder.begin(result, target)
             w = written[target]
             rel = str(w.path)
             tk = _translated_kernel(w.translation, inst)
@@ -1165,6 +1445,8 @@ def port_file(
             )
             opts = replace(options, compile=replace(options.compile, include_dirs=w.include_dirs))
             for arch in archs[target]:
+                if keep(result, target, [f"{target}:{arch}"]):
+                    continue
                 say(f"{inst.name}: compiling {target} for {arch}")
                 arch_opts = replace(opts, compile=replace(opts.compile, arch=arch))
                 verdict = compile_only(variant, spec, arch_opts, backend=target)
@@ -1184,6 +1466,8 @@ def port_file(
                         VariantRow(target, rel, Status.UNTRANSLATABLE.value, device.label, reason=reason),
                     )
                     continue
+                if keep(result, target, [device.label]):
+                    continue
                 say(f"{inst.name}: validating {target} on {device.label}")
                 on_device = replace(variant, options=_device_options(target, device, tk.requires))
                 for verdict in validate(on_device, spec, reference, [device], opts):
@@ -1201,7 +1485,7 @@ def port_file(
                 )
                 for row in ask(inst, target, tk, spec, lacking, why, True, opts):
                     recorder.add(result, row)
-            if not run_devices[target] and not archs[target]:
+            if not run_devices[target] and not archs[target] and not keep(result, target, [target]):
                 verdict = compile_only(variant, spec, opts, backend=target)
                 if verdict is None:
                     recorder.add(

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from porter.errors import UsageError
+from porter.files import read_input
 from porter.model import FileScan
 from porter.scan.macros import MacroTable
 
@@ -20,7 +21,7 @@ def load_cuda(path: str, command: str, macros: MacroTable | None = None) -> tupl
     if p.is_dir():
         raise UsageError(f"is a directory; porter {command} takes one CUDA source file", path=path)
     scan = scan_file(path, macros=macros)  # UsageError for a missing, unreadable or binary file
-    raw = p.read_bytes()
+    raw = read_input(path)
     if language_for(path, raw) != "cuda" or scan.language != "cuda":
         raise UsageError("not a CUDA source (expected a .cu/.cuh file, or C++ with CUDA kernels)", path=path)
     if not scan.kernels:
@@ -36,10 +37,11 @@ def load_cuda(path: str, command: str, macros: MacroTable | None = None) -> tupl
 def qualifier_macros(path: str | Path, include_dirs: Sequence[str | Path] = ()) -> MacroTable:
     """The macro table (:class:`porter.scan.macros.MacroTable`: qualifier macros such as
     ``#define KERNEL __global__``, scope and blank macros) of the file at ``path`` and the headers
-    it includes, for every tool that scans it or cuts device code out of it."""
+    it includes, for every tool that scans it or cuts device code out of it.  These tools hand the
+    source to compilers: an ``#include`` of a FIFO or a device (``/dev/zero``) is a UsageError here."""
     from porter.scan.macros import collect
 
-    return collect([(str(path), None)], include_dirs)
+    return collect([(str(path), None)], include_dirs, strict=True)
 
 
 def sibling_dir(source: str | Path, suffix: str) -> Path:

@@ -8,11 +8,12 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fakes.llm_server import FakeLLMServer
+from fakes.llm_server import FakeLLMServer, Hang, Malformed, Text
 
 pytest.importorskip("anthropic")
 pytest.importorskip("openai")
@@ -196,3 +197,149 @@ def test_bad_usage_exits_2(tmp_path, program, args, message):
     out = porter(tmp_path, "optimize", str(program), *args)
     assert out.returncode == 2, out.stderr
     assert message in out.stderr and "Traceback" not in out.stderr
+
+
+# ------------------------------------------------------------------------ bounded requests
+
+
+def test_help_documents_the_request_bounds(tmp_path):
+    out = porter(tmp_path, "optimize", "--help")
+    assert out.returncode == 0
+    text = " ".join(out.stdout.split())
+    assert "--request-timeout" in text and "default: 60.0" in text
+    assert "--retries" in text and "default: 2" in text
+    assert "--max-seconds" in text and "cut off" in text
+
+
+@pytest.mark.parametrize(
+    "bounds",
+    [
+        ["--request-timeout", "1", "--retries", "0", "--max-seconds", "3", "--rounds", "10"],
+        ["--request-timeout", "60", "--retries", "5", "--max-seconds", "2"],
+    ],
+    ids=["short-timeouts", "cut-in-flight"],
+)
+def test_a_hanging_server_is_given_up_on_within_the_time_budget(tmp_path, server, program, emulator, bounds):
+    server.script(*(Hang(60) for _ in range(12)))
+    started = time.monotonic()
+    out = porter(
+        tmp_path,
+        "optimize",
+        str(program),
+        "--model",
+        "anthropic:claude-sonnet-4-5",
+        "--base-url",
+        server.url,
+        "--candidates",
+        "1",
+        "--out",
+        str(tmp_path / "out"),
+        "--json",
+        *bounds,
+    )
+    took = time.monotonic() - started
+    assert took < 10, took
+    assert out.returncode == 1, out.stderr + out.stdout
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["stop_reason"].startswith("time budget spent")
+    assert all(a["status"] == "error" for a in report["attempts"])
+    assert "time budget spent" in report["attempts"][-1]["reason"]
+    assert "Traceback" not in out.stderr
+
+
+def _refused_before_any_request(tmp_path, server, program, *args):
+    out = porter(
+        tmp_path,
+        "optimize",
+        str(program),
+        "--model",
+        "openai:gpt-4o-mini",
+        "--base-url",
+        server.url + "/v1",
+        "--rounds",
+        "1",
+        *args,
+    )
+    assert out.returncode == 2, out.stderr + out.stdout
+    assert out.stderr.strip().count("\n") == 0 and "Traceback" not in out.stderr
+    assert server.requests == []
+    return out.stderr
+
+
+def test_record_into_an_existing_file_is_refused_before_any_request(tmp_path, server, program):
+    server.script(CORRECT)
+    target = tmp_path / "rec.json"
+    target.write_text("{}")
+    err = _refused_before_any_request(tmp_path, server, program, "--record", str(target))
+    assert "--record" in err and "not a folder" in err and target.read_text() == "{}"
+
+
+def test_record_under_a_file_is_refused_before_any_request(tmp_path, server, program):
+    server.script(CORRECT)
+    (tmp_path / "plain").write_text("x")
+    err = _refused_before_any_request(tmp_path, server, program, "--record", str(tmp_path / "plain" / "rec"))
+    assert "--record" in err and "cannot write" in err
+
+
+@pytest.mark.parametrize("where", ["file", "under-file"])
+def test_out_that_cannot_be_a_folder_is_refused_before_any_request(tmp_path, server, program, where):
+    server.script(CORRECT)
+    (tmp_path / "plain").write_text("x")
+    out_dir = tmp_path / "plain" if where == "file" else tmp_path / "plain" / "out"
+    err = _refused_before_any_request(tmp_path, server, program, "--out", str(out_dir))
+    assert "--out" in err and "not a folder" in err and (tmp_path / "plain").read_text() == "x"
+
+
+@pytest.mark.parametrize("model", ["openai:llama", "openai:x:"])
+def test_model_names_are_printed_as_given(tmp_path, server, program, emulator, model):
+    """`openai:llama` must not become a llama emoji, nor `:x:` a cross, nor [tags] vanish."""
+    server.script(Text("No code, just [bold]words[/bold] :llama: here.", model=model.partition(":")[2]))
+    out = porter(
+        tmp_path,
+        "optimize",
+        str(program),
+        "--model",
+        model,
+        "--base-url",
+        server.url + "/v1",
+        "--candidates",
+        "1",
+        "--rounds",
+        "1",
+        "--out",
+        str(tmp_path / "out"),
+    )
+    assert out.returncode == 1, out.stderr + out.stdout
+    both = out.stdout + out.stderr
+    assert "\N{LLAMA}" not in both and "\N{CROSS MARK}" not in both
+    assert f"with {model}" in " ".join(out.stdout.split())  # the table title
+    assert "no fenced code block" in out.stdout
+
+
+def test_a_garbled_reply_is_explained_in_plain_words(tmp_path, server, program, emulator):
+    server.script(Malformed("{}"), Malformed("{}"))
+    out = porter(
+        tmp_path,
+        "optimize",
+        str(program),
+        "--model",
+        "openai:gpt-4o-mini",
+        "--base-url",
+        server.url + "/v1",
+        "--candidates",
+        "1",
+        "--rounds",
+        "2",
+        "--retries",
+        "0",
+        "--out",
+        str(tmp_path / "out"),
+        "--json",
+    )
+    assert out.returncode == 1, out.stderr + out.stdout
+    (row,) = json.loads(out.stdout)["kernels"][0]["variants"]
+    assert "malformed reply from the server" in row["reason"]
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert [a["status"] for a in report["attempts"]] == ["error", "error"]  # asked again in round 2
+    for text in (out.stdout, out.stderr, (tmp_path / "out" / "report.json").read_text()):
+        assert "NoneType" not in text and "openai:None" not in text and "TypeError" not in text

@@ -10,11 +10,12 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fakes.llm_server import FakeLLMServer
+from fakes.llm_server import FakeLLMServer, Hang
 
 pytest.importorskip("openai")
 
@@ -218,3 +219,98 @@ def test_missing_key_is_a_one_line_usage_error(tmp_path, program):
 def test_model_with_translate_only_is_bad_usage(tmp_path, program):
     out = porter(tmp_path, "port", str(program), "--model", MODEL, "--translate-only")
     assert out.returncode == 2 and "--translate-only" in out.stderr
+
+
+# ------------------------------------------------------------------------ bounded requests
+
+
+def test_help_documents_the_request_bounds(tmp_path):
+    out = porter(tmp_path, "port", "--help")
+    assert out.returncode == 0
+    text = " ".join(out.stdout.split())
+    assert "--request-timeout" in text and "default: 60.0" in text
+    assert "--retries" in text and "default: 2" in text
+
+
+def test_record_into_an_existing_file_is_refused_before_any_request(tmp_path, server, program):
+    server.script(REPLY)
+    target = tmp_path / "rec"
+    target.write_text("mine")
+    out = porter(
+        tmp_path,
+        "port",
+        str(program),
+        "--to",
+        "opencl",
+        "--model",
+        MODEL,
+        "--base-url",
+        server.url + "/v1",
+        "--record",
+        str(target),
+        "--out",
+        str(tmp_path / "out"),
+    )
+    assert out.returncode == 2, out.stderr + out.stdout
+    assert out.stderr.strip().count("\n") == 0 and "--record" in out.stderr and "not a folder" in out.stderr
+    assert server.requests == [] and target.read_text() == "mine"
+
+
+def test_out_that_is_a_file_is_refused_before_any_request(tmp_path, server, program):
+    server.script(REPLY)
+    target = tmp_path / "out"
+    target.write_text("mine")
+    out = porter(
+        tmp_path,
+        "port",
+        str(program),
+        "--to",
+        "opencl",
+        "--model",
+        MODEL,
+        "--base-url",
+        server.url + "/v1",
+        "--out",
+        str(target),
+    )
+    assert out.returncode == 2, out.stderr + out.stdout
+    assert "--out" in out.stderr and "Traceback" not in out.stderr
+    assert server.requests == [] and target.read_text() == "mine"
+
+
+def test_a_hanging_server_costs_one_request_timeout_and_names_print_as_given(
+    tmp_path, server, program, runtimes
+):
+    """--request-timeout / --retries reach the provider; `openai:llama` is printed, not a llama emoji."""
+    server.script(*(Hang(60) for _ in range(6)))
+    started = time.monotonic()
+    out = porter(
+        tmp_path,
+        "port",
+        str(program),
+        "--to",
+        "opencl",
+        "--model",
+        "openai:llama",
+        "--base-url",
+        server.url + "/v1",
+        "--request-timeout",
+        "1",
+        "--retries",
+        "0",
+        "--rounds",
+        "1",
+        "--trials",
+        "1",
+        "--out",
+        str(tmp_path / "out"),
+    )
+    took = time.monotonic() - started
+    assert out.returncode == 1, out.stderr + out.stdout
+    assert len(server.requests) == 1  # one try, no retry
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    (attempt,) = report["llm"][0]["attempts"]
+    assert attempt["status"] == "error" and "no answer within 1s" in attempt["reason"]
+    assert "asking openai:llama, round 1" in out.stderr
+    assert "\N{LLAMA}" not in out.stdout + out.stderr
+    assert took < 30, took  # the defaults would wait 3 x 60 s for the model alone

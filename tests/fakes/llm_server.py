@@ -10,8 +10,9 @@ It is a real HTTP server (ThreadingHTTPServer, port 0) that the real SDKs talk t
   ``data: [DONE]``.
 
 Replies are scripted per test with :meth:`FakeLLMServer.script`: :class:`Text` replies, or failures
-(:class:`Status` -- e.g. 429 with retry-after, 500, 400 context-length --, :class:`Malformed` JSON,
-:class:`Hang`).  An empty script answers 500 with ``x-should-retry: false`` so a test that asks more than
+(:class:`Status` -- e.g. 429 with retry-after, 500, 400 context-length --, :class:`Malformed` JSON or an
+empty / ``{}`` body, :class:`Hang`, a slow stream with ``Text(interval=...)``; impossible usage counts
+such as ``Text(input_tokens=-5)`` are sent as given).  An empty script answers 500 with ``x-should-retry: false`` so a test that asks more than
 it scripted fails loudly.  Every request is recorded (path, headers, JSON body) in ``requests``.
 """
 
@@ -38,6 +39,7 @@ class Text:
     stop_reason: str = "end_turn"  # Anthropic spelling; mapped to "stop" / "length" for OpenAI
     model: str | None = None  # the model the reply claims; default: the one asked for
     chunk: int = 7  # characters per streamed delta
+    interval: float = 0.0  # seconds between streamed events (a server that trickles its reply)
 
 
 @dataclass(frozen=True)
@@ -195,13 +197,13 @@ def _handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             model = reply.model or str(body.get("model", "fake-model"))
             if kind == "anthropic":
                 if stream:
-                    self._sse(_anthropic_events(reply, model))
+                    self._sse(_anthropic_events(reply, model), reply.interval)
                 else:
                     self._json(200, _anthropic_message(reply, model))
             else:
                 include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
                 if stream:
-                    self._sse(_openai_chunks(reply, model, include_usage))
+                    self._sse(_openai_chunks(reply, model, include_usage), reply.interval)
                 else:
                     self._json(200, _openai_completion(reply, model))
 
@@ -219,15 +221,20 @@ def _handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
         def _json(self, status: int, doc: Any, headers: dict[str, str] | None = None) -> None:
             self._raw(status, json.dumps(doc).encode(), "application/json", headers)
 
-        def _sse(self, events: list[str]) -> None:
+        def _sse(self, events: list[str], interval: float = 0.0) -> None:
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
             self.send_header("cache-control", "no-cache")
             self.send_header("connection", "close")
             self.end_headers()
-            for event in events:
-                self.wfile.write(f"{event}\n\n".encode())
-                self.wfile.flush()
+            for i, event in enumerate(events):
+                if i and interval and server._stop.wait(interval):
+                    break  # the server is stopping
+                try:
+                    self.wfile.write(f"{event}\n\n".encode())
+                    self.wfile.flush()
+                except OSError:  # the client hung up (it gave up on a slow stream)
+                    break
             self.close_connection = True
 
     return Handler

@@ -302,3 +302,67 @@ def test_compile_cached_disabled(monkeypatch: pytest.MonkeyPatch, _private_cache
         assert not hit
     assert len(be.compiles) == 2
     assert not _private_cache.exists() or not entries(_private_cache)
+
+
+# ------------------------------------------------------------------------------- entries bound to their keys
+
+
+def test_entry_copied_over_another_key_is_a_miss(_private_cache: Path) -> None:
+    """A well-formed entry moved to another key's path (or namespace) is never served there."""
+    c = Cache()
+    k1, k2 = Cache.key("one"), Cache.key("two")
+    c.put("ns", k1, b"payload of one")
+    c.put("ns", k2, b"payload of two")
+    c.path("ns", k2).write_bytes(c.path("ns", k1).read_bytes())
+    assert c.get("ns", k2) is None
+    assert not c.path("ns", k2).exists()  # removed: the next put rebuilds it
+    assert c.get("ns", k1) == b"payload of one"
+    c.path("other", k1).parent.mkdir(parents=True)
+    c.path("other", k1).write_bytes(c.path("ns", k1).read_bytes())
+    assert c.get("other", k1) is None
+
+
+def test_entry_of_the_previous_format_is_a_miss(_private_cache: Path) -> None:
+    import hashlib
+    import struct
+
+    c = Cache()
+    k = Cache.key("old")
+    payload = b"written by porter with cache format 1"
+    old = struct.pack(">8s32sQ", b"PORTERC\x01", hashlib.sha256(payload).digest(), len(payload)) + payload
+    c.path("ns", k).parent.mkdir(parents=True)
+    c.path("ns", k).write_bytes(old)
+    assert cache_mod.CACHE_FORMAT_VERSION >= 2
+    assert c.get("ns", k) is None
+
+
+def test_payload_swapped_inside_a_valid_envelope_is_a_miss(_private_cache: Path) -> None:
+    c = Cache()
+    k = Cache.key("payload")
+    c.put("ns", k, b"A" * 64)
+    blob = bytearray(c.path("ns", k).read_bytes())
+    blob[-64:] = b"B" * 64  # same length, same key: only the content hash can tell
+    c.path("ns", k).write_bytes(bytes(blob))
+    assert c.get("ns", k) is None
+
+
+def test_swapped_binary_entry_is_rebuilt_not_served(_private_cache: Path) -> None:
+    """The binary of one kernel copied over another's entry: the wrong kernel must never come out."""
+    be, device = compiling_backend()
+    src_a = SOURCES[be.name]
+    src_b = src_a.replace("x[i] *= a", "x[i] += a")
+    opts = CompileOptions()
+    c = Cache()
+    bin_a, _ = compile_cached(be, src_a, "scale", opts, device, c)
+    bin_b, _ = compile_cached(be, src_b, "scale", opts, device, c)
+    assert len(be.compiles) == 2 and bin_a.data != bin_b.data
+    key_a = cache_mod.binary_key(be, src_a, "scale", opts, device)
+    key_b = cache_mod.binary_key(be, src_b, "scale", opts, device)
+    path_a, path_b = (c.path(cache_mod.BINARY_NAMESPACE, k) for k in (key_a, key_b))
+    path_b.write_bytes(path_a.read_bytes())
+
+    got, hit = compile_cached(be, src_b, "scale", opts, device, c)
+    assert not hit and len(be.compiles) == 3  # a miss: compiled again ...
+    assert got.data == bin_b.data != bin_a.data  # ... into the right kernel
+    again, hit = compile_cached(be, src_b, "scale", opts, device, c)
+    assert hit and again.data == bin_b.data and len(be.compiles) == 3  # and the entry was rebuilt

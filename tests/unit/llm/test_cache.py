@@ -20,6 +20,7 @@ from porter.llm import (
     ReplayMiss,
     ReplayProvider,
     ReplyCache,
+    Usage,
     make_provider,
     open_provider,
     reply_key,
@@ -201,3 +202,69 @@ def test_corrupt_recorded_reply(tmp_path: Path) -> None:
     (tmp_path / f"{key}.json").write_text("{broken")
     with pytest.raises(ReplayMiss, match="unreadable recorded reply"):
         ask(ReplayProvider(tmp_path, "openai:gpt-4o"))
+
+
+# ------------------------------------------------------------------------------ entries bound to their keys
+
+
+def _key(messages: list[Message], provider: str = "anthropic") -> str:
+    name, model = SPECS[provider].split(":")
+    return reply_key(request_doc(name, model, SYSTEM, messages, 128, None))
+
+
+def _completion(text: str) -> Completion:
+    return Completion(text, Usage(input_tokens=3, output_tokens=4), "m", "end_turn", "msg_1")
+
+
+def test_swapped_cache_entry_is_a_miss(llm_server: FakeLLMServer, _llm_env: Path) -> None:
+    """Prompt B's entry overwritten by prompt A's (a well-formed file): B is asked again, never served A."""
+    other = [Message("user", "port it, differently")]
+    llm_server.script("reply to A", "reply to B", "reply to B, again")
+    provider = CachingProvider(real("anthropic", llm_server))
+    assert ask(provider).text == "reply to A"
+    assert provider.complete(SYSTEM, other, max_tokens=128).text == "reply to B"
+    cache = Cache()
+    path_a, path_b = (cache.path("llm", _key(m)) for m in (HISTORY, other))
+    path_b.write_bytes(path_a.read_bytes())
+
+    again = provider.complete(SYSTEM, other, max_tokens=128)
+    assert again.text == "reply to B, again" and again.source == "api" and len(llm_server.requests) == 3
+    assert provider.complete(SYSTEM, other, max_tokens=128).source == "cache"  # rebuilt for B
+    hit = ask(provider)
+    assert hit.text == "reply to A" and hit.source == "cache" and len(llm_server.requests) == 3
+
+
+def test_entry_recording_another_key_is_a_miss(tmp_path: Path) -> None:
+    """Even re-wrapped by the disk cache under B's key, A's record names A's key: a miss for B."""
+    cache = ReplyCache(Cache(tmp_path))
+    key_a, key_b = _key(HISTORY), _key([Message("user", "something else")])
+    cache.put(key_a, {"prompt": "A"}, _completion("the kernel for A"))
+    raw = cache.cache.get("llm", key_a)
+    assert raw is not None and cache.get(key_a) is not None
+    cache.cache.put("llm", key_b, raw)
+    assert cache.get(key_b) is None
+    assert cache.cache.get("llm", key_b) is None  # removed, asked again next time
+
+
+def test_edited_completion_is_a_miss(tmp_path: Path) -> None:
+    cache = ReplyCache(Cache(tmp_path))
+    key = _key(HISTORY)
+    cache.put(key, {"prompt": "A"}, _completion("__global__ void k() {}"))
+    doc = json.loads(cache.cache.get("llm", key) or b"")
+    assert doc["key"] == key and len(doc["completion_sha256"]) == 64
+    doc["completion"]["text"] = "__global__ void k() { evil(); }"
+    cache.cache.put("llm", key, json.dumps(doc).encode())
+    assert cache.get(key) is None
+
+
+def test_swapped_recorded_reply_is_not_replayed(llm_server: FakeLLMServer, tmp_path: Path) -> None:
+    other = [Message("user", "port it, differently")]
+    llm_server.script("reply to A", "reply to B")
+    recorder = RecordingProvider(real("anthropic", llm_server), tmp_path)
+    ask(recorder)
+    recorder.complete(SYSTEM, other, max_tokens=128)
+    (tmp_path / f"{_key(other)}.json").write_bytes((tmp_path / f"{_key(HISTORY)}.json").read_bytes())
+    replay = ReplayProvider(tmp_path, SPECS["anthropic"])
+    assert ask(replay).text == "reply to A"
+    with pytest.raises(ReplayMiss, match="another prompt"):
+        replay.complete(SYSTEM, other, max_tokens=128)

@@ -4,15 +4,17 @@ server, with every candidate validated on the CPU emulator by the real harness (
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 import pytest
-from fakes.llm_server import FakeLLMServer, Hang, Malformed, rate_limited, server_error
+from fakes.llm_server import FakeLLMServer, Hang, Malformed, Status, Text, rate_limited, server_error
 from porter.backends import get_backend
 
 from porter.cache import Cache
 from porter.harness.bench import BenchPlan
 from porter.harness.validate import ValidateOptions
+from porter.llm.base import Usage
 from porter.llm.cache import ReplyCache
 from porter.llm.loop import ERROR, FAILED, NO_CODE, REJECTED, VALIDATED, Rejection, Screened, screen
 from porter.scan import scan_file
@@ -281,14 +283,116 @@ def test_hanging_request_fails_its_candidate_and_the_loop_continues(llm_server, 
     assert report.exit_code == 0
 
 
+@pytest.mark.parametrize("body", [Malformed(), Malformed("{}")], ids=["bad-json", "empty-object"])
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
-def test_malformed_json_fails_the_candidate_cleanly(provider, llm_server, program, emulator, tmp_path):
-    llm_server.script(Malformed())
+def test_a_malformed_reply_costs_one_round_not_the_candidate(
+    provider, body, llm_server, program, emulator, tmp_path
+):
+    llm_server.script(body, CORRECT)
     report = run(provider, llm_server, program, emulator, tmp_path, rounds=2, max_retries=0)
-    (attempt,) = report.loop.attempts
-    assert attempt.status == ERROR and "malformed" in attempt.reason.lower()
-    assert report.loop.stop_reason == "no candidate left to continue"
+    garbled, ok = report.loop.attempts
+    assert garbled.status == ERROR and garbled.transient and garbled.round == 1
+    assert "malformed reply" in garbled.reason and "NoneType" not in garbled.reason
+    assert ok.status == VALIDATED and ok.round == 2 and report.exit_code == 0
+    # Round 2 sends the same conversation again: the garbled reply added nothing to it.
+    first, second = (r.body["messages"] for r in llm_server.requests)
+    assert first == second
+
+
+def test_malformed_replies_are_still_bounded_by_the_rounds(llm_server, program, emulator, tmp_path):
+    llm_server.script(Malformed(), Malformed(), "never asked")
+    report = run("openai", llm_server, program, emulator, tmp_path, rounds=2, max_retries=0)
+    assert [a.status for a in report.loop.attempts] == [ERROR, ERROR]
+    assert report.loop.stop_reason == "all 2 round(s) done" and llm_server.pending == 1
     assert report.exit_code == 1 and report.document()["kernels"][0]["variants"][0]["status"] == "failed"
+
+
+@pytest.mark.parametrize("status", [401, 403, 404])
+def test_a_failure_that_would_keep_failing_ends_the_candidate(
+    status, llm_server, program, emulator, tmp_path
+):
+    llm_server.script(Status(status, "no such thing", "error"), CORRECT)
+    report = run("anthropic", llm_server, program, emulator, tmp_path, rounds=3, max_retries=2)
+    (attempt,) = report.loop.attempts
+    assert attempt.status == ERROR and not attempt.transient and str(status) in attempt.reason
+    assert report.loop.stop_reason == "no candidate left to continue"
+    assert len(llm_server.requests) == 1 and llm_server.pending == 1
+
+
+# ------------------------------------------------------------------------ usage a server cannot fake
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_negative_usage_cannot_undo_the_dollar_budget(provider, llm_server, program, emulator, tmp_path):
+    """A reply claiming -10^8 input tokens would make the spend negative and the budget never stop."""
+    llm_server.script(
+        Text(NO_CODE_REPLY, input_tokens=-(10**8), output_tokens=50),
+        Text(NO_CODE_REPLY, input_tokens=10**6, output_tokens=50),
+        NO_CODE_REPLY,
+    )
+    report = run(provider, llm_server, program, emulator, tmp_path, rounds=3, max_dollars=0.1)
+    assert "dollar budget" in report.loop.stop_reason and len(llm_server.requests) == 2
+    first = report.loop.attempts[0]
+    assert first.usage.input_tokens == 0 and first.usage.output_tokens == 50 and first.cost_usd >= 0
+    totals = report.loop.totals
+    assert totals.cost_usd > 0 and totals.usage.input_tokens == 10**6
+    assert any("server reported invalid usage" in n and "input_tokens=-" in n for n in report.loop.notes)
+    assert any("invalid usage" in n for n in report.full_document()["notes"])
+
+
+def test_absurd_usage_is_counted_as_zero(llm_server, program, emulator, tmp_path):
+    llm_server.script(Text(CORRECT, input_tokens=100, output_tokens=10**12))
+    report = run("anthropic", llm_server, program, emulator, tmp_path, rounds=1)
+    (attempt,) = report.loop.attempts
+    assert attempt.status == VALIDATED and attempt.usage == Usage(100, 0, 0, 0)
+    assert report.document()["usage"]["output_tokens"] == 0
+    assert any("output_tokens=1000000000000" in n for n in report.loop.notes)
+
+
+# ------------------------------------------------------------------------ the time budget
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_max_seconds_cuts_off_the_request_in_flight(stream, llm_server, program, emulator, tmp_path):
+    llm_server.script(*(Hang(30) for _ in range(4)))
+    started = time.monotonic()
+    report = run(
+        "openai",
+        llm_server,
+        program,
+        emulator,
+        tmp_path,
+        rounds=3,
+        timeout=20,
+        max_retries=3,
+        max_seconds=1.5,
+        stream=stream,
+    )
+    assert time.monotonic() - started < 6
+    (attempt,) = report.loop.attempts
+    assert attempt.status == ERROR and "time budget spent" in attempt.reason
+    assert report.loop.stop_reason.startswith("time budget spent") and len(llm_server.requests) == 1
+
+
+def test_max_seconds_bounds_rounds_of_timeouts(llm_server, program, emulator, tmp_path):
+    """Short request timeouts (transient: asked again each round) still stop at the time budget."""
+    llm_server.script(*(Hang(30) for _ in range(10)))
+    started = time.monotonic()
+    report = run(
+        "anthropic",
+        llm_server,
+        program,
+        emulator,
+        tmp_path,
+        rounds=10,
+        timeout=0.5,
+        max_retries=0,
+        max_seconds=1.8,
+    )
+    assert time.monotonic() - started < 5
+    assert report.loop.stop_reason.startswith("time budget spent")
+    assert 2 <= len(report.loop.attempts) <= 4 and all(a.status == ERROR for a in report.loop.attempts)
+    assert "time budget spent" in report.loop.attempts[-1].reason
 
 
 # ------------------------------------------------------------------------ replay

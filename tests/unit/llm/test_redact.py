@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from porter.llm.redact import REDACTED, RedactingFilter, add_secret, redact
+from porter.llm.redact import REDACTED, RedactingFilter, add_secret, discard_secret, redact
 
 
 def test_environment_secrets_are_removed(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -52,8 +52,38 @@ def test_kernel_code_is_untouched() -> None:
 
 def test_registered_secret() -> None:
     add_secret("registered-secret-value-42")
-    add_secret("short")  # ignored
-    assert redact("x registered-secret-value-42 short") == f"x {REDACTED} short"
+    add_secret("Zq7w")  # short: redacted too, where it is a whole token
+    try:
+        assert redact("x registered-secret-value-42 Zq7w Zq7wx") == f"x {REDACTED} {REDACTED} Zq7wx"
+    finally:
+        discard_secret("Zq7w")
+    assert redact("Zq7w") == "Zq7w"
+
+
+@pytest.mark.parametrize("var", ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"])
+@pytest.mark.parametrize("key", ["k", "ab1", "s3cr3t!", "7777777"])
+def test_provider_keys_of_any_length_are_redacted(
+    var: str, key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(var, key)
+    for template in ("{}", "invalid x-api-key: {}", '{{"key": "{}"}}', "Bearer {} (rejected)"):
+        assert redact(template.format(key)) == template.format(REDACTED)
+
+
+def test_short_provider_keys_leave_ordinary_words_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "the")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "  abc\n")  # what is sent is the stripped value
+    text = "theory: other abcd xabc the_kernel then-abc"
+    assert redact(text) == text
+    assert redact("key the was rejected; abc too") == f"key {REDACTED} was rejected; {REDACTED} too"
+
+
+def test_empty_keys_redact_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "   ")
+    add_secret("")
+    add_secret("  ")
+    assert redact("a b c") == "a b c"
 
 
 def test_logging_filter(monkeypatch: pytest.MonkeyPatch) -> None:

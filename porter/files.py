@@ -1,0 +1,188 @@
+"""Reading the user's files safely: regular files only, and none larger than a cap.
+
+A FIFO, a socket or a character or block device (``/dev/zero``) given as an input, or reached
+through ``#include``, would make a read block forever or never end; porter refuses such a path by
+its type (``os.stat`` + ``S_ISREG``) before opening it, and checks the type again on the opened
+descriptor (the path may have been swapped in between).  Inputs and headers are capped at
+:data:`DEFAULT_MAX_INPUT_BYTES` (16 MiB), overridable through the environment variable
+``PORTER_MAX_INPUT_BYTES`` (a number of bytes); the read itself never takes more than the cap.
+
+An input that cannot be read is a :class:`~porter.errors.UsageError` (exit 2) naming the file; a
+header porter skips is an :class:`InputWarning` (the CLI prints ``porter: warning: ...``).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import warnings
+
+from porter.errors import UsageError
+
+MAX_BYTES_ENV = "PORTER_MAX_INPUT_BYTES"
+DEFAULT_MAX_INPUT_BYTES = 16 * 1024 * 1024
+
+
+class InputWarning(UserWarning):
+    """A file porter skipped (a header too large, or not a regular file); shown as a warning line."""
+
+
+def warn(message: str) -> None:
+    """Report a skipped file as a one-line warning (shown once per message)."""
+    warnings.warn(message, InputWarning, stacklevel=2)
+
+
+def max_input_bytes() -> int:
+    """The largest input or header porter reads, in bytes (``PORTER_MAX_INPUT_BYTES``, else 16 MiB)."""
+    raw = os.environ.get(MAX_BYTES_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_INPUT_BYTES
+    try:
+        value = int(raw.replace("_", ""))
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise UsageError(f"{MAX_BYTES_ENV} must be a positive number of bytes, not {raw!r}")
+    return value
+
+
+def _human(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.4g} {unit}"
+    return f"{n} bytes"
+
+
+def too_large(size: int, limit: int) -> str:
+    """The reason a file of ``size`` bytes is refused, naming the limit and how to raise it."""
+    return (
+        f"too large ({_human(size)}; porter reads files of at most {_human(limit)}, "
+        f"set {MAX_BYTES_ENV} to raise the limit)"
+    )
+
+
+def kind_of(mode: int) -> str:
+    """What a non-regular file is, for a message: 'a FIFO', 'a character device'..."""
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def not_regular(mode: int) -> str:
+    """The reason a file of this type is refused."""
+    kind = kind_of(mode)
+    if kind == "not a regular file":
+        return "not a regular file; porter reads regular files only"
+    return f"not a regular file ({kind}); porter reads regular files only"
+
+
+def refusal(path: str | os.PathLike[str], limit: int | None = None) -> str | None:
+    """Why porter would not read ``path`` (its type or its size, from ``os.stat``), or None.
+
+    Missing or unreadable paths are not refused here (None): the read reports them."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return not_regular(st.st_mode)
+    limit = max_input_bytes() if limit is None else limit
+    if st.st_size > limit:
+        return too_large(st.st_size, limit)
+    return None
+
+
+class _Refused(Exception):
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _read(path: str | os.PathLike[str], limit: int) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes; _Refused or OSError otherwise."""
+    st = os.stat(path)  # by type before opening: opening a FIFO blocks, a tape device rewinds...
+    if not stat.S_ISREG(st.st_mode):
+        raise _Refused(not_regular(st.st_mode))
+    if st.st_size > limit:
+        raise _Refused(too_large(st.st_size, limit))
+    # O_NONBLOCK: should the path have become a FIFO since the stat, the open does not wait
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise _Refused(not_regular(st.st_mode))
+        data = fh.read(limit + 1)
+    if len(data) > limit:  # it grew since the stat
+        raise _Refused(too_large(len(data), limit))
+    return data
+
+
+def read_input(path: str | os.PathLike[str], what: str = "") -> bytes:
+    """The bytes of an input file; UsageError (exit 2) naming it when it is missing, a directory, a
+    special file, larger than :func:`max_input_bytes` or unreadable.  ``what``: a word for the
+    message ("spec file")."""
+    name = os.fspath(path)
+    prefix = f"{what}: " if what else ""
+    try:
+        return _read(name, max_input_bytes())
+    except _Refused as err:
+        raise UsageError(f"{prefix}{err.reason}", path=name) from None
+    except FileNotFoundError:
+        raise UsageError(f"{prefix}no such file or directory", path=name) from None
+    except IsADirectoryError:
+        raise UsageError(f"{prefix}is a directory", path=name) from None
+    except ValueError as err:  # an embedded NUL byte in the name
+        raise UsageError(f"{prefix}not a usable path ({err})", path=repr(name)) from None
+    except OSError as err:
+        raise UsageError(f"{prefix}cannot read: {err.strerror or err}", path=name) from None
+
+
+def read_text(path: str | os.PathLike[str], what: str = "") -> str:
+    """:func:`read_input` decoded as UTF-8; UsageError naming the file and line of a bad byte."""
+    data = read_input(path, what)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        prefix = f"{what}: " if what else ""
+        raise UsageError(
+            f"{prefix}not UTF-8 text (byte 0x{data[err.start]:02x})", path=os.fspath(path), line=line
+        ) from None
+
+
+def read_header(path: str | os.PathLike[str], quiet: bool = False) -> bytes | None:
+    """The bytes of a header porter reads for its definitions, or None: missing or unreadable
+    (silently), or refused by type or size (with an :class:`InputWarning` unless ``quiet``)."""
+    try:
+        return _read(path, max_input_bytes())
+    except _Refused as err:
+        if not quiet:
+            warn(f"{os.fspath(path)}: header skipped: {err.reason}")
+        return None
+    except (OSError, ValueError):
+        return None
+
+
+def is_regular(path: str | os.PathLike[str]) -> bool:
+    """Does ``path`` name a regular file (following symlinks)?  False for a missing path."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def exists(path: str | os.PathLike[str]) -> bool:
+    """Does ``path`` name anything at all (a FIFO or a device too)?"""
+    try:
+        os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return True

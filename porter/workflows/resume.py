@@ -1,0 +1,214 @@
+"""What `porter port` and `porter optimize` share to lose nothing they verified.
+
+* Reports are written atomically (:func:`write_atomic`: a temporary file beside the target, then
+  :func:`os.replace`), so an interrupted or killed run leaves the last complete report, never half of one.
+* A re-run reads the previous ``report.json`` of its output folder (:func:`load_report`, only a report
+  with porter's schema for the same command) and keeps what it verified for the *same inputs*: every
+  verdict is stored with a key over everything it depends on (the source text, the headers it reaches,
+  the spec, the options, the toolchain and device, porter's own validation code); a verdict whose key
+  differs from the one this run computes is never reused.  ``--fresh`` ignores the previous report.
+* :func:`check_out_dir` refuses an output folder porter could not use, or one inside (or equal to) the
+  source folder that holds files porter did not write -- before any work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from porter.errors import UsageError
+
+REPORT_NAME = "report.json"
+# The "schema" field of each command's report.json (reports written before it are recognised by shape).
+SCHEMAS = {"port": "porter-port-report/1", "optimize": "porter-optimize-report/1"}
+_LEGACY_FIELDS = {
+    "port": ("source", "kernels", "targets", "complete", "exit_code"),
+    "optimize": ("source", "kernels", "model", "attempts", "exit_code"),
+}
+# porter's own code that decides what is compiled and how it is judged (the backends have theirs in
+# every toolchain id): a verdict reached by other code is never reused.
+_FINGERPRINTED = ("harness", "scan", "translate", "workflows")
+_SUFFIXES = (".py", ".toml")
+
+
+# --------------------------------------------------------------------------- hashing
+
+
+def sha(*parts: object) -> str:
+    """sha256 (hex) over the length-prefixed parts; anything not a string or bytes is hashed as JSON."""
+    h = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, bytes):
+            raw = b"b" + part
+        elif isinstance(part, str):
+            raw = b"s" + part.encode("utf-8")
+        else:
+            raw = b"j" + json.dumps(part, sort_keys=True, separators=(",", ":"), default=str).encode("utf-8")
+        h.update(len(raw).to_bytes(8, "big"))
+        h.update(raw)
+    return h.hexdigest()
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    """porter's version and a hash of its code that compiles and judges (see _FINGERPRINTED)."""
+    from porter import __version__
+
+    h = hashlib.sha256(f"porter {__version__}\0".encode())
+    root = resources.files("porter")
+    files: list[tuple[str, bytes]] = []
+    for package in _FINGERPRINTED:
+        stack: list[tuple[str, Any]] = [(f"{package}/", root.joinpath(package))]
+        while stack:
+            prefix, node = stack.pop()
+            for child in node.iterdir():
+                if child.name == "__pycache__" or child.name.startswith("."):
+                    continue
+                if child.is_dir():
+                    stack.append((f"{prefix}{child.name}/", child))
+                elif child.name.endswith(_SUFFIXES):
+                    files.append((prefix + child.name, child.read_bytes()))
+    for rel, data in sorted(files):
+        h.update(rel.encode() + b"\0" + len(data).to_bytes(8, "big") + data)
+    return h.hexdigest()[:16]
+
+
+def toolchain_of(backend: str, device: Any = None, arch: str | None = None) -> str | None:
+    """What compiles for (`device`, `arch`) on `backend`: its toolchain id and the backend's own files;
+    None when it cannot be told (then nothing depending on it is reused)."""
+    from porter.backends import get_backend
+    from porter.cache import backend_fingerprint
+
+    try:
+        found = get_backend(backend).toolchain_id(device, arch)
+    except Exception:  # noqa: BLE001 - an unknown toolchain only means nothing is reused
+        return None
+    return f"{found}|{backend_fingerprint(backend)}" if found else None
+
+
+def file_digest(path: str | Path) -> str:
+    """sha256 of a file's bytes, "" when there is no such file."""
+    if not path:
+        return ""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+# --------------------------------------------------------------------------- files
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file in the same folder and :func:`os.replace`:
+    a reader (or a run killed half-way) sees the old file or the new one, never a part."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def is_porter_report(doc: object, kind: str) -> bool:
+    """Whether `doc` is a report.json that ``porter <kind>`` wrote."""
+    if not isinstance(doc, Mapping):
+        return False
+    schema = doc.get("schema")
+    if schema is not None:
+        return schema == SCHEMAS[kind]
+    return all(f in doc for f in _LEGACY_FIELDS[kind]) and isinstance(doc.get("kernels"), list)
+
+
+def load_report(out: Path, kind: str) -> dict[str, Any] | None:
+    """The previous ``porter <kind>`` report in `out`, or None (none, unreadable, or not porter's)."""
+    try:
+        doc = json.loads((out / REPORT_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return doc if is_porter_report(doc, kind) else None
+
+
+def _is_porter_output(out: Path) -> bool:
+    return any(load_report(out, kind) is not None for kind in SCHEMAS)
+
+
+def check_out_dir(out: Path, source: Path, kind: str) -> None:
+    """UsageError (exit 2, one line) unless porter can write its outputs to `out` without touching a
+    file of the user's: `out` must be a folder or not exist yet, and be writable; inside or equal to
+    the source's folder it must be empty, new, or a previous porter output (its report.json)."""
+    if out.exists() and not out.is_dir():
+        raise UsageError("--out exists and is not a folder", path=str(out))
+    try:
+        resolved = out.resolve()
+    except (OSError, RuntimeError) as err:
+        raise UsageError(f"--out is not a usable folder ({err})", path=str(out)) from None
+    nearest = resolved
+    while not nearest.exists() and nearest != nearest.parent:
+        nearest = nearest.parent
+    if not nearest.is_dir():
+        raise UsageError(f"--out cannot be created: {nearest} is not a folder", path=str(out))
+    if not os.access(nearest, os.W_OK | os.X_OK):
+        what = "is not writable" if nearest == resolved else f"cannot be created in {nearest} (not writable)"
+        raise UsageError(f"--out {what}", path=str(out))
+    src_dir = source.resolve().parent
+    if resolved != src_dir and not resolved.is_relative_to(src_dir):
+        return
+    if not resolved.is_dir() or not any(resolved.iterdir()) or _is_porter_output(resolved):
+        return
+    where = "is the source folder" if resolved == src_dir else "is inside the source folder"
+    raise UsageError(
+        f"--out {where} and holds files that are not a porter output; porter would overwrite "
+        f"them: choose a new or empty folder (porter {kind} never writes over your files)",
+        path=str(out),
+    )
+
+
+# --------------------------------------------------------------------------- optimize's evaluations
+
+
+def code_sha(code: str | None) -> str:
+    """The key of a candidate's code (what the loop's evaluation of it depends on, besides the inputs)."""
+    return hashlib.sha256((code or "").encode("utf-8")).hexdigest()
+
+
+def evaluation_from_json(doc: Mapping[str, Any]) -> Any:
+    """An :class:`porter.llm.loop.Evaluation` back from its report.json form (``to_jsonable`` of it);
+    TypeError / KeyError / ValueError when the document is not one."""
+    from porter.llm.loop import Evaluation
+    from porter.model import Status, Timing, Verdict
+
+    def verdict(v: Mapping[str, Any]) -> Verdict:
+        timing = v.get("timing")
+        return Verdict(
+            **{
+                **v,
+                "status": Status(v["status"]),
+                "sizes": tuple(dict(s) for s in v.get("sizes") or ()),
+                "timing": Timing(**timing) if timing is not None else None,
+                "logs": tuple(str(x) for x in v.get("logs") or ()),
+                "checks": tuple(str(x) for x in v.get("checks") or ()),
+            }
+        )
+
+    return Evaluation(
+        **{
+            **doc,
+            "sizes": tuple(dict(s) for s in doc.get("sizes") or ()),
+            "checks": tuple(str(x) for x in doc.get("checks") or ()),
+            "verdicts": tuple(verdict(v) for v in doc.get("verdicts") or ()),
+            "timings": tuple(dict(t) for t in doc.get("timings") or ()),
+        }
+    )

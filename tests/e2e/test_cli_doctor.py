@@ -33,7 +33,10 @@ def doctor_json(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 
 def test_json_schema(doctor_json: dict) -> None:
-    assert set(doctor_json) == {"backends"}
+    assert set(doctor_json) == {"backends", "sandbox"}
+    layers = doctor_json["sandbox"]["layers"]
+    assert {"seccomp", "filesystem", "network", "rlimits", "parent-death"} <= set(layers)
+    assert all(set(v) == {"active", "detail"} for v in layers.values())
     rows = doctor_json["backends"]
     assert [r["name"] for r in rows] == list(BACKEND_NAMES)
     for row in rows:

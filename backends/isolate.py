@@ -180,7 +180,7 @@ def probe_backend(name: str, timeout_s: float = 60.0) -> Availability:
     with tempfile.TemporaryDirectory(prefix="porter-probe-", ignore_cleanup_errors=True) as tmp:
         work = Path(tmp)
         result_file, log_file = work / "result.json", work / "output.log"
-        plan = child_plan(work, "probe", timeout_s, None, ())
+        plan = child_plan(work, "gpu", timeout_s, None, ())  # a probe opens GPU drivers: GPU layers
         cmd = [sys.executable, "-m", CHILD_MODULE, "probe", name, str(result_file)]
         rc = _spawn(cmd, {}, work, timeout_s, log_file, plan)
         found = _read_json(result_file)
@@ -205,9 +205,12 @@ def child_plan(
     """The sandbox plan of one child: its scratch folder, the compile cache, the headers it may read."""
     from porter.cache import default_root
 
+    cache = default_root()
+    with contextlib.suppress(OSError):  # a rule needs the folder to exist: the child writes it there
+        cache.mkdir(parents=True, exist_ok=True)
     return sandbox.Plan(
         scratch=str(work),
-        cache=str(default_root()),
+        cache=str(cache),
         readable=tuple(str(Path(d).resolve()) for d in include_dirs),
         limits=sandbox.limits_for(kind, timeout_s, memory_mb),
         # CUDA's initialisation fails under Landlock and the seccomp filter (cudaErrorOperatingSystem,

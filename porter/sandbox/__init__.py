@@ -106,6 +106,7 @@ class Plan:
     # "gpu": the driver is initialised (device files, its own helpers) before the file-system and
     # seccomp layers go on, so those come only with lock_down, after the device is opened.
     device_kind: str = ""
+    in_netns: bool = False  # the whole command (a checker wrapper included) already runs in a new netns
 
     def to_env(self) -> str:
         return json.dumps(asdict(self))
@@ -255,7 +256,7 @@ def limits_for(kind: str | None, timeout_s: float, memory_mb: int | None) -> Lim
         except (ValueError, OSError):
             physical = 8 << 30
         cap = max(int(physical * CPU_MEMORY_FRACTION), MIN_MEMORY)
-    if kind in ("gpu", "probe"):  # drivers reserve huge virtual ranges: cap private data instead
+    if kind == "gpu":  # drivers reserve huge virtual ranges: cap private data instead
         return Limits(None, cap, cpu_seconds)
     return Limits(cap, None, cpu_seconds)
 
@@ -278,8 +279,15 @@ _BWRAP_BASE = (
 
 
 def wrap_command(cmd: Sequence[str], plan: Plan) -> tuple[list[str], Plan]:
-    """`cmd` inside bubblewrap when it works here (and is not disabled), with the plan the child gets."""
+    """`cmd` inside bubblewrap when it works here (and is not disabled), with the plan the child gets.
+
+    Without bubblewrap, the whole command enters one new network namespace through util-linux
+    ``unshare --net`` where that works: a checker wrapper (compute-sanitizer) and the child it starts
+    talk over abstract unix sockets, which belong to a network namespace, so both must share one."""
     if "bubblewrap" in plan.disabled or _bwrap_works():
+        tool = shutil.which("unshare")
+        if tool and "network" not in plan.disabled and not _unshare_net_works():
+            return [tool, "--net", "--", *cmd], replace(plan, in_netns=True)
         return list(cmd), plan
     exe = shutil.which("bwrap") or "bwrap"
     binds: list[str] = []
@@ -382,6 +390,8 @@ def enter(plan: Plan) -> State:
     if plan.in_bubblewrap:
         st.note("bubblewrap", True, "PID, network, IPC namespaces; read-only root")
         st.note("network", True, "bubblewrap --unshare-net")
+    elif plan.in_netns:
+        st.note("network", True, "unshare --net (with the wrapper)")
     elif "network" not in plan.disabled:
         try:
             _unshare_net()

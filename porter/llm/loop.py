@@ -176,7 +176,14 @@ def screen(
             return Rejection("the block defines or calls main(): host code is not accepted, only the kernel")
         return Rejection(f"the block calls {calls[0]}(): host, process and file calls are not accepted")
     if dialect_key == "opencl":
+        undefined = undefined_functions(text)
+        if undefined:
+            return Rejection(_undefined_reason(undefined))
         return _screen_opencl(code, original, entry or original.name, signature)
+
+    undefined = undefined_functions(text)
+    if undefined:
+        return Rejection(_undefined_reason(undefined))
 
     from porter.scan import scan_source
     from porter.scan.extract import device_code
@@ -204,6 +211,53 @@ def screen(
     if why is not None:
         return Rejection(why)
     return Screened(device if device.endswith("\n") else device + "\n", found)
+
+
+_PROTOTYPE = re.compile(
+    r"\b([A-Za-z_]\w*)\s*\([^;{}()]*(?:\([^;{}()]*\)[^;{}()]*)*\)\s*(?:__attribute__\s*\(\(.*?\)\)\s*)?;"
+)
+_DEFINITION = re.compile(r"\b([A-Za-z_]\w*)\s*\([^;{}]*\)\s*(?:const\s*)?\{")
+_NOT_FUNCTIONS = {"if", "for", "while", "switch", "return", "sizeof", "decltype", "alignof", "static_assert"}
+
+
+def _depths(text: str) -> list[int]:
+    """The brace depth at every position of `text` (comments already blanked)."""
+    depth, out = 0, []
+    for ch in text:
+        if ch == "}":
+            depth -= 1
+        out.append(depth)
+        if ch == "{":
+            depth += 1
+    return out
+
+
+def undefined_functions(text: str) -> list[str]:
+    """Functions the block declares at file scope but never defines (`extern "C" int f(...);`): device
+    code has no external functions, so such a name can only reach for the host's libraries."""
+    depth = _depths(text)
+    declared = [
+        m.group(1)
+        for m in _PROTOTYPE.finditer(text)
+        if depth[m.start()] == 0 and m.group(1) not in _NOT_FUNCTIONS and not _is_variable(text, m.start())
+    ]
+    defined = {m.group(1) for m in _DEFINITION.finditer(text)}
+    return sorted({name for name in declared if name not in defined})
+
+
+def _is_variable(text: str, start: int) -> bool:
+    """`dim3 grid(4);` or `T x(y);`-style initialisations have an `=`-free argument list of values;
+    a prototype's list names types.  Treat a declaration whose line holds `=` as a variable."""
+    line_start = text.rfind("\n", 0, start) + 1
+    return "=" in text[line_start:start]
+
+
+def _undefined_reason(names: Sequence[str]) -> str:
+    shown = ", ".join(f"`{n}`" for n in names[:5])
+    return (
+        f"the block declares functions it never defines ({shown}): device code has no external "
+        "functions; define every helper in the block"
+    )
 
 
 _CL_ADDRESS_SPACES = {

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from porter import sandbox
 from porter.backends import Device, get_backend
 from porter.errors import PorterError, UsageError
 from porter.harness import cexpr, perfmodel
@@ -216,6 +217,7 @@ class OptimizeReport:
             exit_code=self.exit_code,
             schema=SCHEMAS["optimize"],
             resume={"identity": self.identity, "validated": self._validated_docs()},
+            sandbox=sandbox.summary(),  # the layers the children that ran model code had
         )
         return doc
 

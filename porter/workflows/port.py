@@ -46,6 +46,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from porter import sandbox
 from porter.backends import CompileOptions, Device, get_backend
 from porter.errors import PorterError, UsageError
 from porter.harness.gate import device_build_check
@@ -235,6 +236,7 @@ class PortReport:
         if self.model is not None:
             doc["model"] = self.model
             doc["llm"] = list(self.llm)
+        doc["sandbox"] = sandbox.summary()  # the layers every child that compiled or ran code had
         return doc
 
 
@@ -465,6 +467,58 @@ class _Units:
         if others not in self._cut:
             self._cut[others] = _device_unit(self.text, others, self.macros)
         return self._cut[others]
+
+
+class _SharedUnit:
+    """The device code every HIP kernel of a file is built in, and each kernel's own unit (the
+    kernel alone with the helpers it needs: :class:`_Units` keyed by every other kernel) for when
+    the shared one does not build.  One kernel a compiler rejects (``__syncwarp()``, ``__trap()``
+    for gfx90a) then fails alone, with its own log, and the others are compiled and validated
+    without it.  ``where``: the compile context (``hip:gfx90a``, a device label) in which the shared
+    unit failed; there each kernel goes straight to its own unit."""
+
+    def __init__(self, text: str, kernels: Sequence[str], macros: MacroTable) -> None:
+        self.kernels = tuple(dict.fromkeys(kernels))
+        self._alone = _Units(text, self.kernels, macros)
+        self._failed: set[str] = set()
+
+    def alone(self, variant: Variant) -> Variant:
+        return replace(variant, source=self._alone.keeping(variant.kernel))
+
+    def _splits(self, variant: Variant) -> bool:
+        """Can the variant's kernel be built alone (are there other kernels to leave out)?"""
+        return len(self.kernels) > 1 and variant.kernel in self.kernels
+
+    def compile(
+        self, variant: Variant, spec: KernelSpec, opts: ValidateOptions, backend: str, where: str
+    ) -> Verdict | None:
+        """:func:`compile_only` in the shared unit, else (it fails) in the kernel's own unit."""
+        if self._splits(variant) and where in self._failed:
+            return compile_only(self.alone(variant), spec, opts, backend=backend)
+        verdict = compile_only(variant, spec, opts, backend=backend)
+        if verdict is None or verdict.compiled or not self._splits(variant):
+            return verdict
+        self._failed.add(where)
+        return compile_only(self.alone(variant), spec, opts, backend=backend)
+
+    def validate(
+        self, variant: Variant, spec: KernelSpec, reference: Reference, device: Device, opts: ValidateOptions
+    ) -> list[Verdict]:
+        """:func:`validate` on one device in the shared unit, else in the kernel's own unit."""
+        if self._splits(variant) and device.label in self._failed:
+            return validate(self.alone(variant), spec, reference, [device], opts)
+        verdicts = validate(variant, spec, reference, [device], opts)
+        if not self._splits(variant) or not any(_unit_failure(v) for v in verdicts):
+            return verdicts
+        self._failed.add(device.label)
+        return validate(self.alone(variant), spec, reference, [device], opts)
+
+
+def _unit_failure(verdict: Verdict) -> bool:
+    """Did the variant's unit fail to build (compile, or the emulator refusing a construct)?"""
+    if "cannot be emulated" in verdict.reason:
+        return True
+    return not verdict.compiled and verdict.reason.startswith("compile:")
 
 
 def _device_unit(text: str, drop: Sequence[str], macros: MacroTable) -> str:
@@ -1279,6 +1333,8 @@ def port_file(
         hip = written["hip"]
         hip_drop = _untranslatable(instances, translations, ["hip"])
         written["hip"] = replace(hip, source=_device_unit(hip.source, hip_drop, macros))
+        # each kernel alone, for when a construct of one stops the compiler for all
+        hip_unit = _SharedUnit(hip.source, [i.base for i in instances if i.base not in hip_drop], macros)
     ref_options = CompileOptions(include_dirs=(str(src_dir), *(str(Path(d).resolve()) for d in include_dirs)))
     asker = (
         _ModelPort(
@@ -1449,7 +1505,10 @@ def port_file(
                     continue
                 say(f"{inst.name}: compiling {target} for {arch}")
                 arch_opts = replace(opts, compile=replace(opts.compile, arch=arch))
-                verdict = compile_only(variant, spec, arch_opts, backend=target)
+                if target == "hip":
+                    verdict = hip_unit.compile(variant, spec, arch_opts, target, f"{target}:{arch}")
+                else:
+                    verdict = compile_only(variant, spec, arch_opts, backend=target)
                 if verdict is not None:
                     recorder.add(result, _row_from(verdict, target, rel, f"{target}:{arch}"))
             reference = reference_for(inst.base)
@@ -1470,7 +1529,11 @@ def port_file(
                     continue
                 say(f"{inst.name}: validating {target} on {device.label}")
                 on_device = replace(variant, options=_device_options(target, device, tk.requires))
-                for verdict in validate(on_device, spec, reference, [device], opts):
+                if target == "hip":
+                    verdicts = hip_unit.validate(on_device, spec, reference, device, opts)
+                else:
+                    verdicts = validate(on_device, spec, reference, [device], opts)
+                for verdict in verdicts:
                     recorder.add(result, _row_from(verdict, target, rel))
             if lacking:
                 tails = [
@@ -1486,7 +1549,10 @@ def port_file(
                 for row in ask(inst, target, tk, spec, lacking, why, True, opts):
                     recorder.add(result, row)
             if not run_devices[target] and not archs[target] and not keep(result, target, [target]):
-                verdict = compile_only(variant, spec, opts, backend=target)
+                if target == "hip":
+                    verdict = hip_unit.compile(variant, spec, opts, target, target)
+                else:
+                    verdict = compile_only(variant, spec, opts, backend=target)
                 if verdict is None:
                     recorder.add(
                         result,

@@ -103,7 +103,57 @@ def test_hostile_reply_has_no_effect_and_is_not_validated(tmp_path, server, prog
     (row,) = doc["kernels"][0]["variants"]
     assert row["status"] in ("failed", "rejected") and row["reason"], row
     report = json.loads((out_dir / "report.json").read_text())
+    assert set(report["sandbox"]["layers"]) >= {"seccomp", "filesystem", "network", "rlimits"}
     (attempt,) = report["attempts"]
     assert attempt["status"] in ("failed", "rejected") and attempt["reason"], attempt
     assert not (out_dir / "vector_add.best.cu").exists()
+    assert not list(out_dir.glob("*.best.*"))
+
+
+# Replies the screen lets through (every function defined, no host call by name) that a GPU compiler
+# refuses: only the device-build gate stops them before the emulator would run them natively.
+GATED: dict[str, tuple[str, str]] = {
+    "dynamic-initialiser": (
+        "__device__ int compute_seed() { return 7; }\n__device__ int seed = compute_seed();",
+        "if (seed == 12345) c[0] = 0;",
+    ),
+    "host-function-from-kernel": (
+        "__host__ int host_only() { return 1; }",
+        "if (host_only() == 2) c[0] = 0;",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GATED))
+def test_code_a_gpu_compiler_refuses_is_never_run(tmp_path, server, program, emulator, name):
+    from porter.harness.gate import device_build_check
+    from porter.model import Variant
+
+    before, inside = GATED[name]
+    code = f"{before}\n{SIGNATURE}\n{{\n    {inside}\n    {BODY}\n}}\n"
+    probe = device_build_check(Variant("vector_add", "cuda", code, "vector_add", "test"))
+    if "no GPU device compiler" in probe.reason:
+        pytest.skip(probe.reason)
+    assert not probe.ok and "does not build as device code" in probe.reason, probe
+    server.script("Faster.\n\n```cuda\n" + code + "```\n")
+    out_dir = tmp_path / "out"
+    out = porter(
+        tmp_path,
+        "optimize",
+        str(program),
+        "--model",
+        "anthropic:claude-sonnet-4-5",
+        "--base-url",
+        server.url,
+        "--candidates",
+        "1",
+        "--rounds",
+        "1",
+        "--out",
+        str(out_dir),
+        "--json",
+    )
+    assert out.returncode == 1, out.stdout + out.stderr
+    (attempt,) = json.loads((out_dir / "report.json").read_text())["attempts"]
+    assert attempt["status"] == "failed" and "does not build as device code" in attempt["reason"], attempt
     assert not list(out_dir.glob("*.best.*"))

@@ -126,9 +126,14 @@ class Plan:
 # ------------------------------------------------------------------------------------- probing
 
 
+# The layers PORTER_SANDBOX_DISABLE can turn off (the process group, parent death and limits are
+# always set).
+OPTIONAL = ("bubblewrap", "network", "filesystem", "seccomp")
+
+
 def disabled() -> tuple[str, ...]:
     names = [n.strip() for n in os.environ.get(DISABLE_ENV, "").split(",") if n.strip()]
-    return tuple(n for n in names if n in LAYER_NAMES)
+    return tuple(n for n in names if n in OPTIONAL)
 
 
 def required_by_env() -> bool:

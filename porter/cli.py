@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import signal
@@ -442,9 +443,42 @@ def _interrupted() -> NoReturn:
     os._exit(code)
 
 
+def show_input_warnings() -> None:
+    """Files porter skipped (:class:`porter.files.InputWarning`: a header too large or not a regular
+    file) as one ``porter: warning: ...`` line each on stderr, once per message."""
+    import warnings
+
+    from porter.files import InputWarning
+
+    warnings.filterwarnings("default", category=InputWarning)
+    default = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+        if isinstance(category, type) and issubclass(category, InputWarning):
+            typer.echo(f"porter: warning: {message}", err=True)
+        else:
+            default(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+
+# A path the system refused (an --out name too long, a folder that cannot be made): bad input, exit 2.
+_PATH_ERRNOS = frozenset(
+    {errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG, errno.EACCES, errno.EPERM}
+    | {errno.EROFS, errno.EEXIST, errno.ELOOP, errno.EINVAL}
+)
+
+
+def _os_error_line(err: OSError) -> str:
+    name = err.filename if err.filename is not None else err.filename2
+    why = err.strerror or str(err)
+    return f"{name}: {why}" if name is not None else why
+
+
 def main() -> None:
     """Console entry point: never a traceback, always a one-line error and an exit code."""
     install_signal_handlers()
+    show_input_warnings()
     try:
         code = app(standalone_mode=False)  # click returns typer.Exit's code instead of raising it
         if code == 130:  # typer's code for a KeyboardInterrupt (Ctrl-C, or SIGTERM through the handler)
@@ -458,7 +492,13 @@ def main() -> None:
         sys.exit(ex.exit_code)
     except KeyboardInterrupt:
         _interrupted()
+    except OSError as err:  # a file or folder the system refused, named in one line (never a traceback)
+        typer.echo(f"porter: {_os_error_line(err)}", err=True)
+        sys.exit(2 if err.errno in _PATH_ERRNOS else 1)
     except Exception as err:  # noqa: BLE001 - the last line of defence against tracebacks
+        if isinstance(err, ValueError) and str(err).startswith("embedded null"):  # os.* refuse such names
+            typer.echo(f"porter: a path contains a NUL byte ({err})", err=True)
+            sys.exit(2)
         show = getattr(err, "show", None)
         if callable(show) and hasattr(err, "exit_code"):  # click's (or typer's bundled click's) errors
             show()

@@ -14,6 +14,8 @@ from typing import Any
 
 from porter.backends import CannotEmulate
 
+from porter.files import read_header
+
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MULTILINE)
 _ENTRY = re.compile(r"^\s*(::)?[A-Za-z_][\w:]*\s*(<[^;{}\"'\\]*>)?\s*$")
@@ -97,10 +99,9 @@ def _check(
         if delim == '"':
             for d in include_dirs:
                 path = (Path(d) / header).resolve()
-                if path.is_file() and path not in seen:
-                    seen.add(path)
-                    text = path.read_text(encoding="utf-8", errors="replace")
-                    _check(text, dialect, include_dirs, path.name, seen)
+                if path not in seen and (data := read_header(path, quiet=True)) is not None:
+                    seen.add(path)  # a regular file under the size cap (never a FIFO or a device)
+                    _check(data.decode("utf-8", "replace"), dialect, include_dirs, path.name, seen)
                     break
     blanked = blank_comments_and_strings(source)
     hits = []

@@ -17,7 +17,7 @@ import functools
 import math
 import re
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -262,7 +262,8 @@ def _spec_from_table(name: str, table: Any, path: str) -> KernelSpec:
         isinstance(t, (str, int)) and not isinstance(t, bool) for t in raw_template
     ):
         raise UsageError(
-            f'{where}.template_args: expected a list of strings or integers such as ["256"], got {raw_template!r}',
+            f'{where}.template_args: expected a list of strings or integers such as ["256"], '
+            f"got {raw_template!r}",
             path=path,
         )
     template_args = tuple(str(t) for t in raw_template)
@@ -337,11 +338,12 @@ def _check_symbols(spec: KernelSpec, path: str) -> None:
 
 
 def memory_bytes() -> int:
-    """This machine's physical memory (the most the buffers of one run may take), 1 TiB if unknown."""
+    """The most the buffers of one run may take: half this machine's physical memory (a validation
+    holds several copies of them), 1 TiB if unknown."""
     import os
 
     try:
-        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE")) // 2
     except (AttributeError, ValueError, OSError):
         return 1 << 40
 
@@ -349,7 +351,7 @@ def memory_bytes() -> int:
 def check_size(spec: KernelSpec, size: Mapping[str, int]) -> None:
     """ValueError when the spec cannot run at ``size``: an expression that does not evaluate, a
     scalar its type cannot hold, an array of no elements, a launch geometry out of range, or buffers
-    larger than this machine's memory."""
+    larger than :func:`memory_bytes`."""
     from porter.harness.inputs import element_count, scalar_value
 
     total = 0
@@ -366,7 +368,7 @@ def check_size(spec: KernelSpec, size: Mapping[str, int]) -> None:
     limit = memory_bytes()
     if total > limit:
         raise ValueError(
-            f"the buffers take {total / (1 << 30):.4g} GiB, more than this machine's memory "
+            f"the buffers take {total / (1 << 30):.4g} GiB, more than half this machine's memory "
             f"({limit / (1 << 30):.4g} GiB)"
         )
 
@@ -834,15 +836,18 @@ def _collect_defines(env: _Env, include_dirs: Sequence[str]) -> None:
             else:
                 env.macros[d.name] = (tuple(d.params), body)
 
-    def headers(path: Path) -> None:
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+    def headers(path: Path) -> Iterator[Path]:
+        """Each local header ``path`` includes that was not read yet, once added to ``env``; the
+        caller walks it before asking for the next (depth first, as the includes nest)."""
+        from porter.files import is_regular, read_header
+
+        data = read_header(path, quiet=True)  # regular files under the size cap only
+        if data is None:
             return
-        for name in _INCLUDE.findall(text):
+        for name in _INCLUDE.findall(data.decode("utf-8", "replace")):
             for base in (path.parent, *map(Path, include_dirs)):
                 cand = (base / name).resolve()
-                if cand.is_file() and cand not in seen:
+                if is_regular(cand) and cand not in seen:
                     seen.add(cand)
                     try:
                         from porter.scan import scan_file
@@ -850,11 +855,17 @@ def _collect_defines(env: _Env, include_dirs: Sequence[str]) -> None:
                         add(scan_file(str(cand)))
                     except Exception:  # noqa: BLE001 - an unreadable header only loses its macros
                         continue
-                    headers(cand)
+                    yield cand
                     break
 
     add(env.scan)
-    headers(Path(env.scan.path))
+    walks = [headers(Path(env.scan.path))]  # a stack, not recursion: include chains may be long
+    while walks:
+        header = next(walks[-1], None)
+        if header is None:
+            walks.pop()
+        else:
+            walks.append(headers(header))
 
 
 def split_instance(kernel: str) -> tuple[str, tuple[str, ...] | None]:

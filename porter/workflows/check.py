@@ -120,6 +120,8 @@ def run_check(
         path=original_path,
     )
     entry = base
+    # the variant's headers too: an #include of a FIFO or a device is refused before any compiler sees it
+    variant_macros = macros.merged(qualifier_macros(variant_path, include_dirs))
     if language == "opencl":
         variant_source = variant_text
         if instance_args:  # the OpenCL translation names each instantiation
@@ -130,7 +132,6 @@ def run_check(
     else:
         from porter.scan import scan_source
 
-        variant_macros = macros.merged(qualifier_macros(variant_path, include_dirs))
         variant_source = device_code(variant_text, kernels=(base,), macros=variant_macros)
         # a HIP or CUDA variant may keep the kernel in a namespace, as the original does
         entry = scan_source(variant_text.encode("utf-8"), variant_path, "cuda", variant_macros).entry(base)

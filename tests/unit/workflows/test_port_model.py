@@ -260,3 +260,39 @@ def test_without_a_model_nothing_changes(tmp_path, no_subgroups) -> None:
         "trials",
         "reason",
     ]
+
+
+def test_rerun_keeps_the_models_validated_translation(tmp_path, server, no_subgroups) -> None:
+    """A re-run with the same inputs keeps the model's validated rows (and its conversation) instead of
+    asking and validating again; --fresh asks (here: the reply cache answers) and validates again."""
+    server.script(reply(CORRECT_CL))
+    first = _port(tmp_path, server, rounds=1)
+    assert first.rows() and all(r.status == "validated" for r in first.rows())
+    seen: list[str] = []
+    from porter.harness.validate import ValidateOptions
+    from porter.workflows.port import port_file
+
+    def again(**kw: Any):
+        return port_file(
+            str(tmp_path / "src" / "reduce_shfl.cu"),
+            ["opencl"],
+            out_dir=str(tmp_path / "out"),
+            options=ValidateOptions(trials=1),
+            model="openai:gpt-4o-mini",
+            base_url=server.url + "/v1",
+            bench=False,
+            rounds=1,
+            progress=seen.append,
+            **kw,
+        )
+
+    second = again()
+    assert len(server.requests) == 1 and not any("round 1" in m for m in seen)
+    assert any("validated earlier, same inputs; kept" in m for m in seen)
+    assert [r.status for r in second.rows()] == [r.status for r in first.rows()]
+    assert all(r.resumed for r in second.rows() if r.provenance.startswith("llm:"))
+    assert second.llm and all(c.get("resumed") for c in second.llm)
+    assert Path(second.rows()[0].path).is_file()
+    seen.clear()
+    third = again(fresh=True)
+    assert any("round 1" in m for m in seen) and not any(r.resumed for r in third.rows())

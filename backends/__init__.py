@@ -80,9 +80,15 @@ class CompileOptions:
     flags: tuple[str, ...] = ()  # extra compiler flags, passed through verbatim
     output: str | None = None  # backend-specific format: "cubin" | "ptx" | "hsaco" | "so" ...
     debug: bool = False
+    # Code porter did not get from the user (a model's candidate): backends that build device code for
+    # the host (the CPU emulator) build it with the host's process, file and environment functions
+    # poisoned.
+    untrusted: bool = False
 
     def key(self) -> str:
-        return repr((self.arch, self.defines, self.include_dirs, self.flags, self.output, self.debug))
+        return repr(
+            (self.arch, self.defines, self.include_dirs, self.flags, self.output, self.debug, self.untrusted)
+        )
 
 
 @dataclass(frozen=True)

@@ -376,7 +376,10 @@ class CpuBackend:
             self._write_headers(inc)
             unit = tmpdir / "porter_unit.cpp"
             unit.write_text(
-                src_mod.translation_unit(source, entry, untrusted=dialect["untrusted"]), encoding="utf-8"
+                src_mod.translation_unit(
+                    source, entry, untrusted=dialect["untrusted"] if options.untrusted else None
+                ),
+                encoding="utf-8",
             )
             out = tmpdir / "kernel.so"
             cmd = [

@@ -297,6 +297,9 @@ def _entry(variant: Variant, spec: KernelSpec) -> str:
     return variant.entry
 
 
+UNTRUSTED_PROVENANCE = "llm:"  # model-written variants
+
+
 def _job(
     variant: Variant,
     spec: KernelSpec,
@@ -314,6 +317,7 @@ def _job(
         flags=tuple(opts.flags) + tuple(variant.options),
         output=opts.output,
         debug=opts.debug,
+        untrusted=opts.untrusted or variant.provenance.startswith(UNTRUSTED_PROVENANCE),
     )
     if inst is None:
         return Job(

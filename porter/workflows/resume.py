@@ -164,9 +164,9 @@ def check_out_dir(out: Path, source: Path, kind: str) -> None:
         what = "is not writable" if nearest == resolved else f"cannot be created in {nearest} (not writable)"
         raise UsageError(f"--out {what}", path=str(out))
     src_dir = source.resolve().parent
-    if resolved != src_dir and not resolved.is_relative_to(src_dir):
-        return
-    if not resolved.is_dir() or not any(resolved.iterdir()) or _is_porter_output(resolved):
+    inside = resolved == src_dir or resolved.is_relative_to(src_dir)
+    if not inside or not resolved.is_dir() or not any(resolved.iterdir()) or _is_porter_output(resolved):
+        _create(resolved, out)
         return
     where = "is the source folder" if resolved == src_dir else "is inside the source folder"
     raise UsageError(
@@ -174,6 +174,15 @@ def check_out_dir(out: Path, source: Path, kind: str) -> None:
         f"them: choose a new or empty folder (porter {kind} never writes over your files)",
         path=str(out),
     )
+
+
+def _create(resolved: Path, out: Path) -> None:
+    """Make the output folder now, so a place no one can write (a read-only or virtual file system,
+    where even root's permission check passes) is refused before any work."""
+    try:
+        resolved.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"--out cannot be created: {err.strerror or err}", path=str(out)) from None
 
 
 # --------------------------------------------------------------------------- optimize's evaluations

@@ -177,12 +177,23 @@ def check_out_dir(out: Path, source: Path, kind: str) -> None:
 
 
 def _create(resolved: Path, out: Path) -> None:
-    """Make the output folder now, so a place no one can write (a read-only or virtual file system,
-    where even root's permission check passes) is refused before any work."""
+    """Whether the output folder can be made, tried for real and undone: a read-only or virtual file
+    system, where even root's permission check passes, is refused before any work (and before a
+    missing API key is reported, nothing is left behind)."""
+    made: list[Path] = []
+    folder = resolved
+    while not folder.exists() and folder != folder.parent:
+        made.append(folder)
+        folder = folder.parent
     try:
-        resolved.mkdir(parents=True, exist_ok=True)
+        for path in reversed(made):
+            path.mkdir()
     except OSError as err:
         raise UsageError(f"--out cannot be created: {err.strerror or err}", path=str(out)) from None
+    finally:
+        for path in made:
+            with contextlib.suppress(OSError):
+                path.rmdir()
 
 
 # --------------------------------------------------------------------------- optimize's evaluations

@@ -82,9 +82,10 @@ class Job:
     # element stands for the job's scratch folder, the only place a sandboxed child may write.
     wrapper: tuple[str, ...] = ()
     collect: tuple[str, ...] = ()  # files of the scratch folder whose text comes back (JobResult.files)
-    # Address-space limit for the child's load/launch stages, in MiB.  None: a generous default (80% of
-    # RAM) for the "cpu" emulator and CPU OpenCL devices, so a runaway allocation is a reported failure,
-    # not the OOM killer; no limit for GPUs (drivers reserve huge virtual ranges).  0: never limit.
+    # Memory limit of the whole child (its compilers and checkers included), in MiB: the address space
+    # on CPU devices, the emulator and checkers; the data segment on GPUs (drivers reserve huge virtual
+    # ranges).  None: 80% of RAM (porter.sandbox.limits_for), so a runaway allocation is a reported
+    # failure, not the OOM killer.  0: never limit.
     memory_limit_mb: int | None = None
     # Module globals set after load and before every run (and before the timed launches), through
     # the backend's `set_symbol(program, name, array)`: cudaMemcpyToSymbol of `__constant__` data.
@@ -193,7 +194,7 @@ def probe_backend(name: str, timeout_s: float = 60.0) -> Availability:
     elif rc is None:
         reason = f"probing the backend timed out after {timeout_s:g} s"
     else:
-        reason = _crash_message(rc or 0, "", output, plan.limits) if rc else "the probe returned no result"
+        reason = _crash_message(rc, "", output, plan.limits) if rc else "the probe returned no result"
     last = next((ln.strip() for ln in reversed(output.splitlines()) if ln.strip()), "")
     details = (last,) if last and last not in reason else ()
     return Availability(name=name, compile=False, run=False, toolchain="", hint=reason, details=details)
@@ -270,7 +271,6 @@ def _spawn(
         except OSError as err:
             log.write(f"cannot start {wrapped[0]}: {err}\n".encode())
             return 127
-        _LIVE.add(proc)
         try:
             return proc.wait(timeout=max(timeout_s, 0.001))
         except subprocess.TimeoutExpired:
@@ -278,18 +278,6 @@ def _spawn(
         finally:
             if proc.returncode is None:  # timed out, or the parent was interrupted: take the group down
                 _kill_group(proc)
-            _LIVE.discard(proc)
-
-
-# Children alive right now, so a signal handler of porter can take every group down before exiting.
-_LIVE: set[subprocess.Popen[bytes]] = set()
-
-
-def kill_all() -> None:
-    """Kill the process group of every child still running (porter is being terminated)."""
-    for proc in list(_LIVE):
-        with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -459,17 +447,10 @@ def _read_arrays(
 
 
 def availability_to_json(a: Availability) -> dict[str, Any]:
-    return {
-        "name": a.name,
-        "compile": a.compile,
-        "run": a.run,
-        "toolchain": a.toolchain,
-        "hint": a.hint,
-        "details": list(a.details),
-        "devices": [
-            {**{k: v for k, v in vars(d).items() if k != "facts"}, "facts": vars(d.facts)} for d in a.devices
-        ],
-    }
+    from porter.model import to_jsonable
+
+    doc: dict[str, Any] = to_jsonable(a)
+    return doc
 
 
 def availability_from_json(doc: dict[str, Any]) -> Availability:

@@ -16,7 +16,7 @@ from rich.text import Text
 from porter.backends import Availability, Device
 from porter.model import to_jsonable
 from porter.report import plain_console
-from porter.sandbox import REQUIRED
+from porter.sandbox import REQUIRED, summary
 from porter.workflows.doctor import DoctorReport
 
 
@@ -38,10 +38,7 @@ def backend_json(found: Availability) -> dict[str, Any]:
 def to_json(report: DoctorReport) -> dict[str, Any]:
     return {
         "backends": [backend_json(b) for b in report.backends],
-        "sandbox": {
-            "layers": {la.name: {"active": la.active, "detail": la.detail} for la in report.sandbox},
-            "complete": all(la.active for la in report.sandbox if la.name in REQUIRED),
-        },
+        "sandbox": summary(report.sandbox),
     }
 
 

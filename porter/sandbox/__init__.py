@@ -193,12 +193,13 @@ def layers() -> tuple[Layer, ...]:
     bwrap = not bwrap_problem and "bubblewrap" not in off
     abi = _landlock_abi()
     sec = _seccomp_problem()
+    unshare_problem = _unshare_net_works()
     if bwrap:
         net = (True, "private network namespace (bubblewrap --unshare-net)")
-    elif not _unshare_net_works():
+    elif not unshare_problem:
         net = (True, "private network namespace (unshare)")
     else:
-        net = (False, "no network namespace: " + (_unshare_net_works() or "unavailable"))
+        net = (False, f"no network namespace: {unshare_problem}")
     found = {
         "process-group": (True, "own session; the group is killed on timeout or interruption"),
         "parent-death": (sys.platform == "linux", "PR_SET_PDEATHSIG=SIGKILL"),
@@ -234,12 +235,13 @@ def require() -> None:
         raise SandboxError(f"--require-sandbox: missing sandbox layers: {what}")
 
 
-def summary() -> dict[str, object]:
-    """The ``sandbox`` object of reports that ran model code."""
-    all_layers = layers()
+def summary(found: Sequence[Layer] | None = None) -> dict[str, object]:
+    """The ``sandbox`` object of reports (doctor's and those that ran model code): `found`, by
+    default the layers a child started now gets."""
+    found = layers() if found is None else found
     return {
-        "layers": {layer.name: {"active": layer.active, "detail": layer.detail} for layer in all_layers},
-        "complete": all(layer.active for layer in all_layers if layer.name in REQUIRED),
+        "layers": {layer.name: {"active": layer.active, "detail": layer.detail} for layer in found},
+        "complete": all(layer.active for layer in found if layer.name in REQUIRED),
     }
 
 
@@ -296,9 +298,8 @@ def wrap_command(cmd: Sequence[str], plan: Plan) -> tuple[list[str], Plan]:
         return list(cmd), plan
     exe = shutil.which("bwrap") or "bwrap"
     binds: list[str] = []
-    for path in (plan.scratch, plan.cache):
+    for path in (plan.scratch, plan.cache):  # both exist: the job's folder, made by child_plan
         if path:
-            Path(path).mkdir(parents=True, exist_ok=True)
             binds += ["--bind", path, path]
     # /dev/shm stays the host's under --dev-bind; shared memory of the job goes to a private tmpfs
     wrapped = [exe, *_BWRAP_BASE, "--tmpfs", "/dev/shm", *binds, "--chdir", plan.scratch, "--", *cmd]
@@ -308,6 +309,7 @@ def wrap_command(cmd: Sequence[str], plan: Plan) -> tuple[list[str], Plan]:
 # ------------------------------------------------------------------------------------- the child side
 
 
+@cache
 def toolchain_paths() -> list[str]:
     """Folders a child may read and execute beneath: the system, Python and its packages, the
     toolchains on PATH and the OpenCL registrations -- not the user's home or projects."""
@@ -390,8 +392,6 @@ def enter(plan: Plan) -> State:
         st.note("rlimits", True, "set")
     except (ValueError, OSError) as err:
         st.note("rlimits", False, str(err))
-    os.environ["TMPDIR"] = str(Path(plan.scratch) / "tmp")
-    Path(os.environ["TMPDIR"]).mkdir(parents=True, exist_ok=True)
     if plan.in_bubblewrap:
         st.note("bubblewrap", True, "PID, network, IPC namespaces; read-only root")
         st.note("network", True, "bubblewrap --unshare-net")

@@ -272,20 +272,26 @@ def backend_fingerprint(name: str) -> str:
         root = resources.files(f"porter.backends.{name}")
     except (ModuleNotFoundError, TypeError):
         return "none"
+    hash_tree(h, root, _FINGERPRINT_SUFFIXES)
+    return h.hexdigest()[:16]
+
+
+def hash_tree(h: Any, root: Any, suffixes: tuple[str, ...], prefix: str = "") -> None:
+    """Add every file under the package folder `root` whose name ends in one of `suffixes` to the hash
+    `h`, by relative path (`prefix` first) and length-prefixed content, in sorted order."""
     files: list[tuple[str, bytes]] = []
-    stack: list[tuple[str, Any]] = [("", root)]
+    stack: list[tuple[str, Any]] = [(prefix, root)]
     while stack:
-        prefix, node = stack.pop()
+        at, node = stack.pop()
         for child in node.iterdir():
             if child.name == "__pycache__" or child.name.startswith("."):
                 continue
             if child.is_dir():
-                stack.append((f"{prefix}{child.name}/", child))
-            elif child.is_file() and child.name.endswith(_FINGERPRINT_SUFFIXES):
-                files.append((prefix + child.name, child.read_bytes()))
+                stack.append((f"{at}{child.name}/", child))
+            elif child.is_file() and child.name.endswith(suffixes):
+                files.append((at + child.name, child.read_bytes()))
     for rel, data in sorted(files):
         h.update(rel.encode() + b"\0" + len(data).to_bytes(8, "big") + data)
-    return h.hexdigest()[:16]
 
 
 def binary_key(

@@ -61,23 +61,12 @@ def sha(*parts: object) -> str:
 def code_fingerprint() -> str:
     """porter's version and a hash of its code that compiles and judges (see _FINGERPRINTED)."""
     from porter import __version__
+    from porter.cache import hash_tree
 
     h = hashlib.sha256(f"porter {__version__}\0".encode())
     root = resources.files("porter")
-    files: list[tuple[str, bytes]] = []
     for package in _FINGERPRINTED:
-        stack: list[tuple[str, Any]] = [(f"{package}/", root.joinpath(package))]
-        while stack:
-            prefix, node = stack.pop()
-            for child in node.iterdir():
-                if child.name == "__pycache__" or child.name.startswith("."):
-                    continue
-                if child.is_dir():
-                    stack.append((f"{prefix}{child.name}/", child))
-                elif child.name.endswith(_SUFFIXES):
-                    files.append((prefix + child.name, child.read_bytes()))
-    for rel, data in sorted(files):
-        h.update(rel.encode() + b"\0" + len(data).to_bytes(8, "big") + data)
+        hash_tree(h, root.joinpath(package), _SUFFIXES, prefix=f"{package}/")
     return h.hexdigest()[:16]
 
 

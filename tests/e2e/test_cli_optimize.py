@@ -4,38 +4,20 @@ real harness on the CPU emulator), exit codes, the JSON schema, and keys kept ou
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fakes.llm_server import FakeLLMServer, Hang, Malformed, Text
+from fakes.programs import run_porter, vector_add_program
 
 pytest.importorskip("anthropic")
 pytest.importorskip("openai")
 
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "samples" / "cuda"
 KEY = "sk-ant-api03-E2Efake0000SECRET1111value2222xyz"
 OPENAI_KEY = "sk-proj-E2Efake3333SECRET4444value5555abc"
-
-SPEC = """
-[kernels.vector_add]
-grid = ["(n + 255) / 256"]
-block = ["256"]
-sizes = [{ n = 300 }]
-hidden_sizes = [{ n = 77 }]
-args = [
-  { name = "a", role = "in", dtype = "float32", shape = ["n"] },
-  { name = "b", role = "in", dtype = "float32", shape = ["n"] },
-  { name = "c", role = "out", dtype = "float32", shape = ["n"] },
-  { name = "n", role = "scalar", dtype = "int32", value = "n" },
-]
-"""
 
 CORRECT = """Swapped the operands; same result.
 
@@ -69,22 +51,12 @@ def server() -> Iterator[FakeLLMServer]:
 
 @pytest.fixture
 def program(tmp_path: Path) -> Path:
-    folder = tmp_path / "src"
-    folder.mkdir()
-    shutil.copy(SAMPLE / "vector_add.cu", folder)
-    shutil.copy(SAMPLE / "common.cuh", folder)
-    (folder / "vector_add.cu.porter.toml").write_text(SPEC)
-    return folder / "vector_add.cu"
+    return vector_add_program(tmp_path / "src")
 
 
 def porter(tmp_path: Path, *args: str, keys: bool = True) -> subprocess.CompletedProcess[str]:
-    exe = shutil.which("porter")
-    cmd = [exe] if exe else [sys.executable, "-m", "porter"]
-    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
-    env.update(COLUMNS="200", PORTER_CACHE_DIR=str(tmp_path / "cache"))
-    if keys:
-        env.update(ANTHROPIC_API_KEY=KEY, OPENAI_API_KEY=OPENAI_KEY)
-    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=600, env=env)
+    env = {"ANTHROPIC_API_KEY": KEY, "OPENAI_API_KEY": OPENAI_KEY} if keys else {}
+    return run_porter(tmp_path, *args, env=env)
 
 
 def _no_secret_anywhere(tmp_path: Path, out: subprocess.CompletedProcess[str]) -> None:

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import porter
+from conftest import optimize_once
 
 SIGNATURE = "__global__ void vector_add(const float* a, const float* b, float* c, int n)"
 BODY = "int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) c[i] = a[i] + b[i];"
@@ -79,22 +79,7 @@ def test_hostile_reply_has_no_effect_and_is_not_validated(tmp_path, server, prog
     mark.parent.mkdir()
     server.script(reply(name, mark))
     out_dir = tmp_path / "out"
-    out = porter(
-        tmp_path,
-        "optimize",
-        str(program),
-        "--model",
-        "anthropic:claude-sonnet-4-5",
-        "--base-url",
-        server.url,
-        "--candidates",
-        "1",
-        "--rounds",
-        "1",
-        "--out",
-        str(out_dir),
-        "--json",
-    )
+    out = optimize_once(tmp_path, server, program)
     assert not mark.exists(), f"{name}: the reply acted on the host"
     assert list(mark.parent.iterdir()) == []
     assert out.returncode == 1, out.stdout + out.stderr
@@ -137,22 +122,7 @@ def test_code_a_gpu_compiler_refuses_is_never_run(tmp_path, server, program, emu
     assert not probe.ok and "does not build as device code" in probe.reason, probe
     server.script("Faster.\n\n```cuda\n" + code + "```\n")
     out_dir = tmp_path / "out"
-    out = porter(
-        tmp_path,
-        "optimize",
-        str(program),
-        "--model",
-        "anthropic:claude-sonnet-4-5",
-        "--base-url",
-        server.url,
-        "--candidates",
-        "1",
-        "--rounds",
-        "1",
-        "--out",
-        str(out_dir),
-        "--json",
-    )
+    out = optimize_once(tmp_path, server, program)
     assert out.returncode == 1, out.stdout + out.stderr
     (attempt,) = json.loads((out_dir / "report.json").read_text())["attempts"]
     assert attempt["status"] == "failed" and "does not build as device code" in attempt["reason"], attempt

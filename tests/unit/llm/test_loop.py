@@ -3,12 +3,12 @@ server, with every candidate validated on the CPU emulator by the real harness (
 
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 
 import pytest
 from fakes.llm_server import FakeLLMServer, Hang, Malformed, Status, Text, rate_limited, server_error
+from fakes.programs import vector_add_program
 from porter.backends import get_backend
 
 from porter.cache import Cache
@@ -31,20 +31,6 @@ SAMPLE = ROOT / "samples" / "cuda"
 MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4o-mini"}
 OPTS = ValidateOptions(trials=1)
 PLAN = BenchPlan(warmup=1, min_runs=3, max_runs=3, max_seconds=1.0, rotate=1)
-
-SPEC = """
-[kernels.vector_add]
-grid = ["(n + 255) / 256"]
-block = ["256"]
-sizes = [{ n = 300 }]
-hidden_sizes = [{ n = 77 }]
-args = [
-  { name = "a", role = "in", dtype = "float32", shape = ["n"] },
-  { name = "b", role = "in", dtype = "float32", shape = ["n"] },
-  { name = "c", role = "out", dtype = "float32", shape = ["n"] },
-  { name = "n", role = "scalar", dtype = "int32", value = "n" },
-]
-"""
 
 SIGNATURE = "__global__ void vector_add(const float* a, const float* b, float* c, int n)"
 NOT_COMPILING = f"""Here is a faster version.
@@ -112,12 +98,7 @@ def program(tmp_path: Path, binaries: Path, monkeypatch: pytest.MonkeyPatch) -> 
     """samples/cuda/vector_add.cu with a spec file of tiny sizes beside it.  Compiled kernels are
     cached across this module's tests; model replies are cached per test (see `run`)."""
     monkeypatch.setenv("PORTER_CACHE_DIR", str(binaries))
-    folder = tmp_path / "src"
-    folder.mkdir()
-    shutil.copy(SAMPLE / "vector_add.cu", folder)
-    shutil.copy(SAMPLE / "common.cuh", folder)
-    (folder / "vector_add.cu.porter.toml").write_text(SPEC)
-    return folder / "vector_add.cu"
+    return vector_add_program(tmp_path / "src")
 
 
 def run(

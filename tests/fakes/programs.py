@@ -1,0 +1,35 @@
+"""The user's side of the command-line tests: a copy of a sample program to work on, and porter run
+as a user runs it (a subprocess with its own cache and only the keys a test gives it)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "samples" / "cuda"
+SPECS = ROOT / "tests" / "fixtures" / "specs"
+
+
+def vector_add_program(folder: Path) -> Path:
+    """samples/cuda/vector_add.cu (and its header) copied into `folder`, with a spec of tiny sizes."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(SAMPLES / "vector_add.cu", folder)
+    shutil.copy(SAMPLES / "common.cuh", folder)
+    shutil.copy(SPECS / "vector_add.cu.porter.toml", folder)
+    return folder / "vector_add.cu"
+
+
+def run_porter(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """`porter ARGS` with no API key or base URL from the caller's environment, a cache under
+    `tmp_path`, and `env` on top."""
+    exe = shutil.which("porter")
+    cmd = [exe] if exe else [sys.executable, "-m", "porter"]
+    full = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    full.update(COLUMNS="200", PORTER_CACHE_DIR=str(tmp_path / "cache"), **(env or {}))
+    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=timeout, env=full)

@@ -122,6 +122,16 @@ def porter(tmp_path: Path, *args: str, keys: bool = True) -> subprocess.Complete
     return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=600, env=env)
 
 
+def port_with_model(
+    tmp_path: Path, program: Path, server: FakeLLMServer, *args: str, model: str = MODEL
+) -> subprocess.CompletedProcess[str]:
+    """`porter port PROGRAM --to opencl --model MODEL --base-url SERVER ARGS`."""
+    url = server.url + "/v1"
+    return porter(
+        tmp_path, "port", str(program), "--to", "opencl", "--model", model, "--base-url", url, *args
+    )
+
+
 def _no_secret_anywhere(tmp_path: Path, *outs: subprocess.CompletedProcess[str]) -> None:
     for out in outs:
         assert KEY not in out.stdout and KEY not in out.stderr
@@ -151,16 +161,10 @@ def test_model_translates_the_shuffle_kernel_for_devices_without_subgroups(
 ):
     server.script(REPLY)
     rec = tmp_path / "rec"
-    out = porter(
+    out = port_with_model(
         tmp_path,
-        "port",
-        str(program),
-        "--to",
-        "opencl",
-        "--model",
-        MODEL,
-        "--base-url",
-        server.url + "/v1",
+        program,
+        server,
         "--record",
         str(rec),
         "--trials",
@@ -236,16 +240,10 @@ def test_record_into_an_existing_file_is_refused_before_any_request(tmp_path, se
     server.script(REPLY)
     target = tmp_path / "rec"
     target.write_text("mine")
-    out = porter(
+    out = port_with_model(
         tmp_path,
-        "port",
-        str(program),
-        "--to",
-        "opencl",
-        "--model",
-        MODEL,
-        "--base-url",
-        server.url + "/v1",
+        program,
+        server,
         "--record",
         str(target),
         "--out",
@@ -260,16 +258,10 @@ def test_out_that_is_a_file_is_refused_before_any_request(tmp_path, server, prog
     server.script(REPLY)
     target = tmp_path / "out"
     target.write_text("mine")
-    out = porter(
+    out = port_with_model(
         tmp_path,
-        "port",
-        str(program),
-        "--to",
-        "opencl",
-        "--model",
-        MODEL,
-        "--base-url",
-        server.url + "/v1",
+        program,
+        server,
         "--out",
         str(target),
     )
@@ -284,16 +276,10 @@ def test_a_hanging_server_costs_one_request_timeout_and_names_print_as_given(
     """--request-timeout / --retries reach the provider; `openai:llama` is printed, not a llama emoji."""
     server.script(*(Hang(60) for _ in range(6)))
     started = time.monotonic()
-    out = porter(
+    out = port_with_model(
         tmp_path,
-        "port",
-        str(program),
-        "--to",
-        "opencl",
-        "--model",
-        "openai:llama",
-        "--base-url",
-        server.url + "/v1",
+        program,
+        server,
         "--request-timeout",
         "1",
         "--retries",
@@ -304,6 +290,7 @@ def test_a_hanging_server_costs_one_request_timeout_and_names_print_as_given(
         "1",
         "--out",
         str(tmp_path / "out"),
+        model="openai:llama",
     )
     took = time.monotonic() - started
     assert out.returncode == 1, out.stderr + out.stdout

@@ -133,9 +133,6 @@ def _execute(job: Job, progress: Progress, result: JobResult) -> None:
     progress.update(stage="load")
     plan = sandbox.current_plan()
     if plan is not None:
-        if device.kind == "gpu":  # open the device while its driver may still reach its files
-            with contextlib.suppress(Exception):
-                backend.synchronize(device)
         try:
             sandbox.lock_down(plan)  # before any code porter did not write is loaded
         except sandbox.SandboxError as err:

@@ -219,7 +219,6 @@ def child_plan(
         # then refuses GPU runs.
         disabled=(*sandbox.disabled(), *(sandbox.GPU_WITHOUT if kind == "gpu" else ())),
         required=sandbox.required_by_env(),
-        device_kind=kind or "",
     )
 
 

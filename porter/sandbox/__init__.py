@@ -103,9 +103,6 @@ class Plan:
     disabled: tuple[str, ...] = ()
     required: bool = False
     in_bubblewrap: bool = False
-    # "gpu": the driver is initialised (device files, its own helpers) before the file-system and
-    # seccomp layers go on, so those come only with lock_down, after the device is opened.
-    device_kind: str = ""
     in_netns: bool = False  # the whole command (a checker wrapper included) already runs in a new netns
 
     def to_env(self) -> str:
@@ -403,7 +400,7 @@ def enter(plan: Plan) -> State:
             st.note("network", True, "unshare(CLONE_NEWNET)")
         except OSError as err:
             st.note("network", False, str(err))
-    if "filesystem" not in plan.disabled and plan.device_kind != "gpu":
+    if "filesystem" not in plan.disabled:
         writable = [plan.scratch, *([plan.cache] if plan.cache else []), *_devices()]
         _landlock(st, [*toolchain_paths(), *plan.readable], writable, scope=False)
     _check_required(plan, st, ("parent-death", "rlimits", "network"))

@@ -175,15 +175,11 @@ def screen(
         if "main" in calls:
             return Rejection("the block defines or calls main(): host code is not accepted, only the kernel")
         return Rejection(f"the block calls {calls[0]}(): host, process and file calls are not accepted")
-    if dialect_key == "opencl":
-        undefined = undefined_functions(text)
-        if undefined:
-            return Rejection(_undefined_reason(undefined))
-        return _screen_opencl(code, original, entry or original.name, signature)
-
     undefined = undefined_functions(text)
     if undefined:
         return Rejection(_undefined_reason(undefined))
+    if dialect_key == "opencl":
+        return _screen_opencl(code, original, entry or original.name, signature)
 
     from porter.scan import scan_source
     from porter.scan.extract import device_code

@@ -11,6 +11,8 @@ Modes:
 The child confines itself as the parent's :class:`porter.sandbox.Plan` says: limits, network and the
 compile-time file-system layer first (:func:`porter.sandbox.enter`), then, right before the binary is
 loaded, writes only to the scratch folder and the seccomp filter (:func:`porter.sandbox.lock_down`).
+A GPU job first initialises its driver (:func:`warm_up`): the first cuInit fails under Landlock and
+seccomp, what follows it does not (measured on the H200, bench/sandbox_cuda_probe.py).
 """
 
 from __future__ import annotations
@@ -137,6 +139,7 @@ def _execute(job: Job, progress: Progress, result: JobResult) -> None:
             sandbox.lock_down(plan)  # before any code porter did not write is loaded
         except sandbox.SandboxError as err:
             raise Failed("sandbox", str(err)) from None
+        result.layers = sorted(sandbox.state().active)
     try:
         program = backend.load(binary, device)
     except Exception as err:  # noqa: BLE001
@@ -279,6 +282,16 @@ def _probe(name: str) -> dict[str, Any]:
         return {"error": f"backend {name} failed: {_one_line(err)}"}
 
 
+def warm_up(job: Job) -> None:
+    """Initialise the GPU driver of `job`'s device before the sandbox is entered (porter's code only:
+    nothing of the job is compiled or loaded yet).  A failure here is left for the job's own stages to
+    report."""
+    if job.device is None or job.device.kind != "gpu":
+        return
+    with contextlib.suppress(Exception):
+        get_backend(job.backend).synchronize(job.device)
+
+
 def _enter_sandbox() -> str:
     """Confine this process as the parent planned; '' or why a required layer is missing."""
     plan = sandbox.current_plan()
@@ -308,6 +321,7 @@ def main(argv: list[str]) -> int:
         if not isinstance(job, Job):
             print(f"not a Job: {type(job).__name__}", file=sys.stderr)
             return 2
+        warm_up(job)
         refused = _enter_sandbox()
         if refused:
             result = JobResult(ok=False, stage="sandbox", error=refused)

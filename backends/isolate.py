@@ -109,6 +109,8 @@ class JobResult:
     cached: bool = False
     returncode: int | None = None  # the child's exit status (negative: killed by that signal)
     files: dict[str, str] = field(default_factory=dict)  # Job.collect: name -> text (bounded)
+    # the sandbox layers the child had in place when it loaded the binary, as the child reported them
+    layers: list[str] = field(default_factory=list)
 
 
 # Bounds on the child output kept in JobResult.log: the head (first errors) and the tail (last words).
@@ -181,7 +183,8 @@ def probe_backend(name: str, timeout_s: float = 60.0) -> Availability:
     with tempfile.TemporaryDirectory(prefix="porter-probe-", ignore_cleanup_errors=True) as tmp:
         work = Path(tmp)
         result_file, log_file = work / "result.json", work / "output.log"
-        plan = child_plan(work, "gpu", timeout_s, None, ())  # a probe opens GPU drivers: GPU layers
+        # a probe opens GPU drivers for the first time, which fails under Landlock and seccomp
+        plan = child_plan(work, "gpu", timeout_s, None, (), without=sandbox.PROBE_WITHOUT)
         cmd = [sys.executable, "-m", CHILD_MODULE, "probe", name, str(result_file)]
         rc = _spawn(cmd, {}, work, timeout_s, log_file, plan)
         found = _read_json(result_file)
@@ -201,7 +204,12 @@ def probe_backend(name: str, timeout_s: float = 60.0) -> Availability:
 
 
 def child_plan(
-    work: Path, kind: str | None, timeout_s: float, memory_mb: int | None, include_dirs: Sequence[str]
+    work: Path,
+    kind: str | None,
+    timeout_s: float,
+    memory_mb: int | None,
+    include_dirs: Sequence[str],
+    without: Sequence[str] = (),
 ) -> sandbox.Plan:
     """The sandbox plan of one child: its scratch folder, the compile cache, the headers it may read."""
     from porter.cache import default_root
@@ -214,10 +222,7 @@ def child_plan(
         cache=str(cache),
         readable=tuple(str(Path(d).resolve()) for d in include_dirs),
         limits=sandbox.limits_for(kind, timeout_s, memory_mb),
-        # CUDA's initialisation fails under Landlock and the seccomp filter (cudaErrorOperatingSystem,
-        # measured on the H200), so GPU children run without those two layers; --require-sandbox
-        # then refuses GPU runs.
-        disabled=(*sandbox.disabled(), *(sandbox.GPU_WITHOUT if kind == "gpu" else ())),
+        disabled=(*sandbox.disabled(), *without),
         required=sandbox.required_by_env(),
     )
 
@@ -378,6 +383,7 @@ def write_result(folder: Path, result: JobResult) -> None:
     part.mkdir(parents=True)
     doc: dict[str, Any] = {name: getattr(result, name) for name in _RESULT_FIELDS}
     doc["times_ms"] = [float(t) for t in result.times_ms]
+    doc["layers"] = list(result.layers)
     doc["report"] = None if result.report is None else vars(result.report)
     doc["outputs"] = [len(run) for run in result.outputs]
     doc["timed_outputs"] = [len(run) for run in result.timed_outputs]
@@ -406,10 +412,14 @@ def read_result(folder: Path, job: Job) -> JobResult | None:
         times = doc["times_ms"]
         if not isinstance(times, list) or not all(isinstance(t, (int, float)) for t in times):
             return None
+        layers = doc.get("layers", [])
+        if not isinstance(layers, list) or not all(n in sandbox.LAYER_NAMES for n in layers):
+            return None
         report = doc["report"]
         result = JobResult(
             **fields,
             times_ms=[float(t) for t in times],
+            layers=list(layers),
             report=ResourceReport(**report) if isinstance(report, dict) else None,
         )
         expect = _expected_arrays(job)

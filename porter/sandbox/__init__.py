@@ -58,8 +58,10 @@ LAYER_NAMES = (
     "seccomp",
 )
 # What --require-sandbox insists on (bubblewrap is one way to get network and more, not a need).
-# Layers GPU children go without: CUDA's initialisation fails under them (see backends/isolate.py).
-GPU_WITHOUT = ("filesystem", "seccomp")
+# Layers backend probes go without: a driver's first initialisation (cuInit) fails under them
+# (bench/sandbox_cuda_probe.py).  Probes run no code from a model; GPU jobs initialise the driver
+# before entering the sandbox instead, and then get every layer.
+PROBE_WITHOUT = ("filesystem", "seccomp")
 REQUIRED = ("process-group", "parent-death", "rlimits", "network", "filesystem", "seccomp")
 
 # Resource limits of every child (the parent's wall-clock timeout comes on top).
@@ -205,11 +207,11 @@ def layers() -> tuple[Layer, ...]:
         "network": net,
         "filesystem": (
             abi > 0,
-            f"Landlock ABI {abi}: write only to the job's scratch folder (not GPU children)"
+            f"Landlock ABI {abi}: write only to the job's scratch folder"
             if abi > 0
             else "Landlock is not available in this kernel",
         ),
-        "seccomp": (not sec, sec if sec else "no exec/fork, sockets, ptrace, mounts (not GPU children)"),
+        "seccomp": (not sec, sec if sec else "no exec/fork, sockets, ptrace, mounts"),
     }
     out = []
     for name in LAYER_NAMES:

@@ -22,28 +22,33 @@ Hardware facts (warp size, max threads per block, shared memory per block...) ar
 
 Compiling and running user or generated code happens in isolated child processes
 (:mod:`porter.backends.isolate`); the objects here are what those children use.
+
+Each target is one folder, ``backends/<name>/``, holding everything about it: ``dialect.toml``
+(one schema for all: :class:`porter.backends.dialect.DialectFacts`), the backend class (this
+contract), ``dialect.py`` (:class:`porter.backends.dialect.Dialect`: its translator, the contract and
+screening of model output in it), its checkers and install hints.  Code outside ``backends/`` asks the
+registry (:func:`get_backend`, :func:`get_dialect`, :func:`runners`, :func:`translation_targets`)
+instead of comparing target names; a new target registers with :func:`register_backend` and
+:func:`register_dialect` (``tests/fakes/toy`` does, from the tests).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from importlib import resources
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-BACKEND_NAMES: tuple[str, ...] = ("cuda", "hip", "opencl", "cpu")
+if TYPE_CHECKING:
+    from porter.backends.dialect import Dialect, DialectFacts
 
-_IMPLEMENTATIONS: dict[str, str] = {
-    "cuda": "porter.backends.cuda:CudaBackend",
-    "hip": "porter.backends.hip:HipBackend",
-    "opencl": "porter.backends.opencl:OpenCLBackend",
-    "cpu": "porter.backends.cpu:CpuBackend",
-}
+BACKEND_NAMES: tuple[str, ...] = ("cuda", "hip", "opencl", "cpu")
 
 
 @dataclass(frozen=True)
@@ -177,11 +182,73 @@ class Program(Protocol):
     ) -> float | None: ...
 
 
+@dataclass(frozen=True)
+class CheckerFinding:
+    """One problem a checker reported (an out-of-bounds access, a race...)."""
+
+    kind: str  # "out-of-bounds" | "uninitialized" | "data-race" | ...
+    message: str
+    line: int | None = None
+    code: str | None = None
+
+
 class Backend(Protocol):
+    """What every backend folder implements (most backends inherit :class:`BackendBase` for the
+    optional abilities' defaults)."""
+
     name: ClassVar[str]
+    # The source dialects whose code it executes, its own first (the CPU emulator runs CUDA and HIP).
+    runs: ClassVar[tuple[str, ...]]
+    # Whether loaded programs take module globals (``__constant__`` data) through set_symbol; a backend
+    # without them receives such data as added kernel arguments.
+    sets_symbols: ClassVar[bool]
+    # Whether a variant can be built here for its device without a device (a compile-only check).
+    builds_without_device: ClassVar[bool]
 
     @property
-    def dialect(self) -> dict[str, Any]: ...
+    def dialect(self) -> DialectFacts:
+        """Its folder's ``dialect.toml`` (:class:`porter.backends.dialect.DialectFacts`)."""
+        ...
+
+    def install_hints(self) -> dict[str, str]:
+        """``compile`` / ``run``: one line each, what to install (``porter doctor``)."""
+        ...
+
+    def compile_archs(self) -> list[str]:
+        """The archs every variant is also compiled for here without such a device (``porter port``)."""
+        ...
+
+    def device_check_archs(self) -> list[str]:
+        """The archs model-written code must build for as device code, tried in order."""
+        ...
+
+    def missing_requirements(self, device: Device, requires: Sequence[str]) -> list[str]:
+        """What of a translation's needs (sub-groups...) `device` lacks."""
+        ...
+
+    def requirement_options(self, device: Device, requires: Sequence[str]) -> tuple[str, ...]:
+        """Build flags a kernel with those needs takes on `device` (``-cl-std=CL3.0``...)."""
+        ...
+
+    def describe_requirements(self, requires: Sequence[str]) -> str: ...
+
+    def checkers(self, device: Device) -> tuple[str, ...]:
+        """The memory / race checkers that apply on `device` ("compute-sanitizer", "oclgrind")."""
+        ...
+
+    def checker_wrapper(self, device: Device, log_path: str) -> tuple[str, ...]:
+        """The command a checker device's child runs under (empty: none)."""
+        ...
+
+    def checker_findings(self, device: Device, log: str) -> list[CheckerFinding]:
+        """The findings of a checker device's log that reject a variant."""
+        ...
+
+    def set_symbol(self, program: Any, name: str, value: np.ndarray | np.generic) -> None: ...
+
+    def scrub_shared(self, device: Device) -> None:
+        """Poison the shared memory a GPU keeps between launches (no-op where none is kept)."""
+        ...
 
     def availability(self) -> Availability: ...
 
@@ -212,17 +279,179 @@ class Backend(Protocol):
         ...
 
 
+class BackendBase:
+    """Defaults of the optional abilities of :class:`Backend` (none of them present)."""
+
+    name: ClassVar[str]
+    runs: ClassVar[tuple[str, ...]] = ()
+    sets_symbols: ClassVar[bool] = False
+    builds_without_device: ClassVar[bool] = True
+    # The package its dialect.toml lives in (install hints, device_check_archs).
+    package: ClassVar[str] = ""
+
+    def install_hints(self) -> dict[str, str]:
+        return dict(self.dialect.install_hints)  # type: ignore[attr-defined]
+
+    def compile_archs(self) -> list[str]:
+        return []
+
+    def device_check_archs(self) -> list[str]:
+        return list(self.dialect.device_check_archs)  # type: ignore[attr-defined]
+
+    def missing_requirements(self, device: Device, requires: Sequence[str]) -> list[str]:
+        return []
+
+    def requirement_options(self, device: Device, requires: Sequence[str]) -> tuple[str, ...]:
+        return ()
+
+    def describe_requirements(self, requires: Sequence[str]) -> str:
+        return ", ".join(requires)
+
+    def checkers(self, device: Device) -> tuple[str, ...]:
+        return ()
+
+    def checker_wrapper(self, device: Device, log_path: str) -> tuple[str, ...]:
+        return ()
+
+    def checker_findings(self, device: Device, log: str) -> list[CheckerFinding]:
+        return []
+
+    def set_symbol(self, program: Any, name: str, value: np.ndarray | np.generic) -> None:
+        raise LaunchError(f"backend {self.name} cannot set module globals (__constant__ symbols)")
+
+    def scrub_shared(self, device: Device) -> None:
+        return None
+
+
+# --------------------------------------------------------------------------- the registry
+#
+# Backends (what runs code) and dialects (the languages: what a translation is written in) are found
+# here by name.  A target folder registers itself below; code elsewhere (or a test) adds one with
+# :func:`register_backend` / :func:`register_dialect` and never edits porter/.
+
+SOURCE_DIALECT = "cuda"  # the language porter's inputs (the originals) are written in
+
+_IMPLEMENTATIONS: dict[str, str | Callable[[], Backend]] = {
+    "cuda": "porter.backends.cuda:CudaBackend",
+    "hip": "porter.backends.hip:HipBackend",
+    "opencl": "porter.backends.opencl:OpenCLBackend",
+    "cpu": "porter.backends.cpu:CpuBackend",
+}
+_DIALECTS: dict[str, str | Callable[[], Any]] = {
+    "cuda": "porter.backends.cuda.dialect:CudaDialect",
+    "hip": "porter.backends.hip.dialect:HipDialect",
+    "opencl": "porter.backends.opencl.dialect:OpenCLDialect",
+}
+_LIVE: dict[tuple[str, str], Any] = {}
+
+
+def _load(implementation: str | Callable[[], Any]) -> Any:
+    if callable(implementation):
+        return implementation()
+    module, _, attr = implementation.partition(":")
+    return getattr(importlib.import_module(module), attr)()
+
+
+def register_backend(
+    name: str, implementation: str | Callable[[], Backend], *, replace: bool = False
+) -> None:
+    """Make backend `name` known: ``"package.module:Class"`` (imported on first use) or a factory."""
+    if name in _IMPLEMENTATIONS and not replace:
+        raise ValueError(f"backend {name!r} is already registered")
+    _IMPLEMENTATIONS[name] = implementation
+    _LIVE.pop(("backend", name), None)
+
+
+def register_dialect(name: str, implementation: str | Callable[[], Any], *, replace: bool = False) -> None:
+    """Make dialect `name` known (a :class:`porter.backends.dialect.Dialect`), like :func:`register_backend`."""
+    if name in _DIALECTS and not replace:
+        raise ValueError(f"dialect {name!r} is already registered")
+    _DIALECTS[name] = implementation
+    _LIVE.pop(("dialect", name), None)
+
+
+def unregister(name: str) -> None:
+    """Forget backend and dialect `name` (tests that registered one)."""
+    for table, kind in ((_IMPLEMENTATIONS, "backend"), (_DIALECTS, "dialect")):
+        table.pop(name, None)
+        _LIVE.pop((kind, name), None)
+
+
+def backend_names() -> tuple[str, ...]:
+    """Every registered backend, in registration order (the built-in ones first)."""
+    return tuple(_IMPLEMENTATIONS)
+
+
+def dialect_names() -> tuple[str, ...]:
+    return tuple(_DIALECTS)
+
+
 def get_backend(name: str) -> Backend:
     """The backend instance for `name` (imported on first use)."""
     if name not in _IMPLEMENTATIONS:
-        raise KeyError(f"unknown backend {name!r}; choose from {', '.join(BACKEND_NAMES)}")
-    return _instance(name)
+        raise KeyError(f"unknown backend {name!r}; choose from {', '.join(backend_names())}")
+    key = ("backend", name)
+    if key not in _LIVE:
+        _LIVE[key] = _load(_IMPLEMENTATIONS[name])
+    return _LIVE[key]
 
 
-@cache
-def _instance(name: str) -> Backend:
-    module, _, cls = _IMPLEMENTATIONS[name].partition(":")
-    return getattr(importlib.import_module(module), cls)()
+def get_dialect(name: str) -> Dialect:
+    """The :class:`porter.backends.dialect.Dialect` named `name`."""
+    if name not in _DIALECTS:
+        raise KeyError(f"unknown dialect {name!r}; choose from {', '.join(dialect_names())}")
+    key = ("dialect", name)
+    if key not in _LIVE:
+        _LIVE[key] = _load(_DIALECTS[name])
+    return _LIVE[key]
+
+
+def runners(dialect: str) -> tuple[str, ...]:
+    """The backends whose devices run code in `dialect`: those whose own dialect it is first, then the
+    others that run it (the CPU emulator), in registration order."""
+    found: list[tuple[int, str]] = []
+    for name in backend_names():
+        try:
+            runs = tuple(get_backend(name).runs)
+        except Exception:  # noqa: BLE001 - a backend that cannot be imported runs nothing here
+            continue
+        if dialect in runs:
+            found.append((runs.index(dialect), name))
+    return tuple(name for _, name in sorted(found, key=lambda f: f[0]))
+
+
+def translation_targets() -> tuple[str, ...]:
+    """The dialects porter translates the source dialect into, in registration order."""
+    return tuple(n for n in dialect_names() if n != SOURCE_DIALECT and get_dialect(n).translates)
+
+
+def install_hints(name: str) -> dict[str, str]:
+    """Backend `name`'s install hints (``compile`` / ``run``), read from its folder's dialect.toml
+    without importing it (a backend that cannot be imported still says what to install)."""
+    implementation = _IMPLEMENTATIONS.get(name)
+    if implementation is None:
+        return {}
+    if callable(implementation):
+        try:
+            return dict(get_backend(name).install_hints())
+        except Exception:  # noqa: BLE001 - a backend that cannot be made gives no hint
+            return {}
+    spec = importlib.util.find_spec(implementation.partition(":")[0])
+    folders = list(spec.submodule_search_locations or ()) if spec is not None else []
+    for folder in folders:
+        path = os.path.join(folder, "dialect.toml")
+        if os.path.isfile(path):
+            from porter.backends.dialect import parse_facts
+
+            with open(path, "rb") as f:
+                return dict(parse_facts(tomllib.load(f), path).install_hints)
+    return {}
+
+
+def dialect_of_suffix(suffix: str) -> str | None:
+    """The dialect whose files end in `suffix` (".cl" -> "opencl"), or None."""
+    suffix = suffix.lower()
+    return next((n for n in dialect_names() if suffix in get_dialect(n).suffixes), None)
 
 
 def load_data(package: str, filename: str) -> dict[str, Any]:

@@ -205,21 +205,19 @@ class Launcher:
         """Copy the job's module globals (`__constant__` inputs) into the loaded program."""
         if not self.job.symbols:
             return
-        setter = getattr(self.backend, "set_symbol", None)
-        if setter is None:
+        if not self.backend.sets_symbols:
             raise Failed(
                 "load", f"backend {self.job.backend} cannot set module globals (__constant__ symbols)"
             )
         for name, value in self.job.symbols.items():
-            setter(self.program, name, np.ascontiguousarray(value))
+            self.backend.set_symbol(self.program, name, np.ascontiguousarray(value))
 
     def run_once(self, seed: int) -> list[np.ndarray]:
         args = self.device_args()
         self.set_symbols()
         # GPUs keep shared memory between launches: poison it so uninitialised reads show.
-        scrub = getattr(self.backend, "scrub_shared", None)
-        if scrub is not None and self.device.kind == "gpu":
-            scrub(self.device)
+        if self.device.kind == "gpu":
+            self.backend.scrub_shared(self.device)
         self.launch(args, seed)
         self.backend.synchronize(self.device)
         outs = []

@@ -401,7 +401,7 @@ def read_result(folder: Path, job: Job) -> JobResult | None:
     if not isinstance(doc, dict):
         return None
     try:
-        fields = {}
+        fields: dict[str, Any] = {}  # each value checked against its kind just below
         for name, kind in _RESULT_FIELDS.items():
             value = doc[name]
             if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):

@@ -20,11 +20,11 @@ import time
 from datetime import date
 from pathlib import Path
 
+from porter.backends.hip.translate import translate_to_hip
+from porter.backends.opencl.translate import translate_to_opencl
 from porter.grammars import parser
 
 from porter.scan import scan_source
-from porter.translate.hip import translate_to_hip
-from porter.translate.opencl import translate_to_opencl
 
 ROOT = Path(__file__).resolve().parent.parent
 

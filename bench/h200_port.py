@@ -26,7 +26,8 @@ from pathlib import Path
 
 from porter.backends import Device, get_backend
 
-from porter.harness.bench import BenchPlan, BenchResult, benchmark
+from porter.harness.bench import BenchPlan, benchmark
+from porter.results import BenchResult
 from porter.workflows.bench import scale_size
 from porter.workflows.port import PlannedKernel, plan_variants
 

@@ -390,6 +390,7 @@ def optimize(
         max_seconds=max_seconds,
         include_dirs=[str(p) for p in include or []],
         progress=optimize_view.progress_printer(),
+        markdown=optimize_view.markdown,
         timeout=request_timeout,
         max_retries=retries,
         fresh=fresh,
@@ -453,7 +454,7 @@ def show_input_warnings() -> None:
     warnings.filterwarnings("default", category=InputWarning)
     default = warnings.showwarning
 
-    def show(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+    def show(message, category, filename, lineno, file=None, line=None):
         if isinstance(category, type) and issubclass(category, InputWarning):
             typer.echo(f"porter: warning: {message}", err=True)
         else:

@@ -25,7 +25,7 @@ import subprocess
 import tempfile
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property
 from importlib import resources
@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 import numpy as np
 from porter.backends import (
     Availability,
+    BackendBase,
     Binary,
     CannotEmulate,
     CompileError,
@@ -43,9 +44,9 @@ from porter.backends import (
     HardwareFacts,
     LaunchError,
     ToolchainMissing,
-    load_data,
 )
 from porter.backends.cpu import source as src_mod
+from porter.backends.dialect import DialectFacts, load_facts
 
 PACKAGE = "porter.backends.cpu"
 HEADER = "porter_emu.h"
@@ -54,8 +55,8 @@ DEFAULT_OPTIONS = CompileOptions()
 
 
 @cache
-def _dialect() -> dict[str, Any]:
-    return load_data(PACKAGE, "dialect.toml")
+def _dialect() -> DialectFacts:
+    return load_facts(PACKAGE)
 
 
 @cache
@@ -78,17 +79,18 @@ def warp_size_for(arch: str | None, defines: Sequence[str] = ()) -> int:
         name, _, value = d.partition("=")
         if name.strip() == "PORTER_WARP_SIZE" and value.strip().isdigit():
             return int(value)
-    table: dict[str, int] = _dialect()["warp_size"]
+    table = _dialect().warp_size
+    assert isinstance(table, Mapping), "backends/cpu/dialect.toml: [warp_size] is a table"
     if arch:
         best = max((p for p in table if arch.startswith(p)), key=len, default=None)
         if best is not None:
             return table[best]
-    return int(_dialect()["default_warp_size"])
+    return int(_dialect().default_warp_size or 32)
 
 
 def asan_environment() -> dict[str, str]:
     """Environment a child process needs to run binaries compiled with CompileOptions(debug=True)."""
-    compiler = str(_dialect()["compiler"]["command"])
+    compiler = str(_dialect().compiler["command"])
     try:
         out = subprocess.run(
             [compiler, "-print-file-name=libasan.so"], capture_output=True, text=True, timeout=30
@@ -151,7 +153,7 @@ class CpuProgram:
         self.seed = secrets.randbits(63)
         self.last_seed: int | None = None
         self._launches = 0
-        facts = _dialect()["facts"]
+        facts = _dialect().facts
         self._max_threads = int(facts["max_threads_per_launch"])
         self._max_dyn = int(facts["max_dynamic_shared"])
 
@@ -200,7 +202,7 @@ class CpuProgram:
             raise LaunchError(f"cpu: {self.binary.entry}: {msg} (seed {seed})")
         return elapsed_ms if timed else None
 
-    def _marshal(self, index: int, value: Any, kind: str) -> ctypes._SimpleCData:
+    def _marshal(self, index: int, value: Any, kind: str) -> ctypes.c_void_p | ctypes.Array[ctypes.c_char]:
         code, size = kind[0], int(kind[1:])
         where = f"cpu: argument {index + 1} of {self.binary.entry}"
         if code == "p":
@@ -219,7 +221,7 @@ class CpuProgram:
             raw = value.tobytes()  # a struct passed by value: a structured NumPy scalar of its size
         elif isinstance(value, np.generic):
             vkind = _SCALAR_KIND.get(value.dtype.kind)
-            same = vkind == code or (vkind in "iu" and code in "iu")
+            same = vkind is not None and (vkind == code or (vkind in "iu" and code in "iu"))
             if vkind is None or not same or value.dtype.itemsize != size:
                 raise LaunchError(f"{where}: the kernel expects {_c_name(kind)}, got numpy {value.dtype}")
             raw = value.tobytes()
@@ -281,18 +283,21 @@ def _c_name(kind: str) -> str:
     return names.get(kind, f"a {kind[1:]}-byte value")
 
 
-class CpuBackend:
+class CpuBackend(BackendBase):
     """Emulation of CUDA / HIP kernels on the CPU (g++ + porter_emu.h + coroutines)."""
 
     name: ClassVar[str] = "cpu"
+    runs: ClassVar[tuple[str, ...]] = ("cuda", "hip")
+    sets_symbols: ClassVar[bool] = True
+    builds_without_device: ClassVar[bool] = False  # the emulator is its own device
 
     @property
-    def dialect(self) -> dict[str, Any]:
+    def dialect(self) -> DialectFacts:
         return _dialect()
 
     @cached_property
     def _compiler(self) -> str:
-        return str(self.dialect["compiler"]["command"])
+        return str(self.dialect.compiler["command"])
 
     def _compiler_path(self) -> str | None:
         return shutil.which(self._compiler)
@@ -309,13 +314,13 @@ class CpuBackend:
             toolchain=self.toolchain_id() if found else "",
             devices=devs,
             hint="" if found else "install g++ (GCC 12 or newer): apt-get install g++",
-            details=(f"warp size {self.dialect['default_warp_size']} (wave64 via arch 'wave64' or gfx9*)",),
+            details=(f"warp size {self.dialect.default_warp_size} (wave64 via arch 'wave64' or gfx9*)",),
         )
 
     def devices(self) -> list[Device]:
         if self._compiler_path() is None:
             return []
-        facts = self.dialect["facts"]
+        facts = self.dialect.facts
         return [
             Device(
                 backend=self.name,
@@ -325,7 +330,7 @@ class CpuBackend:
                 platform="porter_emu",
                 driver=f"g++ {_compiler_version(self._compiler)}",
                 facts=HardwareFacts(
-                    warp_size=int(self.dialect["default_warp_size"]),
+                    warp_size=int(self.dialect.default_warp_size or 32),
                     max_threads_per_block=int(facts["max_threads_per_block"]),
                     shared_mem_per_block=int(facts["shared_mem_per_block"]),
                     multiprocessors=1,
@@ -334,7 +339,7 @@ class CpuBackend:
         ]
 
     def _flags(self, options: CompileOptions) -> list[str]:
-        comp = self.dialect["compiler"]
+        comp = self.dialect.compiler
         flags = [f"-std={comp['std']}", *comp["flags"]]
         if options.debug:
             flags += comp["debug_flags"]
@@ -377,7 +382,7 @@ class CpuBackend:
             unit = tmpdir / "porter_unit.cpp"
             unit.write_text(
                 src_mod.translation_unit(
-                    source, entry, untrusted=dialect["untrusted"] if options.untrusted else None
+                    source, entry, untrusted=dialect.untrusted if options.untrusted else None
                 ),
                 encoding="utf-8",
             )
@@ -419,7 +424,7 @@ class CpuBackend:
             meta={
                 "warp_size": warp,
                 "dialect": "hip" if hip else "cuda",
-                "timing": dialect["facts"]["timing"],
+                "timing": dialect.facts["timing"],
                 "debug": options.debug,
             },
         )
@@ -427,7 +432,7 @@ class CpuBackend:
     def _write_headers(self, inc: Path) -> None:
         inc.mkdir(parents=True, exist_ok=True)
         (inc / HEADER).write_text(_header_text(), encoding="utf-8")
-        for name in self.dialect["includes"]["stub"]:
+        for name in self.dialect.includes["stub"]:
             path = inc / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(f'#pragma once\n#include "{HEADER}"\n', encoding="utf-8")

@@ -8,13 +8,16 @@ user's own lines.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from porter.backends import CannotEmulate
 
 from porter.files import read_header
+
+if TYPE_CHECKING:
+    from porter.backends.dialect import DialectFacts
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MULTILINE)
@@ -80,7 +83,7 @@ def includes(source: str) -> list[tuple[int, str, str]]:
 
 
 def check_emulable(
-    source: str, dialect: dict[str, Any], include_dirs: Sequence[str] = (), origin: str = "source"
+    source: str, dialect: DialectFacts, include_dirs: Sequence[str] = (), origin: str = "source"
 ) -> None:
     """Raise CannotEmulate("cannot emulate: <construct> (<origin> line N)") for refused constructs.
 
@@ -89,10 +92,8 @@ def check_emulable(
     _check(source, dialect, list(include_dirs), origin, set())
 
 
-def _check(
-    source: str, dialect: dict[str, Any], include_dirs: list[str], origin: str, seen: set[Path]
-) -> None:
-    refused_headers: dict[str, str] = dialect["includes"]["refuse"]
+def _check(source: str, dialect: DialectFacts, include_dirs: list[str], origin: str, seen: set[Path]) -> None:
+    refused_headers: Mapping[str, str] = dialect.includes["refuse"]
     for line, delim, header in includes(source):
         if header in refused_headers:
             raise CannotEmulate(f"cannot emulate: {refused_headers[header]} ({origin} line {line})")
@@ -105,7 +106,7 @@ def _check(
                     break
     blanked = blank_comments_and_strings(source)
     hits = []
-    for rule in dialect["refuse"]:
+    for rule in dialect.refuse:
         m = re.search(rule["pattern"], blanked)
         if m:
             hits.append((m.start(), rule["what"]))

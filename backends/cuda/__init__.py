@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 from porter.backends import (
     Availability,
+    BackendBase,
     Binary,
     CompileError,
     CompileOptions,
@@ -25,9 +26,9 @@ from porter.backends import (
     LaunchError,
     Program,
     ToolchainMissing,
-    load_data,
 )
 from porter.backends.cuda import cupy_runtime, nvcc, nvrtc, ptxas, toolchain
+from porter.backends.dialect import DialectFacts, load_facts
 
 DEFAULT_OPTIONS = CompileOptions()
 COMPILER_FLAG = "compiler="
@@ -45,12 +46,14 @@ def split_compiler_flag(flags: Sequence[str]) -> tuple[str | None, tuple[str, ..
     return chosen, tuple(rest)
 
 
-class CudaBackend:
+class CudaBackend(BackendBase):
     name: ClassVar[str] = "cuda"
+    runs: ClassVar[tuple[str, ...]] = ("cuda",)
+    sets_symbols: ClassVar[bool] = True
 
     @property
-    def dialect(self) -> dict[str, Any]:
-        return load_data("porter.backends.cuda", "dialect.toml")
+    def dialect(self) -> DialectFacts:
+        return load_facts("porter.backends.cuda")
 
     # ------------------------------------------------------------------ discovery
 
@@ -222,3 +225,7 @@ class CudaBackend:
     def scrub_shared(self, device: Device) -> None:
         """Poison every SM's shared memory (0xFF bytes) so reads of slots a kernel never wrote show."""
         cupy_runtime.scrub_shared(self._index(device))
+
+    def checkers(self, device: Device) -> tuple[str, ...]:
+        """compute-sanitizer (memcheck, racecheck) on NVIDIA GPUs: :mod:`.sanitizer`."""
+        return ("compute-sanitizer",) if device.kind == "gpu" else ()

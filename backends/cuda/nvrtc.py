@@ -101,8 +101,8 @@ def compile_source(
     """Compile `source` with NVRTC; raises CompileError carrying the log and the numbered source."""
     try:
         from cuda.bindings import nvrtc
-    except ImportError as err:
-        raise ToolchainMissing("NVRTC not installed: pip install 'porter-gpu[cuda]'") from err
+    except ImportError as missing:
+        raise ToolchainMissing("NVRTC not installed: pip install 'porter-gpu[cuda]'") from missing
 
     err, prog = nvrtc.nvrtcCreateProgram(source.encode(), b"kernel.cu", 0, [], [])
     _check(err, "nvrtcCreateProgram")

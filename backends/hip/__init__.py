@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 from porter.backends import (
     Availability,
+    BackendBase,
     Binary,
     CompileError,
     CompileOptions,
@@ -33,9 +34,9 @@ from porter.backends import (
     LaunchError,
     Program,
     ToolchainMissing,
-    load_data,
 )
 from porter.backends.cuda import CudaBackend, cupy_runtime, split_compiler_flag
+from porter.backends.dialect import DialectFacts, load_facts
 from porter.backends.hip import amd, amd_runtime
 
 DEFAULT_OPTIONS = CompileOptions()
@@ -67,15 +68,21 @@ def is_nvidia_target(arch: str) -> bool:
     return arch.startswith(("sm_", "compute_"))
 
 
-class HipBackend:
+class HipBackend(BackendBase):
     name: ClassVar[str] = "hip"
+    runs: ClassVar[tuple[str, ...]] = ("hip",)
+    sets_symbols: ClassVar[bool] = True  # on NVIDIA GPUs (hip-on-cuda) only
 
     def __init__(self) -> None:
         self._cuda = CudaBackend()
 
     @property
-    def dialect(self) -> dict[str, Any]:
-        return load_data("porter.backends.hip", "dialect.toml")
+    def dialect(self) -> DialectFacts:
+        return load_facts("porter.backends.hip")
+
+    def compile_archs(self) -> list[str]:
+        """The AMD archs of dialect.toml's ``compile_archs`` a compiler installed here reaches."""
+        return [a for a in self.dialect.compile_archs if amd.compilers_for(a)]
 
     # ------------------------------------------------------------------ discovery
 

@@ -145,7 +145,8 @@ def _kernel_arg(arg: Any, i: int) -> Any:
     if isinstance(arg, HipBuffer):
         return arg.ptr
     if isinstance(arg, np.generic):
-        return np.ctypeslib.as_ctypes_type(arg.dtype)(arg.item())
+        dtype: np.dtype[Any] = arg.dtype  # any scalar type: NumPy's overloads are per type
+        return np.ctypeslib.as_ctypes_type(dtype)(arg.item())
     raise LaunchError(f"hip: kernel argument {i} is a {type(arg).__name__}; pass HipBuffers or NumPy scalars")
 
 

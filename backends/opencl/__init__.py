@@ -26,15 +26,17 @@ from typing import Any, ClassVar
 import numpy as np
 from porter.backends import (
     Availability,
+    BackendBase,
     Binary,
+    CheckerFinding,
     CompileError,
     CompileOptions,
     Device,
     LaunchError,
     Program,
     ToolchainMissing,
-    load_data,
 )
+from porter.backends.dialect import DialectFacts, load_facts
 from porter.backends.isolate import LocalBuffer
 
 from . import requirements
@@ -69,8 +71,8 @@ _NO_OPTIONS = CompileOptions()
 
 
 @functools.cache
-def _dialect() -> dict[str, Any]:
-    return load_data("porter.backends.opencl", "dialect.toml")
+def _dialect() -> DialectFacts:
+    return load_facts("porter.backends.opencl")
 
 
 def build_options(options: CompileOptions) -> list[str]:
@@ -169,19 +171,20 @@ class OpenCLProgram:
             ) from err
 
 
-class OpenCLBackend:
+class OpenCLBackend(BackendBase):
     """pyopencl over every ICD present; Oclgrind (kind "checker") when installed."""
 
     name: ClassVar[str] = "opencl"
+    runs: ClassVar[tuple[str, ...]] = ("opencl",)
 
     @property
-    def dialect(self) -> dict[str, Any]:
+    def dialect(self) -> DialectFacts:
         return _dialect()
 
     # ------------------------------------------------------------------ discovery
 
     def availability(self) -> Availability:
-        install = _dialect()["install"]
+        install = _dialect().install
         if pyopencl() is None:
             return Availability(
                 name=self.name,
@@ -253,14 +256,34 @@ class OpenCLBackend:
         """Human words for ``requires``, with the extensions that provide them."""
         return requirements.describe(requires)
 
+    # ------------------------------------------------------------------ the checker (Oclgrind)
+
+    def checkers(self, device: Device) -> tuple[str, ...]:
+        return ("oclgrind",) if device.kind == "checker" else ()
+
+    def checker_wrapper(self, device: Device, log_path: str) -> tuple[str, ...]:
+        """The checker device's runs happen in a child started under Oclgrind."""
+        return tuple(oclgrind_wrapper(log_path)) if device.kind == "checker" else ()
+
+    def checker_findings(self, device: Device, log: str) -> list[CheckerFinding]:
+        """Oclgrind's out-of-bounds, uninitialised-read and data-race reports in `log`."""
+        if device.kind != "checker":
+            return []
+        return [
+            CheckerFinding(f.kind, f.message, f.line, f.code)
+            for f in parse_oclgrind_log(log)
+            if f.kind in ("out-of-bounds", "uninitialized", "data-race")
+        ]
+
     def _default_live(self) -> Live | None:
         entries = inventory().live
         preferred = [e for e in entries if e.device.kind != "checker"]
-        return (preferred or entries or [None])[0]
+        pool = preferred or entries
+        return pool[0] if pool else None
 
     def _live(self, device: Device | None) -> Live:
         cl = pyopencl()
-        install = _dialect()["install"]
+        install = _dialect().install
         if cl is None:
             raise ToolchainMissing(f"pyopencl is not installed: {install['pyopencl']}")
         entry = self._default_live() if device is None else live(device)

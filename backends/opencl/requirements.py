@@ -16,13 +16,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from porter.backends import load_data
+from porter.backends.dialect import load_facts
 
 
 @functools.cache
 def table() -> dict[str, dict[str, Any]]:
     """``[requirements]`` of dialect.toml: name -> what, guard, extensions, features, needs..."""
-    return dict(load_data("porter.backends.opencl", "dialect.toml")["requirements"])
+    return {k: dict(v) for k, v in load_facts("porter.backends.opencl").requirements.items()}
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,9 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from typing import Literal
 
+from porter.backends import get_dialect
 from porter.errors import PorterError
 from porter.llm.base import Completion, Message, PromptPart, Provider, ProviderError, Usage, checked_usage
 from porter.llm.pricing import cost, pricing_note
@@ -42,16 +44,24 @@ from porter.llm.prompting import (
     task_message,
     timing_feedback,
 )
+from porter.llm.records import (
+    ERROR,
+    FAILED,
+    NO_CODE,
+    REJECTED,
+    VALIDATED,
+    Attempt,
+    Evaluation,
+    Evaluator,
+    LoopResult,
+    Rejection,
+    Screened,
+    Totals,
+    strip_comments,
+)
 from porter.llm.redact import redact
 from porter.llm.replies import extract_code, missing_code_reason
-from porter.model import Kernel, Status, Verdict
-
-# Attempt statuses.
-VALIDATED = "validated"
-FAILED = "failed"  # compiled or not, but did not pass validation (or benchmarking)
-REJECTED = "rejected"  # screened out before compiling
-NO_CODE = "no-code"  # the reply held no usable code block
-ERROR = "error"  # the request itself failed (timeout, HTTP error, malformed reply, replay miss)
+from porter.model import Kernel
 
 log = logging.getLogger(__name__)
 
@@ -59,45 +69,14 @@ log = logging.getLogger(__name__)
 # --------------------------------------------------------------------------- screening
 
 
-@dataclass(frozen=True)
-class Screened:
-    """A candidate that passed screening: device code only, and the scan of its kernel."""
-
-    code: str
-    kernel: Kernel
-
-
-@dataclass(frozen=True)
-class Rejection:
-    reason: str
-
-
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.MULTILINE)
 _ASM = re.compile(r"\b(asm|__asm__|__asm)\b")
-_COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
 # Attributes that make code run at load or exit time (never part of a kernel).
 _LOAD_TIME = re.compile(
     r"\b(constructor|destructor|__constructor__|__destructor__|init_priority|section|__section__|ifunc)\b"
     r"|(\.(?:init|fini|preinit)_array|\.ctors|\.dtors)\b"
 )
 _QUALIFIERS = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict)\b")
-
-
-def _strip_comments(code: str) -> str:
-    """Comments removed; string literals kept (a `system("...")` call keeps its argument)."""
-
-    def keep(m: re.Match[str]) -> str:
-        text = m.group(0)
-        if text.startswith("//") or text.startswith("/*"):
-            return " " * len(text) if "\n" not in text else "\n" * text.count("\n")
-        return text
-
-    return _COMMENT_OR_STRING.sub(keep, code)
-
-
-def strip_comments(code: str) -> str:
-    """`code` with its comments blanked out (line numbers kept)."""
-    return _strip_comments(code)
 
 
 def _type_key(type_text: str) -> str:
@@ -145,16 +124,17 @@ def screen(
     environment function; a host function calling a runtime API; a kernel that is missing or whose
     parameters differ from the original's.  Host code that breaks none of these is dropped.
 
-    OpenCL C (see :func:`_screen_opencl`): no ``#include`` at all, no CUDA code, no host API call; the
-    ``__kernel`` named ``entry`` (default: the original's name) must take ``signature`` (the expected
-    OpenCL parameters, in order; when empty, at least the original's number of parameters).
+    A dialect may screen further (:meth:`porter.backends.dialect.Dialect.screen`; OpenCL C: no
+    ``#include`` at all, no CUDA code, no host API call; the ``__kernel`` named ``entry`` (default: the
+    original's name) must take ``signature``, the expected parameters in order).
     """
     rules = settings()["host"]
     assert isinstance(rules, dict)
-    if dialect_key == "opencl":
+    target = get_dialect(dialect_key)
+    if not target.single_source:
         original_includes = ()  # a .cl file is compiled alone: the original's headers are not there
     allowed = set(dialect(dialect_key).headers) | set(original_includes)
-    text = _strip_comments(code)
+    text = strip_comments(code)
     for m in _INCLUDE.finditer(text):
         if m.group(1).strip() not in allowed:
             return Rejection(
@@ -178,8 +158,9 @@ def screen(
     undefined = undefined_functions(text)
     if undefined:
         return Rejection(_undefined_reason(undefined))
-    if dialect_key == "opencl":
-        return _screen_opencl(code, original, entry or original.name, signature)
+    own = target.screen(code, original, entry or original.name, signature)
+    if own is not None:
+        return own
 
     from porter.scan import scan_source
     from porter.scan.extract import device_code
@@ -187,7 +168,7 @@ def screen(
     device = device_code(code)
     kept = set(device.splitlines())
     dropped = "\n".join(
-        line for line in _strip_comments(code).splitlines() if line.strip() and line not in kept
+        line for line in strip_comments(code).splitlines() if line.strip() and line not in kept
     )
     prefixes = [str(p) for p in rules["runtime_prefixes"]]
     api = re.search(r"\b((?:" + "|".join(prefixes) + r")[A-Z]\w*)\s*\(", dropped)
@@ -256,176 +237,7 @@ def _undefined_reason(names: Sequence[str]) -> str:
     )
 
 
-_CL_ADDRESS_SPACES = {
-    "__global": "global",
-    "global": "global",
-    "__constant": "constant",
-    "constant": "constant",
-    "__local": "local",
-    "local": "local",
-    "__private": "private",
-    "private": "private",
-}
-_CL_DROPPED = {"const", "volatile", "restrict", "__restrict", "__restrict__", "__read_only", "__write_only"}
-_CL_TYPE_NAMES = {
-    "unsigned int": "uint",
-    "unsigned": "uint",
-    "unsigned char": "uchar",
-    "unsigned short": "ushort",
-    "unsigned long": "ulong",
-    "signed char": "char",
-    "signed int": "int",
-    "signed": "int",
-    "long long": "long",
-    "unsigned long long": "ulong",
-}
-# CUDA spellings that cannot appear in OpenCL C.
-_CUDA_IN_OPENCL = re.compile(
-    r"__global__|__device__|__shared__|__syncthreads|\b(?:threadIdx|blockIdx|blockDim|gridDim)\b|<<<"
-)
-
-
-def opencl_param_key(param: str) -> str:
-    """An OpenCL parameter's launch-relevant shape: address space, base type and pointer depth, without
-    qualifiers or the name: ``__global const float* restrict in`` -> ``global float*``."""
-    text = re.sub(r"\b__attribute__\s*\(\(.*?\)\)", " ", param)
-    text = text.replace("*", " * ").replace("[", " [ ")
-    words = text.split()
-    if "[" in words:  # `float a[]` is a pointer
-        words = words[: words.index("[")] + ["*"]
-    space = ""
-    kept: list[str] = []
-    for w in words:
-        if w in _CL_ADDRESS_SPACES:
-            space = _CL_ADDRESS_SPACES[w]
-        elif w not in _CL_DROPPED:
-            kept.append(w)
-    stars = kept.count("*")
-    names = [w for w in kept if w != "*"]
-    if len(names) > 1:
-        names = names[:-1]  # the last word is the parameter's name
-    base = _CL_TYPE_NAMES.get(" ".join(names), " ".join(names))
-    if stars and not space:
-        space = "private"
-    return " ".join(x for x in (space, base + "*" * stars) if x)
-
-
-def opencl_params(code: str, entry: str) -> list[str] | None:
-    """The parameter texts of ``__kernel void <entry>(...)`` in `code` (comments already stripped), or
-    None when there is no such kernel."""
-    m = re.search(
-        rf"\b(?:__kernel|kernel)\b[^;{{}}]*?\bvoid\s+{re.escape(entry)}\s*\(([^)]*)\)", code, re.DOTALL
-    )
-    if m is None:
-        return None
-    inner = m.group(1).strip()
-    if inner in ("", "void"):
-        return []
-    return [p.strip() for p in inner.split(",")]
-
-
-def _screen_opencl(code: str, original: Kernel, entry: str, signature: Sequence[str]) -> Screened | Rejection:
-    """OpenCL C is compiled alone at run time: no CUDA, no host API; the kernel and its parameters must
-    be those the harness launches."""
-    text = _strip_comments(code)
-    cuda = _CUDA_IN_OPENCL.search(text)
-    if cuda is not None:
-        return Rejection(f"`{cuda.group(0)}` is CUDA, not OpenCL C: write the kernel in OpenCL C only")
-    prefixes = [str(p) for p in settings()["host"]["runtime_prefixes"]]  # type: ignore[index]
-    api = re.search(r"\b((?:" + "|".join(prefixes) + r")[A-Z]\w*)\s*\(", text)
-    if api is not None:
-        return Rejection(
-            f"the block calls {api.group(1)}(): host code is not accepted, only OpenCL C device code"
-        )
-    params = opencl_params(text, entry)
-    if params is None:
-        return Rejection(f"the block has no `__kernel void {entry}(...)`")
-    if not signature:
-        if len(params) < len(original.params):
-            return Rejection(
-                f"`{entry}` must keep the original's {len(original.params)} parameters in order; "
-                f"yours has {len(params)}"
-            )
-        return Screened(code if code.endswith("\n") else code + "\n", original)
-    want = list(signature)
-    if len(params) != len(want):
-        return Rejection(
-            f"`{entry}` must take exactly {len(want)} parameters ({', '.join(want)}); yours has "
-            f"{len(params)} ({', '.join(params) or 'none'})"
-        )
-    for i, (a, b) in enumerate(zip(want, params, strict=True), 1):
-        if opencl_param_key(a) != opencl_param_key(b):
-            return Rejection(
-                f"parameter {i} of `{entry}` must be `{a}` (same address space and type, same order); "
-                f"yours is `{b}`"
-            )
-    return Screened(code if code.endswith("\n") else code + "\n", original)
-
-
-# --------------------------------------------------------------------------- evaluation
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """What the harness said about one candidate (built by the workflow's evaluator)."""
-
-    ok: bool  # validated on every device it ran on (and benchmarked where asked)
-    stage: str  # "compile" | "validate" | "bench" | "done"
-    reason: str
-    log: str = ""  # the exact compiler log / validation details
-    sizes: tuple[dict[str, int], ...] = ()  # sizes it passed
-    checks: tuple[str, ...] = ()
-    max_rel_err: float | None = None
-    time_ms: float | None = None  # median on the first benchmarked device
-    baseline_ms: float | None = None  # the original's median there
-    speedup: float | None = None
-    floor_ms: float | None = None  # the roofline floor there
-    memory_bytes: int | None = None  # shared memory (+ registers where known) per block
-    device: str = ""
-    verdicts: tuple[Verdict, ...] = ()
-    timings: tuple[dict[str, object], ...] = ()  # per device: device, time_ms, baseline_ms, speedup, ...
-
-
-def unvalidated(verdicts: tuple[Verdict, ...]) -> Evaluation | None:
-    """The evaluation of a candidate that did not validate on every device it ran on (the first
-    failing device's stage, reason and log); None when it validated everywhere."""
-    if not verdicts:
-        return Evaluation(False, "validate", "no device here can run the candidate")
-    bad = [v for v in verdicts if v.status is not Status.VALIDATED]
-    if not bad:
-        return None
-    v = bad[0]
-    return Evaluation(
-        ok=False,
-        stage="compile" if not v.compiled else "validate",
-        reason=f"{v.device or v.backend}: {v.reason}",
-        log="\n".join(v.logs),
-        sizes=v.sizes,
-        max_rel_err=v.max_rel_err,
-        device=v.device,
-        verdicts=verdicts,
-    )
-
-
-Evaluator = Callable[[Screened], Evaluation]
-
-
-@dataclass(frozen=True)
-class Attempt:
-    candidate: int  # 1-based
-    round: int  # 1-based
-    status: str  # VALIDATED | FAILED | REJECTED | NO_CODE | ERROR
-    reason: str
-    code: str | None = None  # the screened device code
-    evaluation: Evaluation | None = None
-    usage: Usage = Usage()
-    cost_usd: float = 0.0  # what this request cost (0 for cached / replayed replies)
-    source: str = ""  # "api" | "cache" | "replay" | "" (no reply)
-    reply_chars: int = 0
-    transient: bool = False  # an ERROR worth asking again (timeout, 429/5xx, garbled reply): next round does
-
-
-# --------------------------------------------------------------------------- options and result
+# --------------------------------------------------------------------------- options
 
 
 @dataclass(frozen=True)
@@ -445,67 +257,6 @@ class LoopOptions:
     temperature: float | None = None
     stream: bool = False  # stream replies (progress shows characters as they arrive)
     stop_when_validated: bool = False  # end a candidate's conversation once it validates
-
-
-@dataclass
-class Totals:
-    usage: Usage = Usage()
-    cost_usd: float = 0.0  # spent (API replies only)
-    notional_usd: float = 0.0  # as if every reply came from the API: what the dollar budget counts
-    requests: int = 0
-    priced: bool = True
-
-    @property
-    def tokens(self) -> int:
-        u = self.usage
-        return u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens
-
-
-@dataclass(frozen=True)
-class LoopResult:
-    attempts: tuple[Attempt, ...]
-    rounds: int  # rounds run
-    stop_reason: str
-    totals: Totals
-    notes: tuple[str, ...] = ()
-
-    @property
-    def validated(self) -> list[Attempt]:
-        return [a for a in self.attempts if a.status == VALIDATED]
-
-    @property
-    def best(self) -> Attempt | None:
-        """The fastest validated attempt (the first validated one when nothing was timed)."""
-        return self.tradeoffs().get("fastest")
-
-    def tradeoffs(self) -> dict[str, Attempt]:
-        """fastest / least_memory / most_precise among distinct validated candidates."""
-        seen: dict[str, Attempt] = {}
-        for a in self.validated:
-            seen.setdefault(a.code or "", a)
-        pool = list(seen.values())
-        if not pool:
-            return {}
-        out: dict[str, Attempt] = {}
-
-        def time_of(a: Attempt) -> float:
-            t = a.evaluation.time_ms if a.evaluation else None
-            return t if t is not None else float("inf")
-
-        out["fastest"] = min(pool, key=time_of)
-        with_memory = [a for a in pool if a.evaluation and a.evaluation.memory_bytes is not None]
-        if with_memory:
-            out["least_memory"] = min(
-                with_memory,
-                key=lambda a: (a.evaluation.memory_bytes, time_of(a)),  # type: ignore[union-attr]
-            )
-        with_err = [a for a in pool if a.evaluation and a.evaluation.max_rel_err is not None]
-        if with_err:
-            out["most_precise"] = min(
-                with_err,
-                key=lambda a: (a.evaluation.max_rel_err, time_of(a)),  # type: ignore[union-attr]
-            )
-        return out
 
 
 @dataclass(frozen=True)
@@ -625,32 +376,31 @@ class _Runner:
     def step(self, conv: _Conversation, round_no: int) -> Attempt:
         """One request and its evaluation for one candidate; never raises for what the model,
         the network or the harness does."""
-        base = dict(candidate=conv.index, round=round_no)
+        base = Attempt(candidate=conv.index, round=round_no, status=ERROR, reason="")
         try:
             reply = self.ask(conv, round_no)
         except ProviderError as err:  # ProviderTimeout, BudgetSpent, MalformedReply, ContextOverflow...
-            return Attempt(**base, status=ERROR, reason=redact(str(err)), transient=err.transient)
+            return replace(base, reason=redact(str(err)), transient=err.transient)
         except PorterError as err:  # ReplayMiss...
-            return Attempt(**base, status=ERROR, reason=redact(str(err)))
+            return replace(base, reason=redact(str(err)))
         except Exception as err:  # noqa: BLE001 - anything else from an SDK is this candidate's failure
             log.debug("request failed unexpectedly: %s", redact(repr(err)))
             where = f"{self.provider.name}:{self.provider.model}"
-            return Attempt(
-                **base,
-                status=ERROR,
+            return replace(
+                base,
                 reason=redact(
                     f"{where}: the request failed unexpectedly (a porter or SDK bug; please report it)"
                 ),
             )
         usage, spent = self.account(reply)
-        meta = dict(usage=usage, cost_usd=spent, source=reply.source, reply_chars=len(reply.text))
+        replied = replace(base, usage=usage, cost_usd=spent, source=reply.source, reply_chars=len(reply.text))
         conv.messages.append(Message("assistant", reply.text))
         block = extract_code(reply.text)
         if block is None:
             reason = missing_code_reason(reply.text) or "Your reply had no usable code block."
             if reply.truncated:
                 reason = "Your reply was cut off at the token limit. " + reason
-            return Attempt(**base, status=NO_CODE, reason=reason, **meta)
+            return replace(replied, status=NO_CODE, reason=reason)
         screened = screen(
             block.code,
             self.ctx.kernel,
@@ -661,7 +411,7 @@ class _Runner:
             signature=self.ctx.signature,
         )
         if isinstance(screened, Rejection):
-            return Attempt(**base, status=REJECTED, reason=screened.reason, **meta)
+            return replace(replied, status=REJECTED, reason=screened.reason)
         key = _code_key(screened.code)
         with self.lock:
             known = self.evaluated.get(key)
@@ -673,9 +423,7 @@ class _Runner:
             with self.lock:
                 self.evaluated[key] = known
         status = VALIDATED if known.ok else FAILED
-        return Attempt(
-            **base, status=status, reason=known.reason, code=screened.code, evaluation=known, **meta
-        )
+        return replace(replied, status=status, reason=known.reason, code=screened.code, evaluation=known)
 
     def over_budget(self, started: float) -> str | None:
         b = self.options.budget
@@ -693,7 +441,7 @@ class _Pool(ThreadPoolExecutor):
     the requests still in flight -- their timeout can be minutes -- so the caller can write what was
     validated at once; a normal end waits as usual."""
 
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> Literal[False]:
         self.shutdown(wait=exc_type is None, cancel_futures=exc_type is not None)
         return False
 
@@ -762,65 +510,12 @@ def run_loop(
     return result
 
 
-def usage_doc(totals: Totals, provider: str = "", model: str = "") -> dict[str, object]:
-    """The ``usage`` object of the JSON reports."""
-    u = totals.usage
-    doc: dict[str, object] = {
-        "input_tokens": u.input_tokens,
-        "output_tokens": u.output_tokens,
-        "cache_read_tokens": u.cache_read_tokens,
-        "cache_write_tokens": u.cache_write_tokens,
-        "cost_usd": round(totals.cost_usd, 6) if totals.priced else None,
-        "requests": totals.requests,
-    }
-    if provider and model and not totals.priced:
-        doc["note"] = pricing_note(provider, model)
-    return doc
-
-
-def attempt_doc(a: Attempt) -> dict[str, object]:
-    """One attempt as JSON (for report.json): no reply text, no secrets."""
-    ev = a.evaluation
-    doc: dict[str, object] = {
-        "candidate": a.candidate,
-        "round": a.round,
-        "status": a.status,
-        "reason": redact(a.reason),
-        "source": a.source,
-        "input_tokens": a.usage.input_tokens,
-        "output_tokens": a.usage.output_tokens,
-        "cost_usd": round(a.cost_usd, 6),
-    }
-    if ev is not None:
-        doc.update(
-            stage=ev.stage,
-            device=ev.device,
-            max_rel_err=ev.max_rel_err,
-            time_ms=ev.time_ms,
-            speedup=ev.speedup,
-            memory_bytes=ev.memory_bytes,
-            log=redact(ev.log),
-        )
-    return doc
-
-
 __all__ = [
-    "Attempt",
     "Budget",
-    "Evaluation",
-    "Evaluator",
     "Event",
     "LoopOptions",
-    "LoopResult",
-    "Rejection",
-    "Screened",
-    "Totals",
-    "attempt_doc",
-    "opencl_param_key",
-    "opencl_params",
+    "Progress",
     "run_loop",
     "screen",
     "signature_mismatch",
-    "strip_comments",
-    "usage_doc",
 ]

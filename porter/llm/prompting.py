@@ -25,7 +25,6 @@ from string import Template
 from porter.llm.base import PromptPart
 from porter.model import Hazard, Kernel, KernelSpec
 
-DIALECTS = ("cuda", "hip", "opencl")
 TASKS = ("optimize", "translate")
 UNKNOWN = "unknown"
 LOG_LIMIT = 6000  # characters of a compiler log / mismatch detail sent back (head and tail kept)
@@ -73,16 +72,20 @@ def _settings() -> dict[str, object]:
 
 
 def settings() -> dict[str, object]:
-    """The loop's data file (``porter/llm/loop.toml``): dialects and the host-code rules."""
+    """The loop's data file (``porter/llm/loop.toml``): the host-code rules."""
     return _settings()
 
 
 def dialect(key: str) -> Dialect:
-    table = settings()["dialects"]
-    assert isinstance(table, dict)
-    if key not in table:
-        raise ValueError(f"unknown dialect {key!r} (choose from {', '.join(DIALECTS)})")
-    row = table[key]
+    """How prompts speak of dialect `key`: ``[prompt]`` of its folder's dialect.toml (the registry's)."""
+    from porter.backends import dialect_names, get_dialect
+
+    if key not in dialect_names():
+        raise ValueError(f"unknown dialect {key!r} (choose from {', '.join(dialect_names())})")
+    facts = get_dialect(key).facts
+    row = facts.prompt if facts is not None else {}
+    if not row:
+        raise ValueError(f"dialect {key!r} has no [prompt] table in its dialect.toml")
     return Dialect(key, str(row["name"]), str(row["fence_label"]), tuple(str(h) for h in row["headers"]))
 
 

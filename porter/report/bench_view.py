@@ -21,10 +21,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from porter.harness.bench import BenchResult
 from porter.model import to_jsonable
 from porter.report import plain_console
-from porter.workflows.bench import BenchReport, KernelBench
+from porter.results import BenchReport, BenchResult, KernelBench
 
 SCHEMA = "porter.bench/1"
 

@@ -8,7 +8,7 @@ from rich.text import Text
 
 from porter.model import Status, to_jsonable
 from porter.report import plain_console
-from porter.workflows.check import CheckResult
+from porter.results import CheckResult
 
 _STYLE = {Status.VALIDATED: "green", Status.COMPILED: "yellow", Status.FAILED: "red"}
 

@@ -16,8 +16,8 @@ from rich.text import Text
 from porter.backends import Availability, Device
 from porter.model import to_jsonable
 from porter.report import plain_console
+from porter.results import DoctorReport
 from porter.sandbox import REQUIRED, summary
-from porter.workflows.doctor import DoctorReport
 
 
 def device_json(device: Device) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from rich.text import Text
 from porter.llm.loop import Event, Progress
 from porter.llm.redact import redact
 from porter.report import plain_console
-from porter.workflows.optimize import OptimizeReport
+from porter.results import OptimizeReport
 
 _STYLE = {"validated": "green", "failed": "red", "rejected": "magenta", "no-code": "yellow", "error": "red"}
 

@@ -7,7 +7,7 @@ from typing import Any
 from rich.text import Text
 
 from porter.report import plain_console
-from porter.workflows.port import PortReport
+from porter.results import PortReport
 
 _STYLE = {
     "validated": "green",

@@ -19,9 +19,12 @@ from porter.report import plain_console
 
 
 class _Result(Protocol):  # porter.scan.ScanResult (kept structural: report does not import scan)
-    files: list[FileScan]
-    errors: list[str]
-    skipped: list[str]
+    @property
+    def files(self) -> list[FileScan]: ...
+    @property
+    def errors(self) -> list[str]: ...
+    @property
+    def skipped(self) -> list[str]: ...
 
 
 def to_json(result: _Result) -> dict[str, Any]:

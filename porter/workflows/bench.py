@@ -12,20 +12,30 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
-from porter.backends import BACKEND_NAMES, CompileOptions, Device, get_backend
+from porter.backends import (
+    SOURCE_DIALECT,
+    CompileOptions,
+    Device,
+    backend_names,
+    get_backend,
+    get_dialect,
+    runners,
+)
 from porter.backends.isolate import probe_backend
 from porter.errors import PorterError, UsageError
-from porter.harness import cexpr, perfmodel
-from porter.harness.bench import BenchPlan, BenchResult, benchmark
-from porter.harness.cost import KernelCost, estimate
+from porter.files import reads_once
+from porter.harness import perfmodel
+from porter.harness.bench import BenchPlan, benchmark
+from porter.harness.cost import estimate
 from porter.harness.inputs import element_count
-from porter.harness.perfmodel import Roofline
 from porter.harness.spec import MAX_SIZE_VALUE, MIN_SCALABLE, check_size, geometry, spec_for
 from porter.harness.validate import Reference
-from porter.model import FileScan, KernelSpec, Role, Variant
+from porter.model import FileScan, KernelSpec, Role, Translation, Variant
+from porter.results import BenchReport, BenchResult, KernelBench, KernelCost, Roofline
+from porter.scan import cexpr
 from porter.scan.macros import MacroTable
 
 GPU_ELEMENTS = 1 << 24  # elements in the largest array on a GPU (several times any L2)
@@ -33,30 +43,12 @@ CPU_ELEMENTS = 4096  # on the emulator and CPU OpenCL devices
 GPU_PLAN = BenchPlan()
 CPU_PLAN = BenchPlan(warmup=1, min_runs=5, max_runs=20, max_seconds=2.0, rotate=2)
 PROBE_TIMEOUT_S = 60.0
-ORDER = ("cuda", "cpu", "hip", "opencl")  # originals first: they are the baselines
 
 
-@dataclass(frozen=True)
-class KernelBench:
-    kernel: str
-    spec_source: str = ""  # "spec-file" | "inferred"
-    error: str = ""  # why the kernel could not be set up (no spec...)
-    size: dict[str, int] = field(default_factory=dict)  # the GPU benchmark size (predictions)
-    cost: KernelCost | None = None
-    predictions: tuple[Roofline, ...] = ()
-    results: tuple[BenchResult, ...] = ()
-
-    @property
-    def benchmarked(self) -> bool:
-        return any(r.ok for r in self.results)
-
-
-@dataclass(frozen=True)
-class BenchReport:
-    path: str
-    kernels: tuple[KernelBench, ...]
-    devices: tuple[str, ...] = ()  # labels of the devices benchmarked on
-    notes: tuple[str, ...] = ()
+def backend_order() -> tuple[str, ...]:
+    """Every registered backend, those running the originals first: they are the baselines."""
+    first = runners(SOURCE_DIALECT)
+    return (*first, *(b for b in backend_names() if b not in first))
 
 
 # --------------------------------------------------------------------------- sizes
@@ -143,9 +135,9 @@ def _bench_size(
 # --------------------------------------------------------------------------- devices and variants
 
 
-def present_devices(backends: Sequence[str] = BACKEND_NAMES) -> list[Device]:
+def present_devices(backends: Sequence[str] | None = None) -> list[Device]:
     """Devices that can run kernels here (probed in child processes), originals' backends first."""
-    names = [b for b in ORDER if b in backends]
+    names = [b for b in backend_order() if backends is None or b in backends]
     with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
         found = list(pool.map(lambda n: probe_backend(n, PROBE_TIMEOUT_S), names))
     return [d for a in found if a.run for d in a.devices if d.kind != "checker"]
@@ -159,23 +151,33 @@ def _variant_for(
     spec: KernelSpec,
     dirs: Sequence[str],
     macros: MacroTable,
+    translations: dict[str, Translation | PorterError],
 ) -> Variant | str:
-    """The variant that runs on `device`, or why there is none."""
+    """The variant that runs on `device`, or why there is none.  `translations`: the file's translation
+    per dialect (or the error it met), made on first need and shared by every kernel and device."""
     backend = device.backend
-    if backend in ("cuda", "cpu"):
+    runs = tuple(get_backend(backend).runs)
+    if SOURCE_DIALECT in runs:
         return original
+    if not runs:
+        return f"backend {backend} runs no dialect"
     name = spec.kernel + (f"<{', '.join(spec.template_args)}>" if spec.template_args else "")
     try:
-        if backend == "hip":
+        dialect = get_dialect(runs[0])
+        if dialect.name not in translations:
+            try:
+                translations[dialect.name] = dialect.translate(text, path, include_dirs=dirs)
+            except PorterError as err:
+                translations[dialect.name] = err
+        made = translations[dialect.name]
+        if isinstance(made, PorterError):
+            raise made
+        tr = made
+        if dialect.single_source:  # the translation keeps the host code: the kernel's device code only
             from porter.scan.extract import device_code
-            from porter.translate.hip import translate_to_hip
 
-            tr = translate_to_hip(text, path, include_dirs=dirs)
             source = device_code(tr.text, kernels=(spec.kernel,), macros=macros)
         else:
-            from porter.translate.opencl import translate_to_opencl
-
-            tr = translate_to_opencl(text, path, include_dirs=dirs)
             source = tr.text
     except ImportError as err:
         return f"no {backend} translator installed ({err})"
@@ -187,12 +189,12 @@ def _variant_for(
     if tk.untranslatable:
         return f"untranslatable to {backend}: {'; '.join(tk.untranslatable)}"
     build: tuple[str, ...] = ()
-    if tk.requires:  # OpenCL: what the translation needs of the device (sub-groups ...)
+    if tk.requires:  # what the translation needs of the device (OpenCL: sub-groups ...)
         be = get_backend(backend)
-        if be.missing_requirements(device, tk.requires):  # type: ignore[attr-defined]
-            needs = be.describe_requirements(tk.requires)  # type: ignore[attr-defined]
+        if be.missing_requirements(device, tk.requires):
+            needs = be.describe_requirements(tk.requires)
             return f"untranslatable on {device.label}: {tk.name} needs {needs}"
-        build = be.requirement_options(device, tk.requires)  # type: ignore[attr-defined]
+        build = be.requirement_options(device, tk.requires)
     return Variant(
         kernel=spec.kernel,
         target=backend,
@@ -218,6 +220,7 @@ def predictions(cost: KernelCost, devices: Sequence[Device] = ()) -> tuple[Roofl
     return tuple(perfmodel.roofline(cost, e) for e in entries.values())
 
 
+@reads_once
 def bench_file(
     path: str,
     *,
@@ -235,10 +238,10 @@ def bench_file(
     from porter.workflows.source import qualifier_macros
 
     if backends is not None:
-        bad = [b for b in backends if b not in BACKEND_NAMES]
+        bad = [b for b in backends if b not in backend_names()]
         if bad:
-            raise UsageError(f"unknown backend {', '.join(bad)}; choose from {', '.join(BACKEND_NAMES)}")
-    if Path(path).suffix.lower() not in (".cu", ".cuh") and Path(path).exists():
+            raise UsageError(f"unknown backend {', '.join(bad)}; choose from {', '.join(backend_names())}")
+    if Path(path).suffix.lower() not in get_dialect(SOURCE_DIALECT).suffixes and Path(path).exists():
         raise UsageError("porter bench takes a CUDA source (.cu)", path=path)
     # the compiles search the source's folder and the include dirs: so does the macro table
     dirs = (str(Path(path).resolve().parent), *(str(Path(d).resolve()) for d in include_dirs))
@@ -252,12 +255,15 @@ def bench_file(
     text = read_text(path)
     options = CompileOptions(include_dirs=dirs)
     if devices is None:
-        devices = present_devices(tuple(backends) if backends else BACKEND_NAMES)
+        devices = present_devices(tuple(backends) if backends else None)
     elif backends:
         devices = [d for d in devices if d.backend in backends]
-    devices = sorted(devices, key=lambda d: ORDER.index(d.backend) if d.backend in ORDER else len(ORDER))
-    ref_devices = tuple(d for d in devices if d.backend in ("cuda", "cpu"))
+    order = backend_order()
+    devices = sorted(devices, key=lambda d: order.index(d.backend) if d.backend in order else len(order))
+    originals = runners(SOURCE_DIALECT)
+    ref_devices = tuple(d for d in devices if d.backend in originals)
     kernels = []
+    translations: dict[str, Translation | PorterError] = {}  # one translation per dialect
     for name in [kernel] if kernel else names:
         kernels.append(
             _bench_kernel(
@@ -274,6 +280,7 @@ def bench_file(
                 sizes or {},
                 plan,
                 gpu_elements,
+                translations,
             )
         )
     if sizes and all(k.error.startswith("--size") for k in kernels):
@@ -298,6 +305,7 @@ def _bench_kernel(
     overrides: Mapping[str, int],
     plan: BenchPlan,
     gpu_elements: int,
+    translations: dict[str, Translation | PorterError],
 ) -> KernelBench:
     try:
         spec = spec_for(path, scan, name, dirs)
@@ -316,7 +324,7 @@ def _bench_kernel(
         return KernelBench(kernel=name, spec_source=spec.source, error=f"spec at size {gpu_size}: {err}")
     original = Variant(
         kernel=name,
-        target="cuda",
+        target=SOURCE_DIALECT,
         source=device_text,
         entry=scan.entry(name),
         provenance="original",
@@ -327,7 +335,7 @@ def _bench_kernel(
     baselines: dict[str, BenchResult] = {}
     for device in devices:
         size = gpu_size if device.kind == "gpu" else _bench_size(spec, device.kind, overrides, gpu_elements)
-        variant = _variant_for(device, original, text, path, spec, dirs, macros)
+        variant = _variant_for(device, original, text, path, spec, dirs, macros, translations)
         if isinstance(variant, str):
             results.append(
                 BenchResult(

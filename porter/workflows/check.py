@@ -10,42 +10,34 @@ validated on at least one device and rejected on none, 1 otherwise.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
-from porter.backends import CompileOptions, Device, get_backend
+from porter.backends import (
+    SOURCE_DIALECT,
+    CompileOptions,
+    Device,
+    dialect_names,
+    dialect_of_suffix,
+    get_backend,
+    get_dialect,
+)
+from porter.backends import runners as registered_runners
 from porter.errors import UsageError
+from porter.files import reads_once
 from porter.harness.spec import find_spec_file, spec_for, split_instance
 from porter.harness.validate import Reference, ValidateOptions, compile_only, validate
-from porter.model import KernelSpec, Status, Variant, Verdict
-
-LANGUAGES = {".cu": "cuda", ".cuh": "cuda", ".hip": "hip", ".cl": "opencl"}
-# Which backends run a variant of each language, in order of preference.
-RUNNERS = {"cuda": ("cuda", "cpu"), "hip": ("hip", "cpu"), "opencl": ("opencl",)}
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    variant: str
-    original: str
-    kernel: str
-    language: str
-    spec: KernelSpec
-    spec_file: str | None
-    verdicts: tuple[Verdict, ...]
-
-    @property
-    def exit_code(self) -> int:
-        validated = any(v.status is Status.VALIDATED for v in self.verdicts)
-        rejected = any(v.status is Status.FAILED for v in self.verdicts)
-        return 0 if validated and not rejected else 1
+from porter.model import Variant, Verdict
+from porter.results import CheckResult
 
 
 def language_of(path: str) -> str:
-    lang = LANGUAGES.get(Path(path).suffix.lower())
+    """The dialect of a variant file, from its extension (the registry's dialects')."""
+    lang = dialect_of_suffix(Path(path).suffix)
     if lang is None:
+        known = sorted(x for n in dialect_names() for x in get_dialect(n).suffixes)
         raise UsageError(
-            f"cannot tell the variant's language from its extension (use {', '.join(sorted(LANGUAGES))})",
+            f"cannot tell the variant's language from its extension (use {', '.join(known)})",
             path=path,
         )
     return lang
@@ -83,6 +75,7 @@ def _pick_kernel(names: Sequence[str], kernel: str | None, original: str, varian
     raise UsageError(f"several kernels ({', '.join(names)}); choose one with --kernel", path=original)
 
 
+@reads_once
 def run_check(
     variant_path: str,
     original_path: str,
@@ -100,7 +93,7 @@ def run_check(
     language = language_of(variant_path)
     variant_text = _read(variant_path)
     original_text = _read(original_path)
-    if Path(original_path).suffix.lower() not in (".cu", ".cuh"):
+    if Path(original_path).suffix.lower() not in get_dialect(SOURCE_DIALECT).suffixes:
         raise UsageError("the original must be a CUDA source (.cu)", path=original_path)
     macros = qualifier_macros(original_path, include_dirs)
     scan = scan_file(original_path, macros=macros)
@@ -113,7 +106,7 @@ def run_check(
 
     original = Variant(
         kernel=base,
-        target="cuda",
+        target=SOURCE_DIALECT,
         source=device_code(original_text, kernels=(base,), macros=macros),
         entry=scan.entry(base),
         provenance="original",
@@ -122,13 +115,13 @@ def run_check(
     entry = base
     # the variant's headers too: an #include of a FIFO or a device is refused before any compiler sees it
     variant_macros = macros.merged(qualifier_macros(variant_path, include_dirs))
-    if language == "opencl":
+    dialect = get_dialect(language)
+    if not dialect.single_source:  # a device-only language (OpenCL C): the whole file is device code
         variant_source = variant_text
-        if instance_args:  # the OpenCL translation names each instantiation
-            from porter.translate.opencl_launch import instance_entry
-
-            if instance_entry(base, instance_args) in variant_text:
-                entry = instance_entry(base, instance_args)
+        if instance_args and not dialect.templates:  # the translation names each instantiation
+            named = dialect.instance_entry(base, instance_args)
+            if named in variant_text:
+                entry = named
     else:
         from porter.scan import scan_source
 
@@ -139,7 +132,7 @@ def run_check(
         kernel=base, target=language, source=variant_source, entry=entry, provenance="user", path=variant_path
     )
 
-    runners = RUNNERS[language]
+    runners = registered_runners(language)
     if backend is not None:
         if backend not in runners:
             raise UsageError(
@@ -148,11 +141,11 @@ def run_check(
             )
         runners = (backend,)
     dirs = (str(Path(original_path).resolve().parent), *include_dirs)
-    ref_devices = [d for b in ("cuda", "cpu") for d in _devices(b) if d.kind != "checker"]
+    ref_devices = [d for b in registered_runners(SOURCE_DIALECT) for d in _devices(b) if d.kind != "checker"]
     reference = Reference(
         original=original, devices=tuple(ref_devices), options=CompileOptions(include_dirs=dirs)
     )
-    if not options.compile.include_dirs and language != "opencl":
+    if not options.compile.include_dirs and dialect.single_source:
         variant_dirs = (str(Path(variant_path).resolve().parent), *dirs)
         options = replace(options, compile=replace(options.compile, include_dirs=variant_dirs))
     verdicts: list[Verdict] = []
@@ -160,7 +153,7 @@ def run_check(
         devices = _devices(b)
         if devices:
             verdicts.extend(validate(variant, spec, reference, devices, options))
-        elif b != "cpu":  # a compile-only backend here: does the variant at least build for it?
+        elif get_backend(b).builds_without_device:  # compile-only here: does the variant at least build?
             built = compile_only(variant, spec, options, backend=b)
             if built is not None:
                 verdicts.append(built)

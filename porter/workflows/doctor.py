@@ -7,36 +7,28 @@ compile nor run, with the reason and an install hint, never a traceback.
 
 from __future__ import annotations
 
-import tomllib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
-from functools import cache
-from importlib import resources
+from dataclasses import replace
 
 from porter import sandbox
-from porter.backends import BACKEND_NAMES, Availability
+from porter.backends import Availability, backend_names
+from porter.backends import install_hints as backend_install_hints
 from porter.backends.isolate import probe_backend
+from porter.results import DoctorReport
 
 PROBE_TIMEOUT_S = 60.0
 
 
-@dataclass(frozen=True)
-class DoctorReport:
-    backends: tuple[Availability, ...]
-    sandbox: tuple[sandbox.Layer, ...] = ()  # the layers every child that runs code gets here
-
-
-@cache
 def install_hints() -> dict[str, dict[str, str]]:
-    text = resources.files("porter.workflows").joinpath("doctor.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+    """Every registered backend's install hints (``[install_hints]`` of its dialect.toml)."""
+    return {name: backend_install_hints(name) for name in backend_names()}
 
 
 def with_hint(found: Availability) -> Availability:
     """Fill in a one-line install hint for whatever the backend cannot do, when it gave none."""
     if found.compile and found.run:
         return found
-    hints = install_hints().get(found.name, {})
+    hints = backend_install_hints(found.name)
     missing = "compile" if not found.compile else "run"
     install = hints.get(missing, "")
     if not found.hint:
@@ -47,7 +39,8 @@ def with_hint(found: Availability) -> Availability:
     return found
 
 
-def doctor(names: tuple[str, ...] = BACKEND_NAMES, timeout_s: float = PROBE_TIMEOUT_S) -> DoctorReport:
+def doctor(names: tuple[str, ...] | None = None, timeout_s: float = PROBE_TIMEOUT_S) -> DoctorReport:
+    names = backend_names() if names is None else names
     with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
         found = list(pool.map(lambda name: probe_backend(name, timeout_s), names))
     return DoctorReport(tuple(with_hint(a) for a in found), sandbox.layers())

@@ -22,222 +22,44 @@ import contextlib
 import json
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from porter import sandbox
-from porter.backends import Device, get_backend
+from porter.backends import SOURCE_DIALECT, Device, get_backend, runners
 from porter.errors import PorterError, UsageError
-from porter.harness import cexpr, perfmodel
-from porter.harness.bench import BenchPlan, BenchResult, benchmark
-from porter.harness.cost import KernelCost, estimate
+from porter.files import reads_once
+from porter.harness import perfmodel
+from porter.harness.bench import BenchPlan, benchmark
+from porter.harness.cost import estimate
 from porter.harness.gate import device_build_check
 from porter.harness.inputs import ctype_size, element_count
 from porter.harness.spec import spec_for
 from porter.harness.validate import Reference, ValidateOptions, tolerance_for, validate
 from porter.llm.base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, Provider
 from porter.llm.cache import ReplyCache
-from porter.llm.loop import (
-    VALIDATED,
-    Attempt,
-    Budget,
-    Evaluation,
-    Event,
-    LoopOptions,
-    LoopResult,
-    Progress,
-    Screened,
-    Totals,
-    attempt_doc,
-    run_loop,
-    unvalidated,
-    usage_doc,
-)
+from porter.llm.loop import Budget, Event, LoopOptions, Progress, run_loop
 from porter.llm.prompting import PromptContext
+from porter.llm.records import VALIDATED, Attempt, Evaluation, LoopResult, Screened, Totals, unvalidated
 from porter.llm.redact import redact
-from porter.model import FileScan, Kernel, KernelSpec, Role, Status, Variant, to_jsonable
+from porter.model import FileScan, Kernel, KernelSpec, Role, Variant, to_jsonable
+from porter.results import BenchResult, KernelCost, OptimizeReport, Selected, code_sha, file_digest
+from porter.scan import cexpr
+from porter.source import load
 from porter.workflows.resume import (
-    SCHEMAS,
     check_out_dir,
     code_fingerprint,
-    code_sha,
     evaluation_from_json,
-    file_digest,
     load_report,
     sha,
     toolchain_of,
     write_atomic,
 )
-from porter.workflows.source import includes, load_cuda, qualifier_macros, sibling_dir, squeeze
+from porter.workflows.source import includes, qualifier_macros, sibling_dir, squeeze
 
 REPORT_JSON = "report.json"
 REPORT_MD = "report.md"
 ROLES = ("best", "fastest", "least_memory", "most_precise")
-RUNNERS = ("cuda", "cpu")  # backends whose devices run a CUDA candidate
-
-
-# --------------------------------------------------------------------------- results
-
-
-@dataclass(frozen=True)
-class Selected:
-    role: str  # one of ROLES
-    attempt: Attempt
-    path: str  # the file written
-
-
-@dataclass
-class OptimizeReport:
-    source: str
-    kernel: str
-    model: str
-    out_dir: str
-    devices: tuple[str, ...]
-    loop: LoopResult
-    selected: list[Selected] = field(default_factory=list)
-    baselines: dict[str, float | None] = field(default_factory=dict)  # device label -> original's ms
-    floors: dict[str, float | None] = field(default_factory=dict)  # device label -> roofline floor ms
-    attempt_paths: dict[tuple[int, int], str] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    # Resuming: candidates a previous run validated for the same inputs that this run did not meet
-    # again (their files by code_sha), the code_sha of every candidate whose evaluation was taken from
-    # the previous report instead of run again, and the key of those inputs.
-    kept: list[Attempt] = field(default_factory=list)
-    kept_paths: dict[str, str] = field(default_factory=dict)
-    resumed: set[str] = field(default_factory=set)
-    identity: str = ""
-
-    def tradeoffs(self) -> dict[str, Attempt]:
-        """fastest / least_memory / most_precise among this run's validated candidates and the kept ones."""
-        if not self.kept:
-            return self.loop.tradeoffs()
-        return replace(self.loop, attempts=(*self.loop.attempts, *self.kept)).tradeoffs()
-
-    @property
-    def best(self) -> Attempt | None:
-        return self.tradeoffs().get("fastest")
-
-    def path_of(self, attempt: Attempt) -> str:
-        if any(attempt is k for k in self.kept):
-            return self.kept_paths.get(code_sha(attempt.code), "")
-        return self.attempt_paths.get((attempt.candidate, attempt.round), "")
-
-    def is_resumed(self, attempt: Attempt) -> bool:
-        """Whether the attempt's verdict comes from the previous run's report (not run again)."""
-        if any(attempt is k for k in self.kept):
-            return True
-        return attempt.evaluation is not None and code_sha(attempt.code) in self.resumed
-
-    @property
-    def exit_code(self) -> int:
-        """0: a validated candidate exists; 1: none."""
-        return 0 if self.best is not None else 1
-
-    def rows(self) -> list[dict[str, Any]]:
-        """One row per (selected file, device); without a validated candidate, each candidate's last
-        attempt as a failed row."""
-        rows: list[dict[str, Any]] = []
-        for sel in self.selected:
-            ev = sel.attempt.evaluation
-            timings = {str(t["device"]): t for t in (ev.timings if ev else ())}
-            for v in ev.verdicts if ev else ():
-                t = timings.get(v.device, {})
-                rows.append(
-                    {
-                        "target": "cuda",
-                        "path": sel.path,
-                        "status": v.status.value,
-                        "device": v.device,
-                        "max_rel_err": v.max_rel_err,
-                        "trials": v.trials,
-                        "reason": v.reason,
-                        "time_ms": t.get("time_ms"),
-                        "speedup": t.get("speedup"),
-                        "role": sel.role,
-                        "candidate": sel.attempt.candidate,
-                        "round": sel.attempt.round,
-                        **({"resumed": True} if self.is_resumed(sel.attempt) else {}),
-                    }
-                )
-        if self.selected:
-            return rows
-        last: dict[int, Attempt] = {}
-        for a in self.loop.attempts:
-            last[a.candidate] = a
-        for a in last.values():
-            ev = a.evaluation
-            rows.append(
-                {
-                    "target": "cuda",
-                    "path": self.attempt_paths.get((a.candidate, a.round), ""),
-                    "status": Status.FAILED.value,
-                    "device": ev.device if ev else "",
-                    "max_rel_err": ev.max_rel_err if ev else None,
-                    "trials": max((v.trials for v in ev.verdicts), default=0) if ev else 0,
-                    "reason": redact(f"{a.status}: {a.reason}"),
-                    "time_ms": None,
-                    "speedup": None,
-                    "role": "candidate",
-                    "candidate": a.candidate,
-                    "round": a.round,
-                }
-            )
-        return rows
-
-    def document(self) -> dict[str, Any]:
-        """The JSON of ``porter optimize --json``: port's schema plus time_ms, speedup and usage."""
-        provider, _, model = self.model.partition(":")
-        return {
-            "source": self.source,
-            "kernels": [{"name": self.kernel, "variants": self.rows()}],
-            "usage": usage_doc(self.loop.totals, provider, model),
-        }
-
-    def full_document(self) -> dict[str, Any]:
-        """``report.json``: the document plus every attempt, the budget outcome and the baselines."""
-        doc = self.document()
-        doc.update(
-            model=self.model,
-            out=self.out_dir,
-            devices=list(self.devices),
-            rounds=self.loop.rounds,
-            stop_reason=self.loop.stop_reason,
-            baselines_ms=dict(self.baselines),
-            floors_ms=dict(self.floors),
-            outputs={s.role: s.path for s in self.selected},
-            attempts=[
-                attempt_doc(a)
-                | {"path": self.path_of(a)}
-                | ({"resumed": True} if self.is_resumed(a) else {})
-                | ({"kept": True} if any(a is k for k in self.kept) else {})
-                for a in (*self.loop.attempts, *self.kept)
-            ],
-            notes=[*self.loop.notes, *self.notes],
-            exit_code=self.exit_code,
-            schema=SCHEMAS["optimize"],
-            resume={"identity": self.identity, "validated": self._validated_docs()},
-            sandbox=sandbox.summary(),  # the layers the children that ran model code had
-        )
-        return doc
-
-    def _validated_docs(self) -> list[dict[str, Any]]:
-        """Every distinct validated candidate with its evaluation and file: what a re-run keeps."""
-        docs: dict[str, dict[str, Any]] = {}
-        for a in (*self.loop.attempts, *self.kept):
-            key = code_sha(a.code)
-            path = self.path_of(a)
-            if a.status != VALIDATED or a.evaluation is None or not path or key in docs:
-                continue
-            docs[key] = {
-                "code_sha": key,
-                "path": path,
-                "file_sha": file_digest(path),
-                "candidate": a.candidate,
-                "round": a.round,
-                "evaluation": to_jsonable(a.evaluation),
-            }
-        return list(docs.values())
 
 
 # --------------------------------------------------------------------------- setup
@@ -248,7 +70,8 @@ def default_out_dir(source: str | Path) -> Path:
 
 
 def _load(path: str) -> tuple[str, FileScan]:
-    return load_cuda(path, "optimize")
+    unit = load(path, "optimize")
+    return unit.text, unit.scan
 
 
 def _pick(scan: FileScan, kernel: str | None, path: str) -> Kernel:
@@ -268,7 +91,7 @@ def _pick(scan: FileScan, kernel: str | None, path: str) -> Kernel:
 def run_devices() -> list[Device]:
     """Devices here that run a CUDA candidate: NVIDIA GPUs, then the CPU emulator."""
     out: list[Device] = []
-    for name in RUNNERS:
+    for name in runners(SOURCE_DIALECT):  # the backends whose devices run a CUDA candidate
         try:
             out.extend(d for d in get_backend(name).devices() if d.kind != "checker")
         except Exception:  # noqa: BLE001 - a backend that cannot list devices has none here
@@ -553,6 +376,7 @@ def open_model(
     )
 
 
+@reads_once
 def optimize_file(
     path: str,
     *,
@@ -582,6 +406,7 @@ def optimize_file(
     wrap_evaluator: Callable[[Callable[[Screened], Evaluation]], Callable[[Screened], Evaluation]]
     | None = None,
     fresh: bool = False,
+    markdown: Callable[[OptimizeReport], str] | None = None,
 ) -> OptimizeReport:
     """Run the loop on one kernel of `path`; see the module docstring.
 
@@ -589,7 +414,9 @@ def optimize_file(
     (Ctrl-C, SIGTERM) or fails: what was validated is never lost.  A previous report in the output folder
     made for the same inputs (source, spec, model, options, devices and toolchains) is resumed: a
     candidate it validated is not run again (the reply cache brings the same candidates back), and one
-    this run does not meet again is kept.  ``fresh`` ignores the previous report."""
+    this run does not meet again is kept.  ``fresh`` ignores the previous report.  ``markdown`` renders
+    ``report.md`` from the report (the CLI passes :func:`porter.report.optimize_view.markdown`); without
+    it no ``report.md`` is written."""
     if candidates < 1:
         raise UsageError("--candidates must be at least 1")
     if rounds < 1:
@@ -682,6 +509,7 @@ def optimize_file(
         resumer=reusing,
         previous=previous if known else None,
         earlier_outputs=(earlier or {}).get("outputs") or {},
+        markdown=markdown,
     )
     outputs.save(LoopResult((), 0, "running", Totals()))
     seen: list[Attempt] = []
@@ -834,12 +662,14 @@ class _Outputs:
         resumer: _Resumed,
         previous: dict[str, Any] | None,
         earlier_outputs: dict[str, Any],
+        markdown: Callable[[OptimizeReport], str] | None = None,
     ):
         self.out, self.src, self.model, self.kernel = out, src, model, kernel
         self.run_on, self.evaluator, self.identity = list(run_on), evaluator, identity
         self.kept, self.resumer = kept, resumer
         self.previous = previous  # the previous report, when made for the same inputs
         self.earlier_outputs = earlier_outputs  # role -> file, of the previous report whatever its inputs
+        self.markdown = markdown  # renders report.md (a view, handed in by the caller)
         self.written: dict[Path, str] = {}
 
     def _put(self, path: Path, text: str) -> None:
@@ -902,10 +732,9 @@ class _Outputs:
         return isinstance(named, str) and _inside(path, self.out) and Path(named).resolve() == path.resolve()
 
     def save(self, result: LoopResult) -> OptimizeReport:
-        from porter.report.optimize_view import markdown
-
         report = self.report(result)
         doc = redact(json.dumps(to_jsonable(report.full_document()), indent=2)) + "\n"
         _write(self.out / REPORT_JSON, doc, self.src)
-        _write(self.out / REPORT_MD, redact(markdown(report)), self.src)
+        if self.markdown is not None:
+            _write(self.out / REPORT_MD, redact(self.markdown(report)), self.src)
         return report

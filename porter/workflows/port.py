@@ -38,38 +38,39 @@ devices, then timed there; each such row is ``validated`` or ``failed`` from tha
 from __future__ import annotations
 
 import json
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from porter import sandbox
-from porter.backends import CompileOptions, Device, get_backend
+from porter.backends import (
+    SOURCE_DIALECT,
+    CompileOptions,
+    Device,
+    get_backend,
+    get_dialect,
+    runners,
+    translation_targets,
+)
 from porter.errors import PorterError, UsageError
+from porter.files import reads_once
 from porter.harness.gate import device_build_check
 from porter.harness.spec import find_spec_file, infer_spec, load_spec_file
 from porter.harness.validate import Reference, ValidateOptions, compile_only, tolerance_for, validate
 from porter.llm.base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, Provider
 from porter.llm.cache import ReplyCache
-from porter.llm.loop import (
+from porter.llm.loop import Budget, Event, LoopOptions, run_loop
+from porter.llm.prompting import PromptContext
+from porter.llm.records import (
     Attempt,
-    Budget,
     Evaluation,
-    Event,
-    LoopOptions,
     LoopResult,
     Screened,
     Totals,
     attempt_doc,
-    opencl_params,
-    run_loop,
     unvalidated,
     usage_doc,
 )
-from porter.llm.prompting import PromptContext
 from porter.llm.redact import redact
 from porter.model import (
     Diagnostic,
@@ -84,18 +85,18 @@ from porter.model import (
     Verdict,
     to_jsonable,
 )
+from porter.results import KernelResult, PortReport, VariantRow, file_digest
 from porter.scan.macros import MacroTable
+from porter.source import load
 from porter.workflows.resume import (
-    SCHEMAS,
     check_out_dir,
     code_fingerprint,
-    file_digest,
     load_report,
     sha,
     toolchain_of,
     write_atomic,
 )
-from porter.workflows.source import includes, load_cuda, qualifier_macros, sibling_dir, squeeze
+from porter.workflows.source import includes, sibling_dir, squeeze
 
 TRANSLATED = "translated"  # row status under --translate-only: written, neither compiled nor run
 REPORT_NAME = "report.json"
@@ -104,140 +105,9 @@ DIAGNOSTICS_NAME = "diagnostics.txt"
 Progress = Callable[[str], None]
 
 
-@cache
-def settings() -> dict[str, Any]:
-    return tomllib.loads(
-        resources.files("porter.workflows").joinpath("port.toml").read_text(encoding="utf-8")
-    )
-
-
 def known_targets() -> tuple[str, ...]:
-    return tuple(settings()["targets"])
-
-
-# --------------------------------------------------------------------------- results
-
-
-@dataclass(frozen=True)
-class VariantRow:
-    target: str  # "hip" | "opencl"
-    path: str  # the translated file
-    status: str  # a Status value, or "translated" under --translate-only
-    device: str  # device label, "hip:gfx90a" for a compile-only build, "" when nothing ran
-    max_rel_err: float | None = None
-    trials: int = 0
-    reason: str = ""
-    toolchain: str = ""
-    logs: tuple[str, ...] = ()
-    provenance: str = "translate"  # "translate" (the rules) or "llm:<model>"
-    time_ms: float | None = None  # median time on the device (LLM rows, after validation)
-    speedup: float | None = None  # the original's time / this one on the same device, where both ran
-    # Resuming (report.json only): the key of everything the verdict depends on, the sha256 of the
-    # file at `path` when it was reached, and whether it was kept from a previous run's report.
-    key: str = ""
-    file_sha: str = ""
-    resumed: bool = False
-
-
-@dataclass
-class KernelResult:
-    name: str  # the CUDA kernel, with template arguments for an instantiation: "block_sum<128>"
-    variants: list[VariantRow] = field(default_factory=list)
-
-
-@dataclass
-class PortReport:
-    source: str
-    out_dir: str
-    targets: tuple[str, ...]
-    translate_only: bool
-    kernels: list[KernelResult] = field(default_factory=list)
-    outputs: dict[str, str] = field(default_factory=dict)  # target -> main translated file
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    complete: bool = False
-    model: str | None = None  # --model: what the rules leave goes to the LLM loop
-    usage: Totals = field(default_factory=Totals)  # summed over every conversation
-    llm: list[dict[str, Any]] = field(default_factory=list)  # one entry per conversation (report.json)
-
-    def rows(self) -> list[VariantRow]:
-        return [r for k in self.kernels for r in k.variants]
-
-    @property
-    def exit_code(self) -> int:
-        """0: no row failed, no kernel is untranslatable, and every (kernel, target) ran or built
-        somewhere (a device lacking what a kernel needs is fine when another device validated
-        it); 1 otherwise."""
-        if not self.rows():
-            return 1
-        for k in self.kernels:
-            for target in dict.fromkeys(r.target for r in k.variants):
-                mine = [r for r in k.variants if r.target == target]
-                untranslatable = [r for r in mine if r.status == Status.UNTRANSLATABLE.value]
-                if any(r.status == Status.FAILED.value for r in mine):
-                    return 1
-                if len(untranslatable) == len(mine) or any(not r.device for r in untranslatable):
-                    return 1
-        return 0
-
-    def document(self) -> dict[str, Any]:
-        """The stable JSON schema of ``porter port --json``; with a model, every row also has
-        ``time_ms``, ``speedup`` and ``provenance``, and the document a ``usage`` object."""
-        doc = self._base_document()
-        if self.model is None:
-            return doc
-        for k_doc, k in zip(doc["kernels"], self.kernels, strict=True):
-            for v_doc, r in zip(k_doc["variants"], k.variants, strict=True):
-                v_doc.update(time_ms=r.time_ms, speedup=r.speedup, provenance=r.provenance)
-        provider, _, name = self.model.partition(":")
-        doc["usage"] = usage_doc(self.usage, provider, name)
-        return doc
-
-    def _base_document(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "kernels": [
-                {
-                    "name": k.name,
-                    "variants": [
-                        {
-                            "target": r.target,
-                            "path": r.path,
-                            "status": r.status,
-                            "device": r.device,
-                            "max_rel_err": r.max_rel_err,
-                            "trials": r.trials,
-                            "reason": r.reason,
-                        }
-                        for r in k.variants
-                    ],
-                }
-                for k in self.kernels
-            ],
-        }
-
-    def full_document(self) -> dict[str, Any]:
-        """``report.json``: the schema above plus logs, diagnostics and whether the run finished."""
-        doc = self.document()
-        for k_doc, k in zip(doc["kernels"], self.kernels, strict=True):
-            for v_doc, r in zip(k_doc["variants"], k.variants, strict=True):
-                v_doc["toolchain"] = r.toolchain
-                v_doc["logs"] = list(r.logs)
-                if r.resumed:
-                    v_doc["resumed"] = True
-            k_doc["resume"] = [{"key": r.key, "file_sha": r.file_sha} for r in k.variants]
-        doc["schema"] = SCHEMAS["port"]
-        doc["out"] = self.out_dir
-        doc["targets"] = list(self.targets)
-        doc["outputs"] = dict(self.outputs)
-        doc["translate_only"] = self.translate_only
-        doc["complete"] = self.complete
-        doc["exit_code"] = self.exit_code
-        doc["diagnostics"] = to_jsonable(self.diagnostics)
-        if self.model is not None:
-            doc["model"] = self.model
-            doc["llm"] = list(self.llm)
-        doc["sandbox"] = sandbox.summary()  # the layers every child that compiled or ran code had
-        return doc
+    """The dialects there is a rule-based translator into (the backends registry's)."""
+    return translation_targets()
 
 
 # --------------------------------------------------------------------------- arguments
@@ -257,10 +127,6 @@ def parse_targets(text: str | Sequence[str]) -> tuple[str, ...]:
 
 def default_out_dir(source: str | Path) -> Path:
     return sibling_dir(source, "ported")
-
-
-def _load_input(path: str, macros: MacroTable) -> tuple[str, FileScan]:
-    return load_cuda(path, "port", macros)
 
 
 # --------------------------------------------------------------------------- translation
@@ -289,16 +155,9 @@ def _relative_name(header: Path, source_dir: Path, include_dirs: Sequence[str]) 
 def _translate(
     target: str, source: str, path: str, include_dirs: Sequence[str]
 ) -> tuple[Translation, dict[Path, Translation]]:
-    """The main translation and the local headers' translations (HIP only), keyed by input path."""
-    if target == "hip":
-        from porter.translate.hip import translate_hip_files
-
-        files = translate_hip_files(path, include_dirs=include_dirs)
-        main_key = next(iter(files))
-        return files[main_key], {k: v for k, v in files.items() if k != main_key}
-    from porter.translate.opencl import translate_to_opencl
-
-    return translate_to_opencl(source, path, include_dirs=include_dirs), {}
+    """The main translation and the local headers' translations (dialects that translate headers),
+    keyed by input path."""
+    return get_dialect(target).translate_files(source, path, include_dirs)
 
 
 def _write(path: Path, text: str, inputs: set[Path]) -> None:
@@ -329,7 +188,7 @@ def _squash(text: str) -> str:
 
 def _instances(scan: FileScan, source: str, by_target: dict[str, Translation]) -> list[_Instance]:
     """Every kernel, one entry per template instantiation launched with known arguments."""
-    from porter.translate.opencl_launch import instance_name, template_instantiations
+    from porter.backends.opencl.launch import instance_name, template_instantiations
 
     templated = [k.name for k in scan.kernels if k.template_params]
     found = template_instantiations(source, scan.launches, templated).found if templated else {}
@@ -535,7 +394,7 @@ def prune_kernels(text: str, drop: Sequence[str], macros: MacroTable | None = No
     stop the emulator or a compiler before it reaches the kernel under test."""
     if not drop:
         return text
-    from porter.grammars import parser
+    from porter.grammars import parse
     from porter.scan import scan_source
 
     data = text.encode("utf-8")
@@ -543,7 +402,7 @@ def prune_kernels(text: str, drop: Sequence[str], macros: MacroTable | None = No
     ranges = [
         (k.start_byte, k.end_byte) for k in scan.kernels if k.name in drop and k.end_byte > k.start_byte
     ]
-    root = parser("cuda").parse(data).root_node
+    root = parse("cuda", data).root_node
     for node in root.children:
         if node.type != "declaration":
             continue
@@ -565,30 +424,29 @@ def _devices(backend: str) -> list[Device]:
 
 
 def _compile_archs(target: str) -> list[str]:
-    archs = [str(a) for a in settings()[target].get("compile_archs", [])]
-    if target != "hip" or not archs:
-        return archs
-    try:
-        from porter.backends.hip import amd
-    except ImportError:
-        return []
-    return [a for a in archs if amd.compilers_for(a)]
+    """The archs the backends running `target` compile its variants for here without such a device."""
+    archs: list[str] = []
+    for b in runners(target):
+        try:
+            found = get_backend(b).compile_archs()
+        except Exception:  # noqa: BLE001 - a backend that cannot be imported compiles for nothing here
+            continue
+        archs.extend(a for a in found if a not in archs)
+    return archs
 
 
 def _lacking(target: str, device: Device, requires: Sequence[str]) -> list[str]:
     """What of `requires` `device` lacks (backends without requirements lack nothing)."""
     if not requires:
         return []
-    check = getattr(get_backend(target), "missing_requirements", None)
-    return list(check(device, requires)) if check is not None else []
+    return list(get_backend(target).missing_requirements(device, requires))
 
 
 def _needs_reason(
     target: str, kernel: str, device: Device, requires: Sequence[str], lacks: Sequence[str]
 ) -> str:
     """ "reduce_sum needs relative sub-group shuffles, 32-wide sub-groups (...); <device> has none"."""
-    describe = getattr(get_backend(target), "describe_requirements", None)
-    words: Callable[[Sequence[str]], str] = describe if describe is not None else ", ".join
+    words: Callable[[Sequence[str]], str] = get_backend(target).describe_requirements
     tail = "has none of them" if set(lacks) >= set(requires) else f"lacks {words(lacks)}"
     return f"{kernel} needs {words(requires)}; {device.label} {tail}"
 
@@ -596,78 +454,17 @@ def _needs_reason(
 def _device_options(target: str, device: Device, requires: Sequence[str]) -> tuple[str, ...]:
     if not requires:
         return ()
-    options = getattr(get_backend(target), "requirement_options", None)
-    return tuple(options(device, requires)) if options is not None else ()
+    return tuple(get_backend(target).requirement_options(device, requires))
 
 
 def _run_devices(target: str) -> list[Device]:
     devices: list[Device] = []
-    for b in settings()[target]["runners"]:
-        devices.extend(d for d in _devices(str(b)) if d not in devices)
+    for b in runners(target):
+        devices.extend(d for d in _devices(b) if d not in devices)
     return devices
 
 
 # --------------------------------------------------------------------------- the model (--model)
-
-
-def _opencl_signature(kernel: Kernel, tk: TranslatedKernel, translated: str) -> tuple[str, ...]:
-    """The parameters the OpenCL kernel `tk.entry` must take: as the rule-based translation wrote them
-    when it did, else the original's parameters in OpenCL spelling plus the added arguments."""
-    from porter.llm.loop import strip_comments
-
-    found = opencl_params(strip_comments(translated), tk.entry)
-    if found is not None:
-        return tuple(found)
-    slots: Sequence[int | None] = tk.arg_map or tuple(range(len(kernel.params)))
-    extras = iter(tk.extra_args)
-    out: list[str] = []
-    for slot in slots:
-        if slot is None:
-            extra = next(extras, {})
-            symbol = str(extra.get("symbol", f"arg{len(out)}"))
-            shared = next((a for a in kernel.shared if a.name == symbol), None)
-            elem = shared.type if shared is not None else str(extra.get("type", "char"))
-            space = "__constant" if extra.get("kind") == "constant" else "__local"
-            out.append(f"{space} {elem}* {symbol}")
-            continue
-        p = kernel.params[slot]
-        if p.pointer:
-            base = " ".join(
-                w for w in p.type.replace("*", " ").split() if w not in ("const", "volatile", "__restrict__")
-            )
-            out.append(f"__global {'const ' if p.const else ''}{base}* {p.name}")
-        else:
-            out.append(f"{p.type} {p.name}")
-    return tuple(out)
-
-
-def _constraints(
-    target: str, entry: str, signature: Sequence[str], tk: TranslatedKernel, lacking: bool
-) -> str:
-    if target != "opencl":
-        return (
-            f"keep the kernel name `{entry}` and the original's parameters (names, types, order); HIP C++ "
-            "device code only, including `hip/hip_runtime.h` if you need it."
-        )
-    lines = [f"The kernel must be exactly `__kernel void {entry}({', '.join(signature)})`."]
-    for extra in tk.extra_args:
-        symbol = extra.get("symbol", "")
-        if extra.get("kind") == "local":
-            lines.append(
-                f"`{symbol}` is a `__local` buffer of the launch's dynamic shared memory size (the "
-                "original's `extern __shared__` array), sized by the launch exactly as in the original."
-            )
-        elif extra.get("kind") == "constant":
-            lines.append(
-                f"`{symbol}` holds the original's `__constant__` data, passed as a `__constant` pointer."
-            )
-    if lacking:
-        lines.append(
-            "It must run on OpenCL 1.2 devices without sub-groups: no sub-group or warp functions, no "
-            "extensions, no `__attribute__` on the kernel; use `__local` memory and barriers."
-        )
-    lines.append("The code block is compiled on its own as a .cl file: no `#include`, no host code.")
-    return " ".join(lines)
 
 
 def _add_totals(a: Totals, b: Totals) -> Totals:
@@ -802,7 +599,8 @@ class _ModelPort:
         from porter.scan.extract import device_code
         from porter.workflows.optimize import hardware_fields
 
-        suffix = str(settings()[target]["suffix"])
+        target_dialect = get_dialect(target)
+        suffix = target_dialect.suffix
         provenance = f"llm:{self.model}"
         label = f"{inst.name}: {target}"
         if not devices:
@@ -816,7 +614,7 @@ class _ModelPort:
                 for d in devices
             ]
         entry = tk.entry or kernel.name
-        signature = _opencl_signature(kernel, tk, translated) if target == "opencl" else ()
+        signature = target_dialect.model_signature(kernel, tk, translated)
         out_arg = next((a for a in spec.args if a.role is not Role.SCALAR and a.role is not Role.IN), None)
         ctx = PromptContext(
             kernel=kernel,
@@ -829,9 +627,9 @@ class _ModelPort:
             hazards=scan.hazards,
             trials=options.trials,
             rtol=f"{tolerance_for(out_arg.dtype if out_arg else 'float32', spec).rtol:g}",
-            constraints=_constraints(target, entry, signature, tk, lacking),
+            constraints=target_dialect.model_constraints(entry, signature, tk, lacking),
             untranslatable=why,
-            original_includes=includes(original_text) if target == "hip" else (),
+            original_includes=includes(original_text) if target_dialect.single_source else (),
             entry=entry,
             signature=signature,
         )
@@ -1193,9 +991,10 @@ class _Recorder:
         _write(self.out_dir / REPORT_NAME, redact(text), self.inputs)
 
 
+@reads_once
 def port_file(
     path: str,
-    targets: Sequence[str] = ("hip", "opencl"),
+    targets: Sequence[str] | None = None,  # None: every translation target
     *,
     include_dirs: Sequence[str] = (),
     out_dir: str | None = None,
@@ -1223,7 +1022,7 @@ def port_file(
     its rows that still hold for these inputs are kept, the rest is done again; ``fresh`` ignores it."""
     say = progress or (lambda _msg: None)
     options = options or ValidateOptions()
-    targets = parse_targets(list(targets))
+    targets = parse_targets(list(known_targets() if targets is None else targets))
     if model is not None:
         if translate_only:
             raise UsageError("--model validates the model's translations; it cannot go with --translate-only")
@@ -1234,8 +1033,8 @@ def port_file(
     for d in include_dirs:
         if not Path(d).is_dir():
             raise UsageError("include directory not found (-I)", path=str(d))
-    macros = qualifier_macros(path, include_dirs)
-    source, scan = _load_input(path, macros)
+    unit = load(path, "port", include_dirs)
+    macros, source, scan = unit.macros, unit.text, unit.scan
     src_path = Path(path)
     out = Path(out_dir) if out_dir is not None else default_out_dir(src_path)
     check_out_dir(out, src_path, "port")  # before any work: a usable folder, never one of the user's
@@ -1268,7 +1067,7 @@ def port_file(
 
     inputs = {src_path.resolve(), *(h.resolve() for hs in headers.values() for h in hs)}
 
-    from porter.translate.hip import local_includes
+    from porter.backends.hip.translate import local_includes
 
     inputs |= {h.resolve() for h in local_includes(source, path, include_dirs)}
     report = PortReport(
@@ -1278,7 +1077,7 @@ def port_file(
     src_dir = src_path.resolve().parent
     planned = [out / REPORT_NAME, out / DIAGNOSTICS_NAME]
     for target in targets:
-        planned.append(out / f"{src_path.stem}{settings()[target]['suffix']}")
+        planned.append(out / f"{src_path.stem}{get_dialect(target).suffix}")
         planned.extend(out / _relative_name(h, src_dir, include_dirs) for h in headers[target])
     clash = next((p for p in planned if p.resolve() in inputs), None)
     if clash is not None:  # checked before anything is written
@@ -1289,14 +1088,14 @@ def port_file(
         _Recorder(report, out, inputs).save()
     for target in targets:
         tr = translations[target]
-        main = out / f"{src_path.stem}{settings()[target]['suffix']}"
+        main = out / f"{src_path.stem}{get_dialect(target).suffix}"
         _write(main, tr.text, inputs)
         for header, htr in headers[target].items():
             _write(out / _relative_name(header, src_dir, include_dirs), htr.text, inputs)
             report.diagnostics.extend(htr.diagnostics)
         report.diagnostics.extend(tr.diagnostics)
         report.outputs[target] = str(main)
-        if target == "hip":
+        if get_dialect(target).single_source:
             variant_source = tr.text  # pruned and reduced to device code below
             dirs = (str(out.resolve()), str(src_dir), *(str(Path(d).resolve()) for d in include_dirs))
         else:
@@ -1323,18 +1122,23 @@ def port_file(
     run_devices = {t: ([] if translate_only else _run_devices(t)) for t in targets}
     archs = {t: ([] if translate_only else _compile_archs(t)) for t in targets}
     ref_devices = tuple(
-        d for b in ("cuda", "cpu") for d in ([] if translate_only else _devices(b)) if d.kind != "checker"
+        d
+        for b in runners(SOURCE_DIALECT)
+        for d in ([] if translate_only else _devices(b))
+        if d.kind != "checker"
     )
 
     originals = _Units(source, _untranslatable(instances, translations, targets), macros)
-    if "hip" in written:
-        # only what HIP cannot build leaves the HIP unit: a kernel OpenCL C cannot take (a C++
+    units: dict[str, _SharedUnit] = {}  # single-source targets (HIP): the translated file's device code
+    for t, w in list(written.items()):
+        if not get_dialect(t).single_source:
+            continue
+        # only what this target cannot build leaves its unit: a kernel OpenCL C cannot take (a C++
         # template type) still has its HIP variant validated
-        hip = written["hip"]
-        hip_drop = _untranslatable(instances, translations, ["hip"])
-        written["hip"] = replace(hip, source=_device_unit(hip.source, hip_drop, macros))
+        drop = _untranslatable(instances, translations, [t])
+        written[t] = replace(w, source=_device_unit(w.source, drop, macros))
         # each kernel alone, for when a construct of one stops the compiler for all
-        hip_unit = _SharedUnit(hip.source, [i.base for i in instances if i.base not in hip_drop], macros)
+        units[t] = _SharedUnit(w.source, [i.base for i in instances if i.base not in drop], macros)
     ref_options = CompileOptions(include_dirs=(str(src_dir), *(str(Path(d).resolve()) for d in include_dirs)))
     asker = (
         _ModelPort(
@@ -1505,8 +1309,8 @@ def port_file(
                     continue
                 say(f"{inst.name}: compiling {target} for {arch}")
                 arch_opts = replace(opts, compile=replace(opts.compile, arch=arch))
-                if target == "hip":
-                    verdict = hip_unit.compile(variant, spec, arch_opts, target, f"{target}:{arch}")
+                if target in units:
+                    verdict = units[target].compile(variant, spec, arch_opts, target, f"{target}:{arch}")
                 else:
                     verdict = compile_only(variant, spec, arch_opts, backend=target)
                 if verdict is not None:
@@ -1529,8 +1333,8 @@ def port_file(
                     continue
                 say(f"{inst.name}: validating {target} on {device.label}")
                 on_device = replace(variant, options=_device_options(target, device, tk.requires))
-                if target == "hip":
-                    verdicts = hip_unit.validate(on_device, spec, reference, device, opts)
+                if target in units:
+                    verdicts = units[target].validate(on_device, spec, reference, device, opts)
                 else:
                     verdicts = validate(on_device, spec, reference, [device], opts)
                 for verdict in verdicts:
@@ -1549,8 +1353,8 @@ def port_file(
                 for row in ask(inst, target, tk, spec, lacking, why, True, opts):
                     recorder.add(result, row)
             if not run_devices[target] and not archs[target] and not keep(result, target, [target]):
-                if target == "hip":
-                    verdict = hip_unit.compile(variant, spec, opts, target, target)
+                if target in units:
+                    verdict = units[target].compile(variant, spec, opts, target, target)
                 else:
                     verdict = compile_only(variant, spec, opts, backend=target)
                 if verdict is None:
@@ -1599,9 +1403,10 @@ class PlannedKernel:
         return replace(base, flags=(*base.flags, *extra)) if extra else base
 
 
+@reads_once
 def plan_variants(
     path: str,
-    targets: Sequence[str] = ("hip", "opencl"),
+    targets: Sequence[str] | None = None,  # None: every translation target
     *,
     include_dirs: Sequence[str] = (),
     out_dir: str,
@@ -1609,12 +1414,12 @@ def plan_variants(
     """Translate (writing to ``out_dir``) and return every kernel's variants without running them,
     for benchmark scripts that time the original beside its ported variants."""
     report = port_file(path, targets, include_dirs=include_dirs, out_dir=out_dir, translate_only=True)
-    macros = qualifier_macros(path, include_dirs)
-    source, scan = _load_input(path, macros)
+    unit = load(path, "port", include_dirs)
+    macros, source, scan = unit.macros, unit.text, unit.scan
     translations = {t: _translate(t, source, path, include_dirs)[0] for t in report.targets}
     instances = _instances(scan, source, translations)
     originals = _Units(source, _untranslatable(instances, translations, report.targets), macros)
-    hip_drop = _untranslatable(instances, translations, ["hip"]) if "hip" in translations else []
+    drops = {t: _untranslatable(instances, translations, [t]) for t in translations}
 
     src_dir = Path(path).resolve().parent
     inc = tuple(str(Path(d).resolve()) for d in include_dirs)
@@ -1636,7 +1441,8 @@ def plan_variants(
                 continue
             requires[t] = tuple(tk.requires)
             text = Path(report.outputs[t]).read_text(encoding="utf-8")
-            src = _device_unit(text, hip_drop, macros) if t == "hip" else text
+            single_source = get_dialect(t).single_source
+            src = _device_unit(text, drops[t], macros) if single_source else text
             variants[t] = Variant(
                 kernel=inst.base,
                 target=t,
@@ -1647,7 +1453,7 @@ def plan_variants(
                 arg_map=tk.arg_map or None,  # type: ignore[arg-type]
                 extra_args=tk.extra_args,
             )
-            dirs = (str(Path(out_dir).resolve()), str(src_dir), *inc) if t == "hip" else ()
+            dirs = (str(Path(out_dir).resolve()), str(src_dir), *inc) if single_source else ()
             options[t] = CompileOptions(include_dirs=dirs)
         original = Variant(
             kernel=inst.base,
@@ -1657,7 +1463,7 @@ def plan_variants(
             provenance="original",
             path=path,
         )
-        ref_devices = tuple(d for b in ("cuda", "cpu") for d in _devices(b) if d.kind != "checker")
+        ref_devices = tuple(d for b in runners(SOURCE_DIALECT) for d in _devices(b) if d.kind != "checker")
         reference = Reference(
             original=original, devices=ref_devices, options=CompileOptions(include_dirs=(str(src_dir), *inc))
         )

@@ -25,10 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from porter.errors import UsageError
+from porter.results import SCHEMAS
 
 REPORT_NAME = "report.json"
-# The "schema" field of each command's report.json (reports written before it are recognised by shape).
-SCHEMAS = {"port": "porter-port-report/1", "optimize": "porter-optimize-report/1"}
 _LEGACY_FIELDS = {
     "port": ("source", "kernels", "targets", "complete", "exit_code"),
     "optimize": ("source", "kernels", "model", "attempts", "exit_code"),
@@ -81,16 +80,6 @@ def toolchain_of(backend: str, device: Any = None, arch: str | None = None) -> s
     except Exception:  # noqa: BLE001 - an unknown toolchain only means nothing is reused
         return None
     return f"{found}|{backend_fingerprint(backend)}" if found else None
-
-
-def file_digest(path: str | Path) -> str:
-    """sha256 of a file's bytes, "" when there is no such file."""
-    if not path:
-        return ""
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return ""
 
 
 # --------------------------------------------------------------------------- files
@@ -188,15 +177,10 @@ def _create(resolved: Path, out: Path) -> None:
 # --------------------------------------------------------------------------- optimize's evaluations
 
 
-def code_sha(code: str | None) -> str:
-    """The key of a candidate's code (what the loop's evaluation of it depends on, besides the inputs)."""
-    return hashlib.sha256((code or "").encode("utf-8")).hexdigest()
-
-
 def evaluation_from_json(doc: Mapping[str, Any]) -> Any:
-    """An :class:`porter.llm.loop.Evaluation` back from its report.json form (``to_jsonable`` of it);
+    """An :class:`porter.llm.records.Evaluation` back from its report.json form (``to_jsonable`` of it);
     TypeError / KeyError / ValueError when the document is not one."""
-    from porter.llm.loop import Evaluation
+    from porter.llm.records import Evaluation
     from porter.model import Status, Timing, Verdict
 
     def verdict(v: Mapping[str, Any]) -> Verdict:

@@ -1,4 +1,5 @@
-"""What every workflow does first with the user's CUDA file, written once."""
+"""Helpers the workflows share: default output folders, the macro table, include lists (the input
+itself is read by :func:`porter.source.load`)."""
 
 from __future__ import annotations
 
@@ -6,32 +7,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from porter.errors import UsageError
-from porter.files import read_input
-from porter.model import FileScan
 from porter.scan.macros import MacroTable
-
-
-def load_cuda(path: str, command: str, macros: MacroTable | None = None) -> tuple[str, FileScan]:
-    """The text and scan of one CUDA source with at least one kernel; UsageError (exit 2) otherwise.
-    ``macros``: the macro table (:func:`qualifier_macros`) when the caller has it."""
-    from porter.scan import language_for, scan_file
-
-    p = Path(path)
-    if p.is_dir():
-        raise UsageError(f"is a directory; porter {command} takes one CUDA source file", path=path)
-    scan = scan_file(path, macros=macros)  # UsageError for a missing, unreadable or binary file
-    raw = read_input(path)
-    if language_for(path, raw) != "cuda" or scan.language != "cuda":
-        raise UsageError("not a CUDA source (expected a .cu/.cuh file, or C++ with CUDA kernels)", path=path)
-    if not scan.kernels:
-        first = scan.warnings[0] if scan.warnings else None
-        if first is not None:
-            raise UsageError(
-                f"no __global__ kernel found (parse error: {first.message})", path=path, line=first.line
-            )
-        raise UsageError("no __global__ kernel found", path=path)
-    return raw.decode("utf-8"), scan
 
 
 def qualifier_macros(path: str | Path, include_dirs: Sequence[str | Path] = ()) -> MacroTable:

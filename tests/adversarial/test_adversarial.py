@@ -107,6 +107,7 @@ def test_every_listed_defect_is_planted():
 
 
 @pytest.mark.parametrize(("fam", "defect"), CU_CASES, ids=_ids(CU_CASES))
+@pytest.mark.integration
 def test_cuda_on_the_cpu_emulator(fam, defect):
     emu = _emulator()
     if emu is None:
@@ -119,6 +120,7 @@ def test_cuda_on_the_cpu_emulator(fam, defect):
 
 
 @pytest.mark.parametrize(("fam", "defect"), CL_CASES, ids=_ids(CL_CASES))
+@pytest.mark.integration
 def test_opencl_on_every_opencl_device_and_oclgrind(fam, defect):
     emu = _emulator()
     devices = _devices("opencl", {"cpu", "gpu", "checker"})

@@ -22,7 +22,10 @@ from porter.backends import (
 from porter.backends.cpu import CpuBackend, CpuProgram, asan_environment, warp_size_for
 from porter.backends.cpu.source import blank_comments_and_strings, rewrite_shared
 
-pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed"),
+]
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,10 @@ from porter.backends.cpu import CpuBackend, CpuProgram
 
 from porter.scan.extract import device_code
 
-pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed"),
+]
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "cuda"
 SEEDS = (11, 12345)

@@ -8,7 +8,10 @@ import shutil
 import pytest
 from porter.backends import CompileError, CompileOptions, get_backend
 
-pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ missing")
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(shutil.which("g++") is None, reason="g++ missing"),
+]
 
 UNTRUSTED = CompileOptions(untrusted=True)
 KERNEL = "__global__ void k(float* a) { HOST a[0] = 1; }\n"

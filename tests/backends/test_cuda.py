@@ -75,6 +75,7 @@ def cuda() -> CudaBackend:
     return be
 
 
+@pytest.mark.integration
 def test_availability_and_no_devices_without_gpu(cuda: CudaBackend) -> None:
     avail = cuda.availability()
     assert isinstance(avail, Availability)
@@ -95,6 +96,7 @@ def test_availability_and_no_devices_without_gpu(cuda: CudaBackend) -> None:
         ("block_sum<256>", "_Z9block_sumILi256EEvPKfPfi"),
     ],
 )
+@pytest.mark.integration
 def test_nvrtc_cubin_with_report(cuda: CudaBackend, arch: str, entry: str, lowered: str) -> None:
     binary = cuda.compile(SOURCE, entry, CompileOptions(arch=arch))
     assert binary.format == "cubin" and binary.arch == arch and binary.backend == "cuda"
@@ -109,6 +111,7 @@ def test_nvrtc_cubin_with_report(cuda: CudaBackend, arch: str, entry: str, lower
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.integration
 def test_nvrtc_ptx_has_entry_and_no_report(cuda: CudaBackend, arch: str) -> None:
     binary = cuda.compile(SOURCE, "axpby<double>", CompileOptions(arch=arch, output="ptx"))
     text = binary.data.decode()
@@ -120,6 +123,7 @@ def test_nvrtc_ptx_has_entry_and_no_report(cuda: CudaBackend, arch: str) -> None
     assert asked.report is not None and asked.report.registers
 
 
+@pytest.mark.integration
 def test_spills_are_parsed(cuda: CudaBackend) -> None:
     binary = cuda.compile(SPILLY, "spilly", CompileOptions(arch="sm_90", flags=("--maxrregcount=32",)))
     report = binary.report
@@ -129,6 +133,7 @@ def test_spills_are_parsed(cuda: CudaBackend) -> None:
     assert report.stack_bytes is not None and report.stack_bytes > 0
 
 
+@pytest.mark.integration
 def test_compile_error_carries_log_and_numbered_source(cuda: CudaBackend) -> None:
     bad = 'extern "C" __global__ void k(float* x)\n{\n    x[0] = not_declared;\n}\n'
     with pytest.raises(CompileError) as info:
@@ -140,11 +145,13 @@ def test_compile_error_carries_log_and_numbered_source(cuda: CudaBackend) -> Non
     assert "3 |     x[0] = not_declared;" in str(err)
 
 
+@pytest.mark.integration
 def test_unknown_template_entry_is_a_compile_error(cuda: CudaBackend) -> None:
     with pytest.raises(CompileError):
         cuda.compile(SOURCE, "no_such_kernel<int>", CompileOptions(arch="sm_90"))
 
 
+@pytest.mark.integration
 def test_toolchain_id_differs_per_arch_and_names_compiler(cuda: CudaBackend) -> None:
     ids = {arch: cuda.toolchain_id(arch=arch) for arch in ("sm_80", "sm_90", "sm_90a")}
     assert len(set(ids.values())) == 3
@@ -153,6 +160,7 @@ def test_toolchain_id_differs_per_arch_and_names_compiler(cuda: CudaBackend) -> 
     assert binary.toolchain == ids["sm_80"]
 
 
+@pytest.mark.integration
 def test_defines_and_include_dirs(cuda: CudaBackend, tmp_path) -> None:
     (tmp_path / "scale.h").write_text("#define SCALE_BY(x) ((x) * FACTOR)\n")
     src = '#include "scale.h"\nextern "C" __global__ void s(float* x) { x[threadIdx.x] = SCALE_BY(x[threadIdx.x]); }\n'
@@ -164,6 +172,7 @@ def test_defines_and_include_dirs(cuda: CudaBackend, tmp_path) -> None:
         cuda.compile(src, "s", CompileOptions(arch="sm_90", defines=("FACTOR=3.0f",)))
 
 
+@pytest.mark.integration
 def test_nvcc_path(cuda: CudaBackend) -> None:
     if "nvcc" not in cuda.compilers():
         pytest.skip("nvcc not installed")
@@ -208,6 +217,7 @@ def test_ptxas_parser_on_a_multi_kernel_log() -> None:
     assert ptxas.parse_report("no report here") is None
 
 
+@pytest.mark.integration
 def test_runtime_calls_without_gpu_fail_as_data_not_crashes(cuda: CudaBackend) -> None:
     if cuda.devices():
         pytest.skip("a GPU is present")

@@ -64,6 +64,7 @@ def hip() -> HipBackend:
     return be
 
 
+@pytest.mark.integration
 def test_devices_is_empty_here_and_never_raises(hip: HipBackend) -> None:
     devices = hip.devices()
     avail = hip.availability()
@@ -82,6 +83,7 @@ def _need(arch: str) -> None:
 @pytest.mark.parametrize(
     ("arch", "compiler"), [("gfx90a", "hipcc"), ("gfx940", "hipcc"), ("gfx942", "clang")]
 )
+@pytest.mark.integration
 def test_amd_code_object_with_resource_report(hip: HipBackend, arch: str, compiler: str) -> None:
     _need(arch)
     binary = hip.compile(HIP_SOURCE, "reduce_sum", CompileOptions(arch=arch))
@@ -98,6 +100,7 @@ def test_amd_code_object_with_resource_report(hip: HipBackend, arch: str, compil
 
 
 @pytest.mark.parametrize("arch", ["gfx90a", "gfx942"])
+@pytest.mark.integration
 def test_amd_template_entry_is_lowered(hip: HipBackend, arch: str) -> None:
     _need(arch)
     binary = hip.compile(HIP_SOURCE, "axpby<float>", CompileOptions(arch=arch))
@@ -105,6 +108,7 @@ def test_amd_template_entry_is_lowered(hip: HipBackend, arch: str) -> None:
     assert b"_Z5axpbyIfEviT_PKS0_S0_PS0_" in binary.data
 
 
+@pytest.mark.integration
 def test_amd_compile_error_has_log_and_numbered_source(hip: HipBackend) -> None:
     _need("gfx90a")
     bad = "__global__ void k(float* x)\n{\n    x[0] = hipThreadIdx_x + missing;\n}\n"
@@ -115,6 +119,7 @@ def test_amd_compile_error_has_log_and_numbered_source(hip: HipBackend) -> None:
     assert err.source == bad and "3 |     x[0] = hipThreadIdx_x + missing;" in str(err)
 
 
+@pytest.mark.integration
 def test_amd_toolchain_ids_differ_per_arch(hip: HipBackend) -> None:
     ids = {arch: hip.toolchain_id(arch=arch) for arch in ("gfx90a", "gfx940", "gfx942", "sm_90")}
     assert len(set(ids.values())) == 4
@@ -134,6 +139,7 @@ def on_cuda(hip: HipBackend) -> HipBackend:
 
 
 @pytest.mark.parametrize("entry", ["reduce_sum", "vote", "histo", "axpby<double>"])
+@pytest.mark.integration
 def test_hip_on_cuda_header_compiles_hip_device_code(on_cuda: HipBackend, entry: str) -> None:
     binary = on_cuda.compile(HIP_SOURCE, entry, CompileOptions(arch="sm_90"))
     assert binary.backend == "hip" and binary.format == "cubin" and binary.meta["platform"] == HIP_ON_CUDA
@@ -142,6 +148,7 @@ def test_hip_on_cuda_header_compiles_hip_device_code(on_cuda: HipBackend, entry:
     assert binary.data[:4] == b"\x7fELF"
 
 
+@pytest.mark.integration
 def test_hip_on_cuda_without_explicit_include_and_with_hip_macros(on_cuda: HipBackend) -> None:
     src = (
         "#if !defined(__HIP_PLATFORM_NVIDIA__) || !defined(__HIPCC__)\n#error not hip-on-cuda\n#endif\n"
@@ -151,6 +158,7 @@ def test_hip_on_cuda_without_explicit_include_and_with_hip_macros(on_cuda: HipBa
     assert ".entry h(" in binary.data.decode()
 
 
+@pytest.mark.integration
 def test_hip_on_cuda_error_keeps_user_line_numbers(on_cuda: HipBackend) -> None:
     bad = "__global__ void k(float* x)\n{\n    x[0] = hipBlockDim_x + missing;\n}\n"
     with pytest.raises(CompileError) as info:
@@ -158,6 +166,7 @@ def test_hip_on_cuda_error_keeps_user_line_numbers(on_cuda: HipBackend) -> None:
     assert "kernel.hip(3)" in info.value.log and info.value.source == bad and info.value.backend == "hip"
 
 
+@pytest.mark.integration
 def test_hip_on_cuda_with_nvcc(on_cuda: HipBackend) -> None:
     if "nvcc" not in on_cuda._cuda.compilers():
         pytest.skip("nvcc not installed")

@@ -36,6 +36,7 @@ def _gone(pid: int) -> bool:
 # ------------------------------------------------------------------------------- the mechanism
 
 
+@pytest.mark.integration
 def test_timeout_kills_the_whole_process_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # the fallback without namespaces: the process group alone must take the grandchild down (the
     # wrapper writes its pid outside the scratch folder, so the file-system layer is off too)
@@ -63,6 +64,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path, monkeypatch: pyte
 
 
 @pytest.mark.parametrize("how", ["direct", "through-a-shell"])
+@pytest.mark.integration
 def test_signal_is_reported_as_crash(how: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # bubblewrap reports a signal as 128 + n like a shell; this checks what porter itself sees
     monkeypatch.setenv("PORTER_SANDBOX_DISABLE", "bubblewrap")
@@ -75,6 +77,7 @@ def test_signal_is_reported_as_crash(how: str, monkeypatch: pytest.MonkeyPatch) 
     assert result.returncode == (-signal.SIGSEGV if how == "direct" else 128 + signal.SIGSEGV)
 
 
+@pytest.mark.integration
 def test_exit_without_result_is_a_crash_with_output() -> None:
     job = Job(backend="cpu", source="", entry="k", wrapper=("sh", "-c", "echo dying words >&2; exit 3", "sh"))
     result = run_job(job, timeout_s=30)
@@ -83,6 +86,7 @@ def test_exit_without_result_is_a_crash_with_output() -> None:
     assert "dying words" in result.log
 
 
+@pytest.mark.integration
 def test_missing_wrapper_is_data() -> None:
     result = run_job(
         Job(backend="cpu", source="", entry="k", wrapper=("/nonexistent/checker",)), timeout_s=30
@@ -91,6 +95,7 @@ def test_missing_wrapper_is_data() -> None:
     assert "/nonexistent/checker" in result.log
 
 
+@pytest.mark.integration
 def test_unknown_backend_is_unavailable() -> None:
     result = run_job(Job(backend="no-such-backend", source="", entry="k"), timeout_s=60)
     assert (result.ok, result.stage) == (False, "unavailable")
@@ -104,6 +109,7 @@ def test_unpicklable_job_is_data() -> None:
     assert "child" in result.error
 
 
+@pytest.mark.integration
 def test_probe_of_unknown_backend_never_raises() -> None:
     found = probe_backend("no-such-backend", timeout_s=60)
     assert (found.compile, found.run) == (False, False)
@@ -205,6 +211,7 @@ def precompile(j: Job) -> JobResult:
 
 
 @pytest.mark.parametrize("name", ["cpu", "opencl"])
+@pytest.mark.integration
 def test_normal_job_fresh_buffers_each_run(name: str) -> None:
     device = running_device(name)
     n = 100
@@ -235,6 +242,7 @@ def test_normal_job_fresh_buffers_each_run(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["cpu", "opencl"])
+@pytest.mark.integration
 def test_timing_returns_times(name: str) -> None:
     device = running_device(name)
     n = 64
@@ -247,6 +255,7 @@ def test_timing_returns_times(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["cpu", "opencl"])
+@pytest.mark.integration
 def test_infinite_loop_times_out_cleanly(name: str) -> None:
     device = running_device(name)
     y = np.zeros(32, dtype=np.float32)
@@ -266,6 +275,7 @@ def test_infinite_loop_times_out_cleanly(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["cpu", "opencl"])
+@pytest.mark.integration
 def test_wild_pointer_write_is_a_crash_with_the_signal(name: str) -> None:
     device = running_device(name)
     y = np.ones(32, dtype=np.float32)
@@ -276,6 +286,7 @@ def test_wild_pointer_write_is_a_crash_with_the_signal(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["cpu", "opencl"])
+@pytest.mark.integration
 def test_compile_error_is_stage_compile_with_the_log(name: str) -> None:
     device = running_device(name)
     result = run_job(job(name, "broken", device, (np.ones(32, dtype=np.float32),)), timeout_s=300)
@@ -284,6 +295,7 @@ def test_compile_error_is_stage_compile_with_the_log(name: str) -> None:
     assert result.outputs == []
 
 
+@pytest.mark.integration
 def test_no_cache_environment_reaches_the_child(
     monkeypatch: pytest.MonkeyPatch, _private_cache: Path
 ) -> None:
@@ -301,6 +313,7 @@ def test_no_cache_environment_reaches_the_child(
 
 
 @pytest.mark.parametrize("name", ["cuda", "hip"])
+@pytest.mark.integration
 def test_compile_only_job(name: str) -> None:
     try:
         found = get_backend(name).availability()
@@ -321,6 +334,7 @@ def test_compile_only_job(name: str) -> None:
     assert broken.stage == "compile" and "undeclared_identifier" in broken.log
 
 
+@pytest.mark.integration
 def test_out_of_memory_is_reported_and_porter_carries_on() -> None:
     device = running_device("opencl")
     if device.kind != "cpu":
@@ -338,6 +352,7 @@ def test_out_of_memory_is_reported_and_porter_carries_on() -> None:
     assert ok.ok, ok.error
 
 
+@pytest.mark.integration
 def test_construct_the_emulator_refuses_is_stage_emulate() -> None:
     device = running_device("cpu")
     y = np.ones(32, dtype=np.float32)

@@ -100,6 +100,7 @@ def kinds(findings: list[Finding]) -> set[str]:
 
 
 @needs_oclgrind
+@pytest.mark.integration
 def test_out_of_bounds_write_is_found(tmp_path):
     _, log, stderr = run_under_oclgrind(tmp_path, OUT_OF_BOUNDS, "past_end")
     findings = parse_oclgrind_log(log + stderr)
@@ -110,6 +111,7 @@ def test_out_of_bounds_write_is_found(tmp_path):
 
 
 @needs_oclgrind
+@pytest.mark.integration
 def test_uninitialized_local_read_is_found(tmp_path):
     _, log, stderr = run_under_oclgrind(tmp_path, UNINITIALIZED, "uninit_local")
     findings = parse_oclgrind_log(log + stderr)
@@ -119,6 +121,7 @@ def test_uninitialized_local_read_is_found(tmp_path):
 
 
 @needs_oclgrind
+@pytest.mark.integration
 def test_local_write_write_race_is_found(tmp_path):
     _, log, stderr = run_under_oclgrind(tmp_path, RACE, "local_race")
     findings = parse_oclgrind_log(log + stderr)
@@ -128,6 +131,7 @@ def test_local_write_write_race_is_found(tmp_path):
 
 
 @needs_oclgrind
+@pytest.mark.integration
 def test_clean_kernel_has_no_findings_and_the_checker_device_matches(tmp_path):
     result, log, stderr = run_under_oclgrind(tmp_path, CLEAN, "rotate")
     assert parse_oclgrind_log(log + stderr) == []
@@ -151,6 +155,7 @@ def test_clean_kernel_has_no_findings_and_the_checker_device_matches(tmp_path):
 @pytest.mark.parametrize(
     ("source", "entry", "expect"), [(OUT_OF_BOUNDS, "past_end", {"out-of-bounds"}), (CLEAN, "rotate", set())]
 )
+@pytest.mark.integration
 def test_checker_job_through_the_isolation_layer(tmp_path, source, entry, expect):
     from porter.backends.isolate import Job, LocalBuffer, run_job
 

@@ -100,6 +100,7 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+@pytest.mark.integration
 def test_probe_finds_pocl_cpu_device(backend, device):
     assert device.backend == "opencl"
     assert device.arch.startswith("opencl-") and device.arch.endswith("/cpu")
@@ -119,10 +120,11 @@ def test_probe_finds_pocl_cpu_device(backend, device):
 
 def test_dialect_is_data(backend):
     dialect = backend.dialect
-    assert dialect["qualifiers"]["local"] == "__local"
-    assert "barrier(CLK_LOCAL_MEM_FENCE)" in dialect["sync"]["barrier"]
+    assert dialect.qualifiers["local"] == "__local"
+    assert "barrier(CLK_LOCAL_MEM_FENCE)" in dialect.sync["barrier"]
 
 
+@pytest.mark.integration
 def test_saxpy(backend, device):
     n = 1000
     rng = np.random.default_rng(1)
@@ -137,6 +139,7 @@ def test_saxpy(backend, device):
     )  # fma may fuse
 
 
+@pytest.mark.integration
 def test_binary_is_device_code_and_reloads(backend, device):
     binary = backend.compile(SAXPY, "saxpy", CompileOptions(), device)
     assert isinstance(binary, Binary)
@@ -153,6 +156,7 @@ def test_binary_is_device_code_and_reloads(backend, device):
         np.testing.assert_array_equal(backend.to_host(d_y, np.float32, (n,)), 3 * x)
 
 
+@pytest.mark.integration
 def test_local_memory_reduction(backend, device):
     n, block = 5000, 128
     groups = ceil_div(n, block)
@@ -166,6 +170,7 @@ def test_local_memory_reduction(backend, device):
     np.testing.assert_allclose(partial, expect, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.integration
 def test_2d_launch(backend, device):
     rows, cols = 19, 37
     a = np.arange(rows * cols, dtype=np.float32).reshape(rows, cols)
@@ -178,6 +183,7 @@ def test_2d_launch(backend, device):
     np.testing.assert_array_equal(backend.to_host(d_out, np.float32, (cols, rows)), a.T)
 
 
+@pytest.mark.integration
 def test_integer_atomics(backend, device):
     n, nbins = 4096, 16
     values = np.random.default_rng(3).integers(0, nbins, n).astype(np.int32)
@@ -192,6 +198,7 @@ def test_integer_atomics(backend, device):
     assert backend.to_host(d_count, np.int32, (1,))[0] == n
 
 
+@pytest.mark.integration
 def test_float_double_and_integer_scalars(backend, device):
     n = 100
     prog = build(backend, device, SCALARS, "affine")
@@ -216,6 +223,7 @@ def test_float_double_and_integer_scalars(backend, device):
     )
 
 
+@pytest.mark.integration
 def test_defines_reach_the_compiler(backend, device):
     source = "__kernel void fill(__global int *y) { y[get_global_id(0)] = VALUE * SCALE; }"
     prog = build(backend, device, source, "fill", CompileOptions(defines=("VALUE=6", "SCALE=7")))
@@ -224,6 +232,7 @@ def test_defines_reach_the_compiler(backend, device):
     np.testing.assert_array_equal(backend.to_host(d_y, np.int32, (4,)), [42] * 4)
 
 
+@pytest.mark.integration
 def test_timed_launch_returns_device_milliseconds(backend, device):
     n = 1 << 16
     prog = build(backend, device, SAXPY, "saxpy")
@@ -236,6 +245,7 @@ def test_timed_launch_returns_device_milliseconds(backend, device):
     np.testing.assert_array_equal(backend.to_host(d_y, np.float32, (n,)), np.ones(n, np.float32))
 
 
+@pytest.mark.integration
 def test_compile_error_carries_log_and_numbered_source(backend, device):
     with pytest.raises(CompileError) as info:
         backend.compile(BROKEN, "broken", CompileOptions(defines=("X=1",)), device)
@@ -247,12 +257,14 @@ def test_compile_error_carries_log_and_numbered_source(backend, device):
     assert "4 |     y[i] = undefined_name + 1.0f;" in text
 
 
+@pytest.mark.integration
 def test_missing_entry_is_a_compile_error(backend, device):
     with pytest.raises(CompileError) as info:
         backend.compile(SAXPY, "no_such_kernel", CompileOptions(), device)
     assert "saxpy" in info.value.log
 
 
+@pytest.mark.integration
 def test_compile_without_device_uses_first_working_device(backend, device):
     binary = backend.compile(SAXPY, "saxpy")
     first = next(d for d in backend.devices() if d.kind != "checker")
@@ -260,6 +272,7 @@ def test_compile_without_device_uses_first_working_device(backend, device):
     assert binary.toolchain == backend.toolchain_id(None) == backend.toolchain_id(first)
 
 
+@pytest.mark.integration
 def test_toolchain_id_is_stable_and_names_the_device(backend, device):
     tid = backend.toolchain_id(device)
     assert tid == backend.toolchain_id(device)
@@ -267,6 +280,7 @@ def test_toolchain_id_is_stable_and_names_the_device(backend, device):
     assert "OpenCL C" in tid
 
 
+@pytest.mark.integration
 def test_launch_errors_are_launch_errors(backend, device):
     prog = build(backend, device, SAXPY, "saxpy")
     d_x = backend.to_device(np.ones(8, np.float32), device)
@@ -281,6 +295,7 @@ def test_launch_errors_are_launch_errors(backend, device):
         prog(d_x, d_x, np.float32(2), np.int32(8), grid=(1,), block=(too_big,))
 
 
+@pytest.mark.integration
 def test_memory_round_trips(backend, device):
     a = np.arange(24, dtype=np.int16).reshape(4, 6)[:, ::2]  # not contiguous
     buf = backend.to_device(a, device)
@@ -291,6 +306,7 @@ def test_memory_round_trips(backend, device):
         backend.to_host(buf, np.float64, (100,))
 
 
+@pytest.mark.integration
 def test_checker_device_needs_the_oclgrind_wrapper(backend):
     checker = [d for d in backend.devices() if d.kind == "checker"]
     if not checker:
@@ -303,6 +319,7 @@ def test_checker_device_needs_the_oclgrind_wrapper(backend):
         backend.compile(SAXPY, "saxpy", CompileOptions(), dev)
 
 
+@pytest.mark.integration
 def test_job_through_the_isolation_layer(backend, device):
     """The harness's path: compile, two runs on fresh buffers and timed launches in a child process."""
     from porter.backends.isolate import Job, TimingPlan, run_job

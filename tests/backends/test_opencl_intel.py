@@ -167,6 +167,7 @@ def runtime() -> Path:
     return found
 
 
+@pytest.mark.integration
 def test_pip_installed_runtime_is_a_device_with_32_wide_subgroups(runtime: Path, tmp_path: Path) -> None:
     found = _list_devices(tmp_path)
     assert found["vendors"].startswith(str(tmp_path / "cache")), found
@@ -186,12 +187,14 @@ def test_pip_installed_runtime_is_a_device_with_32_wide_subgroups(runtime: Path,
             assert "reqd_sub_group_size_32" not in other["supports"], other
 
 
+@pytest.mark.integration
 def test_turned_off_runtime_is_not_listed(runtime: Path, tmp_path: Path) -> None:
     found = _list_devices(tmp_path, PORTER_NO_INTEL_OCL="1")
     assert not any(d["platform"].startswith("Intel") for d in found["devices"]), found
     assert found["vendors"] == ""
 
 
+@pytest.mark.integration
 def test_turning_it_off_holds_in_a_child_of_a_registering_parent(runtime: Path, tmp_path: Path) -> None:
     # A porter parent registered the runtime and passed OCL_ICD_VENDORS down; the child opts out.
     registered = icd.build_vendors_dir(runtime, icd.existing_entries(""), tmp_path / "cache")

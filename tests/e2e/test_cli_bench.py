@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "samples" / "cuda" / "vector_add.cu"
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "samples" / "cuda"
 CONV = SAMPLES / "conv1d_constant.cu"

@@ -32,6 +32,7 @@ def doctor_json(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return json.loads(out.stdout)
 
 
+@pytest.mark.integration
 def test_json_schema(doctor_json: dict) -> None:
     assert set(doctor_json) == {"backends", "sandbox"}
     layers = doctor_json["sandbox"]["layers"]
@@ -56,6 +57,7 @@ def test_json_schema(doctor_json: dict) -> None:
             assert row["toolchain"]
 
 
+@pytest.mark.integration
 def test_json_agrees_with_the_backends(doctor_json: dict) -> None:
     """What the isolated probe reports is what each backend says in this process."""
     for row in doctor_json["backends"]:
@@ -69,6 +71,7 @@ def test_json_agrees_with_the_backends(doctor_json: dict) -> None:
         assert row["toolchain"] == found.toolchain
 
 
+@pytest.mark.integration
 def test_table(tmp_path: Path) -> None:
     out = porter("doctor", tmp_path=tmp_path)
     assert out.returncode == 0, out.stderr
@@ -77,6 +80,7 @@ def test_table(tmp_path: Path) -> None:
         assert word in out.stdout
 
 
+@pytest.mark.integration
 def test_no_cache_flag_is_global(tmp_path: Path) -> None:
     out = porter("--no-cache", "doctor", "--json", tmp_path=tmp_path)
     assert out.returncode == 0, out.stderr
@@ -84,6 +88,7 @@ def test_no_cache_flag_is_global(tmp_path: Path) -> None:
     assert "--no-cache" in porter("--help", tmp_path=tmp_path).stdout
 
 
+@pytest.mark.integration
 def test_unloadable_backend_gets_an_install_hint() -> None:
     report = doctor(names=("no-such-backend", "cpu"))
     broken = report.backends[0]

@@ -13,6 +13,8 @@ import pytest
 from fakes.llm_server import FakeLLMServer, Hang, Malformed, Text
 from fakes.programs import run_porter, vector_add_program
 
+pytestmark = pytest.mark.integration
+
 pytest.importorskip("anthropic")
 pytest.importorskip("openai")
 

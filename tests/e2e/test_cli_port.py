@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "samples" / "cuda"
 VARIANT_KEYS = ["target", "path", "status", "device", "max_rel_err", "trials", "reason"]
@@ -289,8 +291,7 @@ def test_warp_shuffles_validate_on_32_wide_subgroups_untranslatable_elsewhere(tm
     every other OpenCL device (PoCL, Oclgrind, NVIDIA); HIP validates on the emulator."""
     _need_runtimes()
     from porter.backends.opencl import missing_requirements
-
-    from porter.translate.opencl import translate_to_opencl
+    from porter.backends.opencl.translate import translate_to_opencl
 
     src = SAMPLES / "reduce_shfl.cu"
     requires = translate_to_opencl(src.read_text(), str(src)).kernels[0].requires

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from fakes.llm_server import FakeLLMServer, Hang
 
+pytestmark = pytest.mark.integration
+
 pytest.importorskip("openai")
 
 ROOT = Path(__file__).resolve().parents[2]

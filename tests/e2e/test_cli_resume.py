@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 from fakes.llm_server import FakeLLMServer, Hang
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-ant-api03-E2Efake0000SECRET1111value2222xyz"
 MODEL = "anthropic:claude-sonnet-4-5"

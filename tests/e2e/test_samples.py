@@ -57,6 +57,7 @@ def test_sample_sets_are_present() -> None:
 
 
 @pytest.mark.parametrize("module", PYTHON_SAMPLES, ids=lambda p: p.name)
+@pytest.mark.integration
 def test_python_sample_self_checks(module: Path) -> None:
     proc = subprocess.run([sys.executable, str(module)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -77,6 +78,7 @@ def test_python_sample_listed_in_readme(module: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("source", BUILDABLE, ids=lambda p: p.name)
+@pytest.mark.integration
 def test_cuda_sample_compiles(source: Path, tmp_path: Path) -> None:
     nvcc = _nvcc()
     proc = _compile(nvcc, source, tmp_path / source.stem, "sm_90")
@@ -86,6 +88,7 @@ def test_cuda_sample_compiles(source: Path, tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("source", REMOVED, ids=lambda p: p.name)
+@pytest.mark.integration
 def test_removed_api_sample_fails_on_cuda12_plus(source: Path, tmp_path: Path) -> None:
     nvcc = _nvcc()
     if _nvcc_major(nvcc) < 12:

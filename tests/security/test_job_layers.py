@@ -86,6 +86,7 @@ def test_the_layers_travel_back_and_unknown_names_are_refused(tmp_path: Path) ->
     assert read_result(tmp_path / "bad", job) is None  # a malformed result is no result
 
 
+@pytest.mark.integration
 def test_an_emulator_job_reports_every_layer_it_ran_under() -> None:
     emulators = [d for d in get_backend("cpu").devices() if d.kind == "emulator"]
     if not emulators:
@@ -95,6 +96,7 @@ def test_an_emulator_job_reports_every_layer_it_ran_under() -> None:
     _assert_confined(run_job(_scale_job("cpu", SCALE, emulators[0]), timeout_s=300), "emulator")
 
 
+@pytest.mark.integration
 def test_an_opencl_cpu_job_reports_every_layer_it_ran_under() -> None:
     cpus = _devices("opencl", "cpu")
     if not cpus:

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import optimize_once
 
+pytestmark = pytest.mark.integration
+
 SIGNATURE = "__global__ void vector_add(const float* a, const float* b, float* c, int n)"
 BODY = "int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) c[i] = a[i] + b[i];"
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "samples" / "cuda"
 MODEL = "openai:gpt-4o-mini"

@@ -51,6 +51,7 @@ def _children_with(marker: str) -> list[int]:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+@pytest.mark.integration
 def test_no_orphan_child_after_porter_is_killed(tmp_path: Path, sig: signal.Signals) -> None:
     from porter.backends import get_backend
 
@@ -90,6 +91,7 @@ def test_every_device_kind_has_memory_and_cpu_limits() -> None:
     assert gpu.address_space is None and gpu.data and gpu.cpu_seconds  # drivers reserve huge ranges
 
 
+@pytest.mark.integration
 def test_checker_hang_is_capped_and_reported_as_a_timeout() -> None:
     pytest.importorskip("pyopencl")
     import shutil

@@ -23,6 +23,8 @@ from porter.backends.isolate import Job, run_job
 
 from porter import sandbox
 
+pytestmark = pytest.mark.integration
+
 PROBE = textwrap.dedent(
     """
     import json, os, socket, subprocess, sys, threading

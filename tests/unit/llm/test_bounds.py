@@ -95,6 +95,7 @@ def test_retries_are_counted_by_porter(name: str, llm_server: FakeLLMServer) -> 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "sse"])
 @pytest.mark.parametrize("name", PROVIDERS)
+@pytest.mark.integration
 def test_a_hanging_server_is_cut_off_at_the_deadline(
     name: str, stream: bool, llm_server: FakeLLMServer
 ) -> None:
@@ -128,6 +129,7 @@ def test_nothing_is_sent_after_the_deadline(name: str, llm_server: FakeLLMServer
 
 
 @pytest.mark.parametrize("name", PROVIDERS)
+@pytest.mark.integration
 def test_a_trickling_stream_is_cut_off_at_the_deadline(name: str, llm_server: FakeLLMServer) -> None:
     llm_server.script(Text("x" * 200, chunk=1, interval=0.05))  # 10 s in all, every read well within timeout
     started = time.monotonic()

@@ -16,9 +16,12 @@ from porter.harness.bench import BenchPlan
 from porter.harness.validate import ValidateOptions
 from porter.llm.base import Usage
 from porter.llm.cache import ReplyCache
-from porter.llm.loop import ERROR, FAILED, NO_CODE, REJECTED, VALIDATED, Rejection, Screened, screen
+from porter.llm.loop import screen
+from porter.llm.records import ERROR, FAILED, NO_CODE, REJECTED, VALIDATED, Rejection, Screened
+from porter.report import optimize_view
+from porter.results import OptimizeReport
 from porter.scan import scan_file
-from porter.workflows.optimize import OptimizeReport, optimize_file
+from porter.workflows.optimize import optimize_file
 
 from .conftest import ANTHROPIC_KEY, OPENAI_KEY
 
@@ -122,6 +125,7 @@ def run(
         timeout=10,
         max_retries=2,
         reply_cache=ReplyCache(Cache(root=tmp_path / "cache")),
+        markdown=optimize_view.markdown,
     )
     args.update(kw)
     return optimize_file(str(program), **args)  # type: ignore[arg-type]
@@ -139,6 +143,7 @@ def last_user(request_body: dict) -> str:
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.integration
 def test_compile_error_then_mismatch_then_correct(provider, stream, llm_server, program, emulator, tmp_path):
     llm_server.script(NOT_COMPILING, WRONG, CORRECT)
     report = run(provider, llm_server, program, emulator, tmp_path, stream=stream)
@@ -178,6 +183,7 @@ def test_compile_error_then_mismatch_then_correct(provider, stream, llm_server, 
     assert (tmp_path / "out" / "report.json").is_file() and (tmp_path / "out" / "report.md").is_file()
 
 
+@pytest.mark.integration
 def test_system_prompt_is_stable_and_cached_first(llm_server, program, emulator, tmp_path):
     llm_server.script(WRONG, CORRECT)
     run("anthropic", llm_server, program, emulator, tmp_path, rounds=2)
@@ -188,6 +194,7 @@ def test_system_prompt_is_stable_and_cached_first(llm_server, program, emulator,
     assert "quoted data" in first_user and "c[i] = a[i] + b[i];" in first_user
 
 
+@pytest.mark.integration
 def test_two_concurrent_candidates_and_the_tradeoff_set(llm_server, program, emulator, tmp_path):
     llm_server.script(CORRECT, CORRECT_2)
     report = run("openai", llm_server, program, emulator, tmp_path, candidates=2, rounds=1)
@@ -224,6 +231,7 @@ def test_budget_stops_the_loop(budget, stop, llm_server, program, emulator, tmp_
     assert report.exit_code == 1 and report.best is None
 
 
+@pytest.mark.integration
 def test_reply_without_code_is_answered_with_the_no_code_message(llm_server, program, emulator, tmp_path):
     llm_server.script(NO_CODE_REPLY, CORRECT)
     report = run("openai", llm_server, program, emulator, tmp_path, rounds=2)
@@ -236,6 +244,7 @@ def test_reply_without_code_is_answered_with_the_no_code_message(llm_server, pro
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.integration
 def test_429_and_500_are_retried_then_succeed(provider, llm_server, program, emulator, tmp_path):
     llm_server.script(rate_limited(), server_error(), CORRECT)
     report = run(provider, llm_server, program, emulator, tmp_path, rounds=1, max_retries=2)
@@ -244,6 +253,7 @@ def test_429_and_500_are_retried_then_succeed(provider, llm_server, program, emu
     assert report.loop.totals.requests == 1
 
 
+@pytest.mark.integration
 def test_hanging_request_fails_its_candidate_and_the_loop_continues(llm_server, program, emulator, tmp_path):
     llm_server.script(Hang(8), CORRECT)
     report = run(
@@ -266,6 +276,7 @@ def test_hanging_request_fails_its_candidate_and_the_loop_continues(llm_server, 
 
 @pytest.mark.parametrize("body", [Malformed(), Malformed("{}")], ids=["bad-json", "empty-object"])
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.integration
 def test_a_malformed_reply_costs_one_round_not_the_candidate(
     provider, body, llm_server, program, emulator, tmp_path
 ):
@@ -321,6 +332,7 @@ def test_negative_usage_cannot_undo_the_dollar_budget(provider, llm_server, prog
     assert any("invalid usage" in n for n in report.full_document()["notes"])
 
 
+@pytest.mark.integration
 def test_absurd_usage_is_counted_as_zero(llm_server, program, emulator, tmp_path):
     llm_server.script(Text(CORRECT, input_tokens=100, output_tokens=10**12))
     report = run("anthropic", llm_server, program, emulator, tmp_path, rounds=1)
@@ -334,6 +346,7 @@ def test_absurd_usage_is_counted_as_zero(llm_server, program, emulator, tmp_path
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+@pytest.mark.integration
 def test_max_seconds_cuts_off_the_request_in_flight(stream, llm_server, program, emulator, tmp_path):
     llm_server.script(*(Hang(30) for _ in range(4)))
     started = time.monotonic()
@@ -355,6 +368,7 @@ def test_max_seconds_cuts_off_the_request_in_flight(stream, llm_server, program,
     assert report.loop.stop_reason.startswith("time budget spent") and len(llm_server.requests) == 1
 
 
+@pytest.mark.integration
 def test_max_seconds_bounds_rounds_of_timeouts(llm_server, program, emulator, tmp_path):
     """Short request timeouts (transient: asked again each round) still stop at the time budget."""
     llm_server.script(*(Hang(30) for _ in range(10)))
@@ -379,6 +393,7 @@ def test_max_seconds_bounds_rounds_of_timeouts(llm_server, program, emulator, tm
 # ------------------------------------------------------------------------ replay
 
 
+@pytest.mark.integration
 def test_replay_serves_the_recording_without_network_and_gives_the_same_result(
     llm_server, program, emulator, tmp_path
 ):
@@ -402,6 +417,7 @@ def test_replay_serves_the_recording_without_network_and_gives_the_same_result(
 # ------------------------------------------------------------------------ safety
 
 
+@pytest.mark.integration
 def test_host_code_in_a_reply_is_never_run(llm_server, program, emulator, tmp_path):
     evil = 'Run this:\n```cuda\n#include <cstdlib>\nint main(){ system("rm -rf /"); }\n```\n'
     llm_server.script(evil, CORRECT)
@@ -458,6 +474,7 @@ def test_screen_keeps_device_code_and_drops_harmless_host_code():
     assert "c[i] = a[i] + b[i]" in result.code and "helper" not in result.code
 
 
+@pytest.mark.integration
 def test_keys_never_reach_files_or_reports(llm_server, program, emulator, tmp_path):
     secret_reply = CORRECT.replace(
         "Fixed the sign.", f"Fixed the sign. (debug: {ANTHROPIC_KEY} {OPENAI_KEY})"

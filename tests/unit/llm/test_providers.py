@@ -272,6 +272,7 @@ def test_hanging_request_times_out(name: str, llm_server: FakeLLMServer) -> None
 
 
 @pytest.mark.parametrize("name", PROVIDERS)
+@pytest.mark.integration
 def test_hang_then_success_is_retried(name: str, llm_server: FakeLLMServer) -> None:
     llm_server.script(Hang(30), "after the timeout")
     assert ask(provider_for(name, llm_server, timeout=0.5, max_retries=1)).text == "after the timeout"
@@ -345,6 +346,7 @@ def _compile_and_check(code: str, workdir: Path, round_no: int) -> str | None:
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "sse"])
 @pytest.mark.parametrize("name", PROVIDERS)
+@pytest.mark.integration
 def test_repair_conversation_carries_history_and_evidence(
     name: str, stream: bool, llm_server: FakeLLMServer, tmp_path: Path
 ) -> None:

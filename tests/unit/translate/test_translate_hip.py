@@ -16,11 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from porter.errors import UsageError
-from porter.model import Severity, Translation
-from porter.translate.common import c_tokens, split_call_args
-from porter.translate.hip import (
+from porter.backends.hip.translate import (
     hip_tables,
     local_includes,
     normalise_mask,
@@ -28,6 +24,10 @@ from porter.translate.hip import (
     translate_hip_files,
     translate_to_hip,
 )
+
+from porter.errors import UsageError
+from porter.model import Severity, Translation
+from porter.translate.common import c_tokens, split_call_args
 
 GOLDEN = Path(__file__).parent / "golden" / "hip"
 ROOT = Path(__file__).resolve().parents[3]
@@ -453,6 +453,7 @@ def _hip_version() -> tuple[int, int]:
     return (0, 0)
 
 
+@pytest.mark.integration
 def test_hip_names_exist_in_the_installed_hip_headers(tmp_path: Path) -> None:
     """Every runtime/driver/rtc/complex/half rename target and every math name is declared by HIP."""
     pre = _hip_preprocessed(tmp_path)
@@ -523,6 +524,7 @@ SAMPLE_FILES = sorted(SAMPLES.glob("*.cu"))
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sample", SAMPLE_FILES, ids=[p.stem for p in SAMPLE_FILES])
+@pytest.mark.integration
 def test_translated_samples_compile_with_hipcc(sample: Path, tmp_path: Path) -> None:
     hipcc = _hipcc()
     files = translate_hip_files(sample)
@@ -537,6 +539,7 @@ def test_translated_samples_compile_with_hipcc(sample: Path, tmp_path: Path) -> 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["templated", "reduce_shfl"])
+@pytest.mark.integration
 def test_ggl_samples_compile_with_hipcc(name: str, tmp_path: Path) -> None:
     hipcc = _hipcc()
     files = translate_hip_files(SAMPLES / f"{name}.cu", launch="ggl")
@@ -547,6 +550,7 @@ def test_ggl_samples_compile_with_hipcc(name: str, tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["warp", "macros", "templates", "launches"])
+@pytest.mark.integration
 def test_golden_outputs_compile_with_hipcc(name: str, tmp_path: Path) -> None:
     hipcc = _hipcc()
     for suffix in (".hip", ".ggl.hip"):
@@ -559,6 +563,7 @@ def test_golden_outputs_compile_with_hipcc(name: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.integration
 def test_kernel_compiles_through_the_hip_backend(tmp_path: Path) -> None:
     from porter.backends import CompileOptions, ToolchainMissing
     from porter.backends.hip import HipBackend

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from porter.backends.opencl.launch import instance_entry
+from porter.backends.opencl.translate import launch_geometry, requirements, tables, translate_to_opencl
 
 from porter.model import Severity, TranslatedKernel, Translation
-from porter.translate.opencl import launch_geometry, requirements, tables, translate_to_opencl
-from porter.translate.opencl_launch import instance_entry
 
 ROOT = Path(__file__).resolve().parents[3]
 GOLDEN = Path(__file__).resolve().parent / "golden" / "opencl"
@@ -561,6 +561,7 @@ def _compile(backend: Any, tr: Translation, k: TranslatedKernel, device: Any) ->
 
 @pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.glob("*.cu")))
 @pytest.mark.parametrize("subgroups", [True, False])
+@pytest.mark.integration
 def test_sample_kernels_build(ocl_all: tuple[Any, list[Any]], sample: str, subgroups: bool) -> None:
     backend, devices = ocl_all
     tr = _translate_file(SAMPLES / sample, subgroups=subgroups)
@@ -571,6 +572,7 @@ def test_sample_kernels_build(ocl_all: tuple[Any, list[Any]], sample: str, subgr
 
 
 @pytest.mark.parametrize("case", CASES)
+@pytest.mark.integration
 def test_golden_programs_build(ocl_all: tuple[Any, list[Any]], case: str) -> None:
     backend, devices = ocl_all
     tr = _translate_file(GOLDEN / f"{case}.cu")
@@ -579,6 +581,7 @@ def test_golden_programs_build(ocl_all: tuple[Any, list[Any]], case: str) -> Non
             _compile(backend, tr, k, device)
 
 
+@pytest.mark.integration
 def test_warp_macro_program_builds_everywhere(ocl_all: tuple[Any, list[Any]]) -> None:
     backend, devices = ocl_all
     tr = translate_to_opencl(WARP_MACROS, "m.cu")
@@ -588,6 +591,7 @@ def test_warp_macro_program_builds_everywhere(ocl_all: tuple[Any, list[Any]]) ->
             _compile(backend, tr, k, device)
 
 
+@pytest.mark.integration
 def test_kernels_needing_what_a_device_lacks_are_compiled_out(ocl_all: tuple[Any, list[Any]]) -> None:
     """Never a silently wrong kernel: where 32-wide sub-groups cannot be required, reduce_sum is
     not in the program at all (whatever the build options), so it cannot run with other widths."""
@@ -647,6 +651,7 @@ def _with_values(tr: Translation, name: str, values: list[Any]) -> Translation:
     return Translation(tr.source_path, tr.target, tr.text, tuple(kernels), tr.diagnostics)
 
 
+@pytest.mark.integration
 def test_run_vector_add(ocl: tuple[Any, Any]) -> None:
     rng = np.random.default_rng(1)
     n = 1000
@@ -656,6 +661,7 @@ def test_run_vector_add(ocl: tuple[Any, Any]) -> None:
     np.testing.assert_array_equal(c, a + b)
 
 
+@pytest.mark.integration
 def test_run_matmul_tiled(ocl: tuple[Any, Any]) -> None:
     rng = np.random.default_rng(2)
     m, n, k = 70, 45, 33
@@ -674,6 +680,7 @@ def test_run_matmul_tiled(ocl: tuple[Any, Any]) -> None:
     np.testing.assert_allclose(out[2], a @ b, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.integration
 def test_run_histogram(ocl: tuple[Any, Any]) -> None:
     rng = np.random.default_rng(3)
     n = 50_000
@@ -684,6 +691,7 @@ def test_run_histogram(ocl: tuple[Any, Any]) -> None:
     np.testing.assert_array_equal(out[1], np.bincount(data, minlength=256).astype(np.uint32))
 
 
+@pytest.mark.integration
 def test_run_stencil2d(ocl: tuple[Any, Any]) -> None:
     rng = np.random.default_rng(4)
     nx, ny = 37, 29
@@ -705,6 +713,7 @@ def test_run_stencil2d(ocl: tuple[Any, Any]) -> None:
 
 
 @pytest.mark.parametrize(("name", "dtype"), [("axpby<float>", np.float32), ("axpby<double>", np.float64)])
+@pytest.mark.integration
 def test_run_templated_axpby(ocl: tuple[Any, Any], name: str, dtype: Any) -> None:
     rng = np.random.default_rng(5)
     n = 1000
@@ -716,6 +725,7 @@ def test_run_templated_axpby(ocl: tuple[Any, Any], name: str, dtype: Any) -> Non
 
 
 @pytest.mark.parametrize("block", [256, 128])
+@pytest.mark.integration
 def test_run_templated_block_sum(ocl: tuple[Any, Any], block: int) -> None:
     rng = np.random.default_rng(6)
     n = 3000
@@ -729,6 +739,7 @@ def test_run_templated_block_sum(ocl: tuple[Any, Any], block: int) -> None:
     np.testing.assert_allclose(out, padded.sum(axis=1, dtype=np.float64), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.integration
 def test_run_conv1d_constant(ocl: tuple[Any, Any]) -> None:
     rng = np.random.default_rng(7)
     n = 1000
@@ -744,6 +755,7 @@ def test_run_conv1d_constant(ocl: tuple[Any, Any]) -> None:
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.integration
 def test_run_saxpy_next_to_untranslatable_texture_kernel(ocl: tuple[Any, Any]) -> None:
     tr = _translate_file(SAMPLES / "legacy_texture.cu")
     assert _kernel(tr, "scale_tex").untranslatable
@@ -753,6 +765,7 @@ def test_run_saxpy_next_to_untranslatable_texture_kernel(ocl: tuple[Any, Any]) -
     np.testing.assert_allclose(out, 0.5 * x + y)
 
 
+@pytest.mark.integration
 def test_run_atomics(ocl: tuple[Any, Any]) -> None:
     n, block = 1000, 128
     grid = (n + block - 1) // block
@@ -775,6 +788,7 @@ def test_run_atomics(ocl: tuple[Any, Any]) -> None:
     assert big_o[0] == n
 
 
+@pytest.mark.integration
 def test_run_extern_shared(ocl: tuple[Any, Any]) -> None:
     block, grid = 64, 3
     data = np.arange(block * grid, dtype=np.float32)
@@ -787,6 +801,7 @@ def test_run_extern_shared(ocl: tuple[Any, Any]) -> None:
     np.testing.assert_array_equal(out, np.repeat(expect, block))
 
 
+@pytest.mark.integration
 def test_run_reduction_with_32_wide_subgroups(ocl_all: tuple[Any, list[Any]]) -> None:
     """reduce_shfl's warp-shuffle reduction (32-lane assumptions throughout) runs on a device that
     can require 32-wide sub-groups (Intel's CPU runtime: pip install intel-opencl-rt)."""
@@ -803,6 +818,7 @@ def test_run_reduction_with_32_wide_subgroups(ocl_all: tuple[Any, list[Any]]) ->
     assert out[0] == pytest.approx(float(data.sum(dtype=np.float64)), rel=5e-4)
 
 
+@pytest.mark.integration
 def test_run_warp_votes_and_shuffles_with_32_wide_subgroups(ocl_all: tuple[Any, list[Any]]) -> None:
     """Every sub-group built-in the translation emits, against NumPy's idea of 32-lane warps."""
     tr = _translate_file(GOLDEN / "warp.cu")

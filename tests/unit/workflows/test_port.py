@@ -10,11 +10,9 @@ import pytest
 
 from porter.errors import UsageError
 from porter.harness.validate import ValidateOptions
+from porter.results import KernelResult, PortReport, VariantRow
 from porter.scan import scan_file
 from porter.workflows.port import (
-    KernelResult,
-    PortReport,
-    VariantRow,
     _instances,
     _relative_name,
     _spec,
@@ -173,6 +171,7 @@ def test_missing_and_non_cuda_inputs(tmp_path: Path) -> None:
         port_file(str(tmp_path / "notes.txt"), ["hip"], translate_only=True)
 
 
+@pytest.mark.integration
 def test_device_lacking_subgroups_gets_an_untranslatable_row(tmp_path: Path) -> None:
     """Per device: reduce_shfl's OpenCL variant is untranslatable, with the reason, where 32-wide
     sub-groups cannot be required, and validated where they can (Intel's CPU runtime)."""

@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 from fakes.llm_server import FakeLLMServer
+from porter.backends.opencl.screen import opencl_param_key
 
-from porter.llm.loop import Rejection, Screened, opencl_param_key, screen
+from porter.llm.loop import screen
+from porter.llm.records import Rejection, Screened
 from porter.model import Kernel
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -121,9 +123,10 @@ def test_screen_rejects(code: str, message: str) -> None:
 
 
 def test_expected_signature_comes_from_the_translation() -> None:
-    from porter.translate.opencl import translate_to_opencl
-    from porter.workflows.port import _opencl_signature
+    from porter.backends import get_dialect
+    from porter.backends.opencl.translate import translate_to_opencl
 
+    _opencl_signature = get_dialect("opencl").model_signature
     path = SAMPLES / "reduce_shfl.cu"
     tr = translate_to_opencl(path.read_text(), str(path))
     (tk,) = [k for k in tr.kernels if k.name == "reduce_sum"]
@@ -204,6 +207,7 @@ def _port(tmp_path: Path, server: FakeLLMServer, **kw: Any):
     )
 
 
+@pytest.mark.integration
 def test_wrong_then_correct_reply_carries_the_mismatch(tmp_path, server, no_subgroups) -> None:
     server.script(reply(WRONG_CL), reply(CORRECT_CL))
     report = _port(tmp_path, server, rounds=3)
@@ -227,6 +231,7 @@ def test_wrong_then_correct_reply_carries_the_mismatch(tmp_path, server, no_subg
     assert {"time_ms", "speedup", "provenance"} <= set(doc["kernels"][0]["variants"][0])
 
 
+@pytest.mark.integration
 def test_no_validated_candidate_fails_the_rows(tmp_path, server, no_subgroups) -> None:
     server.script(reply(WRONG_CL))
     report = _port(tmp_path, server, rounds=1)
@@ -236,6 +241,7 @@ def test_no_validated_candidate_fails_the_rows(tmp_path, server, no_subgroups) -
     assert report.exit_code == 1
 
 
+@pytest.mark.integration
 def test_spent_dollar_budget_asks_nothing(tmp_path, server, no_subgroups) -> None:
     report = _port(tmp_path, server, max_dollars=0.0)
     assert not server.requests
@@ -243,6 +249,7 @@ def test_spent_dollar_budget_asks_nothing(tmp_path, server, no_subgroups) -> Non
     assert rows and all(r.status == "failed" and "dollar budget" in r.reason for r in rows)
 
 
+@pytest.mark.integration
 def test_without_a_model_nothing_changes(tmp_path, no_subgroups) -> None:
     from porter.workflows.port import port_file
 
@@ -262,6 +269,7 @@ def test_without_a_model_nothing_changes(tmp_path, no_subgroups) -> None:
     ]
 
 
+@pytest.mark.integration
 def test_rerun_keeps_the_models_validated_translation(tmp_path, server, no_subgroups) -> None:
     """A re-run with the same inputs keeps the model's validated rows (and its conversation) instead of
     asking and validating again; --fresh asks (here: the reply cache answers) and validates again."""

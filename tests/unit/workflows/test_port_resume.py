@@ -122,6 +122,7 @@ def redone(seen: list[str]) -> set[str]:
 # --------------------------------------------------------------------------- incremental and atomic
 
 
+@pytest.mark.integration
 def test_report_grows_row_by_row_and_is_always_whole(program: Path, emulator_only: None) -> None:
     counts: list[int] = []
 
@@ -144,6 +145,7 @@ def test_report_grows_row_by_row_and_is_always_whole(program: Path, emulator_onl
 # --------------------------------------------------------------------------- resuming
 
 
+@pytest.mark.integration
 def test_rerun_keeps_what_still_holds_and_redoes_nothing(program: Path, emulator_only: None) -> None:
     first = run(program)
     seen: list[str] = []
@@ -158,6 +160,7 @@ def test_rerun_keeps_what_still_holds_and_redoes_nothing(program: Path, emulator
     assert errors == [r.max_rel_err for r in first.rows()]
 
 
+@pytest.mark.integration
 def test_interrupted_runs_lose_nothing_and_the_next_one_finishes(program: Path, emulator_only: None) -> None:
     """Run 1 is interrupted after `scale`; run 2 resumes, validates `shift` and is interrupted too: its
     report still has `scale`.  Run 3 only does `square`."""
@@ -181,6 +184,7 @@ def test_interrupted_runs_lose_nothing_and_the_next_one_finishes(program: Path, 
     assert [r.resumed for r in report.rows()] == [True, True, False]
 
 
+@pytest.mark.integration
 def test_a_rerun_failing_midway_keeps_the_earlier_rows(
     program: Path, emulator_only: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -213,6 +217,7 @@ def test_a_rerun_failing_midway_keeps_the_earlier_rows(
 
 
 @pytest.mark.parametrize("change", ["source", "spec", "options", "toolchain", "porter code"])
+@pytest.mark.integration
 def test_a_changed_input_is_never_served_a_stale_verdict(
     program: Path, emulator_only: None, monkeypatch: pytest.MonkeyPatch, change: str
 ) -> None:
@@ -237,6 +242,7 @@ def test_a_changed_input_is_never_served_a_stale_verdict(
     assert doc["complete"] is False and not any(rows(doc).values())
 
 
+@pytest.mark.integration
 def test_a_previous_row_without_its_key_or_with_a_forged_one_is_redone(
     program: Path, emulator_only: None
 ) -> None:
@@ -251,6 +257,7 @@ def test_a_previous_row_without_its_key_or_with_a_forged_one_is_redone(
     assert redone(seen) == {"scale", "shift"}
 
 
+@pytest.mark.integration
 def test_failed_rows_are_redone(program: Path, emulator_only: None) -> None:
     run(program)
     report = program.parent / "prog.ported" / "report.json"
@@ -262,6 +269,7 @@ def test_failed_rows_are_redone(program: Path, emulator_only: None) -> None:
     assert redone(seen) == {"square"} and result.exit_code == 0
 
 
+@pytest.mark.integration
 def test_fresh_redoes_everything(program: Path, emulator_only: None) -> None:
     run(program)
     seen: list[str] = []

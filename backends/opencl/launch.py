@@ -13,7 +13,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from porter.grammars import parser
+from porter.grammars import parse
+
 from porter.model import LaunchSite
 from porter.scan.nodes import enclosing_function, function_name, node_text, squash, template_param_names
 
@@ -68,7 +69,7 @@ class _HostTemplates:
 
 
 def _host_templates(source: str) -> _HostTemplates:
-    tree = parser("cuda").parse(source.encode("utf-8"))
+    tree = parse("cuda", source.encode("utf-8"))
     out = _HostTemplates()
     stack = [tree.root_node]
     while stack:
@@ -104,7 +105,7 @@ def _resolve(
     args: tuple[str, ...], function: str | None, host: _HostTemplates, depth: int
 ) -> tuple[list[tuple[str, ...]], str | None]:
     """Concrete tuples for `args` written inside `function`, or why they cannot be found."""
-    params = host.params.get(function or "", [])
+    params = host.params.get(function or "", ())
     used = [p for p in params if any(re.search(rf"\b{re.escape(p)}\b", a) for a in args)]
     if not used:
         return [args], None

@@ -37,19 +37,19 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from tree_sitter import Node
-
-from porter.grammars import parser
-from porter.model import Diagnostic, Severity, TranslatedKernel, Translation
-from porter.translate.common import COMMENT, IDENT, NUMBER, c_tokens
-from porter.translate.edits import Edit, apply_edits
-from porter.translate.opencl_launch import (
+from porter.backends.opencl.launch import (
     instance_entry,
     instance_name,
     launch_geometry,
     template_instantiations,
 )
-from porter.translate.opencl_unit import Unit, build_unit
+from porter.backends.opencl.unit import Unit, build_unit
+from porter.grammars import parse
+from tree_sitter import Node
+
+from porter.model import Diagnostic, Severity, TranslatedKernel, Translation
+from porter.translate.common import COMMENT, IDENT, NUMBER, c_tokens
+from porter.translate.edits import Edit, apply_edits
 
 __all__ = ["launch_geometry", "requirements", "tables", "translate_to_opencl"]
 
@@ -75,8 +75,9 @@ def tables() -> dict[str, Any]:
 def requirements() -> dict[str, dict[str, Any]]:
     """What a kernel may need beyond OpenCL C 1.2: ``[requirements]`` of the OpenCL dialect
     (``backends/opencl/dialect.toml``): source guards, pragmas, attributes."""
-    text = resources.files("porter.backends").joinpath("opencl/dialect.toml").read_text(encoding="utf-8")
-    return dict(tomllib.loads(text)["requirements"])
+    from porter.backends.dialect import load_facts
+
+    return {k: dict(v) for k, v in load_facts("porter.backends.opencl").requirements.items()}
 
 
 def _closure(names: set[str]) -> list[str]:
@@ -166,7 +167,8 @@ class _Result:
     span: tuple[int, int] = (0, 0)  # rows of the function in the unit text
     pragmas: set[str] = field(default_factory=set)
     helpers: set[tuple[str, str]] = field(default_factory=set)
-    calls: set[tuple[str, tuple[str | None, ...]]] = field(default_factory=set)
+    # helper variants it calls, in call order (a dict: the translation must not depend on hash order)
+    calls: dict[tuple[str, tuple[str | None, ...]], None] = field(default_factory=dict)
     extra: list[dict[str, Any]] = field(default_factory=list)
     fp64: bool = False
 
@@ -268,7 +270,7 @@ class _Translator:
         self.source = source
         self.t = tables()
         self.data = unit.text.encode("utf-8")
-        self.tree = parser("cuda").parse(self.data)
+        self.tree = parse("cuda", self.data)
         self.diags: list[Diagnostic] = list(unit.diagnostics)
         self.kernels: list[_Fn] = []
         self.helpers: dict[str, _Fn] = {}
@@ -607,7 +609,9 @@ class _Body:
             for c in decl.children
             if c.type == "type_qualifier" and _text(c) in ("const", "volatile")
         ]
-        return _squash(" ".join([*quals, self.render(decl.child_by_field_name("type"))]))
+        type_node = decl.child_by_field_name("type")
+        assert type_node is not None
+        return _squash(" ".join([*quals, self.render(type_node)]))
 
     def root(self, node: Node | None) -> _Var | None:
         """The variable a pointer expression points into (through subscripts, &, *, +, casts)."""
@@ -858,7 +862,7 @@ class _Body:
         return True
 
     def pointer_space(self, name: str, value: Node | None) -> str | None:
-        candidates = [value] if value is not None else []
+        candidates: list[Node | None] = [value] if value is not None else []
         if value is None and self.fn is not None and self.fn.body is not None:
             stack = [self.fn.body]
             while stack:
@@ -916,12 +920,12 @@ class _Body:
         tnode = node.child_by_field_name("type")
         value = node.child_by_field_name("value")
         has_pointer = tnode is not None and any(c.type in _POINTER_DECLS for c in tnode.named_children)
-        if not has_pointer or value is None:
+        if tnode is None or not has_pointer or value is None:
             return False
         r = self.root(value)
         if r is not None and r.indirect and r.space in _SPACES:
             self.edits.append(Edit.replace(tnode, f"__{r.space} {self.render(tnode)}"))
-        elif tnode is not None:
+        else:
             self.visit(tnode)
         self.visit(value)
         return True
@@ -1117,7 +1121,7 @@ class _Body:
                 spaces.append("global")
         key = (name, tuple(spaces))
         vname = self.tr.variant_name(key)
-        self.res.calls.add(key)
+        self.res.calls.setdefault(key)
         if vname != name:
             self.edits.append(Edit.replace(fn, vname))
         if arglist is not None:
@@ -1185,10 +1189,10 @@ class _Body:
             for other, oelem in self.extern_shared[1:]:
                 self.hoisted.append(f"__local {oelem}* {other} = (__local {oelem}*){extern_first};")
         for cname in sorted(self.tr.const_uses.get(fn.name, set())):
-            c = self.tr.consts[cname]
-            added.append(f"__constant {c.elem}* {cname}")
+            const = self.tr.consts[cname]
+            added.append(f"__constant {const.elem}* {cname}")
             if fn.kernel:
-                self.res.extra.append(self.const_extra(c))
+                self.res.extra.append(self.const_extra(const))
         plist = decl.child_by_field_name("parameters")
         if added and plist is not None:
             close = plist.children[-1]
@@ -1598,17 +1602,17 @@ def _translate_to_opencl(
         )
     for ext in sorted(pragmas - {"cl_khr_fp64"}):
         prelude.append(f"#if defined({ext})\n#pragma OPENCL EXTENSION {ext} : enable\n#endif")
-    for helper, space in sorted(helper_fns):
-        src = t["helpers"][helper]["source"].strip("\n")
+    for helper_name, space in sorted(helper_fns):
+        src = t["helpers"][helper_name]["source"].strip("\n")
         prelude.append("\n" + src.replace("{space}", space).replace("{qual}", f"__{space}"))
     text = "\n".join(prelude) + "\n\n" + body
     text = re.sub(r"\n[ \t]*\n(?:[ \t]*\n)+", "\n\n", text).strip("\n") + "\n"
     seen: set[tuple[str, int, str, str]] = set()
     diags: list[Diagnostic] = []
     for d in sorted(tr.diags, key=lambda d: (d.path, d.line)):
-        key = (d.path, d.line, d.construct, d.reason)
-        if key not in seen:
-            seen.add(key)
+        diag_key = (d.path, d.line, d.construct, d.reason)
+        if diag_key not in seen:
+            seen.add(diag_key)
             diags.append(d)
     return Translation(
         source_path=path, target=TARGET, text=text, kernels=tuple(kernels_out), diagnostics=tuple(diags)

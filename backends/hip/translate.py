@@ -47,8 +47,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from porter.grammars import parse
+
 from porter.errors import UsageError
-from porter.grammars import parser
 from porter.includes import reachable, resolve_local_include
 from porter.model import Diagnostic, FileScan, Kernel, Severity, TranslatedKernel, Translation
 from porter.translate.common import IDENT, PUNCT, Token, code_tokens, split_call_args
@@ -311,10 +312,10 @@ def _handle_name(
     if _is_deleted(state, start, end):
         return
     if namespace or name == "cooperative_groups":
-        rule = t.namespaces.get(name)
-        if rule is not None:
-            if rule.rename:
-                _edit(state, start, end, rule.rename)
+        ns_rule = t.namespaces.get(name)
+        if ns_rule is not None:
+            if ns_rule.rename:
+                _edit(state, start, end, ns_rule.rename)
             if name == "cuda" and qualified in t.cudacxx_warn:
                 _diag(
                     state,
@@ -325,7 +326,7 @@ def _handle_name(
                 )
             else:
                 shown = f"{name}::{qualified}" if qualified else f"{name}::"
-                _diag(state, start, shown, rule.reason, rule.severity)
+                _diag(state, start, shown, ns_rule.reason, ns_rule.severity)
             state.uses_cuda = True
             return
     if name in t.preprocessor:
@@ -352,9 +353,9 @@ def _handle_name(
     if target is not None:
         _edit(state, start, end, target)
         state.uses_cuda = True
-        rule = t.notes.get(name)
-        if rule is not None:
-            _diag(state, start, name, f"{name} -> {target}: {rule.reason}", rule.severity)
+        note = t.notes.get(name)
+        if note is not None:
+            _diag(state, start, name, f"{name} -> {target}: {note.reason}", note.severity)
         return
     if name in t.math_unsupported:
         _diag(state, start, name, t.math_reason, Severity.WARNING)
@@ -672,7 +673,7 @@ def _header_definitions(path: str, mtime_ns: int, size: int) -> frozenset[str]:
 
 def _definitions_in(src: bytes) -> frozenset[str]:
     t = hip_tables()
-    root = parser("cuda").parse(src).root_node
+    root = parse("cuda", src).root_node
     found = set()
     for m in t.hits.finditer(src):
         word = m.group().decode("ascii", "replace")
@@ -803,7 +804,7 @@ def _translate_to_hip(
     state = _State(path=path, src=src, launch=launch, include_dirs=tuple(str(d) for d in include_dirs))
     state.line_starts = [0, *(m.end() for m in re.finditer(rb"\n", src))]
     t = hip_tables()
-    root = parser("cuda").parse(src).root_node
+    root = parse("cuda", src).root_node
     macros = _macro_ranges(state, root)
     macro_starts = [r[0] for r in macros]
 
@@ -841,8 +842,9 @@ def _translate_to_hip(
         ptype = parent.type if parent is not None else ""
         defined_check = ptype in ("preproc_defined",) or (
             ptype in ("preproc_ifdef", "preproc_elifdef")
-            and parent.child_by_field_name("name") is not None
-            and parent.child_by_field_name("name").start_byte == start
+            and parent is not None
+            and (name_node := parent.child_by_field_name("name")) is not None
+            and name_node.start_byte == start
         )
         _handle_name(
             state,
@@ -938,7 +940,7 @@ def local_includes(source: str, path: str, include_dirs: Sequence[str] = ()) -> 
     """The local headers (``#include "x"``) of a file that exist, resolved against its folder and
     ``include_dirs``, in order of appearance; commented-out includes are not included."""
     src = source.encode("utf-8")
-    root = parser("cuda").parse(src).root_node
+    root = parse("cuda", src).root_node
     out: list[Path] = []
     for m in _LOCAL_INCLUDE.finditer(src):
         hash_at = m.start() + m.group().index(b"#")

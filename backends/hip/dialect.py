@@ -1,0 +1,43 @@
+"""HIP C++ as a dialect: the rule-based translator (:mod:`.translate`) and what model output in HIP is
+held to (the generic C++ screening: device code only, the original's kernel signature)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from porter.backends.dialect import Dialect
+
+if TYPE_CHECKING:
+    from porter.model import TranslatedKernel, Translation
+
+
+class HipDialect(Dialect):
+    name: ClassVar[str] = "hip"
+    package: ClassVar[str] = "porter.backends.hip"
+    suffixes: ClassVar[tuple[str, ...]] = (".hip",)
+    translates: ClassVar[bool] = True
+    translates_headers: ClassVar[bool] = True
+
+    def translate(self, source: str, path: str, include_dirs: Sequence[str] = ()) -> Translation:
+        from porter.backends.hip.translate import translate_to_hip
+
+        return translate_to_hip(source, path, include_dirs=include_dirs)
+
+    def translate_files(
+        self, source: str, path: str, include_dirs: Sequence[str] = ()
+    ) -> tuple[Translation, dict[Path, Translation]]:
+        from porter.backends.hip.translate import translate_hip_files
+
+        files = translate_hip_files(path, include_dirs=include_dirs)
+        main_key = next(iter(files))
+        return files[main_key], {k: v for k, v in files.items() if k != main_key}
+
+    def model_constraints(
+        self, entry: str, signature: Sequence[str], tk: TranslatedKernel, lacking: bool
+    ) -> str:
+        return (
+            f"keep the kernel name `{entry}` and the original's parameters (names, types, order); HIP C++ "
+            "device code only, including `hip/hip_runtime.h` if you need it."
+        )

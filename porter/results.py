@@ -1,0 +1,489 @@
+"""Every report porter's commands return: the workflows build them, the views render them.
+
+Both sides import this module and neither imports the other (`porter.workflows` never imports
+`porter.report`, and the views never import a workflow).  Each type carries the methods that derive its
+outcome (``exit_code``) and its stable JSON documents (``document`` for ``--json``, ``full_document`` for
+``report.json``); terminal tables and Markdown stay in the views.  The figures the harness computes and the
+reports carry (cost estimate, roofline, assessment, occupancy, benchmark result) are defined here too, so
+the harness, the workflows and the views share one definition.  This module imports the model, the
+backends' types, the sandbox summary and the LLM loop's attempt types -- never the harness, a workflow or a
+view.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from porter import sandbox
+from porter.llm.records import VALIDATED, Totals, attempt_doc, usage_doc
+from porter.llm.redact import redact
+from porter.model import Status, to_jsonable
+
+if TYPE_CHECKING:
+    from porter.backends import Availability
+    from porter.llm.records import Attempt, LoopResult
+    from porter.model import Diagnostic, KernelSpec, Timing, Verdict
+
+# The "schema" field of each command's report.json (reports written before it are recognised by shape).
+SCHEMAS = {"port": "porter-port-report/1", "optimize": "porter-optimize-report/1"}
+
+
+# --------------------------------------------------------------------------- report identity
+
+
+def file_digest(path: str | Path) -> str:
+    """sha256 of a file's bytes, "" when there is no such file."""
+    if not path:
+        return ""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def code_sha(code: str | None) -> str:
+    """The key of a candidate's code (what the loop's evaluation of it depends on, besides the inputs)."""
+    return hashlib.sha256((code or "").encode("utf-8")).hexdigest()
+
+
+# --------------------------------------------------------------------------- doctor
+
+
+@dataclass(frozen=True)
+class DoctorReport:
+    backends: tuple[Availability, ...]
+    sandbox: tuple[sandbox.Layer, ...] = ()  # the layers every child that runs code gets here
+
+
+# --------------------------------------------------------------------------- check
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    variant: str
+    original: str
+    kernel: str
+    language: str
+    spec: KernelSpec
+    spec_file: str | None
+    verdicts: tuple[Verdict, ...]
+
+    @property
+    def exit_code(self) -> int:
+        validated = any(v.status is Status.VALIDATED for v in self.verdicts)
+        rejected = any(v.status is Status.FAILED for v in self.verdicts)
+        return 0 if validated and not rejected else 1
+
+
+# --------------------------------------------------------------------------- port
+
+
+@dataclass(frozen=True)
+class VariantRow:
+    target: str  # "hip" | "opencl"
+    path: str  # the translated file
+    status: str  # a Status value, or "translated" under --translate-only
+    device: str  # device label, "hip:gfx90a" for a compile-only build, "" when nothing ran
+    max_rel_err: float | None = None
+    trials: int = 0
+    reason: str = ""
+    toolchain: str = ""
+    logs: tuple[str, ...] = ()
+    provenance: str = "translate"  # "translate" (the rules) or "llm:<model>"
+    time_ms: float | None = None  # median time on the device (LLM rows, after validation)
+    speedup: float | None = None  # the original's time / this one on the same device, where both ran
+    # Resuming (report.json only): the key of everything the verdict depends on, the sha256 of the
+    # file at `path` when it was reached, and whether it was kept from a previous run's report.
+    key: str = ""
+    file_sha: str = ""
+    resumed: bool = False
+
+
+@dataclass
+class KernelResult:
+    name: str  # the CUDA kernel, with template arguments for an instantiation: "block_sum<128>"
+    variants: list[VariantRow] = field(default_factory=list)
+
+
+@dataclass
+class PortReport:
+    source: str
+    out_dir: str
+    targets: tuple[str, ...]
+    translate_only: bool
+    kernels: list[KernelResult] = field(default_factory=list)
+    outputs: dict[str, str] = field(default_factory=dict)  # target -> main translated file
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    complete: bool = False
+    model: str | None = None  # --model: what the rules leave goes to the LLM loop
+    usage: Totals = field(default_factory=Totals)  # summed over every conversation
+    llm: list[dict[str, Any]] = field(default_factory=list)  # one entry per conversation (report.json)
+
+    def rows(self) -> list[VariantRow]:
+        return [r for k in self.kernels for r in k.variants]
+
+    @property
+    def exit_code(self) -> int:
+        """0: no row failed, no kernel is untranslatable, and every (kernel, target) ran or built
+        somewhere (a device lacking what a kernel needs is fine when another device validated
+        it); 1 otherwise."""
+        if not self.rows():
+            return 1
+        for k in self.kernels:
+            for target in dict.fromkeys(r.target for r in k.variants):
+                mine = [r for r in k.variants if r.target == target]
+                untranslatable = [r for r in mine if r.status == Status.UNTRANSLATABLE.value]
+                if any(r.status == Status.FAILED.value for r in mine):
+                    return 1
+                if len(untranslatable) == len(mine) or any(not r.device for r in untranslatable):
+                    return 1
+        return 0
+
+    def document(self) -> dict[str, Any]:
+        """The stable JSON schema of ``porter port --json``; with a model, every row also has
+        ``time_ms``, ``speedup`` and ``provenance``, and the document a ``usage`` object."""
+        doc = self._base_document()
+        if self.model is None:
+            return doc
+        for k_doc, k in zip(doc["kernels"], self.kernels, strict=True):
+            for v_doc, r in zip(k_doc["variants"], k.variants, strict=True):
+                v_doc.update(time_ms=r.time_ms, speedup=r.speedup, provenance=r.provenance)
+        provider, _, name = self.model.partition(":")
+        doc["usage"] = usage_doc(self.usage, provider, name)
+        return doc
+
+    def _base_document(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "kernels": [
+                {
+                    "name": k.name,
+                    "variants": [
+                        {
+                            "target": r.target,
+                            "path": r.path,
+                            "status": r.status,
+                            "device": r.device,
+                            "max_rel_err": r.max_rel_err,
+                            "trials": r.trials,
+                            "reason": r.reason,
+                        }
+                        for r in k.variants
+                    ],
+                }
+                for k in self.kernels
+            ],
+        }
+
+    def full_document(self) -> dict[str, Any]:
+        """``report.json``: the schema above plus logs, diagnostics and whether the run finished."""
+        doc = self.document()
+        for k_doc, k in zip(doc["kernels"], self.kernels, strict=True):
+            for v_doc, r in zip(k_doc["variants"], k.variants, strict=True):
+                v_doc["toolchain"] = r.toolchain
+                v_doc["logs"] = list(r.logs)
+                if r.resumed:
+                    v_doc["resumed"] = True
+            k_doc["resume"] = [{"key": r.key, "file_sha": r.file_sha} for r in k.variants]
+        doc["schema"] = SCHEMAS["port"]
+        doc["out"] = self.out_dir
+        doc["targets"] = list(self.targets)
+        doc["outputs"] = dict(self.outputs)
+        doc["translate_only"] = self.translate_only
+        doc["complete"] = self.complete
+        doc["exit_code"] = self.exit_code
+        doc["diagnostics"] = to_jsonable(self.diagnostics)
+        if self.model is not None:
+            doc["model"] = self.model
+            doc["llm"] = list(self.llm)
+        doc["sandbox"] = sandbox.summary()  # the layers every child that compiled or ran code had
+        return doc
+
+
+# --------------------------------------------------------------------------- bench
+
+
+@dataclass(frozen=True)
+class KernelCost:
+    kernel: str
+    size: dict[str, int]
+    threads: int  # launched threads (grid x block)
+    bytes_read: int
+    bytes_written: int
+    flops: dict[str, float]  # per dtype ("float32", "float64", "float16", "bfloat16"), whole launch
+    flops_per_thread: dict[str, float]
+    tensor: bool = False  # the source issues matrix (tensor-core / MFMA) instructions
+    notes: tuple[str, ...] = ()
+
+    @property
+    def bytes(self) -> int:
+        return self.bytes_read + self.bytes_written
+
+    @property
+    def total_flops(self) -> float:
+        return float(sum(self.flops.values()))
+
+    @property
+    def intensity(self) -> float:
+        """FLOPs per byte of compulsory traffic."""
+        return self.total_flops / self.bytes if self.bytes else math.inf
+
+
+@dataclass(frozen=True)
+class Roofline:
+    device: str  # table key
+    device_name: str
+    floor_ms: float | None  # None: no roofline (the emulator) or nothing to count
+    memory_ms: float | None
+    compute_ms: float | None
+    bound: str  # "memory" | "compute" | ""
+    bandwidth: float | None  # bytes/s used for the floor (datasheet)
+    peak_flops: float | None  # effective FLOP/s for the kernel's dtype mix
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Assessment:
+    median_ms: float
+    floor_ms: float | None
+    bound: str
+    achieved_bandwidth: float | None  # bytes/s: compulsory bytes / time
+    pct_bandwidth: float | None  # of the datasheet bandwidth
+    pct_measured_bandwidth: float | None  # of the measured device-copy bandwidth, when the table has one
+    achieved_flops: float | None
+    pct_compute: float | None  # of the peak rate for the kernel's dtype mix
+    pct_of_floor: float | None  # floor / time: 100% = at the roofline
+    suspect: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    active_blocks: int
+    fraction: float
+    limiter: str
+    registers: int | None
+    shared_bytes: int  # static + dynamic per block
+    block_threads: int
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    kernel: str
+    target: str
+    provenance: str
+    backend: str
+    device: str  # Device.label
+    device_name: str
+    device_kind: str
+    size: dict[str, int]
+    ok: bool
+    reason: str = ""
+    toolchain: str = ""
+    timing: Timing | None = None
+    times_ms: tuple[float, ...] = ()
+    rounds: int = 0
+    representative: bool = True  # False on the CPU emulator / CPU devices: not GPU speed
+    revalidated: bool | None = None  # None: not re-validated (see revalidation)
+    revalidation: str = ""
+    roofline: Roofline | None = None
+    assessment: Assessment | None = None
+    occupancy: Occupancy | None = None
+    baseline_ms: float | None = None  # the reference's median on the same device
+    speedup: float | None = None  # baseline / this; None when either is missing or suspect
+    notes: tuple[str, ...] = ()
+    logs: tuple[str, ...] = ()
+
+    @property
+    def suspect(self) -> bool:
+        return bool(self.assessment and self.assessment.suspect)
+
+
+@dataclass(frozen=True)
+class KernelBench:
+    kernel: str
+    spec_source: str = ""  # "spec-file" | "inferred"
+    error: str = ""  # why the kernel could not be set up (no spec...)
+    size: dict[str, int] = field(default_factory=dict)  # the GPU benchmark size (predictions)
+    cost: KernelCost | None = None
+    predictions: tuple[Roofline, ...] = ()
+    results: tuple[BenchResult, ...] = ()
+
+    @property
+    def benchmarked(self) -> bool:
+        return any(r.ok for r in self.results)
+
+
+@dataclass(frozen=True)
+class BenchReport:
+    path: str
+    kernels: tuple[KernelBench, ...]
+    devices: tuple[str, ...] = ()  # labels of the devices benchmarked on
+    notes: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------- optimize
+
+
+@dataclass(frozen=True)
+class Selected:
+    role: str  # one of ROLES
+    attempt: Attempt
+    path: str  # the file written
+
+
+@dataclass
+class OptimizeReport:
+    source: str
+    kernel: str
+    model: str
+    out_dir: str
+    devices: tuple[str, ...]
+    loop: LoopResult
+    selected: list[Selected] = field(default_factory=list)
+    baselines: dict[str, float | None] = field(default_factory=dict)  # device label -> original's ms
+    floors: dict[str, float | None] = field(default_factory=dict)  # device label -> roofline floor ms
+    attempt_paths: dict[tuple[int, int], str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    # Resuming: candidates a previous run validated for the same inputs that this run did not meet
+    # again (their files by code_sha), the code_sha of every candidate whose evaluation was taken from
+    # the previous report instead of run again, and the key of those inputs.
+    kept: list[Attempt] = field(default_factory=list)
+    kept_paths: dict[str, str] = field(default_factory=dict)
+    resumed: set[str] = field(default_factory=set)
+    identity: str = ""
+
+    def tradeoffs(self) -> dict[str, Attempt]:
+        """fastest / least_memory / most_precise among this run's validated candidates and the kept ones."""
+        if not self.kept:
+            return self.loop.tradeoffs()
+        return replace(self.loop, attempts=(*self.loop.attempts, *self.kept)).tradeoffs()
+
+    @property
+    def best(self) -> Attempt | None:
+        return self.tradeoffs().get("fastest")
+
+    def path_of(self, attempt: Attempt) -> str:
+        if any(attempt is k for k in self.kept):
+            return self.kept_paths.get(code_sha(attempt.code), "")
+        return self.attempt_paths.get((attempt.candidate, attempt.round), "")
+
+    def is_resumed(self, attempt: Attempt) -> bool:
+        """Whether the attempt's verdict comes from the previous run's report (not run again)."""
+        if any(attempt is k for k in self.kept):
+            return True
+        return attempt.evaluation is not None and code_sha(attempt.code) in self.resumed
+
+    @property
+    def exit_code(self) -> int:
+        """0: a validated candidate exists; 1: none."""
+        return 0 if self.best is not None else 1
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per (selected file, device); without a validated candidate, each candidate's last
+        attempt as a failed row."""
+        rows: list[dict[str, Any]] = []
+        for sel in self.selected:
+            ev = sel.attempt.evaluation
+            timings = {str(t["device"]): t for t in (ev.timings if ev else ())}
+            for v in ev.verdicts if ev else ():
+                t = timings.get(v.device, {})
+                rows.append(
+                    {
+                        "target": "cuda",
+                        "path": sel.path,
+                        "status": v.status.value,
+                        "device": v.device,
+                        "max_rel_err": v.max_rel_err,
+                        "trials": v.trials,
+                        "reason": v.reason,
+                        "time_ms": t.get("time_ms"),
+                        "speedup": t.get("speedup"),
+                        "role": sel.role,
+                        "candidate": sel.attempt.candidate,
+                        "round": sel.attempt.round,
+                        **({"resumed": True} if self.is_resumed(sel.attempt) else {}),
+                    }
+                )
+        if self.selected:
+            return rows
+        last: dict[int, Attempt] = {}
+        for a in self.loop.attempts:
+            last[a.candidate] = a
+        for a in last.values():
+            ev = a.evaluation
+            rows.append(
+                {
+                    "target": "cuda",
+                    "path": self.attempt_paths.get((a.candidate, a.round), ""),
+                    "status": Status.FAILED.value,
+                    "device": ev.device if ev else "",
+                    "max_rel_err": ev.max_rel_err if ev else None,
+                    "trials": max((v.trials for v in ev.verdicts), default=0) if ev else 0,
+                    "reason": redact(f"{a.status}: {a.reason}"),
+                    "time_ms": None,
+                    "speedup": None,
+                    "role": "candidate",
+                    "candidate": a.candidate,
+                    "round": a.round,
+                }
+            )
+        return rows
+
+    def document(self) -> dict[str, Any]:
+        """The JSON of ``porter optimize --json``: port's schema plus time_ms, speedup and usage."""
+        provider, _, model = self.model.partition(":")
+        return {
+            "source": self.source,
+            "kernels": [{"name": self.kernel, "variants": self.rows()}],
+            "usage": usage_doc(self.loop.totals, provider, model),
+        }
+
+    def full_document(self) -> dict[str, Any]:
+        """``report.json``: the document plus every attempt, the budget outcome and the baselines."""
+        doc = self.document()
+        doc.update(
+            model=self.model,
+            out=self.out_dir,
+            devices=list(self.devices),
+            rounds=self.loop.rounds,
+            stop_reason=self.loop.stop_reason,
+            baselines_ms=dict(self.baselines),
+            floors_ms=dict(self.floors),
+            outputs={s.role: s.path for s in self.selected},
+            attempts=[
+                attempt_doc(a)
+                | {"path": self.path_of(a)}
+                | ({"resumed": True} if self.is_resumed(a) else {})
+                | ({"kept": True} if any(a is k for k in self.kept) else {})
+                for a in (*self.loop.attempts, *self.kept)
+            ],
+            notes=[*self.loop.notes, *self.notes],
+            exit_code=self.exit_code,
+            schema=SCHEMAS["optimize"],
+            resume={"identity": self.identity, "validated": self._validated_docs()},
+            sandbox=sandbox.summary(),  # the layers the children that ran model code had
+        )
+        return doc
+
+    def _validated_docs(self) -> list[dict[str, Any]]:
+        """Every distinct validated candidate with its evaluation and file: what a re-run keeps."""
+        docs: dict[str, dict[str, Any]] = {}
+        for a in (*self.loop.attempts, *self.kept):
+            key = code_sha(a.code)
+            path = self.path_of(a)
+            if a.status != VALIDATED or a.evaluation is None or not path or key in docs:
+                continue
+            docs[key] = {
+                "code_sha": key,
+                "path": path,
+                "file_sha": file_digest(path),
+                "candidate": a.candidate,
+                "round": a.round,
+                "evaluation": to_jsonable(a.evaluation),
+            }
+        return list(docs.values())

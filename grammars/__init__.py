@@ -7,31 +7,61 @@ Parse results leave this package as plain data, never as live tree nodes.
 
 from __future__ import annotations
 
+import hashlib
+import importlib
+from collections import Counter, OrderedDict
 from functools import cache
 from importlib import resources
 
-from tree_sitter import Language, Parser, Query, QueryCursor
+from tree_sitter import Language, Parser, Query, QueryCursor, Tree
 
 LANGUAGES = ("cuda", "python", "c", "cpp")
 
 
 @cache
 def language(name: str) -> Language:
-    if name == "cuda":
-        import tree_sitter_cuda as mod
-    elif name == "python":
-        import tree_sitter_python as mod
-    elif name == "c":
-        import tree_sitter_c as mod
-    elif name == "cpp":
-        import tree_sitter_cpp as mod
-    else:
+    if name not in LANGUAGES:
         raise KeyError(f"unknown language {name!r}")
+    mod = importlib.import_module(f"tree_sitter_{name}")  # the PyPI grammar packages
     return Language(mod.language())
 
 
 def parser(name: str) -> Parser:
     return Parser(language(name))
+
+
+# Every parse this process made, by (language, digest of the bytes): how tests hold "each file is
+# parsed once per command".  Trees of recent inputs are kept (they are never edited), so a second
+# parse of the same bytes returns the first tree.
+PARSES: Counter[tuple[str, str]] = Counter()
+_TREES: OrderedDict[tuple[str, str], Tree] = OrderedDict()
+_KEEP = 64
+
+
+def digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def forget() -> None:
+    """Drop the kept trees and the parse counts (tests start each command from zero)."""
+    PARSES.clear()
+    _TREES.clear()
+
+
+def parse(name: str, data: bytes | str) -> Tree:
+    """The syntax tree of `data` in language `name`; the same bytes are parsed once per process."""
+    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    key = (name, digest(raw))
+    tree = _TREES.get(key)
+    if tree is not None:
+        _TREES.move_to_end(key)
+        return tree
+    PARSES[key] += 1
+    tree = parser(name).parse(raw)
+    _TREES[key] = tree
+    while len(_TREES) > _KEEP:
+        _TREES.popitem(last=False)
+    return tree
 
 
 def query_text(name: str) -> str:

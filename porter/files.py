@@ -13,11 +13,50 @@ header porter skips is an :class:`InputWarning` (the CLI prints ``porter: warnin
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import stat
 import warnings
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from typing import Any, TypeVar
 
 from porter.errors import UsageError
+
+# Every user file read from disk, by absolute path: how tests hold "the input is read once".
+READS: Counter[str] = Counter()
+
+# The files one command has read (absolute path -> bytes, or the refusal/error the read met): while a
+# snapshot is open, each file is read from disk once and every later read sees the same bytes.
+_SNAPSHOT: ContextVar[dict[str, bytes | Exception] | None] = ContextVar("porter_snapshot", default=None)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@contextlib.contextmanager
+def snapshot() -> Iterator[None]:
+    """Within this block every user file is read once (a nested block shares the outer one)."""
+    if _SNAPSHOT.get() is not None:
+        yield
+        return
+    token = _SNAPSHOT.set({})
+    try:
+        yield
+    finally:
+        _SNAPSHOT.reset(token)
+
+
+def reads_once(fn: F) -> F:
+    """Run `fn` (a command's workflow) inside :func:`snapshot`."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with snapshot():
+            return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]  # functools.wraps keeps the signature
+
 
 MAX_BYTES_ENV = "PORTER_MAX_INPUT_BYTES"
 DEFAULT_MAX_INPUT_BYTES = 16 * 1024 * 1024
@@ -107,8 +146,28 @@ class _Refused(Exception):
 
 
 def _read(path: str | os.PathLike[str], limit: int) -> bytes:
-    """The bytes of a regular file of at most ``limit`` bytes; _Refused or OSError otherwise."""
+    """The bytes of a regular file of at most ``limit`` bytes; _Refused or OSError otherwise (from the
+    open :func:`snapshot` when the file was read before)."""
+    seen = _SNAPSHOT.get()
+    if seen is None:
+        return _read_disk(path, limit)
+    key = os.path.abspath(path)
+    if key not in seen:
+        try:
+            seen[key] = _read_disk(path, limit)
+        except (_Refused, OSError, ValueError) as err:
+            seen[key] = err
+    found = seen[key]
+    if isinstance(found, Exception):
+        raise found
+    if len(found) > limit:
+        raise _Refused(too_large(len(found), limit))
+    return found
+
+
+def _read_disk(path: str | os.PathLike[str], limit: int) -> bytes:
     st = os.stat(path)  # by type before opening: opening a FIFO blocks, a tape device rewinds...
+    READS[os.path.abspath(path)] += 1
     if not stat.S_ISREG(st.st_mode):
         raise _Refused(not_regular(st.st_mode))
     if st.st_size > limit:

@@ -22,31 +22,22 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
 from porter.backends import CompileOptions, Device
 from porter.backends.isolate import JobResult, TimingPlan, run_job
 from porter.harness import perfmodel
-from porter.harness.cost import KernelCost
-from porter.harness.perfmodel import Assessment, Roofline
+from porter.harness.checks import check_instance
+from porter.harness.reference import Reference, reference_outputs
 from porter.harness.spec import geometry
-from porter.harness.validate import (
-    Reference,
-    ValidateOptions,
-    _by_spec,
-    _check_instance,
-    _Instance,
-    _job,
-    _job_failure,
-    _reference_outputs,
-    _Reject,
-)
+from porter.harness.trial import Instance, Reject, ValidateOptions, by_spec, job_failure, make_job, tail
 from porter.model import KernelSpec, Role, Timing, Variant
+from porter.results import BenchResult, KernelCost, Occupancy
 
 # Re-validate every rotated set while their total size stays under this; only the last one above.
 READ_BACK_BYTES = 1 << 30
-LOG_LIMIT = 4000
 
 
 @dataclass(frozen=True)
@@ -65,48 +56,6 @@ class BenchPlan:
     compile: CompileOptions = CompileOptions()
 
 
-@dataclass(frozen=True)
-class Occupancy:
-    active_blocks: int
-    fraction: float
-    limiter: str
-    registers: int | None
-    shared_bytes: int  # static + dynamic per block
-    block_threads: int
-
-
-@dataclass(frozen=True)
-class BenchResult:
-    kernel: str
-    target: str
-    provenance: str
-    backend: str
-    device: str  # Device.label
-    device_name: str
-    device_kind: str
-    size: dict[str, int]
-    ok: bool
-    reason: str = ""
-    toolchain: str = ""
-    timing: Timing | None = None
-    times_ms: tuple[float, ...] = ()
-    rounds: int = 0
-    representative: bool = True  # False on the CPU emulator / CPU devices: not GPU speed
-    revalidated: bool | None = None  # None: not re-validated (see revalidation)
-    revalidation: str = ""
-    roofline: Roofline | None = None
-    assessment: Assessment | None = None
-    occupancy: Occupancy | None = None
-    baseline_ms: float | None = None  # the reference's median on the same device
-    speedup: float | None = None  # baseline / this; None when either is missing or suspect
-    notes: tuple[str, ...] = ()
-    logs: tuple[str, ...] = ()
-
-    @property
-    def suspect(self) -> bool:
-        return bool(self.assessment and self.assessment.suspect)
-
-
 def summarize(times_ms: Sequence[float]) -> tuple[float, float]:
     """(median, interquartile range) of the times, linear interpolation between order statistics."""
     if not times_ms:
@@ -119,11 +68,6 @@ def summarize(times_ms: Sequence[float]) -> tuple[float, float]:
 def representative(device: Device) -> bool:
     """Whether times on the device say anything about GPU speed."""
     return device.kind == "gpu"
-
-
-def _tail(text: str, limit: int = LOG_LIMIT) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else "..." + text[-limit:]
 
 
 def _label(size: Mapping[str, int]) -> str:
@@ -148,7 +92,7 @@ def _revalidate(
     variant: Variant,
     spec: KernelSpec,
     device: Device,
-    inst: _Instance,
+    inst: Instance,
     arrays: list[int],
     res: JobResult,
     reference: Reference | None,
@@ -157,18 +101,18 @@ def _revalidate(
     """Check the arrays the timed launches left behind; (passed, what was checked or why not)."""
     if not res.timed_outputs:
         return False, "the backend returned no outputs of the timed launches"
-    runs = [_by_spec(spec, arrays, outs) for outs in res.timed_outputs]
+    runs = [by_spec(spec, arrays, outs) for outs in res.timed_outputs]
     array_idx = [i for i, a in enumerate(spec.args) if a.role is not Role.SCALAR]
     logs: list[str] = []
     if reference is not None and (reference.original is not None or reference.python is not None):
         opts = ValidateOptions(timeout_s=plan.timeout_s, seed=plan.seed)
-        expected, _ = _reference_outputs(reference, spec, inst, device, opts, logs)
+        expected, _ = reference_outputs(reference, spec, inst, device, opts, logs)
         against = "the reference"
     else:
-        first = _by_spec(spec, arrays, res.outputs[0]) if res.outputs else {}
-        expected = [first[i][: inst.values[i].size] for i in array_idx]  # type: ignore[union-attr]
+        first = by_spec(spec, arrays, res.outputs[0]) if res.outputs else {}
+        expected = [first[i][: inst.values[i].size] for i in array_idx]
         against = "its own untimed run"
-    _check_instance(spec, inst, runs, expected, {})
+    check_instance(spec, inst, runs, expected, {})
     sets = len(runs)
     return True, f"outputs of the timed launches ({sets} input set{'s' if sets > 1 else ''}) match {against}"
 
@@ -193,7 +137,7 @@ def benchmark(
     on this device, it is benchmarked here first.
     """
     size = dict(size)
-    base = dict(
+    base: dict[str, Any] = dict(
         kernel=spec.kernel,
         target=variant.target,
         provenance=variant.provenance,
@@ -218,9 +162,9 @@ def benchmark(
                     original, spec, ref_dev, size, replace(plan, revalidate=False), cost=cost
                 )
     try:
-        inst = _Instance.draw(spec, size, _label(size), plan.seed)
-        job, arrays = _job(variant, spec, device, inst, 1, plan.compile, plan.seed)
-    except (ValueError, _Reject) as err:
+        inst = Instance.draw(spec, size, _label(size), plan.seed)
+        job, arrays = make_job(variant, spec, device, inst, 1, plan.compile, plan.seed)
+    except (ValueError, Reject) as err:
         return BenchResult(**base, ok=False, reason=f"cannot set up the benchmark: {err}")
     inout = [spec.args[i].name for i in arrays if spec.args[i].role is Role.INOUT]
     nbytes = sum(int(a.nbytes) for a in job.args if isinstance(a, np.ndarray))
@@ -258,8 +202,8 @@ def benchmark(
         rounds += 1
         toolchain = toolchain or res.toolchain
         if not res.ok:
-            fail = _job_failure("the variant", res, inst.label)
-            logs.append(_tail(fail.log or res.log))
+            fail = job_failure("the variant", res, inst.label)
+            logs.append(tail(fail.log or res.log))
             return BenchResult(
                 **base,
                 ok=False,
@@ -288,9 +232,9 @@ def benchmark(
                 revalidated, revalidation = _revalidate(
                     variant, spec, device, inst, arrays, res, reference, plan
                 )
-            except _Reject as rej:
+            except Reject as rej:
                 if rej.log:
-                    logs.append(_tail(rej.log))
+                    logs.append(tail(rej.log))
                 return BenchResult(
                     **base,
                     ok=False,

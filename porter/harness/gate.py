@@ -32,7 +32,7 @@ def device_build_check(variant: Variant, options: CompileOptions | None = None) 
     arch whose compiler is present decides)."""
     options = options or CompileOptions()
     try:
-        archs = [str(a) for a in get_backend(variant.target).dialect.get("device_check_archs", [])]
+        archs = get_backend(variant.target).device_check_archs()
     except KeyError:
         return GateResult(False, f"unknown target {variant.target!r}")
     if not archs:

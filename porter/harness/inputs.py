@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from porter.harness import cexpr
 from porter.model import ArgSpec, KernelSpec, Role
+from porter.scan import cexpr
 
 
 @cache

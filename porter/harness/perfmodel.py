@@ -25,7 +25,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, NamedTuple
 
-from porter.harness.cost import KernelCost
+from porter.results import Assessment, KernelCost, Roofline
 
 SUSPECT_FACTOR = 0.9
 
@@ -168,19 +168,6 @@ def occupancy(
 # --------------------------------------------------------------------------- roofline
 
 
-@dataclass(frozen=True)
-class Roofline:
-    device: str  # table key
-    device_name: str
-    floor_ms: float | None  # None: no roofline (the emulator) or nothing to count
-    memory_ms: float | None
-    compute_ms: float | None
-    bound: str  # "memory" | "compute" | ""
-    bandwidth: float | None  # bytes/s used for the floor (datasheet)
-    peak_flops: float | None  # effective FLOP/s for the kernel's dtype mix
-    note: str = ""
-
-
 def _cores() -> int:
     return os.cpu_count() or 1
 
@@ -254,21 +241,6 @@ def roofline(cost: KernelCost, entry: DeviceEntry, cores: int | None = None) -> 
         peak_flops=effective_peak,
         note=note,
     )
-
-
-@dataclass(frozen=True)
-class Assessment:
-    median_ms: float
-    floor_ms: float | None
-    bound: str
-    achieved_bandwidth: float | None  # bytes/s: compulsory bytes / time
-    pct_bandwidth: float | None  # of the datasheet bandwidth
-    pct_measured_bandwidth: float | None  # of the measured device-copy bandwidth, when the table has one
-    achieved_flops: float | None
-    pct_compute: float | None  # of the peak rate for the kernel's dtype mix
-    pct_of_floor: float | None  # floor / time: 100% = at the roofline
-    suspect: bool
-    reason: str = ""
 
 
 def assess(

@@ -477,7 +477,7 @@ def _c_mod(a: Value, b: Value) -> Value:
     if b == 0:
         raise ExprError("division by zero")
     if isinstance(a, int) and isinstance(b, int):
-        return a - b * _c_div(a, b)  # type: ignore[operator]
+        return a - b * _c_div(a, b)
     return math.fmod(a, b)
 
 
@@ -541,8 +541,8 @@ def evaluate(
                     return int(bool(ev(a)) and bool(ev(b)))
                 if op == "||":
                     return int(bool(ev(a)) or bool(ev(b)))
-                x, y = ev(a), ev(b)
-                return _checked(_binary(op, x, y))
+                left, right = ev(a), ev(b)
+                return _checked(_binary(op, left, right))
         raise ExprError(f"cannot evaluate {e!r}")
 
     return ev(expr)

@@ -18,7 +18,7 @@ from typing import Any
 
 from tree_sitter import Node, QueryCursor
 
-from porter.grammars import parser, query
+from porter.grammars import parse, query
 from porter.model import (
     Allocation,
     Assignment,
@@ -410,13 +410,13 @@ def _root(
         if t == "subscript_expression":
             node, through = node.child_by_field_name("argument"), True
         elif t == "pointer_expression":
-            op = node.child(0)
-            if op is not None and op.type == "*":
+            star = node.child(0)
+            if star is not None and star.type == "*":
                 through = True
             node = node.child_by_field_name("argument")
         elif t == "field_expression":
-            op = node.child_by_field_name("operator")
-            if op is not None and op.type == "->":
+            arrow = node.child_by_field_name("operator")
+            if arrow is not None and arrow.type == "->":
                 through = True
             node = node.child_by_field_name("argument")
         elif t == "binary_expression":
@@ -531,7 +531,7 @@ class _Scanner:
     # ------------------------------------------------------------------ top level
 
     def scan(self) -> FileScan:
-        tree = parser("cuda").parse(self.source)
+        tree = parse("cuda", self.source)
         root = tree.root_node
         self._toplevel(root)
         warnings = _parse_warnings(root) if root.has_error else []

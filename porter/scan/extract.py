@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from porter.grammars import parser
+from porter.grammars import parse
 from porter.scan.macros import MacroTable, Masked, definitions, mask, resolve
 
 _UNMASKED = Masked(b"")  # no macros blanked: qualifiers are only those written out
@@ -158,7 +158,7 @@ def device_code(source: str, kernels: Collection[str] | None = None, macros: Mac
     # scope macros read as the braces they stand for, qualifier macros blanked; the offsets
     # stay those of ``data``, which the result is cut from
     masked = mask(data, macros)
-    tree = parser("cuda").parse(masked.source)
+    tree = parse("cuda", masked.source)
     ranges: list[tuple[int, int]] = []
     _drop_ranges(tree.root_node, ranges, masked)
     if kernels is not None:
@@ -304,8 +304,9 @@ def _items(root: Node, masked: Masked = _UNMASKED) -> list[_Item]:
             if t in ("preproc_def", "preproc_function_def"):
                 name = child.child_by_field_name("name")
                 value = child.child_by_field_name("value")
-                refs = _WORD.findall((value.text or b"").decode()) if value is not None else []
-                out.append(_Item(child, child, "macro", ((name.text or b"").decode(),), frozenset(refs)))
+                used = _WORD.findall((value.text or b"").decode()) if value is not None else []
+                macro = (name.text or b"").decode() if name is not None else ""
+                out.append(_Item(child, child, "macro", (macro,), frozenset(used)))
                 continue
             if t == "linkage_specification":
                 body = child.child_by_field_name("body")
@@ -318,12 +319,12 @@ def _items(root: Node, masked: Masked = _UNMASKED) -> list[_Item]:
             fn = _function_of(child)
             if fn is not None:
                 tokens = _tokens(fn, masked)
-                name = _declared_name(fn.child_by_field_name("declarator"))
-                if name is not None and "__global__" in tokens:
-                    out.append(_Item(child, fn, "kernel", (name,), frozenset(_identifiers_in(child))))
-                elif name is not None and "__device__" in tokens:
+                fname = _declared_name(fn.child_by_field_name("declarator"))
+                if fname is not None and "__global__" in tokens:
+                    out.append(_Item(child, fn, "kernel", (fname,), frozenset(_identifiers_in(child))))
+                elif fname is not None and "__device__" in tokens:
                     out.append(
-                        _Item(child, fn, "device_function", (name,), frozenset(_identifiers_in(child)))
+                        _Item(child, fn, "device_function", (fname,), frozenset(_identifiers_in(child)))
                     )
                 elif _is_device(child, masked) or t in _KEEP_WHOLE:
                     out.append(_Item(child, fn, "seed", (), frozenset(_identifiers_in(child))))
@@ -394,7 +395,7 @@ def referenced_globals(source: str, kernels: Collection[str]) -> tuple[DeviceGlo
     """The namespace-scope device variables (``__constant__``, ``__device__``, textures...) that the
     named kernels, or the device functions they call, reference; () when no such kernel is defined."""
     data = source.encode("utf-8")
-    items = _items(parser("cuda").parse(data).root_node)
+    items = _items(parse("cuda", data).root_node)
     kept = _closure(items, kernels)
     if kept is None:
         return ()

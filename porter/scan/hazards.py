@@ -257,7 +257,7 @@ def thread_builtin_pattern() -> re.Pattern[str]:
 def warp_arithmetic(op: str, literal: str) -> bool:
     """Whether ``x <op> <literal>`` is lane/warp arithmetic that assumes 32 lanes."""
     lits = tables().arithmetic.get(op)
-    return bool(lits) and normalise_literal(literal) in lits
+    return lits is not None and normalise_literal(literal) in lits
 
 
 @lru_cache(maxsize=_MEMO)

@@ -18,7 +18,7 @@ from functools import lru_cache
 
 from tree_sitter import Node
 
-from porter.grammars import parser
+from porter.grammars import parse
 from porter.scan.nodes import (
     enclosing_function,
     function_declarator,
@@ -132,7 +132,7 @@ def _base_type(decl: Node) -> str:
 @lru_cache(maxsize=32)
 def host_code(source: str) -> HostCode:
     """Functions, calls and declarations of a CUDA/C++ source (parsed with tree-sitter)."""
-    tree = parser("cuda").parse(source.encode("utf-8"))
+    tree = parse("cuda", source.encode("utf-8"))
     functions: list[HostFunction] = []
     calls: list[HostCall] = []
     decls: list[Declaration] = []

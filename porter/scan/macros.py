@@ -80,7 +80,9 @@ class MacroTable(dict[str, tuple[str, ...]]):
         the qualifier macros only)."""
         return MacroTable({**self, **other}, {**self.scopes, **other.scopes}, self.blanks | other.blanks)
 
-    def __reduce__(self):  # type: ignore[no-untyped-def]  # for worker processes: no compiled regex
+    def __reduce__(  # for worker processes: no compiled regex
+        self,
+    ) -> tuple[type[MacroTable], tuple[dict[str, tuple[str, ...]], dict[str, ScopeMacro], frozenset[str]]]:
         return (MacroTable, (dict(self), self.scopes, self.blanks))
 
 

@@ -38,7 +38,7 @@ from porter.model import ArrayAccess, FileScan, LoopKind, LoopNest, ParseWarning
 
 def scan_python(path: str, source: bytes) -> FileScan:
     """Scan one Python file: every function's range-loop nests, classified, plus syntax warnings."""
-    root = grammars.parser("python").parse(source).root_node
+    root = grammars.parse("python", source).root_node
     loops: list[LoopNest] = []
     for fn in _functions(root):
         loops.extend(_function_nests(fn))
@@ -78,6 +78,13 @@ def _warning(node: Node, message: str) -> ParseWarning:
 
 def _text(node: Node) -> str:
     return (node.text or b"").decode("utf-8", errors="replace")
+
+
+def _field(node: Node, name: str) -> Node:
+    """The child in field ``name``, one the grammar always gives this node type (a def's name)."""
+    child = node.child_by_field_name(name)
+    assert child is not None, f"a {node.type} without its {name}"
+    return child
 
 
 def _one_line(node: Node) -> str:
@@ -181,14 +188,14 @@ def _functions(root: Node) -> list[_Function]:
 
 
 def _qualified_name(fn: Node) -> str:
-    parts = [_text(fn.child_by_field_name("name"))]
+    parts = [_text(_field(fn, "name"))]
     cur = fn.parent
     while cur is not None:
         if cur.type == "class_definition":
-            parts.append(_text(cur.child_by_field_name("name")))
+            parts.append(_text(_field(cur, "name")))
         elif cur.type == "function_definition":
             parts.append("<locals>")
-            parts.append(_text(cur.child_by_field_name("name")))
+            parts.append(_text(_field(cur, "name")))
         cur = cur.parent
     return ".".join(reversed(parts))
 
@@ -322,15 +329,15 @@ class _Flow:
 
     def _if(self, s: Node, d: set[str]) -> set[str]:
         self.expr(s.child_by_field_name("condition"), d)
-        ends = [self.block(s.child_by_field_name("consequence"), set(d))]
+        ends = [self.block(_field(s, "consequence"), set(d))]
         has_else = False
         for alt in s.children_by_field_name("alternative"):
             if alt.type == "elif_clause":
                 self.expr(alt.child_by_field_name("condition"), d)
-                ends.append(self.block(alt.child_by_field_name("consequence"), set(d)))
+                ends.append(self.block(_field(alt, "consequence"), set(d)))
             else:
                 has_else = True
-                ends.append(self.block(alt.child_by_field_name("body"), set(d)))
+                ends.append(self.block(_field(alt, "body"), set(d)))
         if not has_else:
             ends.append(d)
         return set.intersection(*ends)
@@ -342,7 +349,7 @@ class _Flow:
             self.bind(s.child_by_field_name("left"), inner)
         else:
             self.expr(s.child_by_field_name("condition"), d)
-        self.block(s.child_by_field_name("body"), inner)
+        self.block(_field(s, "body"), inner)
         alternative = s.child_by_field_name("alternative")
         if alternative is not None:
             self._clause(alternative, set(d))
@@ -756,7 +763,7 @@ class _Nest:
             return self._name_form(_text(node), site)
         if kind == "unary_operator":
             operand = node.child_by_field_name("argument")
-            op = _text(node.child_by_field_name("operator"))
+            op = _text(_field(node, "operator"))
             inner = self._form(operand, site) if operand is not None else None
             if inner is None or op not in "+-":
                 return self._opaque(node, site)
@@ -764,7 +771,7 @@ class _Nest:
         if kind == "binary_operator":
             left = node.child_by_field_name("left")
             right = node.child_by_field_name("right")
-            op = _text(node.child_by_field_name("operator"))
+            op = _text(_field(node, "operator"))
             lf = self._form(left, site) if left is not None else None
             rf = self._form(right, site) if right is not None else None
             if lf is not None and rf is not None:
@@ -1043,15 +1050,20 @@ class _Nest:
         if not _has_symbolic_offset(form):
             return True  # a[i - 1], a[i + 1, j]
         for other in reads:  # a[m + i + 1] next to a[m + i]
-            if other.array == access.array and dim < len(other.forms) and other.forms[dim] is not None:
-                diff = _aff_add(form, other.forms[dim], -1)
+            if (
+                other.array == access.array
+                and dim < len(other.forms)
+                and (other_form := other.forms[dim]) is not None
+            ):
+                diff = _aff_add(form, other_form, -1)
                 if set(diff) == {_CONST} and set(diff[_CONST]) == {()}:
                     return True
         return False
 
     def result(self) -> LoopNest:
         kind, reason, op = self._classify()
-        reads, writes = [], []
+        reads: list[ArrayAccess] = []
+        writes: list[ArrayAccess] = []
         seen: set[tuple[str, tuple[str, ...], int, bool]] = set()
         for a in self.accesses:
             for is_write in (False, True):
@@ -1214,7 +1226,7 @@ def _accumulation(node: Node, match: dict[str, list[Node]]) -> _Accum | None:
     if target.type == "subscript":
         base = target
         while base.type == "subscript":
-            base = base.child_by_field_name("value")
+            base = _field(base, "value")
         array = _chain(base)
         if array is None:
             return None
@@ -1263,10 +1275,8 @@ def _accumulation(node: Node, match: dict[str, list[Node]]) -> _Accum | None:
 
 def _flatten(node: Node, op: str) -> list[Node]:
     node = _unparen(node)
-    if node.type == "binary_operator" and _text(node.child_by_field_name("operator")) == op:
-        return _flatten(node.child_by_field_name("left"), op) + _flatten(
-            node.child_by_field_name("right"), op
-        )
+    if node.type == "binary_operator" and _text(_field(node, "operator")) == op:
+        return _flatten(_field(node, "left"), op) + _flatten(_field(node, "right"), op)
     return [node]
 
 
@@ -1289,5 +1299,5 @@ def _display(node: Node) -> str:
     if node.type == "if_statement":
         consequence = node.child_by_field_name("consequence")
         body = _one_line(consequence) if consequence is not None else ""
-        return f"if {_one_line(node.child_by_field_name('condition'))}: {body}"
+        return f"if {_one_line(_field(node, 'condition'))}: {body}"
     return _one_line(node)

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from porter.backends import CompileOptions, Device, get_backend
 
-from porter.harness.bench import BenchPlan, BenchResult, benchmark, summarize
+from porter.harness.bench import BenchPlan, benchmark, summarize
 from porter.harness.cost import estimate
 from porter.harness.validate import Reference
 from porter.model import ArgSpec, KernelSpec, Role, Timing, Variant
+from porter.results import BenchResult
 
 SAMPLES = Path(__file__).resolve().parents[3] / "samples" / "cuda"
 PLAN = BenchPlan(warmup=1, min_runs=4, max_runs=8, max_seconds=2.0, rotate=2, timeout_s=300.0)
@@ -92,6 +93,7 @@ def test_median_and_iqr() -> None:
 # --------------------------------------------------------------------------- end to end on CPU devices
 
 
+@pytest.mark.integration
 def test_benchmark_on_the_cpu_emulator() -> None:
     dev = _emulator()
     spec, size = _spec(), {"n": 1000}
@@ -111,6 +113,7 @@ def test_benchmark_on_the_cpu_emulator() -> None:
     assert res.speedup is None
 
 
+@pytest.mark.integration
 def test_benchmark_opencl_on_pocl_with_peak_and_speedup() -> None:
     dev, emu = _pocl(), _emulator()
     spec, size = _spec(), {"n": 1000}
@@ -132,6 +135,7 @@ def test_benchmark_opencl_on_pocl_with_peak_and_speedup() -> None:
         assert res.speedup is not None and res.speedup > 0
 
 
+@pytest.mark.integration
 def test_revalidation_after_timing_catches_result_reuse() -> None:
     dev, emu = _pocl(), _emulator()
     spec, size = _spec(), {"n": 1000}
@@ -144,6 +148,7 @@ def test_revalidation_after_timing_catches_result_reuse() -> None:
     assert "matches-reference" in res.reason or "deterministic" in res.reason
 
 
+@pytest.mark.integration
 def test_inout_arguments_are_not_revalidated_after_timing() -> None:
     dev = _emulator()
     source = "__global__ void twice(float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] *= 2.0f; }"
@@ -158,6 +163,7 @@ def test_inout_arguments_are_not_revalidated_after_timing() -> None:
     assert res.revalidated is None and "inout" in res.revalidation
 
 
+@pytest.mark.integration
 def test_failures_are_results_not_exceptions() -> None:
     dev = _emulator()
     broken = Variant(
@@ -168,13 +174,14 @@ def test_failures_are_results_not_exceptions() -> None:
     assert res.timing is None
 
 
+@pytest.mark.integration
 def test_no_speedup_against_a_suspect_baseline() -> None:
     dev = _emulator()
     spec, size = _spec(), {"n": 1000}
     good = benchmark(ORIGINAL, spec, dev, size, replace(PLAN, revalidate=False))
     assert good.ok, good.reason
     assert good.timing is not None
-    from porter.harness.perfmodel import Assessment
+    from porter.results import Assessment
 
     fake_suspect = BenchResult(
         kernel="vector_add",
@@ -196,6 +203,7 @@ def test_no_speedup_against_a_suspect_baseline() -> None:
     assert any("reference's time is below the physical floor" in n for n in res.notes)
 
 
+@pytest.mark.integration
 def test_sample_with_include_dirs_on_the_emulator() -> None:
     from porter.scan.extract import device_code
 

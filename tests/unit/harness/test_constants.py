@@ -144,6 +144,7 @@ __global__ void conv3(const float* x, float* y, int n)
 """
 
 
+@pytest.mark.integration
 def test_job_symbols_are_set_in_the_child(emulator) -> None:
     n = 200
     x = np.random.default_rng(3).random(n, dtype=np.float32)
@@ -172,12 +173,14 @@ def test_job_symbols_are_set_in_the_child(emulator) -> None:
 # ----------------------------------------------------------------------------- validate on the emulator
 
 
+@pytest.mark.integration
 def test_conv1d_validates_against_itself_on_the_emulator(emulator) -> None:
     ref = Reference(original=_original(), devices=(emulator,), options=INCLUDES)
     (v,) = validate(_original(), _conv_spec(), ref, [emulator], replace(OPTS, compile=INCLUDES))
     assert v.status is Status.VALIDATED, v.reason + "\n".join(v.logs)
 
 
+@pytest.mark.integration
 def test_wrong_coefficient_index_is_rejected(emulator) -> None:
     text = CONV.read_text()
     assert text.count("return coeffs[k] *") == 1
@@ -188,6 +191,7 @@ def test_wrong_coefficient_index_is_rejected(emulator) -> None:
     assert v.status is Status.FAILED and v.reason.startswith("matches-reference"), v.reason
 
 
+@pytest.mark.integration
 def test_python_reference_receives_the_constants(emulator) -> None:
     def conv(x, y, n, coeffs):
         k = coeffs.size
@@ -204,7 +208,7 @@ def test_python_reference_receives_the_constants(emulator) -> None:
 
 
 def _opencl_variant(edit: tuple[str, str] | None = None) -> Variant:
-    from porter.translate.opencl import translate_to_opencl
+    from porter.backends.opencl.translate import translate_to_opencl
 
     tr = translate_to_opencl(CONV.read_text(), str(CONV))
     (tk,) = tr.kernels
@@ -229,12 +233,14 @@ def pocl():
     return devices[0]
 
 
+@pytest.mark.integration
 def test_opencl_translation_validates_on_pocl_against_the_cuda_original(emulator, pocl) -> None:
     ref = Reference(original=_original(), devices=(emulator,), options=INCLUDES)
     (v,) = validate(_opencl_variant(), _conv_spec(), ref, [pocl], OPTS)
     assert v.status is Status.VALIDATED, v.reason + "\n".join(v.logs)
 
 
+@pytest.mark.integration
 def test_opencl_translation_with_a_wrong_coefficient_index_is_rejected(emulator, pocl) -> None:
     ref = Reference(original=_original(), devices=(emulator,), options=INCLUDES)
     variant = _opencl_variant(("return coeffs[k] *", "return coeffs[(k + 1) % KSIZE] *"))
@@ -243,6 +249,7 @@ def test_opencl_translation_with_a_wrong_coefficient_index_is_rejected(emulator,
     assert v.status is Status.FAILED and v.reason.startswith("matches-reference"), v.reason
 
 
+@pytest.mark.integration
 def test_opencl_constant_argument_without_a_spec_constant_is_refused(emulator, pocl) -> None:
     ref = Reference(original=_original(), devices=(emulator,), options=INCLUDES)
     spec = replace(_conv_spec(), constants=())
@@ -300,7 +307,7 @@ def test_conv1d_validates_on_cuda_and_a_defect_is_rejected() -> None:
 
 @pytest.mark.gpu
 def test_conv1d_hip_translation_validates_on_hip_on_cuda() -> None:
-    from porter.translate.hip import translate_to_hip
+    from porter.backends.hip.translate import translate_to_hip
 
     device = _gpu("hip", "hip-on-cuda")
     reference_device = _gpu("cuda")

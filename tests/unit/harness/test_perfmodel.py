@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from porter.harness import perfmodel
-from porter.harness.cost import KernelCost, estimate
+from porter.harness.cost import estimate
 from porter.harness.perfmodel import assess, device_table, find_device, occupancy, roofline
 from porter.model import ArgSpec, KernelSpec, Role
+from porter.results import KernelCost
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLES = ROOT / "samples" / "cuda"

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from porter.errors import PorterError, UsageError
-from porter.harness import cexpr
 from porter.harness.spec import (
     choose_sizes,
     find_spec_file,
@@ -18,6 +17,7 @@ from porter.harness.spec import (
     spec_snippet,
 )
 from porter.model import Role
+from porter.scan import cexpr
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLES = ROOT / "samples" / "cuda"
@@ -205,7 +205,7 @@ def test_a_buffer_the_kernel_reads_is_inout_even_if_no_host_copy_fills_it():
     ],
 )
 def test_which_pointer_parameters_a_kernel_reads(body: str, read: set[str]) -> None:
-    from porter.harness.spec import _read_params_in
+    from porter.scan.reads import pointers_read as _read_params_in
 
     text = f"template <typename T>\n__global__ void k(float* d, const float* a, float* o, int i) {{ {body} }}"
     assert _read_params_in(text, frozenset({"d", "a", "o"})) == read

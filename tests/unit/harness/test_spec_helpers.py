@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from porter.errors import PorterError
-from porter.harness.hostcalls import deduce_template_args, host_code, literal_type
 from porter.harness.spec import infer_spec, load_spec_file, spec_for, spec_snippet, split_instance
 from porter.model import Role
+from porter.scan.hostcalls import deduce_template_args, host_code, literal_type
 
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = ROOT / "tests" / "fixtures" / "cuda" / "spec_helpers"

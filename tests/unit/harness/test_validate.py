@@ -100,6 +100,7 @@ def test_per_dtype_and_atomics_tolerances():
 # ----------------------------------------------------------------------------- validate
 
 
+@pytest.mark.integration
 def test_correct_inout_kernel_is_validated(cl_device):
     (v,) = validate(_cl(GOOD_SAXPY), SAXPY_SPEC, Reference(python=saxpy_ref), [cl_device], OPTS)
     assert v.status is Status.VALIDATED, v.reason
@@ -112,6 +113,7 @@ def test_correct_inout_kernel_is_validated(cl_device):
     assert v.device == cl_device.label and v.toolchain
 
 
+@pytest.mark.integration
 def test_wrong_result_names_the_element_expected_and_got(cl_device):
     src = GOOD_SAXPY.replace("a * x[i] + y[i]", "a * x[i] + y[i] + (i == 700 ? 1.0f : 0.0f)")
     (v,) = validate(_cl(src), SAXPY_SPEC, Reference(python=saxpy_ref), [cl_device], OPTS)
@@ -120,6 +122,7 @@ def test_wrong_result_names_the_element_expected_and_got(cl_device):
     assert "expected" in v.reason and "size n=1024" in v.reason
 
 
+@pytest.mark.integration
 def test_compile_errors_are_verdicts_with_the_log(cl_device):
     (v,) = validate(
         _cl(GOOD_SAXPY.replace("int i", "int i = ;")),
@@ -132,6 +135,7 @@ def test_compile_errors_are_verdicts_with_the_log(cl_device):
     assert v.reason.startswith("compile:") and v.logs
 
 
+@pytest.mark.integration
 def test_a_hang_becomes_a_timeout_verdict(cl_device):
     src = GOOD_SAXPY.replace("if (i < n)", "while (x[0] < 2.0f) { y[0] += 1.0f; }\n    if (i < n)")
     (v,) = validate(
@@ -140,6 +144,7 @@ def test_a_hang_becomes_a_timeout_verdict(cl_device):
     assert v.status is Status.FAILED and "timed out" in v.reason
 
 
+@pytest.mark.integration
 def test_near_constant_reference_output_is_inconclusive_not_a_pass(cl_device):
     spec = KernelSpec(
         kernel="fill",
@@ -165,6 +170,7 @@ def test_near_constant_reference_output_is_inconclusive_not_a_pass(cl_device):
     assert any("near-constant" in line for line in v.logs)
 
 
+@pytest.mark.integration
 def test_arg_map_and_local_buffer_extras(cl_device):
     """An OpenCL translation with an added __local argument (for CUDA's extern __shared__)."""
     spec = KernelSpec(
@@ -207,6 +213,7 @@ def test_arg_map_and_local_buffer_extras(cl_device):
     assert v.status is Status.VALIDATED, v.reason
 
 
+@pytest.mark.integration
 def test_a_broken_python_reference_is_reported(cl_device):
     def ref(x, y, a, n):
         raise RuntimeError("boom")
@@ -215,6 +222,7 @@ def test_a_broken_python_reference_is_reported(cl_device):
     assert v.status is Status.FAILED and "Python reference raised RuntimeError: boom" in v.reason
 
 
+@pytest.mark.integration
 def test_no_reference_available(cl_device):
     original = Variant("saxpy", "cuda", "__global__ void saxpy(){}", "saxpy", "original")
     (v,) = validate(_cl(GOOD_SAXPY), SAXPY_SPEC, Reference(original=original, devices=()), [cl_device], OPTS)

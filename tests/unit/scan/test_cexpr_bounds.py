@@ -1,10 +1,10 @@
-"""porter.harness.cexpr on hostile input: nesting, shifts and magnitudes are ExprErrors, never a crash."""
+"""porter.scan.cexpr on hostile input: nesting, shifts and magnitudes are ExprErrors, never a crash."""
 
 from __future__ import annotations
 
 import pytest
 
-from porter.harness import cexpr
+from porter.scan import cexpr
 
 
 @pytest.mark.parametrize(

@@ -57,6 +57,7 @@ def samples_to_compile() -> list[Path]:
 
 
 @pytest.mark.parametrize("path", samples_to_compile(), ids=lambda p: p.name)
+@pytest.mark.integration
 def test_device_code_compiles_with_nvcc(path: Path, tmp_path: Path) -> None:
     out = device_code(path.read_text())
     assert "main(" not in out

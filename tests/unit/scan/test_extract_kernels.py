@@ -109,6 +109,7 @@ def _emulator():
     return be
 
 
+@pytest.mark.integration
 def test_texture_sample_saxpy_plain_becomes_emulable() -> None:
     be = _emulator()
     text = (SAMPLES / "legacy_texture.cu").read_text()
@@ -127,6 +128,7 @@ CORPUS = sorted(SAMPLES.glob("*.cu")) + [ROOT / "tests" / "fixtures" / "cuda" / 
 
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)
+@pytest.mark.integration
 def test_every_kernel_alone_still_compiles_with_nvcc(path: Path, tmp_path: Path) -> None:
     """Whatever the filter drops, the rest still builds (compiled only when something was dropped)."""
     from porter.scan import scan_file

@@ -261,6 +261,7 @@ def test_device_code_keeps_macro_namespaces_and_drops_host_code() -> None:
 
 
 @pytest.mark.parametrize("kernel", ["affine_clamp", "square_in_place"])
+@pytest.mark.integration
 def test_device_code_of_one_macro_declared_kernel_compiles(kernel: str, tmp_path: Path) -> None:
     nvcc = shutil.which("nvcc")
     if nvcc is None:

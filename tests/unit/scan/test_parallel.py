@@ -25,6 +25,7 @@ def tree(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.integration
 def test_workers_give_the_sequential_result(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scan_mod, "PARALLEL_MIN_BYTES", 0)
     one = scan_paths([str(tree)], jobs=1)
@@ -56,6 +57,7 @@ def _crash_on_big(name: str, explicit: bool, macros: dict) -> object:
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the crash is injected through fork")
+@pytest.mark.integration
 def test_a_dead_worker_does_not_lose_files(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scan_mod, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(scan_mod, "_scan_one", _crash_on_big)

@@ -1,43 +1,35 @@
-"""KernelSpec: how to run a kernel -- from a spec file next to the source, or inferred from host code.
-
-Order of precedence (see docs/SPEC_FORMAT.md):
-
-1. ``<source>.porter.toml`` or ``porter.toml`` in the source's directory (:func:`load_spec_file`);
-2. inference from the file's own host code (:func:`infer_spec`): the launch site gives the
-   arguments and the geometry; ``cudaMalloc``/``malloc`` sizes give the array shapes in size
-   symbols; host assignments and ``#define``s give the values; copies and ``const`` give roles.
-
-When inference falls short, :class:`~porter.errors.PorterError` names the file and line, says
-what is missing and carries a ready-to-edit spec file snippet.
-"""
+"""Spec inference from the program's own host code: the launch site gives the arguments and the
+geometry; allocation sizes give the array shapes in size symbols; host assignments and ``#define``s
+give the values; copies and ``const`` give roles."""
 
 from __future__ import annotations
 
-import functools
-import math
 import re
-import tomllib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from porter.errors import PorterError, UsageError
-from porter.harness import cexpr
-from porter.harness.hostcalls import HostCode, deduce_template_args, host_code, literal_type, substitute_types
+from porter.errors import PorterError
 from porter.harness.inputs import ctype_info, ctype_size
+from porter.harness.spec.file import SPEC_SUFFIX, normalise_dtype
+from porter.harness.spec.names import (
+    dim_components,
+    instance_label,
+    split_instance,
+    squash_name,
+)
+from porter.harness.spec.render import spec_snippet
+from porter.harness.spec.sizes import (
+    DEFAULT_TARGET_ELEMENTS,
+    MIN_SCALABLE,
+    choose_sizes,
+)
 from porter.model import Allocation, ArgSpec, Assignment, FileScan, Kernel, KernelSpec, LaunchSite, Role
-
-if TYPE_CHECKING:
-    from tree_sitter import Node
-
-SPEC_SUFFIX = ".porter.toml"
-DIR_SPEC = "porter.toml"
-DEFAULT_TARGET_ELEMENTS = 32768  # elements in the largest array at the first validation size
-MIN_SCALABLE = 9  # size symbols below this stay at their program value (channels, radius...)
-MAX_SIZE_VALUE = 2**63 - 1  # a size symbol's largest value (C's long long)
+from porter.scan import cexpr
+from porter.scan.hostcalls import HostCode, deduce_template_args, host_code, literal_type, substitute_types
+from porter.scan.reads import pointers_read
 
 _QUALIFIERS = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict|struct|__global|global)\b|[*&]")
 _CAST_PREFIX = re.compile(r"^\(\s*[\w\s:]+\**\s*\)\s*")
@@ -45,361 +37,6 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 _FLOAT_ATOMICS = frozenset(
     {"atomicAdd", "atomicAdd_block", "atomicAdd_system", "atomicSub", "unsafeAtomicAdd"}
 )
-
-
-# ----------------------------------------------------------------------------- spec files
-
-
-def find_spec_file(source: str | Path) -> Path | None:
-    """The spec file that applies to `source`: `<source>.porter.toml`, else `porter.toml` beside it."""
-    from porter import files
-
-    src = Path(source)
-    for candidate in (src.with_name(src.name + SPEC_SUFFIX), src.with_name(DIR_SPEC)):
-        if files.is_regular(candidate):
-            return candidate
-        if files.exists(candidate):  # a FIFO, a device or a folder under a spec file's name
-            raise UsageError(
-                f"spec file: {files.refusal(candidate) or 'not a regular file'}", path=str(candidate)
-            )
-    return None
-
-
-def load_spec_file(path: str | Path) -> dict[str, KernelSpec]:
-    """Every kernel described in a spec file (format: docs/SPEC_FORMAT.md)."""
-    from porter.files import read_text
-
-    p = Path(path)
-    text = read_text(p, "spec file")  # UsageError: missing, not a regular file, too large, not UTF-8
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise UsageError(f"not a valid spec file: {err}", path=str(p)) from None
-    except RecursionError:
-        raise UsageError("not a valid spec file: too deeply nested", path=str(p)) from None
-    kernels = doc.get("kernels")
-    if not isinstance(kernels, dict) or not kernels:
-        raise UsageError("a spec file needs at least one [kernels.<name>] table", path=str(p))
-    return {name: _spec_from_table(name, table, str(p)) for name, table in kernels.items()}
-
-
-def spec_for(source: str | Path, scan: FileScan, kernel: str, include_dirs: Sequence[str] = ()) -> KernelSpec:
-    """The spec file's entry for `kernel` when there is one, else the inferred spec.
-
-    A spec-file entry that lists no ``constants`` gets the ``__constant__`` symbols the kernel reads,
-    inferred from the source (when they can be: else it stays as written)."""
-    spec_path = find_spec_file(source)
-    base, wanted = split_instance(kernel)
-    if spec_path is not None:
-        specs = load_spec_file(spec_path)
-        spec = specs.get(kernel) or next(
-            (v for k, v in specs.items() if _squash(k) == _squash(kernel) and k != kernel), None
-        )
-        # The kernel's own entry serves an instantiation it names (template_args = [...]).
-        if (
-            spec is None
-            and wanted is not None
-            and base in specs
-            and tuple(map(_squash, specs[base].template_args)) == tuple(map(_squash, wanted))
-        ):
-            spec = specs[base]
-        if spec is not None:
-            if not spec.constants:
-                consts, missing = infer_constants(scan, base, include_dirs=include_dirs)
-                if consts and not missing:
-                    names = ", ".join(c.name for c in consts)
-                    spec = replace(
-                        spec, constants=consts, notes=(*spec.notes, f"constants inferred: {names}")
-                    )
-            return spec
-    return infer_spec(scan, kernel, include_dirs=include_dirs)
-
-
-def _need(table: Mapping[str, Any], key: str, what: str, path: str) -> Any:
-    if key not in table:
-        raise UsageError(f"{what}: missing `{key}`", path=path)
-    return table[key]
-
-
-def _expr_list(value: Any, what: str, path: str) -> tuple[str, ...]:
-    items = value if isinstance(value, list) else [value]
-    out = []
-    for item in items:
-        if not isinstance(item, (str, int)) or isinstance(item, bool):
-            raise UsageError(f"{what}: expected an expression (string or integer), got {item!r}", path=path)
-        text = str(item)
-        try:
-            cexpr.parse(text)
-        except cexpr.ExprError as err:
-            raise UsageError(f"{what}: {err}", path=path) from None
-        out.append(text)
-    if not 1 <= len(out) <= 3 and what.endswith(("grid", "block")):
-        raise UsageError(f"{what}: 1 to 3 expressions", path=path)
-    return tuple(out)
-
-
-def _sizes(value: Any, what: str, path: str) -> tuple[dict[str, int], ...]:
-    if not isinstance(value, list) or not all(isinstance(s, dict) for s in value):
-        raise UsageError(f"{what}: expected a list of tables such as [{{ n = 4096 }}]", path=path)
-    out = []
-    for s in value:
-        if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in s.values()):
-            raise UsageError(f"{what}: size values must be positive integers, got {s}", path=path)
-        big = next((k for k, v in s.items() if v > MAX_SIZE_VALUE), None)
-        if big is not None:
-            raise UsageError(
-                f"{what}: size {big} = {s[big]} is larger than {MAX_SIZE_VALUE} (2**63 - 1)", path=path
-            )
-        out.append({str(k): int(v) for k, v in s.items()})
-    return tuple(out)
-
-
-def _number(
-    table: Mapping[str, Any], key: str, what: str, path: str, *, minimum: float | None = None
-) -> float | None:
-    """An optional finite number of a spec table (``low``, ``rtol``...); UsageError for anything else."""
-    if key not in table:
-        return None
-    value = table[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise UsageError(f"{what}.{key}: expected a number, got {value!r}", path=path)
-    try:
-        number = float(value)
-    except OverflowError:
-        number = math.inf
-    if not math.isfinite(number):
-        raise UsageError(f"{what}.{key}: expected a finite number, got {value!r}", path=path)
-    if minimum is not None and number < minimum:
-        raise UsageError(f"{what}.{key}: must be at least {minimum:g}, got {value!r}", path=path)
-    return number
-
-
-def _range(table: Mapping[str, Any], what: str, path: str) -> tuple[float | None, float | None]:
-    """The optional ``low`` / ``high`` of an argument or constant: finite, low <= high."""
-    low, high = _number(table, "low", what, path), _number(table, "high", what, path)
-    if low is not None and high is not None:
-        if low > high:
-            raise UsageError(f"{what}: low ({low:g}) is above high ({high:g})", path=path)
-        if not math.isfinite(high - low):
-            raise UsageError(f"{what}: the range [{low:g}, {high:g}] is too wide to draw from", path=path)
-    return low, high
-
-
-def _text(table: Mapping[str, Any], key: str, what: str, path: str) -> str:
-    """A field that names something (``role``, ``dtype``, ``name``): a string."""
-    value = table[key]
-    if not isinstance(value, str):
-        raise UsageError(f"{what}.{key}: expected a string, got {value!r}", path=path)
-    return value
-
-
-def normalise_dtype(text: str) -> str | None:
-    """A NumPy dtype name from a NumPy name or a C type name; None when neither."""
-    from porter.harness.inputs import known_dtype
-
-    info = ctype_info(text)
-    if info is not None:
-        return info[0]
-    try:
-        dt = np.dtype(text)
-    except (TypeError, ValueError, SyntaxError):
-        return None
-    return dt.name if dt.kind in "fiu" and known_dtype(dt.name) else None
-
-
-def _spec_from_table(name: str, table: Any, path: str) -> KernelSpec:
-    where = f"kernels.{name}"
-    if not isinstance(table, dict):
-        raise UsageError(f"{where} must be a table", path=path)
-    raw_args = _need(table, "args", where, path)
-    if not isinstance(raw_args, list) or not raw_args:
-        raise UsageError(f"{where}.args: expected [[{where}.args]] entries", path=path)
-    args = []
-    for i, a in enumerate(raw_args):
-        aw = f"{where}.args[{i}]"
-        if not isinstance(a, dict):
-            raise UsageError(f"{aw}: expected a table", path=path)
-        _need(a, "role", aw, path)
-        role_text = _text(a, "role", aw, path)
-        try:
-            role = Role(role_text)
-        except ValueError:
-            raise UsageError(
-                f"{aw}: role must be in, out, inout or scalar, not {role_text!r}", path=path
-            ) from None
-        _need(a, "dtype", aw, path)
-        dtype = normalise_dtype(_text(a, "dtype", aw, path))
-        if dtype is None:
-            raise UsageError(f"{aw}: unknown dtype {a['dtype']!r}", path=path)
-        low, high = _range(a, aw, path)
-        shape: tuple[str, ...] = ()
-        value = None
-        if role is Role.SCALAR:
-            value = _expr_list(_need(a, "value", aw, path), f"{aw}.value", path)[0]
-        else:
-            shape = _expr_list(_need(a, "shape", aw, path), f"{aw}.shape", path)
-        args.append(
-            ArgSpec(
-                name=_text(a, "name", aw, path) if "name" in a else f"arg{i}",
-                dtype=dtype,
-                role=role,
-                shape=shape,
-                value=value,
-                low=low,
-                high=high,
-            )
-        )
-    constants = _constants_from_table(table.get("constants", []), where, path)
-    sizes = _sizes(_need(table, "sizes", where, path), f"{where}.sizes", path)
-    if not sizes:
-        raise UsageError(f"{where}.sizes: at least one size", path=path)
-    hidden = _sizes(table["hidden_sizes"], f"{where}.hidden_sizes", path) if "hidden_sizes" in table else ()
-    if not hidden:
-        hidden = (_hidden_from(sizes[-1]),)
-    base, instance_args = split_instance(name)
-    raw_template = table.get("template_args", list(instance_args or ()))
-    if not isinstance(raw_template, list) or not all(
-        isinstance(t, (str, int)) and not isinstance(t, bool) for t in raw_template
-    ):
-        raise UsageError(
-            f'{where}.template_args: expected a list of strings or integers such as ["256"], '
-            f"got {raw_template!r}",
-            path=path,
-        )
-    template_args = tuple(str(t) for t in raw_template)
-    float_atomics = table.get("float_atomics", False)
-    if not isinstance(float_atomics, bool):
-        raise UsageError(f"{where}.float_atomics: expected true or false, got {float_atomics!r}", path=path)
-    spec = KernelSpec(
-        kernel=base,
-        args=tuple(args),
-        grid=_expr_list(_need(table, "grid", where, path), f"{where}.grid", path),
-        block=_expr_list(_need(table, "block", where, path), f"{where}.block", path),
-        shared_bytes=_expr_list(table.get("shared_bytes", "0"), f"{where}.shared_bytes", path)[0],
-        sizes=sizes,
-        hidden_sizes=hidden,
-        bench_sizes=_sizes(table["bench_sizes"], f"{where}.bench_sizes", path)
-        if "bench_sizes" in table
-        else (),
-        rtol=_number(table, "rtol", where, path, minimum=0.0),
-        atol=_number(table, "atol", where, path, minimum=0.0),
-        template_args=template_args,
-        float_atomics=float_atomics,
-        source="spec-file",
-        notes=(f"spec file {path}",),
-        constants=constants,
-    )
-    _check_symbols(spec, path)
-    return spec
-
-
-def _constants_from_table(raw: Any, where: str, path: str) -> tuple[ArgSpec, ...]:
-    """`[[kernels.K.constants]]`: name (the symbol), dtype, shape, optional low/high."""
-    if not isinstance(raw, list):
-        raise UsageError(f"{where}.constants: expected [[{where}.constants]] entries", path=path)
-    out = []
-    for i, c in enumerate(raw):
-        cw = f"{where}.constants[{i}]"
-        if not isinstance(c, dict):
-            raise UsageError(f"{cw}: expected a table", path=path)
-        name = str(_need(c, "name", cw, path))
-        if not isinstance(c["name"], str) or not re.fullmatch(r"[A-Za-z_]\w*", name):
-            raise UsageError(f"{cw}: name must be the symbol's identifier, not {name!r}", path=path)
-        _need(c, "dtype", cw, path)
-        dtype = normalise_dtype(_text(c, "dtype", cw, path))
-        if dtype is None:
-            raise UsageError(f"{cw}: unknown dtype {c['dtype']!r}", path=path)
-        low, high = _range(c, cw, path)
-        out.append(
-            ArgSpec(
-                name=name,
-                dtype=dtype,
-                role=Role.IN,
-                shape=_expr_list(_need(c, "shape", cw, path), f"{cw}.shape", path),
-                low=low,
-                high=high,
-            )
-        )
-    return tuple(out)
-
-
-def _hidden_from(size: Mapping[str, int]) -> dict[str, int]:
-    """A size unlike the given one (about 0.8x, odd), for specs that name no hidden size."""
-    return {k: (max(1, round(v * 0.8)) | 1) if v > MIN_SCALABLE else v for k, v in size.items()}
-
-
-def _check_symbols(spec: KernelSpec, path: str) -> None:
-    """Every expression of the spec must evaluate at every size, to something a run can take."""
-    for size in spec.sizes + spec.hidden_sizes + spec.bench_sizes:
-        try:
-            check_size(spec, size)
-        except ValueError as err:  # cexpr.ExprError included
-            raise UsageError(f"kernels.{spec.kernel}: at size {size}: {err}", path=path) from None
-
-
-def memory_bytes() -> int:
-    """The most the buffers of one run may take: half this machine's physical memory (a validation
-    holds several copies of them), 1 TiB if unknown."""
-    import os
-
-    try:
-        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE")) // 2
-    except (AttributeError, ValueError, OSError):
-        return 1 << 40
-
-
-def check_size(spec: KernelSpec, size: Mapping[str, int]) -> None:
-    """ValueError when the spec cannot run at ``size``: an expression that does not evaluate, a
-    scalar its type cannot hold, an array of no elements, a launch geometry out of range, or buffers
-    larger than :func:`memory_bytes`."""
-    from porter.harness.inputs import element_count, scalar_value
-
-    total = 0
-    for arg in (*spec.args, *spec.constants):
-        if arg.role is Role.SCALAR:
-            scalar_value(arg, size)
-            continue
-        count = element_count(arg, size)
-        if count <= 0:
-            what = "constant" if arg in spec.constants else "argument"
-            raise ValueError(f"{what} {arg.name} has {count} elements")
-        total += count * np.dtype(arg.dtype).itemsize
-    geometry(spec, size)
-    limit = memory_bytes()
-    if total > limit:
-        raise ValueError(
-            f"the buffers take {total / (1 << 30):.4g} GiB, more than half this machine's memory "
-            f"({limit / (1 << 30):.4g} GiB)"
-        )
-
-
-MAX_LAUNCH_DIM = 2**31 - 1  # CUDA's largest grid x extent; no launch dimension may exceed it
-
-
-def geometry(spec: KernelSpec, size: Mapping[str, int]) -> tuple[tuple[int, ...], tuple[int, ...], int]:
-    """(grid, block, shared_bytes) at a problem size; ValueError when out of range."""
-    from porter.harness.inputs import _sizeof
-
-    def value(text: str) -> int:
-        v = cexpr.eval_text(text, size, _sizeof)
-        try:
-            return int(v)
-        except (OverflowError, ValueError):  # a float infinity or NaN
-            raise ValueError(f"{text} is {v}, not an integer") from None
-
-    grid = tuple(value(g) for g in spec.grid)
-    block = tuple(value(b) for b in spec.block)
-    shared = value(spec.shared_bytes or "0")
-    if any(v <= 0 for v in grid + block):
-        raise ValueError(f"launch geometry grid={grid} block={block} is empty")
-    if any(v > MAX_LAUNCH_DIM for v in grid + block):
-        raise ValueError(f"launch geometry grid={grid} block={block} exceeds {MAX_LAUNCH_DIM} in a dimension")
-    if not 0 <= shared <= MAX_LAUNCH_DIM:
-        raise ValueError(f"dynamic shared memory of {shared} bytes is out of range")
-    return grid, block, shared
-
-
-# ----------------------------------------------------------------------------- inference
 
 
 @dataclass(frozen=True)
@@ -618,40 +255,6 @@ def _pointer_var(arg: str) -> str | None:
     return text if re.fullmatch(r"[A-Za-z_]\w*", text) else None
 
 
-def _dim_components(text: str) -> list[str]:
-    """`dim3(a, b)` / `(a, b)` / `{a, b}` / `a, b` / `a` -> ["a", "b"]."""
-    t = text.strip()
-    t = re.sub(r"^dim3\s*", "", t)
-    if t and t[0] in "({" and _matching_close(t) == len(t) - 1:
-        t = t[1:-1]
-    parts, depth, cur = [], 0, ""
-    for ch in t:
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        parts.append(cur.strip())
-    return parts
-
-
-def _matching_close(text: str) -> int:
-    depth = 0
-    for i, ch in enumerate(text):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
-
-
 @dataclass
 class _Inference:
     env: _Env
@@ -718,10 +321,10 @@ def _allocation_for(scan: FileScan, var: str, frame: _Frame) -> Allocation | Non
 
 
 def _source_text(scan: FileScan) -> str:
-    try:
-        return Path(scan.path).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
+    from porter.files import read_header
+
+    data = read_header(scan.path, quiet=True)  # the bytes the scan saw (the command's snapshot)
+    return "" if data is None else data.decode("utf-8", "replace")
 
 
 def _is_h2d(scan: FileScan, var: str) -> bool:
@@ -739,9 +342,10 @@ def _is_h2d(scan: FileScan, var: str) -> bool:
 
 
 def _kernel_body(scan: FileScan, kernel: Kernel) -> str:
-    try:
-        data = Path(scan.path).read_bytes()
-    except OSError:
+    from porter.files import read_header
+
+    data = read_header(scan.path, quiet=True)  # the bytes the scan saw (the command's snapshot)
+    if data is None:
         return ""
     if kernel.end_byte > kernel.start_byte:
         return data[kernel.start_byte : kernel.end_byte].decode("utf-8", "replace")
@@ -749,73 +353,10 @@ def _kernel_body(scan: FileScan, kernel: Kernel) -> str:
     return "\n".join(lines[kernel.line - 1 : kernel.end_line])
 
 
-_STORE_TARGETS = frozenset({"subscript_expression", "pointer_expression", "field_expression"})
-
-
 def _read_params(scan: FileScan, kernel: Kernel) -> frozenset[str]:
     """The pointer parameters the kernel reads through (anything but a plain `p[i] = v`, `*p = v`
     or `p->f = v` store counts as a read: compound assignments, atomics, helper calls, aliases)."""
-    return _read_params_in(_kernel_body(scan, kernel), frozenset(p.name for p in kernel.params if p.pointer))
-
-
-@functools.lru_cache(maxsize=256)
-def _read_params_in(text: str, names: frozenset[str]) -> frozenset[str]:
-    from porter.grammars import parser
-
-    if not names or not text:
-        return frozenset()
-    root = parser("cuda").parse(text.encode("utf-8")).root_node
-    stack = list(root.named_children)
-    bodies = []
-    while stack:  # the body of the (possibly templated) function definition
-        node = stack.pop()
-        if node.type == "function_definition":
-            body = node.child_by_field_name("body")
-            if body is not None:
-                bodies.append(body)
-        elif node.type in ("template_declaration", "linkage_specification", "declaration_list"):
-            stack.extend(node.named_children)
-    read: set[str] = set()
-    stack = bodies
-    while stack:
-        node = stack.pop()
-        if node.type == "identifier":
-            name = (node.text or b"").decode()
-            if name in names and name not in read and not _plain_store(node):
-                read.add(name)
-            continue
-        stack.extend(node.named_children)
-    return frozenset(read)
-
-
-def _plain_store(ident: Node) -> bool:
-    """`p[i] = v`, `*p = v`, `*(p + i) = v`, `p->f = v`: ``ident`` only names where a value goes."""
-    target = ident.parent
-    while target is not None and target.type in ("parenthesized_expression", "binary_expression"):
-        if target.type == "binary_expression":
-            op = target.child_by_field_name("operator")
-            if op is None or op.type not in ("+", "-"):
-                return False
-        target = target.parent
-    if target is None or target.type not in _STORE_TARGETS:
-        return False
-    if target.type == "subscript_expression":
-        base = target.child_by_field_name("argument")
-        if base is None or not (base.start_byte <= ident.start_byte and ident.end_byte <= base.end_byte):
-            return False  # the name is in the index: `q[p[0]]` reads p
-    if target.type == "pointer_expression" and (target.child(0) is None or target.child(0).type != "*"):
-        return False
-    assign = target.parent
-    if assign is None or assign.type != "assignment_expression":
-        return False
-    left, op = assign.child_by_field_name("left"), assign.child_by_field_name("operator")
-    return (
-        left is not None
-        and left.start_byte == target.start_byte
-        and left.end_byte == target.end_byte
-        and op is not None
-        and op.type == "="
-    )
+    return pointers_read(_kernel_body(scan, kernel), frozenset(p.name for p in kernel.params if p.pointer))
 
 
 def _collect_defines(env: _Env, include_dirs: Sequence[str]) -> None:
@@ -868,23 +409,6 @@ def _collect_defines(env: _Env, include_dirs: Sequence[str]) -> None:
             walks.append(headers(header))
 
 
-def split_instance(kernel: str) -> tuple[str, tuple[str, ...] | None]:
-    """`axpby<float>` -> ("axpby", ("float",)); `saxpy` -> ("saxpy", None)."""
-    text = kernel.strip()
-    if "<" not in text or not text.endswith(">"):
-        return text, None
-    base, rest = text.split("<", 1)
-    return base.strip(), tuple(_squash(a) for a in _dim_components(rest[:-1]))
-
-
-def _squash(text: str) -> str:
-    return re.sub(r"\s*([<>,*&])\s*", r"\1", " ".join(text.split()))
-
-
-def _instance_label(base: str, args: Sequence[str]) -> str:
-    return f"{base}<{', '.join(args)}>" if args else base
-
-
 def infer_spec(
     scan: FileScan,
     kernel: str,
@@ -927,14 +451,14 @@ def infer_spec(
             if wanted is not None:
                 got = tuple(
                     map(
-                        _squash,
+                        squash_name,
                         spec.template_args if spec is not None and spec.template_args else inf.template_args,
                     )
                 )
-                label = _instance_label(base, got)
+                label = instance_label(base, got)
                 if label not in seen_args:
                     seen_args.append(label)
-                if got != tuple(map(_squash, wanted)):
+                if got != tuple(map(squash_name, wanted)):
                     continue
             score = -len(inf.missing)
             if best is None or score > best[0]:
@@ -1223,7 +747,7 @@ def _element_count(inf: _Inference, alloc: Allocation, dtype: str, lanes: int, f
         inf.missing.append(f"the byte size {alloc.bytes!r} of {alloc.var} at {inf.where(alloc.line)}")
         return f"<element count of {alloc.var}>"
     if alloc.api == "calloc" and "," in alloc.bytes:
-        parts = _dim_components(alloc.bytes)
+        parts = dim_components(alloc.bytes)
         raw = cexpr.parse(f"({parts[0]}) * ({parts[1]})")
     expr = _strip_int_casts(inf.env.expand(raw, frame=frame))
     factors = cexpr.multiplicands(expr)
@@ -1327,14 +851,14 @@ def _dims(inf: _Inference, text: str, what: str, line: int) -> list[str]:
     if re.fullmatch(r"[A-Za-z_]\w*", t):
         a = inf.env.assignment(t, frame)
         if a is not None and a.type and "dim3" in a.type:
-            comps = _dim_components(a.value)
+            comps = dim_components(a.value)
         else:  # `dim3 block(16, 16);` -- a constructor-style declaration
             fr = frames[frame]
             decl = _dim3_declaration(inf.env.scan, t, fr.line if frame else line, fr.start)
             if decl is not None:
-                comps = _dim_components(decl)
+                comps = dim_components(decl)
     if comps is None:
-        comps = _dim_components(t) if t.startswith(("dim3", "{")) else [t]
+        comps = dim_components(t) if t.startswith(("dim3", "{")) else [t]
     out = []
     for c in comps:
         try:
@@ -1373,152 +897,3 @@ def _fixed_symbols(inf: _Inference) -> set[str]:
         ):
             fixed.add(name)
     return fixed
-
-
-# ----------------------------------------------------------------------------- sizes
-
-
-def _largest(spec: KernelSpec, size: Mapping[str, int]) -> int:
-    from porter.harness.inputs import element_count
-
-    return max((element_count(a, size) for a in spec.args if a.role is not Role.SCALAR), default=0)
-
-
-def _runnable(spec: KernelSpec, size: Mapping[str, int]) -> bool:
-    from porter.harness.inputs import element_count
-
-    try:
-        geometry(spec, size)
-        return all(element_count(a, size) > 0 for a in spec.args if a.role is not Role.SCALAR)
-    except (cexpr.ExprError, ValueError, ZeroDivisionError):
-        return False
-
-
-def _scaled(program: Mapping[str, int], fixed: Iterable[str], factor: float) -> dict[str, int]:
-    fixed = set(fixed)
-    return {k: v if k in fixed else max(1, round(v * factor)) for k, v in program.items()}
-
-
-def choose_sizes(
-    spec: KernelSpec,
-    program: Mapping[str, int],
-    fixed: Iterable[str] = (),
-    target: int = DEFAULT_TARGET_ELEMENTS,
-) -> tuple[tuple[dict[str, int], ...], tuple[dict[str, int], ...]]:
-    """Validation sizes derived from the program's own size, keeping the symbols' ratios.
-
-    Returns (sizes, hidden_sizes): sizes[0] scaled so the largest array holds about `target`
-    elements, rounded to multiples of 32; sizes[1] smaller with every scalable symbol odd (so not a
-    multiple of any power-of-two block); one hidden size, odd, of yet another magnitude.
-    """
-    fixed = set(fixed)
-    if not program:
-        return (({},), ())
-    scalable = [k for k in program if k not in fixed]
-    if not scalable:
-        return ((dict(program),), ())
-    lo, hi = 0.0, 1.0
-    if _largest(spec, program) > target:
-        for _ in range(60):
-            mid = (lo + hi) / 2
-            if _largest(spec, _scaled(program, fixed, mid)) > target:
-                hi = mid
-            else:
-                lo = mid
-        factor = lo
-    else:
-        factor = 1.0
-
-    def nice(factor: float) -> dict[str, int]:
-        s = _scaled(program, fixed, factor)
-        return {k: (max(32, v - v % 32) if k not in fixed and v >= 64 else v) for k, v in s.items()}
-
-    def odd(factor: float, offset: int) -> dict[str, int]:
-        s = _scaled(program, fixed, factor)
-        return {k: ((v + offset) | 1) if k not in fixed and v > 2 else v for k, v in s.items()}
-
-    candidates = [nice(factor), odd(factor * 0.77, 0)]
-    hidden_candidates = [odd(factor * 0.61, 6), odd(factor * 0.45, 10), odd(factor * 0.9, 4)]
-    sizes = []
-    for s in candidates:
-        if _runnable(spec, s) and s not in sizes:
-            sizes.append(s)
-    if not sizes:
-        raise ValueError(f"the spec cannot run at sizes derived from {dict(program)}")
-    hidden = next((s for s in hidden_candidates if _runnable(spec, s) and s not in sizes), None)
-    return tuple(sizes), ((hidden,) if hidden else ())
-
-
-# ----------------------------------------------------------------------------- rendering
-
-
-def _toml_value(v: Any) -> str:
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float):
-        return repr(v) if math.isfinite(v) else '"nan"'
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
-    return str(v)
-
-
-def spec_snippet(spec: KernelSpec, *, missing: bool = False, name: str | None = None) -> str:
-    """The spec as spec-file TOML (placeholders in <angle brackets> where inference fell short).
-
-    `name` keys the table (default: the kernel); an instantiation's name is quoted:
-    ``[kernels."axpby<float>"]``."""
-    key = name or spec.kernel
-    if not re.fullmatch(r"[A-Za-z0-9_-]+", key):
-        key = _toml_value(key)
-    lines = [f"[kernels.{key}]"]
-    lines.append(f"grid = {_toml_value(list(spec.grid))}")
-    lines.append(f"block = {_toml_value(list(spec.block))}")
-    if spec.shared_bytes not in ("", "0"):
-        lines.append(f"shared_bytes = {_toml_value(spec.shared_bytes)}")
-    if spec.sizes:
-        lines.append(f"sizes = {_toml_value(list(spec.sizes))}")
-    else:
-        lines.append("sizes = [{ n = 4096 }, { n = 3001 }]  # bind every size symbol used below")
-    if spec.hidden_sizes:
-        lines.append(f"hidden_sizes = {_toml_value(list(spec.hidden_sizes))}")
-    if spec.template_args:
-        lines.append(f"template_args = {_toml_value(list(spec.template_args))}")
-    if spec.float_atomics:
-        lines.append("float_atomics = true")
-    if spec.rtol is not None:
-        lines.append(f"rtol = {spec.rtol!r}")
-    if spec.atol is not None:
-        lines.append(f"atol = {spec.atol!r}")
-    for a in spec.args:
-        lines.append("")
-        lines.append(f"[[kernels.{key}.args]]")
-        lines.append(f"name = {_toml_value(a.name)}")
-        lines.append(f"role = {_toml_value(a.role.value)}")
-        lines.append(f"dtype = {_toml_value(a.dtype)}")
-        if a.role is Role.SCALAR:
-            lines.append(f"value = {_toml_value(a.value or '')}")
-        else:
-            lines.append(f"shape = {_toml_value(list(a.shape))}")
-        if a.low is not None:
-            lines.append(f"low = {a.low!r}")
-        if a.high is not None:
-            lines.append(f"high = {a.high!r}")
-    for c in spec.constants:
-        lines.append("")
-        lines.append(f"[[kernels.{key}.constants]]  # a __constant__ symbol, random per trial")
-        lines.append(f"name = {_toml_value(c.name)}")
-        lines.append(f"dtype = {_toml_value(c.dtype)}")
-        lines.append(f"shape = {_toml_value(list(c.shape))}")
-        if c.low is not None:
-            lines.append(f"low = {c.low!r}")
-        if c.high is not None:
-            lines.append(f"high = {c.high!r}")
-    if missing:
-        lines.insert(
-            0, "# Fill in every <placeholder>; expressions may use the size symbols bound in `sizes`."
-        )
-    return "\n".join(lines)

@@ -1,0 +1,263 @@
+"""One trial of a variant: the inputs of one (size, seed) instance, with guards, and the isolated
+job that runs the variant (or the reference) on them.  A failed step is a :class:`Reject`, which
+the validate loop turns into the verdict's reason."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from porter.backends import CompileOptions, Device, get_backend, get_dialect
+from porter.backends.isolate import Job, JobResult, LocalBuffer
+from porter.harness.inputs import guard_value, make_args, make_constants
+from porter.harness.spec import geometry
+from porter.model import KernelSpec, Status, Variant
+from porter.scan import cexpr
+
+GUARD_ELEMENTS = 1024
+
+
+LOG_LIMIT = 4000
+
+
+@dataclass(frozen=True)
+class ValidateOptions:
+    trials: int = 3
+    seed: int = 20240917
+    runs: int = 2  # launches of the variant per input set (bit-identical unless float atomics)
+    redraws: int = 3  # new inputs drawn when the reference output is near-constant
+    timeout_s: float = 120.0  # per child job
+    memcheck: bool = True  # compute-sanitizer on NVIDIA GPUs
+    checker_trials: int = 1  # trials under a checker device (Oclgrind is a slow simulator)
+    compile: CompileOptions = CompileOptions()
+    sizes: tuple[dict[str, int], ...] | None = None  # override the spec's sizes (tests)
+
+
+class Reject(Exception):
+    """A check failed: the verdict's reason."""
+
+    def __init__(
+        self, check: str, reason: str, log: str = "", *, executed: bool = True, status: Status | None = None
+    ):
+        self.check, self.reason, self.log, self.executed = check, reason, log, executed
+        self.status = status or Status.FAILED
+        super().__init__(reason)
+
+
+@dataclass
+class Instance:
+    """Inputs for one (size, trial): the spec-order values, with guards, and the size label."""
+
+    spec: KernelSpec
+    size: dict[str, int]
+    label: str
+    seed: int
+    values: list[np.ndarray | np.generic] = field(default_factory=list)  # spec order, no guard
+    guarded: list[np.ndarray | np.generic] = field(default_factory=list)  # arrays with guard appended
+    constants: dict[str, np.ndarray] = field(default_factory=dict)  # __constant__ symbol -> contents
+
+    @classmethod
+    def draw(
+        cls, spec: KernelSpec, size: dict[str, int], label: str, seed: int, guard: int = GUARD_ELEMENTS
+    ) -> Instance:
+        inst = cls(spec, size, label, seed)
+        inst.values = make_args(spec, size, seed)
+        inst.constants = make_constants(spec, size, seed)
+        for k, v in enumerate(inst.values):
+            if isinstance(v, np.ndarray):
+                guard_arr = np.full(guard, guard_value(v.dtype.name, k), dtype=v.dtype)
+                inst.guarded.append(np.concatenate([v, guard_arr]))
+            else:
+                inst.guarded.append(v)
+        return inst
+
+
+def extra_value(extra: Mapping[str, Any], inst: Instance, shared: int) -> Any:
+    kind = str(extra.get("kind", "local"))
+    if kind == "local":
+        text = str(extra.get("bytes", "shared_bytes"))
+        if text.startswith("<") or text in ("shared_bytes", "dynamic"):
+            return LocalBuffer(shared)
+        env = {**inst.size, "shared_bytes": shared}
+        from porter.harness.inputs import _sizeof
+
+        return LocalBuffer(int(cexpr.eval_text(text, env, _sizeof)))
+    if kind == "scalar":
+        from porter.harness.inputs import _sizeof
+
+        dtype = np.dtype(str(extra.get("dtype", "int32")))
+        return dtype.type(cexpr.eval_text(str(extra["value"]), inst.size, _sizeof))
+    if kind == "constant":  # a __constant__ symbol passed as an argument (OpenCL): the same per-trial data
+        symbol = str(extra.get("symbol", ""))
+        data = inst.constants.get(symbol)
+        if data is None:
+            raise Reject(
+                "arguments",
+                f"the variant takes the __constant__ symbol {symbol!r} as an argument, but the spec has no "
+                f"constant {symbol!r} (add [[kernels.{inst.spec.kernel}.constants]], docs/SPEC_FORMAT.md)",
+                executed=False,
+            )
+        want = extra.get("dtype")
+        if want is not None and np.dtype(str(want)) != data.dtype:
+            raise Reject(
+                "arguments",
+                f"the variant's __constant__ argument {symbol!r} is {want}, the spec's constant is {data.dtype}",
+                executed=False,
+            )
+        return data.copy()
+    raise Reject("arguments", f"cannot supply the variant's extra argument {dict(extra)}", executed=False)
+
+
+def job_args(variant: Variant, inst: Instance, shared: int) -> tuple[list[Any], list[int], list[int]]:
+    """The variant's argument list; per spec array argument in order, its spec index and its position
+    in the list (added array arguments, such as OpenCL __constant buffers, are not read back)."""
+    mapping: Sequence[int | None] = (
+        variant.arg_map if variant.arg_map is not None else range(len(inst.spec.args))
+    )
+    extras = iter(variant.extra_args)
+    args: list[Any] = []
+    array_spec_index: list[int] = []
+    positions: list[int] = []
+    for m in mapping:
+        if m is None:
+            try:
+                extra = next(extras)
+            except StopIteration:
+                raise Reject(
+                    "arguments", "the variant's arg_map names more added arguments than extra_args"
+                ) from None
+            args.append(extra_value(extra, inst, shared))
+            continue
+        value = inst.guarded[m]
+        if isinstance(value, np.ndarray):
+            array_spec_index.append(m)
+            positions.append(len(args))
+            args.append(value.copy())
+        else:
+            args.append(value)
+    if variant.arg_map is not None:  # extras not referenced by a None slot trail the mapped arguments
+        for extra in extras:
+            args.append(extra_value(extra, inst, shared))
+    return args, array_spec_index, positions
+
+
+def _templates(dialect: str) -> bool:
+    """Whether kernels of `dialect` are launched as C++ templates (``name<args>``)."""
+    try:
+        return bool(get_dialect(dialect).templates)
+    except KeyError:  # not a registered dialect: C++ spelling
+        return True
+
+
+def _sets_symbols(backend: str) -> bool:
+    try:
+        return bool(get_backend(backend).sets_symbols)
+    except KeyError:  # not a registered backend: the child says so
+        return True
+
+
+def entry_name(variant: Variant, spec: KernelSpec) -> str:
+    if spec.template_args and "<" not in variant.entry and _templates(variant.target):
+        return f"{variant.entry}<{', '.join(spec.template_args)}>"
+    return variant.entry
+
+
+UNTRUSTED_PROVENANCE = "llm:"  # model-written variants
+
+
+def make_job(
+    variant: Variant,
+    spec: KernelSpec,
+    device: Device | None,
+    inst: Instance | None,
+    runs: int,
+    opts: CompileOptions,
+    seed: int,
+    wrapper: tuple[str, ...] = (),
+) -> tuple[Job, list[int]]:
+    options = CompileOptions(
+        arch=opts.arch,
+        defines=opts.defines,
+        include_dirs=opts.include_dirs,
+        flags=tuple(opts.flags) + tuple(variant.options),
+        output=opts.output,
+        debug=opts.debug,
+        untrusted=opts.untrusted or variant.provenance.startswith(UNTRUSTED_PROVENANCE),
+    )
+    if inst is None:
+        return Job(
+            backend=device.backend if device else variant.target,
+            source=variant.source,
+            entry=entry_name(variant, spec),
+            options=options,
+            device=device,
+        ), []
+    grid, block, shared = geometry(spec, inst.size)
+    args, arrays, positions = job_args(variant, inst, shared)
+    every_array = [i for i, a in enumerate(args) if isinstance(a, np.ndarray)]
+    backend = device.backend if device else variant.target
+    job = Job(
+        backend=backend,
+        source=variant.source,
+        entry=entry_name(variant, spec),
+        options=options,
+        device=device,
+        args=tuple(args),
+        grid=grid,
+        block=block,
+        shared_bytes=shared,
+        runs=runs,
+        read_back=None if positions == every_array else tuple(positions),
+        seed=seed,
+        wrapper=wrapper,
+        # A backend without module globals (OpenCL) receives __constant__ data as added arguments
+        # (extra_args); the others as module globals.
+        symbols=dict(inst.constants) if _sets_symbols(backend) else {},
+    )
+    return job, arrays
+
+
+def tail(text: str, limit: int = LOG_LIMIT) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def job_failure(who: str, res: JobResult, label: str) -> Reject:
+    stage = res.stage
+    if stage == "compile":
+        return Reject("compile", f"{who} does not compile: {res.error}", res.log, executed=False)
+    if stage == "unavailable":
+        return Reject(
+            "run", f"{who}: device unavailable: {res.error}", res.log, executed=False, status=Status.COMPILED
+        )
+    if stage == "emulate":
+        return Reject(
+            "run", f"{who} cannot be emulated: {res.error}", res.log, executed=False, status=Status.COMPILED
+        )
+    what = {
+        "timeout": "timed out",
+        "crash": "crashed",
+        "launch": "failed to launch",
+        "load": "failed to load",
+    }.get(stage, stage)
+    return Reject("run", f"{who} {what} at {label}: {res.error}", res.log, executed=stage != "load")
+
+
+def by_spec(spec: KernelSpec, arrays: list[int], outputs: list[np.ndarray]) -> dict[int, np.ndarray]:
+    return {spec_i: out for spec_i, out in zip(arrays, outputs, strict=False)}
+
+
+def all_sizes(spec: KernelSpec, opts: ValidateOptions) -> list[tuple[dict[str, int], str]]:
+    visible = list(opts.sizes if opts.sizes is not None else spec.sizes) or [{}]
+    out = [(s, "size " + ", ".join(f"{k}={v}" for k, v in s.items())) for s in visible]
+    out += [(s, f"hidden size {i + 1}") for i, s in enumerate(spec.hidden_sizes)]
+    return out
+
+
+def seed_for(base: int, *parts: Any) -> int:
+    digest = hashlib.sha256(repr((base, *parts)).encode()).digest()
+    return int.from_bytes(digest[:4], "little")

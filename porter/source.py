@@ -1,0 +1,86 @@
+"""The user's input, read once: a :class:`SourceUnit` made by :func:`load`.
+
+A unit holds the file's bytes exactly as read, its text, every header it reaches through
+``#include`` (bytes, read once however many files include them), the macro table of qualifier and
+scope macros across them, and its scan.  Every command runs inside :func:`porter.files.snapshot`
+(:func:`porter.files.reads_once` on each workflow), so whatever stage asks for one of these files
+again -- a translator walking the headers, spec inference, the LLM loop -- gets the bytes this
+load saw, never a second read of the disk; syntax trees are shared the same way
+(:func:`porter.grammars.parse`).  ``files.READS`` and ``grammars.PARSES`` count both, for tests.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+from porter import files
+from porter.errors import UsageError
+from porter.model import FileScan
+from porter.scan.macros import MacroTable
+
+
+@dataclass(frozen=True)
+class SourceUnit:
+    path: str  # as the user gave it
+    data: bytes  # exactly as read
+    text: str  # `data` decoded as UTF-8
+    include_dirs: tuple[str, ...]
+    macros: MacroTable
+    scan: FileScan
+    # every header reached through #include (absolute path -> bytes), the input itself excluded
+    headers: Mapping[str, bytes] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).name
+
+
+def load(
+    path: str | os.PathLike[str], command: str, include_dirs: Sequence[str | os.PathLike[str]] = ()
+) -> SourceUnit:
+    """The CUDA source at `path` with at least one kernel, as one unit; UsageError (exit 2) naming the
+    file (and line) when it is missing, not a regular file, too large, not UTF-8, not CUDA or without
+    a kernel; ``command`` names the porter command in those messages."""
+    from porter.includes import reachable
+    from porter.scan import binary_reason, language_for, scan_source
+    from porter.scan.macros import collect
+
+    name = os.fspath(path)
+    if Path(name).is_dir():
+        raise UsageError(f"is a directory; porter {command} takes one CUDA source file", path=name)
+    dirs = tuple(os.fspath(d) for d in include_dirs)
+    with files.snapshot():
+        # the macro table first: an #include of a FIFO or a device is a UsageError at its line
+        macros = collect([(name, None)], dirs, strict=True)
+        data = files.read_input(name)  # UsageError: missing, a directory or special file, too large
+        reason = binary_reason(data)
+        if reason is not None:
+            raise UsageError(reason, path=name)
+        scan = scan_source(data, name, macros=macros)
+        if language_for(name, data) != "cuda" or scan.language != "cuda":
+            raise UsageError(
+                "not a CUDA source (expected a .cu/.cuh file, or C++ with CUDA kernels)", path=name
+            )
+        if not scan.kernels:
+            first = scan.warnings[0] if scan.warnings else None
+            if first is not None:
+                raise UsageError(
+                    f"no __global__ kernel found (parse error: {first.message})", path=name, line=first.line
+                )
+            raise UsageError("no __global__ kernel found", path=name)
+        me = os.path.abspath(name)
+        reached = reachable([(name, data)], dirs, strict=True)
+        headers = {os.path.abspath(p): b for p, b in reached if os.path.abspath(p) != me}
+    return SourceUnit(
+        path=name,
+        data=data,
+        text=data.decode("utf-8"),
+        include_dirs=dirs,
+        macros=macros,
+        scan=scan,
+        headers=MappingProxyType(headers),
+    )

@@ -1,4 +1,5 @@
-"""Shared test setup: `gpu`-marked tests skip cleanly where no NVIDIA GPU can run them."""
+"""Shared test setup: `gpu`-marked tests skip cleanly where no NVIDIA GPU can run them, and count as
+`integration` (the tier that `-m "not integration"` leaves out)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,17 @@ def nvidia_gpu() -> str | None:
     return None
 
 
+def mark_tiers(items) -> None:
+    """A test that needs an NVIDIA GPU is an integration test too, so ``-m "not integration"`` (the fast
+    tier) never reaches a device."""
+    for item in items:
+        if "gpu" in item.keywords and "integration" not in item.keywords:
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
 def pytest_collection_modifyitems(config, items):
+    mark_tiers(items)
     reason = nvidia_gpu()
     if reason is None:
         return

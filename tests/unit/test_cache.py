@@ -222,6 +222,7 @@ def compiling_backend() -> tuple[Counting, Device | None]:
     pytest.skip("no backend can compile here: " + "; ".join(reasons))
 
 
+@pytest.mark.integration
 def test_compile_cached_hit_miss_and_invalidation(_private_cache: Path) -> None:
     be, device = compiling_backend()
     src = SOURCES[be.name]
@@ -254,6 +255,7 @@ def test_compile_cached_hit_miss_and_invalidation(_private_cache: Path) -> None:
     assert hit and len(be.compiles) == 5
 
 
+@pytest.mark.integration
 def test_an_edited_header_is_a_new_compile(_private_cache: Path, tmp_path: Path) -> None:
     """The key covers the headers the source reaches in the include directories, transitively;
     headers it does not include, and system headers, do not matter."""
@@ -294,6 +296,7 @@ def test_headers_digest_follows_quoted_and_angle_includes(tmp_path: Path) -> Non
     assert headers_digest(src, []) == headers_digest("", [])  # no include dirs: nothing to hash
 
 
+@pytest.mark.integration
 def test_compile_cached_disabled(monkeypatch: pytest.MonkeyPatch, _private_cache: Path) -> None:
     be, device = compiling_backend()
     monkeypatch.setenv("PORTER_NO_CACHE", "1")
@@ -346,6 +349,7 @@ def test_payload_swapped_inside_a_valid_envelope_is_a_miss(_private_cache: Path)
     assert c.get("ns", k) is None
 
 
+@pytest.mark.integration
 def test_swapped_binary_entry_is_rebuilt_not_served(_private_cache: Path) -> None:
     """The binary of one kernel copied over another's entry: the wrong kernel must never come out."""
     be, device = compiling_backend()

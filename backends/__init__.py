@@ -386,24 +386,26 @@ def dialect_names() -> tuple[str, ...]:
     return tuple(_DIALECTS)
 
 
+def _instance(kind: str, table: dict[str, Any], name: str) -> Any:
+    """The live instance of `name` in `table` (imported on first use); KeyError names the choices."""
+    if name not in table:
+        raise KeyError(f"unknown {kind} {name!r}; choose from {', '.join(table)}")
+    key = (kind, name)
+    if key not in _LIVE:
+        _LIVE[key] = _load(table[name])
+    return _LIVE[key]
+
+
 def get_backend(name: str) -> Backend:
     """The backend instance for `name` (imported on first use)."""
-    if name not in _IMPLEMENTATIONS:
-        raise KeyError(f"unknown backend {name!r}; choose from {', '.join(backend_names())}")
-    key = ("backend", name)
-    if key not in _LIVE:
-        _LIVE[key] = _load(_IMPLEMENTATIONS[name])
-    return _LIVE[key]
+    backend: Backend = _instance("backend", _IMPLEMENTATIONS, name)
+    return backend
 
 
 def get_dialect(name: str) -> Dialect:
     """The :class:`porter.backends.dialect.Dialect` named `name`."""
-    if name not in _DIALECTS:
-        raise KeyError(f"unknown dialect {name!r}; choose from {', '.join(dialect_names())}")
-    key = ("dialect", name)
-    if key not in _LIVE:
-        _LIVE[key] = _load(_DIALECTS[name])
-    return _LIVE[key]
+    dialect: Dialect = _instance("dialect", _DIALECTS, name)
+    return dialect
 
 
 def runners(dialect: str) -> tuple[str, ...]:

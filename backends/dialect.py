@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     from porter.llm.records import Rejection, Screened
     from porter.model import Kernel, TranslatedKernel, Translation
+    from porter.source import SourceUnit
 
 
 class Dialect:
@@ -40,6 +41,8 @@ class Dialect:
     translates: ClassVar[bool] = False
     # The translator also translates the local headers the file includes (written beside it).
     translates_headers: ClassVar[bool] = False
+    # How a one-line comment opens and closes in this dialect's files.
+    comment_marks: ClassVar[tuple[str, str]] = ("//", "")
 
     @property
     def suffix(self) -> str:
@@ -56,11 +59,15 @@ class Dialect:
         """The rule-based translation of CUDA `source` (read from `path`) into this dialect."""
         raise NotImplementedError(f"no translator into {self.name}")
 
-    def translate_files(
-        self, source: str, path: str, include_dirs: Sequence[str] = ()
-    ) -> tuple[Translation, dict[Path, Translation]]:
-        """The main translation and, where ``translates_headers``, the local headers' (by input path)."""
-        return self.translate(source, path, include_dirs), {}
+    def translate_files(self, unit: SourceUnit) -> tuple[Translation, dict[Path, Translation]]:
+        """The unit's translation and, where ``translates_headers``, the translations of the local
+        headers it reaches (by input path), from the bytes the unit holds (never a second read)."""
+        return self.translate(unit.text, unit.path, unit.include_dirs), {}
+
+    def comment(self, text: str) -> str:
+        """`text` as one comment line of this dialect, newline included."""
+        opens, closes = self.comment_marks
+        return f"{opens} {text}{' ' + closes if closes else ''}\n"
 
     def instance_entry(self, kernel: str, template_args: Sequence[str]) -> str:
         """The symbol one instantiation of a template kernel is launched by."""

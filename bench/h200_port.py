@@ -27,8 +27,8 @@ from pathlib import Path
 from porter.backends import Device, get_backend
 
 from porter.harness.bench import BenchPlan, benchmark
+from porter.harness.spec import scale_size
 from porter.results import BenchResult
-from porter.workflows.bench import scale_size
 from porter.workflows.port import PlannedKernel, plan_variants
 
 ROOT = Path(__file__).resolve().parent.parent

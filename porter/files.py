@@ -206,7 +206,11 @@ def read_input(path: str | os.PathLike[str], what: str = "") -> bytes:
 
 def read_text(path: str | os.PathLike[str], what: str = "") -> str:
     """:func:`read_input` decoded as UTF-8; UsageError naming the file and line of a bad byte."""
-    data = read_input(path, what)
+    return decode_text(read_input(path, what), path, what)
+
+
+def decode_text(data: bytes, path: str | os.PathLike[str], what: str = "") -> str:
+    """`data` (read from `path`) decoded as UTF-8; UsageError naming the file and line of a bad byte."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -11,6 +11,7 @@ from porter.backends.dialect import Dialect
 
 if TYPE_CHECKING:
     from porter.model import TranslatedKernel, Translation
+    from porter.source import SourceUnit
 
 
 class HipDialect(Dialect):
@@ -25,12 +26,11 @@ class HipDialect(Dialect):
 
         return translate_to_hip(source, path, include_dirs=include_dirs)
 
-    def translate_files(
-        self, source: str, path: str, include_dirs: Sequence[str] = ()
-    ) -> tuple[Translation, dict[Path, Translation]]:
+    def translate_files(self, unit: SourceUnit) -> tuple[Translation, dict[Path, Translation]]:
         from porter.backends.hip.translate import translate_hip_files
 
-        files = translate_hip_files(path, include_dirs=include_dirs)
+        held = {unit.path: unit.data, **unit.headers}
+        files = translate_hip_files(unit.path, include_dirs=unit.include_dirs, held=held)
         main_key = next(iter(files))
         return files[main_key], {k: v for k, v in files.items() if k != main_key}
 

@@ -40,7 +40,7 @@ import os
 import re
 import tomllib
 from bisect import bisect_right, insort
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -965,15 +965,27 @@ def translate_hip_file(
 
 
 def translate_hip_files(
-    path: str | Path, *, launch: str = "chevrons", include_dirs: Sequence[str] = ()
+    path: str | Path,
+    *,
+    launch: str = "chevrons",
+    include_dirs: Sequence[str] = (),
+    held: Mapping[str, bytes] | None = None,
 ) -> dict[Path, Translation]:
     """Translate a file and, transitively, every local header it includes.
 
     Keys are the input paths (the file first).  A header keeps its file name: write each
     translation beside the output under the input's name so the ``#include "x.cuh"`` lines hold.
-    A header that cannot be read (see :mod:`porter.files`) is left out with a warning.
+    A header that cannot be read (see :mod:`porter.files`) is left out with a warning.  ``held``:
+    the bytes of files already read (a :class:`porter.source.SourceUnit`'s, by path), used instead
+    of reading them again.
     """
-    from porter.files import read_text, warn
+    from porter.files import decode_text, read_text, warn
+
+    known = {os.path.abspath(k): v for k, v in (held or {}).items()}
+
+    def text_of(p: Path) -> str:
+        data = known.get(os.path.abspath(p))
+        return read_text(p) if data is None else decode_text(data, p)
 
     out: dict[Path, Translation] = {}
     todo = [Path(path)]
@@ -983,7 +995,7 @@ def translate_hip_files(
         if any(k.resolve() == key for k in out):
             continue
         try:
-            source = read_text(current)
+            source = text_of(current)
         except UsageError as err:
             if not out:  # the file itself
                 raise

@@ -21,6 +21,7 @@ class OpenCLDialect(Dialect):
     single_source: ClassVar[bool] = False
     templates: ClassVar[bool] = False
     translates: ClassVar[bool] = True
+    comment_marks: ClassVar[tuple[str, str]] = ("/*", "*/")  # OpenCL C 1.2 sources stay C89-safe
 
     def translate(self, source: str, path: str, include_dirs: Sequence[str] = ()) -> Translation:
         from porter.backends.opencl.translate import translate_to_opencl

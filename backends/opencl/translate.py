@@ -37,17 +37,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from porter.backends.opencl.launch import (
-    instance_entry,
-    instance_name,
-    launch_geometry,
-    template_instantiations,
-)
+from porter.backends.opencl.launch import instance_entry, launch_geometry
 from porter.backends.opencl.unit import Unit, build_unit
 from porter.grammars import parse
 from tree_sitter import Node
 
 from porter.model import Diagnostic, Severity, TranslatedKernel, Translation
+from porter.scan.instances import instance_name, template_instantiations
 from porter.translate.common import COMMENT, IDENT, NUMBER, c_tokens
 from porter.translate.edits import Edit, apply_edits
 

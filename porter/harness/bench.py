@@ -56,6 +56,16 @@ class BenchPlan:
     compile: CompileOptions = CompileOptions()
 
 
+GPU_PLAN = BenchPlan()
+CPU_PLAN = BenchPlan(warmup=1, min_runs=5, max_runs=20, max_seconds=2.0, rotate=2)
+
+
+def plan_for(device: Device) -> BenchPlan:
+    """The default timing plan on `device`: full on a GPU, short on CPU devices (their times say
+    nothing about GPU speed; they show that the variant runs)."""
+    return GPU_PLAN if device.kind == "gpu" else CPU_PLAN
+
+
 def summarize(times_ms: Sequence[float]) -> tuple[float, float]:
     """(median, interquartile range) of the times, linear interpolation between order statistics."""
     if not times_ms:

@@ -28,20 +28,21 @@ from porter.backends.isolate import probe_backend
 from porter.errors import PorterError, UsageError
 from porter.files import reads_once
 from porter.harness import perfmodel
-from porter.harness.bench import BenchPlan, benchmark
+from porter.harness.bench import CPU_PLAN, GPU_PLAN, BenchPlan, benchmark
 from porter.harness.cost import estimate
-from porter.harness.inputs import element_count
-from porter.harness.spec import MAX_SIZE_VALUE, MIN_SCALABLE, check_size, geometry, spec_for
+from porter.harness.spec import (
+    GPU_ELEMENTS,
+    MAX_SIZE_VALUE,
+    check_size,
+    geometry,
+    timing_size,
+)
 from porter.harness.validate import Reference
-from porter.model import FileScan, KernelSpec, Role, Translation, Variant
+from porter.model import KernelSpec, Variant
+from porter.plan import Plan, make_plan
 from porter.results import BenchReport, BenchResult, KernelBench, KernelCost, Roofline
 from porter.scan import cexpr
-from porter.scan.macros import MacroTable
 
-GPU_ELEMENTS = 1 << 24  # elements in the largest array on a GPU (several times any L2)
-CPU_ELEMENTS = 4096  # on the emulator and CPU OpenCL devices
-GPU_PLAN = BenchPlan()
-CPU_PLAN = BenchPlan(warmup=1, min_runs=5, max_runs=20, max_seconds=2.0, rotate=2)
 PROBE_TIMEOUT_S = 60.0
 
 
@@ -52,59 +53,6 @@ def backend_order() -> tuple[str, ...]:
 
 
 # --------------------------------------------------------------------------- sizes
-
-
-def scalable_symbols(spec: KernelSpec, size: Mapping[str, int]) -> set[str]:
-    """Size symbols safe to scale: those passed to the kernel as scalars or used in the grid (a
-    symbol only in a shape, like a #define'd bin count, is a compile-time constant of the kernel)."""
-    names: set[str] = set()
-    for arg in spec.args:
-        if arg.role is Role.SCALAR and arg.value:
-            names |= _names(arg.value)
-    for g in spec.grid:
-        names |= _names(g)
-    return {n for n in names if n in size and size[n] >= MIN_SCALABLE}
-
-
-def _names(text: str) -> set[str]:
-    try:
-        return cexpr.names(cexpr.parse(text))
-    except cexpr.ExprError:
-        return set()
-
-
-def _largest(spec: KernelSpec, size: Mapping[str, int]) -> int:
-    counts = [element_count(a, size) for a in spec.args if a.role is not Role.SCALAR]
-    return max(counts, default=0)
-
-
-def scale_size(spec: KernelSpec, size: Mapping[str, int], target_elements: int) -> dict[str, int]:
-    """`size` with its scalable symbols scaled (ratios kept) so the largest array holds about
-    `target_elements`; values of 64 and more rounded down to multiples of 32."""
-    scalable = scalable_symbols(spec, size)
-    if not scalable or _largest(spec, size) <= 0:
-        return dict(size)
-
-    def at(factor: float) -> dict[str, int]:
-        out = {}
-        for k, v in size.items():
-            if k in scalable:
-                s = max(1, round(v * factor))
-                out[k] = s - s % 32 if s >= 64 else s
-            else:
-                out[k] = v
-        return out
-
-    lo, hi = 0.0, 1.0
-    while _largest(spec, at(hi)) < target_elements and hi < 1e9:
-        lo, hi = hi, hi * 2
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        if _largest(spec, at(mid)) > target_elements:
-            hi = mid
-        else:
-            lo = mid
-    return at(lo) if lo > 0 else at(hi)
 
 
 def _bench_size(
@@ -125,11 +73,7 @@ def _bench_size(
             shown = ", ".join(f"{k}={v}" for k, v in overrides.items())
             raise UsageError(f"--size {shown}: {spec.kernel} cannot run at {size}: {err}") from None
         return size
-    if device_kind == "gpu":
-        if spec.bench_sizes:
-            return dict(spec.bench_sizes[0])
-        return scale_size(spec, base, gpu_elements)
-    return scale_size(spec, base, CPU_ELEMENTS) if _largest(spec, base) > CPU_ELEMENTS else base
+    return timing_size(spec, device_kind, gpu_elements=gpu_elements)
 
 
 # --------------------------------------------------------------------------- devices and variants
@@ -143,18 +87,10 @@ def present_devices(backends: Sequence[str] | None = None) -> list[Device]:
     return [d for a in found if a.run for d in a.devices if d.kind != "checker"]
 
 
-def _variant_for(
-    device: Device,
-    original: Variant,
-    text: str,
-    path: str,
-    spec: KernelSpec,
-    dirs: Sequence[str],
-    macros: MacroTable,
-    translations: dict[str, Translation | PorterError],
-) -> Variant | str:
-    """The variant that runs on `device`, or why there is none.  `translations`: the file's translation
-    per dialect (or the error it met), made on first need and shared by every kernel and device."""
+def _variant_for(device: Device, original: Variant, plan: Plan, spec: KernelSpec) -> Variant | str:
+    """The variant that runs on `device`, or why there is none: the original where the device runs
+    the source dialect, else the plan's translation (one per dialect, shared by every kernel and
+    device) of the kernel, in its own device code."""
     backend = device.backend
     runs = tuple(get_backend(backend).runs)
     if SOURCE_DIALECT in runs:
@@ -164,19 +100,11 @@ def _variant_for(
     name = spec.kernel + (f"<{', '.join(spec.template_args)}>" if spec.template_args else "")
     try:
         dialect = get_dialect(runs[0])
-        if dialect.name not in translations:
-            try:
-                translations[dialect.name] = dialect.translate(text, path, include_dirs=dirs)
-            except PorterError as err:
-                translations[dialect.name] = err
-        made = translations[dialect.name]
-        if isinstance(made, PorterError):
-            raise made
-        tr = made
+        tr = plan.translation(dialect.name)
         if dialect.single_source:  # the translation keeps the host code: the kernel's device code only
             from porter.scan.extract import device_code
 
-            source = device_code(tr.text, kernels=(spec.kernel,), macros=macros)
+            source = device_code(tr.text, kernels=(spec.kernel,), macros=plan.macros)
         else:
             source = tr.text
     except ImportError as err:
@@ -232,11 +160,6 @@ def bench_file(
     plan: BenchPlan = GPU_PLAN,
     gpu_elements: int = GPU_ELEMENTS,
 ) -> BenchReport:
-    from porter.files import read_text
-    from porter.scan import scan_file
-    from porter.scan.extract import device_code
-    from porter.workflows.source import qualifier_macros
-
     if backends is not None:
         bad = [b for b in backends if b not in backend_names()]
         if bad:
@@ -245,14 +168,10 @@ def bench_file(
         raise UsageError("porter bench takes a CUDA source (.cu)", path=path)
     # the compiles search the source's folder and the include dirs: so does the macro table
     dirs = (str(Path(path).resolve().parent), *(str(Path(d).resolve()) for d in include_dirs))
-    macros = qualifier_macros(path, dirs)
-    scan = scan_file(path, macros=macros)
-    names = [k.name for k in scan.kernels]
+    source_plan = make_plan(path, "bench", dirs)
+    names = source_plan.kernel_names()
     if kernel is not None and kernel not in names:
         raise UsageError(f"no kernel named {kernel!r} (kernels: {', '.join(names) or 'none'})", path=path)
-    if not names:
-        raise UsageError("no __global__ kernel found", path=path)
-    text = read_text(path)
     options = CompileOptions(include_dirs=dirs)
     if devices is None:
         devices = present_devices(tuple(backends) if backends else None)
@@ -262,27 +181,10 @@ def bench_file(
     devices = sorted(devices, key=lambda d: order.index(d.backend) if d.backend in order else len(order))
     originals = runners(SOURCE_DIALECT)
     ref_devices = tuple(d for d in devices if d.backend in originals)
-    kernels = []
-    translations: dict[str, Translation | PorterError] = {}  # one translation per dialect
-    for name in [kernel] if kernel else names:
-        kernels.append(
-            _bench_kernel(
-                path,
-                scan,
-                name,
-                text,
-                device_code(text, kernels=(name,), macros=macros),
-                dirs,
-                macros,
-                options,
-                devices,
-                ref_devices,
-                sizes or {},
-                plan,
-                gpu_elements,
-                translations,
-            )
-        )
+    kernels = [
+        _bench_kernel(source_plan, name, options, devices, ref_devices, sizes or {}, plan, gpu_elements)
+        for name in ([kernel] if kernel else names)
+    ]
     if sizes and all(k.error.startswith("--size") for k in kernels):
         raise UsageError(kernels[0].error, path=path)
     notes = () if devices else ("no device here can run kernels: predictions only",)
@@ -292,27 +194,24 @@ def bench_file(
 
 
 def _bench_kernel(
-    path: str,
-    scan: FileScan,
+    source_plan: Plan,
     name: str,
-    text: str,
-    device_text: str,
-    dirs: Sequence[str],
-    macros: MacroTable,
     options: CompileOptions,
     devices: Sequence[Device],
     ref_devices: tuple[Device, ...],
     overrides: Mapping[str, int],
     plan: BenchPlan,
     gpu_elements: int,
-    translations: dict[str, Translation | PorterError],
 ) -> KernelBench:
+    scan = source_plan.scan
     try:
-        spec = spec_for(path, scan, name, dirs)
+        spec = source_plan.spec(name, options.include_dirs)
     except UsageError:
         raise
     except PorterError as err:
         return KernelBench(kernel=name, error=str(err).splitlines()[0])
+    original = source_plan.original(name, "alone")
+    device_text = original.source
     try:
         gpu_size = _bench_size(spec, "gpu", overrides, gpu_elements)
     except UsageError as err:
@@ -322,20 +221,12 @@ def _bench_kernel(
         cost = estimate(device_text, spec, gpu_size, scan, kernel=name)
     except (cexpr.ExprError, ValueError) as err:
         return KernelBench(kernel=name, spec_source=spec.source, error=f"spec at size {gpu_size}: {err}")
-    original = Variant(
-        kernel=name,
-        target=SOURCE_DIALECT,
-        source=device_text,
-        entry=scan.entry(name),
-        provenance="original",
-        path=path,
-    )
     reference = Reference(original=original, devices=ref_devices, options=options)
     results: list[BenchResult] = []
     baselines: dict[str, BenchResult] = {}
     for device in devices:
         size = gpu_size if device.kind == "gpu" else _bench_size(spec, device.kind, overrides, gpu_elements)
-        variant = _variant_for(device, original, text, path, spec, dirs, macros, translations)
+        variant = _variant_for(device, original, source_plan, spec)
         if isinstance(variant, str):
             results.append(
                 BenchResult(

@@ -16,7 +16,6 @@ from pathlib import Path
 from porter.backends import (
     SOURCE_DIALECT,
     CompileOptions,
-    Device,
     dialect_names,
     dialect_of_suffix,
     get_backend,
@@ -25,9 +24,10 @@ from porter.backends import (
 from porter.backends import runners as registered_runners
 from porter.errors import UsageError
 from porter.files import reads_once
-from porter.harness.spec import find_spec_file, spec_for, split_instance
+from porter.harness.spec import find_spec_file, split_instance
 from porter.harness.validate import Reference, ValidateOptions, compile_only, validate
 from porter.model import Variant, Verdict
+from porter.plan import devices_of, make_plan, reference_devices
 from porter.results import CheckResult
 
 
@@ -47,13 +47,6 @@ def _read(path: str) -> str:
     from porter.files import read_text
 
     return read_text(path)  # UsageError: missing, not a regular file, too large, not UTF-8
-
-
-def _devices(backend: str) -> list[Device]:
-    try:
-        return list(get_backend(backend).devices())
-    except Exception:  # noqa: BLE001 - a backend that cannot even list devices has none
-        return []
 
 
 def _pick_kernel(names: Sequence[str], kernel: str | None, original: str, variant_text: str) -> str:
@@ -85,33 +78,24 @@ def run_check(
     include_dirs: Sequence[str] = (),
     options: ValidateOptions | None = None,
 ) -> CheckResult:
-    from porter.scan import scan_file
     from porter.scan.extract import device_code
     from porter.workflows.source import qualifier_macros
 
     options = options or ValidateOptions()
     language = language_of(variant_path)
     variant_text = _read(variant_path)
-    original_text = _read(original_path)
+    _read(original_path)  # UsageError: missing, not a regular file, too large, not UTF-8
     if Path(original_path).suffix.lower() not in get_dialect(SOURCE_DIALECT).suffixes:
         raise UsageError("the original must be a CUDA source (.cu)", path=original_path)
-    macros = qualifier_macros(original_path, include_dirs)
-    scan = scan_file(original_path, macros=macros)
-    name = _pick_kernel([k.name for k in scan.kernels], kernel, original_path, variant_text)
+    plan = make_plan(original_path, "check", include_dirs)
+    macros = plan.macros
+    name = _pick_kernel(plan.kernel_names(), kernel, original_path, variant_text)
     base, instance_args = split_instance(name)
     if base not in variant_text:
         raise UsageError(f"the variant has no kernel named {base!r} (use --kernel)", path=variant_path)
-    spec = spec_for(original_path, scan, name, include_dirs)
+    spec = plan.spec(name)
     spec_file = find_spec_file(original_path)
-
-    original = Variant(
-        kernel=base,
-        target=SOURCE_DIALECT,
-        source=device_code(original_text, kernels=(base,), macros=macros),
-        entry=scan.entry(base),
-        provenance="original",
-        path=original_path,
-    )
+    original = plan.original(base, "alone")
     entry = base
     # the variant's headers too: an #include of a FIFO or a device is refused before any compiler sees it
     variant_macros = macros.merged(qualifier_macros(variant_path, include_dirs))
@@ -141,16 +125,15 @@ def run_check(
             )
         runners = (backend,)
     dirs = (str(Path(original_path).resolve().parent), *include_dirs)
-    ref_devices = [d for b in registered_runners(SOURCE_DIALECT) for d in _devices(b) if d.kind != "checker"]
     reference = Reference(
-        original=original, devices=tuple(ref_devices), options=CompileOptions(include_dirs=dirs)
+        original=original, devices=reference_devices(), options=CompileOptions(include_dirs=dirs)
     )
     if not options.compile.include_dirs and dialect.single_source:
         variant_dirs = (str(Path(variant_path).resolve().parent), *dirs)
         options = replace(options, compile=replace(options.compile, include_dirs=variant_dirs))
     verdicts: list[Verdict] = []
     for b in runners:
-        devices = _devices(b)
+        devices = devices_of(b)
         if devices:
             verdicts.extend(validate(variant, spec, reference, devices, options))
         elif get_backend(b).builds_without_device:  # compile-only here: does the variant at least build?

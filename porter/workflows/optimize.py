@@ -26,26 +26,23 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from porter.backends import SOURCE_DIALECT, Device, get_backend, runners
+from porter import plan as planning
+from porter.backends import SOURCE_DIALECT, Device
 from porter.errors import PorterError, UsageError
 from porter.files import reads_once
-from porter.harness import perfmodel
-from porter.harness.bench import BenchPlan, benchmark
-from porter.harness.cost import estimate
-from porter.harness.gate import device_build_check
-from porter.harness.inputs import ctype_size, element_count
-from porter.harness.spec import spec_for
-from porter.harness.validate import Reference, ValidateOptions, tolerance_for, validate
+from porter.harness.bench import BenchPlan
+from porter.harness.evaluate import Evaluator
+from porter.harness.validate import Reference, ValidateOptions, tolerance_for
 from porter.llm.base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, Provider
-from porter.llm.cache import ReplyCache
+from porter.llm.cache import ReplyCache, open_provider
+from porter.llm.hardware import hardware_fields
 from porter.llm.loop import Budget, Event, LoopOptions, Progress, run_loop
 from porter.llm.prompting import PromptContext
-from porter.llm.records import VALIDATED, Attempt, Evaluation, LoopResult, Screened, Totals, unvalidated
+from porter.llm.records import VALIDATED, Attempt, Evaluation, LoopResult, Screened, Totals
 from porter.llm.redact import redact
 from porter.model import FileScan, Kernel, KernelSpec, Role, Variant, to_jsonable
-from porter.results import BenchResult, KernelCost, OptimizeReport, Selected, code_sha, file_digest
-from porter.scan import cexpr
-from porter.source import load
+from porter.plan import make_plan
+from porter.results import OptimizeReport, Selected, code_sha, file_digest
 from porter.workflows.resume import (
     check_out_dir,
     code_fingerprint,
@@ -55,7 +52,7 @@ from porter.workflows.resume import (
     toolchain_of,
     write_atomic,
 )
-from porter.workflows.source import includes, qualifier_macros, sibling_dir, squeeze
+from porter.workflows.source import includes, sibling_dir, squeeze
 
 REPORT_JSON = "report.json"
 REPORT_MD = "report.md"
@@ -67,11 +64,6 @@ ROLES = ("best", "fastest", "least_memory", "most_precise")
 
 def default_out_dir(source: str | Path) -> Path:
     return sibling_dir(source, "optimized")
-
-
-def _load(path: str) -> tuple[str, FileScan]:
-    unit = load(path, "optimize")
-    return unit.text, unit.scan
 
 
 def _pick(scan: FileScan, kernel: str | None, path: str) -> Kernel:
@@ -90,239 +82,7 @@ def _pick(scan: FileScan, kernel: str | None, path: str) -> Kernel:
 
 def run_devices() -> list[Device]:
     """Devices here that run a CUDA candidate: NVIDIA GPUs, then the CPU emulator."""
-    out: list[Device] = []
-    for name in runners(SOURCE_DIALECT):  # the backends whose devices run a CUDA candidate
-        try:
-            out.extend(d for d in get_backend(name).devices() if d.kind != "checker")
-        except Exception:  # noqa: BLE001 - a backend that cannot list devices has none here
-            continue
-    return out
-
-
-def _fmt_rate(value: float | None, unit: str) -> str:
-    if not value:
-        return "unknown"
-    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M")):
-        if value >= scale:
-            return f"{value / scale:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
-
-
-def _fmt_bytes(value: int | float | None) -> str:
-    if value is None:
-        return "unknown"
-    for scale, prefix in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
-        if value >= scale:
-            return f"{value / scale:.4g} {prefix}"
-    return f"{int(value)} B"
-
-
-def hardware_fields(device: Device, cost: KernelCost | None, size: dict[str, int]) -> dict[str, str]:
-    """The hardware.md fields for `device` from the performance model's table."""
-    entry = perfmodel.entry_for(device)
-    fields = {
-        "device_name": device.name,
-        "device_kind": device.kind,
-        "arch": device.arch,
-        "warp_size": str(device.facts.warp_size),
-        "bench_size": ", ".join(f"{k}={v}" for k, v in size.items()) or "unknown",
-    }
-    notes: list[str] = []
-    if device.kind != "gpu":
-        notes.append(
-            f"Note: this is a {device.kind} device; its times say little about GPU speed, so favour "
-            "changes that help real GPUs (coalescing, fewer memory passes, occupancy)."
-        )
-    if entry is not None:
-        fields.update(
-            bandwidth=_fmt_rate(entry.memory_bandwidth, "B/s"),
-            fp32_flops=_fmt_rate(entry.flops_vector.get("fp32"), "FLOP/s"),
-            fp64_flops=_fmt_rate(entry.flops_vector.get("fp64"), "FLOP/s"),
-            multiprocessors=str(entry.multiprocessors or device.facts.multiprocessors or "unknown"),
-            warp_size=str(entry.warp_size),
-            shared_per_sm=_fmt_bytes(entry.shared_per_sm),
-            registers_per_sm=str(entry.registers_per_sm or "unknown"),
-            max_threads_per_sm=str(entry.max_threads_per_sm or "unknown"),
-            cache_bytes=_fmt_bytes(entry.cache_bytes or None),
-        )
-    if cost is not None:
-        fields.update(bytes=str(cost.bytes), flops=str(cost.total_flops))
-        if entry is not None:
-            roof = perfmodel.roofline(
-                cost, entry, device.facts.multiprocessors if device.kind == "cpu" else None
-            )
-            if roof.floor_ms is not None:
-                fields.update(floor=f"{roof.floor_ms:.4g} ms", bound=roof.bound)
-            elif roof.note:
-                notes.append(f"No roofline floor here: {roof.note}.")
-    fields.setdefault("floor", "unknown")
-    fields.setdefault("bound", "unknown")
-    fields["hardware_notes"] = "\n".join(notes)
-    return fields
-
-
-def _bench_size(spec: KernelSpec, device: Device, override: dict[str, int] | None) -> dict[str, int]:
-    if override:
-        return dict(override)
-    from porter.workflows.bench import CPU_ELEMENTS, GPU_ELEMENTS, scale_size
-
-    base = dict(spec.sizes[0]) if spec.sizes else {}
-    if device.kind == "gpu":
-        return dict(spec.bench_sizes[0]) if spec.bench_sizes else scale_size(spec, base, GPU_ELEMENTS)
-    counts = [element_count(a, base) for a in spec.args if a.role is not Role.SCALAR]
-    return scale_size(spec, base, CPU_ELEMENTS) if max(counts, default=0) > CPU_ELEMENTS else base
-
-
-def _static_shared(kernel: Kernel, env: dict[str, int]) -> int | None:
-    """Bytes of the kernel's static shared arrays, None when a size cannot be evaluated."""
-    total = 0
-    for s in kernel.shared:
-        if s.extern or s.size is None:
-            continue
-        elem = ctype_size(s.type)
-        try:
-            count = cexpr.eval_text(s.size, env)
-        except (cexpr.ExprError, ValueError, ZeroDivisionError):
-            return None
-        if elem is None or not isinstance(count, int):
-            return None
-        total += elem * count
-    return total
-
-
-# --------------------------------------------------------------------------- the evaluator
-
-
-class HarnessEvaluator:
-    """Validate then benchmark a screened candidate against the original, on every device here."""
-
-    def __init__(
-        self,
-        *,
-        spec: KernelSpec,
-        scan: FileScan,
-        original: Variant,
-        devices: Sequence[Device],
-        options: ValidateOptions,
-        plan: BenchPlan | None,
-        bench_size: dict[str, int] | None,
-        provenance: str,
-        bench: bool = True,
-    ):
-        self.spec, self.scan, self.original = spec, scan, original
-        self.bench = bench
-        self.devices = list(devices)
-        self.options, self.plan, self.override = options, plan, bench_size
-        self.provenance = provenance
-        self.reference = Reference(original=original, devices=tuple(self.devices), options=options.compile)
-        self._lock = threading.Lock()
-        self._baselines: dict[str, BenchResult] = {}
-        self._costs: dict[str, KernelCost | None] = {}
-
-    def size(self, device: Device) -> dict[str, int]:
-        return _bench_size(self.spec, device, self.override)
-
-    def cost(self, device: Device) -> KernelCost | None:
-        with self._lock:
-            if device.label not in self._costs:
-                try:
-                    self._costs[device.label] = estimate(
-                        self.original.source, self.spec, self.size(device), self.scan, kernel=self.spec.kernel
-                    )
-                except (cexpr.ExprError, ValueError, KeyError):
-                    self._costs[device.label] = None
-            return self._costs[device.label]
-
-    def plan_for(self, device: Device) -> BenchPlan:
-        from porter.workflows.bench import CPU_PLAN, GPU_PLAN
-
-        plan = self.plan or (GPU_PLAN if device.kind == "gpu" else CPU_PLAN)
-        return replace(plan, compile=self.options.compile)
-
-    def baseline(self, device: Device) -> BenchResult:
-        with self._lock:
-            known = self._baselines.get(device.label)
-        if known is not None:
-            return known
-        plan = replace(self.plan_for(device), revalidate=False)
-        result = benchmark(self.original, self.spec, device, self.size(device), plan, cost=self.cost(device))
-        with self._lock:
-            return self._baselines.setdefault(device.label, result)
-
-    def __call__(self, cand: Screened) -> Evaluation:
-        name = self.spec.kernel
-        variant = Variant(
-            kernel=name, target="cuda", source=cand.code, entry=name, provenance=self.provenance
-        )
-        gate = device_build_check(variant, self.options.compile)  # before anything runs model code
-        if not gate.ok:
-            return Evaluation(ok=False, stage="compile", reason=gate.reason, log=gate.log)
-        verdicts = tuple(validate(variant, self.spec, self.reference, self.devices, self.options))
-        failed = unvalidated(verdicts)
-        if failed is not None:
-            return failed
-        errs = [v.max_rel_err for v in verdicts if v.max_rel_err is not None]
-        first = verdicts[0]
-        memory = _static_shared(cand.kernel, dict(self.spec.sizes[0]) if self.spec.sizes else {})
-        timings: list[dict[str, object]] = []
-        if self.bench:
-            for device in self.devices:
-                base = self.baseline(device)
-                r = benchmark(
-                    variant,
-                    self.spec,
-                    device,
-                    self.size(device),
-                    self.plan_for(device),
-                    reference=self.reference,
-                    cost=self.cost(device),
-                    baseline=base if base.ok else None,
-                )
-                if not r.ok:
-                    return Evaluation(
-                        ok=False,
-                        stage="bench",
-                        reason=f"{device.label}: {r.reason}",
-                        log="\n".join(r.logs),
-                        sizes=first.sizes,
-                        max_rel_err=max(errs, default=None),
-                        device=device.label,
-                        verdicts=verdicts,
-                    )
-                if r.occupancy is not None and r.occupancy.registers is not None:
-                    regs = r.occupancy.registers * 4 * r.occupancy.block_threads
-                    memory = r.occupancy.shared_bytes + regs
-                timings.append(
-                    {
-                        "device": device.label,
-                        "time_ms": r.timing.median_ms if r.timing else None,
-                        "iqr_ms": r.timing.iqr_ms if r.timing else None,
-                        "baseline_ms": r.baseline_ms,
-                        "speedup": r.speedup,
-                        "floor_ms": r.roofline.floor_ms if r.roofline else None,
-                        "pct_of_floor": r.assessment.pct_of_floor if r.assessment else None,
-                        "representative": r.representative,
-                        "suspect": r.suspect,
-                        "notes": list(r.notes),
-                    }
-                )
-        t0: dict[str, Any] = timings[0] if timings else {}
-        return Evaluation(
-            ok=True,
-            stage="done",
-            reason=f"{first.device}: {first.reason}",
-            sizes=first.sizes,
-            checks=first.checks,
-            max_rel_err=max(errs, default=None),
-            time_ms=t0.get("time_ms"),
-            baseline_ms=t0.get("baseline_ms"),
-            speedup=t0.get("speedup"),
-            floor_ms=t0.get("floor_ms"),
-            memory_bytes=memory,
-            device=str(t0.get("device", first.device)),
-            verdicts=verdicts,
-            timings=tuple(timings),
-        )
+    return list(planning.reference_devices())
 
 
 # --------------------------------------------------------------------------- the workflow
@@ -350,30 +110,6 @@ def _header(attempt: Attempt, model: str, role: str, kernel: str) -> str:
         if ev.max_rel_err is not None:
             lines.append(f"// max relative error against the original: {ev.max_rel_err:.3g}")
     return "\n".join(lines) + "\n"
-
-
-def open_model(
-    model: str,
-    *,
-    base_url: str | None = None,
-    replay: str | None = None,
-    record: str | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
-    max_retries: int = DEFAULT_RETRIES,
-    cache: ReplyCache | None = None,
-) -> Provider:
-    """The provider for ``--model`` (``--replay`` needs no key and makes no request)."""
-    from porter.llm.cache import open_provider
-
-    return open_provider(
-        model,
-        base_url=base_url,
-        timeout=timeout,
-        max_retries=max_retries,
-        record=record,
-        replay=replay,
-        cache=cache,
-    )
 
 
 @reads_once
@@ -424,14 +160,17 @@ def optimize_file(
     for d in include_dirs:
         if not Path(d).is_dir():
             raise UsageError("include directory not found (-I)", path=str(d))
-    text, scan = _load(path)
+    src_dir = str(Path(path).resolve().parent)
+    dirs = (src_dir, *(str(Path(d).resolve()) for d in include_dirs))
+    source_plan = make_plan(path, "optimize", dirs)
+    text, scan = source_plan.text, source_plan.scan
     k = _pick(scan, kernel, path)
     out = Path(out_dir) if out_dir is not None else default_out_dir(path)
     check_out_dir(out, Path(path), "optimize")  # before any request is paid for
     earlier = load_report(out, "optimize")
     previous = None if fresh else earlier
     if provider is None:
-        provider = open_model(
+        provider = open_provider(
             model,
             base_url=base_url,
             replay=replay,
@@ -440,9 +179,7 @@ def optimize_file(
             max_retries=max_retries,
             cache=reply_cache,
         )
-    src_dir = str(Path(path).resolve().parent)
-    dirs = (src_dir, *(str(Path(d).resolve()) for d in include_dirs))
-    spec = spec_for(path, scan, k.name, dirs)
+    spec = source_plan.spec(k.name, dirs)
     run_on = list(devices) if devices is not None else run_devices()
     if not run_on:
         raise PorterError(
@@ -451,21 +188,20 @@ def optimize_file(
     opts = options or ValidateOptions()
     if not opts.compile.include_dirs:
         opts = replace(opts, compile=replace(opts.compile, include_dirs=dirs))
-    from porter.scan.extract import device_code
-
-    device_text = device_code(text, macros=qualifier_macros(path, dirs))
-    original = Variant(
-        kernel=k.name, target="cuda", source=device_text, entry=k.qualified, provenance="original", path=path
-    )
-    evaluator = HarnessEvaluator(
+    original = replace(source_plan.original(k.name, "file"), entry=k.qualified)
+    device_text = original.source
+    evaluator = Evaluator(
         spec=spec,
-        scan=scan,
-        original=original,
+        reference=Reference(original=original, devices=tuple(run_on), options=opts.compile),
         devices=run_on,
         options=opts,
+        template=Variant(
+            kernel=k.name, target=SOURCE_DIALECT, source="", entry=k.name, provenance=f"llm:{model}"
+        ),
+        scan=scan,
         plan=plan,
         bench_size=bench_size,
-        provenance=f"llm:{model}",
+        must_time=True,
     )
     shown = next((d for d in run_on if d.kind == "gpu"), run_on[0])
     out_arg = next((a for a in spec.args if a.role is not Role.SCALAR and a.role is not Role.IN), None)
@@ -656,7 +392,7 @@ class _Outputs:
         model: str,
         kernel: str,
         run_on: Sequence[Device],
-        evaluator: HarnessEvaluator,
+        evaluator: Evaluator,
         identity: str,
         kept: list[Attempt],
         resumer: _Resumed,
@@ -714,8 +450,7 @@ class _Outputs:
             report.selected.append(Selected(role, att, str(p)))
         old = self.previous or {}
         for d in self.run_on:
-            with self.evaluator._lock:
-                base = self.evaluator._baselines.get(d.label)
+            base = self.evaluator.known_baselines().get(d.label)
             if base is not None:
                 report.baselines[d.label] = base.timing.median_ms if base.ok and base.timing else None
                 report.floors[d.label] = base.roofline.floor_ms if base.roofline else None

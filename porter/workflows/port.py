@@ -39,23 +39,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from porter import plan as planning
 from porter.backends import (
-    SOURCE_DIALECT,
     CompileOptions,
     Device,
-    get_backend,
     get_dialect,
-    runners,
     translation_targets,
 )
 from porter.errors import PorterError, UsageError
 from porter.files import reads_once
-from porter.harness.gate import device_build_check
-from porter.harness.spec import find_spec_file, infer_spec, load_spec_file
+from porter.harness.evaluate import Evaluator
 from porter.harness.validate import Reference, ValidateOptions, compile_only, tolerance_for, validate
 from porter.llm.base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, Provider
 from porter.llm.cache import ReplyCache
@@ -63,12 +60,9 @@ from porter.llm.loop import Budget, Event, LoopOptions, run_loop
 from porter.llm.prompting import PromptContext
 from porter.llm.records import (
     Attempt,
-    Evaluation,
     LoopResult,
-    Screened,
     Totals,
     attempt_doc,
-    unvalidated,
     usage_doc,
 )
 from porter.llm.redact import redact
@@ -85,9 +79,10 @@ from porter.model import (
     Verdict,
     to_jsonable,
 )
+from porter.plan import Plan, PlannedKernel, Units, make_plan
 from porter.results import KernelResult, PortReport, VariantRow, file_digest
+from porter.scan.instances import Instance
 from porter.scan.macros import MacroTable
-from porter.source import load
 from porter.workflows.resume import (
     check_out_dir,
     code_fingerprint,
@@ -152,14 +147,6 @@ def _relative_name(header: Path, source_dir: Path, include_dirs: Sequence[str]) 
     return Path(header.name)
 
 
-def _translate(
-    target: str, source: str, path: str, include_dirs: Sequence[str]
-) -> tuple[Translation, dict[Path, Translation]]:
-    """The main translation and the local headers' translations (dialects that translate headers),
-    keyed by input path."""
-    return get_dialect(target).translate_files(source, path, include_dirs)
-
-
 def _write(path: Path, text: str, inputs: set[Path]) -> None:
     if path.resolve() in inputs:
         raise UsageError(
@@ -172,165 +159,12 @@ def _diagnostic_line(d: Diagnostic, target: str) -> str:
     return f"{d.path}:{d.line}: {target}: {d.severity.value}: {d.construct}: {d.reason}"
 
 
-# --------------------------------------------------------------------------- kernels and specs
-
-
-@dataclass(frozen=True)
-class _Instance:
-    name: str  # "axpby<float>" or "vector_add"
-    base: str  # the CUDA kernel name
-    template_args: tuple[str, ...]
-
-
-def _squash(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _instances(scan: FileScan, source: str, by_target: dict[str, Translation]) -> list[_Instance]:
-    """Every kernel, one entry per template instantiation launched with known arguments."""
-    from porter.backends.opencl.launch import instance_name, template_instantiations
-
-    templated = [k.name for k in scan.kernels if k.template_params]
-    found = template_instantiations(source, scan.launches, templated).found if templated else {}
-    seen: dict[str, _Instance] = {}
-    for k in scan.kernels:
-        tuples = found.get(k.name) or []
-        if not k.template_params or not tuples:
-            seen.setdefault(k.name, _Instance(k.name, k.name, ()))
-            continue
-        for args in tuples:
-            name = instance_name(k.name, args)
-            seen.setdefault(name, _Instance(name, k.name, tuple(args)))
-    # Instantiations a translator found that the launch analysis above did not (kept, in order).
-    for tr in by_target.values():
-        for tk in tr.kernels:
-            base = tk.name.split("<", 1)[0]
-            covered = "<" not in tk.name and any(i.base == base for i in seen.values())
-            if tk.name not in seen and not covered and base in {k.name for k in scan.kernels}:
-                args = (
-                    tuple(a.strip() for a in tk.name[len(base) + 1 : -1].split(",")) if "<" in tk.name else ()
-                )
-                seen[tk.name] = _Instance(tk.name, base, args)
-    order = {k.name: i for i, k in enumerate(scan.kernels)}
-    return sorted(seen.values(), key=lambda inst: order.get(inst.base, len(order)))
-
-
-def _translated_kernel(tr: Translation, inst: _Instance) -> TranslatedKernel | None:
-    exact = next((tk for tk in tr.kernels if _squash(tk.name) == _squash(inst.name)), None)
-    if exact is not None:
-        return exact
-    return next((tk for tk in tr.kernels if tk.name == inst.base), None)  # HIP: one per template
-
-
-def _spec(
-    path: str,
-    scan: FileScan,
-    inst: _Instance,
-    include_dirs: Sequence[str],
-    file_specs: dict[str, KernelSpec],
-) -> KernelSpec:
-    """The spec file's entry for the instantiation (or the kernel), else inference from the launch
-    sites with the same template arguments; PorterError with the inference message otherwise."""
-    for key in (inst.name, inst.base):
-        spec = file_specs.get(key)
-        if spec is None:
-            continue
-        if not inst.template_args or tuple(map(_squash, spec.template_args)) == tuple(
-            map(_squash, inst.template_args)
-        ):
-            return spec
-        if key == inst.name:
-            return replace(spec, template_args=inst.template_args)
-    launches = scan.launches
-    if inst.template_args:
-        same = tuple(
-            ls
-            for ls in scan.launches
-            if ls.base == inst.base
-            and tuple(map(_squash, ls.template_args)) == tuple(map(_squash, inst.template_args))
-        )
-        others = tuple(ls for ls in scan.launches if ls.base != inst.base)
-        if same:
-            launches = same + others
-    # An instance name ("axpby<double>") makes inference follow only the call chains that launch
-    # with those template arguments, through host helpers, so each instantiation gets its dtypes.
-    name = inst.name if inst.template_args else inst.base
-    spec = infer_spec(replace(scan, launches=launches), name, include_dirs=include_dirs)
-    if inst.template_args and tuple(spec.template_args) != inst.template_args:
-        spec = replace(spec, template_args=inst.template_args)
-    return spec
-
-
-def _spec_or_reason(
-    path: str,
-    scan: FileScan,
-    inst: _Instance,
-    include_dirs: Sequence[str],
-    file_specs: dict[str, KernelSpec],
-    spec_error: str | None,
-    translate_only: bool,
-) -> tuple[KernelSpec | None, str | None]:
-    """The instantiation's spec, or None and why there is none (None, None under --translate-only)."""
-    if translate_only or spec_error is not None:
-        return None, spec_error
-    try:
-        return _spec(path, scan, inst, include_dirs, file_specs), None
-    except PorterError as err:
-        return None, str(err)
-    except Exception as err:  # noqa: BLE001 - an inference crash fails this kernel only
-        return None, f"spec inference failed: {type(err).__name__}: {err}"
-
-
-# --------------------------------------------------------------------------- per-kernel sources
-
-
-_OPAQUE_TYPES = ("texture", "surface")  # legacy texture/surface references: no device-side data
-
-
-def _joined(data: bytes, ranges: Sequence[tuple[int, int]]) -> bytes:
-    pieces, pos = [], 0
-    for start, end in sorted(ranges):
-        if start < pos:
-            continue
-        pieces += [data[pos:start], b"\n" * data.count(b"\n", start, end)]
-        pos = end
-    pieces.append(data[pos:])
-    return b"".join(pieces)
-
-
-def _untranslatable(
-    instances: Sequence[_Instance], translations: Mapping[str, Translation], targets: Sequence[str]
-) -> list[str]:
-    """The kernels some target's translation could not take (they leave the shared units)."""
-    return sorted(
-        {
-            inst.base
-            for inst in instances
-            for t in targets
-            if (tk := _translated_kernel(translations[t], inst)) is not None and tk.untranslatable
-        }
-    )
-
-
-class _Units:
-    """The device code a program's kernels are validated in: without the kernels some target
-    could not take (their constructs would stop a compiler or the emulator before the kernel
-    under test), but always with the kernel at hand.  Each distinct unit is cut once."""
-
-    def __init__(self, text: str, drop: Sequence[str], macros: MacroTable) -> None:
-        self.text, self.drop, self.macros = text, tuple(drop), macros
-        self._cut: dict[tuple[str, ...], str] = {}
-
-    def keeping(self, base: str) -> str:
-        others = tuple(d for d in self.drop if d != base)
-        if others not in self._cut:
-            self._cut[others] = _device_unit(self.text, others, self.macros)
-        return self._cut[others]
+# --------------------------------------------------------------------------- per-kernel units
 
 
 class _SharedUnit:
     """The device code every HIP kernel of a file is built in, and each kernel's own unit (the
-    kernel alone with the helpers it needs: :class:`_Units` keyed by every other kernel) for when
+    kernel alone with the helpers it needs: :class:`porter.plan.Units` keyed by every other kernel) for when
     the shared one does not build.  One kernel a compiler rejects (``__syncwarp()``, ``__trap()``
     for gfx90a) then fails alone, with its own log, and the others are compiled and validated
     without it.  ``where``: the compile context (``hip:gfx90a``, a device label) in which the shared
@@ -338,7 +172,7 @@ class _SharedUnit:
 
     def __init__(self, text: str, kernels: Sequence[str], macros: MacroTable) -> None:
         self.kernels = tuple(dict.fromkeys(kernels))
-        self._alone = _Units(text, self.kernels, macros)
+        self._alone = Units(text, self.kernels, macros)
         self._failed: set[str] = set()
 
     def alone(self, variant: Variant) -> Variant:
@@ -380,90 +214,6 @@ def _unit_failure(verdict: Verdict) -> bool:
     return not verdict.compiled and verdict.reason.startswith("compile:")
 
 
-def _device_unit(text: str, drop: Sequence[str], macros: MacroTable) -> str:
-    """The device code of ``text`` without the kernels in ``drop``."""
-    from porter.scan.extract import device_code
-
-    return device_code(prune_kernels(text, drop, macros), macros=macros)
-
-
-def prune_kernels(text: str, drop: Sequence[str], macros: MacroTable | None = None) -> str:
-    """``text`` without the kernels named in ``drop`` (untranslatable ones) and, when any is
-    dropped, without top-level texture/surface references; line numbers unchanged.  A kernel is
-    validated in a unit holding only what can be built, as the other kernels' constructs would
-    stop the emulator or a compiler before it reaches the kernel under test."""
-    if not drop:
-        return text
-    from porter.grammars import parse
-    from porter.scan import scan_source
-
-    data = text.encode("utf-8")
-    scan = scan_source(data, "<unit>.cu", "cuda", macros)
-    ranges = [
-        (k.start_byte, k.end_byte) for k in scan.kernels if k.name in drop and k.end_byte > k.start_byte
-    ]
-    root = parse("cuda", data).root_node
-    for node in root.children:
-        if node.type != "declaration":
-            continue
-        kind = node.child_by_field_name("type")
-        head = data[kind.start_byte : kind.end_byte].decode("utf-8", "replace") if kind is not None else ""
-        if head.split("<", 1)[0].strip() in _OPAQUE_TYPES:
-            ranges.append((node.start_byte, node.end_byte))
-    return _joined(data, ranges).decode("utf-8")
-
-
-# --------------------------------------------------------------------------- devices
-
-
-def _devices(backend: str) -> list[Device]:
-    try:
-        return list(get_backend(backend).devices())
-    except Exception:  # noqa: BLE001 - a backend that cannot list devices has none here
-        return []
-
-
-def _compile_archs(target: str) -> list[str]:
-    """The archs the backends running `target` compile its variants for here without such a device."""
-    archs: list[str] = []
-    for b in runners(target):
-        try:
-            found = get_backend(b).compile_archs()
-        except Exception:  # noqa: BLE001 - a backend that cannot be imported compiles for nothing here
-            continue
-        archs.extend(a for a in found if a not in archs)
-    return archs
-
-
-def _lacking(target: str, device: Device, requires: Sequence[str]) -> list[str]:
-    """What of `requires` `device` lacks (backends without requirements lack nothing)."""
-    if not requires:
-        return []
-    return list(get_backend(target).missing_requirements(device, requires))
-
-
-def _needs_reason(
-    target: str, kernel: str, device: Device, requires: Sequence[str], lacks: Sequence[str]
-) -> str:
-    """ "reduce_sum needs relative sub-group shuffles, 32-wide sub-groups (...); <device> has none"."""
-    words: Callable[[Sequence[str]], str] = get_backend(target).describe_requirements
-    tail = "has none of them" if set(lacks) >= set(requires) else f"lacks {words(lacks)}"
-    return f"{kernel} needs {words(requires)}; {device.label} {tail}"
-
-
-def _device_options(target: str, device: Device, requires: Sequence[str]) -> tuple[str, ...]:
-    if not requires:
-        return ()
-    return tuple(get_backend(target).requirement_options(device, requires))
-
-
-def _run_devices(target: str) -> list[Device]:
-    devices: list[Device] = []
-    for b in runners(target):
-        devices.extend(d for d in _devices(b) if d not in devices)
-    return devices
-
-
 # --------------------------------------------------------------------------- the model (--model)
 
 
@@ -479,84 +229,6 @@ def _add_totals(a: Totals, b: Totals) -> Totals:
 
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in name).strip("_") or "kernel"
-
-
-class TranslationEvaluator:
-    """Validate a screened translation against the ORIGINAL CUDA kernel on the given devices, then time
-    it on those that are not checkers (the speedup where the original runs on the same device)."""
-
-    def __init__(
-        self,
-        *,
-        spec: KernelSpec,
-        reference: Reference,
-        devices: Sequence[Device],
-        options: ValidateOptions,
-        template: Variant,
-        bench: bool = True,
-    ):
-        self.spec, self.reference, self.devices = spec, reference, list(devices)
-        self.options, self.template, self.bench = options, template, bench
-
-    def variant(self, code: str) -> Variant:
-        return replace(self.template, source=code)
-
-    def _size(self, device: Device) -> dict[str, int]:
-        from porter.workflows.bench import GPU_ELEMENTS, scale_size
-
-        base = dict(self.spec.sizes[0]) if self.spec.sizes else {}
-        if device.kind != "gpu":
-            return base
-        return (
-            dict(self.spec.bench_sizes[0])
-            if self.spec.bench_sizes
-            else scale_size(self.spec, base, GPU_ELEMENTS)
-        )
-
-    def __call__(self, cand: Screened) -> Evaluation:
-        from porter.harness.bench import benchmark
-        from porter.workflows.bench import CPU_PLAN, GPU_PLAN
-
-        variant = self.variant(cand.code)
-        gate = device_build_check(variant, self.options.compile)  # before anything runs model code
-        if not gate.ok:
-            return Evaluation(ok=False, stage="compile", reason=gate.reason, log=gate.log)
-        verdicts = tuple(validate(variant, self.spec, self.reference, self.devices, self.options))
-        failed = unvalidated(verdicts)
-        if failed is not None:
-            return failed
-        errs = [v.max_rel_err for v in verdicts if v.max_rel_err is not None]
-        timings: list[dict[str, object]] = []
-        for device in self.devices if self.bench else ():
-            if device.kind == "checker":
-                continue
-            plan = replace(GPU_PLAN if device.kind == "gpu" else CPU_PLAN, compile=self.options.compile)
-            r = benchmark(variant, self.spec, device, self._size(device), plan, reference=self.reference)
-            timings.append(
-                {
-                    "device": device.label,
-                    "time_ms": r.timing.median_ms if r.ok and r.timing else None,
-                    "speedup": r.speedup if r.ok else None,
-                    "baseline_ms": r.baseline_ms if r.ok else None,
-                    "notes": [*r.notes, *([] if r.ok else [f"not timed: {r.reason}"])],
-                }
-            )
-        first = verdicts[0]
-        t0: dict[str, Any] = timings[0] if timings else {}
-        return Evaluation(
-            ok=True,
-            stage="done",
-            reason=f"{first.device}: {first.reason}",
-            sizes=first.sizes,
-            checks=first.checks,
-            max_rel_err=max(errs, default=None),
-            time_ms=t0.get("time_ms"),
-            baseline_ms=t0.get("baseline_ms"),
-            speedup=t0.get("speedup"),
-            device=str(t0.get("device", first.device)),
-            verdicts=verdicts,
-            timings=tuple(timings),
-        )
 
 
 @dataclass
@@ -580,7 +252,7 @@ class _ModelPort:
     def port(
         self,
         *,
-        inst: _Instance,
+        inst: Instance,
         kernel: Kernel,
         target: str,
         tk: TranslatedKernel,
@@ -596,8 +268,8 @@ class _ModelPort:
         include_dirs: Sequence[str],
     ) -> list[VariantRow]:
         """Run the loop for one kernel and target on `devices`; one row per device."""
+        from porter.llm.hardware import hardware_fields
         from porter.scan.extract import device_code
-        from porter.workflows.optimize import hardware_fields
 
         target_dialect = get_dialect(target)
         suffix = target_dialect.suffix
@@ -642,12 +314,13 @@ class _ModelPort:
             arg_map=tk.arg_map or None,  # type: ignore[arg-type]  # None slots: extra arguments
             extra_args=tk.extra_args,
         )
-        evaluator = TranslationEvaluator(
+        evaluator = Evaluator(
             spec=spec,
             reference=reference,
             devices=devices,
             options=options,
             template=template,
+            scan=scan,
             bench=self.bench,
         )
         remaining = None if self.max_dollars is None else self.max_dollars - self.report.usage.notional_usd
@@ -692,7 +365,7 @@ class _ModelPort:
         return self._rows(inst, target, suffix, devices, why, result, paths, provenance)
 
     def _write_attempts(
-        self, inst: _Instance, target: str, suffix: str, result: LoopResult
+        self, inst: Instance, target: str, suffix: str, result: LoopResult
     ) -> dict[tuple[int, int], str]:
         paths: dict[tuple[int, int], str] = {}
         folder = self.out / "attempts" / f"{_safe(inst.name)}.{target}"
@@ -705,7 +378,7 @@ class _ModelPort:
 
     def _rows(
         self,
-        inst: _Instance,
+        inst: Instance,
         target: str,
         suffix: str,
         devices: Sequence[Device],
@@ -719,10 +392,9 @@ class _ModelPort:
         path = ""
         if best is not None and best.code is not None:
             p = self.out / f"{self.stem}.{_safe(inst.name)}.llm{suffix}"
-            comment = (
-                f"{'//' if target == 'hip' else '/*'} {inst.name}: {target} translation by {self.model} "
-                f"(candidate {best.candidate}, round {best.round}), validated by porter port against the "
-                f"original{'' if target == 'hip' else ' */'}\n"
+            comment = get_dialect(target).comment(
+                f"{inst.name}: {target} translation by {self.model} (candidate {best.candidate}, round "
+                f"{best.round}), validated by porter port against the original"
             )
             _write(p, redact(comment + best.code), self.inputs)
             path = str(p)
@@ -819,7 +491,7 @@ class _Inputs:
 
 def _run_inputs(
     *,
-    instances: Sequence[_Instance],
+    instances: Sequence[Instance],
     targets: Sequence[str],
     written: Mapping[str, _Written],
     specs: Mapping[str, tuple[KernelSpec | None, str | None]],
@@ -827,7 +499,7 @@ def _run_inputs(
     options: ValidateOptions,
     ref_options: CompileOptions,
     ref_devices: Sequence[Device],
-    originals: _Units,
+    reference_source: Callable[[str], str],
     run_devices: Mapping[str, Sequence[Device]],
     archs: Mapping[str, Sequence[str]],
     settings_key: object,
@@ -861,10 +533,10 @@ def _run_inputs(
     unit = {t: sha(w.source, headers_digest(w.source, w.include_dirs)) for t, w in written.items()}
     for inst in instances:
         spec, why = specs[inst.name]
-        reference = originals.keeping(inst.base) if spec is not None else ""
+        reference = reference_source(inst.base) if spec is not None else ""
         for t in targets:
             w = written[t]
-            tk = _translated_kernel(w.translation, inst)
+            tk = planning.translated_kernel(w.translation, inst)
             groups[(inst.name, t)] = sha(
                 common,
                 inst.name,
@@ -1015,11 +687,13 @@ def port_file(
     timeout: float = DEFAULT_TIMEOUT,
     max_retries: int = DEFAULT_RETRIES,
     fresh: bool = False,
+    plan: Plan | None = None,
 ) -> PortReport:
     """Port every kernel of ``path`` to each target; see the module docstring.  ``model`` (with
     ``base_url`` / ``replay`` / ``record`` / ``provider``) hands what the rules leave to the LLM loop.
     A previous report.json in the output folder is resumed (see :mod:`porter.workflows.resume`):
-    its rows that still hold for these inputs are kept, the rest is done again; ``fresh`` ignores it."""
+    its rows that still hold for these inputs are kept, the rest is done again; ``fresh`` ignores it.
+    ``plan``: the plan of ``path`` when the caller has made it (:func:`plan_variants`)."""
     say = progress or (lambda _msg: None)
     options = options or ValidateOptions()
     targets = parse_targets(list(known_targets() if targets is None else targets))
@@ -1033,16 +707,16 @@ def port_file(
     for d in include_dirs:
         if not Path(d).is_dir():
             raise UsageError("include directory not found (-I)", path=str(d))
-    unit = load(path, "port", include_dirs)
-    macros, source, scan = unit.macros, unit.text, unit.scan
+    plan = plan or make_plan(path, "port", include_dirs)
+    macros, source, scan = plan.macros, plan.text, plan.scan
     src_path = Path(path)
     out = Path(out_dir) if out_dir is not None else default_out_dir(src_path)
     check_out_dir(out, src_path, "port")  # before any work: a usable folder, never one of the user's
     previous = None if fresh else load_report(out, "port")
     if model is not None and provider is None:
-        from porter.workflows.optimize import open_model
+        from porter.llm.cache import open_provider
 
-        provider = open_model(
+        provider = open_provider(
             model,
             base_url=base_url,
             replay=replay,
@@ -1057,19 +731,13 @@ def port_file(
     for target in targets:
         say(f"translating {src_path.name} to {target}")
         try:
-            translations[target], headers[target] = _translate(target, source, path, include_dirs)
-        except PorterError:
-            raise
-        except Exception as err:  # noqa: BLE001 - a translator crash becomes the user's one-line error
-            raise PorterError(
-                f"{target} translation failed: {type(err).__name__}: {err}", path=path
-            ) from None
+            translations[target], headers[target] = plan.translation_files(target)
+        except ImportError as err:
+            raise PorterError(f"{target} translation failed: ImportError: {err}", path=path) from None
 
-    inputs = {src_path.resolve(), *(h.resolve() for hs in headers.values() for h in hs)}
-
-    from porter.backends.hip.translate import local_includes
-
-    inputs |= {h.resolve() for h in local_includes(source, path, include_dirs)}
+    # never written over: the input, every header it reaches, every header a translator read
+    inputs = {src_path.resolve(), *(Path(h).resolve() for h in plan.unit.headers)}
+    inputs |= {h.resolve() for hs in headers.values() for h in hs}
     report = PortReport(
         source=path, out_dir=str(out), targets=targets, translate_only=translate_only, model=model
     )
@@ -1095,12 +763,8 @@ def port_file(
             report.diagnostics.extend(htr.diagnostics)
         report.diagnostics.extend(tr.diagnostics)
         report.outputs[target] = str(main)
-        if get_dialect(target).single_source:
-            variant_source = tr.text  # pruned and reduced to device code below
-            dirs = (str(out.resolve()), str(src_dir), *(str(Path(d).resolve()) for d in include_dirs))
-        else:
-            variant_source, dirs = tr.text, ()
-        written[target] = _Written(target, main, tr, variant_source, dirs)
+        # a single-source variant is pruned and reduced to device code below
+        written[target] = _Written(target, main, tr, tr.text, plan.variant_dirs(target, out))
     diag_lines = [
         _diagnostic_line(d, t)
         for t in targets
@@ -1108,38 +772,23 @@ def port_file(
     ]
     _write(out / DIAGNOSTICS_NAME, "\n".join(diag_lines) + ("\n" if diag_lines else ""), inputs)
 
-    instances = _instances(scan, source, translations)
+    instances = plan.instances(targets)
 
-    file_specs: dict[str, KernelSpec] = {}
-    spec_error: str | None = None
-    spec_path = find_spec_file(path)
-    if spec_path is not None and not translate_only:
-        try:
-            file_specs = load_spec_file(spec_path)
-        except PorterError as err:
-            spec_error = str(err)
+    run_devices = {t: ([] if translate_only else planning.run_devices(t)) for t in targets}
+    archs = {t: ([] if translate_only else planning.compile_archs(t)) for t in targets}
+    ref_devices = () if translate_only else planning.reference_devices()
 
-    run_devices = {t: ([] if translate_only else _run_devices(t)) for t in targets}
-    archs = {t: ([] if translate_only else _compile_archs(t)) for t in targets}
-    ref_devices = tuple(
-        d
-        for b in runners(SOURCE_DIALECT)
-        for d in ([] if translate_only else _devices(b))
-        if d.kind != "checker"
-    )
-
-    originals = _Units(source, _untranslatable(instances, translations, targets), macros)
     units: dict[str, _SharedUnit] = {}  # single-source targets (HIP): the translated file's device code
     for t, w in list(written.items()):
         if not get_dialect(t).single_source:
             continue
         # only what this target cannot build leaves its unit: a kernel OpenCL C cannot take (a C++
         # template type) still has its HIP variant validated
-        drop = _untranslatable(instances, translations, [t])
-        written[t] = replace(w, source=_device_unit(w.source, drop, macros))
+        drop = plan.untranslatable([t])
+        written[t] = replace(w, source=plan.variant_source(t))
         # each kernel alone, for when a construct of one stops the compiler for all
         units[t] = _SharedUnit(w.source, [i.base for i in instances if i.base not in drop], macros)
-    ref_options = CompileOptions(include_dirs=(str(src_dir), *(str(Path(d).resolve()) for d in include_dirs)))
+    ref_options = CompileOptions(include_dirs=plan.compile_dirs)
     asker = (
         _ModelPort(
             provider=provider,
@@ -1163,21 +812,10 @@ def port_file(
 
     def reference_for(base: str) -> Reference:
         """The original with `base` kept (an untranslatable kernel is pruned from the shared unit)."""
-        return Reference(
-            original=Variant(
-                kernel=base,
-                target="cuda",
-                source=originals.keeping(base),
-                entry=scan.entry(base),
-                provenance="original",
-                path=path,
-            ),
-            devices=ref_devices,
-            options=ref_options,
-        )
+        return plan.reference(base, targets, ref_devices)
 
     def ask(
-        inst: _Instance,
+        inst: Instance,
         target: str,
         tk: TranslatedKernel,
         spec: KernelSpec,
@@ -1222,10 +860,7 @@ def port_file(
             say(f"{result.name}: {target} on {', '.join(labels)}: {rows[0].status} earlier; kept")
         return bool(rows)
 
-    specs = {
-        inst.name: _spec_or_reason(path, scan, inst, include_dirs, file_specs, spec_error, translate_only)
-        for inst in instances
-    }
+    specs = {inst.name: (None, None) if translate_only else plan.spec_or_reason(inst) for inst in instances}
     run_inputs = (
         None
         if translate_only
@@ -1238,7 +873,7 @@ def port_file(
             options=options,
             ref_options=ref_options,
             ref_devices=ref_devices,
-            originals=originals,
+            reference_source=lambda base: plan.original_unit(base, targets),
             run_devices=run_devices,
             archs=archs,
             settings_key={"bench": bench},
@@ -1258,7 +893,7 @@ def port_file(
             recorder.begin(result, target)
             w = written[target]
             rel = str(w.path)
-            tk = _translated_kernel(w.translation, inst)
+            tk = planning.translated_kernel(w.translation, inst)
             if tk is None:
                 recorder.add(
                     result,
@@ -1318,12 +953,12 @@ def port_file(
             reference = reference_for(inst.base)
             lacking: list[Device] = []
             for device in run_devices[target]:
-                lacks = _lacking(target, device, tk.requires)
+                lacks = planning.lacking(target, device, tk.requires)
                 if lacks and asker is not None and inst.base in kernels_by_name:
                     lacking.append(device)
                     continue
                 if lacks:
-                    reason = _needs_reason(target, inst.name, device, tk.requires, lacks)
+                    reason = planning.needs_reason(target, inst.name, device, tk.requires, lacks)
                     recorder.add(
                         result,
                         VariantRow(target, rel, Status.UNTRANSLATABLE.value, device.label, reason=reason),
@@ -1332,7 +967,9 @@ def port_file(
                 if keep(result, target, [device.label]):
                     continue
                 say(f"{inst.name}: validating {target} on {device.label}")
-                on_device = replace(variant, options=_device_options(target, device, tk.requires))
+                on_device = replace(
+                    variant, options=planning.requirement_options(target, device, tk.requires)
+                )
                 if target in units:
                     verdicts = units[target].validate(on_device, spec, reference, device, opts)
                 else:
@@ -1341,9 +978,9 @@ def port_file(
                     recorder.add(result, _row_from(verdict, target, rel))
             if lacking:
                 tails = [
-                    _needs_reason(target, inst.name, d, tk.requires, _lacking(target, d, tk.requires)).split(
-                        "; ", 1
-                    )
+                    planning.needs_reason(
+                        target, inst.name, d, tk.requires, planning.lacking(target, d, tk.requires)
+                    ).split("; ", 1)
                     for d in lacking
                 ]
                 why = tails[0][0] + "; " + "; ".join(t[-1] for t in tails)
@@ -1378,31 +1015,6 @@ def port_file(
 # --------------------------------------------------------------------------- for benchmarks
 
 
-@dataclass(frozen=True)
-class PlannedKernel:
-    """One kernel (instantiation) ready to run: its spec, the original and each translated variant."""
-
-    name: str
-    spec: KernelSpec | None
-    why_no_spec: str
-    reference: Reference
-    variants: dict[str, Variant]  # target -> variant (translatable ones only)
-    options: dict[str, CompileOptions]  # target -> compile options of its variant
-    requires: dict[str, tuple[str, ...]] = field(default_factory=dict)  # target -> device needs
-
-    def unfit(self, target: str, device: Device) -> str:
-        """Why `device` cannot run this kernel's `target` variant ("" when it can)."""
-        needs = self.requires.get(target, ())
-        lacks = _lacking(target, device, needs)
-        return _needs_reason(target, self.name, device, needs, lacks) if lacks else ""
-
-    def device_options(self, target: str, device: Device) -> CompileOptions:
-        """The variant's compile options plus what its needs take on `device` (-cl-std=CL3.0 ...)."""
-        base = self.options[target]
-        extra = _device_options(target, device, self.requires.get(target, ()))
-        return replace(base, flags=(*base.flags, *extra)) if extra else base
-
-
 @reads_once
 def plan_variants(
     path: str,
@@ -1412,60 +1024,10 @@ def plan_variants(
     out_dir: str,
 ) -> list[PlannedKernel]:
     """Translate (writing to ``out_dir``) and return every kernel's variants without running them,
-    for benchmark scripts that time the original beside its ported variants."""
-    report = port_file(path, targets, include_dirs=include_dirs, out_dir=out_dir, translate_only=True)
-    unit = load(path, "port", include_dirs)
-    macros, source, scan = unit.macros, unit.text, unit.scan
-    translations = {t: _translate(t, source, path, include_dirs)[0] for t in report.targets}
-    instances = _instances(scan, source, translations)
-    originals = _Units(source, _untranslatable(instances, translations, report.targets), macros)
-    drops = {t: _untranslatable(instances, translations, [t]) for t in translations}
-
-    src_dir = Path(path).resolve().parent
-    inc = tuple(str(Path(d).resolve()) for d in include_dirs)
-    spec_path = find_spec_file(path)
-    file_specs = load_spec_file(spec_path) if spec_path is not None else {}
-    planned: list[PlannedKernel] = []
-    for inst in instances:
-        spec, why = None, ""
-        try:
-            spec = _spec(path, scan, inst, include_dirs, file_specs)
-        except PorterError as err:
-            why = str(err)
-        variants: dict[str, Variant] = {}
-        options: dict[str, CompileOptions] = {}
-        requires: dict[str, tuple[str, ...]] = {}
-        for t in report.targets:
-            tk = _translated_kernel(translations[t], inst)
-            if tk is None or tk.untranslatable:
-                continue
-            requires[t] = tuple(tk.requires)
-            text = Path(report.outputs[t]).read_text(encoding="utf-8")
-            single_source = get_dialect(t).single_source
-            src = _device_unit(text, drops[t], macros) if single_source else text
-            variants[t] = Variant(
-                kernel=inst.base,
-                target=t,
-                source=src,
-                entry=tk.entry,
-                provenance="translate",
-                path=report.outputs[t],
-                arg_map=tk.arg_map or None,  # type: ignore[arg-type]
-                extra_args=tk.extra_args,
-            )
-            dirs = (str(Path(out_dir).resolve()), str(src_dir), *inc) if single_source else ()
-            options[t] = CompileOptions(include_dirs=dirs)
-        original = Variant(
-            kernel=inst.base,
-            target="cuda",
-            source=originals.keeping(inst.base),
-            entry=scan.entry(inst.base),
-            provenance="original",
-            path=path,
-        )
-        ref_devices = tuple(d for b in runners(SOURCE_DIALECT) for d in _devices(b) if d.kind != "checker")
-        reference = Reference(
-            original=original, devices=ref_devices, options=CompileOptions(include_dirs=(str(src_dir), *inc))
-        )
-        planned.append(PlannedKernel(inst.name, spec, why, reference, variants, options, requires))
-    return planned
+    for benchmark scripts that time the original beside its ported variants.  The translations the
+    files were written from are the ones the variants compile: each dialect is translated once."""
+    plan = make_plan(path, "port", include_dirs)
+    report = port_file(
+        path, targets, include_dirs=include_dirs, out_dir=out_dir, translate_only=True, plan=plan
+    )
+    return plan.kernels(report.targets, out_dir, report.outputs)

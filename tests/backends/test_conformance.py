@@ -30,6 +30,7 @@ from porter.backends.dialect import Dialect, DialectFacts, DialectSchemaError, l
 
 from porter.llm.prompting import dialect as prompt_dialect
 from porter.model import Translation
+from porter.source import load
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "samples" / "cuda" / "vector_add.cu"
@@ -137,7 +138,7 @@ def test_translator_present_or_declared_absent(name: str) -> None:
     assert isinstance(tr, Translation) and tr.target == name and tr.text
     assert [k.name for k in tr.kernels] == ["vector_add"]
     assert all(k.target == name and k.entry for k in tr.kernels)
-    main, headers = d.translate_files(SAMPLE.read_text(), str(SAMPLE))
+    main, headers = d.translate_files(load(str(SAMPLE), "port"))
     assert main.text == tr.text and all(isinstance(h, Path) for h in headers)
 
 

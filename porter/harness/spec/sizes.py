@@ -13,6 +13,8 @@ from porter.scan import cexpr
 DEFAULT_TARGET_ELEMENTS = 32768  # elements in the largest array at the first validation size
 MIN_SCALABLE = 9  # size symbols below this stay at their program value (channels, radius...)
 MAX_SIZE_VALUE = 2**63 - 1  # a size symbol's largest value (C's long long)
+GPU_ELEMENTS = 1 << 24  # elements in the largest array when timing on a GPU (several times any L2)
+CPU_ELEMENTS = 4096  # ... on the emulator and CPU OpenCL devices
 
 
 def memory_bytes() -> int:
@@ -146,3 +148,72 @@ def choose_sizes(
         raise ValueError(f"the spec cannot run at sizes derived from {dict(program)}")
     hidden = next((s for s in hidden_candidates if _runnable(spec, s) and s not in sizes), None)
     return tuple(sizes), ((hidden,) if hidden else ())
+
+
+# --------------------------------------------------------------------------- timing sizes
+
+
+def scalable_symbols(spec: KernelSpec, size: Mapping[str, int]) -> set[str]:
+    """Size symbols safe to scale: those passed to the kernel as scalars or used in the grid (a
+    symbol only in a shape, like a #define'd bin count, is a compile-time constant of the kernel)."""
+    names: set[str] = set()
+    for arg in spec.args:
+        if arg.role is Role.SCALAR and arg.value:
+            names |= _names(arg.value)
+    for g in spec.grid:
+        names |= _names(g)
+    return {n for n in names if n in size and size[n] >= MIN_SCALABLE}
+
+
+def _names(text: str) -> set[str]:
+    try:
+        return cexpr.names(cexpr.parse(text))
+    except cexpr.ExprError:
+        return set()
+
+
+def scale_size(spec: KernelSpec, size: Mapping[str, int], target_elements: int) -> dict[str, int]:
+    """`size` with its scalable symbols scaled (ratios kept) so the largest array holds about
+    `target_elements`; values of 64 and more rounded down to multiples of 32."""
+    scalable = scalable_symbols(spec, size)
+    if not scalable or _largest(spec, size) <= 0:
+        return dict(size)
+
+    def at(factor: float) -> dict[str, int]:
+        out = {}
+        for k, v in size.items():
+            if k in scalable:
+                s = max(1, round(v * factor))
+                out[k] = s - s % 32 if s >= 64 else s
+            else:
+                out[k] = v
+        return out
+
+    lo, hi = 0.0, 1.0
+    while _largest(spec, at(hi)) < target_elements and hi < 1e9:
+        lo, hi = hi, hi * 2
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if _largest(spec, at(mid)) > target_elements:
+            hi = mid
+        else:
+            lo = mid
+    return at(lo) if lo > 0 else at(hi)
+
+
+def timing_size(
+    spec: KernelSpec,
+    device_kind: str,
+    override: Mapping[str, int] | None = None,
+    *,
+    gpu_elements: int = GPU_ELEMENTS,
+) -> dict[str, int]:
+    """The size a kernel is timed at on a device of `device_kind`: ``override``, else the spec's
+    benchmark size (or its first size scaled to `gpu_elements`) on a GPU, and its first size
+    (scaled down to :data:`CPU_ELEMENTS` when larger) elsewhere."""
+    if override:
+        return dict(override)
+    base = dict(spec.sizes[0]) if spec.sizes else {}
+    if device_kind == "gpu":
+        return dict(spec.bench_sizes[0]) if spec.bench_sizes else scale_size(spec, base, gpu_elements)
+    return scale_size(spec, base, CPU_ELEMENTS) if _largest(spec, base) > CPU_ELEMENTS else base

@@ -11,11 +11,8 @@ import pytest
 from porter.errors import UsageError
 from porter.harness.validate import ValidateOptions
 from porter.results import KernelResult, PortReport, VariantRow
-from porter.scan import scan_file
 from porter.workflows.port import (
-    _instances,
     _relative_name,
-    _spec,
     default_out_dir,
     parse_targets,
     port_file,
@@ -45,23 +42,6 @@ def test_relative_name_keeps_subfolders(tmp_path: Path) -> None:
     assert _relative_name(tmp_path / "src" / "sub" / "a.cuh", tmp_path / "src", ()) == Path("sub/a.cuh")
     assert _relative_name(tmp_path / "inc" / "b.h", tmp_path / "src", [str(tmp_path / "inc")]) == Path("b.h")
     assert _relative_name(tmp_path / "elsewhere" / "c.h", tmp_path / "src", ()) == Path("c.h")
-
-
-def test_instances_one_per_template_instantiation() -> None:
-    path = str(SAMPLES / "templated.cu")
-    scan = scan_file(path)
-    names = [i.name for i in _instances(scan, Path(path).read_text(), {})]
-    assert names == ["axpby<float>", "axpby<double>", "block_sum<256>", "block_sum<128>"]
-
-
-def test_spec_follows_the_instantiation_launch() -> None:
-    path = str(SAMPLES / "templated.cu")
-    scan = scan_file(path)
-    by_name = {i.name: i for i in _instances(scan, Path(path).read_text(), {})}
-    s256 = _spec(path, scan, by_name["block_sum<256>"], (), {})
-    s128 = _spec(path, scan, by_name["block_sum<128>"], (), {})
-    assert s256.template_args == ("256",) and s256.block == ("256",)
-    assert s128.template_args == ("128",) and s128.block == ("128",)
 
 
 def _row(status: str, device: str = "cpu:cpu-emulator", target: str = "hip") -> VariantRow:

@@ -160,9 +160,9 @@ def no_subgroups(monkeypatch: pytest.MonkeyPatch) -> None:
         pytest.skip("every OpenCL device here has 32-wide sub-groups; the rules translate the kernel there")
     # The workflow lists devices in this process, where an earlier test may have registered Intel's
     # runtime (which has the sub-groups): scope this test to the devices that lack them.
-    import porter.workflows.port as port_module
+    import porter.plan as planning
 
-    listed = port_module._devices
+    listed = planning.devices_of
 
     def lacking(backend: str) -> list:
         found = listed(backend)
@@ -170,7 +170,7 @@ def no_subgroups(monkeypatch: pytest.MonkeyPatch) -> None:
             return found
         return [d for d in found if get_backend("opencl").missing_requirements(d, need)]
 
-    monkeypatch.setattr(port_module, "_devices", lacking)
+    monkeypatch.setattr(planning, "devices_of", lacking)
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from porter.backends import get_backend
 
+from porter import plan as planning
 from porter.errors import UsageError
 from porter.harness.validate import ValidateOptions
 from porter.workflows import port as port_mod
@@ -76,8 +77,8 @@ def emulator_only(monkeypatch: pytest.MonkeyPatch, binaries: Path) -> None:
         pytest.skip("the CPU emulator is unavailable (g++ missing)")
     monkeypatch.setenv("PORTER_CACHE_DIR", str(binaries))
     monkeypatch.delenv("PORTER_NO_CACHE", raising=False)
-    monkeypatch.setattr(port_mod, "_compile_archs", lambda target: [])
-    monkeypatch.setattr(port_mod, "_run_devices", lambda target: list(cpu))
+    monkeypatch.setattr(planning, "compile_archs", lambda target: [])
+    monkeypatch.setattr(planning, "run_devices", lambda target: list(cpu))
 
 
 @pytest.fixture

@@ -1,0 +1,431 @@
+"""The plan of one CUDA source: unit -> kernel instances -> specs -> one translation per dialect ->
+variants.  Every workflow that runs kernels (port, bench, check, optimize) starts from a
+:class:`Plan` and asks it, never the disk or a translator, for what it needs:
+
+* the unit (:class:`porter.source.SourceUnit`: bytes, text, headers, macro table, scan), read once;
+* the translation into each dialect, made on first need and kept (an error is kept too, so a
+  dialect that cannot take the file is tried once per command);
+* the kernel instances (one per template instantiation launched, :mod:`porter.scan.instances`);
+* each instance's spec, behind the one precedence rule (:func:`porter.harness.spec.spec_for`), the
+  spec file loaded once;
+* the original as the reference each variant is validated against, in the unit a kernel is
+  validated in (without the kernels some target could not take), and each target's variant of
+  each instance (:class:`PlannedKernel`).
+
+Nothing here runs a kernel or writes a file: that is the workflows' and the harness's work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Literal
+
+from porter.backends import SOURCE_DIALECT, CompileOptions, Device, get_backend, get_dialect, runners
+from porter.errors import PorterError
+from porter.harness.spec import find_spec_file, load_spec_file, spec_for
+from porter.harness.validate import Reference
+from porter.model import FileScan, KernelSpec, TranslatedKernel, Translation, Variant
+from porter.scan.instances import Instance, kernel_instances
+from porter.scan.macros import MacroTable
+from porter.source import SourceUnit, load
+
+# --------------------------------------------------------------------------- devices
+
+
+def devices_of(backend: str) -> list[Device]:
+    """The devices `backend` has here (none when it cannot even list them)."""
+    try:
+        return list(get_backend(backend).devices())
+    except Exception:  # noqa: BLE001 - a backend that cannot list devices has none here
+        return []
+
+
+def run_devices(target: str) -> list[Device]:
+    """Every device here that runs `target` code, in the registry's backend order."""
+    devices: list[Device] = []
+    for b in runners(target):
+        devices.extend(d for d in devices_of(b) if d not in devices)
+    return devices
+
+
+def reference_devices() -> tuple[Device, ...]:
+    """The devices the original (source dialect) runs on as the reference; checkers are not among them."""
+    return tuple(d for b in runners(SOURCE_DIALECT) for d in devices_of(b) if d.kind != "checker")
+
+
+def compile_archs(target: str) -> list[str]:
+    """The archs the backends running `target` compile its variants for here without such a device."""
+    archs: list[str] = []
+    for b in runners(target):
+        try:
+            found = get_backend(b).compile_archs()
+        except Exception:  # noqa: BLE001 - a backend that cannot be imported compiles for nothing here
+            continue
+        archs.extend(a for a in found if a not in archs)
+    return archs
+
+
+def lacking(target: str, device: Device, requires: Sequence[str]) -> list[str]:
+    """What of `requires` `device` lacks (backends without requirements lack nothing)."""
+    if not requires:
+        return []
+    return list(get_backend(target).missing_requirements(device, requires))
+
+
+def needs_reason(
+    target: str, kernel: str, device: Device, requires: Sequence[str], lacks: Sequence[str]
+) -> str:
+    """ "reduce_sum needs relative sub-group shuffles, 32-wide sub-groups (...); <device> has none"."""
+    words: Callable[[Sequence[str]], str] = get_backend(target).describe_requirements
+    tail = "has none of them" if set(lacks) >= set(requires) else f"lacks {words(lacks)}"
+    return f"{kernel} needs {words(requires)}; {device.label} {tail}"
+
+
+def requirement_options(target: str, device: Device, requires: Sequence[str]) -> tuple[str, ...]:
+    """The build options what a variant needs takes on `device` (OpenCL: ``-cl-std=CL3.0``)."""
+    if not requires:
+        return ()
+    return tuple(get_backend(target).requirement_options(device, requires))
+
+
+# --------------------------------------------------------------------------- device-code units
+
+
+_OPAQUE_TYPES = ("texture", "surface")  # legacy texture/surface references: no device-side data
+
+
+def _joined(data: bytes, ranges: Sequence[tuple[int, int]]) -> bytes:
+    pieces, pos = [], 0
+    for start, end in sorted(ranges):
+        if start < pos:
+            continue
+        pieces += [data[pos:start], b"\n" * data.count(b"\n", start, end)]
+        pos = end
+    pieces.append(data[pos:])
+    return b"".join(pieces)
+
+
+def prune_kernels(text: str, drop: Sequence[str], macros: MacroTable | None = None) -> str:
+    """``text`` without the kernels named in ``drop`` (untranslatable ones) and, when any is
+    dropped, without top-level texture/surface references; line numbers unchanged.  A kernel is
+    validated in a unit holding only what can be built, as the other kernels' constructs would
+    stop the emulator or a compiler before it reaches the kernel under test."""
+    if not drop:
+        return text
+    from porter.grammars import parse
+    from porter.scan import scan_source
+
+    data = text.encode("utf-8")
+    scan = scan_source(data, "<unit>.cu", "cuda", macros)
+    ranges = [
+        (k.start_byte, k.end_byte) for k in scan.kernels if k.name in drop and k.end_byte > k.start_byte
+    ]
+    root = parse("cuda", data).root_node
+    for node in root.children:
+        if node.type != "declaration":
+            continue
+        kind = node.child_by_field_name("type")
+        head = data[kind.start_byte : kind.end_byte].decode("utf-8", "replace") if kind is not None else ""
+        if head.split("<", 1)[0].strip() in _OPAQUE_TYPES:
+            ranges.append((node.start_byte, node.end_byte))
+    return _joined(data, ranges).decode("utf-8")
+
+
+def device_unit(text: str, drop: Sequence[str], macros: MacroTable) -> str:
+    """The device code of ``text`` without the kernels in ``drop``."""
+    from porter.scan.extract import device_code
+
+    return device_code(prune_kernels(text, drop, macros), macros=macros)
+
+
+class Units:
+    """The device code a program's kernels are validated in: without the kernels some target
+    could not take (their constructs would stop a compiler or the emulator before the kernel
+    under test), but always with the kernel at hand.  Each distinct unit is cut once."""
+
+    def __init__(self, text: str, drop: Sequence[str], macros: MacroTable) -> None:
+        self.text, self.drop, self.macros = text, tuple(drop), macros
+        self._cut: dict[tuple[str, ...], str] = {}
+
+    def keeping(self, base: str) -> str:
+        others = tuple(d for d in self.drop if d != base)
+        if others not in self._cut:
+            self._cut[others] = device_unit(self.text, others, self.macros)
+        return self._cut[others]
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def translated_kernel(tr: Translation, inst: Instance) -> TranslatedKernel | None:
+    """The translation's kernel for `inst` (HIP: one per template, whatever the instantiation)."""
+    exact = next((tk for tk in tr.kernels if _squash(tk.name) == _squash(inst.name)), None)
+    if exact is not None:
+        return exact
+    return next((tk for tk in tr.kernels if tk.name == inst.base), None)
+
+
+# --------------------------------------------------------------------------- planned kernels
+
+
+@dataclass(frozen=True)
+class PlannedKernel:
+    """One kernel (instantiation) ready to run: its spec, the original and each translated variant."""
+
+    name: str
+    spec: KernelSpec | None
+    why_no_spec: str
+    reference: Reference
+    variants: dict[str, Variant]  # target -> variant (translatable ones only)
+    options: dict[str, CompileOptions]  # target -> compile options of its variant
+    requires: dict[str, tuple[str, ...]] = field(default_factory=dict)  # target -> device needs
+
+    def unfit(self, target: str, device: Device) -> str:
+        """Why `device` cannot run this kernel's `target` variant ("" when it can)."""
+        needs = self.requires.get(target, ())
+        lacks = lacking(target, device, needs)
+        return needs_reason(target, self.name, device, needs, lacks) if lacks else ""
+
+    def device_options(self, target: str, device: Device) -> CompileOptions:
+        """The variant's compile options plus what its needs take on `device` (-cl-std=CL3.0 ...)."""
+        base = self.options[target]
+        extra = requirement_options(target, device, self.requires.get(target, ()))
+        return replace(base, flags=(*base.flags, *extra)) if extra else base
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+class Plan:
+    """Everything known about one CUDA source before anything runs; see the module docstring."""
+
+    def __init__(self, unit: SourceUnit) -> None:
+        self.unit = unit
+        self.src_dir = Path(unit.path).resolve().parent
+        self._made: dict[str, tuple[Translation, dict[Path, Translation]] | PorterError] = {}
+        self._specs: dict[str, KernelSpec] | PorterError | None = None
+        self._instances: dict[tuple[str, ...], list[Instance]] = {}
+        self._originals: dict[tuple[str, ...], Units] = {}
+
+    # ------------------------------------------------------------------ the unit
+
+    @property
+    def path(self) -> str:
+        return self.unit.path
+
+    @property
+    def text(self) -> str:
+        return self.unit.text
+
+    @property
+    def scan(self) -> FileScan:
+        return self.unit.scan
+
+    @property
+    def macros(self) -> MacroTable:
+        return self.unit.macros
+
+    @property
+    def include_dirs(self) -> tuple[str, ...]:
+        return self.unit.include_dirs
+
+    @property
+    def compile_dirs(self) -> tuple[str, ...]:
+        """Where the compiles of the original look for headers: its folder, then the include dirs."""
+        return (str(self.src_dir), *(str(Path(d).resolve()) for d in self.include_dirs))
+
+    def kernel_names(self) -> list[str]:
+        return [k.name for k in self.scan.kernels]
+
+    # ------------------------------------------------------------------ translations
+
+    def translation(self, target: str) -> Translation:
+        """The file translated into `target` (made once); PorterError when the translator fails."""
+        return self.translation_files(target)[0]
+
+    def header_translations(self, target: str) -> dict[Path, Translation]:
+        """The local headers' translations (dialects that translate headers), by input path."""
+        return self.translation_files(target)[1]
+
+    def translation_files(self, target: str) -> tuple[Translation, dict[Path, Translation]]:
+        if target not in self._made:
+            try:
+                self._made[target] = get_dialect(target).translate_files(self.unit)
+            except PorterError as err:
+                self._made[target] = err
+            except ImportError:
+                raise
+            except Exception as err:  # noqa: BLE001 - a translator crash is the user's one-line error
+                self._made[target] = PorterError(
+                    f"{target} translation failed: {type(err).__name__}: {err}", path=self.path
+                )
+        made = self._made[target]
+        if isinstance(made, PorterError):
+            raise made
+        return made
+
+    def untranslatable(self, targets: Sequence[str]) -> list[str]:
+        """The kernels some of `targets`' translations could not take (they leave the shared units)."""
+        return sorted(
+            {
+                inst.base
+                for inst in self.instances(targets)
+                for t in targets
+                if (tk := translated_kernel(self.translation(t), inst)) is not None and tk.untranslatable
+            }
+        )
+
+    # ------------------------------------------------------------------ kernels and specs
+
+    def instances(self, targets: Sequence[str] = ()) -> list[Instance]:
+        """Every kernel, one entry per template instantiation (also those `targets`' translators
+        found that the launch analysis did not)."""
+        key = tuple(targets)
+        if key not in self._instances:
+            names = [tk.name for t in key for tk in self.translation(t).kernels]
+            self._instances[key] = kernel_instances(self.scan, self.text, names)
+        return self._instances[key]
+
+    def file_specs(self) -> dict[str, KernelSpec]:
+        """The spec file's entries (loaded once; {} without a spec file); PorterError when it is bad."""
+        if self._specs is None:
+            spec_path = find_spec_file(self.path)
+            try:
+                self._specs = load_spec_file(spec_path) if spec_path is not None else {}
+            except PorterError as err:
+                self._specs = err
+        if isinstance(self._specs, PorterError):
+            raise self._specs
+        return self._specs
+
+    def spec(self, kernel: str | Instance, include_dirs: Sequence[str] | None = None) -> KernelSpec:
+        """How to run `kernel` (a name, ``axpby<float>``, or an instance): the spec file's entry, else
+        inference (:func:`porter.harness.spec.spec_for`); PorterError with the inference message."""
+        name = kernel.name if isinstance(kernel, Instance) else kernel
+        dirs = self.include_dirs if include_dirs is None else tuple(include_dirs)
+        spec = spec_for(self.path, self.scan, name, dirs, specs=self.file_specs())
+        if (
+            isinstance(kernel, Instance)
+            and kernel.template_args
+            and tuple(spec.template_args) != kernel.template_args
+        ):
+            spec = replace(spec, template_args=kernel.template_args)
+        return spec
+
+    def spec_or_reason(self, inst: Instance) -> tuple[KernelSpec | None, str | None]:
+        """The instance's spec, or None and why there is none (an inference crash fails it alone)."""
+        try:
+            return self.spec(inst), None
+        except PorterError as err:
+            return None, str(err)
+        except Exception as err:  # noqa: BLE001 - an inference crash fails this kernel only
+            return None, f"spec inference failed: {type(err).__name__}: {err}"
+
+    # ------------------------------------------------------------------ the original
+
+    def original(self, base: str, unit: Literal["alone", "file"] = "alone") -> Variant:
+        """The original kernel as a variant: in its own device code (``alone``: the kernel with what
+        it needs) or in the whole file's (``file``)."""
+        from porter.scan.extract import device_code
+
+        kernels = (base,) if unit == "alone" else ()
+        return Variant(
+            kernel=base,
+            target=SOURCE_DIALECT,
+            source=device_code(self.text, kernels=kernels, macros=self.macros),
+            entry=self.scan.entry(base),
+            provenance="original",
+            path=self.path,
+        )
+
+    def original_unit(self, base: str, targets: Sequence[str]) -> str:
+        """The file's device code without the kernels some of `targets` could not take, `base` kept."""
+        key = tuple(targets)
+        if key not in self._originals:
+            self._originals[key] = Units(self.text, self.untranslatable(key), self.macros)
+        return self._originals[key].keeping(base)
+
+    def reference(self, base: str, targets: Sequence[str], devices: Sequence[Device]) -> Reference:
+        """The original with `base` kept (:meth:`original_unit`) as the reference on `devices`."""
+        original = Variant(
+            kernel=base,
+            target=SOURCE_DIALECT,
+            source=self.original_unit(base, targets),
+            entry=self.scan.entry(base),
+            provenance="original",
+            path=self.path,
+        )
+        return Reference(
+            original=original, devices=tuple(devices), options=CompileOptions(include_dirs=self.compile_dirs)
+        )
+
+    # ------------------------------------------------------------------ variants
+
+    def variant_source(self, target: str) -> str:
+        """What a `target` variant compiles: a single-source dialect's translation reduced to device
+        code without the kernels it could not take; a device-only dialect's whole translation."""
+        text = self.translation(target).text
+        if not get_dialect(target).single_source:
+            return text
+        return device_unit(text, self.untranslatable([target]), self.macros)
+
+    def variant_dirs(self, target: str, out_dir: str | Path) -> tuple[str, ...]:
+        """Where a `target` variant's compiles look for headers (its translated headers in `out_dir`
+        first); none for a device-only dialect."""
+        if not get_dialect(target).single_source:
+            return ()
+        return (str(Path(out_dir).resolve()), *self.compile_dirs)
+
+    def variant(self, inst: Instance, target: str, source: str, path: str = "") -> Variant | None:
+        """The `target` translation's variant of `inst` compiling `source`; None when the translation
+        has no such kernel or could not take it."""
+        tk = translated_kernel(self.translation(target), inst)
+        if tk is None or tk.untranslatable:
+            return None
+        return Variant(
+            kernel=inst.base,
+            target=target,
+            source=source,
+            entry=tk.entry,
+            provenance="translate",
+            path=path,
+            arg_map=tk.arg_map or None,  # type: ignore[arg-type]  # None slots: extra arguments
+            extra_args=tk.extra_args,
+        )
+
+    def kernels(
+        self, targets: Sequence[str], out_dir: str | Path, paths: Mapping[str, str] | None = None
+    ) -> list[PlannedKernel]:
+        """Every instance with its spec (or why none), its reference and each target's variant;
+        ``paths``: where each target's translation was written (``out_dir`` holds its headers)."""
+        ref_devices = reference_devices()
+        sources = {t: self.variant_source(t) for t in targets}
+        planned: list[PlannedKernel] = []
+        for inst in self.instances(targets):
+            spec, why = None, ""
+            try:
+                spec = self.spec(inst)
+            except PorterError as err:
+                why = str(err)
+            variants: dict[str, Variant] = {}
+            options: dict[str, CompileOptions] = {}
+            requires: dict[str, tuple[str, ...]] = {}
+            for t in targets:
+                variant = self.variant(inst, t, sources[t], (paths or {}).get(t, ""))
+                if variant is None:
+                    continue
+                tk = translated_kernel(self.translation(t), inst)
+                requires[t] = tuple(tk.requires) if tk is not None else ()
+                variants[t] = variant
+                options[t] = CompileOptions(include_dirs=self.variant_dirs(t, out_dir))
+            reference = self.reference(inst.base, targets, ref_devices)
+            planned.append(PlannedKernel(inst.name, spec, why, reference, variants, options, requires))
+        return planned
+
+
+def make_plan(path: str, command: str, include_dirs: Sequence[str] = ()) -> Plan:
+    """The plan of the CUDA source at `path` (:func:`porter.source.load`: UsageError for bad input)."""
+    return Plan(load(path, command, include_dirs))

@@ -1,0 +1,167 @@
+"""Kernel instances: each kernel of a file once per template instantiation it is launched with.
+
+* :func:`template_instantiations`: the template-argument tuples each templated kernel is launched
+  with, following template parameters of enclosing host templates to the calls that instantiate
+  them (``run_axpby<float>(...)`` launching ``axpby<T><<<...>>>``).
+* :func:`kernel_instances`: every kernel of a scan as :class:`Instance` entries (``axpby<float>``,
+  ``axpby<double>``, ``vector_add``), the plan's unit of work.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from porter.grammars import parse
+from porter.model import FileScan, LaunchSite
+from porter.scan.nodes import enclosing_function, function_name, node_text, squash, template_param_names
+
+_MAX_DEPTH = 6
+
+
+def instance_name(kernel: str, args: Sequence[str]) -> str:
+    """`axpby<float>`: the CUDA spelling of one instantiation."""
+    return f"{kernel}<{', '.join(args)}>" if args else kernel
+
+
+@dataclass
+class Instantiations:
+    found: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)  # kernel -> arg tuples
+    unresolved: list[tuple[str, int, str]] = field(default_factory=list)  # (kernel, line, why)
+
+
+@dataclass
+class _HostTemplates:
+    params: dict[str, tuple[str, ...]] = field(default_factory=dict)  # function -> template parameter names
+    # function -> [(template args, enclosing function of the call)]
+    calls: dict[str, list[tuple[tuple[str, ...], str | None]]] = field(default_factory=dict)
+
+
+def _host_templates(source: str) -> _HostTemplates:
+    tree = parse("cuda", source.encode("utf-8"))
+    out = _HostTemplates()
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type == "template_declaration":
+            plist = node.child_by_field_name("parameters")
+            fn = next((c for c in node.named_children if c.type == "function_definition"), None)
+            if plist is not None and fn is not None:
+                name = function_name(fn)
+                if name:
+                    out.params[name] = template_param_names(plist)
+        elif node.type == "call_expression":
+            fn_node = node.child_by_field_name("function")
+            if fn_node is not None and fn_node.type == "template_function":
+                name = node_text(fn_node.child_by_field_name("name"))
+                targs = fn_node.child_by_field_name("arguments")
+                args = tuple(
+                    squash(node_text(a)) for a in (targs.named_children if targs is not None else [])
+                )
+                out.calls.setdefault(name, []).append((args, enclosing_function(node)))
+        stack.extend(reversed(node.children))
+    return out
+
+
+def _substitute(text: str, mapping: dict[str, str]) -> str:
+    if not mapping:
+        return text
+    pattern = re.compile(r"\b(" + "|".join(re.escape(k) for k in mapping) + r")\b")
+    return pattern.sub(lambda m: mapping[m.group(1)], text)
+
+
+def _resolve(
+    args: tuple[str, ...], function: str | None, host: _HostTemplates, depth: int
+) -> tuple[list[tuple[str, ...]], str | None]:
+    """Concrete tuples for `args` written inside `function`, or why they cannot be found."""
+    params = host.params.get(function or "", ())
+    used = [p for p in params if any(re.search(rf"\b{re.escape(p)}\b", a) for a in args)]
+    if not used:
+        return [args], None
+    if depth >= _MAX_DEPTH:
+        return [], f"template arguments {', '.join(args)} depend on templates nested too deeply"
+    calls = host.calls.get(function or "", [])
+    if not calls:
+        return [], (
+            f"template arguments {', '.join(args)} depend on the template parameters of {function}, "
+            "which is never called with explicit template arguments"
+        )
+    out: list[tuple[str, ...]] = []
+    why = None
+    for call_args, caller in calls:
+        if len(call_args) < len(params):
+            why = f"{function} is called without explicit template arguments (deduced types are not followed)"
+            continue
+        mapping = dict(zip(params, call_args, strict=False))
+        concrete = tuple(_substitute(a, mapping) for a in args)
+        found, sub_why = _resolve(concrete, caller, host, depth + 1)
+        out.extend(found)
+        why = why or sub_why
+    return out, (why if not out else None)
+
+
+def template_instantiations(
+    source: str, launches: Sequence[LaunchSite], templated: Sequence[str]
+) -> Instantiations:
+    """Template-argument tuples per templated kernel, in first-seen order, from the launch sites."""
+    result = Instantiations()
+    wanted = set(templated)
+    host: _HostTemplates | None = None
+    for launch in launches:
+        if launch.kernel not in wanted:
+            continue
+        if not launch.template_args:
+            result.unresolved.append(
+                (
+                    launch.kernel,
+                    launch.line,
+                    "launched without explicit template arguments (deduction is not followed)",
+                )
+            )
+            continue
+        if host is None:
+            host = _host_templates(source)
+        tuples, why = _resolve(tuple(squash(a) for a in launch.template_args), launch.function, host, 0)
+        if why is not None:
+            result.unresolved.append((launch.kernel, launch.line, why))
+        seen = result.found.setdefault(launch.kernel, [])
+        for t in tuples:
+            if t not in seen:
+                seen.append(t)
+    return result
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One kernel as it runs: ``axpby<float>`` of template kernel ``axpby``, or ``vector_add``."""
+
+    name: str  # "axpby<float>" or "vector_add"
+    base: str  # the CUDA kernel name
+    template_args: tuple[str, ...]
+
+
+def kernel_instances(scan: FileScan, source: str, translated: Iterable[str] = ()) -> list[Instance]:
+    """Every kernel of `scan`, one entry per template instantiation launched with known arguments, in
+    the file's kernel order.  ``translated``: the kernel names a translator produced (``axpby<int>``),
+    whose instantiations the launch analysis did not find are added (kept in order)."""
+    templated = [k.name for k in scan.kernels if k.template_params]
+    found = template_instantiations(source, scan.launches, templated).found if templated else {}
+    seen: dict[str, Instance] = {}
+    for k in scan.kernels:
+        tuples = found.get(k.name) or []
+        if not k.template_params or not tuples:
+            seen.setdefault(k.name, Instance(k.name, k.name, ()))
+            continue
+        for args in tuples:
+            name = instance_name(k.name, args)
+            seen.setdefault(name, Instance(name, k.name, tuple(args)))
+    bases = {k.name for k in scan.kernels}
+    for name in translated:
+        base = name.split("<", 1)[0]
+        covered = "<" not in name and any(i.base == base for i in seen.values())
+        if name not in seen and not covered and base in bases:
+            args = tuple(a.strip() for a in name[len(base) + 1 : -1].split(",")) if "<" in name else ()
+            seen[name] = Instance(name, base, args)
+    order = {k.name: i for i, k in enumerate(scan.kernels)}
+    return sorted(seen.values(), key=lambda inst: order.get(inst.base, len(order)))

@@ -1,0 +1,46 @@
+"""porter.scan.instances: each kernel once per template instantiation it is launched with."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from porter.scan import scan_file
+from porter.scan.instances import Instance, kernel_instances, template_instantiations
+
+ROOT = Path(__file__).resolve().parents[3]
+TEMPLATED = ROOT / "samples" / "cuda" / "templated.cu"
+
+
+def test_one_instance_per_template_instantiation_in_kernel_order() -> None:
+    scan = scan_file(str(TEMPLATED))
+    found = kernel_instances(scan, TEMPLATED.read_text())
+    assert [i.name for i in found] == ["axpby<float>", "axpby<double>", "block_sum<256>", "block_sum<128>"]
+    assert found[0] == Instance("axpby<float>", "axpby", ("float",))
+
+
+def test_an_instantiation_only_a_translator_found_is_added_after_its_kernel() -> None:
+    scan = scan_file(str(TEMPLATED))
+    found = kernel_instances(scan, TEMPLATED.read_text(), ["axpby<int>", "axpby", "not_a_kernel<int>"])
+    names = [i.name for i in found]
+    # kept in kernel order; a plain name of a templated kernel and a name of no kernel add nothing
+    assert names == ["axpby<float>", "axpby<double>", "axpby<int>", "block_sum<256>", "block_sum<128>"]
+    assert found[2].template_args == ("int",)
+
+
+def test_a_plain_kernel_is_one_instance(tmp_path: Path) -> None:
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k(float* x) { x[0] = 1; }\nint main() { k<<<1, 1>>>(0); }\n")
+    assert kernel_instances(scan_file(str(src)), src.read_text()) == [Instance("k", "k", ())]
+
+
+def test_template_arguments_are_followed_through_host_templates(tmp_path: Path) -> None:
+    src = tmp_path / "t.cu"
+    src.write_text(
+        "template <typename T> __global__ void fill(T* x) { x[0] = T(1); }\n"
+        "template <typename U> void run(U* x) { fill<U><<<1, 1>>>(x); }\n"
+        "int main() { run<float>(0); run<int>(0); fill<char><<<1, 1>>>(0); }\n"
+    )
+    scan = scan_file(str(src))
+    result = template_instantiations(src.read_text(), scan.launches, ["fill"])
+    assert result.found == {"fill": [("float",), ("int",), ("char",)]}
+    assert not result.unresolved

@@ -43,6 +43,8 @@ class Dialect:
     translates_headers: ClassVar[bool] = False
     # How a one-line comment opens and closes in this dialect's files.
     comment_marks: ClassVar[tuple[str, str]] = ("//", "")
+    # Options its translator takes (name -> accepted values, the first the default): `--hip-launch`.
+    translate_options: ClassVar[Mapping[str, tuple[str, ...]]] = MappingProxyType({})
 
     @property
     def suffix(self) -> str:
@@ -59,10 +61,27 @@ class Dialect:
         """The rule-based translation of CUDA `source` (read from `path`) into this dialect."""
         raise NotImplementedError(f"no translator into {self.name}")
 
-    def translate_files(self, unit: SourceUnit) -> tuple[Translation, dict[Path, Translation]]:
+    def translate_files(
+        self, unit: SourceUnit, options: Mapping[str, str] | None = None
+    ) -> tuple[Translation, dict[Path, Translation]]:
         """The unit's translation and, where ``translates_headers``, the translations of the local
-        headers it reaches (by input path), from the bytes the unit holds (never a second read)."""
+        headers it reaches (by input path), from the bytes the unit holds (never a second read).
+        ``options``: values of :attr:`translate_options` (checked by :meth:`check_options`)."""
         return self.translate(unit.text, unit.path, unit.include_dirs), {}
+
+    def check_options(self, options: Mapping[str, str]) -> dict[str, str]:
+        """`options` with every one of :attr:`translate_options` filled in (its default where not
+        given); ValueError naming an unknown option or value."""
+        out: dict[str, str] = {}
+        for key, value in options.items():
+            allowed = self.translate_options.get(key)
+            if allowed is None:
+                known = ", ".join(sorted(self.translate_options)) or "none"
+                raise ValueError(f"the {self.name} translator has no option {key!r} (options: {known})")
+            if value not in allowed:
+                raise ValueError(f"{self.name} {key} must be one of {', '.join(allowed)}, not {value!r}")
+            out[key] = value
+        return {k: out.get(k, v[0]) for k, v in self.translate_options.items()}
 
     def comment(self, text: str) -> str:
         """`text` as one comment line of this dialect, newline included."""

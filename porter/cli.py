@@ -295,6 +295,13 @@ def port(
     request_timeout: RequestTimeoutOption = DEFAULT_REQUEST_TIMEOUT,
     retries: RetriesOption = DEFAULT_RETRIES,
     fresh: FreshOption = False,
+    hip_launch: Annotated[
+        str,
+        typer.Option(
+            "--hip-launch",
+            help="HIP launches: chevrons (<<<>>> kept) or ggl (hipLaunchKernelGGL, as hipify writes them).",
+        ),
+    ] = "chevrons",
 ) -> None:
     """Scan, translate, compile and validate every kernel of FILE for each target on every device here
     (exit 0: every variant at least compiled, none failed; 1: some failed or untranslatable; 2: bad usage).
@@ -323,6 +330,7 @@ def port(
         timeout=request_timeout,
         max_retries=retries,
         fresh=fresh,
+        translate_options={"hip": {"launch": hip_launch}},
     )
     if json_out:
         emit_json(port_view.to_json(report))

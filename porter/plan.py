@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 from porter.backends import SOURCE_DIALECT, CompileOptions, Device, get_backend, get_dialect, runners
-from porter.errors import PorterError
+from porter.errors import PorterError, UsageError
 from porter.harness.spec import find_spec_file, load_spec_file, spec_for
 from porter.harness.validate import Reference
 from porter.model import FileScan, KernelSpec, TranslatedKernel, Translation, Variant
@@ -202,8 +202,9 @@ class PlannedKernel:
 class Plan:
     """Everything known about one CUDA source before anything runs; see the module docstring."""
 
-    def __init__(self, unit: SourceUnit) -> None:
+    def __init__(self, unit: SourceUnit, options: Mapping[str, Mapping[str, str]] | None = None) -> None:
         self.unit = unit
+        self.options = {k: dict(v) for k, v in (options or {}).items()}  # target -> translator options
         self.src_dir = Path(unit.path).resolve().parent
         self._made: dict[str, tuple[Translation, dict[Path, Translation]] | PorterError] = {}
         self._specs: dict[str, KernelSpec] | PorterError | None = None
@@ -253,7 +254,7 @@ class Plan:
     def translation_files(self, target: str) -> tuple[Translation, dict[Path, Translation]]:
         if target not in self._made:
             try:
-                self._made[target] = get_dialect(target).translate_files(self.unit)
+                self._made[target] = get_dialect(target).translate_files(self.unit, self.options.get(target))
             except PorterError as err:
                 self._made[target] = err
             except ImportError:
@@ -426,6 +427,17 @@ class Plan:
         return planned
 
 
-def make_plan(path: str, command: str, include_dirs: Sequence[str] = ()) -> Plan:
-    """The plan of the CUDA source at `path` (:func:`porter.source.load`: UsageError for bad input)."""
-    return Plan(load(path, command, include_dirs))
+def make_plan(
+    path: str,
+    command: str,
+    include_dirs: Sequence[str] = (),
+    options: Mapping[str, Mapping[str, str]] | None = None,
+) -> Plan:
+    """The plan of the CUDA source at `path` (:func:`porter.source.load`: UsageError for bad input);
+    ``options``: translator options per target (UsageError for one its translator does not take)."""
+    for target, opts in (options or {}).items():
+        try:
+            get_dialect(target).check_options(opts)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+    return Plan(load(path, command, include_dirs), options)

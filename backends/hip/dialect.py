@@ -3,8 +3,9 @@ held to (the generic C++ screening: device code only, the original's kernel sign
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar
 
 from porter.backends.dialect import Dialect
@@ -20,17 +21,24 @@ class HipDialect(Dialect):
     suffixes: ClassVar[tuple[str, ...]] = (".hip",)
     translates: ClassVar[bool] = True
     translates_headers: ClassVar[bool] = True
+    # launches as written (<<<>>>) or as AMD's hipify tools write them when asked (hipLaunchKernelGGL)
+    translate_options: ClassVar[Mapping[str, tuple[str, ...]]] = MappingProxyType(
+        {"launch": ("chevrons", "ggl")}
+    )
 
     def translate(self, source: str, path: str, include_dirs: Sequence[str] = ()) -> Translation:
         from porter.backends.hip.translate import translate_to_hip
 
         return translate_to_hip(source, path, include_dirs=include_dirs)
 
-    def translate_files(self, unit: SourceUnit) -> tuple[Translation, dict[Path, Translation]]:
+    def translate_files(
+        self, unit: SourceUnit, options: Mapping[str, str] | None = None
+    ) -> tuple[Translation, dict[Path, Translation]]:
         from porter.backends.hip.translate import translate_hip_files
 
+        launch = self.check_options(options or {})["launch"]
         held = {unit.path: unit.data, **unit.headers}
-        files = translate_hip_files(unit.path, include_dirs=unit.include_dirs, held=held)
+        files = translate_hip_files(unit.path, include_dirs=unit.include_dirs, held=held, launch=launch)
         main_key = next(iter(files))
         return files[main_key], {k: v for k, v in files.items() if k != main_key}
 

@@ -688,12 +688,14 @@ def port_file(
     max_retries: int = DEFAULT_RETRIES,
     fresh: bool = False,
     plan: Plan | None = None,
+    translate_options: Mapping[str, Mapping[str, str]] | None = None,
 ) -> PortReport:
     """Port every kernel of ``path`` to each target; see the module docstring.  ``model`` (with
     ``base_url`` / ``replay`` / ``record`` / ``provider``) hands what the rules leave to the LLM loop.
     A previous report.json in the output folder is resumed (see :mod:`porter.workflows.resume`):
     its rows that still hold for these inputs are kept, the rest is done again; ``fresh`` ignores it.
-    ``plan``: the plan of ``path`` when the caller has made it (:func:`plan_variants`)."""
+    ``plan``: the plan of ``path`` when the caller has made it (:func:`plan_variants`).
+    ``translate_options``: translator options per target (``{"hip": {"launch": "ggl"}}``)."""
     say = progress or (lambda _msg: None)
     options = options or ValidateOptions()
     targets = parse_targets(list(known_targets() if targets is None else targets))
@@ -707,7 +709,7 @@ def port_file(
     for d in include_dirs:
         if not Path(d).is_dir():
             raise UsageError("include directory not found (-I)", path=str(d))
-    plan = plan or make_plan(path, "port", include_dirs)
+    plan = plan or make_plan(path, "port", include_dirs, translate_options)
     macros, source, scan = plan.macros, plan.text, plan.scan
     src_path = Path(path)
     out = Path(out_dir) if out_dir is not None else default_out_dir(src_path)

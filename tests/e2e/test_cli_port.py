@@ -397,3 +397,41 @@ def test_kernels_in_macro_opened_namespaces_port_and_validate(tmp_path: Path) ->
     assert (
         "__kernel void square_in_place(__global float* data" in cl and "/* porter: namespace lib { */" in cl
     )
+
+
+def test_hip_launch_ggl_writes_hiplaunchkernelggl_and_a_bad_value_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "ggl"
+    r = porter(
+        "port",
+        str(SAMPLES / "templated.cu"),
+        "--to",
+        "hip",
+        "--translate-only",
+        "--hip-launch",
+        "ggl",
+        "--out",
+        str(out),
+    )
+    assert r.returncode == 0, r.stderr
+    text = (out / "templated.hip").read_text()
+    assert "hipLaunchKernelGGL(HIP_KERNEL_NAME(" in text and "<<<" not in text
+    default = tmp_path / "chevrons"
+    assert (
+        porter(
+            "port", str(SAMPLES / "templated.cu"), "--to", "hip", "--translate-only", "--out", str(default)
+        ).returncode
+        == 0
+    )
+    assert "<<<" in (default / "templated.hip").read_text()
+    bad = porter(
+        "port",
+        str(SAMPLES / "templated.cu"),
+        "--to",
+        "hip",
+        "--hip-launch",
+        "triple",
+        "--out",
+        str(tmp_path / "x"),
+    )
+    assert bad.returncode == 2 and "chevrons, ggl" in bad.stderr and "Traceback" not in bad.stderr
+    assert not (tmp_path / "x").exists()  # refused before anything is written

@@ -138,13 +138,20 @@ def known_dtype(name: str) -> bool:
 
 def scalar_value(arg: ArgSpec, size: Mapping[str, int]) -> np.generic:
     """The value of a scalar argument at a problem size, as the NumPy scalar type of its dtype;
-    ValueError when its type cannot hold it (``n = 99999999999999`` for an ``int``)."""
+    ValueError when its type cannot hold a value that depends on the size (``n = 99999999999999``
+    for an ``int``: a size that would overflow the kernel's indexing).  A constant the program passes
+    (``#define PATTERN 0xDEADBEEF`` to an ``int``) is converted as C converts it: modulo 2**bits."""
     if arg.value is None:
         raise ValueError(f"scalar argument {arg.name} has no value")
     value = cexpr.eval_text(arg.value, size, _sizeof)
     dt = np.dtype(arg.dtype)
     if dt.kind in "iu" and isinstance(value, int):
         info = np.iinfo(dt)
+        if not info.min <= value <= info.max and not _uses_sizes(arg.value, size):
+            bits = 8 * dt.itemsize
+            value %= 1 << bits
+            if dt.kind == "i" and value > info.max:
+                value -= 1 << bits
         if not info.min <= value <= info.max:
             raise ValueError(
                 f"scalar argument {arg.name} ({dt.name}) cannot hold {value} (range {info.min} to {info.max})"
@@ -153,6 +160,13 @@ def scalar_value(arg: ArgSpec, size: Mapping[str, int]) -> np.generic:
         return dt.type(value)
     except (OverflowError, ValueError) as err:  # a float infinity or NaN for an integer type
         raise ValueError(f"scalar argument {arg.name} ({dt.name}) cannot hold {value}: {err}") from None
+
+
+def _uses_sizes(text: str, size: Mapping[str, int]) -> bool:
+    try:
+        return bool(cexpr.names(cexpr.parse(text)) & set(size))
+    except cexpr.ExprError:
+        return True
 
 
 def _sizeof(text: str) -> int:

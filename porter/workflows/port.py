@@ -72,6 +72,7 @@ from porter.model import (
     Kernel,
     KernelSpec,
     Role,
+    Severity,
     Status,
     TranslatedKernel,
     Translation,
@@ -730,18 +731,27 @@ def port_file(
 
     translations: dict[str, Translation] = {}
     headers: dict[str, dict[Path, Translation]] = {}
+    failed: dict[str, str] = {}  # target -> why its translator failed: its rows say so, the rest goes on
     for target in targets:
         say(f"translating {src_path.name} to {target}")
         try:
             translations[target], headers[target] = plan.translation_files(target)
-        except ImportError as err:
-            raise PorterError(f"{target} translation failed: ImportError: {err}", path=path) from None
+        except UsageError:
+            raise
+        except (PorterError, ImportError) as err:
+            why = str(err) if isinstance(err, PorterError) else f"{target} translation failed: {err}"
+            failed[target] = why.removeprefix(f"{path}: ")
+            say(f"{failed[target]}; the other targets go on")
+    all_targets, targets = targets, tuple(t for t in targets if t not in failed)
 
     # never written over: the input, every header it reaches, every header a translator read
     inputs = {src_path.resolve(), *(Path(h).resolve() for h in plan.unit.headers)}
     inputs |= {h.resolve() for hs in headers.values() for h in hs}
     report = PortReport(
-        source=path, out_dir=str(out), targets=targets, translate_only=translate_only, model=model
+        source=path, out_dir=str(out), targets=all_targets, translate_only=translate_only, model=model
+    )
+    report.diagnostics.extend(
+        Diagnostic(path, 1, f"{t} translator", why, Severity.ERROR) for t, why in failed.items()
     )
     written: dict[str, _Written] = {}
     src_dir = src_path.resolve().parent
@@ -767,7 +777,7 @@ def port_file(
         report.outputs[target] = str(main)
         # a single-source variant is pruned and reduced to device code below
         written[target] = _Written(target, main, tr, tr.text, plan.variant_dirs(target, out))
-    diag_lines = [
+    diag_lines = [f"{path}:1: {t}: error: {why}" for t, why in failed.items()] + [
         _diagnostic_line(d, t)
         for t in targets
         for d in (*(d for h in headers[t].values() for d in h.diagnostics), *translations[t].diagnostics)
@@ -891,8 +901,11 @@ def port_file(
 
     for inst, result in zip(instances, report.kernels, strict=True):
         spec, why_no_spec = specs[inst.name]
-        for target in targets:
+        for target in all_targets:
             recorder.begin(result, target)
+            if target in failed:
+                recorder.add(result, VariantRow(target, "", Status.FAILED.value, "", reason=failed[target]))
+                continue
             w = written[target]
             rel = str(w.path)
             tk = planning.translated_kernel(w.translation, inst)

@@ -102,3 +102,14 @@ def test_near_constant():
 def test_c_type_sizes():
     assert ctype_size("float") == 4 and ctype_size("unsigned char") == 1 and ctype_size("float4") == 16
     assert ctype_size("struct foo") is None
+
+
+def test_a_constant_is_converted_as_c_converts_it_but_a_size_that_overflows_is_refused() -> None:
+    from porter.harness.inputs import scalar_value
+    from porter.model import ArgSpec, Role
+
+    pattern = ArgSpec("pattern", "int32", Role.SCALAR, value="0xDEADBEEF")
+    assert int(scalar_value(pattern, {"n": 4})) == 0xDEADBEEF - (1 << 32)  # -559038737, as g++ and nvcc
+    assert int(scalar_value(ArgSpec("m", "uint8", Role.SCALAR, value="257"), {})) == 1
+    with pytest.raises(ValueError, match="cannot hold"):
+        scalar_value(ArgSpec("n", "int32", Role.SCALAR, value="n * 4"), {"n": 1 << 30})

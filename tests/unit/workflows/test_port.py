@@ -179,3 +179,26 @@ def test_device_lacking_subgroups_gets_an_untranslatable_row(tmp_path: Path) -> 
     others = [r for r in rows.values() if r.status != "untranslatable"]
     assert all(r.status == "validated" for r in others), others
     assert report.exit_code == (0 if others else 1)
+
+
+def test_a_translator_crash_fails_its_target_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from porter.backends import get_dialect
+
+    def crash(unit: object, options: object = None) -> object:
+        raise ValueError("overlapping edits")
+
+    monkeypatch.setattr(get_dialect("opencl"), "translate_files", crash)
+    out = tmp_path / "out"
+    report = port_file(
+        str(SAMPLES / "templated.cu"), ["hip", "opencl"], out_dir=str(out), translate_only=True
+    )
+    assert report.complete and report.targets == ("hip", "opencl")
+    for kernel in report.kernels:
+        by_target = {r.target: r for r in kernel.variants}
+        assert by_target["hip"].status == "translated"
+        assert by_target["opencl"].status == "failed"
+        assert "opencl translation failed: ValueError: overlapping edits" in by_target["opencl"].reason
+    assert (out / "templated.hip").is_file() and not (out / "templated.cl").exists()
+    assert "opencl: error: opencl translation failed" in (out / "diagnostics.txt").read_text()
+    saved = json.loads((out / "report.json").read_text())
+    assert saved["complete"] is True

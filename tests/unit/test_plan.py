@@ -32,9 +32,9 @@ def test_a_dialect_is_translated_once_and_a_failure_is_kept(monkeypatch: pytest.
     calls: list[str] = []
     real = dialect.translate_files
 
-    def counting(unit: Any) -> Any:
+    def counting(unit: Any, options: Any = None) -> Any:
         calls.append(unit.path)
-        return real(unit)
+        return real(unit, options)
 
     monkeypatch.setattr(dialect, "translate_files", counting)
     plan = make_plan(str(SAMPLES / "templated.cu"), "port")
@@ -42,7 +42,7 @@ def test_a_dialect_is_translated_once_and_a_failure_is_kept(monkeypatch: pytest.
     plan.instances(["hip"]), plan.variant_source("hip"), plan.untranslatable(["hip"])
     assert plan.translation("hip") is first and len(calls) == 1
 
-    def broken(unit: Any) -> Any:
+    def broken(unit: Any, options: Any = None) -> Any:
         calls.append(unit.path)
         raise ValueError("overlapping edits")
 
@@ -101,9 +101,9 @@ def test_plan_variants_writes_and_plans_from_one_translation_per_dialect(
         dialect = get_dialect(target)
         real = dialect.translate_files
 
-        def counting(unit: Any, real: Any = real, target: str = target) -> Any:
+        def counting(unit: Any, options: Any = None, real: Any = real, target: str = target) -> Any:
             calls.append((target, unit.path))
-            return real(unit)
+            return real(unit, options)
 
         monkeypatch.setattr(dialect, "translate_files", counting)
     out = tmp_path / "out"

@@ -50,7 +50,7 @@ def forget() -> None:
 
 def parse(name: str, data: bytes | str) -> Tree:
     """The syntax tree of `data` in language `name`; the same bytes are parsed once per process."""
-    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else bytes(data)
     key = (name, digest(raw))
     tree = _TREES.get(key)
     if tree is not None:

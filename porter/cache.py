@@ -79,7 +79,7 @@ class Cache:
         h = hashlib.sha256()
         h.update(f"porter-cache-v{CACHE_FORMAT_VERSION}\0".encode())
         for part in parts:
-            raw = part.encode("utf-8") if isinstance(part, str) else bytes(part)
+            raw = part.encode("utf-8", "surrogateescape") if isinstance(part, str) else bytes(part)
             h.update(b"s" if isinstance(part, str) else b"b")
             h.update(len(raw).to_bytes(8, "big"))
             h.update(raw)
@@ -225,7 +225,7 @@ def encode_binary(binary: Binary) -> bytes | None:
     }
     try:
         header["meta"] = _tag(dict(binary.meta))
-        head = json.dumps(header, sort_keys=True, allow_nan=False).encode("utf-8")
+        head = json.dumps(header, sort_keys=True, allow_nan=False).encode("utf-8", "surrogateescape")
     except (TypeError, ValueError):
         return None
     return len(head).to_bytes(8, "big") + head + bytes(binary.data)
@@ -237,7 +237,7 @@ def decode_binary(raw: bytes) -> Binary | None:
 
     try:
         n = int.from_bytes(raw[:8], "big")
-        header: dict[str, Any] = json.loads(raw[8 : 8 + n].decode("utf-8"))
+        header: dict[str, Any] = json.loads(raw[8 : 8 + n].decode("utf-8", "surrogateescape"))
         data = raw[8 + n :]
         if header["size"] != len(data):
             return None
@@ -318,7 +318,9 @@ def headers_digest(source: str, include_dirs: Sequence[str]) -> str:
 
     h = hashlib.sha256()
     if include_dirs and "include" in source:
-        for path, data in itertools.islice(reachable([("", source.encode("utf-8"))], include_dirs), 1, None):
+        for path, data in itertools.islice(
+            reachable([("", source.encode("utf-8", "surrogateescape"))], include_dirs), 1, None
+        ):
             h.update(os.path.abspath(path).encode() + b"\0" + len(data).to_bytes(8, "big") + data)
     return h.hexdigest()
 

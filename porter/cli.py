@@ -486,6 +486,10 @@ def _os_error_line(err: OSError) -> str:
 
 def main() -> None:
     """Console entry point: never a traceback, always a one-line error and an exit code."""
+    for stream in (sys.stdout, sys.stderr):  # a byte of a user's file that is not UTF-8 goes out as it came
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="surrogateescape")
     install_signal_handlers()
     show_input_warnings()
     try:

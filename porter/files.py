@@ -204,21 +204,48 @@ def read_input(path: str | os.PathLike[str], what: str = "") -> bytes:
         raise UsageError(f"{prefix}cannot read: {err.strerror or err}", path=name) from None
 
 
-def read_text(path: str | os.PathLike[str], what: str = "") -> str:
-    """:func:`read_input` decoded as UTF-8; UsageError naming the file and line of a bad byte."""
-    return decode_text(read_input(path, what), path, what)
+def read_text(path: str | os.PathLike[str], what: str = "", *, strict: bool = False) -> str:
+    """:func:`read_input` as text (:func:`decode_text`); UsageError for a binary file (NUL bytes).
+    ``strict``: a file of porter's own formats (a spec file), which must be UTF-8: UsageError naming
+    the file and line of a byte that is not."""
+    data = read_input(path, what)
+    prefix = f"{what}: " if what else ""
+    if strict:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            line = data[: err.start].count(b"\n") + 1
+            raise UsageError(
+                f"{prefix}not UTF-8 text (byte 0x{data[err.start]:02x})", path=os.fspath(path), line=line
+            ) from None
+    if b"\0" in data:
+        line = data[: data.index(b"\0")].count(b"\n") + 1
+        raise UsageError(f"{prefix}binary file (contains NUL bytes)", path=os.fspath(path), line=line)
+    return decode_text(data)
 
 
-def decode_text(data: bytes, path: str | os.PathLike[str], what: str = "") -> str:
-    """`data` (read from `path`) decoded as UTF-8; UsageError naming the file and line of a bad byte."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data[: err.start].count(b"\n") + 1
-        prefix = f"{what}: " if what else ""
-        raise UsageError(
-            f"{prefix}not UTF-8 text (byte 0x{data[err.start]:02x})", path=os.fspath(path), line=line
-        ) from None
+def decode_text(data: bytes, path: str | os.PathLike[str] | None = None) -> str:
+    """`data` as text, losslessly: UTF-8, with every byte that is not (Latin-1, Windows-1252 in a
+    comment) kept as a surrogate escape, so that :func:`encode_text` gives back the same bytes.
+    Everything porter writes from user text encodes it that way; what is shown to a person or a
+    model goes through :func:`printable` first."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def encode_text(text: str) -> bytes:
+    """The bytes `text` was decoded from by :func:`decode_text`."""
+    return text.encode("utf-8", "surrogateescape")
+
+
+def printable(text: str) -> str:
+    """`text` for a terminal, a report or a prompt: each byte kept as a surrogate escape shown as the
+    Windows-1252 (Latin-1) character it most likely is (``\\xa9`` -> ``©``)."""
+    if not any("\udc80" <= ch <= "\udcff" for ch in text):
+        return text
+    return "".join(
+        bytes([ord(ch) - 0xDC00]).decode("cp1252", "replace") if "\udc80" <= ch <= "\udcff" else ch
+        for ch in text
+    )
 
 
 def read_header(path: str | os.PathLike[str], quiet: bool = False) -> bytes | None:

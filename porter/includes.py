@@ -78,7 +78,7 @@ def reachable(
             quoted = m.group(1) == b'"'
             if quoted_only and not quoted:
                 continue
-            lookup = (here if quoted else "", m.group(2).decode("utf-8", "replace").strip())
+            lookup = (here if quoted else "", m.group(2).decode("utf-8", "surrogateescape").strip())
             if lookup not in lookups:
                 lookups[lookup] = _find(lookup[1], [here, *dirs] if quoted and here else dirs)
             header = lookups[lookup]
@@ -92,7 +92,7 @@ def reachable(
                     why,
                     path,
                     source.count(b"\n", 0, m.start()) + 1,
-                    m.group().decode("utf-8", "replace"),
+                    m.group().decode("utf-8", "surrogateescape"),
                     strict,
                 )
                 continue

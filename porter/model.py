@@ -346,8 +346,18 @@ _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
 def to_jsonable(obj: Any) -> Any:
-    """Dataclasses, enums, tuples and dicts to plain JSON types."""
+    """Dataclasses, enums, tuples and dicts to plain JSON types; text read from a user's file that
+    kept non-UTF-8 bytes (:func:`porter.files.decode_text`) becomes printable, so that every
+    document porter writes is valid UTF-8 JSON."""
     cls = type(obj)
+    if cls is str and not obj.isascii():
+        try:
+            obj.encode("utf-8")
+        except UnicodeEncodeError:
+            from porter.files import printable
+
+            return printable(obj)
+        return obj
     if cls in _SCALARS:  # exact types: str/int subclasses (enums) go on below
         return obj
     names = _FIELD_NAMES.get(cls)

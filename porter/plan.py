@@ -117,7 +117,7 @@ def prune_kernels(text: str, drop: Sequence[str], macros: MacroTable | None = No
     from porter.grammars import parse
     from porter.scan import scan_source
 
-    data = text.encode("utf-8")
+    data = text.encode("utf-8", "surrogateescape")
     scan = scan_source(data, "<unit>.cu", "cuda", macros)
     ranges = [
         (k.start_byte, k.end_byte) for k in scan.kernels if k.name in drop and k.end_byte > k.start_byte
@@ -127,10 +127,14 @@ def prune_kernels(text: str, drop: Sequence[str], macros: MacroTable | None = No
         if node.type != "declaration":
             continue
         kind = node.child_by_field_name("type")
-        head = data[kind.start_byte : kind.end_byte].decode("utf-8", "replace") if kind is not None else ""
+        head = (
+            data[kind.start_byte : kind.end_byte].decode("utf-8", "surrogateescape")
+            if kind is not None
+            else ""
+        )
         if head.split("<", 1)[0].strip() in _OPAQUE_TYPES:
             ranges.append((node.start_byte, node.end_byte))
-    return _joined(data, ranges).decode("utf-8")
+    return _joined(data, ranges).decode("utf-8", "surrogateescape")
 
 
 def device_unit(text: str, drop: Sequence[str], macros: MacroTable) -> str:

@@ -47,7 +47,7 @@ def file_digest(path: str | Path) -> str:
 
 def code_sha(code: str | None) -> str:
     """The key of a candidate's code (what the loop's evaluation of it depends on, besides the inputs)."""
-    return hashlib.sha256((code or "").encode("utf-8")).hexdigest()
+    return hashlib.sha256((code or "").encode("utf-8", "surrogateescape")).hexdigest()
 
 
 # --------------------------------------------------------------------------- doctor

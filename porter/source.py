@@ -78,7 +78,7 @@ def load(
     return SourceUnit(
         path=name,
         data=data,
-        text=data.decode("utf-8"),
+        text=data.decode("utf-8", "surrogateescape"),
         include_dirs=dirs,
         macros=macros,
         scan=scan,

@@ -385,6 +385,7 @@ class CpuBackend(BackendBase):
                     source, entry, untrusted=dialect.untrusted if options.untrusted else None
                 ),
                 encoding="utf-8",
+                errors="surrogateescape",
             )
             out = tmpdir / "kernel.so"
             cmd = [

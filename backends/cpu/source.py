@@ -102,7 +102,7 @@ def _check(source: str, dialect: DialectFacts, include_dirs: list[str], origin: 
                 path = (Path(d) / header).resolve()
                 if path not in seen and (data := read_header(path, quiet=True)) is not None:
                     seen.add(path)  # a regular file under the size cap (never a FIFO or a device)
-                    _check(data.decode("utf-8", "replace"), dialect, include_dirs, path.name, seen)
+                    _check(data.decode("utf-8", "surrogateescape"), dialect, include_dirs, path.name, seen)
                     break
     blanked = blank_comments_and_strings(source)
     hits = []

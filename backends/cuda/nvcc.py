@@ -93,7 +93,7 @@ def compile_source(
     with tempfile.TemporaryDirectory(prefix="porter-nvcc-") as tmp:
         src = Path(tmp, "kernel.cu")
         out = Path(tmp, f"kernel.{output}")
-        src.write_text(text, encoding="utf-8")
+        src.write_text(text, encoding="utf-8", errors="surrogateescape")
         cmd = [nvcc, *options, "-o", str(out), str(src)]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=tmp)

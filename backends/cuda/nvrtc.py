@@ -104,7 +104,7 @@ def compile_source(
     except ImportError as missing:
         raise ToolchainMissing("NVRTC not installed: pip install 'porter-gpu[cuda]'") from missing
 
-    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), b"kernel.cu", 0, [], [])
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode("utf-8", "surrogateescape"), b"kernel.cu", 0, [], [])
     _check(err, "nvrtcCreateProgram")
     try:
         (err,) = nvrtc.nvrtcAddNameExpression(prog, entry.encode())

@@ -259,7 +259,7 @@ def compile_source(
     opts = _common(arch, include_dirs, defines, flags, debug)
     with tempfile.TemporaryDirectory(prefix="porter-hip-") as tmp:
         src = Path(tmp, "kernel.hip")
-        src.write_text(text, encoding="utf-8")
+        src.write_text(text, encoding="utf-8", errors="surrogateescape")
         out = Path(tmp, "kernel.hsaco")
         if compiler == "hipcc":
             hipcc = hipcc_path()

@@ -434,7 +434,7 @@ def _tree_warp_call(state: _State, name: str, node) -> bool:
     if arglist is None:
         return False
     args = [
-        (a.start_byte, a.end_byte, a.text.decode("utf-8", "replace"))
+        (a.start_byte, a.end_byte, a.text.decode("utf-8", "surrogateescape"))
         for a in arglist.named_children
         if a.type != "comment"
     ]
@@ -504,7 +504,7 @@ def _byte_offsets(text: str) -> list[int] | None:
         return None
     offsets = [0]
     for ch in text:
-        offsets.append(offsets[-1] + len(ch.encode("utf-8")))
+        offsets.append(offsets[-1] + len(ch.encode("utf-8", "surrogateescape")))
     return offsets
 
 
@@ -530,7 +530,7 @@ def _macro_ranges(state: _State, root) -> list[tuple[int, int]]:
 
 
 def _macro_body(state: _State, define) -> None:
-    whole = define.text.decode("utf-8", "replace")
+    whole = define.text.decode("utf-8", "surrogateescape")
     head = _DEFINE_HEAD.match(whole)
     if head is None:
         return
@@ -618,7 +618,7 @@ def _qualified_tree(node) -> str:
     parent = node.parent
     if parent is None or parent.type != "qualified_identifier":
         return ""
-    text = parent.text.decode("utf-8", "replace")[node.end_byte - parent.start_byte :]
+    text = parent.text.decode("utf-8", "surrogateescape")[node.end_byte - parent.start_byte :]
     return "::".join(re.findall(r"::\s*([A-Za-z_]\w*)", text.split("<", 1)[0]))
 
 
@@ -629,7 +629,7 @@ def _include(state: _State, node) -> None:
     path_node = node.child_by_field_name("path")
     if path_node is None:
         return
-    raw = path_node.text.decode("utf-8", "replace")
+    raw = path_node.text.decode("utf-8", "surrogateescape")
     name = raw[1:-1]
     t = hip_tables()
     target = t.headers.get(name)
@@ -800,7 +800,7 @@ def _translate_to_hip(
 ) -> Translation:
     if launch not in LAUNCH_STYLES:
         raise UsageError(f"unknown HIP launch style {launch!r} (choose {' or '.join(LAUNCH_STYLES)})")
-    src = source.encode("utf-8")
+    src = source.encode("utf-8", "surrogateescape")
     state = _State(path=path, src=src, launch=launch, include_dirs=tuple(str(d) for d in include_dirs))
     state.line_starts = [0, *(m.end() for m in re.finditer(rb"\n", src))]
     t = hip_tables()
@@ -912,7 +912,7 @@ def _translate_to_hip(
             )
         )
 
-    text = apply_edits(src, state.edits).decode("utf-8")
+    text = apply_edits(src, state.edits).decode("utf-8", "surrogateescape")
     diags = tuple(
         sorted(dict.fromkeys(state.diags), key=lambda d: (d.line, _SEVERITY_ORDER[d.severity], d.construct))
     )
@@ -939,7 +939,7 @@ def _merge_hazards(state: _State, scan: FileScan) -> None:
 def local_includes(source: str, path: str, include_dirs: Sequence[str] = ()) -> list[Path]:
     """The local headers (``#include "x"``) of a file that exist, resolved against its folder and
     ``include_dirs``, in order of appearance; commented-out includes are not included."""
-    src = source.encode("utf-8")
+    src = source.encode("utf-8", "surrogateescape")
     root = parse("cuda", src).root_node
     out: list[Path] = []
     for m in _LOCAL_INCLUDE.finditer(src):
@@ -947,7 +947,7 @@ def local_includes(source: str, path: str, include_dirs: Sequence[str] = ()) -> 
         node = root.descendant_for_byte_range(hash_at, hash_at + 1)
         if node is None or node.parent is None or node.parent.type != "preproc_include":
             continue
-        found = resolve_local_include(m.group(1).decode("utf-8", "replace"), path, include_dirs)
+        found = resolve_local_include(m.group(1).decode("utf-8", "surrogateescape"), path, include_dirs)
         if found is not None and found not in out:
             out.append(found)
     return out

@@ -39,6 +39,8 @@ from porter.backends import (
 from porter.backends.dialect import DialectFacts, load_facts
 from porter.backends.isolate import LocalBuffer
 
+from porter.files import decode_text, printable
+
 from . import requirements
 from .devices import (
     Live,
@@ -316,7 +318,7 @@ class OpenCLBackend(BackendBase):
         assert cl is not None
         opts = build_options(options)
         target.ensure_queue()
-        program = cl._cl._Program(target.context, source)
+        program = cl._cl._Program(target.context, printable(source))
         try:
             build_quietly(program, " ".join(opts).encode(), target.cl_device)
         except cl.Error as err:
@@ -344,7 +346,7 @@ class OpenCLBackend(BackendBase):
             entry=entry,
             arch=target.device.arch,
             format=fmt,
-            data=data or source.encode(),
+            data=data or source.encode("utf-8", "surrogateescape"),
             toolchain=self.toolchain_id(target.device),
             log=log,
             meta={"options": opts, "device": target.device.label, "source": source},
@@ -362,8 +364,8 @@ class OpenCLBackend(BackendBase):
             if from_binary and not (device.kind == "checker" and binary.meta.get("source")):
                 program = cl._cl._Program(target.context, [target.cl_device], [binary.data])
             else:
-                source = binary.meta.get("source") or binary.data.decode()
-                program = cl._cl._Program(target.context, source)
+                source = binary.meta.get("source") or decode_text(binary.data)
+                program = cl._cl._Program(target.context, printable(source))
             build_quietly(program, opts, target.cl_device)
             kernel = cl.Kernel(program, binary.entry)
         except cl.Error as err:

@@ -90,7 +90,7 @@ def _closure(names: set[str]) -> list[str]:
 
 
 def _text(node: Node | None) -> str:
-    return (node.text or b"").decode("utf-8", "replace") if node is not None else ""
+    return (node.text or b"").decode("utf-8", "surrogateescape") if node is not None else ""
 
 
 def _squash(text: str) -> str:
@@ -265,7 +265,7 @@ class _Translator:
         self.scan = scan
         self.source = source
         self.t = tables()
-        self.data = unit.text.encode("utf-8")
+        self.data = unit.text.encode("utf-8", "surrogateescape")
         self.tree = parse("cuda", self.data)
         self.diags: list[Diagnostic] = list(unit.diagnostics)
         self.kernels: list[_Fn] = []
@@ -326,7 +326,7 @@ class _Translator:
         name = ns.child_by_field_name("name")
         if name is not None:
             self.flattened.update(_text(name).replace(" ", "").split("::"))
-        shown = _squash(self.data[ns.start_byte : body.start_byte + 1].decode("utf-8", "replace"))
+        shown = _squash(self.data[ns.start_byte : body.start_byte + 1].decode("utf-8", "surrogateescape"))
         self.diag(
             ns, shown, "OpenCL C has no namespaces: its contents are translated at file scope", Severity.INFO
         )
@@ -476,7 +476,7 @@ class _Translator:
     def apply(self, node: Node, edits: list[Edit]) -> str:
         s = node.start_byte
         shifted = [Edit(e.start - s, e.end - s, e.text) for e in edits]
-        return apply_edits(self.data[s : node.end_byte], shifted).decode("utf-8")
+        return apply_edits(self.data[s : node.end_byte], shifted).decode("utf-8", "surrogateescape")
 
     # ------------------------------------------------------------------ helpers variants
 
@@ -1501,9 +1501,9 @@ def _translate_to_opencl(
     from porter.scan.macros import collect, spelled_out
 
     t = tables()
-    macros = collect([(path, source.encode("utf-8"))], include_dirs)
+    macros = collect([(path, source.encode("utf-8", "surrogateescape"))], include_dirs)
     try:
-        scan = scan_source(source.encode("utf-8"), path, "cuda", macros)
+        scan = scan_source(source.encode("utf-8", "surrogateescape"), path, "cuda", macros)
     except Exception:  # the scan is only an aid here (launches, copies); translation goes on
         scan = None
     unit = build_unit(
@@ -1583,7 +1583,7 @@ def _translate_to_opencl(
             texts = [f"/* porter: __device__ {name} is not used by any kernel; omitted */"]
         tr.top_edits.append(Edit.replace(helper.outer, "\n\n".join(texts)))
 
-    body = apply_edits(tr.data, tr.top_edits).decode("utf-8")
+    body = apply_edits(tr.data, tr.top_edits).decode("utf-8", "surrogateescape")
     prelude = [f"/* OpenCL C translation of {Path(path).name} by porter (CUDA -> OpenCL C 1.2). */"]
     if any(k.requires for k in kernels_out):
         prelude.append(

@@ -66,7 +66,7 @@ def reference_outputs(
         rdev = reference_device(ref, device)
         if rdev is not None:
             key = (
-                hashlib.sha256(ref.original.source.encode()).hexdigest(),
+                hashlib.sha256(ref.original.source.encode("utf-8", "surrogateescape")).hexdigest(),
                 ref.original.entry,
                 rdev.label,
                 tuple(sorted(inst.size.items())),

@@ -84,7 +84,7 @@ class ReplyCache:
         if raw is None:
             return None
         try:
-            doc = json.loads(raw.decode("utf-8"))
+            doc = json.loads(raw.decode("utf-8", "surrogateescape"))
             if (
                 doc["format"] != ENTRY_FORMAT
                 or doc["key"] != key
@@ -229,12 +229,12 @@ class ReplayProvider(_Wrapper):
 
 def _record_bytes(key: str, request: dict[str, Any], completion: Completion) -> bytes:
     doc = {"format": RECORD_FORMAT, "key": key, "request": request, "completion": completion.to_json()}
-    return redact(json.dumps(doc, indent=1, ensure_ascii=False)).encode("utf-8")
+    return redact(json.dumps(doc, indent=1, ensure_ascii=False)).encode("utf-8", "surrogateescape")
 
 
 def _completion_digest(completion: Any) -> str:
     canonical = json.dumps(completion, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return hashlib.sha256(canonical.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _entry_bytes(key: str, request: dict[str, Any], completion: Completion) -> bytes:
@@ -242,7 +242,7 @@ def _entry_bytes(key: str, request: dict[str, Any], completion: Completion) -> b
     doc = json.loads(_record_bytes(key, request, completion))
     doc["format"] = ENTRY_FORMAT
     doc["completion_sha256"] = _completion_digest(doc["completion"])
-    return json.dumps(doc, indent=1, ensure_ascii=False).encode("utf-8")
+    return json.dumps(doc, indent=1, ensure_ascii=False).encode("utf-8", "surrogateescape")
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

@@ -175,7 +175,7 @@ def screen(
     if api:
         return Rejection(f"the block has host code calling {api.group(1)}(): only device code is accepted")
     try:
-        scan = scan_source(device.encode("utf-8"), "candidate.cu", "cuda")
+        scan = scan_source(device.encode("utf-8", "surrogateescape"), "candidate.cu", "cuda")
     except PorterError as err:
         return Rejection(f"the code block cannot be parsed: {err}")
     found = next((k for k in scan.kernels if k.name == original.name), None)
@@ -310,7 +310,7 @@ def _evidence(attempt: Attempt, ctx: PromptContext) -> str | None:
 
 
 def _code_key(code: str) -> str:
-    return hashlib.sha256(code.encode("utf-8")).hexdigest()
+    return hashlib.sha256(code.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 class _Runner:

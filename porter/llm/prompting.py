@@ -101,8 +101,12 @@ def part_names() -> list[str]:
 
 
 def render(name: str, **fields: object) -> str:
-    """``prompts/<name>.md`` with its ``$placeholders`` filled; KeyError names a missing field."""
-    return Template(part(name)).substitute({k: str(v) for k, v in fields.items()}).strip() + "\n"
+    """``prompts/<name>.md`` with its ``$placeholders`` filled; KeyError names a missing field.  Text
+    from the user's files goes in printable (a Latin-1 byte as its character, never an escape)."""
+    from porter.files import printable
+
+    filled = {k: printable(str(v)) for k, v in fields.items()}
+    return Template(part(name)).substitute(filled).strip() + "\n"
 
 
 def placeholders(name: str) -> set[str]:

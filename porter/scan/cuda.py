@@ -105,7 +105,7 @@ def _text(node: Node | None) -> str:
     if node is None:
         return ""
     raw = node.text
-    return raw.decode("utf-8", "replace") if raw is not None else ""
+    return raw.decode("utf-8", "surrogateescape") if raw is not None else ""
 
 
 _TextFn = Callable[[Node | None], str]
@@ -126,7 +126,11 @@ def _text_of(source: bytes) -> _TextFn:
     else:
 
         def text(node: Node | None) -> str:
-            return "" if node is None else source[node.start_byte : node.end_byte].decode("utf-8", "replace")
+            return (
+                ""
+                if node is None
+                else source[node.start_byte : node.end_byte].decode("utf-8", "surrogateescape")
+            )
 
     return text
 
@@ -364,7 +368,7 @@ def _param(text: _TextFn, source: bytes, p: _ParamInfo, written: bool) -> Param:
         eq = type_bytes.rfind(b"=")
         if eq >= 0:
             type_bytes = type_bytes[:eq]
-    type_text = _squash(type_bytes.decode("utf-8", "replace"))
+    type_text = _squash(type_bytes.decode("utf-8", "surrogateescape"))
     return Param(name=p.name, type=type_text, pointer=p.pointer, const=const, written=written)
 
 
@@ -1286,8 +1290,8 @@ def _decl_type(text: _TextFn, decl: Node) -> str:
     first = decl.child_by_field_name("declarator")
     raw = decl.text or b""
     if first is None:
-        return _squash(raw.decode("utf-8", "replace"))
-    return _squash(raw[: first.start_byte - decl.start_byte].decode("utf-8", "replace"))
+        return _squash(raw.decode("utf-8", "surrogateescape"))
+    return _squash(raw[: first.start_byte - decl.start_byte].decode("utf-8", "surrogateescape"))
 
 
 def _value_text(text: _TextFn, decl: Node, value: Node) -> str:

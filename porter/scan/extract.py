@@ -152,7 +152,7 @@ def device_code(source: str, kernels: Collection[str] | None = None, macros: Mac
     is found, every kernel is kept.  ``macros``: the macro table in scope
     (:func:`porter.scan.macros.collect`); None takes those ``source`` defines itself.
     """
-    data = source.encode("utf-8")
+    data = source.encode("utf-8", "surrogateescape")
     if macros is None:
         macros = resolve(definitions(data))
     # scope macros read as the braces they stand for, qualifier macros blanked; the offsets
@@ -179,7 +179,7 @@ def device_code(source: str, kernels: Collection[str] | None = None, macros: Mac
         pieces.append(b"\n" * data.count(b"\n", start, end))
         pos = end
     pieces.append(data[pos:])
-    text = b"".join(pieces).decode("utf-8")
+    text = b"".join(pieces).decode("utf-8", "surrogateescape")
     return "\n".join(line.rstrip() for line in text.split("\n"))
 
 
@@ -394,7 +394,7 @@ def _dims_and_pointer(declarator: Node) -> tuple[tuple[str, ...], bool, bool]:
 def referenced_globals(source: str, kernels: Collection[str]) -> tuple[DeviceGlobal, ...]:
     """The namespace-scope device variables (``__constant__``, ``__device__``, textures...) that the
     named kernels, or the device functions they call, reference; () when no such kernel is defined."""
-    data = source.encode("utf-8")
+    data = source.encode("utf-8", "surrogateescape")
     items = _items(parse("cuda", data).root_node)
     kept = _closure(items, kernels)
     if kept is None:

@@ -132,7 +132,7 @@ def _base_type(decl: Node) -> str:
 @lru_cache(maxsize=32)
 def host_code(source: str) -> HostCode:
     """Functions, calls and declarations of a CUDA/C++ source (parsed with tree-sitter)."""
-    tree = parse("cuda", source.encode("utf-8"))
+    tree = parse("cuda", source.encode("utf-8", "surrogateescape"))
     functions: list[HostFunction] = []
     calls: list[HostCall] = []
     decls: list[Declaration] = []

@@ -39,7 +39,7 @@ class _HostTemplates:
 
 
 def _host_templates(source: str) -> _HostTemplates:
-    tree = parse("cuda", source.encode("utf-8"))
+    tree = parse("cuda", source.encode("utf-8", "surrogateescape"))
     out = _HostTemplates()
     stack = [tree.root_node]
     while stack:

@@ -130,7 +130,7 @@ def definitions(source: bytes) -> dict[str, list[Body]]:
         if not at_line_start(source, m.start()):
             continue  # not a directive: `#` inside a line
         raw = m.group(3)
-        body = raw.decode("utf-8", "replace").replace("\\\r\n", " ").replace("\\\n", " ")
+        body = raw.decode("utf-8", "surrogateescape").replace("\\\r\n", " ").replace("\\\n", " ")
         body = _OPENER.sub(_opener_token, _COMMENT.sub(" ", body))
         body = _DROP.sub(" ", body)
         words: list[str] = [OPAQUE]
@@ -294,7 +294,7 @@ def spelled_out(text: str, table: MacroTable) -> str:
     blank macro nothing.  Lines are kept; ``#define`` lines are left alone."""
     if not table:
         return text
-    data = text.encode("utf-8")
+    data = text.encode("utf-8", "surrogateescape")
     pieces: list[bytes] = []
     pos = 0
     for use in _uses(data, table):
@@ -311,7 +311,7 @@ def spelled_out(text: str, table: MacroTable) -> str:
     if not pieces:
         return text
     pieces.append(data[pos:])
-    return b"".join(pieces).decode("utf-8")
+    return b"".join(pieces).decode("utf-8", "surrogateescape")
 
 
 @dataclass(frozen=True)
@@ -441,7 +441,7 @@ def _path_of(scope: ScopeMacro, args: bytes) -> tuple[str, ...]:
     """A scope macro's namespace path for one use, its parameters replaced by the arguments."""
     if not scope.params:
         return scope.path
-    values = [a.strip() for a in args.decode("utf-8", "replace").strip()[1:-1].split(",")]
+    values = [a.strip() for a in args.decode("utf-8", "surrogateescape").strip()[1:-1].split(",")]
     bound = dict(zip(scope.params, values, strict=False))
     return tuple(bound.get(name, name) for name in scope.path)
 

@@ -8,7 +8,7 @@ from tree_sitter import Node
 
 def node_text(node: Node | None) -> str:
     """The node's source text ("" for no node)."""
-    return (node.text or b"").decode("utf-8", "replace") if node is not None else ""
+    return (node.text or b"").decode("utf-8", "surrogateescape") if node is not None else ""
 
 
 def squash(text: str) -> str:

@@ -77,7 +77,7 @@ def _warning(node: Node, message: str) -> ParseWarning:
 
 
 def _text(node: Node) -> str:
-    return (node.text or b"").decode("utf-8", errors="replace")
+    return (node.text or b"").decode("utf-8", "surrogateescape")
 
 
 def _field(node: Node, name: str) -> Node:

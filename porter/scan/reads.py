@@ -20,7 +20,7 @@ _STORE_TARGETS = frozenset({"subscript_expression", "pointer_expression", "field
 def pointers_read(text: str, names: frozenset[str]) -> frozenset[str]:
     if not names or not text:
         return frozenset()
-    root = parse("cuda", text.encode("utf-8")).root_node
+    root = parse("cuda", text.encode("utf-8", "surrogateescape")).root_node
     stack = list(root.named_children)
     bodies = []
     while stack:  # the body of the (possibly templated) function definition

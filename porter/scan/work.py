@@ -39,7 +39,7 @@ def data() -> dict[str, Any]:
 
 
 def _text(node: Any) -> str:
-    return node.text.decode("utf-8", errors="replace") if node is not None else ""
+    return node.text.decode("utf-8", "surrogateescape") if node is not None else ""
 
 
 def _children(node: Any) -> Iterator[Any]:
@@ -480,7 +480,7 @@ def count_flops(
     from porter.grammars import parse
 
     notes: list[str] = []
-    tree = parse("cuda", source.encode("utf-8"))
+    tree = parse("cuda", source.encode("utf-8", "surrogateescape"))
     functions = _functions(tree.root_node)
     fn = functions.get(kernel)
     if fn is None:

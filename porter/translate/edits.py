@@ -45,7 +45,7 @@ def apply_edits(source: bytes, edits: Iterable[Edit]) -> bytes:
         if e.end < e.start or e.end > len(source):
             raise ValueError(f"edit out of range: {e.start}..{e.end} (source has {len(source)} bytes)")
         out.append(source[pos : e.start])
-        out.append(e.text.encode("utf-8"))
+        out.append(e.text.encode("utf-8", "surrogateescape"))
         pos = e.end
     out.append(source[pos:])
     return b"".join(out)

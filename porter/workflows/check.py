@@ -111,7 +111,9 @@ def run_check(
 
         variant_source = device_code(variant_text, kernels=(base,), macros=variant_macros)
         # a HIP or CUDA variant may keep the kernel in a namespace, as the original does
-        entry = scan_source(variant_text.encode("utf-8"), variant_path, "cuda", variant_macros).entry(base)
+        entry = scan_source(
+            variant_text.encode("utf-8", "surrogateescape"), variant_path, "cuda", variant_macros
+        ).entry(base)
     variant = Variant(
         kernel=base, target=language, source=variant_source, entry=entry, provenance="user", path=variant_path
     )

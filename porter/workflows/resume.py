@@ -48,9 +48,11 @@ def sha(*parts: object) -> str:
         if isinstance(part, bytes):
             raw = b"b" + part
         elif isinstance(part, str):
-            raw = b"s" + part.encode("utf-8")
+            raw = b"s" + part.encode("utf-8", "surrogateescape")
         else:
-            raw = b"j" + json.dumps(part, sort_keys=True, separators=(",", ":"), default=str).encode("utf-8")
+            raw = b"j" + json.dumps(part, sort_keys=True, separators=(",", ":"), default=str).encode(
+                "utf-8", "surrogateescape"
+            )
         h.update(len(raw).to_bytes(8, "big"))
         h.update(raw)
     return h.hexdigest()
@@ -91,7 +93,7 @@ def write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as fh:
             fh.write(text)
         os.replace(tmp, path)
     except BaseException:

@@ -435,3 +435,25 @@ def test_hip_launch_ggl_writes_hiplaunchkernelggl_and_a_bad_value_is_refused(tmp
     )
     assert bad.returncode == 2 and "chevrons, ggl" in bad.stderr and "Traceback" not in bad.stderr
     assert not (tmp_path / "x").exists()  # refused before anything is written
+
+
+def test_a_latin1_source_round_trips_byte_for_byte_and_validates(tmp_path: Path) -> None:
+    _need_runtimes()
+    raw = (SAMPLES / "vector_add.cu").read_bytes()
+    raw = b"// Copyright \xa9 2009 Caf\xe9 Ltd.\n" + raw.replace(
+        b"c[i] = a[i] + b[i];", b"c[i] = a[i] + b[i]; // \xab sum \xbb"
+    )
+    src = tmp_path / "vector_add.cu"
+    src.write_bytes(raw)
+    shutil.copy(SAMPLES / "common.cuh", tmp_path)
+    out = tmp_path / "out"
+    r = porter("port", str(src), "--out", str(out), "--json")
+    assert r.returncode == 0, r.stderr + r.stdout
+    doc = json.loads(r.stdout)  # valid JSON although the source is not UTF-8
+    assert src.read_bytes() == raw  # the input untouched
+    hip = (out / "vector_add.hip").read_bytes()
+    assert b"// Copyright \xa9 2009 Caf\xe9 Ltd.\n" in hip and b"// \xab sum \xbb" in hip
+    assert b"// \xab sum \xbb" in (out / "vector_add.cl").read_bytes()
+    rows = [row for k in doc["kernels"] for row in k["variants"]]
+    assert rows and all(row["status"] in ("validated", "compiled") for row in rows), rows
+    assert any(row["target"] == "opencl" and row["status"] == "validated" for row in rows)

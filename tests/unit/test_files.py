@@ -83,12 +83,29 @@ def test_bad_cap_value_is_a_usage_error(monkeypatch: pytest.MonkeyPatch, value: 
         files.max_input_bytes()
 
 
-def test_read_text_names_the_line_of_a_bad_byte(tmp_path: Path) -> None:
-    path = tmp_path / "bad.cu"
+def test_read_text_names_the_line_of_a_bad_byte_in_porters_own_formats(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
     path.write_bytes(b"int x;\n\xff\n")
     with pytest.raises(UsageError) as err:
-        files.read_text(path, "spec file")
+        files.read_text(path, "spec file", strict=True)
     assert str(err.value) == f"{path}:2: spec file: not UTF-8 text (byte 0xff)"
+
+
+def test_a_users_text_keeps_bytes_that_are_not_utf8_and_refuses_nul(tmp_path: Path) -> None:
+    raw = (
+        "// (c) caf\u00e9 \u2014 UTF-8\n".encode()
+        + b"// Copyright \xa9 1999 Caf\xe9\n__global__ void k() {}\n"
+    )
+    path = tmp_path / "latin1.cu"
+    path.write_bytes(raw)
+    text = files.read_text(path)
+    assert files.encode_text(text) == raw  # byte for byte
+    assert "\u00e9 \u2014" in text  # the UTF-8 part decodes as UTF-8
+    assert files.printable(text).splitlines()[1] == "// Copyright \u00a9 1999 Caf\u00e9"  # shown as Latin-1
+    assert files.printable("plain") == "plain"
+    (tmp_path / "nul.cu").write_bytes(b"int x;\n\0\n")
+    with pytest.raises(UsageError, match=r"nul.cu:2: binary file \(contains NUL bytes\)"):
+        files.read_text(tmp_path / "nul.cu")
 
 
 @needs_fifo

@@ -49,7 +49,7 @@ def test_a_unit_holds_the_input_its_headers_and_its_scan() -> None:
     [
         (None, "is a directory"),
         (b"int main() { return 0; }\n", "no __global__ kernel found"),
-        (b"__global__ void k(float* x) { x[0] = 1; }\n\xff\xfe", "not UTF-8 text"),
+        (b"__global__ void k(float* x) { x[0] = 1; }\n\x00\x01", "binary file"),
     ],
 )
 def test_load_refuses_bad_input_naming_the_file(tmp_path: Path, content: bytes | None, expected: str) -> None:
@@ -151,3 +151,12 @@ def test_scan_reads_each_file_once() -> None:
     result = scan_paths([str(ROOT / "samples" / "cuda")])
     assert len(result.files) == len(SAMPLES) + 1  # and common.cuh
     _assert_read_and_parsed_once(SAMPLES)
+
+
+def test_a_latin1_byte_is_kept_and_every_kernel_still_found(tmp_path: Path) -> None:
+    raw = b"// Copyright \xa9 2009 Caf\xe9\n__global__ void k(float* x) { x[0] = 1; } // \xab\xbb\n"
+    target = tmp_path / "input.cu"
+    target.write_bytes(raw)
+    unit = load(target, "port")
+    assert unit.data == raw and unit.text.encode("utf-8", "surrogateescape") == raw
+    assert [k.name for k in unit.scan.kernels] == ["k"]

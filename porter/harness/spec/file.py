@@ -43,7 +43,9 @@ def load_spec_file(path: str | Path) -> dict[str, KernelSpec]:
     from porter.files import read_text
 
     p = Path(path)
-    text = read_text(p, "spec file")  # UsageError: missing, not a regular file, too large, not UTF-8
+    text = read_text(
+        p, "spec file", strict=True
+    )  # UsageError: missing, not a regular file, too large, not UTF-8
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:

@@ -324,7 +324,7 @@ def _source_text(scan: FileScan) -> str:
     from porter.files import read_header
 
     data = read_header(scan.path, quiet=True)  # the bytes the scan saw (the command's snapshot)
-    return "" if data is None else data.decode("utf-8", "replace")
+    return "" if data is None else data.decode("utf-8", "surrogateescape")
 
 
 def _is_h2d(scan: FileScan, var: str) -> bool:
@@ -348,8 +348,8 @@ def _kernel_body(scan: FileScan, kernel: Kernel) -> str:
     if data is None:
         return ""
     if kernel.end_byte > kernel.start_byte:
-        return data[kernel.start_byte : kernel.end_byte].decode("utf-8", "replace")
-    lines = data.decode("utf-8", "replace").splitlines()
+        return data[kernel.start_byte : kernel.end_byte].decode("utf-8", "surrogateescape")
+    lines = data.decode("utf-8", "surrogateescape").splitlines()
     return "\n".join(lines[kernel.line - 1 : kernel.end_line])
 
 
@@ -385,7 +385,7 @@ def _collect_defines(env: _Env, include_dirs: Sequence[str]) -> None:
         data = read_header(path, quiet=True)  # regular files under the size cap only
         if data is None:
             return
-        for name in _INCLUDE.findall(data.decode("utf-8", "replace")):
+        for name in _INCLUDE.findall(data.decode("utf-8", "surrogateescape")):
             for base in (path.parent, *map(Path, include_dirs)):
                 cand = (base / name).resolve()
                 if is_regular(cand) and cand not in seen:

@@ -375,7 +375,7 @@ def test_translate_file_errors_are_usage_errors(tmp_path: Path) -> None:
         translate_hip_file(tmp_path / "absent.cu")
     bad = tmp_path / "bad.cu"
     bad.write_bytes(b"\xff\xfe\x00")
-    with pytest.raises(UsageError, match="UTF-8"):
+    with pytest.raises(UsageError, match="binary file"):
         translate_hip_file(bad)
 
 

@@ -57,8 +57,15 @@ class Dialect:
 
     # ------------------------------------------------------------------ translation
 
-    def translate(self, source: str, path: str, include_dirs: Sequence[str] = ()) -> Translation:
-        """The rule-based translation of CUDA `source` (read from `path`) into this dialect."""
+    def translate(
+        self,
+        source: str,
+        path: str,
+        include_dirs: Sequence[str] = (),
+        options: Mapping[str, str] | None = None,
+    ) -> Translation:
+        """The rule-based translation of CUDA `source` (read from `path`) into this dialect, one file
+        alone (a header or a host-only file too); ``options`` as for :meth:`translate_files`."""
         raise NotImplementedError(f"no translator into {self.name}")
 
     def translate_files(

@@ -11,12 +11,12 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 
 from porter import __version__
-from porter.errors import PorterError
+from porter.errors import PorterError, UsageError
 
 app = typer.Typer(
     name="porter",
@@ -252,7 +252,14 @@ def bench(
 
 @app.command()
 def port(
-    file: Annotated[Path, typer.Argument(help="A CUDA source file (.cu); it is never modified.")],
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="A CUDA source file (.cu), or a program: a folder, several files or a "
+            "compile_commands.json. Inputs are never modified.",
+            show_default=False,
+        ),
+    ],
     to: Annotated[str, typer.Option("--to", help="Targets, comma-separated: hip, opencl.")] = "hip,opencl",
     include: Annotated[
         list[Path] | None, typer.Option("-I", "--include", help="Include directory for headers; repeatable.")
@@ -303,15 +310,89 @@ def port(
         ),
     ] = "chevrons",
 ) -> None:
-    """Scan, translate, compile and validate every kernel of FILE for each target on every device here
-    (exit 0: every variant at least compiled, none failed; 1: some failed or untranslatable; 2: bad usage).
-    With --model, untranslatable kernels (and kernels on devices lacking what their translation needs)
-    go to the model; its translations are validated against the original like any other variant."""
-    from porter.harness.validate import ValidateOptions
-    from porter.report import plain_console, port_view
-    from porter.workflows.port import port_file
+    """Scan, translate, compile and validate every kernel of a CUDA FILE for each target on every device
+    here (exit 0: every variant at least compiled, none failed; 1: some failed or untranslatable; 2: bad
+    usage).  With --model, untranslatable kernels (and kernels on devices lacking what their translation
+    needs) go to the model; its translations are validated against the original like any other variant.
+    A folder, several files, a compile_commands.json or a file whose kernels live in its headers is
+    ported as a program: a mirrored HIP tree, one OpenCL file per unit, each output with a kernel
+    compiled, and one report for the program."""
+    from porter.errors import NoKernelError
+    from porter.report import plain_console
 
     err = plain_console(stderr=True)
+    options = {"hip": {"launch": hip_launch}}
+    single = len(paths) == 1 and paths[0].is_file() and paths[0].name != "compile_commands.json"
+    if single:
+        try:  # a file that defines its kernels: every kernel validated (exits here)
+            _port_one(
+                paths[0], to, include, out, translate_only, trials, json_out, model, base_url,
+                candidates, rounds, replay, record, max_dollars, request_timeout, retries, fresh,
+                options, err,
+            )  # fmt: skip
+        except NoKernelError:  # its kernels live in its headers, or it is host code: a program
+            if model is not None:
+                raise
+    elif model is not None:
+        raise UsageError("--model takes one CUDA file that defines its kernels")
+    _port_program(paths, to, include, out, translate_only, json_out, options, err)
+
+
+def _port_program(
+    paths: list[Path],
+    to: str,
+    include: list[Path] | None,
+    out: Path | None,
+    translate_only: bool,
+    json_out: bool,
+    options: dict[str, dict[str, str]],
+    err: Any,
+) -> None:
+    from porter.report import program_view
+    from porter.workflows.program import port_program
+
+    report = port_program(
+        [str(p) for p in paths],
+        [to],
+        include_dirs=[str(p) for p in include or []],
+        out_dir=str(out) if out is not None else None,
+        translate_only=translate_only,
+        translate_options=options,
+        progress=lambda msg: err.print(f"porter: {msg}", style="dim"),
+        markdown=program_view.markdown,
+    )
+    if json_out:
+        emit_json(program_view.to_json(report))
+    else:
+        program_view.render(report)
+    raise typer.Exit(program_view.exit_code(report))
+
+
+def _port_one(
+    file: Path,
+    to: str,
+    include: list[Path] | None,
+    out: Path | None,
+    translate_only: bool,
+    trials: int,
+    json_out: bool,
+    model: str | None,
+    base_url: str | None,
+    candidates: int,
+    rounds: int,
+    replay: Path | None,
+    record: Path | None,
+    max_dollars: float | None,
+    request_timeout: float,
+    retries: int,
+    fresh: bool,
+    options: dict[str, dict[str, str]],
+    err: Any,
+) -> None:
+    from porter.harness.validate import ValidateOptions
+    from porter.report import port_view
+    from porter.workflows.port import port_file
+
     report = port_file(
         str(file),
         [to],
@@ -330,7 +411,7 @@ def port(
         timeout=request_timeout,
         max_retries=retries,
         fresh=fresh,
-        translate_options={"hip": {"launch": hip_launch}},
+        translate_options=options,
     )
     if json_out:
         emit_json(port_view.to_json(report))

@@ -25,6 +25,11 @@ class UsageError(PorterError):
     exit_code = 2
 
 
+class NoKernelError(UsageError):
+    """A CUDA source defines no ``__global__`` kernel itself (its kernels may live in a header it
+    includes, or it is host code): a single-file port has nothing to validate; a program port takes it."""
+
+
 def too_deeply_nested(path: str | None, line: int | None = None) -> UsageError:
     """The error for input nested deeper than porter's recursive tree walks go (Python's recursion
     limit): raise it ``from None`` in place of the RecursionError."""

@@ -29,7 +29,11 @@ if TYPE_CHECKING:
     from porter.model import Diagnostic, KernelSpec, Timing, Verdict
 
 # The "schema" field of each command's report.json (reports written before it are recognised by shape).
-SCHEMAS = {"port": "porter-port-report/1", "optimize": "porter-optimize-report/1"}
+SCHEMAS = {
+    "port": "porter-port-report/1",
+    "optimize": "porter-optimize-report/1",
+    "program": "porter-program-report/1",
+}
 
 
 # --------------------------------------------------------------------------- report identity
@@ -202,6 +206,119 @@ class PortReport:
             doc["llm"] = list(self.llm)
         doc["sandbox"] = sandbox.summary()  # the layers every child that compiled or ran code had
         return doc
+
+
+# --------------------------------------------------------------------------- port of a program
+
+# A program file's status for one target: "translated" (written, not built here), "copied" (nothing to
+# translate: written unchanged), "compiled" (built by a real compiler), "failed" (translation or build
+# failed: see reason and log), "untranslatable" (a construct the rules cannot take), "none" (the target
+# has nothing to write for this file: a device-only dialect for a unit that reaches no kernel).
+FILE_STATUSES = ("translated", "copied", "compiled", "failed", "untranslatable", "none")
+
+
+@dataclass
+class FileTarget:
+    path: str  # the output file ("" when none was written)
+    status: str  # one of FILE_STATUSES
+    reason: str = ""
+    diagnostics: tuple[Diagnostic, ...] = ()
+    toolchain: str = ""  # the compiler behind "compiled"/"failed" builds
+    log: str = ""
+
+
+@dataclass
+class ProgramFileResult:
+    path: str  # relative to the program root
+    kind: str  # "source", "header", "other"
+    targets: dict[str, FileTarget] = field(default_factory=dict)
+
+
+@dataclass
+class ProgramKernel:
+    name: str
+    file: str  # relative to the root: where the kernel is defined (a header, often)
+    line: int
+    targets: dict[str, str] = field(default_factory=dict)  # target -> translated / untranslatable: why
+
+
+@dataclass
+class ProgramReport:
+    root: str
+    out_dir: str
+    targets: tuple[str, ...]
+    files: list[ProgramFileResult] = field(default_factory=list)
+    kernels: list[ProgramKernel] = field(default_factory=list)
+    build: dict[str, Any] = field(default_factory=dict)
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    complete: bool = False
+
+    def counts(self, target: str) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for f in self.files:
+            t = f.targets.get(target)
+            if t is not None:
+                out[t.status] = out.get(t.status, 0) + 1
+        return out
+
+    @property
+    def exit_code(self) -> int:
+        """0: every file translated, copied or built; 1: something failed or is untranslatable."""
+        bad = {"failed", "untranslatable"}
+        return 1 if any(t.status in bad for f in self.files for t in f.targets.values()) else 0
+
+    def document(self) -> dict[str, Any]:
+        """The stable document of ``docs/REPORT_FORMAT.md`` (``--json`` and ``report.json``)."""
+        return {
+            "schema": SCHEMAS["program"],
+            "program": {
+                "root": self.root,
+                "out": self.out_dir,
+                "targets": list(self.targets),
+                "files": [
+                    {
+                        "path": f.path,
+                        "kind": f.kind,
+                        "targets": {
+                            name: {
+                                "path": t.path,
+                                "status": t.status,
+                                "reason": t.reason,
+                                "toolchain": t.toolchain,
+                                "diagnostics": [
+                                    {
+                                        "line": d.line,
+                                        "severity": d.severity.value,
+                                        "construct": d.construct,
+                                        "reason": d.reason,
+                                    }
+                                    for d in t.diagnostics
+                                ],
+                            }
+                            for name, t in f.targets.items()
+                        },
+                    }
+                    for f in self.files
+                ],
+                "build": dict(self.build),
+                "runs": list(self.runs),
+            },
+            "kernels": [to_jsonable(k) for k in self.kernels],
+            "notes": list(self.notes),
+            "complete": self.complete,
+            "exit_code": self.exit_code,
+        }
+
+    def full_document(self) -> dict[str, Any]:
+        """``report.json``: the document plus each build's log."""
+        doc = self.document()
+        for f_doc, f in zip(doc["program"]["files"], self.files, strict=True):
+            for name, t in f.targets.items():
+                if t.log:
+                    f_doc["targets"][name]["log"] = t.log
+        doc["sandbox"] = sandbox.summary()
+        return to_jsonable(doc)
 
 
 # --------------------------------------------------------------------------- bench

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from porter import files
-from porter.errors import UsageError
+from porter.errors import NoKernelError, UsageError
 from porter.model import FileScan
 from porter.scan.macros import MacroTable
 
@@ -71,7 +71,7 @@ def load(
                 raise UsageError(
                     f"no __global__ kernel found (parse error: {first.message})", path=name, line=first.line
                 )
-            raise UsageError("no __global__ kernel found", path=name)
+            raise NoKernelError("no __global__ kernel found", path=name)
         me = os.path.abspath(name)
         reached = reachable([(name, data)], dirs, strict=True)
         headers = {os.path.abspath(p): b for p, b in reached if os.path.abspath(p) != me}

@@ -26,10 +26,17 @@ class HipDialect(Dialect):
         {"launch": ("chevrons", "ggl")}
     )
 
-    def translate(self, source: str, path: str, include_dirs: Sequence[str] = ()) -> Translation:
+    def translate(
+        self,
+        source: str,
+        path: str,
+        include_dirs: Sequence[str] = (),
+        options: Mapping[str, str] | None = None,
+    ) -> Translation:
         from porter.backends.hip.translate import translate_to_hip
 
-        return translate_to_hip(source, path, include_dirs=include_dirs)
+        launch = self.check_options(options or {})["launch"]
+        return translate_to_hip(source, path, include_dirs=include_dirs, launch=launch)
 
     def translate_files(
         self, unit: SourceUnit, options: Mapping[str, str] | None = None

@@ -4,7 +4,7 @@ instantiations (:mod:`.launch`), and the contract and screening of model output 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from porter.backends.dialect import Dialect
@@ -23,7 +23,13 @@ class OpenCLDialect(Dialect):
     translates: ClassVar[bool] = True
     comment_marks: ClassVar[tuple[str, str]] = ("/*", "*/")  # OpenCL C 1.2 sources stay C89-safe
 
-    def translate(self, source: str, path: str, include_dirs: Sequence[str] = ()) -> Translation:
+    def translate(
+        self,
+        source: str,
+        path: str,
+        include_dirs: Sequence[str] = (),
+        options: Mapping[str, str] | None = None,
+    ) -> Translation:
         from porter.backends.opencl.translate import translate_to_opencl
 
         return translate_to_opencl(source, path, include_dirs=include_dirs)

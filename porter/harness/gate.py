@@ -67,4 +67,39 @@ def device_build_check(variant: Variant, options: CompileOptions | None = None) 
     )
 
 
-__all__ = ["GateResult", "device_build_check"]
+def compile_check(target: str, source: str, entry: str, options: CompileOptions | None = None) -> GateResult:
+    """Whether `source` (code in dialect `target`, with kernel `entry`) compiles with a real compiler
+    here, compile-only and in a sandboxed child: for each arch the target's backends compile for
+    without a device (HIP: gfx90a, gfx942), else with each backend that runs the dialect (an OpenCL
+    runtime, the CPU emulator); the first compiler present decides.  ``ok`` False with the reason when
+    it does not compile, or when no compiler here can tell."""
+    from porter.backends import runners
+
+    options = options or CompileOptions()
+    attempts: list[tuple[str, CompileOptions]] = []
+    for backend in runners(target):
+        try:
+            archs = list(get_backend(backend).compile_archs())
+        except Exception:  # noqa: BLE001 - a backend that cannot be imported compiles nothing here
+            continue
+        attempts += [(backend, replace(options, arch=a)) for a in archs] or [(backend, options)]
+    missing: list[str] = []
+    for backend, opts in attempts:
+        res = run_job(Job(backend=backend, source=source, entry=entry, options=opts), GATE_TIMEOUT_S)
+        where = f"{backend}:{opts.arch}" if opts.arch else backend
+        if res.ok:
+            return GateResult(
+                True, f"compiles for {where} ({res.toolchain})", log=res.log, toolchain=res.toolchain
+            )
+        if res.stage == "unavailable":
+            missing.append(f"{where}: {res.error}")
+            continue
+        return GateResult(
+            False, f"does not compile for {where}: {res.error}", log=res.log, toolchain=res.toolchain
+        )
+    return GateResult(
+        False, "no compiler here for " + target + ("; " + "; ".join(missing) if missing else "")
+    )
+
+
+__all__ = ["GateResult", "compile_check", "device_build_check"]

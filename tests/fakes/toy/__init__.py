@@ -39,7 +39,9 @@ class ToyDialect(Dialect):
     suffixes: ClassVar[tuple[str, ...]] = (".toy",)
     translates: ClassVar[bool] = True
 
-    def translate(self, source: str, path: str, include_dirs: Sequence[str] = ()) -> Translation:
+    def translate(
+        self, source: str, path: str, include_dirs: Sequence[str] = (), options: object = None
+    ) -> Translation:
         from pathlib import Path
 
         from porter.scan import scan_source

@@ -1,0 +1,252 @@
+"""A program: the files `porter port PATH...` works on when PATH is a folder, several files, or a
+``compile_commands.json``.
+
+:func:`discover` finds the program's root (the deepest folder holding every input), its
+translation units (``.cu``/``.cpp``/``.cc``/``.cxx``/``.c``), its headers (``.cuh``/``.h``/``.hpp``…)
+and every other file under the root (Makefiles, data files, READMEs), which a mirrored port copies
+unchanged.  A ``compile_commands.json`` names the units and brings their ``-I`` folders and ``-D``
+macros.  Folders porter never enters: version control, virtual environments, build folders, and
+earlier porter outputs (a folder holding a porter ``report.json``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from porter.errors import UsageError
+from porter.scan import SKIP_DIRS
+
+SOURCE_SUFFIXES = frozenset({".cu", ".cpp", ".cc", ".cxx", ".c++", ".c"})
+HEADER_SUFFIXES = frozenset({".cuh", ".h", ".hpp", ".hh", ".hxx", ".inl", ".inc", ".tcc"})
+# headers of the system and toolkits are never part of a program (nor grow its root to `/`)
+_SYSTEM_PREFIXES = ("/usr/", "/opt/", "/lib/", "/etc/")
+MAX_FILES = 20_000  # files under one program root at most (a guard against pointing at `/`)
+
+
+@dataclass(frozen=True)
+class ProgramFile:
+    path: Path  # absolute
+    rel: Path  # relative to the program root: the name it keeps in a mirrored port
+    kind: str  # "source" (a translation unit), "header", or "other" (copied as it is)
+
+
+@dataclass(frozen=True)
+class Program:
+    root: Path
+    files: tuple[ProgramFile, ...]
+    include_dirs: tuple[str, ...] = ()
+    defines: tuple[str, ...] = ()
+    flags_from: str = ""  # where -I/-D came from: "compile_commands.json", "command line", ""
+    skipped: tuple[str, ...] = field(default_factory=tuple)  # "path: why" of what was left out
+
+    @property
+    def units(self) -> tuple[ProgramFile, ...]:
+        return tuple(f for f in self.files if f.kind == "source")
+
+    def by_path(self, path: str | Path) -> ProgramFile | None:
+        want = Path(os.path.abspath(path))
+        return next((f for f in self.files if f.path == want), None)
+
+
+def _is_porter_output(folder: Path) -> bool:
+    report = folder / "report.json"
+    if not report.is_file():
+        return False
+    try:
+        doc = json.loads(report.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and ("porter" in doc or "schema" in doc or "kernels" in doc)
+
+
+def _kind(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix in SOURCE_SUFFIXES:
+        return "source"
+    if suffix in HEADER_SUFFIXES:
+        return "header"
+    return "other"
+
+
+def _walk(root: Path, skip: set[Path]) -> tuple[list[Path], list[str]]:
+    found: list[Path] = []
+    skipped: list[str] = []
+    for here, dirs, names in os.walk(root, followlinks=False):
+        base = Path(here)
+        keep = []
+        for d in sorted(dirs):
+            sub = base / d
+            if d in SKIP_DIRS or d.startswith(".") or sub.resolve() in skip:
+                continue
+            if _is_porter_output(sub):
+                skipped.append(f"{sub}: an earlier porter output")
+                continue
+            keep.append(d)
+        dirs[:] = keep
+        for name in sorted(names):
+            p = base / name
+            if p.is_symlink() or not p.is_file():
+                skipped.append(f"{p}: not a regular file")
+                continue
+            found.append(p)
+            if len(found) > MAX_FILES:
+                raise UsageError(f"more than {MAX_FILES} files under the program's root", path=str(root))
+    return found, skipped
+
+
+def _from_compile_commands(path: Path) -> tuple[list[Path], list[str], list[str]]:
+    """(units, -I folders, -D macros) of a compile_commands.json."""
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise UsageError(f"not a readable compile_commands.json ({err})", path=str(path)) from None
+    if not isinstance(entries, list):
+        raise UsageError("compile_commands.json must hold a list of entries", path=str(path))
+    units: list[Path] = []
+    includes: list[str] = []
+    defines: list[str] = []
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict) or "file" not in e:
+            raise UsageError(f"entry {i + 1} has no 'file'", path=str(path))
+        folder = Path(str(e.get("directory") or path.parent))
+        args = e.get("arguments") or shlex.split(str(e.get("command") or ""))
+        units.append(Path(os.path.abspath(folder / str(e["file"]))))
+        it = iter(args)
+        for a in it:
+            a = str(a)
+            if a in ("-I", "-isystem", "-D"):
+                value = str(next(it, ""))
+                (defines if a == "-D" else includes).append(
+                    value if a == "-D" else os.path.abspath(folder / value)
+                )
+            elif a.startswith("-I"):
+                includes.append(os.path.abspath(folder / a[2:]))
+            elif a.startswith("-D"):
+                defines.append(a[2:])
+    return units, list(dict.fromkeys(includes)), list(dict.fromkeys(defines))
+
+
+_MAKE_INCLUDE = re.compile(r"(?<![\w$])-I\s*([^\s$()]+)")
+
+
+def _from_makefiles(root: Path, files: Sequence[Path]) -> list[str]:
+    """-I folders written literally in the program's Makefiles (best effort: no variables expanded,
+    only folders that exist), each relative to its Makefile's folder."""
+    found: list[str] = []
+    for mk in files:
+        if mk.name not in ("Makefile", "makefile", "GNUmakefile") and mk.suffix != ".mk":
+            continue
+        try:
+            text = mk.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if line.lstrip().startswith("#"):
+                continue
+            for m in _MAKE_INCLUDE.finditer(line):
+                d = (mk.parent / m.group(1)).resolve()
+                if d.is_dir() and d.is_relative_to(root.resolve()):
+                    found.append(str(d))
+    return list(dict.fromkeys(found))
+
+
+def discover(
+    paths: Sequence[str | Path], include_dirs: Sequence[str] = (), skip: Sequence[str | Path] = ()
+) -> Program:
+    """The program the paths make (see the module docstring); UsageError for a path that is missing
+    or names nothing porter can port.  ``skip``: folders left out (the output folder)."""
+    if not paths:
+        raise UsageError("no input given")
+    given: list[Path] = []
+    anchors: list[Path] = []
+    units: list[Path] | None = None
+    includes = [os.path.abspath(d) for d in include_dirs]
+    defines: list[str] = []
+    flags_from = "command line" if include_dirs else ""
+    for given_path in paths:
+        path = Path(os.path.abspath(given_path))
+        if not path.exists():
+            raise UsageError("no such file or folder", path=str(given_path))
+        if path.name == "compile_commands.json":
+            found, inc, defs = _from_compile_commands(path)
+            units = [*(units or []), *found]
+            includes += inc
+            defines += defs
+            flags_from = "compile_commands.json"
+            given.extend(found)
+            anchors.append(path.parent)  # the project's folder: its headers are part of the program
+            continue
+        given.append(path)
+    anchors += [g if g.is_dir() else g.parent for g in given]
+    root = Path(os.path.commonpath([str(a) for a in anchors]))
+    skip_set = {Path(os.path.abspath(s)).resolve() for s in skip}
+    files: dict[Path, ProgramFile] = {}
+    skipped: list[str] = []
+    for g in given:
+        if g.is_dir():
+            found, why = _walk(g, skip_set)
+            skipped += why
+            for f in found:
+                files.setdefault(f, ProgramFile(f, f.relative_to(root), _kind(f)))
+        elif g.is_file():
+            files.setdefault(g, ProgramFile(g, g.relative_to(root), _kind(g)))
+    if not includes:  # no -I given and no compile_commands.json: the Makefiles', else the header folders
+        made = _from_makefiles(root, list(files))
+        if made:
+            includes, flags_from = made, "Makefile (-I written in it)"
+        else:
+            folders = sorted({str(f.path.parent) for f in files.values() if f.kind == "header"})
+            if folders:
+                includes, flags_from = (
+                    folders,
+                    "the program's header folders (no -I given, none in a Makefile)",
+                )
+    if units is not None:  # compile_commands.json: its entries are the units; other sources are included
+        wanted = set(units)
+        for at, pf in list(files.items()):
+            if pf.kind != "other":
+                files[at] = replace(pf, kind="source" if at in wanted else "header")
+    # the local headers the units reach, wherever they live under the root
+    from porter.includes import reachable
+
+    reached = [
+        Path(os.path.abspath(name))
+        for name, _data in reachable(
+            [(str(pf.path), None) for pf in files.values() if pf.kind == "source"], includes, quoted_only=True
+        )
+    ]
+    extra = [at for at in reached if at not in files and not str(at).startswith(_SYSTEM_PREFIXES)]
+    if extra:  # the program's own headers beside its folder (`../include/x.cuh`): the root grows to them
+        root = Path(os.path.commonpath([str(root), *(str(at.parent) for at in extra)]))
+        files = {at: replace(pf, rel=at.relative_to(root)) for at, pf in files.items()}
+        for at in extra:
+            files[at] = ProgramFile(at, at.relative_to(root), "header")
+    # a source another unit includes (Rodinia's `#include "kernel.cu"`) is part of that unit, not a unit
+    included = {
+        Path(os.path.abspath(name))
+        for pf in files.values()
+        if pf.kind == "source"
+        for name, _ in list(reachable([(str(pf.path), None)], includes, quoted_only=True))[1:]
+    }
+    for at in included:
+        if at in files and files[at].kind == "source":
+            files[at] = replace(files[at], kind="header")
+    if not any(f.kind == "source" for f in files.values()):
+        raise UsageError(
+            "no translation unit (.cu, .cpp, .cc, .cxx, .c) among the inputs", path=str(paths[0])
+        )
+    ordered = tuple(sorted(files.values(), key=lambda f: str(f.rel)))
+    return Program(
+        root=root,
+        files=ordered,
+        include_dirs=tuple(dict.fromkeys(includes)),
+        defines=tuple(dict.fromkeys(defines)),
+        flags_from=flags_from,
+        skipped=tuple(skipped),
+    )

@@ -1,0 +1,337 @@
+"""`porter port DIR` (or several files, or a ``compile_commands.json``): port a whole program.
+
+The program (:func:`porter.program.discover`) is every translation unit under its root, the local
+headers they reach and the other files beside them.  For each target:
+
+* a single-source dialect (HIP) gets a **mirrored tree** under ``<out>/<target>/``: every source and
+  header translated file by file (host-only files and headers too; names and relative includes
+  kept, so the program's own build still finds them), a file with nothing to translate and every
+  other file (Makefile, data, README) copied byte for byte;
+* a device-only dialect (OpenCL C) gets **one file per unit** that reaches a kernel (the unit's device
+  code with its headers' kernels inlined by the translator), ``<out>/<target>/<rel>.cl``, with its
+  launch mapping beside it (``<rel>.launch.json``: each CUDA kernel's entry, argument mapping, added
+  arguments, device needs).
+
+Every output holding a kernel is compiled by a real compiler here (:func:`porter.harness.gate.
+compile_check`: hipcc/clang for AMD archs or the CPU emulator for HIP, an OpenCL runtime for OpenCL C),
+so an output that does not build is reported ``failed`` with the log, never left unnoticed.  A step
+that fails (a translator crash, an unreadable file) fails that file for that target only.
+``report.json`` (schema ``porter-program-report/1``, ``docs/REPORT_FORMAT.md``), ``report.md`` and
+``diagnostics.txt`` describe it all; report.json is rewritten after every file, so an interrupted run
+keeps what it did.  The user's files are never written: ``--out`` defaults to ``<root>.ported/``
+beside the program's root.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from porter.backends import CompileOptions, get_dialect, translation_targets
+from porter.errors import PorterError, UsageError
+from porter.files import decode_text, encode_text, read_input, reads_once
+from porter.harness.gate import compile_check
+from porter.model import Translation, to_jsonable
+from porter.program import Program, ProgramFile, discover
+from porter.results import FileTarget, ProgramFileResult, ProgramKernel, ProgramReport
+from porter.scan import has_cuda
+from porter.workflows.resume import check_out_dir, write_atomic
+from porter.workflows.source import sibling_dir
+
+Progress = Callable[[str], None]
+REPORT_NAME = "report.json"
+MARKDOWN_NAME = "report.md"
+DIAGNOSTICS_NAME = "diagnostics.txt"
+
+
+def default_out_dir(root: Path) -> Path:
+    """``<root>.ported/`` beside the program's root folder."""
+    return root.parent / f"{root.name}.ported"
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def _mirrored_dirs(program: Program, out: Path, here: Path) -> tuple[str, ...]:
+    """The include folders of a file at `here` in the mirrored tree: its own folder, each include
+    folder of the program (mirrored where it lies under the root), then the mirrored root."""
+    dirs = [str(here.parent)]
+    for d in program.include_dirs:
+        p = Path(d)
+        dirs.append(str(out / p.relative_to(program.root)) if p.is_relative_to(program.root) else d)
+    # last, the mirrored root: `#include "../common.h"` reaches it, and the sandboxed compiler may read it
+    dirs.append(str(out))
+    return tuple(dict.fromkeys(dirs))
+
+
+class _Porter:
+    def __init__(
+        self,
+        program: Program,
+        out: Path,
+        report: ProgramReport,
+        options: Mapping[str, Mapping[str, str]],
+        build: bool,
+        say: Progress,
+    ) -> None:
+        self.program, self.out, self.report, self.options = program, out, report, options
+        self.build, self.say = build, say
+        self.results = {f.path: ProgramFileResult(str(f.rel), f.kind) for f in program.files}
+        report.files = list(self.results.values())
+        self.kernels: dict[str, ProgramKernel] = {}
+        self.texts: dict[Path, str | None] = {}
+        # target -> kernel -> (entry, file defining it): what a unit's build check launches
+        self.entries: dict[str, dict[str, tuple[str, str]]] = {}
+
+    def text(self, f: ProgramFile) -> str | None:
+        """The file's text (None: binary or unreadable, copied as it is)."""
+        if f.path not in self.texts:
+            try:
+                data = read_input(f.path)
+            except UsageError:
+                self.texts[f.path] = None
+            else:
+                self.texts[f.path] = None if b"\0" in data else decode_text(data)
+        return self.texts[f.path]
+
+    def save(self) -> None:
+        write_atomic(self.out / REPORT_NAME, json.dumps(self.report.full_document(), indent=2) + "\n")
+
+    # ------------------------------------------------------------------ a target
+
+    def port(self, target: str) -> None:
+        dialect = get_dialect(target)
+        if dialect.single_source:
+            for f in self.program.files:
+                self.results[f.path].targets[target] = self.mirror(target, f)
+                self.save()
+            if self.build:
+                for f in self.program.units:
+                    self.build_unit(target, f)
+                    self.save()
+        else:
+            for f in self.program.files:
+                if f.kind == "source":
+                    self.results[f.path].targets[target] = self.unit(target, f)
+                    self.save()
+
+    def _translate(self, target: str, f: ProgramFile, text: str) -> Translation | str:
+        try:
+            return get_dialect(target).translate(
+                text, str(f.path), self.program.include_dirs, self.options.get(target)
+            )
+        except UsageError as err:
+            return str(err)
+        except (PorterError, ImportError, RecursionError, ValueError, KeyError, IndexError) as err:
+            return f"{target} translation failed: {type(err).__name__}: {err}"
+
+    def _note_kernels(self, target: str, tr: Translation, f: ProgramFile) -> None:
+        """Each kernel of the translation, under its name, where it is defined (a unit's kernels may
+        come from its headers: then the header that defines it, when a mirrored port saw it)."""
+        for tk in tr.kernels:
+            if not tk.untranslatable:
+                self.entries.setdefault(target, {}).setdefault(tk.name, (tk.entry or tk.name, str(f.rel)))
+            k = self.kernels.get(tk.name)
+            if k is None:
+                k = self.kernels[tk.name] = ProgramKernel(tk.name, str(f.rel), 0)
+                self.report.kernels.append(k)
+            k.targets[target] = (
+                "untranslatable: " + "; ".join(tk.untranslatable) if tk.untranslatable else "translated"
+            )
+
+    def _locate_kernels(self, f: ProgramFile, text: str) -> None:
+        from porter.scan import scan_source
+
+        for kernel in scan_source(encode_text(text), str(f.path), "cuda").kernels:
+            k = self.kernels.get(kernel.name)
+            if k is None:
+                k = self.kernels[kernel.name] = ProgramKernel(kernel.name, str(f.rel), kernel.line)
+                self.report.kernels.append(k)
+            else:
+                k.file, k.line = str(f.rel), kernel.line
+
+    def mirror(self, target: str, f: ProgramFile) -> FileTarget:
+        dest = self.out / target / f.rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        text = self.text(f) if f.kind != "other" else None
+        if text is None or not has_cuda(encode_text(text)):
+            shutil.copyfile(f.path, dest)
+            return FileTarget(str(dest), "copied")
+        self.say(f"translating {f.rel} to {target}")
+        tr = self._translate(target, f, text)
+        if isinstance(tr, str):
+            shutil.copyfile(f.path, dest)
+            return FileTarget(str(dest), "failed", reason=f"{tr}; the original was copied")
+        _write_bytes(dest, encode_text(tr.text))
+        self._note_kernels(target, tr, f)
+        self._locate_kernels(f, text)
+        status = "untranslatable" if any(tk.untranslatable for tk in tr.kernels) else "translated"
+        return FileTarget(str(dest), status, diagnostics=tuple(tr.diagnostics))
+
+    def build_unit(self, target: str, f: ProgramFile) -> None:
+        """Compile the mirrored unit's device code, kernels of its headers included, with a real
+        compiler (a host-only unit reaching no kernel is not built: nothing device-side to check)."""
+        from porter.includes import reachable
+
+        result = self.results[f.path].targets.get(target)
+        if result is None or result.status != "translated":
+            return
+        reached = {
+            os.path.relpath(os.path.abspath(p), self.program.root)
+            for p, _ in reachable([(str(f.path), None)], self.program.include_dirs, quoted_only=True)
+        }
+        entry = self._instance_entry(target, f) or next(
+            (e for e, where in self.entries.get(target, {}).values() if where in reached), None
+        )
+        if entry is None:
+            return
+        dest = Path(result.path)
+        text = decode_text(dest.read_bytes())
+        dirs = _mirrored_dirs(self.program, self.out / target, dest)
+        self.results[f.path].targets[target] = self._build(target, text, entry, result, dirs)
+
+    def _instance_entry(self, target: str, f: ProgramFile) -> str | None:
+        """The entry of the first kernel instance the unit itself defines and launches (a template
+        kernel is built as the instantiation its launch names: ``MatrixMulCUDA<16>``)."""
+        from porter.scan import scan_source
+        from porter.scan.instances import kernel_instances
+
+        text = self.text(f)
+        if text is None:
+            return None
+        scan = scan_source(encode_text(text), str(f.path), "cuda")
+        translated = self.entries.get(target, {})
+        for inst in kernel_instances(scan, text):
+            if inst.base in translated or inst.name in translated:
+                return get_dialect(target).instance_entry(inst.base, inst.template_args)
+        return None
+
+    def unit(self, target: str, f: ProgramFile) -> FileTarget:
+        text = self.text(f)
+        if text is None:
+            return FileTarget("", "failed", reason="not a text file")
+        self.say(f"translating {f.rel} to {target}")
+        tr = self._translate(target, f, text)
+        if isinstance(tr, str):
+            return FileTarget("", "failed", reason=tr)
+        if not tr.kernels:
+            return FileTarget("", "none", reason="reaches no kernel", diagnostics=tuple(tr.diagnostics))
+        dialect = get_dialect(target)
+        dest = self.out / target / f.rel.with_name(f.rel.stem + dialect.suffix)
+        _write_bytes(dest, encode_text(tr.text))
+        mapping = {
+            "source": str(f.rel),
+            "kernels": [to_jsonable(tk) for tk in tr.kernels],
+        }
+        write_atomic(dest.with_name(dest.stem + ".launch.json"), json.dumps(mapping, indent=2) + "\n")
+        self._note_kernels(target, tr, f)
+        status = "untranslatable" if all(tk.untranslatable for tk in tr.kernels) else "translated"
+        result = FileTarget(str(dest), status, diagnostics=tuple(tr.diagnostics))
+        if status == "translated" and self.build:
+            tk = next(tk for tk in tr.kernels if not tk.untranslatable)
+            result = self._build(target, tr.text, tk.entry or tk.name, result, ())
+        return result
+
+    def _build(
+        self, target: str, text: str, entry: str, result: FileTarget, dirs: tuple[str, ...]
+    ) -> FileTarget:
+        source = text
+        if get_dialect(target).single_source:
+            from porter.scan.extract import device_code
+
+            source = device_code(text)
+        self.say(f"compiling {Path(result.path).relative_to(self.out)}")
+        gate = compile_check(target, source, entry, CompileOptions(include_dirs=dirs))
+        if gate.ok:
+            return FileTarget(result.path, "compiled", gate.reason, result.diagnostics, gate.toolchain)
+        if gate.reason.startswith("no compiler here"):
+            return FileTarget(result.path, "translated", gate.reason, result.diagnostics)
+        return FileTarget(result.path, "failed", gate.reason, result.diagnostics, gate.toolchain, gate.log)
+
+
+def _diagnostic_lines(report: ProgramReport) -> list[str]:
+    lines = []
+    for f in report.files:
+        for target, t in f.targets.items():
+            if t.status == "failed":
+                lines.append(f"{f.path}: {target}: error: {t.reason}")
+            for d in t.diagnostics:
+                lines.append(f"{f.path}:{d.line}: {target}: {d.severity.value}: {d.construct}: {d.reason}")
+    return lines
+
+
+@reads_once
+def port_program(
+    paths: Sequence[str],
+    targets: Sequence[str] | None = None,
+    *,
+    include_dirs: Sequence[str] = (),
+    out_dir: str | None = None,
+    translate_only: bool = False,
+    translate_options: Mapping[str, Mapping[str, str]] | None = None,
+    progress: Progress | None = None,
+    markdown: Callable[[ProgramReport], str] | None = None,
+) -> ProgramReport:
+    """Port the program `paths` make to each target; see the module docstring.  ``translate_only``:
+    write the translations, compile nothing.  ``markdown`` renders report.md (the CLI passes the view's)."""
+    from porter.workflows.port import parse_targets
+
+    say = progress or (lambda _msg: None)
+    chosen = parse_targets(list(translation_targets() if targets is None else targets))
+    for target, opts in (translate_options or {}).items():
+        try:
+            get_dialect(target).check_options(opts)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+    for d in include_dirs:
+        if not Path(d).is_dir():
+            raise UsageError("include directory not found (-I)", path=str(d))
+    first = discover(paths, include_dirs)
+    if out_dir is not None:
+        out = Path(out_dir)
+    elif len(paths) == 1 and Path(paths[0]).is_file() and Path(paths[0]).name != "compile_commands.json":
+        out = sibling_dir(paths[0], "ported")  # one file: <stem>.ported/ beside it, as for a kernel file
+    else:
+        out = default_out_dir(first.root)
+    program = discover(paths, include_dirs, skip=[out])  # never the output folder itself
+    check_out_dir(out, program.root / ".", "port")  # inside the root: empty, new or a porter output
+    if out.resolve() in {f.path.resolve() for f in program.files} or any(
+        f.path.resolve().is_relative_to(out.resolve()) for f in program.files
+    ):
+        raise UsageError("the output folder holds input files; choose another --out", path=str(out))
+    report = ProgramReport(root=str(program.root), out_dir=str(out), targets=chosen)
+    report.build = {
+        "flags_from": program.flags_from or "none",
+        "include_dirs": list(program.include_dirs),
+        "defines": list(program.defines),
+        "built": "translations only (--translate-only)"
+        if translate_only
+        else "each output with a kernel, compile-only",
+    }
+    report.notes += [f"skipped {s}" for s in program.skipped]
+    report.notes.append(
+        "kernels are translated and built here; validating them against the original needs their "
+        "launches: port a file that defines its kernels for per-kernel verdicts"
+    )
+    porter = _Porter(program, out, report, translate_options or {}, not translate_only, say)
+    porter.save()
+    say(f"porting {len(program.files)} file(s) ({len(program.units)} unit(s)) under {program.root}")
+    for target in chosen:
+        porter.port(target)
+    lines = _diagnostic_lines(report)
+    write_atomic(out / DIAGNOSTICS_NAME, "\n".join(lines) + ("\n" if lines else ""))
+    report.complete = True
+    porter.save()
+    if markdown is not None:
+        write_atomic(out / MARKDOWN_NAME, markdown(report))
+    return report
+
+
+__all__ = ["default_out_dir", "port_program"]

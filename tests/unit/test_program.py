@@ -1,0 +1,91 @@
+"""porter.program: the files, units and include folders of a program."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from porter.errors import UsageError
+from porter.program import discover
+
+ROOT = Path(__file__).resolve().parents[2]
+SMOOTH = ROOT / "samples" / "programs" / "smooth"
+
+
+@pytest.fixture
+def smooth(tmp_path: Path) -> Path:
+    shutil.copytree(SMOOTH, tmp_path / "smooth")
+    return tmp_path / "smooth"
+
+
+def test_a_folder_is_its_units_headers_and_other_files(smooth: Path) -> None:
+    program = discover([str(smooth)])
+    kinds = {str(f.rel): f.kind for f in program.files}
+    assert kinds == {
+        "Makefile": "other",
+        "README.md": "other",
+        "data/values.txt": "other",
+        "include/smooth_kernels.cuh": "header",
+        "include/util.h": "header",
+        "src/main.cu": "source",
+        "src/util.cpp": "source",
+    }
+    assert program.root == smooth
+    # no -I given: the Makefile's, relative to it
+    assert program.include_dirs == (str(smooth / "include"),) and program.flags_from.startswith("Makefile")
+
+
+def test_earlier_outputs_hidden_folders_and_the_output_folder_are_left_out(smooth: Path) -> None:
+    (smooth / ".git").mkdir()
+    (smooth / ".git" / "x.cu").write_text("__global__ void k() {}\n")
+    old = smooth / "old.ported"
+    old.mkdir()
+    (old / "report.json").write_text(json.dumps({"schema": "porter-program-report/1"}))
+    (old / "copy.cu").write_text("__global__ void k() {}\n")
+    out = smooth / "out"
+    out.mkdir()
+    (out / "y.cu").write_text("__global__ void k() {}\n")
+    program = discover([str(smooth)], skip=[out])
+    names = {str(f.rel) for f in program.files}
+    assert not any(n.startswith((".git", "old.ported", "out/")) for n in names), names
+    assert any("earlier porter output" in s for s in program.skipped)
+
+
+def test_compile_commands_names_the_units_and_brings_their_flags(smooth: Path) -> None:
+    db = smooth / "compile_commands.json"
+    db.write_text(
+        json.dumps(
+            [
+                {
+                    "directory": str(smooth),
+                    "file": "src/main.cu",
+                    "command": "nvcc -Iinclude -DFAST=1 -c src/main.cu",
+                },
+                {
+                    "directory": str(smooth),
+                    "arguments": ["g++", "-I", "include", "-c", "src/util.cpp"],
+                    "file": "src/util.cpp",
+                },
+            ]
+        )
+    )
+    program = discover([str(db)])
+    assert [str(u.rel) for u in program.units] == ["src/main.cu", "src/util.cpp"]
+    assert program.include_dirs == (str(smooth / "include"),) and program.defines == ("FAST=1",)
+    assert program.flags_from == "compile_commands.json"
+    # the headers the units reach come with them
+    assert {str(f.rel) for f in program.files} >= {"include/smooth_kernels.cuh", "include/util.h"}
+
+
+def test_nothing_to_port_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("hello\n")
+    with pytest.raises(UsageError, match="no translation unit"):
+        discover([str(tmp_path)])
+    with pytest.raises(UsageError, match="no such file"):
+        discover([str(tmp_path / "absent")])
+    (tmp_path / "compile_commands.json").write_text("{not json")
+    with pytest.raises(UsageError, match="compile_commands.json"):
+        discover([str(tmp_path / "compile_commands.json")])

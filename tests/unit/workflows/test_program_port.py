@@ -1,0 +1,121 @@
+"""porter.workflows.program: a whole program ported -- mirrored HIP tree, OpenCL per unit, one report."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from porter.errors import UsageError
+from porter.report import program_view
+from porter.workflows.program import port_program
+
+ROOT = Path(__file__).resolve().parents[3]
+SMOOTH = ROOT / "samples" / "programs" / "smooth"
+
+
+def _tree(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in folder.rglob("*")
+        if p.is_file()
+    }
+
+
+@pytest.fixture
+def smooth(tmp_path: Path) -> Path:
+    shutil.copytree(SMOOTH, tmp_path / "smooth")
+    return tmp_path / "smooth"
+
+
+def test_translate_only_mirrors_the_tree_and_writes_one_opencl_file_per_unit(smooth: Path) -> None:
+    before = _tree(smooth)
+    report = port_program([str(smooth)], translate_only=True, markdown=program_view.markdown)
+    out = smooth.parent / "smooth.ported"
+    assert report.out_dir == str(out) and report.complete
+    assert _tree(smooth) == before  # the inputs untouched
+    hip = out / "hip"
+    # every file mirrored under its own name; files with nothing to translate byte for byte
+    assert sorted(_tree(hip)) == sorted(before)
+    for same in ("Makefile", "data/values.txt", "include/util.h", "src/util.cpp"):
+        assert (hip / same).read_bytes() == (smooth / same).read_bytes(), same
+    header = (hip / "include" / "smooth_kernels.cuh").read_text()
+    assert header.startswith("#include <hip/hip_runtime.h>") and "__global__ void box_smooth" in header
+    main = (hip / "src" / "main.cu").read_text()
+    assert "hipMalloc" in main and "cudaMalloc" not in main and '#include "smooth_kernels.cuh"' in main
+    # OpenCL: the unit that reaches the header's kernels, with its launch mapping
+    cl = (out / "opencl" / "src" / "main.cl").read_text()
+    assert "__kernel void box_smooth" in cl and "__kernel void affine" in cl
+    mapping = json.loads((out / "opencl" / "src" / "main.launch.json").read_text())
+    assert [k["name"] for k in mapping["kernels"]] == ["box_smooth", "affine"]
+    assert mapping["kernels"][1]["arg_map"] == [0, 1, 2, 3, 4]
+    doc = json.loads((out / "report.json").read_text())
+    assert doc["schema"] == "porter-program-report/1" and doc["complete"] is True
+    files = {f["path"]: f for f in doc["program"]["files"]}
+    assert files["src/util.cpp"]["targets"]["hip"]["status"] == "copied"
+    assert files["src/util.cpp"]["targets"]["opencl"]["status"] == "none"
+    assert files["include/smooth_kernels.cuh"]["targets"]["hip"]["status"] == "translated"
+    assert set(files["src/main.cu"]["targets"]["hip"]) >= {"path", "status", "diagnostics"}
+    assert {k["name"]: k["file"] for k in doc["kernels"]} == {
+        "box_smooth": "include/smooth_kernels.cuh",
+        "affine": "include/smooth_kernels.cuh",
+    }
+    assert doc["program"]["build"]["flags_from"].startswith("Makefile")
+    md = (out / "report.md").read_text()
+    assert "| `src/main.cu` | translated |" in md and "`include/smooth_kernels.cuh:9`" in md
+
+
+def test_an_output_folder_holding_user_files_is_refused_and_a_rerun_is_welcome(smooth: Path) -> None:
+    inside = smooth / "mine"
+    inside.mkdir()
+    (inside / "notes.txt").write_text("my notes\n")
+    with pytest.raises(UsageError, match="not a porter output"):
+        port_program([str(smooth)], out_dir=str(inside), translate_only=True)
+    assert (inside / "notes.txt").read_text() == "my notes\n"
+    out = smooth.parent / "ported"
+    first = port_program([str(smooth)], out_dir=str(out), translate_only=True)
+    again = port_program([str(smooth)], out_dir=str(out), translate_only=True)
+    assert program_view.to_json(first)["program"]["files"] == program_view.to_json(again)["program"]["files"]
+
+
+def test_a_translator_crash_fails_that_file_for_that_target_only(
+    smooth: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from porter.backends import get_dialect
+
+    def crash(*args: object, **kwargs: object) -> object:
+        raise ValueError("overlapping edits")
+
+    monkeypatch.setattr(get_dialect("opencl"), "translate", crash)
+    report = port_program([str(smooth)], translate_only=True)
+    by_path = {f.path: f.targets for f in report.files}
+    assert by_path["src/main.cu"]["opencl"].status == "failed"
+    assert "ValueError: overlapping edits" in by_path["src/main.cu"]["opencl"].reason
+    assert by_path["src/main.cu"]["hip"].status == "translated"
+    assert report.exit_code == 1
+
+
+@pytest.mark.integration
+def test_every_output_with_a_kernel_is_built_and_a_broken_one_is_failed(smooth: Path) -> None:
+    report = port_program([str(smooth)], out_dir=str(smooth.parent / "built"))
+    by_path = {f.path: f.targets for f in report.files}
+    for target in ("hip", "opencl"):
+        t = by_path["src/main.cu"][target]
+        if t.status == "translated" and t.reason.startswith("no compiler here"):
+            pytest.skip(f"no {target} compiler here: {t.reason}")
+        assert t.status == "compiled", (target, t.reason)
+        assert t.toolchain
+    # a kernel no compiler takes: reported failed, with the compiler's log
+    header = smooth / "include" / "smooth_kernels.cuh"
+    header.write_text(
+        header.read_text().replace("out[i] = sum / (2 * RADIUS + 1);", "out[i] = sum / undeclared_name;")
+    )
+    broken = port_program([str(smooth)], out_dir=str(smooth.parent / "broken"))
+    by_path = {f.path: f.targets for f in broken.files}
+    for target in ("hip", "opencl"):
+        t = by_path["src/main.cu"][target]
+        assert t.status == "failed" and "undeclared_name" in (t.log + t.reason), (target, t.reason)
+    assert broken.exit_code == 1

@@ -119,6 +119,8 @@ class HipTables:
     """``backends/hip/cuda2hip.toml``, indexed."""
 
     headers: dict[str, str]
+    # header -> (what in a file uses it, why HIP has no counterpart)
+    no_counterpart: dict[str, tuple[re.Pattern[str], str]]
     renames: dict[str, str]
     groups: dict[str, dict[str, str]]  # group -> its renames (for tests and docs)
     notes: dict[str, Note]
@@ -194,6 +196,10 @@ def hip_tables() -> HipTables:
     headers = dict(raw.get("headers", {}))
     return HipTables(
         headers=headers,
+        no_counterpart={
+            name: (re.compile(entry["uses"]), entry["reason"])
+            for name, entry in raw.get("headers_without_counterpart", {}).items()
+        },
         renames=renames,
         groups=groups,
         notes=notes,
@@ -632,6 +638,19 @@ def _include(state: _State, node) -> None:
     raw = path_node.text.decode("utf-8", "surrogateescape")
     name = raw[1:-1]
     t = hip_tables()
+    missing = t.no_counterpart.get(name)
+    if missing is not None:
+        uses, reason = missing
+        if uses.search(state.src.decode("utf-8", "surrogateescape")):
+            _diag(state, node.start_byte, raw, f"{reason}: kept; the file uses it", Severity.ERROR)
+        else:
+            state.edits.append(
+                Edit(node.start_byte, path_node.end_byte, f"// porter: #include {raw} dropped")
+            )
+            _diag(
+                state, node.start_byte, raw, f"dropped: {reason}, and the file uses none of it", Severity.INFO
+            )
+        return
     target = t.headers.get(name)
     if target is not None:
         state.edits.append(Edit(path_node.start_byte, path_node.end_byte, f"<{target}>"))

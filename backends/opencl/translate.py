@@ -89,6 +89,31 @@ def _closure(names: set[str]) -> list[str]:
     return [n for n in table if n in out]
 
 
+_CG_SCOPES = ("cg", "cooperative_groups")
+
+
+def _cg_name(node: Node) -> str:
+    """`cg::thread_block` -> "thread_block" (the name inside a cooperative-groups scope), else ""."""
+    if node.type != "qualified_identifier":
+        return ""
+    scope = node.child_by_field_name("scope")
+    name = node.child_by_field_name("name")
+    if scope is None or name is None or _text(scope) not in _CG_SCOPES:
+        return ""
+    return _text(name)
+
+
+def _this_thread_block(node: Node) -> bool:
+    """Is `node` the call `cg::this_thread_block()`?"""
+    if node.type != "call_expression":
+        return False
+    fn = node.child_by_field_name("function")
+    args = node.child_by_field_name("arguments")
+    return (
+        fn is not None and _cg_name(fn) == "this_thread_block" and (args is None or not args.named_children)
+    )
+
+
 def _text(node: Node | None) -> str:
     return (node.text or b"").decode("utf-8", "surrogateescape") if node is not None else ""
 
@@ -368,6 +393,13 @@ class _Translator:
                     )
             elif t == "namespace_definition":
                 self._flatten(child)
+            elif t in ("namespace_alias_definition", "using_declaration"):
+                # `namespace cg = cooperative_groups;`, `using namespace std;`: OpenCL C has no namespaces
+                shown = _squash(_text(child))
+                self.diag(child, shown, "OpenCL C has no namespaces: omitted", Severity.INFO)
+                self.top_edits.append(
+                    Edit.replace(child, "/* porter: " + shown.replace("*/", "* /") + " omitted */")
+                )
             elif t == "declaration":
                 self._add_declaration(child)
             elif t in ("preproc_def", "preproc_function_def"):
@@ -564,6 +596,7 @@ class _Body:
         self.spaces = spaces
         self.edits: list[Edit] = []
         self.vars: dict[str, _Var] = {}
+        self.cg_blocks: set[str] = set()  # cooperative-groups handles of the work-group (`block`)
         self.res = _Result()
         self.extern_shared: list[tuple[str, str]] = []
         self.hoisted: list[str] = []
@@ -818,6 +851,8 @@ class _Body:
         quals = {_text(c) for c in node.children if c.type in ("type_qualifier", "storage_class_specifier")}
         if "__shared__" in quals:
             return self.shared(node, "extern" in quals)
+        if self._thread_block_handle(node):
+            return True
         elem = self.type_of(node)
         declarators = node.children_by_field_name("declarator")
         spaces: set[str] = set()
@@ -932,6 +967,8 @@ class _Body:
         fn = node.child_by_field_name("function")
         arglist = node.child_by_field_name("arguments")
         args = _args(arglist)
+        if fn is not None and self._cg_barrier(node, fn, args):
+            return True
         if any(c.type == "kernel_call_syntax" for c in node.children):
             self.error(node, _text(fn) + "<<<...>>>", "kernel launch from device code (dynamic parallelism)")
             return True
@@ -1005,6 +1042,47 @@ class _Body:
         else:
             if arglist is not None:
                 self.visit(arglist)
+        return True
+
+    def _thread_block_handle(self, node: Node) -> bool:
+        """`cg::thread_block b = cg::this_thread_block();`: the handle of the work-group, which OpenCL C
+        has implicitly; the declaration goes (its line kept) and `b.sync()` / `cg::sync(b)` become
+        barriers.  Any other use of `b` stays untranslatable (a qualified name or a method call)."""
+        kind = node.child_by_field_name("type")
+        if kind is None or _cg_name(kind) != "thread_block":
+            return False
+        declarators = node.children_by_field_name("declarator")
+        names = []
+        for d in declarators:
+            value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+            inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else None
+            if value is None or inner is None or inner.type != "identifier" or not _this_thread_block(value):
+                return False
+            names.append(_text(inner))
+        self.cg_blocks.update(names)
+        self.edits.append(Edit.replace(node, "/* porter: " + ", ".join(names) + ": the work-group */"))
+        return True
+
+    def _cg_barrier(self, node: Node, fn: Node, args: list[Node]) -> bool:
+        """`cg::sync(b)`, `b.sync()`, `cg::this_thread_block().sync()` on the thread block: a barrier."""
+        block: Node | None
+        if fn.type == "qualified_identifier":
+            if _cg_name(fn) != "sync" or len(args) != 1:
+                return False
+            block = args[0]
+        elif fn.type == "field_expression":
+            if _text(fn.child_by_field_name("field")) != "sync" or args:
+                return False
+            block = fn.child_by_field_name("argument")
+        else:
+            return False
+        if block is None or not (
+            (block.type == "identifier" and _text(block) in self.cg_blocks) or _this_thread_block(block)
+        ):
+            return False
+        self.edits.append(
+            Edit.replace(node, self.t["barriers"]["__syncthreads"].format(fences=self.fences()))
+        )
         return True
 
     def fences(self) -> str:

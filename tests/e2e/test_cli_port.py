@@ -457,3 +457,15 @@ def test_a_latin1_source_round_trips_byte_for_byte_and_validates(tmp_path: Path)
     rows = [row for k in doc["kernels"] for row in k["variants"]]
     assert rows and all(row["status"] in ("validated", "compiled") for row in rows), rows
     assert any(row["target"] == "opencl" and row["status"] == "validated" for row in rows)
+
+
+def test_a_cooperative_groups_block_kernel_validates_on_hip_and_opencl(tmp_path: Path) -> None:
+    _need_runtimes()
+    src = tmp_path / "cg_block_sum.cu"
+    shutil.copy(ROOT / "tests" / "fixtures" / "cuda" / "cg_block_sum.cu", src)
+    r = porter("port", str(src), "--out", str(tmp_path / "out"), "--json")
+    assert r.returncode == 0, r.stderr + r.stdout
+    rows = [row for k in json.loads(r.stdout)["kernels"] for row in k["variants"]]
+    for target in ("hip", "opencl"):
+        assert any(row["target"] == target and row["status"] == "validated" for row in rows), rows
+    assert not any(row["status"] in ("failed", "untranslatable") for row in rows), rows

@@ -271,7 +271,7 @@ _DIAGNOSTICS = [
     ("inline-asm", '__global__ void k(int* p) { asm("membar.gl;"); }', "asm", "PTX", Severity.ERROR, True),
     (
         "cooperative-groups",
-        "__global__ void k(int* p) { cg::thread_block b = cg::this_thread_block(); }",
+        "__global__ void k(int* p) { cg::grid_group g = cg::this_grid(); }",
         "cg::",
         "cooperative groups",
         Severity.ERROR,

@@ -322,7 +322,8 @@ def port(
 
     err = plain_console(stderr=True)
     options = {"hip": {"launch": hip_launch}}
-    single = len(paths) == 1 and paths[0].is_file() and paths[0].name != "compile_commands.json"
+    # one path that is not a folder (a file, or what port_file refuses by its type: a FIFO, a device)
+    single = len(paths) == 1 and not paths[0].is_dir() and paths[0].name != "compile_commands.json"
     if single:
         try:  # a file that defines its kernels: every kernel validated (exits here)
             _port_one(

@@ -27,6 +27,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -80,9 +82,11 @@ class _Porter:
         options: Mapping[str, Mapping[str, str]],
         build: bool,
         say: Progress,
+        jobs: int = 1,
     ) -> None:
         self.program, self.out, self.report, self.options = program, out, report, options
-        self.build, self.say = build, say
+        self.build, self.say, self.jobs = build, say, jobs
+        self.lock = threading.RLock()
         self.results = {f.path: ProgramFileResult(str(f.rel), f.kind) for f in program.files}
         report.files = list(self.results.values())
         self.kernels: dict[str, ProgramKernel] = {}
@@ -102,25 +106,48 @@ class _Porter:
         return self.texts[f.path]
 
     def save(self) -> None:
-        write_atomic(self.out / REPORT_NAME, json.dumps(self.report.full_document(), indent=2) + "\n")
+        with self.lock:
+            doc = self.report.full_document()
+            write_atomic(self.out / REPORT_NAME, json.dumps(doc, indent=2) + "\n")
 
     # ------------------------------------------------------------------ a target
 
     def port(self, target: str) -> None:
+        """Translate (mirror or per unit) for `target`; the builds run ``jobs`` at a time, each a
+        sandboxed child compiler, and report.json is rewritten as each file is done."""
         dialect = get_dialect(target)
         if dialect.single_source:
             for f in self.program.files:
                 self.results[f.path].targets[target] = self.mirror(target, f)
                 self.save()
             if self.build:
-                for f in self.program.units:
-                    self.build_unit(target, f)
-                    self.save()
+                self._each(self.program.units, lambda f: self.build_unit(target, f), f"{target} builds")
         else:
-            for f in self.program.files:
-                if f.kind == "source":
-                    self.results[f.path].targets[target] = self.unit(target, f)
-                    self.save()
+
+            def one(f: ProgramFile) -> None:
+                done = self.unit(target, f)
+                with self.lock:
+                    self.results[f.path].targets[target] = done
+
+            self._each(self.program.units, one, f"{target} units")
+
+    def _each(self, files: Sequence[ProgramFile], work: Callable[[ProgramFile], None], what: str) -> None:
+        """`work` on every file, ``jobs`` at a time, with counts and the time left in the progress."""
+        from concurrent.futures import ThreadPoolExecutor, as_completed
+
+        if not files:
+            return
+        start = time.monotonic()
+        with ThreadPoolExecutor(max_workers=max(1, min(self.jobs, len(files)))) as pool:
+            futures = [pool.submit(work, f) for f in files]
+            for n, fut in enumerate(as_completed(futures), 1):
+                fut.result()
+                self.save()
+                left = (time.monotonic() - start) / n * (len(files) - n)
+                self.say(
+                    f"{what}: {n}/{len(files)} done"
+                    + (f", about {left:.0f} s left" if n < len(files) else "")
+                )
 
     def _translate(self, target: str, f: ProgramFile, text: str) -> Translation | str:
         try:
@@ -135,6 +162,10 @@ class _Porter:
     def _note_kernels(self, target: str, tr: Translation, f: ProgramFile) -> None:
         """Each kernel of the translation, under its name, where it is defined (a unit's kernels may
         come from its headers: then the header that defines it, when a mirrored port saw it)."""
+        with self.lock:
+            self._note(target, tr, f)
+
+    def _note(self, target: str, tr: Translation, f: ProgramFile) -> None:
         for tk in tr.kernels:
             if not tk.untranslatable:
                 self.entries.setdefault(target, {}).setdefault(tk.name, (tk.entry or tk.name, str(f.rel)))
@@ -195,7 +226,9 @@ class _Porter:
         dest = Path(result.path)
         text = decode_text(dest.read_bytes())
         dirs = _mirrored_dirs(self.program, self.out / target, dest)
-        self.results[f.path].targets[target] = self._build(target, text, entry, result, dirs)
+        built = self._build(target, text, entry, result, dirs)
+        with self.lock:
+            self.results[f.path].targets[target] = built
 
     def _instance_entry(self, target: str, f: ProgramFile) -> str | None:
         """The entry of the first kernel instance the unit itself defines and launches (a template
@@ -278,9 +311,11 @@ def port_program(
     translate_options: Mapping[str, Mapping[str, str]] | None = None,
     progress: Progress | None = None,
     markdown: Callable[[ProgramReport], str] | None = None,
+    jobs: int = 0,
 ) -> ProgramReport:
     """Port the program `paths` make to each target; see the module docstring.  ``translate_only``:
-    write the translations, compile nothing.  ``markdown`` renders report.md (the CLI passes the view's)."""
+    write the translations, compile nothing.  ``markdown`` renders report.md (the CLI passes the view's).
+    ``jobs``: builds at a time (0: one per CPU)."""
     from porter.workflows.port import parse_targets
 
     say = progress or (lambda _msg: None)
@@ -320,11 +355,13 @@ def port_program(
         "kernels are translated and built here; validating them against the original needs their "
         "launches: port a file that defines its kernels for per-kernel verdicts"
     )
-    porter = _Porter(program, out, report, translate_options or {}, not translate_only, say)
+    jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
+    porter = _Porter(program, out, report, translate_options or {}, not translate_only, say, jobs)
     porter.save()
     say(f"porting {len(program.files)} file(s) ({len(program.units)} unit(s)) under {program.root}")
     for target in chosen:
         porter.port(target)
+    report.kernels.sort(key=lambda k: (k.file, k.line, k.name))  # the same order however builds interleave
     lines = _diagnostic_lines(report)
     write_atomic(out / DIAGNOSTICS_NAME, "\n".join(lines) + ("\n" if lines else ""))
     report.complete = True

@@ -100,7 +100,9 @@ def test_a_translator_crash_fails_that_file_for_that_target_only(
 
 @pytest.mark.integration
 def test_every_output_with_a_kernel_is_built_and_a_broken_one_is_failed(smooth: Path) -> None:
-    report = port_program([str(smooth)], out_dir=str(smooth.parent / "built"))
+    said: list[str] = []
+    report = port_program([str(smooth)], out_dir=str(smooth.parent / "built"), progress=said.append, jobs=2)
+    assert "hip builds: 2/2 done" in said and "opencl units: 2/2 done" in said, said  # counts as it goes
     by_path = {f.path: f.targets for f in report.files}
     for target in ("hip", "opencl"):
         t = by_path["src/main.cu"][target]

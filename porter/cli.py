@@ -336,7 +336,7 @@ def port(
                 raise
     elif model is not None:
         raise UsageError("--model takes one CUDA file that defines its kernels")
-    _port_program(paths, to, include, out, translate_only, json_out, options, err)
+    _port_program(paths, to, include, out, translate_only, json_out, options, err, fresh)
 
 
 def _port_program(
@@ -348,6 +348,7 @@ def _port_program(
     json_out: bool,
     options: dict[str, dict[str, str]],
     err: Any,
+    fresh: bool = False,
 ) -> None:
     from porter.report import program_view
     from porter.workflows.program import port_program
@@ -361,6 +362,7 @@ def _port_program(
         translate_options=options,
         progress=lambda msg: err.print(f"porter: {msg}", style="dim"),
         markdown=program_view.markdown,
+        fresh=fresh,
     )
     if json_out:
         emit_json(program_view.to_json(report))

@@ -225,6 +225,10 @@ class FileTarget:
     diagnostics: tuple[Diagnostic, ...] = ()
     toolchain: str = ""  # the compiler behind "compiled"/"failed" builds
     log: str = ""
+    key: str = (
+        ""  # what the build verdict depends on (report.json only): a re-run with the same key reuses it
+    )
+    resumed: bool = False  # reused from the previous report.json in the output folder
 
 
 @dataclass
@@ -317,6 +321,10 @@ class ProgramReport:
             for name, t in f.targets.items():
                 if t.log:
                     f_doc["targets"][name]["log"] = t.log
+                if t.key:
+                    f_doc["targets"][name]["key"] = t.key
+                if t.resumed:
+                    f_doc["targets"][name]["resumed"] = True
         doc["sandbox"] = sandbox.summary()
         return to_jsonable(doc)
 

@@ -31,8 +31,9 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-from porter.backends import CompileOptions, get_dialect, translation_targets
+from porter.backends import CompileOptions, get_dialect, runners, translation_targets
 from porter.errors import PorterError, UsageError
 from porter.files import decode_text, encode_text, read_input, reads_once
 from porter.harness.gate import compile_check
@@ -40,7 +41,14 @@ from porter.model import Translation, to_jsonable
 from porter.program import Program, ProgramFile, discover
 from porter.results import FileTarget, ProgramFileResult, ProgramKernel, ProgramReport
 from porter.scan import has_cuda
-from porter.workflows.resume import check_out_dir, write_atomic
+from porter.workflows.resume import (
+    check_out_dir,
+    code_fingerprint,
+    load_report,
+    sha,
+    toolchain_of,
+    write_atomic,
+)
 from porter.workflows.source import sibling_dir
 
 Progress = Callable[[str], None]
@@ -83,10 +91,22 @@ class _Porter:
         build: bool,
         say: Progress,
         jobs: int = 1,
+        fresh: bool = False,
     ) -> None:
         self.program, self.out, self.report, self.options = program, out, report, options
         self.build, self.say, self.jobs = build, say, jobs
         self.lock = threading.RLock()
+        # the previous report's build verdicts in this folder, by (output path, target)
+        self.previous: dict[tuple[str, str], Mapping[str, Any]] = {}
+        earlier = None if fresh else load_report(out, "program")
+        for f_doc in ((earlier or {}).get("program") or {}).get("files") or ():
+            for name, t in (f_doc.get("targets") or {}).items():
+                if isinstance(t, dict) and t.get("path"):
+                    try:
+                        rel = str(Path(t["path"]).relative_to(out))
+                    except ValueError:
+                        continue
+                    self.previous[(rel, name)] = t
         self.results = {f.path: ProgramFileResult(str(f.rel), f.kind) for f in program.files}
         report.files = list(self.results.values())
         self.kernels: dict[str, ProgramKernel] = {}
@@ -275,18 +295,46 @@ class _Porter:
     def _build(
         self, target: str, text: str, entry: str, result: FileTarget, dirs: tuple[str, ...]
     ) -> FileTarget:
+        from porter.cache import headers_digest
+
         source = text
         if get_dialect(target).single_source:
             from porter.scan.extract import device_code
 
             source = device_code(text)
-        self.say(f"compiling {Path(result.path).relative_to(self.out)}")
+        rel = str(Path(result.path).relative_to(self.out))
+        chains = [toolchain_of(b) for b in runners(target)]
+        key = (
+            ""
+            if any(c is None for c in chains)
+            else sha(
+                "program-build",
+                code_fingerprint(),
+                target,
+                source,
+                entry,
+                headers_digest(source, dirs),
+                chains,
+            )
+        )
+        old = self.previous.get((rel, target))
+        if key and old is not None and old.get("key") == key and old.get("status") in ("compiled", "failed"):
+            self.say(f"{rel}: {old['status']} earlier, same inputs; kept")
+            return FileTarget(
+                result.path, str(old["status"]), str(old.get("reason", "")), result.diagnostics,
+                str(old.get("toolchain", "")), str(old.get("log", "")), key, True,
+            )  # fmt: skip
+        self.say(f"compiling {rel}")
         gate = compile_check(target, source, entry, CompileOptions(include_dirs=dirs))
         if gate.ok:
-            return FileTarget(result.path, "compiled", gate.reason, result.diagnostics, gate.toolchain)
+            return FileTarget(
+                result.path, "compiled", gate.reason, result.diagnostics, gate.toolchain, key=key
+            )
         if gate.reason.startswith("no compiler here"):
             return FileTarget(result.path, "translated", gate.reason, result.diagnostics)
-        return FileTarget(result.path, "failed", gate.reason, result.diagnostics, gate.toolchain, gate.log)
+        return FileTarget(
+            result.path, "failed", gate.reason, result.diagnostics, gate.toolchain, gate.log, key=key
+        )
 
 
 def _diagnostic_lines(report: ProgramReport) -> list[str]:
@@ -312,10 +360,13 @@ def port_program(
     progress: Progress | None = None,
     markdown: Callable[[ProgramReport], str] | None = None,
     jobs: int = 0,
+    fresh: bool = False,
 ) -> ProgramReport:
     """Port the program `paths` make to each target; see the module docstring.  ``translate_only``:
     write the translations, compile nothing.  ``markdown`` renders report.md (the CLI passes the view's).
-    ``jobs``: builds at a time (0: one per CPU)."""
+    ``jobs``: builds at a time (0: one per CPU).  A build verdict of the previous report.json in the
+    output folder is kept when everything it depends on is the same (the key: porter's code, the device
+    code, its headers, the toolchain); ``fresh`` builds everything again."""
     from porter.workflows.port import parse_targets
 
     say = progress or (lambda _msg: None)
@@ -356,7 +407,7 @@ def port_program(
         "launches: port a file that defines its kernels for per-kernel verdicts"
     )
     jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
-    porter = _Porter(program, out, report, translate_options or {}, not translate_only, say, jobs)
+    porter = _Porter(program, out, report, translate_options or {}, not translate_only, say, jobs, fresh)
     porter.save()
     say(f"porting {len(program.files)} file(s) ({len(program.units)} unit(s)) under {program.root}")
     for target in chosen:

@@ -109,7 +109,8 @@ def is_porter_report(doc: object, kind: str) -> bool:
     schema = doc.get("schema")
     if schema is not None:
         return schema == SCHEMAS[kind]
-    return all(f in doc for f in _LEGACY_FIELDS[kind]) and isinstance(doc.get("kernels"), list)
+    legacy = _LEGACY_FIELDS.get(kind)
+    return legacy is not None and all(f in doc for f in legacy) and isinstance(doc.get("kernels"), list)
 
 
 def load_report(out: Path, kind: str) -> dict[str, Any] | None:

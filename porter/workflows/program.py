@@ -337,6 +337,13 @@ class _Porter:
         )
 
 
+def _uses_cuda(path: Path) -> bool:
+    try:
+        return has_cuda(read_input(path))
+    except UsageError:
+        return False
+
+
 def _diagnostic_lines(report: ProgramReport) -> list[str]:
     lines = []
     for f in report.files:
@@ -392,6 +399,11 @@ def port_program(
         f.path.resolve().is_relative_to(out.resolve()) for f in program.files
     ):
         raise UsageError("the output folder holds input files; choose another --out", path=str(out))
+    if not any(f.kind != "other" and _uses_cuda(f.path) for f in program.files):
+        raise UsageError(
+            "nothing to port: no kernel, launch, CUDA runtime call or CUDA header in the program",
+            path=str(paths[0]),
+        )
     report = ProgramReport(root=str(program.root), out_dir=str(out), targets=chosen)
     report.build = {
         "flags_from": program.flags_from or "none",

@@ -145,3 +145,11 @@ def test_a_rerun_keeps_build_verdicts_whose_inputs_are_the_same_and_rebuilds_the
     )  # an edited header: built again
     fresh = port_program([str(smooth)], out_dir=str(out), fresh=True)
     assert not {f.path: f.targets for f in fresh.files}["src/main.cu"]["hip"].resumed
+
+
+def test_a_program_without_any_cuda_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "main.cpp").write_text("int main() { return 0; }\n")
+    (tmp_path / "util.h").write_text("int twice(int x);\n")
+    with pytest.raises(UsageError, match="nothing to port"):
+        port_program([str(tmp_path)], translate_only=True)
+    assert not (tmp_path.parent / f"{tmp_path.name}.ported").exists()  # refused before anything is written

@@ -108,6 +108,16 @@ RetriesOption = Annotated[
 ]
 
 
+def show(report: Any, view: Any, json_out: bool) -> NoReturn:
+    """Print `report` through its view (one JSON document with ``--json``, tables otherwise) and exit
+    with the view's code for it."""
+    if json_out:
+        emit_json(view.to_json(report))
+    else:
+        view.render(report)
+    raise typer.Exit(view.exit_code(report))
+
+
 def emit_json(doc: object) -> None:
     """Indented for a terminal; one line when piped (the standard library's C encoder only runs
     without indentation, and indenting a multi-MB scan took longer than the scan itself)."""
@@ -163,11 +173,7 @@ def doctor(
     from porter.workflows.doctor import doctor as run_doctor
 
     report = run_doctor()
-    if json_out:
-        emit_json(doctor_view.to_json(report))
-    else:
-        doctor_view.render(report)
-    raise typer.Exit(doctor_view.exit_code(report))
+    show(report, doctor_view, json_out)
 
 
 @app.command()
@@ -243,11 +249,7 @@ def bench(
         sizes=parse_sizes(size or []),
         include_dirs=[str(p) for p in include or []],
     )
-    if json_out:
-        emit_json(bench_view.to_json(report))
-    else:
-        bench_view.render(report)
-    raise typer.Exit(bench_view.exit_code(report))
+    show(report, bench_view, json_out)
 
 
 @app.command()
@@ -364,11 +366,7 @@ def _port_program(
         markdown=program_view.markdown,
         fresh=fresh,
     )
-    if json_out:
-        emit_json(program_view.to_json(report))
-    else:
-        program_view.render(report)
-    raise typer.Exit(program_view.exit_code(report))
+    show(report, program_view, json_out)
 
 
 def _port_one(
@@ -416,11 +414,7 @@ def _port_one(
         fresh=fresh,
         translate_options=options,
     )
-    if json_out:
-        emit_json(port_view.to_json(report))
-    else:
-        port_view.render(report)
-    raise typer.Exit(port_view.exit_code(report))
+    show(report, port_view, json_out)
 
 
 @app.command()
@@ -487,11 +481,7 @@ def optimize(
         max_retries=retries,
         fresh=fresh,
     )
-    if json_out:
-        emit_json(optimize_view.to_json(report))
-    else:
-        optimize_view.render(report)
-    raise typer.Exit(optimize_view.exit_code(report))
+    show(report, optimize_view, json_out)
 
 
 # SIGTERM (`timeout`, CI cancellation, `docker stop`) is handled like Ctrl-C: KeyboardInterrupt in the main

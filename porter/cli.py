@@ -362,7 +362,8 @@ def _port_program(
         out_dir=str(out) if out is not None else None,
         translate_only=translate_only,
         translate_options=options,
-        progress=lambda msg: err.print(f"porter: {msg}", style="dim"),
+        # counts and the time left on a terminal; quiet when piped (the report says it all)
+        progress=(lambda msg: err.print(f"porter: {msg}", style="dim")) if sys.stderr.isatty() else None,
         markdown=program_view.markdown,
         fresh=fresh,
     )

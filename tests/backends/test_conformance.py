@@ -123,6 +123,16 @@ def test_dialect_contract(name: str) -> None:
     assert isinstance(d.single_source, bool) and isinstance(d.templates, bool)
     spoken = prompt_dialect(name)  # a model can be asked for code in it, and told what to include
     assert spoken.name == d.prompt_name() and spoken.fence_label and isinstance(spoken.headers, tuple)
+    # translator options: each declares its values, the first the default; anything else is refused
+    assert d.check_options({}) == {k: v[0] for k, v in d.translate_options.items()}
+    for key, values in d.translate_options.items():
+        assert values and d.check_options({key: values[-1]})[key] == values[-1]
+        with pytest.raises(ValueError, match="must be one of"):
+            d.check_options({key: "no-such-value"})
+    with pytest.raises(ValueError, match="has no option"):
+        d.check_options({"no_such_option": "x"})
+    line = d.comment("ported by porter")  # one comment line, as the dialect's files write it
+    assert line.endswith("\n") and line.count("\n") == 1 and "ported by porter" in line
 
 
 @pytest.mark.parametrize("name", DIALECTS)

@@ -337,10 +337,13 @@ class Plan:
         from porter.scan.extract import device_code
 
         kernels = (base,) if unit == "alone" else ()
+        return self._original(base, device_code(self.text, kernels=kernels, macros=self.macros))
+
+    def _original(self, base: str, source: str) -> Variant:
         return Variant(
             kernel=base,
             target=SOURCE_DIALECT,
-            source=device_code(self.text, kernels=kernels, macros=self.macros),
+            source=source,
             entry=self.scan.entry(base),
             provenance="original",
             path=self.path,
@@ -355,14 +358,7 @@ class Plan:
 
     def reference(self, base: str, targets: Sequence[str], devices: Sequence[Device]) -> Reference:
         """The original with `base` kept (:meth:`original_unit`) as the reference on `devices`."""
-        original = Variant(
-            kernel=base,
-            target=SOURCE_DIALECT,
-            source=self.original_unit(base, targets),
-            entry=self.scan.entry(base),
-            provenance="original",
-            path=self.path,
-        )
+        original = self._original(base, self.original_unit(base, targets))
         return Reference(
             original=original, devices=tuple(devices), options=CompileOptions(include_dirs=self.compile_dirs)
         )
@@ -384,12 +380,10 @@ class Plan:
             return ()
         return (str(Path(out_dir).resolve()), *self.compile_dirs)
 
-    def variant(self, inst: Instance, target: str, source: str, path: str = "") -> Variant | None:
-        """The `target` translation's variant of `inst` compiling `source`; None when the translation
-        has no such kernel or could not take it."""
-        tk = translated_kernel(self.translation(target), inst)
-        if tk is None or tk.untranslatable:
-            return None
+    def variant(
+        self, tk: TranslatedKernel, inst: Instance, target: str, source: str, path: str = ""
+    ) -> Variant:
+        """The variant of `inst` that `target`'s translated kernel `tk` makes, compiling `source`."""
         return Variant(
             kernel=inst.base,
             target=target,
@@ -419,12 +413,11 @@ class Plan:
             options: dict[str, CompileOptions] = {}
             requires: dict[str, tuple[str, ...]] = {}
             for t in targets:
-                variant = self.variant(inst, t, sources[t], (paths or {}).get(t, ""))
-                if variant is None:
-                    continue
                 tk = translated_kernel(self.translation(t), inst)
-                requires[t] = tuple(tk.requires) if tk is not None else ()
-                variants[t] = variant
+                if tk is None or tk.untranslatable:
+                    continue  # the translation has no such kernel, or could not take it
+                requires[t] = tuple(tk.requires)
+                variants[t] = self.variant(tk, inst, t, sources[t], (paths or {}).get(t, ""))
                 options[t] = CompileOptions(include_dirs=self.variant_dirs(t, out_dir))
             reference = self.reference(inst.base, targets, ref_devices)
             planned.append(PlannedKernel(inst.name, spec, why, reference, variants, options, requires))

@@ -20,7 +20,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from porter.errors import UsageError
+from porter.files import decode_text, read_header, read_text
 from porter.scan import SKIP_DIRS
+from porter.workflows.resume import is_porter_output
 
 SOURCE_SUFFIXES = frozenset({".cu", ".cpp", ".cc", ".cxx", ".c++", ".c"})
 HEADER_SUFFIXES = frozenset({".cuh", ".h", ".hpp", ".hh", ".hxx", ".inl", ".inc", ".tcc"})
@@ -54,17 +56,6 @@ class Program:
         return next((f for f in self.files if f.path == want), None)
 
 
-def _is_porter_output(folder: Path) -> bool:
-    report = folder / "report.json"
-    if not report.is_file():
-        return False
-    try:
-        doc = json.loads(report.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(doc, dict) and ("porter" in doc or "schema" in doc or "kernels" in doc)
-
-
 def _kind(path: Path) -> str:
     suffix = path.suffix.lower()
     if suffix in SOURCE_SUFFIXES:
@@ -84,7 +75,7 @@ def _walk(root: Path, skip: set[Path]) -> tuple[list[Path], list[str]]:
             sub = base / d
             if d in SKIP_DIRS or d.startswith(".") or sub.resolve() in skip:
                 continue
-            if _is_porter_output(sub):
+            if is_porter_output(sub):
                 skipped.append(f"{sub}: an earlier porter output")
                 continue
             keep.append(d)
@@ -102,9 +93,11 @@ def _walk(root: Path, skip: set[Path]) -> tuple[list[Path], list[str]]:
 
 def _from_compile_commands(path: Path) -> tuple[list[Path], list[str], list[str]]:
     """(units, -I folders, -D macros) of a compile_commands.json."""
+    # a regular file of a sane size, UTF-8 as JSON must be (UsageError otherwise)
+    text = read_text(path, "compile_commands.json", strict=True)
     try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
+        entries = json.loads(text)
+    except ValueError as err:
         raise UsageError(f"not a readable compile_commands.json ({err})", path=str(path)) from None
     if not isinstance(entries, list):
         raise UsageError("compile_commands.json must hold a list of entries", path=str(path))
@@ -142,10 +135,10 @@ def _from_makefiles(root: Path, files: Sequence[Path]) -> list[str]:
     for mk in files:
         if mk.name not in ("Makefile", "makefile", "GNUmakefile") and mk.suffix != ".mk":
             continue
-        try:
-            text = mk.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+        data = read_header(mk, quiet=True)  # None: not a regular file, unreadable or too large
+        if data is None:
             continue
+        text = decode_text(data)
         for line in text.splitlines():
             if line.lstrip().startswith("#"):
                 continue

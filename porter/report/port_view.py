@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.text import Text
 
-from porter.report import plain_console
+from porter.report import plain_console, short
 from porter.results import PortReport
 
 _STYLE = {
@@ -28,8 +28,7 @@ def _err(value: float | None) -> str:
 
 
 def _short(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= _REASON_WIDTH else line[: _REASON_WIDTH - 3] + "..."
+    return short(text, _REASON_WIDTH)
 
 
 def render(report: PortReport) -> None:

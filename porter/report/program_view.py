@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.text import Text
 
-from porter.report import plain_console
+from porter.report import plain_console, short
 from porter.results import ProgramReport
 
 _STYLE = {
@@ -25,8 +25,7 @@ def to_json(report: ProgramReport) -> dict[str, Any]:
 
 
 def _short(text: str, width: int = _WIDTH) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= width else line[: width - 3] + "..."
+    return short(text, width)
 
 
 def _counts(report: ProgramReport, target: str) -> str:

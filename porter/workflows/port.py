@@ -943,16 +943,7 @@ def port_file(
                     result, VariantRow(target, rel, Status.FAILED.value, "", reason=why_no_spec or "")
                 )
                 continue
-            variant = Variant(
-                kernel=inst.base,
-                target=target,
-                source=w.source,
-                entry=tk.entry,
-                provenance="translate",
-                path=rel,
-                arg_map=tk.arg_map or None,  # type: ignore[arg-type]  # None slots: extra arguments
-                extra_args=tk.extra_args,
-            )
+            variant = plan.variant(tk, inst, target, w.source, rel)
             opts = replace(options, compile=replace(options.compile, include_dirs=w.include_dirs))
             for arch in archs[target]:
                 if keep(result, target, [f"{target}:{arch}"]):

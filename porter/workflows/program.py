@@ -386,14 +386,15 @@ def port_program(
     for d in include_dirs:
         if not Path(d).is_dir():
             raise UsageError("include directory not found (-I)", path=str(d))
-    first = discover(paths, include_dirs)
+    # a given --out is never walked as part of the program; the default one lies beside the root (or is
+    # a porter output the walk leaves out), so the program is discovered once
+    program = discover(paths, include_dirs, skip=[out_dir] if out_dir is not None else [])
     if out_dir is not None:
         out = Path(out_dir)
     elif len(paths) == 1 and Path(paths[0]).is_file() and Path(paths[0]).name != "compile_commands.json":
         out = sibling_dir(paths[0], "ported")  # one file: <stem>.ported/ beside it, as for a kernel file
     else:
-        out = default_out_dir(first.root)
-    program = discover(paths, include_dirs, skip=[out])  # never the output folder itself
+        out = default_out_dir(program.root)
     check_out_dir(out, program.root / ".", "port")  # inside the root: empty, new or a porter output
     if out.resolve() in {f.path.resolve() for f in program.files} or any(
         f.path.resolve().is_relative_to(out.resolve()) for f in program.files

@@ -122,7 +122,8 @@ def load_report(out: Path, kind: str) -> dict[str, Any] | None:
     return doc if is_porter_report(doc, kind) else None
 
 
-def _is_porter_output(out: Path) -> bool:
+def is_porter_output(out: Path) -> bool:
+    """Whether the folder holds a report.json that a porter command wrote."""
     return any(load_report(out, kind) is not None for kind in SCHEMAS)
 
 
@@ -146,7 +147,7 @@ def check_out_dir(out: Path, source: Path, kind: str) -> None:
         raise UsageError(f"--out {what}", path=str(out))
     src_dir = source.resolve().parent
     inside = resolved == src_dir or resolved.is_relative_to(src_dir)
-    if not inside or not resolved.is_dir() or not any(resolved.iterdir()) or _is_porter_output(resolved):
+    if not inside or not resolved.is_dir() or not any(resolved.iterdir()) or is_porter_output(resolved):
         _create(resolved, out)
         return
     where = "is the source folder" if resolved == src_dir else "is inside the source folder"

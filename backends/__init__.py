@@ -322,6 +322,11 @@ class BackendBase:
     def scrub_shared(self, device: Device) -> None:
         return None
 
+    def program_toolchains(self) -> tuple[Any, ...]:
+        """The :class:`porter.backends.programs.ProgramToolchain` objects that build whole programs
+        with this backend (none by default)."""
+        return ()
+
 
 # --------------------------------------------------------------------------- the registry
 #

@@ -311,6 +311,25 @@ def port(
             help="HIP launches: chevrons (<<<>>> kept) or ggl (hipLaunchKernelGGL, as hipify writes them).",
         ),
     ] = "chevrons",
+    run: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--run",
+            help='Run the built program with these arguments ("./prog ARGS" or ARGS) and compare each port\'s '
+            "run with the original's; repeatable.",
+        ),
+    ] = None,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", help="Seconds each --run may take (default 300).")
+    ] = None,
+    rtol: Annotated[
+        float | None,
+        typer.Option("--rtol", help="Relative tolerance for numbers in compared runs (default 1e-4)."),
+    ] = None,
+    atol: Annotated[
+        float | None,
+        typer.Option("--atol", help="Absolute tolerance for numbers in compared runs (default 1e-6)."),
+    ] = None,
 ) -> None:
     """Scan, translate, compile and validate every kernel of a CUDA FILE for each target on every device
     here (exit 0: every variant at least compiled, none failed; 1: some failed or untranslatable; 2: bad
@@ -318,7 +337,9 @@ def port(
     needs) go to the model; its translations are validated against the original like any other variant.
     A folder, several files, a compile_commands.json or a file whose kernels live in its headers is
     ported as a program: a mirrored HIP tree, one OpenCL file per unit, each output with a kernel
-    compiled, and one report for the program."""
+    compiled, and one report for the program; the original and the HIP tree are built as programs
+    (the CPU runtime everywhere; nvcc, HIP-on-CUDA or hipcc where present) and --run runs and compares
+    them."""
     from porter.errors import NoKernelError
     from porter.report import plain_console
 
@@ -326,7 +347,9 @@ def port(
     options = {"hip": {"launch": hip_launch}}
     # one path that is not a folder (a file, or what port_file refuses by its type: a FIFO, a device)
     single = len(paths) == 1 and not paths[0].is_dir() and paths[0].name != "compile_commands.json"
-    if single:
+    if run and model is not None:
+        raise UsageError("--run ports and runs a whole program; it cannot go with --model")
+    if single and not run:
         try:  # a file that defines its kernels: every kernel validated (exits here)
             _port_one(
                 paths[0], to, include, out, translate_only, trials, json_out, model, base_url,
@@ -338,7 +361,9 @@ def port(
                 raise
     elif model is not None:
         raise UsageError("--model takes one CUDA file that defines its kernels")
-    _port_program(paths, to, include, out, translate_only, json_out, options, err, fresh)
+    _port_program(
+        paths, to, include, out, translate_only, json_out, options, err, fresh, run or [], timeout, rtol, atol
+    )
 
 
 def _port_program(
@@ -351,6 +376,10 @@ def _port_program(
     options: dict[str, dict[str, str]],
     err: Any,
     fresh: bool = False,
+    runs: list[str] | None = None,
+    timeout: float | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
 ) -> None:
     from porter.report import program_view
     from porter.workflows.program import port_program
@@ -366,6 +395,11 @@ def _port_program(
         progress=(lambda msg: err.print(f"porter: {msg}", style="dim")) if sys.stderr.isatty() else None,
         markdown=program_view.markdown,
         fresh=fresh,
+        runs=runs or [],
+        timeout=timeout,
+        rtol=rtol,
+        atol=atol,
+        chart=program_view.chart,
     )
     show(report, program_view, json_out)
 

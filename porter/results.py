@@ -247,6 +247,52 @@ class ProgramKernel:
 
 
 @dataclass
+class ProgramBuild:
+    """One build of the original or a port with one program toolchain."""
+
+    variant: str  # "original" or a target ("hip")
+    toolchain: str  # the toolchain's name: "cpu-runtime", "nvcc", "hip-on-cuda", "hipcc"
+    status: str  # "built", "failed", "refused" (a construct it cannot provide), "unavailable"
+    device: str = ""  # the device label its executables run on ("" when they cannot run here)
+    reason: str = ""
+    toolchain_id: str = ""  # name and version behind the verdict
+    executables: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+    commands: list[str] = field(default_factory=list)
+    log: str = ""  # report.json only
+    key: str = ""  # what the build depends on (report.json only): a re-run with the same key reuses it
+    resumed: bool = False
+
+
+@dataclass
+class RunResult:
+    """One run of one build: the original's (status "ran", "failed") or a port's, compared with it."""
+
+    variant: str
+    toolchain: str
+    device: str
+    status: str  # original: "ran" | "failed" | "not-run"; port: "matches" | "differs" | "failed" | "not-run"
+    exit: int | None = None
+    seconds: float | None = None
+    reason: str = ""
+    differences: list[str] = field(default_factory=list)
+    against: str = ""  # the device of the original run it was compared with
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+    key: str = ""
+    resumed: bool = False
+
+
+@dataclass
+class ProgramRun:
+    args: str
+    executable: str
+    original: RunResult | None = None  # the first original run (the reference where no other is closer)
+    originals: list[RunResult] = field(default_factory=list)  # the original on every device that ran it
+    variants: list[RunResult] = field(default_factory=list)
+
+
+@dataclass
 class ProgramReport:
     root: str
     out_dir: str
@@ -254,9 +300,35 @@ class ProgramReport:
     files: list[ProgramFileResult] = field(default_factory=list)
     kernels: list[ProgramKernel] = field(default_factory=list)
     build: dict[str, Any] = field(default_factory=dict)
-    runs: list[dict[str, Any]] = field(default_factory=list)
+    builds: list[ProgramBuild] = field(default_factory=list)
+    runs: list[ProgramRun] = field(default_factory=list)
+    chart: str = ""  # the PNG of run times ("" when none was drawn)
     notes: list[str] = field(default_factory=list)
     complete: bool = False
+
+    def verdicts(self) -> dict[str, dict[str, str]]:
+        """Per target, the program-level verdict of its runs: ``matches`` (every run agreed with the
+        original on some device; the devices are named), ``differs``, ``failed`` or ``not-run``."""
+        out: dict[str, dict[str, str]] = {}
+        if not self.runs:
+            return out
+        for target in self.targets:
+            mine = [v for r in self.runs for v in r.variants if v.variant == target]
+            differs = [v for v in mine if v.status == "differs"]
+            failed = [v for v in mine if v.status == "failed"]
+            if differs:
+                out[target] = {"status": "differs", "detail": (differs[0].differences or ["?"])[0]}
+            elif failed:
+                out[target] = {"status": "failed", "detail": failed[0].reason}
+            elif all(
+                any(v.variant == target and v.status == "matches" for v in r.variants) for r in self.runs
+            ):
+                devices = sorted({v.device for v in mine if v.status == "matches"})
+                out[target] = {"status": "matches", "detail": ", ".join(devices)}
+            else:
+                reasons = [v.reason for v in mine if v.reason] or ["no build of the port runs here"]
+                out[target] = {"status": "not-run", "detail": reasons[0]}
+        return out
 
     def counts(self, target: str) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -270,6 +342,8 @@ class ProgramReport:
     def exit_code(self) -> int:
         """0: every file translated, copied or built; 1: something failed or is untranslatable."""
         bad = {"failed", "untranslatable"}
+        if any(v["status"] in ("differs", "failed") for v in self.verdicts().values()):
+            return 1
         return 1 if any(t.status in bad for f in self.files for t in f.targets.values()) else 0
 
     def document(self) -> dict[str, Any]:
@@ -305,8 +379,25 @@ class ProgramReport:
                     }
                     for f in self.files
                 ],
-                "build": dict(self.build),
-                "runs": list(self.runs),
+                "build": {
+                    **dict(self.build),
+                    "programs": [
+                        {k: v for k, v in to_jsonable(b).items() if k not in ("log", "key", "resumed")}
+                        for b in self.builds
+                    ],
+                },
+                "runs": [
+                    {
+                        "args": r.args,
+                        "executable": r.executable,
+                        "original": _run_doc(r.original) if r.original else None,
+                        "originals": [_run_doc(o) for o in r.originals],
+                        "variants": [_run_doc(v) for v in r.variants],
+                    }
+                    for r in self.runs
+                ],
+                "verdicts": self.verdicts(),
+                "chart": self.chart,
             },
             "kernels": [to_jsonable(k) for k in self.kernels],
             "notes": list(self.notes),
@@ -325,8 +416,21 @@ class ProgramReport:
                     f_doc["targets"][name]["key"] = t.key
                 if t.resumed:
                     f_doc["targets"][name]["resumed"] = True
+        for b_doc, b in zip(doc["program"]["build"]["programs"], self.builds, strict=True):
+            b_doc.update({"log": b.log, "key": b.key, "resumed": b.resumed})
+        for r_doc, r in zip(doc["program"]["runs"], self.runs, strict=True):
+            for v_doc, v in zip(
+                [*r_doc["originals"], *r_doc["variants"]], [*r.originals, *r.variants], strict=True
+            ):
+                v_doc.update({"key": v.key, "resumed": v.resumed})
         doc["sandbox"] = sandbox.summary()
         return to_jsonable(doc)
+
+
+def _run_doc(r: RunResult) -> dict[str, Any]:
+    doc = {k: v for k, v in to_jsonable(r).items() if k not in ("key", "resumed")}
+    doc["target"] = doc.pop("variant")
+    return doc
 
 
 # --------------------------------------------------------------------------- bench

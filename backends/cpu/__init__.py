@@ -489,6 +489,11 @@ class CpuBackend(BackendBase):
         """cudaMemcpyToSymbol on a loaded program: `value`'s bytes into its global `name`."""
         program.set_symbol(name, value)
 
+    def program_toolchains(self) -> tuple[Any, ...]:
+        from porter.backends.cpu.program import CpuProgramToolchain
+
+        return (CpuProgramToolchain(self),)
+
     def synchronize(self, device: Device | None = None) -> None:
         """Launches are synchronous on the emulator."""
 

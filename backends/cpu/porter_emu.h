@@ -54,12 +54,20 @@
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
 #define __shared__ static
+// A whole program (PORTER_PROGRAM, porter_runtime.h) is host and device code in one pass: the
+// device-pass macros stay undefined there, so `#ifdef __CUDA_ARCH__` host/device splits take the host
+// side, which every function can run on the CPU.
 #if defined(PORTER_HIP)
 #define __HIPCC__ 1
+#if !defined(PORTER_PROGRAM)
 #define __HIP_DEVICE_COMPILE__ 1
+#endif
 #else
 #define __CUDACC__ 1
-#ifndef __CUDA_ARCH__
+#if defined(PORTER_PROGRAM)
+#define __NVCC__ 1
+#endif
+#if !defined(__CUDA_ARCH__) && !defined(PORTER_PROGRAM)
 #define __CUDA_ARCH__ 800
 #endif
 #endif
@@ -126,7 +134,7 @@ extern "C" void porter_emu_switch(void** save_sp, void* new_sp);
 __asm__(
     ".text\n"
     ".hidden porter_emu_switch\n"
-    ".globl porter_emu_switch\n"
+    ".weak porter_emu_switch\n"  /* weak: every translation unit of a program defines it */
     ".type porter_emu_switch, @function\n"
     "porter_emu_switch:\n"
     "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
@@ -470,7 +478,7 @@ inline uint3 threadIdx;
 inline uint3 blockIdx;
 inline dim3 blockDim;
 inline dim3 gridDim;
-#define warpSize PORTER_WARP_SIZE
+static constexpr int warpSize = PORTER_WARP_SIZE;  // a variable, not a macro: `prop.warpSize` stays a field
 
 #define hipThreadIdx_x (threadIdx.x)
 #define hipThreadIdx_y (threadIdx.y)
@@ -692,7 +700,18 @@ static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 static inline float rcbrtf(float x) { return 1.0f / cbrtf(x); }
 static inline float __fdividef(float a, float b) { return a / b; }
 static inline float fdividef(float a, float b) { return a / b; }
-// __expf, __logf, __sinf, __cosf, __powf, __sincosf ... are glibc's own exported functions.
+// The fast-math intrinsics are the precise functions here.  Macros, not functions: glibc's math.h
+// declares (but does not export for linking) functions of these names.
+#define __expf(x) expf(x)
+#define __exp10f(x) exp10f(x)
+#define __logf(x) logf(x)
+#define __log2f(x) log2f(x)
+#define __log10f(x) log10f(x)
+#define __sinf(x) sinf(x)
+#define __cosf(x) cosf(x)
+#define __tanf(x) tanf(x)
+#define __powf(x, y) powf(x, y)
+#define __sincosf(x, s, c) sincosf(x, s, c)
 static inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); }
 static inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
 static inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }
@@ -802,6 +821,8 @@ template <class T> static inline void __stwt(T* p, T v) { *p = v; }
 // --------------------------------------------------------------------------- host-side names
 // A device-only translation unit may still mention these in declarations or unused macros.
 
+// (A whole program gets the full runtime instead: porter_runtime.h.)
+#if !defined(PORTER_PROGRAM)
 typedef enum cudaError { cudaSuccess = 0, cudaErrorUnknown = 999 } cudaError_t;
 typedef struct porter_stream* cudaStream_t;
 typedef struct porter_event* cudaEvent_t;
@@ -809,6 +830,7 @@ typedef cudaError_t hipError_t;
 typedef cudaStream_t hipStream_t;
 typedef cudaEvent_t hipEvent_t;
 #define hipSuccess cudaSuccess
+#endif
 
 // --------------------------------------------------------------------------- launch
 
@@ -925,17 +947,11 @@ inline unsigned long long gcd(unsigned long long a, unsigned long long b) {
     return a;
 }
 
-template <class... A>
-inline int launch(void (*kernel)(A...), void** args, int nargs, const unsigned* grid, const unsigned* block,
-                  unsigned long long shared_bytes, unsigned long long seed) {
+// Run `body(ctx)` as every thread of a grid; 0, or 1 with g_launch.error set.
+inline int launch_body(void (*body)(void*), void* ctx, const unsigned* grid, const unsigned* block,
+                       unsigned long long shared_bytes, unsigned long long seed) {
     g_launch.failed = 0;
     g_launch.error[0] = 0;
-    if (nargs != (int)sizeof...(A)) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "kernel takes %d arguments, %d given", (int)sizeof...(A), nargs);
-        fail(msg);
-        return 1;
-    }
     if (shared_bytes > PORTER_MAX_DYN_SMEM) {
         fail("dynamic shared memory exceeds the emulator's limit");
         return 1;
@@ -949,9 +965,8 @@ inline int launch(void (*kernel)(A...), void** args, int nargs, const unsigned* 
         fail("could not allocate coroutine stacks");
         return 1;
     }
-    Call<A...> call{kernel, args};
-    g_launch.body = &Call<A...>::run;
-    g_launch.body_ctx = &call;
+    g_launch.body = body;
+    g_launch.body_ctx = ctx;
     g_launch.shared_bytes = shared_bytes;
     memset(g_dyn_smem, 0xFF, sizeof g_dyn_smem);
     g_launch.rng = seed * 0x2545F4914F6CDD1Dull + 0x9E3779B97F4A7C15ull;
@@ -973,6 +988,21 @@ inline int launch(void (*kernel)(A...), void** args, int nargs, const unsigned* 
         if (g_launch.failed) return 1;
     }
     return 0;
+}
+
+template <class... A>
+inline int launch(void (*kernel)(A...), void** args, int nargs, const unsigned* grid, const unsigned* block,
+                  unsigned long long shared_bytes, unsigned long long seed) {
+    g_launch.failed = 0;
+    g_launch.error[0] = 0;
+    if (nargs != (int)sizeof...(A)) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "kernel takes %d arguments, %d given", (int)sizeof...(A), nargs);
+        fail(msg);
+        return 1;
+    }
+    Call<A...> call{kernel, args};
+    return launch_body(&Call<A...>::run, &call, grid, block, shared_bytes, seed);
 }
 
 }  // namespace porter_emu

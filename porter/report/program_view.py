@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.text import Text
@@ -10,6 +11,9 @@ from porter.report import plain_console, short
 from porter.results import ProgramReport
 
 _STYLE = {
+    "built": "green",
+    "refused": "yellow",
+    "unavailable": "dim",
     "compiled": "green",
     "translated": "cyan",
     "copied": "dim",
@@ -18,6 +22,7 @@ _STYLE = {
     "none": "dim",
 }
 _WIDTH = 140
+_VERDICT_STYLE = {"matches": "green", "differs": "red", "failed": "red", "not-run": "yellow", "ran": "green"}
 
 
 def to_json(report: ProgramReport) -> dict[str, Any]:
@@ -59,9 +64,44 @@ def render(report: ProgramReport) -> None:
                 f"{k.name} ({k.file}:{k.line})" if k.line else f"{k.name} ({k.file})" for k in report.kernels
             )
         )
+    if report.builds:
+        table = Table(title="program builds")
+        for col in ("variant", "toolchain", "status", "runs on / reason"):
+            table.add_column(col)
+        for b in report.builds:
+            detail = b.device if b.status == "built" else b.reason
+            if b.status == "built" and not b.device:
+                detail = "builds only (no device here)"
+            table.add_row(
+                b.variant, b.toolchain, Text(b.status, style=_STYLE.get(b.status, "")), _short(detail)
+            )
+        console.print(table)
+    for run in report.runs:
+        table = Table(title=f"run: {run.args or '(no arguments)'}")
+        for col in ("variant", "device", "status", "exit", "seconds", "difference / reason"):
+            table.add_column(col)
+        for r in [*run.originals, *run.variants]:
+            detail = r.differences[0] if r.differences else r.reason
+            secs = f"{r.seconds:.3f}" if r.seconds is not None else ""
+            table.add_row(
+                r.variant, r.device or "-", Text(r.status, style=_VERDICT_STYLE.get(r.status, "")),
+                "" if r.exit is None else str(r.exit), secs, _short(detail),
+            )  # fmt: skip
+        console.print(table)
+    for target, v in report.verdicts().items():
+        console.print(
+            Text.assemble(
+                f"program verdict, {target}: ",
+                (v["status"], _VERDICT_STYLE.get(v["status"], "")),
+                f" ({_short(v['detail'], 100)})",
+            )
+        )
     for note in report.notes:
         console.print(f"note: {note}", style="dim")
-    console.print(f"report: {report.out_dir}/report.json, {report.out_dir}/report.md")
+    console.print(
+        f"report: {report.out_dir}/report.json, {report.out_dir}/report.md"
+        + (f", {report.chart}" if report.chart else "")
+    )
 
 
 def markdown(report: ProgramReport) -> str:
@@ -100,6 +140,50 @@ def markdown(report: ProgramReport) -> str:
     out += ["## Build", "", f"- flags from: {build.get('flags_from', 'none')}"]
     out += [f"- include folders: {', '.join(build.get('include_dirs') or []) or 'none'}"]
     out += [f"- built: {build.get('built', '')}", ""]
+    if report.builds:
+        out += [
+            "| variant | toolchain | status | runs on | toolchain version / reason | seconds |",
+            "|---|---|---|---|---|---|",
+        ]
+        for b in report.builds:
+            why = b.reason if b.status != "built" else b.toolchain_id
+            out.append(
+                f"| {b.variant} | {b.toolchain} | {b.status} | {b.device or '-'} | {_short(why, 200).replace('|', '/')} | {b.seconds:.1f} |"
+            )
+        out.append("")
+    if report.runs:
+        out += ["## Runs", ""]
+        verdicts = report.verdicts()
+        if verdicts:
+            out += ["| target | program verdict | devices / first difference |", "|---|---|---|"]
+            out += [
+                f"| {t} | **{v['status']}** | {_short(v['detail'], 200).replace('|', '/')} |"
+                for t, v in verdicts.items()
+            ]
+            out.append("")
+        for run in report.runs:
+            out += [f"### `{run.args or '(no arguments)'}` ({run.executable})", ""]
+            out += [
+                "| variant | toolchain | device | status | exit | seconds | compared with |",
+                "|---|---|---|---|---|---|---|",
+            ]
+            for r in [*run.originals, *run.variants]:
+                secs = f"{r.seconds:.3f}" if r.seconds is not None else ""
+                out.append(
+                    f"| {r.variant} | {r.toolchain or '-'} | {r.device or '-'} | {r.status} | "
+                    f"{'' if r.exit is None else r.exit} | {secs} | {r.against or '-'} |"
+                )
+            out.append("")
+            for r in [*run.originals, *run.variants]:
+                if r.differences:
+                    out += [f"Differences of {r.variant} on {r.device}:", ""]
+                    out += [f"- {d}" for d in r.differences]
+                    out.append("")
+                elif r.reason:
+                    out += [f"- {r.variant} ({r.device or 'no device'}): {r.reason}"]
+            out.append("")
+        if report.chart:
+            out += [f"![run times]({Path(report.chart).name})", ""]
     if report.notes:
         out += ["## Notes", ""] + [f"- {n}" for n in report.notes] + [""]
     return "\n".join(out)
@@ -107,3 +191,34 @@ def markdown(report: ProgramReport) -> str:
 
 def exit_code(report: ProgramReport) -> int:
     return report.exit_code
+
+
+def chart(report: ProgramReport, out: Path) -> str:
+    """runs.png: the seconds of every run per variant and device (matplotlib); '' when nothing ran or
+    matplotlib is missing."""
+    bars = [
+        (f"{i}: {r.variant}\n{r.device.split(':')[0] or '-'}", r.seconds, r.status)
+        for i, run in enumerate(report.runs, 1)
+        for r in [*run.originals, *run.variants]
+        if r.seconds is not None
+    ]
+    if not bars:
+        return ""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return ""
+    colours = {"ran": "#4c72b0", "matches": "#55a868", "differs": "#c44e52", "failed": "#c44e52"}
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(bars) + 1), 3.2))
+    ax.bar(range(len(bars)), [b[1] or 0.0 for b in bars], color=[colours.get(b[2], "#8c8c8c") for b in bars])
+    ax.set_xticks(range(len(bars)), [b[0] for b in bars], fontsize=7)
+    ax.set_ylabel("seconds (whole run)")
+    ax.set_title("porter port --run: run times per variant and device", fontsize=9)
+    fig.tight_layout()
+    path = out / "runs.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return str(path)

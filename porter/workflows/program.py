@@ -62,6 +62,11 @@ def default_out_dir(root: Path) -> Path:
     return root.parent / f"{root.name}.ported"
 
 
+def save_report(out: Path, report: ProgramReport) -> None:
+    """report.json, rewritten whole (atomically) after every step, so an interrupted run keeps it."""
+    write_atomic(out / REPORT_NAME, json.dumps(report.full_document(), indent=2) + "\n")
+
+
 def _write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
@@ -127,8 +132,7 @@ class _Porter:
 
     def save(self) -> None:
         with self.lock:
-            doc = self.report.full_document()
-            write_atomic(self.out / REPORT_NAME, json.dumps(doc, indent=2) + "\n")
+            save_report(self.out, self.report)
 
     # ------------------------------------------------------------------ a target
 
@@ -368,12 +372,22 @@ def port_program(
     markdown: Callable[[ProgramReport], str] | None = None,
     jobs: int = 0,
     fresh: bool = False,
+    runs: Sequence[str] = (),
+    timeout: float | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    chart: Callable[[ProgramReport, Path], str] | None = None,
 ) -> ProgramReport:
     """Port the program `paths` make to each target; see the module docstring.  ``translate_only``:
     write the translations, compile nothing.  ``markdown`` renders report.md (the CLI passes the view's).
     ``jobs``: builds at a time (0: one per CPU).  A build verdict of the previous report.json in the
     output folder is kept when everything it depends on is the same (the key: porter's code, the device
-    code, its headers, the toolchain); ``fresh`` builds everything again."""
+    code, its headers, the toolchain); ``fresh`` builds everything again.
+
+    Unless ``translate_only``, the original and each single-source port are then built as whole programs
+    with every program toolchain here, and each of ``runs`` (a command line: ``"./prog ARGS"`` or the
+    arguments alone) is run and compared (:mod:`porter.workflows.program_run`; ``timeout`` seconds per
+    run, ``rtol``/``atol`` for numbers).  ``chart`` draws the run times (the CLI passes the view's)."""
     from porter.workflows.port import parse_targets
 
     say = progress or (lambda _msg: None)
@@ -388,7 +402,8 @@ def port_program(
             raise UsageError("include directory not found (-I)", path=str(d))
     # a given --out is never walked as part of the program; the default one lies beside the root (or is
     # a porter output the walk leaves out), so the program is discovered once
-    program = discover(paths, include_dirs, skip=[out_dir] if out_dir is not None else [])
+    skip_dirs = [out_dir] if out_dir is not None else []
+    program = discover(paths, include_dirs, skip=skip_dirs)
     if out_dir is not None:
         out = Path(out_dir)
     elif len(paths) == 1 and Path(paths[0]).is_file() and Path(paths[0]).name != "compile_commands.json":
@@ -405,6 +420,10 @@ def port_program(
             "nothing to port: no kernel, launch, CUDA runtime call or CUDA header in the program",
             path=str(paths[0]),
         )
+    if runs and translate_only:
+        raise UsageError("--run builds and runs the program; it cannot go with --translate-only")
+    if timeout is not None and timeout <= 0:
+        raise UsageError("--timeout must be a positive number of seconds")
     report = ProgramReport(root=str(program.root), out_dir=str(out), targets=chosen)
     report.build = {
         "flags_from": program.flags_from or "none",
@@ -412,7 +431,7 @@ def port_program(
         "defines": list(program.defines),
         "built": "translations only (--translate-only)"
         if translate_only
-        else "each output with a kernel, compile-only",
+        else "each output with a kernel compiled; the original and each single-source port built as programs",
     }
     report.notes += [f"skipped {s}" for s in program.skipped]
     report.notes.append(
@@ -426,6 +445,16 @@ def port_program(
     for target in chosen:
         porter.port(target)
     report.kernels.sort(key=lambda k: (k.file, k.line, k.name))  # the same order however builds interleave
+    if not translate_only:
+        from porter.harness.outputs import with_tolerance
+        from porter.workflows.program_run import DEFAULT_TIMEOUT_S, build_and_run
+
+        build_and_run(
+            program, out, report, runs, timeout=timeout or DEFAULT_TIMEOUT_S, rule=with_tolerance(rtol, atol),
+            say=say, fresh=fresh, skip=[Path(p) for p in skip_dirs], save=porter.save,
+        )  # fmt: skip
+        if chart is not None and report.runs:
+            report.chart = chart(report, out)
     lines = _diagnostic_lines(report)
     write_atomic(out / DIAGNOSTICS_NAME, "\n".join(lines) + ("\n" if lines else ""))
     report.complete = True

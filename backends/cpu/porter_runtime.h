@@ -1,0 +1,585 @@
+// porter_runtime.h -- the CUDA / HIP runtime of a whole program built for the CPU (porter's own header).
+//
+// A program's host code and kernels are compiled together by g++ with this header force-included
+// (backends/cpu/program.py): its kernels run through porter_emu.h (every thread a coroutine, blocks
+// one after another, seeded random thread order), and the runtime API below works on the process's
+// own memory.  Device memory is host memory porter's allocator tracks (every allocation is known:
+// base and size), copies of every kind are memcpy, streams are serial (every call completes before it
+// returns), events read a monotonic clock.  The device it reports is the virtual device of
+// runtime.toml (porter_runtime_data.h, generated from it).  Kernel launches are rewritten by porter on
+// the syntax tree into porter_emu::launch_kernel / launch_deduced calls; a launch failure (a deadlock,
+// a bad configuration) is printed on stderr and becomes the sticky error cudaGetLastError returns.
+// HIP spellings are aliases generated from porter's CUDA->HIP table (porter_hip_names.h).
+#ifndef PORTER_RUNTIME_H
+#define PORTER_RUNTIME_H
+
+#ifndef PORTER_PROGRAM
+#define PORTER_PROGRAM 1
+#endif
+#include "porter_emu.h"
+
+#include <time.h>
+
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "porter_runtime_data.h"
+
+#define __CUDA_RUNTIME_H__ 1
+#define __DRIVER_TYPES_H__ 1
+#define __CUDA_RUNTIME_API_H__ 1
+#define CUDART_VERSION PORTER_RUNTIME_VERSION
+#define __CUDART_API_VERSION PORTER_RUNTIME_VERSION
+#define CUDA_VERSION PORTER_RUNTIME_VERSION
+#define PORTER_CPU_RUNTIME 1
+
+typedef struct porter_stream* cudaStream_t;
+typedef struct porter_event* cudaEvent_t;
+typedef cudaError_t hipError_t;
+#define cudaStreamLegacy ((cudaStream_t)0)
+#define cudaStreamPerThread ((cudaStream_t)0)
+
+enum cudaMemcpyKind {
+    cudaMemcpyHostToHost = 0,
+    cudaMemcpyHostToDevice = 1,
+    cudaMemcpyDeviceToHost = 2,
+    cudaMemcpyDeviceToDevice = 3,
+    cudaMemcpyDefault = 4
+};
+enum cudaFuncCache {
+    cudaFuncCachePreferNone = 0,
+    cudaFuncCachePreferShared = 1,
+    cudaFuncCachePreferL1 = 2,
+    cudaFuncCachePreferEqual = 3
+};
+enum cudaSharedMemConfig {
+    cudaSharedMemBankSizeDefault = 0,
+    cudaSharedMemBankSizeFourByte = 1,
+    cudaSharedMemBankSizeEightByte = 2
+};
+enum cudaComputeMode {
+    cudaComputeModeDefault = 0,
+    cudaComputeModeExclusive = 1,
+    cudaComputeModeProhibited = 2,
+    cudaComputeModeExclusiveProcess = 3
+};
+enum cudaLimit {
+    cudaLimitStackSize = 0,
+    cudaLimitPrintfFifoSize = 1,
+    cudaLimitMallocHeapSize = 2,
+    cudaLimitDevRuntimeSyncDepth = 3,
+    cudaLimitDevRuntimePendingLaunchCount = 4,
+    cudaLimitMaxL2FetchGranularity = 5
+};
+enum cudaFuncAttribute {
+    cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
+    cudaFuncAttributePreferredSharedMemoryCarveout = 9
+};
+enum cudaMemoryType { cudaMemoryTypeUnregistered = 0, cudaMemoryTypeHost = 1, cudaMemoryTypeDevice = 2, cudaMemoryTypeManaged = 3 };
+enum cudaMemoryAdvise { cudaMemAdviseSetReadMostly = 1, cudaMemAdviseUnsetReadMostly = 2, cudaMemAdviseSetPreferredLocation = 3,
+                        cudaMemAdviseUnsetPreferredLocation = 4, cudaMemAdviseSetAccessedBy = 5, cudaMemAdviseUnsetAccessedBy = 6 };
+#define cudaCpuDeviceId (-1)
+#define cudaStreamDefault 0x00
+#define cudaStreamNonBlocking 0x01
+#define cudaEventDefault 0x00
+#define cudaEventBlockingSync 0x01
+#define cudaEventDisableTiming 0x02
+#define cudaEventInterprocess 0x04
+#define cudaHostAllocDefault 0x00
+#define cudaHostAllocPortable 0x01
+#define cudaHostAllocMapped 0x02
+#define cudaHostAllocWriteCombined 0x04
+#define cudaHostRegisterDefault 0x00
+#define cudaHostRegisterPortable 0x01
+#define cudaHostRegisterMapped 0x02
+#define cudaMemAttachGlobal 0x01
+#define cudaMemAttachHost 0x02
+#define cudaMemAttachSingle 0x04
+#define cudaDeviceScheduleAuto 0x00
+#define cudaDeviceScheduleSpin 0x01
+#define cudaDeviceScheduleYield 0x02
+#define cudaDeviceScheduleBlockingSync 0x04
+#define cudaDeviceBlockingSync 0x04
+#define cudaDeviceMapHost 0x08
+#define cudaDeviceLmemResizeToMax 0x10
+
+struct cudaPointerAttributes {
+    enum cudaMemoryType type;
+    int device;
+    void* devicePointer;
+    void* hostPointer;
+};
+struct cudaFuncAttributes {
+    size_t sharedSizeBytes, constSizeBytes, localSizeBytes;
+    int maxThreadsPerBlock, numRegs, ptxVersion, binaryVersion, cacheModeCA, maxDynamicSharedSizeBytes,
+        preferredShmemCarveout;
+};
+struct cudaPitchedPtr {
+    void* ptr;
+    size_t pitch, xsize, ysize;
+};
+struct cudaExtent {
+    size_t width, height, depth;
+};
+static inline cudaPitchedPtr make_cudaPitchedPtr(void* d, size_t p, size_t xsz, size_t ysz) { return {d, p, xsz, ysz}; }
+static inline cudaExtent make_cudaExtent(size_t w, size_t h, size_t d) { return {w, h, d}; }
+
+namespace porter_emu __attribute__((visibility("hidden"))) {
+
+inline std::map<uintptr_t, size_t>& allocations() {
+    static std::map<uintptr_t, size_t> table;  // base -> bytes: every device, managed and pinned buffer
+    return table;
+}
+inline std::recursive_mutex& runtime_lock() {
+    static std::recursive_mutex m;
+    return m;
+}
+inline cudaError_t g_last_error = cudaSuccess;
+inline cudaError_t g_sticky_error = cudaSuccess;
+inline unsigned long long g_launches = 0;
+inline int g_device = 0;
+
+inline cudaError_t note(cudaError_t e) {
+    if (e != cudaSuccess) g_last_error = e;
+    return e;
+}
+inline cudaError_t sticky_or(cudaError_t e) { return g_sticky_error != cudaSuccess ? g_sticky_error : e; }
+
+inline cudaError_t allocate(void** out, size_t bytes) {
+    if (out == nullptr) return note(cudaErrorInvalidValue);
+    size_t rounded = (bytes + 255) & ~(size_t)255;
+    void* p = aligned_alloc(256, rounded ? rounded : 256);
+    if (p == nullptr) {
+        *out = nullptr;
+        return note(cudaErrorMemoryAllocation);
+    }
+    memset(p, 0, rounded ? rounded : 256);  // fresh device memory reads as zero, as a GPU driver's pages do
+    std::lock_guard<std::recursive_mutex> guard(runtime_lock());
+    allocations()[(uintptr_t)p] = bytes;
+    *out = p;
+    return cudaSuccess;
+}
+inline cudaError_t release(void* p) {
+    if (p == nullptr) return cudaSuccess;
+    std::lock_guard<std::recursive_mutex> guard(runtime_lock());
+    auto it = allocations().find((uintptr_t)p);
+    if (it == allocations().end()) return note(cudaErrorInvalidDevicePointer);
+    allocations().erase(it);
+    free(p);
+    return cudaSuccess;
+}
+// (base, bytes) of the allocation holding p, or (0, 0).
+inline std::pair<uintptr_t, size_t> allocation_of(const void* p) {
+    std::lock_guard<std::recursive_mutex> guard(runtime_lock());
+    auto& t = allocations();
+    auto it = t.upper_bound((uintptr_t)p);
+    if (it == t.begin()) return {0, 0};
+    --it;
+    if ((uintptr_t)p < it->first + (it->second ? it->second : 1)) return {it->first, it->second};
+    return {0, 0};
+}
+
+inline double now_ms() {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+struct Config {
+    dim3 grid, block;
+    size_t shared;
+    cudaStream_t stream;
+    Config(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = 0) : grid(g), block(b), shared(s), stream(st) {}
+};
+inline Config config(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = 0) { return Config(g, b, s, st); }
+
+inline cudaError_t launch_checked(void (*body)(void*), void* ctx, const Config& c, const char* what) {
+    unsigned grid[3] = {c.grid.x, c.grid.y, c.grid.z};
+    unsigned block[3] = {c.block.x, c.block.y, c.block.z};
+    unsigned long long threads = (unsigned long long)block[0] * block[1] * block[2];
+    if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0 || threads == 0 || threads > PORTER_MAX_BLOCK ||
+        block[2] > 64 || grid[1] > 65535 || grid[2] > 65535)
+        return note(cudaErrorInvalidConfiguration);
+    if (c.shared > PORTER_MAX_DYN_SMEM) return note(cudaErrorInvalidValue);
+    if (g_sticky_error != cudaSuccess) return g_sticky_error;
+    unsigned long long seed = ++g_launches;
+    if (launch_body(body, ctx, grid, block, c.shared, seed) != 0) {
+        fprintf(stderr, "porter cpu runtime: launch of %s failed: %s\n", what, g_launch.error);
+        g_sticky_error = cudaErrorLaunchFailure;
+        return note(cudaErrorLaunchFailure);
+    }
+    return cudaSuccess;
+}
+
+template <class T>
+struct ParamOf {
+    using type = std::remove_cv_t<std::remove_reference_t<T>>;
+};
+// The kernel's parameters as a tuple type: the launch's arguments convert to it where they are
+// written (a literal 0 or NULL becomes a null pointer, a double a float), as in a direct call.
+template <class... P>
+std::tuple<typename ParamOf<P>::type...> params(void (*)(P...));
+
+template <class... P, class... S, size_t... I>
+inline void invoke_tuple(void (*k)(P...), std::tuple<S...>& t, std::index_sequence<I...>) {
+    k(std::get<I>(t)...);  // each thread gets its own copies of the parameters
+}
+
+template <class... P>
+struct TupleCall {
+    void (*kernel)(P...);
+    std::tuple<typename ParamOf<P>::type...>* args;
+    static void run(void* self) {
+        TupleCall* c = static_cast<TupleCall*>(self);
+        std::tuple<typename ParamOf<P>::type...> mine = *c->args;
+        invoke_tuple(c->kernel, mine, std::index_sequence_for<P...>{});
+    }
+};
+
+template <class... P>
+inline cudaError_t launch_kernel(void (*kernel)(P...), const Config& c, std::tuple<typename ParamOf<P>::type...> args,
+                                 const char* what = "a kernel") {
+    TupleCall<P...> call{kernel, &args};
+    return launch_checked(&TupleCall<P...>::run, &call, c, what);
+}
+
+// A launch of a template kernel whose arguments deduce its template parameters: the kernel is
+// called through a generic lambda, as a direct call would be.
+template <class F, class... A>
+struct LambdaCall {
+    F* f;
+    std::tuple<A...>* args;
+    static void run(void* self) {
+        LambdaCall* c = static_cast<LambdaCall*>(self);
+        std::tuple<A...> mine = *c->args;
+        std::apply(*c->f, mine);
+    }
+};
+template <class F, class... A>
+inline cudaError_t launch_deduced(const Config& c, F f, const char* what, A&&... a) {
+    std::tuple<std::decay_t<A>...> args(std::forward<A>(a)...);
+    LambdaCall<F, std::decay_t<A>...> call{&f, &args};
+    return launch_checked(&LambdaCall<F, std::decay_t<A>...>::run, &call, c, what);
+}
+
+inline void fill_properties(cudaDeviceProp* p) {
+    memset(p, 0, sizeof *p);
+    PORTER_FILL_DEVICE_PROPERTIES(p);
+    p->warpSize = PORTER_WARP_SIZE;
+}
+
+}  // namespace porter_emu
+
+// --------------------------------------------------------------------------- errors
+
+static inline cudaError_t cudaGetLastError() {
+    cudaError_t e = porter_emu::g_last_error;
+    porter_emu::g_last_error = porter_emu::g_sticky_error;
+    return e;
+}
+static inline cudaError_t cudaPeekAtLastError() { return porter_emu::g_last_error; }
+static inline const char* cudaGetErrorString(cudaError_t e) { return porter_emu::error_string(e); }
+static inline const char* cudaGetErrorName(cudaError_t e) { return porter_emu::error_name(e); }
+
+// --------------------------------------------------------------------------- devices
+
+static inline cudaError_t cudaGetDeviceCount(int* n) {
+    if (!n) return porter_emu::note(cudaErrorInvalidValue);
+    *n = PORTER_DEVICE_COUNT;
+    return cudaSuccess;
+}
+static inline cudaError_t cudaSetDevice(int d) {
+    if (d < 0 || d >= PORTER_DEVICE_COUNT) return porter_emu::note(cudaErrorInvalidDevice);
+    porter_emu::g_device = d;
+    return cudaSuccess;
+}
+static inline cudaError_t cudaGetDevice(int* d) {
+    if (!d) return porter_emu::note(cudaErrorInvalidValue);
+    *d = porter_emu::g_device;
+    return cudaSuccess;
+}
+static inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
+    if (!p) return porter_emu::note(cudaErrorInvalidValue);
+    if (d < 0 || d >= PORTER_DEVICE_COUNT) return porter_emu::note(cudaErrorInvalidDevice);
+    porter_emu::fill_properties(p);
+    return cudaSuccess;
+}
+static inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int d) {
+    if (!v) return porter_emu::note(cudaErrorInvalidValue);
+    if (d < 0 || d >= PORTER_DEVICE_COUNT) return porter_emu::note(cudaErrorInvalidDevice);
+    cudaDeviceProp p;
+    porter_emu::fill_properties(&p);
+    *v = porter_emu::attribute(&p, a);
+    return cudaSuccess;
+}
+static inline cudaError_t cudaChooseDevice(int* d, const cudaDeviceProp*) { *d = 0; return cudaSuccess; }
+static inline cudaError_t cudaSetDeviceFlags(unsigned) { return cudaSuccess; }
+static inline cudaError_t cudaGetDeviceFlags(unsigned* f) { *f = 0; return cudaSuccess; }
+static inline cudaError_t cudaDeviceSynchronize() { return porter_emu::sticky_or(cudaSuccess); }
+static inline cudaError_t cudaThreadSynchronize() { return porter_emu::sticky_or(cudaSuccess); }
+static inline cudaError_t cudaDeviceReset() {
+    porter_emu::g_sticky_error = cudaSuccess;
+    porter_emu::g_last_error = cudaSuccess;
+    return cudaSuccess;
+}
+static inline cudaError_t cudaThreadExit() { return cudaDeviceReset(); }
+static inline cudaError_t cudaDeviceSetCacheConfig(cudaFuncCache) { return cudaSuccess; }
+static inline cudaError_t cudaThreadSetCacheConfig(cudaFuncCache) { return cudaSuccess; }
+static inline cudaError_t cudaDeviceSetSharedMemConfig(cudaSharedMemConfig) { return cudaSuccess; }
+static inline cudaError_t cudaDeviceSetLimit(cudaLimit, size_t) { return cudaSuccess; }
+static inline cudaError_t cudaThreadSetLimit(cudaLimit, size_t) { return cudaSuccess; }
+static inline cudaError_t cudaDeviceGetLimit(size_t* v, cudaLimit l) {
+    *v = l == cudaLimitStackSize ? PORTER_STACK_BYTES : (l == cudaLimitPrintfFifoSize ? 1 << 20 : 8 << 20);
+    return cudaSuccess;
+}
+static inline cudaError_t cudaDeviceCanAccessPeer(int* can, int, int) { *can = 0; return cudaSuccess; }
+static inline cudaError_t cudaDeviceEnablePeerAccess(int, unsigned) { return porter_emu::note(cudaErrorInvalidDevice); }
+static inline cudaError_t cudaDeviceGetStreamPriorityRange(int* lo, int* hi) {
+    if (lo) *lo = 0;
+    if (hi) *hi = 0;
+    return cudaSuccess;
+}
+static inline cudaError_t cudaDriverGetVersion(int* v) { *v = PORTER_RUNTIME_VERSION; return cudaSuccess; }
+static inline cudaError_t cudaRuntimeGetVersion(int* v) { *v = PORTER_RUNTIME_VERSION; return cudaSuccess; }
+static inline cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
+    cudaDeviceProp p;
+    porter_emu::fill_properties(&p);
+    size_t used = 0;
+    for (auto& kv : porter_emu::allocations()) used += kv.second;
+    if (total) *total = p.totalGlobalMem;
+    if (free_bytes) *free_bytes = p.totalGlobalMem > used ? p.totalGlobalMem - used : 0;
+    return cudaSuccess;
+}
+static inline cudaError_t cudaProfilerStart() { return cudaSuccess; }
+static inline cudaError_t cudaProfilerStop() { return cudaSuccess; }
+
+// --------------------------------------------------------------------------- memory
+
+template <class T>
+static inline cudaError_t cudaMalloc(T** p, size_t bytes) { return porter_emu::allocate((void**)p, bytes); }
+template <class T>
+static inline cudaError_t cudaMallocManaged(T** p, size_t bytes, unsigned = cudaMemAttachGlobal) {
+    return porter_emu::allocate((void**)p, bytes);
+}
+template <class T>
+static inline cudaError_t cudaMallocHost(T** p, size_t bytes) { return porter_emu::allocate((void**)p, bytes); }
+template <class T>
+static inline cudaError_t cudaHostAlloc(T** p, size_t bytes, unsigned) { return porter_emu::allocate((void**)p, bytes); }
+template <class T>
+static inline cudaError_t cudaMallocAsync(T** p, size_t bytes, cudaStream_t) { return porter_emu::allocate((void**)p, bytes); }
+template <class T>
+static inline cudaError_t cudaMallocPitch(T** p, size_t* pitch, size_t width, size_t height) {
+    size_t row = (width + 255) & ~(size_t)255;
+    if (pitch) *pitch = row;
+    return porter_emu::allocate((void**)p, row * height);
+}
+static inline cudaError_t cudaFree(void* p) { return porter_emu::release(p); }
+static inline cudaError_t cudaFreeHost(void* p) { return porter_emu::release(p); }
+static inline cudaError_t cudaFreeAsync(void* p, cudaStream_t) { return porter_emu::release(p); }
+static inline cudaError_t cudaHostRegister(void*, size_t, unsigned) { return cudaSuccess; }
+static inline cudaError_t cudaHostUnregister(void*) { return cudaSuccess; }
+template <class T>
+static inline cudaError_t cudaHostGetDevicePointer(T** d, void* h, unsigned) {
+    *d = (T*)h;
+    return cudaSuccess;
+}
+static inline cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* a, const void* p) {
+    auto found = porter_emu::allocation_of(p);
+    a->type = found.first ? cudaMemoryTypeDevice : cudaMemoryTypeHost;
+    a->device = 0;
+    a->devicePointer = (void*)p;
+    a->hostPointer = (void*)p;
+    return cudaSuccess;
+}
+template <class... A>
+static inline cudaError_t cudaMemPrefetchAsync(const void*, size_t, A...) { return cudaSuccess; }
+template <class... A>
+static inline cudaError_t cudaMemAdvise(const void*, size_t, A...) { return cudaSuccess; }
+
+static inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind = cudaMemcpyDefault) {
+    if ((int)kind < 0 || (int)kind > 4) return porter_emu::note(cudaErrorInvalidMemcpyDirection);
+    if (n && (!dst || !src)) return porter_emu::note(cudaErrorInvalidValue);
+    if (porter_emu::g_sticky_error != cudaSuccess) return porter_emu::g_sticky_error;
+    if (n) memmove(dst, src, n);
+    return cudaSuccess;
+}
+static inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind kind = cudaMemcpyDefault,
+                                          cudaStream_t = 0) {
+    return cudaMemcpy(dst, src, n, kind);
+}
+static inline cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                                       size_t height, cudaMemcpyKind kind = cudaMemcpyDefault) {
+    if (width > dpitch || width > spitch) return porter_emu::note(cudaErrorInvalidPitchValue);
+    for (size_t r = 0; r < height; ++r) {
+        cudaError_t e = cudaMemcpy((char*)dst + r * dpitch, (const char*)src + r * spitch, width, kind);
+        if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+}
+static inline cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                                            size_t height, cudaMemcpyKind kind = cudaMemcpyDefault, cudaStream_t = 0) {
+    return cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind);
+}
+static inline cudaError_t cudaMemcpyPeer(void* dst, int, const void* src, int, size_t n) { return cudaMemcpy(dst, src, n); }
+static inline cudaError_t cudaMemset(void* p, int v, size_t n) {
+    if (n && !p) return porter_emu::note(cudaErrorInvalidValue);
+    if (porter_emu::g_sticky_error != cudaSuccess) return porter_emu::g_sticky_error;
+    if (n) memset(p, v, n);
+    return cudaSuccess;
+}
+static inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t = 0) { return cudaMemset(p, v, n); }
+static inline cudaError_t cudaMemset2D(void* p, size_t pitch, int v, size_t width, size_t height) {
+    for (size_t r = 0; r < height; ++r) memset((char*)p + r * pitch, v, width);
+    return cudaSuccess;
+}
+// Symbols (__device__ / __constant__ variables) are the program's own globals here.
+template <class T>
+static inline cudaError_t cudaMemcpyToSymbol(const T& symbol, const void* src, size_t n, size_t offset = 0,
+                                             cudaMemcpyKind = cudaMemcpyHostToDevice) {
+    if (offset + n > sizeof(T)) return porter_emu::note(cudaErrorInvalidValue);
+    memcpy((char*)&symbol + offset, src, n);
+    return cudaSuccess;
+}
+template <class T>
+static inline cudaError_t cudaMemcpyToSymbolAsync(const T& symbol, const void* src, size_t n, size_t offset = 0,
+                                                  cudaMemcpyKind kind = cudaMemcpyHostToDevice, cudaStream_t = 0) {
+    return cudaMemcpyToSymbol(symbol, src, n, offset, kind);
+}
+template <class T>
+static inline cudaError_t cudaMemcpyFromSymbol(void* dst, const T& symbol, size_t n, size_t offset = 0,
+                                               cudaMemcpyKind = cudaMemcpyDeviceToHost) {
+    if (offset + n > sizeof(T)) return porter_emu::note(cudaErrorInvalidValue);
+    memcpy(dst, (const char*)&symbol + offset, n);
+    return cudaSuccess;
+}
+template <class T>
+static inline cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const T& symbol, size_t n, size_t offset = 0,
+                                                    cudaMemcpyKind kind = cudaMemcpyDeviceToHost, cudaStream_t = 0) {
+    return cudaMemcpyFromSymbol(dst, symbol, n, offset, kind);
+}
+template <class P, class T>
+static inline cudaError_t cudaGetSymbolAddress(P** p, const T& symbol) {
+    *p = (P*)&symbol;
+    return cudaSuccess;
+}
+template <class T>
+static inline cudaError_t cudaGetSymbolSize(size_t* n, const T&) {
+    *n = sizeof(T);
+    return cudaSuccess;
+}
+
+// --------------------------------------------------------------------------- streams and events
+
+struct porter_stream {
+    int flags;
+};
+struct porter_event {
+    double ms;
+    int recorded;
+};
+static inline cudaError_t cudaStreamCreate(cudaStream_t* s) {
+    *s = new porter_stream{0};
+    return cudaSuccess;
+}
+static inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned f) {
+    *s = new porter_stream{(int)f};
+    return cudaSuccess;
+}
+static inline cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned f, int) {
+    return cudaStreamCreateWithFlags(s, f);
+}
+static inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
+    delete s;
+    return cudaSuccess;
+}
+static inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return porter_emu::sticky_or(cudaSuccess); }
+static inline cudaError_t cudaStreamQuery(cudaStream_t) { return porter_emu::sticky_or(cudaSuccess); }
+static inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned = 0) { return cudaSuccess; }
+typedef void (*cudaStreamCallback_t)(cudaStream_t, cudaError_t, void*);
+static inline cudaError_t cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t cb, void* data, unsigned) {
+    cb(s, porter_emu::g_sticky_error, data);
+    return cudaSuccess;
+}
+typedef void (*cudaHostFn_t)(void*);
+static inline cudaError_t cudaLaunchHostFunc(cudaStream_t, cudaHostFn_t fn, void* data) {
+    fn(data);
+    return cudaSuccess;
+}
+static inline cudaError_t cudaEventCreate(cudaEvent_t* e) {
+    *e = new porter_event{0.0, 0};
+    return cudaSuccess;
+}
+static inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) { return cudaEventCreate(e); }
+static inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
+    delete e;
+    return cudaSuccess;
+}
+static inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t = 0) {
+    if (!e) return porter_emu::note(cudaErrorInvalidResourceHandle);
+    e->ms = porter_emu::now_ms();
+    e->recorded = 1;
+    return cudaSuccess;
+}
+static inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return porter_emu::sticky_or(cudaSuccess); }
+static inline cudaError_t cudaEventQuery(cudaEvent_t) { return porter_emu::sticky_or(cudaSuccess); }
+static inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) {
+    if (!ms || !a || !b) return porter_emu::note(cudaErrorInvalidResourceHandle);
+    if (!a->recorded || !b->recorded) return porter_emu::note(cudaErrorInvalidResourceHandle);
+    *ms = (float)(b->ms - a->ms);
+    return cudaSuccess;
+}
+
+// --------------------------------------------------------------------------- functions and launches
+
+template <class K>
+static inline cudaError_t cudaFuncSetCacheConfig(K*, cudaFuncCache) { return cudaSuccess; }
+template <class K>
+static inline cudaError_t cudaFuncSetSharedMemConfig(K*, cudaSharedMemConfig) { return cudaSuccess; }
+template <class K>
+static inline cudaError_t cudaFuncSetAttribute(K*, cudaFuncAttribute, int) { return cudaSuccess; }
+template <class K>
+static inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* a, K*) {
+    memset(a, 0, sizeof *a);
+    a->maxThreadsPerBlock = PORTER_MAX_BLOCK;
+    a->numRegs = 32;
+    a->ptxVersion = a->binaryVersion = 80;
+    a->maxDynamicSharedSizeBytes = PORTER_MAX_DYN_SMEM;
+    return cudaSuccess;
+}
+template <class K>
+static inline cudaError_t cudaOccupancyMaxPotentialBlockSize(int* min_grid, int* block, K, size_t = 0, int limit = 0) {
+    int b = limit > 0 && limit < PORTER_MAX_BLOCK ? limit : PORTER_MAX_BLOCK;
+    if (block) *block = b;
+    if (min_grid) *min_grid = PORTER_VIRTUAL_SMS * (2048 / b);
+    return cudaSuccess;
+}
+template <class K>
+static inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* n, K, int block, size_t) {
+    *n = block > 0 ? 2048 / block : 0;
+    return cudaSuccess;
+}
+template <class... P>
+static inline cudaError_t cudaLaunchKernel(void (*kernel)(P...), dim3 grid, dim3 block, void** args, size_t shared = 0,
+                                           cudaStream_t stream = 0) {
+    std::tuple<typename porter_emu::ParamOf<P>::type...> t;
+    size_t i = 0;
+    std::apply([&](auto&... slot) { ((slot = *static_cast<std::remove_reference_t<decltype(slot)>*>(args[i++])), ...); }, t);
+    return porter_emu::launch_kernel(kernel, porter_emu::Config(grid, block, shared, stream), t, "cudaLaunchKernel");
+}
+static inline cudaError_t cudaLaunchKernel(const void*, dim3, dim3, void**, size_t = 0, cudaStream_t = 0) {
+    fprintf(stderr, "porter cpu runtime: cudaLaunchKernel of a kernel cast to void* cannot be called (its "
+                    "parameter types are lost); pass the kernel itself\n");
+    return porter_emu::note(cudaErrorInvalidDeviceFunction);
+}
+
+// HIP's launch macros (a translated or hand-written HIP program).
+#define HIP_KERNEL_NAME(...) __VA_ARGS__
+#define HIP_SYMBOL(x) x
+#define hipLaunchKernelGGL(kernel, grid, block, shared, stream, ...)                                             \
+    porter_emu::launch_kernel(kernel, porter_emu::Config(dim3(grid), dim3(block), (shared), (stream)),            \
+                              decltype(porter_emu::params(kernel))(__VA_ARGS__), #kernel)
+
+#include "porter_hip_names.h"
+
+#endif  // PORTER_RUNTIME_H

@@ -1,0 +1,260 @@
+"""Comparing two runs of a program: exit codes, printed lines, the program's own verdict, written files.
+
+The rule (data: ``outputs.toml``; documented in docs/REPORT_FORMAT.md):
+
+* the exit codes must be equal;
+* stdout is compared line by line: a line reporting time or throughput (a number followed by a time or
+  rate unit, or a word such as "time" / "throughput") is masked; in every other line the text between
+  numbers must be equal (runs of spaces count as one) and each number must agree within
+  ``atol + rtol * |original|``;
+* the verdict words each run prints (PASS/FAIL, passed/failed...) must be the same, in order;
+* every file a run wrote or changed in its scratch folder must be written by the other too, with the
+  same content: text compared as stdout is, other files byte for byte.
+
+Each difference is one line naming where it is (``stdout line 12``, ``file out.txt line 3``) with both
+values, so a report shows the line.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+_NUMBER = re.compile(
+    r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|Inf|INF)(?![A-Za-z])"
+)
+
+
+@dataclass(frozen=True)
+class Rule:
+    rtol: float
+    atol: float
+    time_units: tuple[str, ...]
+    time_words: tuple[str, ...]
+    pass_words: tuple[str, ...]
+    fail_words: tuple[str, ...]
+    max_file_bytes: int
+    max_differences: int
+
+    @functools.cached_property
+    def masked(self) -> re.Pattern[str]:
+        units = "|".join(re.escape(u) for u in sorted(self.time_units, key=len, reverse=True))
+        words = "|".join(re.escape(w) for w in sorted(self.time_words, key=len, reverse=True))
+        return re.compile(rf"\d\s*(?:{units})(?![A-Za-z/])|(?<![A-Za-z])(?:{words})(?![a-z])")
+
+    @functools.cached_property
+    def verdicts(self) -> re.Pattern[str]:
+        words = sorted((*self.pass_words, *self.fail_words), key=len, reverse=True)
+        return re.compile(r"(?<![A-Za-z])(" + "|".join(re.escape(w) for w in words) + r")(?![A-Za-z])")
+
+
+@functools.cache
+def default_rule() -> Rule:
+    data = tomllib.loads(
+        resources.files("porter.harness").joinpath("outputs.toml").read_text(encoding="utf-8")
+    )
+    return rule_from(data)
+
+
+def rule_from(data: Mapping[str, Any], **overrides: float) -> Rule:
+    values = {**data, **{k: v for k, v in overrides.items() if v is not None}}
+    return Rule(
+        rtol=float(values["rtol"]),
+        atol=float(values["atol"]),
+        time_units=tuple(values["time_units"]),
+        time_words=tuple(values["time_words"]),
+        pass_words=tuple(values["pass_words"]),
+        fail_words=tuple(values["fail_words"]),
+        max_file_bytes=int(values["max_file_bytes"]),
+        max_differences=int(values["max_differences"]),
+    )
+
+
+def with_tolerance(rtol: float | None = None, atol: float | None = None) -> Rule:
+    base = default_rule()
+    return Rule(
+        base.rtol if rtol is None else rtol,
+        base.atol if atol is None else atol,
+        base.time_units, base.time_words, base.pass_words, base.fail_words,
+        base.max_file_bytes, base.max_differences,
+    )  # fmt: skip
+
+
+@dataclass
+class RunOutput:
+    """What one run left: its exit code, stdout, and the files it wrote (relative path -> bytes, or the
+    size and digest of a file larger than the rule's cap)."""
+
+    exit: int | None  # None: it did not finish (timed out, killed)
+    stdout: str
+    files: dict[str, bytes | tuple[int, str]] = field(default_factory=dict)
+
+
+def is_masked(line: str, rule: Rule) -> bool:
+    return bool(rule.masked.search(line))
+
+
+def verdict_words(text: str, rule: Rule) -> list[str]:
+    return [
+        m.group(1)
+        for line in text.splitlines()
+        if not is_masked(line, rule)
+        for m in rule.verdicts.finditer(line)
+    ]
+
+
+def _split(line: str) -> tuple[list[str], list[str]]:
+    """(the text between numbers with runs of blanks collapsed, the numbers)."""
+    texts: list[str] = []
+    numbers: list[str] = []
+    pos = 0
+    for m in _NUMBER.finditer(line):
+        # a number glued to a word (x86, sm_90, v2) is text
+        if m.start() > 0 and (line[m.start() - 1].isalpha() or line[m.start() - 1] == "_"):
+            continue
+        texts.append(" ".join(line[pos : m.start()].split()))
+        numbers.append(m.group())
+        pos = m.end()
+    texts.append(" ".join(line[pos:].split()))
+    return texts, numbers
+
+
+def _close(a: str, b: str, rule: Rule) -> bool:
+    if a == b:
+        return True
+    try:
+        x, y = float(a), float(b)
+    except ValueError:
+        return False
+    if math.isnan(x) or math.isnan(y):
+        return math.isnan(x) and math.isnan(y)
+    if math.isinf(x) or math.isinf(y):
+        return x == y
+    return abs(x - y) <= rule.atol + rule.rtol * abs(x)
+
+
+def _lines_differ(a: str, b: str, rule: Rule) -> bool:
+    ta, na = _split(a)
+    tb, nb = _split(b)
+    return ta != tb or len(na) != len(nb) or not all(_close(x, y, rule) for x, y in zip(na, nb, strict=True))
+
+
+def compare_text(original: str, other: str, where: str, rule: Rule) -> list[str]:
+    """Differences between two texts, line by line, with masked lines skipped on both sides."""
+    a = [line for line in original.splitlines() if not is_masked(line, rule)]
+    b = [line for line in other.splitlines() if not is_masked(line, rule)]
+    numbered_a = [(n, line) for n, line in enumerate(original.splitlines(), 1) if not is_masked(line, rule)]
+    out: list[str] = []
+    for k in range(max(len(a), len(b))):
+        if k >= len(a):
+            out.append(f"{where}: extra line in the port: {b[k].strip()[:200]!r}")
+        elif k >= len(b):
+            out.append(f"{where} line {numbered_a[k][0]}: missing in the port: {a[k].strip()[:200]!r}")
+        elif _lines_differ(a[k], b[k], rule):
+            out.append(
+                f"{where} line {numbered_a[k][0]}: original {a[k].strip()[:200]!r}, port {b[k].strip()[:200]!r}"
+            )
+    return out
+
+
+def _as_text(data: bytes) -> str | None:
+    if b"\0" in data:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def compare(original: RunOutput, other: RunOutput, rule: Rule | None = None) -> list[str]:
+    """Every difference between two runs (empty: they agree), at most ``rule.max_differences`` of them
+    and a last line with how many more there were."""
+    rule = rule or default_rule()
+    out: list[str] = []
+    if original.exit != other.exit:
+        out.append(f"exit code: original {original.exit}, port {other.exit}")
+    va, vb = verdict_words(original.stdout, rule), verdict_words(other.stdout, rule)
+    if va != vb:
+        out.append(
+            f"verdict: the original prints {' '.join(va) or 'none'}, the port {' '.join(vb) or 'none'}"
+        )
+    out += compare_text(original.stdout, other.stdout, "stdout", rule)
+    for name in sorted(set(original.files) | set(other.files)):
+        fa, fb = original.files.get(name), other.files.get(name)
+        if fb is None:
+            out.append(f"file {name}: written by the original only")
+        elif fa is None:
+            out.append(f"file {name}: written by the port only")
+        elif isinstance(fa, tuple) or isinstance(fb, tuple):
+            da = fa if isinstance(fa, tuple) else (len(fa), hashlib.sha256(fa).hexdigest())
+            db = fb if isinstance(fb, tuple) else (len(fb), hashlib.sha256(fb).hexdigest())
+            if da != db:
+                out.append(f"file {name}: differs ({da[0]} bytes in the original, {db[0]} in the port)")
+        else:
+            ta, tb = _as_text(fa), _as_text(fb)
+            if ta is not None and tb is not None:
+                out += compare_text(ta, tb, f"file {name}", rule)
+            elif fa != fb:
+                at = next(
+                    (i for i, (x, y) in enumerate(zip(fa, fb, strict=False)) if x != y), min(len(fa), len(fb))
+                )
+                out.append(
+                    f"file {name}: bytes differ from offset {at} ({len(fa)} bytes in the original, {len(fb)} in the port)"
+                )
+    if len(out) > rule.max_differences:
+        extra = len(out) - rule.max_differences
+        out = [*out[: rule.max_differences], f"... and {extra} more difference(s)"]
+    return out
+
+
+def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    """(size, mtime_ns) of every file under `folder`, by relative path."""
+    found: dict[str, tuple[int, int]] = {}
+    for p in folder.rglob("*"):
+        if p.is_file() and not p.is_symlink():
+            st = p.stat()
+            found[str(p.relative_to(folder))] = (st.st_size, st.st_mtime_ns)
+    return found
+
+
+def written_files(
+    folder: Path, before: Mapping[str, tuple[int, int]], rule: Rule, skip: Sequence[str] = ()
+) -> dict[str, bytes | tuple[int, str]]:
+    """The files under `folder` that are new or changed since `before` (their bytes, or size and digest
+    beyond the cap); paths under `skip` are left out."""
+    out: dict[str, bytes | tuple[int, str]] = {}
+    for rel, stat in snapshot(folder).items():
+        if before.get(rel) == stat or any(rel == s or rel.startswith(s.rstrip("/") + "/") for s in skip):
+            continue
+        path = folder / rel
+        if stat[0] > rule.max_file_bytes:
+            digest = hashlib.sha256()
+            with path.open("rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(chunk)
+            out[rel] = (stat[0], digest.hexdigest())
+        else:
+            out[rel] = path.read_bytes()
+    return out
+
+
+__all__ = [
+    "Rule",
+    "RunOutput",
+    "compare",
+    "compare_text",
+    "default_rule",
+    "is_masked",
+    "snapshot",
+    "verdict_words",
+    "with_tolerance",
+    "written_files",
+]

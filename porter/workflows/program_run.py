@@ -1,0 +1,504 @@
+"""Build the original and each whole-program port, run them, and compare the runs (`port --run`).
+
+The original (written in CUDA) and every port whose dialect is single-source (a HIP tree) are built
+with every program toolchain here that builds their language (:func:`porter.backends.programs.
+toolchains_for`: the CPU runtime always; nvcc, HIP-on-CUDA or hipcc where they exist).  Then, for each
+``--run "ARGS"``, each build that can run here is run in a scratch copy of its tree (data files beside
+the sources are visible; writes go to the copy), with a timeout, in the sandbox's process jail (no
+network, the file system read-only but the copy, where bubblewrap works).  Each port's run is compared
+(:mod:`porter.harness.outputs`) with the original's run on the same device where there is one, else
+with the first original run: ``matches``, ``differs`` (each difference with its line), ``failed``
+(a build or a run that failed, with the log) or ``not-run`` (with the reason).
+
+Builds and runs are keyed by everything they depend on; a re-run with the same inputs reuses them from
+the previous report.json (``--fresh`` does everything again).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import resource
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from porter.backends import get_dialect
+from porter.backends.programs import BuiltProgram, ProgramSource, ProgramToolchain, toolchains_for
+from porter.errors import UsageError
+from porter.files import decode_text, read_input
+from porter.harness.outputs import Rule, RunOutput, compare, default_rule, snapshot, written_files
+from porter.program import Program, ProgramFile
+from porter.results import ProgramBuild, ProgramReport, ProgramRun, RunResult
+from porter.workflows.resume import code_fingerprint, load_report, sha
+
+Progress = Callable[[str], None]
+DEFAULT_TIMEOUT_S = 300.0
+_MAIN = re.compile(
+    r'^[ \t]*(?:extern\s+"C"\s+)?(?:static\s+)?(?:int|void|signed|auto)\s+main\s*\(', re.MULTILINE
+)
+_RULE = re.compile(r"^([A-Za-z_][\w.+-]*)\s*:(?!=)(.*)$")
+TAIL_CHARS = 4000
+
+
+def _tail(text: str) -> str:
+    return text if len(text) <= TAIL_CHARS else "..." + text[-TAIL_CHARS:]
+
+
+def defines_main(text: str) -> bool:
+    from porter.backends.cpu.source import blank_comments_and_strings
+
+    return bool(_MAIN.search(blank_comments_and_strings(text)))
+
+
+def main_units(program: Program) -> list[ProgramFile]:
+    found = []
+    for f in program.units:
+        try:
+            text = decode_text(read_input(f.path))
+        except UsageError:
+            continue
+        if defines_main(text):
+            found.append(f)
+    return found
+
+
+def program_names(program: Program, main: ProgramFile) -> set[str]:
+    """The names a user calls the executable built from `main` by: its stem, and each Makefile target
+    beside or above it whose rule names the unit."""
+    names = {main.path.stem}
+    folder = main.path.parent
+    while folder.is_relative_to(program.root):
+        for mk in ("Makefile", "makefile", "GNUmakefile"):
+            path = folder / mk
+            if path.is_file():
+                try:
+                    text = decode_text(read_input(path))
+                except UsageError:
+                    continue
+                for line in text.splitlines():
+                    m = _RULE.match(line)
+                    if m and main.path.name in m.group(2) and "%" not in m.group(1):
+                        names.add(m.group(1))
+        if folder == program.root:
+            break
+        folder = folder.parent
+    return names
+
+
+def run_folder(program: Program, main: ProgramFile) -> Path:
+    """Where the program runs, relative to its root: the nearest folder at or above the main unit with a
+    Makefile (where its README's commands run), else the unit's folder."""
+    folder = main.path.parent
+    while folder.is_relative_to(program.root):
+        if any((folder / mk).is_file() for mk in ("Makefile", "makefile", "GNUmakefile", "CMakeLists.txt")):
+            return folder.relative_to(program.root)
+        if folder == program.root:
+            break
+        folder = folder.parent
+    return main.path.parent.relative_to(program.root)
+
+
+def choose(program: Program, mains: Sequence[ProgramFile], args: str) -> tuple[ProgramFile, list[str]]:
+    """(the main unit a ``--run`` names, its arguments).  ARGS may start with the program's name
+    (``./smooth data/values.txt``); with one executable it may be the arguments alone."""
+    try:
+        words = shlex.split(args)
+    except ValueError as err:
+        raise UsageError(f"--run {args!r}: {err}") from None
+    if words:
+        first = os.path.basename(words[0])
+        for m in mains:
+            if first in program_names(program, m):
+                return m, words[1:]
+    if len(mains) == 1:
+        return mains[0], words
+    names = ", ".join(sorted(n for m in mains for n in program_names(program, m)))
+    raise UsageError(
+        f"--run {args!r}: the program builds several executables; start ARGS with one of: {names}"
+    )
+
+
+def _tree_digest(tree: Path, include_dirs: Sequence[str], root: Path) -> str:
+    h = hashlib.sha256()
+    folders = [tree, *(Path(d) for d in include_dirs if not Path(d).is_relative_to(root))]
+    for folder in folders:
+        for dirpath, dirnames, filenames in os.walk(folder):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for name in sorted(filenames):
+                p = Path(dirpath) / name
+                try:
+                    st = p.stat()
+                except OSError:
+                    continue
+                h.update(f"{p.relative_to(folder)}\0{st.st_size}\0".encode("utf-8", "surrogateescape"))
+                if st.st_size <= 4 << 20:
+                    h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+class _Runner:
+    def __init__(
+        self,
+        program: Program,
+        out: Path,
+        report: ProgramReport,
+        runs: Sequence[str],
+        timeout: float,
+        rule: Rule,
+        say: Progress,
+        fresh: bool,
+        skip: Sequence[Path],
+        saver: Callable[[], None],
+    ) -> None:
+        self.saver = saver
+        self.program, self.out, self.report, self.runs = program, out, report, list(runs)
+        self.timeout, self.rule, self.say, self.skip = timeout, rule, say, list(skip)
+        self.outputs: dict[int, RunOutput] = {}  # id(RunResult) -> what that run printed and wrote
+        self.previous_builds: dict[tuple[str, str], Mapping[str, Any]] = {}
+        self.previous_runs: dict[str, Mapping[str, Any]] = {}
+        earlier = None if fresh else load_report(out, "program")
+        prog = (earlier or {}).get("program") or {}
+        for b in (prog.get("build") or {}).get("programs") or ():
+            if isinstance(b, dict):
+                self.previous_builds[(str(b.get("variant")), str(b.get("toolchain")))] = b
+        for r in prog.get("runs") or ():
+            for v in [*(r.get("originals") or ()), *(r.get("variants") or ())]:
+                if isinstance(v, dict) and v.get("key"):
+                    self.previous_runs[str(v["key"])] = v
+
+    # ------------------------------------------------------------------ builds
+
+    def variants(self) -> list[tuple[str, str, Path]]:
+        """(variant, its language, its tree): the original, then each single-source port."""
+        found = [("original", "cuda", self.program.root)]
+        for target in self.report.targets:
+            if get_dialect(target).single_source and (self.out / target).is_dir():
+                found.append((target, target, self.out / target))
+        return found
+
+    def build_all(self) -> dict[tuple[str, str], tuple[ProgramBuild, ProgramToolchain]]:
+        built: dict[tuple[str, str], tuple[ProgramBuild, ProgramToolchain]] = {}
+        for variant, language, tree in self.variants():
+            for chain in toolchains_for(language):
+                record = self.build(variant, language, tree, chain)
+                self.report.builds.append(record)
+                built[(variant, chain.name)] = (record, chain)
+                self.save()
+        return built
+
+    def build(self, variant: str, language: str, tree: Path, chain: ProgramToolchain) -> ProgramBuild:
+        why = chain.unavailable()
+        if why:
+            return ProgramBuild(variant, chain.name, "unavailable", reason=why)
+        device = chain.device()
+        label = device.label if device is not None else ""
+        source = ProgramSource(
+            tree, tuple(str(u.rel) for u in self.program.units), self.program.include_dirs,
+            self.program.defines, language, self.program.root,
+        )  # fmt: skip
+        ident = getattr(chain, "toolchain_id", lambda: chain.name)()
+        key = sha(
+            "program", code_fingerprint(), variant, chain.name, ident, language, source.units,
+            source.include_dirs, source.defines, _tree_digest(tree, source.include_dirs, self.program.root),
+        )  # fmt: skip
+        old = self.previous_builds.get((variant, chain.name))
+        if (
+            old is not None
+            and old.get("key") == key
+            and old.get("status") in ("built", "failed", "refused")
+            and all(Path(p).is_file() for p in (old.get("executables") or {}).values())
+        ):
+            self.say(f"{variant}: {chain.name} build {old['status']} earlier, same inputs; kept")
+            return ProgramBuild(
+                variant, chain.name, str(old["status"]), label, str(old.get("reason", "")), ident,
+                dict(old.get("executables") or {}), float(old.get("seconds") or 0.0),
+                list(old.get("commands") or ()), str(old.get("log", "")), key, True,
+            )  # fmt: skip
+        self.say(f"building the {variant} with {chain.name}")
+        start = time.monotonic()
+        try:
+            result: BuiltProgram = chain.build(source, self.out / "build" / variant / chain.name)
+        except OSError as err:
+            result = BuiltProgram(False, ident, reason=f"build failed: {err}")
+        seconds = round(time.monotonic() - start, 3)
+        status = "built" if result.ok else ("refused" if result.refused else "failed")
+        return ProgramBuild(
+            variant, chain.name, status, label, result.reason, result.toolchain or ident,
+            dict(result.executables), seconds, list(result.commands), result.log, key,
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ runs
+
+    def run_all(self, built: Mapping[tuple[str, str], tuple[ProgramBuild, ProgramToolchain]]) -> None:
+        mains = main_units(self.program)
+        if not mains:
+            self.report.notes.append("no unit defines main(): nothing to run")
+            return
+        runnable = [(b, c) for b, c in built.values() if b.status == "built" and b.device]
+        for n, args in enumerate(self.runs, 1):
+            main, argv = choose(self.program, mains, args)
+            run = ProgramRun(args, main.path.stem)
+            self.report.runs.append(run)
+            for build, chain in runnable:
+                if build.variant != "original":
+                    continue
+                self.say(f"run {n}/{len(self.runs)}: the original on {build.device}")
+                rec = self.run_one(build, chain, main, argv, n)
+                run.originals.append(rec)
+                run.original = run.original or rec
+                self.save()
+            for variant, _language, _tree in self.variants()[1:]:
+                mine = [(b, c) for b, c in runnable if b.variant == variant]
+                if not mine:
+                    why = "; ".join(
+                        f"{b.toolchain}: {b.reason or b.status}"
+                        for b in self.report.builds
+                        if b.variant == variant
+                    )
+                    run.variants.append(
+                        RunResult(variant, "", "", "not-run", reason=why or "no build of it runs here")
+                    )
+                for build, chain in mine:
+                    self.say(f"run {n}/{len(self.runs)}: {variant} on {build.device}")
+                    rec = self.run_one(build, chain, main, argv, n)
+                    self.judge(run, rec)
+                    run.variants.append(rec)
+                    self.save()
+            for target in self.report.targets:
+                if not get_dialect(target).single_source:
+                    run.variants.append(
+                        RunResult(
+                            target,
+                            "",
+                            "",
+                            "not-run",
+                            reason=f"the {target} port is device code only (one file per unit): its kernels are "
+                            "built here, not a program",
+                        )  # fmt: skip
+                    )
+
+    def judge(self, run: ProgramRun, rec: RunResult) -> None:
+        """Compare a port's run with the original's (same device, else the first)."""
+        if rec.status == "failed":
+            return
+        ref = next((o for o in run.originals if o.device == rec.device), run.original)
+        if ref is None or (ref.exit is None and ref.status != "ran"):
+            rec.status, rec.reason = "not-run", "the original did not run here" if ref is None else ref.reason
+            return
+        rec.against = ref.device
+        original, mine = self.outputs.get(id(ref)), self.outputs.get(id(rec))
+        if original is None or mine is None:
+            rec.status, rec.reason = "not-run", "the original's output is not available"
+            return
+        rec.differences = compare(original, mine, self.rule)
+        rec.status = "differs" if rec.differences else "matches"
+        if rec.differences and rec.against != rec.device:
+            rec.differences.insert(
+                0, f"(compared with the original on {rec.against}: no original run on {rec.device})"
+            )
+
+    def run_one(
+        self, build: ProgramBuild, chain: ProgramToolchain, main: ProgramFile, argv: list[str], n: int
+    ) -> RunResult:
+        exe = build.executables.get(main.path.stem)
+        base = RunResult(build.variant, build.toolchain, build.device, "failed")
+        if exe is None or not Path(exe).is_file():
+            base.reason = f"the {build.toolchain} build has no executable {main.path.stem}"
+            return base
+        tree = self.program.root if build.variant == "original" else self.out / build.variant
+        key = sha("program-run", build.key, argv, str(run_folder(self.program, main)), self.timeout)
+        old = self.previous_runs.get(key)
+        if (
+            old is not None
+            and old.get("status") in ("ran", "matches", "differs")
+            and (self.out / "runs" / key[:16]).is_dir()
+        ):
+            saved = _load_output(self.out / "runs" / key[:16])
+            if saved is not None:
+                self.say(
+                    f"run {n}: {build.variant} on {build.device}: same build and arguments as before; kept"
+                )
+                rec = RunResult(
+                    build.variant, build.toolchain, build.device, "ran" if build.variant == "original" else str(old["status"]),
+                    old.get("exit"), old.get("seconds"), str(old.get("reason", "")), [], "", str(old.get("stdout_tail", "")),
+                    str(old.get("stderr_tail", "")), key, True,
+                )  # fmt: skip
+                self.outputs[id(rec)] = saved
+                return rec
+        scratch = self.out / "runs" / key[:16]
+        if scratch.exists():
+            shutil.rmtree(scratch)
+        skip = [self.out.resolve(), *(s.resolve() for s in self.skip)]
+        shutil.copytree(tree, scratch / "tree", symlinks=True, ignore=_ignore_under(skip))
+        cwd = scratch / "tree" / run_folder(self.program, main)
+        before = snapshot(scratch / "tree")
+        exit_code, out, err, seconds, timed_out = _execute(
+            [exe, *argv], cwd, scratch, self.timeout, getattr(chain, "run_env", lambda: {})()
+        )
+        output = RunOutput(exit_code, out, written_files(scratch / "tree", before, self.rule))
+        _save_output(scratch, output)
+        shutil.rmtree(scratch / "tree", ignore_errors=True)
+        rec = RunResult(
+            build.variant, build.toolchain, build.device, "ran", exit_code, round(seconds, 4), "", [], "",
+            _tail(out), _tail(err), key,
+        )  # fmt: skip
+        if timed_out:
+            rec.status, rec.reason = "failed", f"timed out after {self.timeout:g} s (--timeout)"
+        elif exit_code is not None and exit_code < 0:
+            rec.status, rec.reason = "failed", f"killed by signal {-exit_code} ({_signal_name(-exit_code)})"
+        self.outputs[id(rec)] = output
+        return rec
+
+    def save(self) -> None:
+        self.saver()
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "unknown"
+
+
+def _ignore_under(skip: Sequence[Path]) -> Callable[[str, list[str]], set[str]]:
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        here = Path(folder).resolve()
+        return {n for n in names if (here / n) in skip or n in (".git", ".svn", ".hg")}
+
+    return ignore
+
+
+def _save_output(scratch: Path, output: RunOutput) -> None:
+    """The run's stdout, exit code and written files, kept under runs/<key>/ for a re-run to compare."""
+    import json
+
+    files = scratch / "files"
+    for rel, data in output.files.items():
+        if isinstance(data, bytes):
+            (files / rel).parent.mkdir(parents=True, exist_ok=True)
+            (files / rel).write_bytes(data)
+    meta = {
+        "exit": output.exit,
+        "big": {rel: list(v) for rel, v in output.files.items() if isinstance(v, tuple)},
+        "files": sorted(output.files),
+    }
+    (scratch / "stdout.txt").write_bytes(output.stdout.encode("utf-8", "surrogateescape"))
+    (scratch / "run.json").write_text(json.dumps(meta), encoding="utf-8")
+
+
+def _load_output(scratch: Path) -> RunOutput | None:
+    import json
+
+    try:
+        meta = json.loads((scratch / "run.json").read_text(encoding="utf-8"))
+        stdout = (scratch / "stdout.txt").read_bytes().decode("utf-8", "surrogateescape")
+        files: dict[str, bytes | tuple[int, str]] = {}
+        for rel in meta["files"]:
+            big = meta["big"].get(rel)
+            files[rel] = (int(big[0]), str(big[1])) if big else (scratch / "files" / rel).read_bytes()
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return RunOutput(meta.get("exit"), stdout, files)
+
+
+def _limits() -> None:  # in the child, before exec
+    os.setsid()
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4 << 30, 4 << 30))
+
+
+def _execute(
+    cmd: list[str], cwd: Path, scratch: Path, timeout: float, extra_env: Mapping[str, str]
+) -> tuple[int | None, str, str, float, bool]:
+    """(exit code, stdout, stderr, seconds, timed out) of `cmd` run in `cwd`, jailed where it can be."""
+    from porter import sandbox
+
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(scratch),
+        "LANG": "C.UTF-8",
+        "TMPDIR": str(scratch),
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if k in ("LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
+        },
+        **extra_env,
+    }
+    plan = sandbox.Plan(scratch=str(scratch), disabled=sandbox.disabled())
+    wrapped, _plan = sandbox.wrap_command(cmd, plan)
+    if wrapped and wrapped[0].endswith("bwrap"):  # run where the copy is, inside the jail too
+        k = wrapped.index("--chdir")
+        wrapped[k + 1] = str(cwd)
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            wrapped, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL, preexec_fn=_limits,  # noqa: PLW1509 - limits before exec, no threads
+        )  # fmt: skip
+    except OSError as error:
+        return None, "", f"could not start {cmd[0]}: {error}", 0.0, False
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        timed_out = True
+    seconds = time.monotonic() - start
+    return (
+        None if timed_out else proc.returncode,
+        out.decode("utf-8", "surrogateescape"),
+        err.decode("utf-8", "surrogateescape"),
+        seconds,
+        timed_out,
+    )
+
+
+def build_and_run(
+    program: Program,
+    out: Path,
+    report: ProgramReport,
+    runs: Sequence[str],
+    *,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    rule: Rule | None = None,
+    say: Progress | None = None,
+    fresh: bool = False,
+    skip: Sequence[Path] = (),
+    save: Callable[[], None] | None = None,
+) -> None:
+    """Build the original and each port as programs, run each ``--run``, compare; fill `report`.
+    ``save`` writes the report (called after every build and run, so an interrupted run keeps them)."""
+    mains = main_units(program)
+    for args in runs:  # a bad --run is a usage error before anything is built
+        if mains:
+            choose(program, mains, args)
+    runner = _Runner(
+        program, out, report, runs, timeout, rule or default_rule(), say or (lambda _m: None), fresh, skip,
+        save or (lambda: None),
+    )  # fmt: skip
+    built = runner.build_all()
+    if runs:
+        runner.run_all(built)
+    runner.save()
+
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "build_and_run",
+    "choose",
+    "defines_main",
+    "main_units",
+    "program_names",
+    "run_folder",
+]

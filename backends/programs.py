@@ -10,7 +10,10 @@ a target.  A build never raises for a program that does not build: it returns a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+import re
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -75,4 +78,150 @@ def toolchains_for(language: str) -> list[ProgramToolchain]:
     return found
 
 
-__all__ = ["BuiltProgram", "ProgramSource", "ProgramToolchain", "toolchains_for"]
+# --------------------------------------------------------------------------- a compiler-driver toolchain
+
+_MAIN = re.compile(
+    r'^[ \t]*(?:extern\s+"C"\s+)?(?:static\s+)?(?:int|void|signed|auto)\s+main\s*\(', re.MULTILINE
+)
+BUILD_TIMEOUT_S = 600
+
+
+def defines_main(text: str) -> bool:
+    """Whether a unit's text defines ``main`` (outside comments and strings)."""
+    from porter.backends.cpu.source import blank_comments_and_strings
+
+    return bool(_MAIN.search(blank_comments_and_strings(text)))
+
+
+def run_tool(cmd: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None) -> tuple[int, str]:
+    """(exit code, stdout + stderr) of a compiler command; a timeout or a missing tool is a code too."""
+    try:
+        proc = subprocess.run(
+            list(cmd), capture_output=True, text=True, errors="replace", timeout=BUILD_TIMEOUT_S, cwd=cwd,
+            env=None if env is None else {**os.environ, **env},
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return 124, f"{cmd[0]} timed out after {BUILD_TIMEOUT_S} s"
+    except OSError as err:
+        return 127, f"{cmd[0]}: {err}"
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def mapped_include_dirs(source: ProgramSource) -> list[str]:
+    """The include folders as the tree being built sees them: those under the original's root mapped
+    into the tree (a mirrored port has the same layout), the others as they are."""
+    root = source.original_root or source.tree
+    out = []
+    for d in source.include_dirs:
+        p = Path(d)
+        out.append(str(source.tree / p.relative_to(root)) if p.is_relative_to(root) else d)
+    return out
+
+
+@dataclass
+class DriverToolchain:
+    """A program built by one compiler driver (nvcc, hipcc) straight from the tree: each unit compiled
+    to an object (units holding device code with ``device_flags``), then one executable linked per unit
+    defining ``main``."""
+
+    name: str
+    backend: str
+    language: str
+    compiler: str | None  # None: not installed (``missing`` says what to install)
+    version: str
+    missing: str = ""
+    flags: tuple[str, ...] = ()  # every unit
+    device_flags: tuple[str, ...] = ()  # units with device code (".cu", or CUDA/HIP in the text)
+    link_flags: tuple[str, ...] = ()
+    include_dirs: tuple[str, ...] = ()  # porter's own headers for this toolchain, searched first
+    # writes generated headers into the build folder; returns more folders to search first
+    prepare: Callable[[Path], Sequence[str]] | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    find_device: Callable[[], Device | None] = field(default=lambda: None)
+
+    def languages(self) -> tuple[str, ...]:
+        return (self.language,)
+
+    def unavailable(self) -> str:
+        return "" if self.compiler else self.missing
+
+    def device(self) -> Device | None:
+        return self.find_device()
+
+    def toolchain_id(self) -> str:
+        return f"{self.name}: {self.version} [{' '.join((*self.flags, *self.device_flags))}]"
+
+    def run_env(self) -> Mapping[str, str]:
+        return dict(self.env)
+
+    def build(self, source: ProgramSource, out: Path) -> BuiltProgram:
+        from porter.files import decode_text
+        from porter.scan import has_cuda
+
+        chain = self.toolchain_id()
+        if self.compiler is None:
+            return BuiltProgram(False, chain, reason=self.missing)
+        obj_dir = out / "obj"
+        obj_dir.mkdir(parents=True, exist_ok=True)
+        extra = list(self.prepare(out)) if self.prepare is not None else []
+        incs = [f"-I{d}" for d in (*extra, *self.include_dirs, *mapped_include_dirs(source))]
+        defines = [f"-D{d}" for d in source.defines]
+        commands: list[str] = []
+        logs: list[str] = []
+        objects: dict[str, Path] = {}
+        mains: list[str] = []
+        for unit in source.units:
+            path = source.tree / unit
+            data = path.read_bytes()
+            if defines_main(decode_text(data)):
+                mains.append(unit)
+            device = path.suffix == ".cu" or (path.suffix != ".c" and has_cuda(data))
+            obj = obj_dir / (unit.replace(os.sep, "__") + ".o")
+            cmd = [self.compiler, *self.flags, *(self.device_flags if device else ()), *defines, *incs]
+            cmd += ["-c", str(path), "-o", str(obj)]
+            commands.append(" ".join(cmd))
+            code, log = run_tool(cmd, path.parent, self.env)
+            if log.strip():
+                logs.append(log)
+            if code != 0:
+                return BuiltProgram(
+                    False, chain, log="\n".join(logs), commands=tuple(commands),
+                    reason=f"{unit} does not compile with {self.name}",
+                )  # fmt: skip
+            objects[unit] = obj
+        if not mains:
+            return BuiltProgram(
+                False, chain, log="\n".join(logs), reason="no unit defines main(): nothing to run"
+            )
+        executables: dict[str, str] = {}
+        others = [str(o) for u, o in objects.items() if u not in mains]
+        for main in mains:
+            exe = out / "bin" / Path(main).stem
+            exe.parent.mkdir(parents=True, exist_ok=True)
+            cmd = [self.compiler, *self.flags, str(objects[main]), *others, "-o", str(exe), *self.link_flags]
+            commands.append(" ".join(cmd))
+            code, log = run_tool(cmd, out, self.env)
+            if log.strip():
+                logs.append(log)
+            if code != 0:
+                return BuiltProgram(
+                    False,
+                    chain,
+                    log="\n".join(logs),
+                    commands=tuple(commands),
+                    reason=f"linking {Path(main).stem} failed",
+                )
+            executables[Path(main).stem] = str(exe)
+        return BuiltProgram(True, chain, executables, "\n".join(logs), tuple(commands), env=dict(self.env))
+
+
+__all__ = [
+    "BuiltProgram",
+    "DriverToolchain",
+    "ProgramSource",
+    "ProgramToolchain",
+    "defines_main",
+    "mapped_include_dirs",
+    "run_tool",
+    "toolchains_for",
+]

@@ -127,6 +127,22 @@ class CudaBackend(BackendBase):
         driver = device.driver if device is not None and device.driver else self._driver()
         return f"{chosen}-{version}|{arch}|driver-{driver}"
 
+    def program_toolchains(self) -> tuple[Any, ...]:
+        """nvcc building a whole CUDA program (the original), run on the first NVIDIA GPU here."""
+        from porter.backends.programs import DriverToolchain
+
+        devices = self.devices()
+        device = devices[0] if devices else None
+        arch = self.default_arch(device)
+        nvcc = toolchain.nvcc_path() if toolchain.nvcc_version() else None
+        return (
+            DriverToolchain(
+                "nvcc", self.name, "cuda", nvcc, f"nvcc {toolchain.nvcc_version() or '?'} {arch}",
+                missing=toolchain.facts()["hints"]["compile"], flags=("-O2", f"-arch={arch}"),
+                device_flags=("-x", "cu"), find_device=lambda: device,
+            ),
+        )  # fmt: skip
+
     def _driver(self) -> str:
         devices = cupy_runtime.list_devices("cuda", "cuda")
         return devices[0].driver if devices else "none"

@@ -20,6 +20,7 @@ import hashlib
 from collections.abc import Sequence
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -79,6 +80,46 @@ class HipBackend(BackendBase):
     @property
     def dialect(self) -> DialectFacts:
         return load_facts("porter.backends.hip")
+
+    def program_toolchains(self) -> tuple[Any, ...]:
+        """A whole HIP program built two ways: nvcc through porter's HIP-on-CUDA headers (run on the first
+        NVIDIA GPU here), and hipcc for the AMD arch of the first AMD GPU (else the first arch of
+        dialect.toml's ``compile_archs`` hipcc reaches: built, not run, without an AMD GPU)."""
+        from porter.backends.cuda import toolchain as cuda_toolchain
+        from porter.backends.hip.names import NAMES_HEADER, hip_names_header
+        from porter.backends.programs import DriverToolchain
+
+        def names(out: Path) -> list[str]:
+            folder = out / "porter-include"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / NAMES_HEADER).write_text(hip_names_header(), encoding="utf-8")
+            return [str(folder)]
+
+        devices = self.devices()
+        nvidia = next((d for d in devices if d.platform == HIP_ON_CUDA), None)
+        gpu = next((d for d in devices if d.platform != HIP_ON_CUDA), None)
+        sm = nvidia.arch if nvidia is not None else str(cuda_toolchain.facts()["default_arch"])
+        nvcc = cuda_toolchain.nvcc_path() if cuda_toolchain.nvcc_version() else None
+        chains: list[Any] = [
+            DriverToolchain(
+                "hip-on-cuda", self.name, "hip", nvcc, f"nvcc {cuda_toolchain.nvcc_version() or '?'} {sm} + porter HIP-on-CUDA",
+                missing=cuda_toolchain.facts()["hints"]["compile"], flags=("-O2", f"-arch={sm}"),
+                device_flags=("-x", "cu"), include_dirs=(include_dir(),), prepare=names,
+                find_device=lambda: nvidia,
+            )
+        ]  # fmt: skip
+        archs = [gpu.arch] if gpu is not None else list(self.dialect.compile_archs)
+        hipcc = amd.hipcc_path()
+        arch = next((a for a in archs if hipcc and amd.compilers_for(a)), archs[0] if archs else "gfx90a")
+        chains.append(
+            DriverToolchain(
+                "hipcc", self.name, "hip", hipcc, f"hipcc {amd.hipcc_version() or '?'} {arch}",
+                missing="install hipcc (apt-get install hipcc) to build HIP programs for AMD GPUs",
+                flags=("-O2", f"--offload-arch={arch}"), device_flags=("-x", "hip"),
+                env={"HIP_PLATFORM": "amd"}, find_device=lambda: gpu,
+            )
+        )  # fmt: skip
+        return tuple(chains)
 
     def compile_archs(self) -> list[str]:
         """The AMD archs of dialect.toml's ``compile_archs`` a compiler installed here reaches."""

@@ -103,7 +103,7 @@ class _Porter:
         self.lock = threading.RLock()
         # the previous report's build verdicts in this folder, by (output path, target)
         self.previous: dict[tuple[str, str], Mapping[str, Any]] = {}
-        earlier = None if fresh else load_report(out, "program")
+        earlier = self.earlier = None if fresh else load_report(out, "program")
         for f_doc in ((earlier or {}).get("program") or {}).get("files") or ():
             for name, t in (f_doc.get("targets") or {}).items():
                 if isinstance(t, dict) and t.get("path"):
@@ -451,7 +451,7 @@ def port_program(
 
         build_and_run(
             program, out, report, runs, timeout=timeout or DEFAULT_TIMEOUT_S, rule=with_tolerance(rtol, atol),
-            say=say, fresh=fresh, skip=[Path(p) for p in skip_dirs], save=porter.save,
+            say=say, fresh=fresh, skip=[Path(p) for p in skip_dirs], save=porter.save, jobs=jobs, earlier=porter.earlier,
         )  # fmt: skip
         if chart is not None and report.runs:
             report.chart = chart(report, out)

@@ -31,7 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from porter.backends import get_dialect
-from porter.backends.programs import BuiltProgram, ProgramSource, ProgramToolchain, toolchains_for
+from porter.backends.programs import (
+    BuiltProgram,
+    ProgramSource,
+    ProgramToolchain,
+    defines_main,
+    toolchains_for,
+)
 from porter.errors import UsageError
 from porter.files import decode_text, read_input
 from porter.harness.outputs import Rule, RunOutput, compare, default_rule, snapshot, written_files
@@ -41,21 +47,12 @@ from porter.workflows.resume import code_fingerprint, load_report, sha
 
 Progress = Callable[[str], None]
 DEFAULT_TIMEOUT_S = 300.0
-_MAIN = re.compile(
-    r'^[ \t]*(?:extern\s+"C"\s+)?(?:static\s+)?(?:int|void|signed|auto)\s+main\s*\(', re.MULTILINE
-)
 _RULE = re.compile(r"^([A-Za-z_][\w.+-]*)\s*:(?!=)(.*)$")
 TAIL_CHARS = 4000
 
 
 def _tail(text: str) -> str:
     return text if len(text) <= TAIL_CHARS else "..." + text[-TAIL_CHARS:]
-
-
-def defines_main(text: str) -> bool:
-    from porter.backends.cpu.source import blank_comments_and_strings
-
-    return bool(_MAIN.search(blank_comments_and_strings(text)))
 
 
 def main_units(program: Program) -> list[ProgramFile]:
@@ -154,7 +151,7 @@ class _Runner:
         timeout: float,
         rule: Rule,
         say: Progress,
-        fresh: bool,
+        earlier: Mapping[str, Any] | None,
         skip: Sequence[Path],
         saver: Callable[[], None],
     ) -> None:
@@ -164,7 +161,6 @@ class _Runner:
         self.outputs: dict[int, RunOutput] = {}  # id(RunResult) -> what that run printed and wrote
         self.previous_builds: dict[tuple[str, str], Mapping[str, Any]] = {}
         self.previous_runs: dict[str, Mapping[str, Any]] = {}
-        earlier = None if fresh else load_report(out, "program")
         prog = (earlier or {}).get("program") or {}
         for b in (prog.get("build") or {}).get("programs") or ():
             if isinstance(b, dict):
@@ -184,13 +180,20 @@ class _Runner:
                 found.append((target, target, self.out / target))
         return found
 
-    def build_all(self) -> dict[tuple[str, str], tuple[ProgramBuild, ProgramToolchain]]:
+    def build_all(self, jobs: int) -> dict[tuple[str, str], tuple[ProgramBuild, ProgramToolchain]]:
+        """Every variant with every toolchain, ``jobs`` builds at a time (each is its own compiler
+        processes); the report lists them in a fixed order however they interleave."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        work = [(v, lang, tree, chain) for v, lang, tree in self.variants() for chain in toolchains_for(lang)]
         built: dict[tuple[str, str], tuple[ProgramBuild, ProgramToolchain]] = {}
-        for variant, language, tree in self.variants():
-            for chain in toolchains_for(language):
-                record = self.build(variant, language, tree, chain)
+        with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(work) or 1))) as pool:
+            futures = [pool.submit(self.build, v, lang, tree, chain) for v, lang, tree, chain in work]
+            for n, ((variant, _lang, _tree, chain), fut) in enumerate(zip(work, futures, strict=True), 1):
+                record = fut.result()
                 self.report.builds.append(record)
                 built[(variant, chain.name)] = (record, chain)
+                self.say(f"program builds: {n}/{len(work)} done")
                 self.save()
         return built
 
@@ -476,18 +479,24 @@ def build_and_run(
     fresh: bool = False,
     skip: Sequence[Path] = (),
     save: Callable[[], None] | None = None,
+    jobs: int = 0,
+    earlier: Mapping[str, Any] | None = None,
 ) -> None:
     """Build the original and each port as programs, run each ``--run``, compare; fill `report`.
-    ``save`` writes the report (called after every build and run, so an interrupted run keeps them)."""
+    ``save`` writes the report (called after every build and run, so an interrupted run keeps them);
+    ``earlier``: the previous report.json of the output folder (its builds and runs are reused where
+    their keys match; None with ``fresh``, or read here)."""
     mains = main_units(program)
     for args in runs:  # a bad --run is a usage error before anything is built
         if mains:
             choose(program, mains, args)
+    if earlier is None and not fresh:
+        earlier = load_report(out, "program")
     runner = _Runner(
-        program, out, report, runs, timeout, rule or default_rule(), say or (lambda _m: None), fresh, skip,
-        save or (lambda: None),
+        program, out, report, runs, timeout, rule or default_rule(), say or (lambda _m: None),
+        None if fresh else earlier, skip, save or (lambda: None),
     )  # fmt: skip
-    built = runner.build_all()
+    built = runner.build_all(jobs if jobs > 0 else (os.cpu_count() or 1))
     if runs:
         runner.run_all(built)
     runner.save()
@@ -497,7 +506,6 @@ __all__ = [
     "DEFAULT_TIMEOUT_S",
     "build_and_run",
     "choose",
-    "defines_main",
     "main_units",
     "program_names",
     "run_folder",

@@ -11,7 +11,7 @@
  *                     be set, because warps have 32 lanes.
  *   - __any/__all  -> __any_sync/__all_sync over the full warp;  __lane_id() -> %laneid
  *   - unsafeAtomicAdd/safeAtomicAdd -> atomicAdd
- *   - hipLaunchKernelGGL (host code; defined for completeness)
+ *   - hipLaunchKernelGGL, and (in a whole program's build) the host runtime: porter_hip_names.h
  * The mask-taking forms (__shfl_sync, __ballot_sync...) and atomics are CUDA's own.  Code using
  * AMD-only builtins (__builtin_amdgcn_*) or assuming 64-lane wavefronts does not become portable
  * through this header.
@@ -117,6 +117,15 @@ typedef cudaStream_t hipStream_t;
 typedef cudaError_t hipError_t;
 typedef cudaEvent_t hipEvent_t;
 #define hipSuccess cudaSuccess
+#endif
+
+/* A whole program's host code: every HIP runtime name as the CUDA name it renames (hipMalloc ->
+ * cudaMalloc, hipDeviceProp_t -> cudaDeviceProp...), generated from porter's CUDA->HIP table into the
+ * program's build folder (backends/hip/names.py).  Device-only builds do not see it. */
+#if defined(__has_include)
+#if __has_include("porter_hip_names.h")
+#include "porter_hip_names.h"
+#endif
 #endif
 
 #endif /* PORTER_HIP_ON_CUDA_RUNTIME_H */

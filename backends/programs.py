@@ -32,6 +32,7 @@ class ProgramSource:
     defines: tuple[str, ...] = ()
     language: str = "cuda"  # the dialect its files are written in
     original_root: Path | None = None  # the root `include_dirs` refer to (None: the tree itself)
+    files: tuple[str, ...] = ()  # every file of the program, relative to the tree (empty: all under it)
 
 
 @dataclass(frozen=True)

@@ -208,10 +208,13 @@ def discover(
     # the local headers the units reach, wherever they live under the root
     from porter.includes import reachable
 
+    # (``<helper.h>`` too when an -I folder holds it: a project's own headers, found where its build finds them)
     reached = [
         Path(os.path.abspath(name))
         for name, _data in reachable(
-            [(str(pf.path), None) for pf in files.values() if pf.kind == "source"], includes, quoted_only=True
+            [(str(pf.path), None) for pf in files.values() if pf.kind == "source"],
+            includes,
+            quoted_only=False,
         )
     ]
     extra = [at for at in reached if at not in files and not str(at).startswith(_SYSTEM_PREFIXES)]

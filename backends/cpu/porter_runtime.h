@@ -33,6 +33,8 @@
 #define __CUDART_API_VERSION PORTER_RUNTIME_VERSION
 #define CUDA_VERSION PORTER_RUNTIME_VERSION
 #define PORTER_CPU_RUNTIME 1
+#define HIP_INCLUDE_HIP_HIP_RUNTIME_H 1  // the guards ported HIP code tests (from __CUDA_RUNTIME_H__)
+#define HIP_INCLUDE_HIP_DRIVER_TYPES_H 1
 
 typedef struct porter_stream* cudaStream_t;
 typedef struct porter_event* cudaEvent_t;

@@ -427,8 +427,9 @@ class CpuProgramToolchain:
         )
         root = source.original_root or source.tree
         # the files to rewrite: the tree, then include folders outside it (their headers only)
+        listed = [source.tree / f for f in source.files] if source.files else _files_of(source.tree)
         copies: list[tuple[Path, Path]] = [
-            (p, scratch / p.relative_to(source.tree)) for p in _files_of(source.tree)
+            (p, scratch / p.relative_to(source.tree)) for p in listed if p.is_file()
         ]
         include_dirs: list[str] = []
         for n, d in enumerate(source.include_dirs):

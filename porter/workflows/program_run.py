@@ -68,22 +68,31 @@ def main_units(program: Program) -> list[ProgramFile]:
 
 
 def program_names(program: Program, main: ProgramFile) -> set[str]:
-    """The names a user calls the executable built from `main` by: its stem, and each Makefile target
-    beside or above it whose rule names the unit."""
+    """The names a user calls the executable built from `main` by: its stem, each Makefile target beside
+    or above it whose rule names the unit (or its object), and the ``-o NAME`` of that rule's recipe."""
     names = {main.path.stem}
+    mentions = re.compile(rf"(?<![\w.]){re.escape(main.path.stem)}\.(?:cu|c|cc|cpp|cxx|o)\b")
     folder = main.path.parent
     while folder.is_relative_to(program.root):
         for mk in ("Makefile", "makefile", "GNUmakefile"):
             path = folder / mk
-            if path.is_file():
-                try:
-                    text = decode_text(read_input(path))
-                except UsageError:
+            if not path.is_file():
+                continue
+            try:
+                lines = decode_text(read_input(path)).splitlines()
+            except UsageError:
+                continue
+            for k, line in enumerate(lines):
+                m = _RULE.match(line)
+                if not (m and mentions.search(m.group(2)) and "%" not in m.group(1)):
                     continue
-                for line in text.splitlines():
-                    m = _RULE.match(line)
-                    if m and main.path.name in m.group(2) and "%" not in m.group(1):
-                        names.add(m.group(1))
+                names.add(m.group(1))
+                for recipe in lines[k + 1 :]:
+                    if not recipe.startswith("\t"):
+                        break
+                    out = re.search(r"-o\s*([^\s$()]+)", recipe)
+                    if out:
+                        names.add(os.path.basename(out.group(1)))
         if folder == program.root:
             break
         folder = folder.parent
@@ -115,8 +124,9 @@ def choose(program: Program, mains: Sequence[ProgramFile], args: str) -> tuple[P
         for m in mains:
             if first in program_names(program, m):
                 return m, words[1:]
-    if len(mains) == 1:
-        return mains[0], words
+    if len(mains) == 1:  # "./prog ARGS" or "path/prog ARGS" names the one executable, whatever it is called
+        named = bool(words) and (words[0].startswith(("./", "/")) or "/" in words[0])
+        return mains[0], words[1:] if named else words
     names = ", ".join(sorted(n for m in mains for n in program_names(program, m)))
     raise UsageError(
         f"--run {args!r}: the program builds several executables; start ARGS with one of: {names}"
@@ -205,7 +215,7 @@ class _Runner:
         label = device.label if device is not None else ""
         source = ProgramSource(
             tree, tuple(str(u.rel) for u in self.program.units), self.program.include_dirs,
-            self.program.defines, language, self.program.root,
+            self.program.defines, language, self.program.root, tuple(str(f.rel) for f in self.program.files),
         )  # fmt: skip
         ident = getattr(chain, "toolchain_id", lambda: chain.name)()
         key = sha(
@@ -339,8 +349,11 @@ class _Runner:
         scratch = self.out / "runs" / key[:16]
         if scratch.exists():
             shutil.rmtree(scratch)
-        skip = [self.out.resolve(), *(s.resolve() for s in self.skip)]
-        shutil.copytree(tree, scratch / "tree", symlinks=True, ignore=_ignore_under(skip))
+        for f in self.program.files:  # the program's files (sources, headers, data), as its tree holds them
+            src = tree / f.rel
+            if src.is_file():
+                (scratch / "tree" / f.rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, scratch / "tree" / f.rel)
         cwd = scratch / "tree" / run_folder(self.program, main)
         before = snapshot(scratch / "tree")
         exit_code, out, err, seconds, timed_out = _execute(
@@ -369,14 +382,6 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return "unknown"
-
-
-def _ignore_under(skip: Sequence[Path]) -> Callable[[str, list[str]], set[str]]:
-    def ignore(folder: str, names: list[str]) -> set[str]:
-        here = Path(folder).resolve()
-        return {n for n in names if (here / n) in skip or n in (".git", ".svn", ".hg")}
-
-    return ignore
 
 
 def _save_output(scratch: Path, output: RunOutput) -> None:

@@ -32,10 +32,16 @@
 #define __HIP_DEVICE_COMPILE__ 1
 #endif
 #define PORTER_HIP_ON_CUDA 1
+/* the guards of ROCm's hip_runtime.h / driver_types.h, which ported code tests (from __CUDA_RUNTIME_H__) */
+#define HIP_INCLUDE_HIP_HIP_RUNTIME_H 1
+#define HIP_INCLUDE_HIP_DRIVER_TYPES_H 1
 
 #if defined(__has_include)
 #if __has_include(<cuda_runtime.h>)
 #include <cuda_runtime.h>
+#endif
+#if __has_include(<cuda_profiler_api.h>) && !defined(__CUDACC_RTC__)
+#include <cuda_profiler_api.h> /* hipProfilerStart/Stop */
 #endif
 #endif
 

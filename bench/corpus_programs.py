@@ -1,0 +1,109 @@
+"""Port, build and run the development corpus as whole programs; print a Markdown table for BENCHMARKS.md.
+
+    python bench/corpus_programs.py [--corpus ../shared/corpus] [--only name,name] [--timeout 120]
+                                    [--out /tmp/porter-corpus] [--json summary.json]
+
+Each program of bench/corpus_runs.toml is ported with the CLI, as a user would
+(``porter port DIR -I ... --run ARGS --json``); the table says, per program, which program toolchains
+built the original and the HIP port, and per run whether the original ran and the HIP port matched on
+each device.  The corpus is third-party code: it is read in place, never copied into the project.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+SHORT = {"cpu-runtime": "cpu", "hip-on-cuda": "h-o-c", "nvcc": "nvcc", "hipcc": "hipcc"}
+
+
+def _builds(doc: dict[str, Any], variant: str) -> str:
+    out = []
+    for b in doc["program"]["build"].get("programs", []):
+        if b["variant"] != variant or b["status"] == "unavailable":
+            continue
+        mark = {"built": "ok", "failed": "FAIL", "refused": "refused"}.get(b["status"], b["status"])
+        out.append(f"{SHORT.get(b['toolchain'], b['toolchain'])} {mark}")
+    return ", ".join(out) or "-"
+
+
+def _reason(doc: dict[str, Any], variant: str) -> str:
+    for b in doc["program"]["build"].get("programs", []):
+        if b["variant"] == variant and b["status"] in ("failed", "refused"):
+            return f"{SHORT.get(b['toolchain'], b['toolchain'])}: {b['reason'][:90]}"
+    return ""
+
+
+def _runs(doc: dict[str, Any]) -> tuple[str, str]:
+    originals, ports = [], []
+    for r in doc["program"]["runs"]:
+        for o in r["originals"]:
+            originals.append(f"{o['device'].split(':')[0]} {o['status']}" + (f" ({o['seconds']:.2f}s)" if o["seconds"] else ""))
+        for v in r["variants"]:
+            if v["target"] != "hip":
+                continue
+            ports.append(f"{(v['device'] or '-').split(':')[0]} {v['status']}")
+    return "; ".join(originals) or "-", "; ".join(ports) or "-"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--corpus", default=str(HERE.parent.parent / "shared" / "corpus"))
+    ap.add_argument("--only", default="")
+    ap.add_argument("--timeout", type=float, default=120.0)
+    ap.add_argument("--out", default="/tmp/porter-corpus")
+    ap.add_argument("--json", default="")
+    ap.add_argument("--porter", default=str(Path(sys.executable).parent / "porter"))
+    args = ap.parse_args()
+    table = tomllib.loads((HERE / "corpus_runs.toml").read_text(encoding="utf-8"))["programs"]
+    wanted = {w for w in args.only.split(",") if w}
+    corpus = Path(args.corpus)
+    rows = []
+    summary: dict[str, Any] = {}
+    for name, entry in table.items():
+        if wanted and name not in wanted:
+            continue
+        folder = corpus / entry["path"]
+        if not folder.is_dir():
+            continue
+        cmd = [args.porter, "port", str(folder), "--to", "hip,opencl", "--out", f"{args.out}/{name}", "--json", "--fresh"]
+        for inc in entry.get("include", []):
+            cmd += ["-I", str(corpus / inc)]
+        for run in entry.get("runs", []):
+            cmd += ["--run", run]
+        cmd += ["--timeout", str(args.timeout)]
+        start = time.monotonic()
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        seconds = time.monotonic() - start
+        try:
+            doc = json.loads(proc.stdout)
+        except json.JSONDecodeError:
+            rows.append(f"| {name} | porter exit {proc.returncode}: {proc.stderr.strip()[-120:]} | | | | | {seconds:.0f} |")
+            continue
+        orig_runs, hip_runs = _runs(doc)
+        verdict = doc["program"].get("verdicts", {}).get("hip", {}).get("status", "-")
+        why = _reason(doc, "original") or _reason(doc, "hip")
+        rows.append(
+            f"| {name} | {_builds(doc, 'original')} | {_builds(doc, 'hip')} | {orig_runs} | {hip_runs} | "
+            f"**{verdict}** {why.replace('|', '/')} | {seconds:.0f} |"
+        )
+        summary[name] = {"exit": proc.returncode, "seconds": round(seconds, 1), "verdict": verdict, "report": doc}
+        print(rows[-1], flush=True)
+    print()
+    print("| program | original built by | HIP port built by | original runs | HIP runs | HIP verdict | s |")
+    print("|---|---|---|---|---|---|---|")
+    print("\n".join(rows))
+    if args.json:
+        Path(args.json).write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

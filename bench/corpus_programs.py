@@ -45,7 +45,10 @@ def _runs(doc: dict[str, Any]) -> tuple[str, str]:
     originals, ports = [], []
     for r in doc["program"]["runs"]:
         for o in r["originals"]:
-            originals.append(f"{o['device'].split(':')[0]} {o['status']}" + (f" ({o['seconds']:.2f}s)" if o["seconds"] else ""))
+            originals.append(
+                f"{o['device'].split(':')[0]} {o['status']}"
+                + (f" ({o['seconds']:.2f}s)" if o["seconds"] else "")
+            )
         for v in r["variants"]:
             if v["target"] != "hip":
                 continue
@@ -73,7 +76,17 @@ def main() -> int:
         folder = corpus / entry["path"]
         if not folder.is_dir():
             continue
-        cmd = [args.porter, "port", str(folder), "--to", "hip,opencl", "--out", f"{args.out}/{name}", "--json", "--fresh"]
+        cmd = [
+            args.porter,
+            "port",
+            str(folder),
+            "--to",
+            "hip,opencl",
+            "--out",
+            f"{args.out}/{name}",
+            "--json",
+            "--fresh",
+        ]
         for inc in entry.get("include", []):
             cmd += ["-I", str(corpus / inc)]
         for run in entry.get("runs", []):
@@ -85,7 +98,9 @@ def main() -> int:
         try:
             doc = json.loads(proc.stdout)
         except json.JSONDecodeError:
-            rows.append(f"| {name} | porter exit {proc.returncode}: {proc.stderr.strip()[-120:]} | | | | | {seconds:.0f} |")
+            rows.append(
+                f"| {name} | porter exit {proc.returncode}: {proc.stderr.strip()[-120:]} | | | | | {seconds:.0f} |"
+            )
             continue
         orig_runs, hip_runs = _runs(doc)
         verdict = doc["program"].get("verdicts", {}).get("hip", {}).get("status", "-")
@@ -94,7 +109,12 @@ def main() -> int:
             f"| {name} | {_builds(doc, 'original')} | {_builds(doc, 'hip')} | {orig_runs} | {hip_runs} | "
             f"**{verdict}** {why.replace('|', '/')} | {seconds:.0f} |"
         )
-        summary[name] = {"exit": proc.returncode, "seconds": round(seconds, 1), "verdict": verdict, "report": doc}
+        summary[name] = {
+            "exit": proc.returncode,
+            "seconds": round(seconds, 1),
+            "verdict": verdict,
+            "report": doc,
+        }
         print(rows[-1], flush=True)
     print()
     print("| program | original built by | HIP port built by | original runs | HIP runs | HIP verdict | s |")

@@ -330,6 +330,14 @@ def port(
         float | None,
         typer.Option("--atol", help="Absolute tolerance for numbers in compared runs (default 1e-6)."),
     ] = None,
+    toolchains: Annotated[
+        str | None,
+        typer.Option(
+            "--toolchains",
+            help="Program toolchains to build with, comma-separated (cpu-runtime, nvcc, hip-on-cuda, hipcc; "
+            "default: every one here).",
+        ),
+    ] = None,
 ) -> None:
     """Scan, translate, compile and validate every kernel of a CUDA FILE for each target on every device
     here (exit 0: every variant at least compiled, none failed; 1: some failed or untranslatable; 2: bad
@@ -361,9 +369,11 @@ def port(
                 raise
     elif model is not None:
         raise UsageError("--model takes one CUDA file that defines its kernels")
+    chains = [c.strip() for c in toolchains.split(",") if c.strip()] if toolchains is not None else None
     _port_program(
-        paths, to, include, out, translate_only, json_out, options, err, fresh, run or [], timeout, rtol, atol
-    )
+        paths, to, include, out, translate_only, json_out, options, err, fresh, run or [], timeout, rtol, atol,
+        chains,
+    )  # fmt: skip
 
 
 def _port_program(
@@ -380,6 +390,7 @@ def _port_program(
     timeout: float | None = None,
     rtol: float | None = None,
     atol: float | None = None,
+    toolchains: list[str] | None = None,
 ) -> None:
     from porter.report import program_view
     from porter.workflows.program import port_program
@@ -400,6 +411,7 @@ def _port_program(
         rtol=rtol,
         atol=atol,
         chart=program_view.chart,
+        toolchains=toolchains,
     )
     show(report, program_view, json_out)
 

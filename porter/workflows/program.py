@@ -377,6 +377,7 @@ def port_program(
     rtol: float | None = None,
     atol: float | None = None,
     chart: Callable[[ProgramReport, Path], str] | None = None,
+    toolchains: Sequence[str] | None = None,
 ) -> ProgramReport:
     """Port the program `paths` make to each target; see the module docstring.  ``translate_only``:
     write the translations, compile nothing.  ``markdown`` renders report.md (the CLI passes the view's).
@@ -387,7 +388,8 @@ def port_program(
     Unless ``translate_only``, the original and each single-source port are then built as whole programs
     with every program toolchain here, and each of ``runs`` (a command line: ``"./prog ARGS"`` or the
     arguments alone) is run and compared (:mod:`porter.workflows.program_run`; ``timeout`` seconds per
-    run, ``rtol``/``atol`` for numbers).  ``chart`` draws the run times (the CLI passes the view's)."""
+    run, ``rtol``/``atol`` for numbers; ``toolchains``: which program toolchains, by name, None: all).
+    ``chart`` draws the run times (the CLI passes the view's)."""
     from porter.workflows.port import parse_targets
 
     say = progress or (lambda _msg: None)
@@ -420,6 +422,10 @@ def port_program(
             "nothing to port: no kernel, launch, CUDA runtime call or CUDA header in the program",
             path=str(paths[0]),
         )
+    if toolchains is not None:
+        from porter.workflows.program_run import check_toolchains
+
+        check_toolchains(toolchains, chosen)
     if runs and translate_only:
         raise UsageError("--run builds and runs the program; it cannot go with --translate-only")
     if timeout is not None and timeout <= 0:
@@ -451,7 +457,7 @@ def port_program(
 
         build_and_run(
             program, out, report, runs, timeout=timeout or DEFAULT_TIMEOUT_S, rule=with_tolerance(rtol, atol),
-            say=say, fresh=fresh, skip=[Path(p) for p in skip_dirs], save=porter.save, jobs=jobs, earlier=porter.earlier,
+            say=say, fresh=fresh, skip=[Path(p) for p in skip_dirs], save=porter.save, jobs=jobs, earlier=porter.earlier, toolchains=toolchains,
         )  # fmt: skip
         if chart is not None and report.runs:
             report.chart = chart(report, out)

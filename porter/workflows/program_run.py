@@ -114,7 +114,8 @@ def run_folder(program: Program, main: ProgramFile) -> Path:
 
 def choose(program: Program, mains: Sequence[ProgramFile], args: str) -> tuple[ProgramFile, list[str]]:
     """(the main unit a ``--run`` names, its arguments).  ARGS may start with the program's name
-    (``./smooth data/values.txt``); with one executable it may be the arguments alone."""
+    (``./smooth data/values.txt``); with one executable it may be the arguments alone, and a first word
+    starting with ``./`` or ``/``, or a path that is no file of the program (``cuda/lud_cuda``), names it."""
     try:
         words = shlex.split(args)
     except ValueError as err:
@@ -124,8 +125,11 @@ def choose(program: Program, mains: Sequence[ProgramFile], args: str) -> tuple[P
         for m in mains:
             if first in program_names(program, m):
                 return m, words[1:]
-    if len(mains) == 1:  # "./prog ARGS" or "path/prog ARGS" names the one executable, whatever it is called
-        named = bool(words) and (words[0].startswith(("./", "/")) or "/" in words[0])
+    if len(mains) == 1:  # "./prog ARGS" or "dir/prog ARGS" names the one executable, whatever it is called
+        here = program.root / run_folder(program, mains[0])
+        named = bool(words) and (
+            words[0].startswith(("./", "/")) or ("/" in words[0] and not (here / words[0]).exists())
+        )
         return mains[0], words[1:] if named else words
     names = ", ".join(sorted(n for m in mains for n in program_names(program, m)))
     raise UsageError(
@@ -166,6 +170,7 @@ class _Runner:
         saver: Callable[[], None],
     ) -> None:
         self.saver = saver
+        self.only: set[str] | None = None  # the toolchains to build with (None: every one here)
         self.program, self.out, self.report, self.runs = program, out, report, list(runs)
         self.timeout, self.rule, self.say, self.skip = timeout, rule, say, list(skip)
         self.outputs: dict[int, RunOutput] = {}  # id(RunResult) -> what that run printed and wrote
@@ -195,7 +200,12 @@ class _Runner:
         processes); the report lists them in a fixed order however they interleave."""
         from concurrent.futures import ThreadPoolExecutor
 
-        work = [(v, lang, tree, chain) for v, lang, tree in self.variants() for chain in toolchains_for(lang)]
+        work = [
+            (v, lang, tree, chain)
+            for v, lang, tree in self.variants()
+            for chain in toolchains_for(lang)
+            if self.only is None or chain.name in self.only
+        ]
         built: dict[tuple[str, str], tuple[ProgramBuild, ProgramToolchain]] = {}
         with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(work) or 1))) as pool:
             futures = [pool.submit(self.build, v, lang, tree, chain) for v, lang, tree, chain in work]
@@ -472,6 +482,17 @@ def _execute(
     )
 
 
+def check_toolchains(names: Sequence[str], targets: Sequence[str]) -> None:
+    """UsageError naming the choices when a name is no program toolchain of the original's or a target's
+    language."""
+    known = {c.name for lang in ("cuda", *targets) for c in toolchains_for(lang)}
+    unknown = sorted(set(names) - known)
+    if unknown:
+        raise UsageError(
+            f"unknown program toolchain(s) {', '.join(unknown)}; choose from {', '.join(sorted(known))}"
+        )
+
+
 def build_and_run(
     program: Program,
     out: Path,
@@ -486,11 +507,13 @@ def build_and_run(
     save: Callable[[], None] | None = None,
     jobs: int = 0,
     earlier: Mapping[str, Any] | None = None,
+    toolchains: Sequence[str] | None = None,
 ) -> None:
     """Build the original and each port as programs, run each ``--run``, compare; fill `report`.
     ``save`` writes the report (called after every build and run, so an interrupted run keeps them);
     ``earlier``: the previous report.json of the output folder (its builds and runs are reused where
-    their keys match; None with ``fresh``, or read here)."""
+    their keys match; None with ``fresh``, or read here); ``toolchains``: the program toolchains to use by
+    name (None: every one here; UsageError for a name no backend has)."""
     mains = main_units(program)
     for args in runs:  # a bad --run is a usage error before anything is built
         if mains:
@@ -501,6 +524,14 @@ def build_and_run(
         program, out, report, runs, timeout, rule or default_rule(), say or (lambda _m: None),
         None if fresh else earlier, skip, save or (lambda: None),
     )  # fmt: skip
+    if toolchains is not None:
+        known = {c.name for lang in ("cuda", *report.targets) for c in toolchains_for(lang)}
+        unknown = sorted(set(toolchains) - known)
+        if unknown:
+            raise UsageError(
+                f"unknown program toolchain(s) {', '.join(unknown)}; choose from {', '.join(sorted(known))}"
+            )
+        runner.only = set(toolchains)
     built = runner.build_all(jobs if jobs > 0 else (os.cpu_count() or 1))
     if runs:
         runner.run_all(built)
@@ -510,6 +541,7 @@ def build_and_run(
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "build_and_run",
+    "check_toolchains",
     "choose",
     "main_units",
     "program_names",

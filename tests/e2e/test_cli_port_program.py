@@ -61,3 +61,38 @@ def test_a_file_whose_kernels_live_in_a_header_is_ported_as_a_program(tmp_path: 
 def test_model_with_a_program_is_refused_clearly(tmp_path: Path) -> None:
     r = porter("port", str(SMOOTH), "--model", "openai:gpt-x", "--out", str(tmp_path / "o"))
     assert r.returncode == 2 and "--model takes one CUDA file" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU runtime needs g++")
+def test_port_with_run_builds_runs_and_compares_and_prints_the_program_verdict(tmp_path: Path) -> None:
+    src = tmp_path / "smooth"
+    shutil.copytree(SMOOTH, src)
+    out = tmp_path / "out"
+    args = ("port", str(src), "--to", "hip", "--out", str(out), "--run", "./smooth data/values.txt 4")
+    r = porter(*args, "--toolchains", "cpu-runtime")
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert "program verdict, hip: matches (cpu:cpu-emulator)" in " ".join(r.stdout.split())
+    doc = json.loads((out / "report.json").read_text())
+    runs = doc["program"]["runs"]
+    assert runs[0]["original"]["exit"] == 0 and runs[0]["variants"][0]["status"] == "matches"
+    # every program toolchain here: the builds each say what they did (built / unavailable / failed)
+    r = porter(*args, "--json")
+    assert r.returncode == 0, r.stderr + r.stdout
+    builds = {
+        (b["variant"], b["toolchain"]): b["status"]
+        for b in json.loads(r.stdout)["program"]["build"]["programs"]
+    }
+    assert builds[("original", "cpu-runtime")] == builds[("hip", "cpu-runtime")] == "built"
+    if shutil.which("hipcc"):
+        assert builds[("hip", "hipcc")] == "built"  # the HIP tree builds for gfx90a (not run: no AMD GPU)
+    if shutil.which("nvcc"):
+        assert builds[("original", "nvcc")] == builds[("hip", "hip-on-cuda")] == "built"
+
+
+def test_bad_run_options_exit_2_with_one_line(tmp_path: Path) -> None:
+    src = tmp_path / "smooth"
+    shutil.copytree(SMOOTH, src)
+    for extra in (["--translate-only"], ["--timeout", "0"], ["--toolchains", "nope"], ["--model", "fake"]):
+        r = porter("port", str(src), "--out", str(tmp_path / "o"), "--run", "x", *extra)
+        assert r.returncode == 2, (extra, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr

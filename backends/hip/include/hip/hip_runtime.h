@@ -43,6 +43,16 @@
 #if __has_include(<cuda_profiler_api.h>) && !defined(__CUDACC_RTC__)
 #include <cuda_profiler_api.h> /* hipProfilerStart/Stop */
 #endif
+/* CUDA headers that declare names the legacy-warp macros below take (__shfl, __any...), read first so
+ * the macros never rewrite their declarations (nvcc builds; NVRTC's do not reach them). */
+#if !defined(__CUDACC_RTC__)
+#if __has_include(<cooperative_groups.h>) && defined(__cplusplus)
+#include <cooperative_groups.h>
+#endif
+#if __has_include(<cuda_fp16.h>)
+#include <cuda_fp16.h>
+#endif
+#endif
 #endif
 
 /* ---- thread indexing */

@@ -1,0 +1,189 @@
+"""porter.workflows.program_run: the original and the HIP port built as programs, run and compared.
+
+The sample program (samples/programs/smooth: kernels in a header, a host-only .cpp, a Makefile, a data
+file, a run that prints PASS) runs on the CPU runtime everywhere, so these tests need only g++.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from porter.errors import UsageError
+from porter.program import discover
+from porter.report import program_view
+from porter.workflows.program import port_program
+from porter.workflows.program_run import build_and_run, choose, main_units, program_names, run_folder
+
+ROOT = Path(__file__).resolve().parents[3]
+SMOOTH = ROOT / "samples" / "programs" / "smooth"
+RUN = "./smooth data/values.txt 4"
+CPU = ["cpu-runtime"]
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU runtime needs g++"),
+]
+
+
+@pytest.fixture
+def smooth(tmp_path: Path) -> Path:
+    shutil.copytree(SMOOTH, tmp_path / "smooth")
+    return tmp_path / "smooth"
+
+
+def _tree_bytes(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_the_original_and_the_hip_port_run_on_the_cpu_runtime_and_match(smooth: Path) -> None:
+    before = _tree_bytes(smooth)
+    report = port_program(
+        [str(smooth)], ["hip", "opencl"], runs=[RUN], toolchains=CPU, markdown=program_view.markdown,
+        chart=program_view.chart,
+    )  # fmt: skip
+    assert _tree_bytes(smooth) == before  # the user's files untouched (the runs wrote to scratch copies)
+    assert [(b.variant, b.toolchain, b.status) for b in report.builds] == [
+        ("original", "cpu-runtime", "built"),
+        ("hip", "cpu-runtime", "built"),
+    ]
+    (run,) = report.runs
+    assert run.args == RUN and run.executable == "main"
+    assert run.original is not None and run.original.status == "ran" and run.original.exit == 0
+    assert "PASS" in run.original.stdout_tail and "checksum" in run.original.stdout_tail
+    hip = next(v for v in run.variants if v.variant == "hip")
+    assert hip.status == "matches" and hip.against == hip.device == "cpu:cpu-emulator"
+    opencl = next(v for v in run.variants if v.variant == "opencl")
+    assert opencl.status == "not-run" and "device code only" in opencl.reason
+    verdicts = report.verdicts()
+    assert verdicts["hip"] == {"status": "matches", "detail": "cpu:cpu-emulator"}
+    assert report.exit_code == 0
+    doc = json.loads((Path(report.out_dir) / "report.json").read_text())
+    assert doc["schema"] == "porter-program-report/1"
+    assert doc["program"]["runs"][0]["original"]["device"] == "cpu:cpu-emulator"
+    assert doc["program"]["runs"][0]["variants"][0]["target"] == "hip"
+    assert doc["program"]["verdicts"]["hip"]["status"] == "matches"
+    assert doc["program"]["build"]["programs"][0]["toolchain"] == "cpu-runtime"
+    md = (Path(report.out_dir) / "report.md").read_text()
+    assert "## Runs" in md and "| hip | **matches** |" in md
+    if report.chart:  # matplotlib installed
+        assert Path(report.chart).read_bytes().startswith(b"\x89PNG")
+
+
+def _ported(smooth: Path, out: Path) -> tuple[object, Path]:
+    report = port_program([str(smooth)], ["hip"], out_dir=str(out), translate_only=True)
+    return report, out / "hip"
+
+
+def _rerun(smooth: Path, out: Path, report: object) -> object:
+    from porter.results import ProgramReport
+
+    assert isinstance(report, ProgramReport)
+    report.builds.clear()
+    report.runs.clear()
+    build_and_run(discover([str(smooth)]), out, report, [RUN], toolchains=CPU, fresh=True)
+    return report
+
+
+def test_a_planted_device_side_difference_in_the_port_is_reported_with_its_line(
+    smooth: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    report, hip = _ported(smooth, out)
+    header = hip / "include" / "smooth_kernels.cuh"
+    text = header.read_text()
+    assert "scale * in[i] + offset;" in text
+    header.write_text(text.replace("scale * in[i] + offset;", "scale * in[i] * 1.001f + offset;"))
+    done = _rerun(smooth, out, report)
+    hip_run = next(v for v in done.runs[0].variants if v.variant == "hip")  # type: ignore[attr-defined]
+    assert hip_run.status == "differs"
+    assert "exit code: original 0, port 1" in hip_run.differences
+    assert "verdict: the original prints PASS, the port FAIL" in hip_run.differences
+    assert any(d.startswith("stdout line 2: original 'checksum = ") for d in hip_run.differences)
+    assert done.verdicts()["hip"]["status"] == "differs"  # type: ignore[attr-defined]
+    assert done.exit_code == 1  # type: ignore[attr-defined]
+
+
+def test_a_planted_host_side_difference_is_reported_too(smooth: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    report, hip = _ported(smooth, out)
+    main = hip / "src" / "main.cu"
+    text = main.read_text()
+    assert 'printf("n = %d\\n", n);' in text
+    main.write_text(text.replace('printf("n = %d\\n", n);', 'printf("n = %d\\n", n + 1);'))
+    done = _rerun(smooth, out, report)
+    hip_run = next(v for v in done.runs[0].variants if v.variant == "hip")  # type: ignore[attr-defined]
+    assert hip_run.status == "differs"
+    assert hip_run.differences == ["stdout line 1: original 'n = 4000', port 'n = 4001'"]
+
+
+def test_a_run_that_hits_the_timeout_is_failed_with_a_clear_reason(tmp_path: Path) -> None:
+    prog = tmp_path / "slow"
+    prog.mkdir()
+    (prog / "main.cu").write_text(
+        "#include <cstdio>\n#include <unistd.h>\n__global__ void k(int* x) { x[0] = 1; }\n"
+        'int main() { int* d; cudaMalloc(&d, 4); k<<<1, 1>>>(d); sleep(30); puts("PASS"); return 0; }\n'
+    )
+    report = port_program(
+        [str(prog)], ["hip"], out_dir=str(tmp_path / "o"), runs=[""], toolchains=CPU, timeout=1
+    )
+    original = report.runs[0].original
+    assert original is not None and original.status == "failed"
+    assert original.reason == "timed out after 1 s (--timeout)"
+    hip_run = report.runs[0].variants[0]
+    assert hip_run.status == "failed" and hip_run.reason == "timed out after 1 s (--timeout)"
+    assert report.verdicts()["hip"]["status"] == "failed"
+
+
+def test_a_rerun_with_the_same_inputs_reuses_every_build_and_run(smooth: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    first = port_program([str(smooth)], ["hip"], out_dir=str(out), runs=[RUN], toolchains=CPU)
+    again = port_program([str(smooth)], ["hip"], out_dir=str(out), runs=[RUN], toolchains=CPU)
+    assert all(b.resumed for b in again.builds) and not any(b.resumed for b in first.builds)
+    assert all(r.resumed for r in [*again.runs[0].originals, *again.runs[0].variants])
+    assert (
+        again.verdicts() == first.verdicts() == {"hip": {"status": "matches", "detail": "cpu:cpu-emulator"}}
+    )
+    # a changed input is built and run again
+    (smooth / "src" / "util.cpp").write_text((smooth / "src" / "util.cpp").read_text() + "\n// changed\n")
+    third = port_program([str(smooth)], ["hip"], out_dir=str(out), runs=[RUN], toolchains=CPU)
+    assert not any(b.resumed for b in third.builds)
+
+
+def test_a_program_using_cublas_is_refused_with_the_construct_and_its_line(tmp_path: Path) -> None:
+    prog = tmp_path / "blas"
+    prog.mkdir()
+    (prog / "main.cu").write_text(
+        "#include <cstdio>\n#include <cublas_v2.h>\n__global__ void k(float* x) { x[0] = 1; }\n"
+        'int main() { cublasHandle_t h; cublasCreate(&h); k<<<1, 1>>>(nullptr); puts("PASS"); return 0; }\n'
+    )
+    report = port_program([str(prog)], ["hip"], out_dir=str(tmp_path / "o"), runs=[""], toolchains=CPU)
+    original = next(b for b in report.builds if b.variant == "original")
+    assert original.status == "refused"
+    assert original.reason == "cannot emulate: cuBLAS (cublas_v2.h) (main.cu line 2)"
+    assert report.runs[0].originals == []
+    assert report.verdicts()["hip"]["status"] == "not-run"
+
+
+def test_the_executable_a_run_names_and_where_it_runs(smooth: Path) -> None:
+    program = discover([str(smooth)])
+    (main,) = main_units(program)
+    assert program_names(program, main) == {"main", "smooth"}  # the unit's stem and the Makefile target
+    assert run_folder(program, main) == Path(".")  # where the Makefile is
+    assert choose(program, [main], RUN) == (main, ["data/values.txt", "4"])
+    assert choose(program, [main], "data/values.txt 4") == (main, ["data/values.txt", "4"])
+    assert choose(program, [main], "bin/prog x") == (main, ["x"])
+    with pytest.raises(UsageError, match="--run"):
+        choose(program, [main], "'unbalanced")
+
+
+def test_bad_run_options_are_usage_errors(smooth: Path, tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="--translate-only"):
+        port_program([str(smooth)], ["hip"], out_dir=str(tmp_path / "a"), runs=[RUN], translate_only=True)
+    with pytest.raises(UsageError, match="--timeout"):
+        port_program([str(smooth)], ["hip"], out_dir=str(tmp_path / "b"), runs=[RUN], timeout=0)
+    with pytest.raises(UsageError, match="unknown program toolchain"):
+        port_program([str(smooth)], ["hip"], out_dir=str(tmp_path / "c"), runs=[RUN], toolchains=["nope"])

@@ -63,7 +63,8 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--out", default="/tmp/porter-corpus")
     ap.add_argument("--json", default="")
-    ap.add_argument("--porter", default=str(Path(sys.executable).parent / "porter"))
+    ap.add_argument("--porter", default="", help="the porter command (default: this Python's -m porter)")
+    ap.add_argument("--toolchains", default="", help="passed to porter port --toolchains")
     args = ap.parse_args()
     table = tomllib.loads((HERE / "corpus_runs.toml").read_text(encoding="utf-8"))["programs"]
     wanted = {w for w in args.only.split(",") if w}
@@ -92,6 +93,8 @@ def main() -> int:
         for run in entry.get("runs", []):
             cmd += ["--run", run]
         cmd += ["--timeout", str(args.timeout)]
+        if args.toolchains:
+            cmd += ["--toolchains", args.toolchains]
         start = time.monotonic()
         proc = subprocess.run(cmd, capture_output=True, text=True)
         seconds = time.monotonic() - start

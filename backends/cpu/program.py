@@ -148,16 +148,61 @@ def write_runtime_headers(inc: Path, stubs: Iterable[str], refusing: Mapping[str
 
 
 def kernel_names(texts: Iterable[str]) -> tuple[set[str], set[str]]:
-    """(every kernel name, those launched through a lambda: templates and overloads) of the texts."""
-    counts: dict[str, int] = {}
+    """(every kernel name, those launched through a lambda: templates and overloads) of the texts.
+
+    An overload is a name defined with two different parameter lists; a prototype (a header's
+    declaration) and its definition are one kernel."""
+    signatures: dict[str, set[str]] = {}
     templates: set[str] = set()
     for text in texts:
         blanked = src_mod.blank_comments_and_strings(text)
         for m in _KERNEL.finditer(blanked):
-            counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+            close = _matching(blanked, m.end() - 1)
+            params = blanked[m.end() : close] if close > 0 else ""
+            types = tuple(_param_type(p) for p in params.split(","))
+            signatures.setdefault(m.group(1), set()).add(repr(types))
         templates.update(m.group(1) for m in _TEMPLATE_KERNEL.finditer(blanked))
-    deduced = templates | {name for name, n in counts.items() if n > 1}
-    return set(counts), deduced
+    deduced = templates | {name for name, sigs in signatures.items() if len(sigs) > 1}
+    return set(signatures), deduced
+
+
+_TYPE_WORDS = frozenset(
+    [
+        "void",
+        "bool",
+        "char",
+        "short",
+        "int",
+        "long",
+        "float",
+        "double",
+        "signed",
+        "unsigned",
+        "const",
+        "volatile",
+        "size_t",
+        "__restrict__",
+        "restrict",
+        "int8_t",
+        "int16_t",
+        "int32_t",
+        "int64_t",
+        "uint8_t",
+        "uint16_t",
+        "uint32_t",
+        "uint64_t",
+    ]
+)
+
+
+def _param_type(param: str) -> str:
+    """A parameter's type as written, without its name, default value or blanks."""
+    tokens = re.findall(r"[A-Za-z_]\w*|\S", param.split("=", 1)[0])
+    while tokens and tokens[-1] == "]" and "[" in tokens:  # an array declarator: its extent is the type's
+        tokens = tokens[: len(tokens) - 1 - tokens[::-1].index("[")]
+    if len(tokens) > 1 and re.fullmatch(r"[A-Za-z_]\w*", tokens[-1]) and tokens[-1] not in _TYPE_WORDS:
+        tokens = tokens[:-1]
+    return "".join(tokens)
 
 
 def _launch_text(callee: str, config: str, has_args: bool, deduced: bool) -> tuple[str, str]:

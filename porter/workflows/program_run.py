@@ -312,7 +312,7 @@ class _Runner:
         """Compare a port's run with the original's (same device, else the first)."""
         if rec.status == "failed":
             return
-        ref = next((o for o in run.originals if o.device == rec.device), run.original)
+        ref = next((o for o in run.originals if _same_device(o.device, rec.device)), run.original)
         if ref is None or (ref.exit is None and ref.status != "ran"):
             rec.status, rec.reason = "not-run", "the original did not run here" if ref is None else ref.reason
             return
@@ -323,7 +323,7 @@ class _Runner:
             return
         rec.differences = compare(original, mine, self.rule)
         rec.status = "differs" if rec.differences else "matches"
-        if rec.differences and rec.against != rec.device:
+        if rec.differences and not _same_device(rec.against, rec.device):
             rec.differences.insert(
                 0, f"(compared with the original on {rec.against}: no original run on {rec.device})"
             )
@@ -385,6 +385,12 @@ class _Runner:
 
     def save(self) -> None:
         self.saver()
+
+
+def _same_device(a: str, b: str) -> bool:
+    """Whether two device labels name one device (``cuda:NVIDIA H200`` and ``hip:NVIDIA H200``: the same
+    GPU reached through two runtimes)."""
+    return a.partition(":")[2] == b.partition(":")[2]
 
 
 def _signal_name(number: int) -> str:

@@ -96,3 +96,23 @@ def test_bad_run_options_exit_2_with_one_line(tmp_path: Path) -> None:
         r = porter("port", str(src), "--out", str(tmp_path / "o"), "--run", "x", *extra)
         assert r.returncode == 2, (extra, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+
+
+@pytest.mark.gpu
+def test_on_an_nvidia_gpu_the_original_and_the_hip_port_run_natively_and_match(tmp_path: Path) -> None:
+    src = tmp_path / "smooth"
+    shutil.copytree(SMOOTH, src)
+    out = tmp_path / "out"
+    r = porter(
+        "port", str(src), "--to", "hip", "--out", str(out), "--run", "./smooth data/values.txt 4",
+        "--toolchains", "nvcc,hip-on-cuda,cpu-runtime", "--json",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr + r.stdout
+    doc = json.loads(r.stdout)
+    run = doc["program"]["runs"][0]
+    gpu = [o for o in run["originals"] if o["toolchain"] == "nvcc"]
+    assert gpu and gpu[0]["status"] == "ran" and gpu[0]["exit"] == 0 and gpu[0]["device"].startswith("cuda:")
+    native = [v for v in run["variants"] if v["toolchain"] == "hip-on-cuda"]
+    assert native and native[0]["status"] == "matches", native
+    assert native[0]["against"] == gpu[0]["device"]  # compared with the original on the same GPU
+    assert doc["program"]["verdicts"]["hip"]["status"] == "matches"

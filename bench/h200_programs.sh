@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# On the lent H200 machine (after bench/run_h200.sh installed porter there): the development corpus ported,
+# built and run as programs (original with nvcc on the GPU, HIP port through HIP-on-CUDA on the GPU, both
+# on the CPU runtime too).  Needs the corpus carried as .corpus/ (a copy of ../shared/corpus, never
+# committed).  Usage there:  bash bench/h200_programs.sh [seconds for the whole sweep]
+set -uo pipefail
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:${PYTHONPATH:-} PORTER_CACHE_DIR=/tmp/porter-cache
+timeout "${1:-300}" python3 bench/corpus_programs.py --corpus .corpus --timeout 60 --out /tmp/porter-corpus \
+    --toolchains nvcc,hip-on-cuda,cpu-runtime --json "$OUT/corpus_h200.json" >"$OUT/corpus_h200.md" 2>&1
+tail -45 "$OUT/corpus_h200.md"

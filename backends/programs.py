@@ -176,7 +176,7 @@ class DriverToolchain:
             data = path.read_bytes()
             if defines_main(decode_text(data)):
                 mains.append(unit)
-            device = path.suffix == ".cu" or (path.suffix != ".c" and has_cuda(data))
+            device = path.suffix in (".cu", ".hip") or (path.suffix != ".c" and has_cuda(data))
             obj = obj_dir / (unit.replace(os.sep, "__") + ".o")
             cmd = [self.compiler, *self.flags, *(self.device_flags if device else ()), *defines, *incs]
             cmd += ["-c", str(path), "-o", str(obj)]

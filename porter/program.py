@@ -24,7 +24,7 @@ from porter.files import decode_text, read_header, read_text
 from porter.scan import SKIP_DIRS
 from porter.workflows.resume import is_porter_output
 
-SOURCE_SUFFIXES = frozenset({".cu", ".cpp", ".cc", ".cxx", ".c++", ".c"})
+SOURCE_SUFFIXES = frozenset({".cu", ".hip", ".cpp", ".cc", ".cxx", ".c++", ".c"})
 HEADER_SUFFIXES = frozenset({".cuh", ".h", ".hpp", ".hh", ".hxx", ".inl", ".inc", ".tcc"})
 # headers of the system and toolkits are never part of a program (nor grow its root to `/`)
 _SYSTEM_PREFIXES = ("/usr/", "/opt/", "/lib/", "/etc/")

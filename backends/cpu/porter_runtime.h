@@ -366,6 +366,8 @@ static inline cudaError_t cudaMallocManaged(T** p, size_t bytes, unsigned = cuda
 }
 template <class T>
 static inline cudaError_t cudaMallocHost(T** p, size_t bytes) { return porter_emu::allocate((void**)p, bytes); }
+template <class T>  // CUDA's C++ overload with flags (and HIP's hipHostMalloc(ptr, size, flags))
+static inline cudaError_t cudaMallocHost(T** p, size_t bytes, unsigned) { return porter_emu::allocate((void**)p, bytes); }
 template <class T>
 static inline cudaError_t cudaHostAlloc(T** p, size_t bytes, unsigned) { return porter_emu::allocate((void**)p, bytes); }
 template <class T>

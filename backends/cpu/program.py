@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from porter.backends import Device
 
 HEADER_SUFFIXES = (".cuh", ".h", ".hpp", ".hh", ".hxx", ".inl", ".inc", ".tcc")
-SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c++", ".c")
+SOURCE_SUFFIXES = (".cu", ".hip", ".cpp", ".cc", ".cxx", ".c++", ".c")
 _TEMPLATE_KERNEL = re.compile(
     r"\btemplate\s*<[^;{}]*>\s*(?:(?:static|inline|extern|__host__|__device__|__launch_bounds__\s*\([^)]*\))\s+)*"
     r"__global__\s+(?:(?:static|inline|__launch_bounds__\s*\([^)]*\))\s+)*void\s+([A-Za-z_]\w*)\s*\("

@@ -33,6 +33,16 @@ def hip_names_header() -> str:
         "#define hipDeviceProp_t cudaDeviceProp",
         "#define hipLaunchParm int",
     ]
+    # hipGetErrorName answers with HIP's names (a program printing them prints what ROCm would)
+    errors = {c: h for c, h in (table.get("rename", {}).get("errors") or {}).items() if isinstance(h, str)}
+    lines.append("#undef hipGetErrorName")
+    lines.append("static inline const char* porter_hip_error_name(cudaError_t e) {")
+    lines.append("    switch (e) {")
+    lines += [f'    case {cuda}: return "{hip}";' for cuda, hip in errors.items()]
+    lines.append("    default: return cudaGetErrorName(e);")
+    lines.append("    }")
+    lines.append("}")
+    lines.append("#define hipGetErrorName porter_hip_error_name")
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,568 @@
+"""porter's CPU runtime: whole CUDA and HIP programs (host code and kernels) built with g++ and run.
+
+The programs are porter's own fixtures under tests/fixtures/programs/: two runtime tours (CUDA, with a
+plain C unit, and its HIP twin) that print one deterministic line per runtime feature and end with
+PASS, programs the runtime must refuse (cuBLAS, the driver API, active texture code), one whose
+texture code the preprocessor drops, and one with a compile error on a known line.  The unit tests at
+the end check the launch rewriting (``rewrite_launches``) on text alone, without a compiler.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+from porter.backends import get_backend
+from porter.backends.cpu.program import kernel_names, rewrite_launches
+from porter.backends.programs import BuiltProgram, ProgramSource
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAMS = ROOT / "tests" / "fixtures" / "programs"
+RUNTIME_TOML = ROOT / "backends" / "cpu" / "runtime.toml"
+RUN_TIMEOUT_S = 60
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+
+
+def compiles(fn):
+    """A test that builds a program: integration tier, skipped without g++."""
+    return pytest.mark.integration(needs_gxx(fn))
+
+
+def build(
+    tree: Path,
+    out: Path,
+    units: tuple[str, ...] = ("main.cu",),
+    language: str = "cuda",
+    defines: tuple[str, ...] = (),
+) -> BuiltProgram:
+    tc = get_backend("cpu").program_toolchains()[0]
+    src = ProgramSource(tree=tree, units=units, include_dirs=(), defines=defines, language=language)
+    return tc.build(src, out)
+
+
+def run(exe: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    cwd.mkdir(parents=True, exist_ok=True)
+    return subprocess.run([exe], capture_output=True, text=True, timeout=RUN_TIMEOUT_S, cwd=cwd)
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder` (relative path -> bytes)."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def write_program(folder: Path, files: dict[str, str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def built_ok(built: BuiltProgram) -> BuiltProgram:
+    assert built.ok, f"{built.reason}\n{built.log}"
+    return built
+
+
+def virtual_device() -> dict:
+    with RUNTIME_TOML.open("rb") as f:
+        data = tomllib.load(f)
+    return {**data["virtual_device"], "warp_size": data["program"]["compiler"]["warp_size"]}
+
+
+# --------------------------------------------------------------------------- the runtime tours
+
+# Lines both tours print, in order, before the lines only one of them prints.
+DEVICE_LINES = [
+    "device count: 1",
+    "name: porter CPU runtime (virtual device)",
+    "warpSize: 32",
+    "compute capability: 8.0",
+    "maxThreadsPerBlock: 1024",
+    "multiProcessorCount: 8",
+]
+CUDA_TOUR = [
+    *DEVICE_LINES,
+    "host_c_init: 0",
+    "host_c_bad_device: 101",
+    "memset bits: ffffffff",
+    "counter: 1000",
+    "saxpy sum: 10250.0",
+    "template[7]: 22.0",
+    "fill_value[0]: 2.50",
+    "block_sum: 4500.0",
+    "fill2d corner: 20036",
+    "managed[63]: 3969",
+    "stream[0]: 16384",
+    "elapsed >= 0: yes",
+    "cudaLaunchKernel[99]: 297",
+    "invalid launch: cudaErrorInvalidConfiguration",
+    "after: cudaSuccess",
+    "cudaSuccess string: no error",
+    "PASS",
+]
+HIP_TOUR = [
+    *DEVICE_LINES,
+    "memset bits: ffffffff",
+    "counter: 1000",
+    "saxpy sum: 10250.0",
+    "template[7]: 12.0",
+    "fill_value[0]: 2.50",
+    "block_sum: 4500.0",
+    "fill2d corner: 20036",
+    "managed[63]: 3969",
+    "stream[0]: 16384",
+    "elapsed >= 0: yes",
+    "hipLaunchKernel[99]: 297",
+    "invalid launch is hipErrorInvalidConfiguration: yes",
+    "invalid launch: <name>",
+    "after is hipSuccess: yes",
+    "after: <name>",
+    "hipSuccess string: no error",
+    "PASS",
+]
+
+
+@pytest.fixture(scope="module")
+def cuda_tour(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[BuiltProgram, subprocess.CompletedProcess[str]]:
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is not installed")
+    tmp = tmp_path_factory.mktemp("cuda_tour")
+    built = built_ok(build(PROGRAMS / "runtime_tour", tmp / "build", units=("main.cu", "host_c.c")))
+    return built, run(built.executables["main"], tmp / "run")
+
+
+@pytest.fixture(scope="module")
+def hip_tour(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[BuiltProgram, subprocess.CompletedProcess[str]]:
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is not installed")
+    tmp = tmp_path_factory.mktemp("hip_tour")
+    built = built_ok(build(PROGRAMS / "runtime_tour_hip", tmp / "build", units=("main.cpp",), language="hip"))
+    return built, run(built.executables["main"], tmp / "run")
+
+
+@compiles
+def test_cuda_tour_passes(cuda_tour) -> None:
+    built, proc = cuda_tour
+    assert set(built.executables) == {"main"}
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[-1] == "PASS"
+    assert not [line for line in lines if line.startswith("mismatch")]
+    assert "launch of" not in proc.stderr  # no launch failed
+
+
+@compiles
+def test_cuda_tour_prints_every_result(cuda_tour) -> None:
+    _, proc = cuda_tour
+    assert proc.stdout.splitlines() == CUDA_TOUR
+
+
+@compiles
+def test_cuda_tour_sees_the_virtual_device_of_runtime_toml(cuda_tour) -> None:
+    _, proc = cuda_tour
+    dev = virtual_device()
+    lines = proc.stdout.splitlines()
+    assert f"name: {dev['name']}" in lines
+    assert f"warpSize: {dev['warp_size']}" in lines
+    assert f"compute capability: {dev['major']}.{dev['minor']}" in lines
+    assert f"maxThreadsPerBlock: {dev['maxThreadsPerBlock']}" in lines
+    assert f"multiProcessorCount: {dev['multiProcessorCount']}" in lines
+
+
+@compiles
+def test_cuda_tour_invalid_launch_error_and_reset(cuda_tour) -> None:
+    _, proc = cuda_tour
+    lines = proc.stdout.splitlines()
+    k = lines.index("invalid launch: cudaErrorInvalidConfiguration")
+    assert lines[k + 1] == "after: cudaSuccess"
+    assert lines[k + 2] == "cudaSuccess string: no error"
+
+
+@compiles
+def test_cuda_tour_links_the_c_entry_points(cuda_tour) -> None:
+    built, proc = cuda_tour
+    assert any("porter_runtime_c.cpp" in cmd for cmd in built.commands)
+    assert any(" -x c " in f" {cmd} " and "host_c.c" in cmd for cmd in built.commands)  # compiled as C
+    lines = proc.stdout.splitlines()
+    assert "host_c_init: 0" in lines
+    assert "host_c_bad_device: 101" in lines  # cudaErrorInvalidDevice, from the C call
+
+
+@compiles
+def test_hip_tour_passes(hip_tour) -> None:
+    built, proc = hip_tour
+    assert set(built.executables) == {"main"}
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[-1] == "PASS"
+    assert not [line for line in lines if line.startswith("mismatch")]
+    assert any("-DPORTER_HIP=1" in cmd for cmd in built.commands)
+
+
+@compiles
+def test_hip_tour_prints_every_result(hip_tour) -> None:
+    _, proc = hip_tour
+    lines = proc.stdout.splitlines()
+    # the error-name lines are checked by test_hip_error_names_are_hip_names
+    masked = ["invalid launch: <name>" if line.startswith("invalid launch: ") else line for line in lines]
+    masked = ["after: <name>" if line.startswith("after: ") else line for line in masked]
+    assert masked == HIP_TOUR
+
+
+@compiles
+def test_hip_tour_sees_the_virtual_device_of_runtime_toml(hip_tour) -> None:
+    _, proc = hip_tour
+    dev = virtual_device()
+    lines = proc.stdout.splitlines()
+    assert "name: porter CPU runtime (virtual device)" in lines
+    assert f"name: {dev['name']}" in lines
+    assert "warpSize: 32" in lines
+    assert f"warpSize: {dev['warp_size']}" in lines
+
+
+@compiles
+def test_hip_error_names_are_hip_names(hip_tour) -> None:
+    _, proc = hip_tour
+    lines = proc.stdout.splitlines()
+    assert "invalid launch: hipErrorInvalidConfiguration" in lines
+    assert "after: hipSuccess" in lines
+
+
+@compiles
+def test_hip_host_malloc_with_flags(tmp_path: Path) -> None:
+    tree = write_program(
+        tmp_path / "src",
+        {
+            "main.cpp": (
+                "#include <hip/hip_runtime.h>\n"
+                "#include <stdio.h>\n"
+                "int main() {\n"
+                "    int* p = NULL;\n"
+                "    if (hipHostMalloc(&p, 64 * sizeof(int), hipHostMallocDefault) != hipSuccess) return 1;\n"
+                "    p[63] = 7;\n"
+                '    printf("%d\\n", p[63]);\n'
+                "    return hipHostFree(p) == hipSuccess ? 0 : 1;\n"
+                "}\n"
+            )
+        },
+    )
+    built = build(tree, tmp_path / "build", units=("main.cpp",), language="hip")
+    assert built.ok, built.log
+    proc = run(built.executables["main"], tmp_path / "run")
+    assert (proc.returncode, proc.stdout) == (0, "7\n")
+
+
+HIP_SUFFIX_PROGRAM = (
+    "#include <hip/hip_runtime.h>\n"
+    "#include <stdio.h>\n"
+    "__global__ void iota(int* p) { p[threadIdx.x] = threadIdx.x; }\n"
+    "int main() {\n"
+    "    int* d = NULL;\n"
+    "    hipMalloc(&d, 64 * sizeof(int));\n"
+    "    iota<<<1, 64>>>(d);\n"
+    "    int h[64];\n"
+    "    hipMemcpy(h, d, sizeof h, hipMemcpyDeviceToHost);\n"
+    '    printf("%d\\n", h[63]);\n'
+    "    return h[63] == 63 ? 0 : 1;\n"
+    "}\n"
+)
+
+
+@compiles
+def test_hip_program_in_a_cpp_unit(tmp_path: Path) -> None:
+    tree = write_program(tmp_path / "src", {"main.cpp": HIP_SUFFIX_PROGRAM})
+    built = built_ok(build(tree, tmp_path / "build", units=("main.cpp",), language="hip"))
+    proc = run(built.executables["main"], tmp_path / "run")
+    assert (proc.returncode, proc.stdout) == (0, "63\n")
+
+
+@compiles
+def test_hip_program_in_a_hip_unit(tmp_path: Path) -> None:
+    tree = write_program(tmp_path / "src", {"main.hip": HIP_SUFFIX_PROGRAM})
+    built = build(tree, tmp_path / "build", units=("main.hip",), language="hip")
+    assert built.ok, built.reason
+    proc = run(built.executables["main"], tmp_path / "run")
+    assert (proc.returncode, proc.stdout) == (0, "63\n")
+
+
+PROTOTYPED_KERNEL = (
+    "#include <cuda_runtime.h>\n"
+    "#include <stdio.h>\n"
+    "__global__ void fill_value(float* out, const float* extra, float value, int n);\n"
+    "__global__ void fill_value(float* out, const float* extra, float value, int n) {\n"
+    "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    if (i < n) out[i] = value + (extra != NULL ? extra[i] : 0.0f);\n"
+    "}\n"
+    "int main() {\n"
+    "    float* d = NULL;\n"
+    "    cudaMalloc(&d, 64 * sizeof(float));\n"
+    "    fill_value<<<1, 64>>>(d, NULL, 2.5, 64);\n"
+    "    float h[64];\n"
+    "    cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);\n"
+    '    printf("%.2f\\n", h[63]);\n'
+    "    return h[63] == 2.5f ? 0 : 1;\n"
+    "}\n"
+)
+
+
+@compiles
+def test_prototyped_kernel_launched_with_null(tmp_path: Path) -> None:
+    tree = write_program(tmp_path / "src", {"main.cu": PROTOTYPED_KERNEL})
+    built = build(tree, tmp_path / "build")
+    assert built.ok, built.log
+    proc = run(built.executables["main"], tmp_path / "run")
+    assert (proc.returncode, proc.stdout) == (0, "2.50\n")
+
+
+# --------------------------------------------------------------------------- refusals
+
+
+@compiles
+def test_cublas_is_refused(tmp_path: Path) -> None:
+    built = build(PROGRAMS / "uses_cublas", tmp_path)
+    assert not built.ok
+    assert built.refused
+    assert built.reason.startswith("cannot emulate: cuBLAS"), built.reason
+    assert "main.cu line 3" in built.reason  # the #include <cublas_v2.h>
+    assert not built.executables
+
+
+@compiles
+def test_inactive_texture_code_builds_and_runs(tmp_path: Path) -> None:
+    built = built_ok(build(PROGRAMS / "inactive_texture", tmp_path / "build"))
+    assert not built.refused
+    proc = run(built.executables["main"], tmp_path / "run")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines() == ["out[299]: 74.75", "PASS"]
+
+
+@compiles
+def test_active_texture_code_is_refused(tmp_path: Path) -> None:
+    built = build(PROGRAMS / "inactive_texture", tmp_path, defines=("USE_TEXTURE",))
+    assert not built.ok
+    assert built.refused
+    assert built.reason.startswith("cannot emulate: textures"), built.reason
+    assert "main.cu line 7" in built.reason  # the first texture construct the preprocessor keeps
+    assert not built.executables
+
+
+@compiles
+def test_driver_api_is_refused(tmp_path: Path) -> None:
+    built = build(PROGRAMS / "driver_api", tmp_path)
+    assert not built.ok
+    assert built.refused
+    assert built.reason.startswith("cannot emulate: the CUDA driver API"), built.reason
+    assert "cuInit" in built.reason
+    assert "main.cu line 6" in built.reason
+    assert not built.executables
+
+
+# --------------------------------------------------------------------------- the user's files
+
+
+@compiles
+@pytest.mark.parametrize(
+    ("folder", "units", "language", "defines"),
+    [
+        ("runtime_tour", ("main.cu", "host_c.c"), "cuda", ()),
+        ("runtime_tour_hip", ("main.cpp",), "hip", ()),
+        ("uses_cublas", ("main.cu",), "cuda", ()),
+        ("inactive_texture", ("main.cu",), "cuda", ()),
+        ("inactive_texture", ("main.cu",), "cuda", ("USE_TEXTURE",)),
+        ("driver_api", ("main.cu",), "cuda", ()),
+        ("compile_error", ("main.cu",), "cuda", ()),
+    ],
+)
+def test_build_leaves_the_users_folder_unchanged(
+    tmp_path: Path, folder: str, units: tuple[str, ...], language: str, defines: tuple[str, ...]
+) -> None:
+    tree = PROGRAMS / folder
+    before = snapshot(tree)
+    assert before
+    build(tree, tmp_path, units=units, language=language, defines=defines)
+    assert snapshot(tree) == before
+
+
+@compiles
+def test_rewritten_copies_live_in_the_build_folder(tmp_path: Path) -> None:
+    tree = PROGRAMS / "runtime_tour"
+    built_ok(build(tree, tmp_path, units=("main.cu", "host_c.c")))
+    copy = (tmp_path / "src" / "main.cu").read_text(encoding="utf-8")
+    original = (tree / "main.cu").read_text(encoding="utf-8")
+    assert "<<<" in original and "<<<" not in copy
+    assert copy.count("\n") == original.count("\n")
+    header = (tmp_path / "src" / "kernels.cuh").read_text(encoding="utf-8")
+    assert header.count("\n") == (tree / "kernels.cuh").read_text(encoding="utf-8").count("\n")
+
+
+# --------------------------------------------------------------------------- diagnostics
+
+
+@compiles
+def test_compile_error_names_the_users_line(tmp_path: Path) -> None:
+    tree = PROGRAMS / "compile_error"
+    text = (tree / "main.cu").read_text(encoding="utf-8")
+    line = text.splitlines().index("    int* wrong = 3.5;") + 1
+    assert line == 24  # the fixture's header comment names it
+    built = build(tree, tmp_path)
+    assert not built.ok
+    assert not built.refused
+    assert f"main.cu:{line}:" in built.log, built.log
+    assert "main.cu" in built.reason
+    assert str(tmp_path / "src") not in built.log  # shown as the user knows the file
+
+
+# --------------------------------------------------------------------------- rewrite_launches (no compiler)
+
+
+def test_rewrite_simple_launch() -> None:
+    text = "void f() { k<<<g, b>>>(x, y); }\n"
+    assert rewrite_launches(text, set()) == (
+        'void f() { porter_emu::launch_kernel(k, porter_emu::config(g, b), decltype(porter_emu::params(k))(x, y), "k"); }\n'
+    )
+
+
+def test_rewrite_launch_spanning_lines_keeps_the_line_count() -> None:
+    text = "void f() {\n  k<<<grid,\n     block,\n     smem>>>(a,\n             b);\n  after();\n}\n"
+    out = rewrite_launches(text, set())
+    assert out.count("\n") == text.count("\n")
+    assert "<<<" not in out and ">>>" not in out
+    lines = out.splitlines()
+    assert lines[1].lstrip().startswith("porter_emu::launch_kernel(k, porter_emu::config(grid,")
+    assert lines[3].lstrip().startswith("smem), decltype(porter_emu::params(k))(a,")
+    assert lines[4].strip() == 'b), "k");'
+    assert lines[5] == "  after();"  # the code after the launch stays on its line
+
+
+def test_rewrite_spaced_chevrons() -> None:
+    expected = 'void f() { porter_emu::launch_kernel(k, porter_emu::config(g, b), decltype(porter_emu::params(k))(x), "k"); }\n'
+    assert rewrite_launches("void f() { k<< <g, b>> >(x); }\n", set()) == expected
+    out = rewrite_launches("void f() { k < < < g, b > > > (x); }\n", set())
+    assert not re.search(r"<\s*<\s*<|>\s*>\s*>", out)
+    assert out.count("\n") == 1
+    assert "porter_emu::launch_kernel(k, porter_emu::config( g, b ), " in out
+    assert 'decltype(porter_emu::params(k))(x), "k")' in out
+
+
+def test_rewrite_launch_in_a_macro_body() -> None:
+    text = "#define LAUNCH(n) kern<<<(n + 255) / 256, 256>>>(ptr, n)\nvoid f() { LAUNCH(10); }\n"
+    out = rewrite_launches(text, set())
+    assert out == (
+        "#define LAUNCH(n) porter_emu::launch_kernel(kern, porter_emu::config((n + 255) / 256, 256), "
+        'decltype(porter_emu::params(kern))(ptr, n), "kern")\nvoid f() { LAUNCH(10); }\n'
+    )
+
+
+def test_rewrite_launch_in_a_continued_macro_body() -> None:
+    text = "#define LAUNCH(n) \\\n  kern<<<(n + 255) / 256, \\\n         256>>>(ptr, n)\nvoid f() { LAUNCH(10); }\n"
+    out = rewrite_launches(text, set())
+    assert out.count("\n") == text.count("\n")
+    assert "<<<" not in out
+    lines = out.splitlines()
+    assert lines[0] == "#define LAUNCH(n) \\"
+    assert lines[1].endswith("\\") and lines[2].endswith('"kern")')  # the continuations stay
+    assert lines[3] == "void f() { LAUNCH(10); }"
+
+
+def test_rewrite_template_launch() -> None:
+    out = rewrite_launches("void f() { k<float, 4><<<g, b, 0, s>>>(p, n); }\n", set())
+    assert out == (
+        "void f() { porter_emu::launch_kernel(k<float, 4>, porter_emu::config(g, b, 0, s), "
+        'decltype(porter_emu::params(k<float, 4>))(p, n), "k<float, 4>"); }\n'
+    )
+
+
+def test_rewrite_deduced_template_launch() -> None:
+    out = rewrite_launches("void f() { k2<<<g, b>>>(p, n); }\n", {"k2"})
+    assert out == (
+        "void f() { porter_emu::launch_deduced(porter_emu::config(g, b), "
+        '[&](auto... porter_p) { k2(porter_p...); }, "k2", p, n); }\n'
+    )
+    # only the names in the set: another kernel keeps its typed launch
+    other = rewrite_launches("void f() { k3<<<g, b>>>(p, n); }\n", {"k2"})
+    assert "porter_emu::launch_kernel(k3," in other and "launch_deduced" not in other
+    # explicit template arguments need no deduction
+    explicit = rewrite_launches("void f() { k2<float><<<g, b>>>(p, n); }\n", {"k2"})
+    assert "porter_emu::launch_kernel(k2<float>," in explicit
+
+
+def test_rewrite_deduced_launch_without_arguments_and_in_a_macro() -> None:
+    out = rewrite_launches("void f() { k2<<<1, 1>>>(); }\n", {"k2"})
+    assert out == (
+        "void f() { porter_emu::launch_deduced(porter_emu::config(1, 1), "
+        '[&](auto... porter_p) { k2(porter_p...); }, "k2"); }\n'
+    )
+    macro = rewrite_launches("#define L(p) k2<<<1, 32>>>(p, 4)\n", {"k2"})
+    assert macro.startswith("#define L(p) porter_emu::launch_deduced(porter_emu::config(1, 32), ")
+    assert macro.endswith('"k2", p, 4)\n')
+
+
+def test_rewrite_launch_through_a_function_pointer() -> None:
+    text = "void f() { void (*fp)(int*) = kern; fp<<<1, 32>>>(p); }\n"
+    assert rewrite_launches(text, set()) == (
+        "void f() { void (*fp)(int*) = kern; porter_emu::launch_kernel(fp, porter_emu::config(1, 32), "
+        'decltype(porter_emu::params(fp))(p), "fp"); }\n'
+    )
+
+
+def test_rewrite_launch_without_arguments() -> None:
+    assert rewrite_launches("void f() { k<<<1, 1>>>(); }\n", set()) == (
+        'void f() { porter_emu::launch_kernel(k, porter_emu::config(1, 1), decltype(porter_emu::params(k))(), "k"); }\n'
+    )
+
+
+def test_rewrite_keeps_nested_brackets_and_strings() -> None:
+    out = rewrite_launches("void f() { k<<<dim3(a, b), n >> 1>>>(g(x, y), \"a)b\", ')'); }\n", set())
+    assert "porter_emu::config(dim3(a, b), n >> 1)" in out
+    assert 'decltype(porter_emu::params(k))(g(x, y), "a)b", \')\'), "k")' in out
+
+
+def test_rewrite_two_launches_on_a_line() -> None:
+    out = rewrite_launches("void f() { a<<<1, 1>>>(x); b<<<2, 2>>>(y); }\n", set())
+    assert out.count("porter_emu::launch_kernel(") == 2
+    assert "porter_emu::launch_kernel(a, porter_emu::config(1, 1)" in out
+    assert "porter_emu::launch_kernel(b, porter_emu::config(2, 2)" in out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "int main() { return 1 << 3 >> 1; }\n",
+        "int x = a << b >> c;  // k<<<1, 1>>>(x) in a comment\n",
+        'const char* s = "k<<<1, 1>>>()";\n',
+        "/* k<<<grid, block>>>(p);\n   on two lines */\nint y;\n",
+        "",
+    ],
+)
+def test_rewrite_without_launches_is_unchanged(text: str) -> None:
+    assert rewrite_launches(text, set()) == text
+    assert rewrite_launches(text, {"k"}) == text
+
+
+def test_kernel_names_finds_templates_and_overloads() -> None:
+    text = (
+        "template <typename T> __global__ void tk(T* p) {}\n"
+        "__global__ void plain(int* p) {}\n"
+        "__global__ void over(int* p) {}\n"
+        "__global__ void over(float* p) {}\n"
+        "// __global__ void in_comment(int* p) {}\n"
+    )
+    names, deduced = kernel_names([text])
+    assert {"tk", "plain", "over"} <= names
+    assert "in_comment" not in names
+    assert deduced == {"tk", "over"}
+
+
+def test_kernel_names_a_prototype_is_not_an_overload() -> None:
+    header = "__global__ void fill_value(float* out, const float* extra, float value, int n);\n"
+    unit = "__global__ void fill_value(float* out, const float* extra, float value, int n) {}\n"
+    _, deduced = kernel_names([header, unit])
+    assert deduced == set()

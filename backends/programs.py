@@ -39,7 +39,7 @@ class ProgramSource:
 class BuiltProgram:
     ok: bool
     toolchain: str  # name and version: "g++ 14.2 + porter cpu runtime", "nvcc 13.0 sm_90"
-    executables: Mapping[str, str] = field(default_factory=dict)  # name -> absolute path
+    executables: Mapping[str, str] = field(default_factory=dict)  # main unit (relative) -> absolute path
     log: str = ""
     commands: tuple[str, ...] = ()
     reason: str = ""  # one line when not ok ("cannot emulate: cuBLAS (main.cu line 3)")
@@ -197,7 +197,7 @@ class DriverToolchain:
         executables: dict[str, str] = {}
         others = [str(o) for u, o in objects.items() if u not in mains]
         for main in mains:
-            exe = out / "bin" / Path(main).stem
+            exe = out / "bin" / Path(main).with_suffix("")
             exe.parent.mkdir(parents=True, exist_ok=True)
             cmd = [self.compiler, *self.flags, str(objects[main]), *others, "-o", str(exe), *self.link_flags]
             commands.append(" ".join(cmd))
@@ -212,7 +212,7 @@ class DriverToolchain:
                     commands=tuple(commands),
                     reason=f"linking {Path(main).stem} failed",
                 )
-            executables[Path(main).stem] = str(exe)
+            executables[main] = str(exe)
         return BuiltProgram(True, chain, executables, "\n".join(logs), tuple(commands), env=dict(self.env))
 
 

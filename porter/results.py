@@ -277,6 +277,7 @@ class RunResult:
     reason: str = ""
     differences: list[str] = field(default_factory=list)
     against: str = ""  # the device of the original run it was compared with
+    varies: list[str] = field(default_factory=list)  # an original's: what differs between two of its runs
     stdout_tail: str = ""
     stderr_tail: str = ""
     key: str = ""

@@ -584,7 +584,7 @@ class CpuProgramToolchain:
         executables: dict[str, str] = {}
         libs = list(program_facts.get("link", ["-lm", "-lpthread"]))
         for main in mains:
-            exe = out / "bin" / main.stem
+            exe = out / "bin" / main.relative_to(scratch).with_suffix("")
             exe.parent.mkdir(parents=True, exist_ok=True)
             cmd = [compiler, str(objects[main]), *map(str, others), "-o", str(exe), *libs]
             commands.append(" ".join(cmd))
@@ -596,7 +596,7 @@ class CpuProgramToolchain:
                     False, chain, log="\n".join(logs), commands=tuple(commands),
                     reason=f"linking {main.stem} failed",
                 )  # fmt: skip
-            executables[main.stem] = str(exe)
+            executables[str(main.relative_to(scratch))] = str(exe)
         return BuiltProgram(True, chain, executables, "\n".join(logs), tuple(commands))
 
 

@@ -48,7 +48,7 @@ class Rule:
     def masked(self) -> re.Pattern[str]:
         units = "|".join(re.escape(u) for u in sorted(self.time_units, key=len, reverse=True))
         words = "|".join(re.escape(w) for w in sorted(self.time_words, key=len, reverse=True))
-        return re.compile(rf"\d\s*(?:{units})(?![A-Za-z/])|(?<![A-Za-z])(?:{words})(?![a-z])")
+        return re.compile(rf"\d\s*(?:{units})(?![A-Za-z/])|(?i:(?<![A-Za-z])(?:{words})(?![A-Za-z]))")
 
     @functools.cached_property
     def verdicts(self) -> re.Pattern[str]:
@@ -147,22 +147,70 @@ def _lines_differ(a: str, b: str, rule: Rule) -> bool:
     return ta != tb or len(na) != len(nb) or not all(_close(x, y, rule) for x, y in zip(na, nb, strict=True))
 
 
-def compare_text(original: str, other: str, where: str, rule: Rule) -> list[str]:
-    """Differences between two texts, line by line, with masked lines skipped on both sides."""
-    a = [line for line in original.splitlines() if not is_masked(line, rule)]
-    b = [line for line in other.splitlines() if not is_masked(line, rule)]
-    numbered_a = [(n, line) for n, line in enumerate(original.splitlines(), 1) if not is_masked(line, rule)]
+def _kept(text: str, rule: Rule) -> list[tuple[int, str]]:
+    """(line number, line) of the lines compared: the masked ones left out."""
+    return [(n, line) for n, line in enumerate(text.splitlines(), 1) if not is_masked(line, rule)]
+
+
+def compare_text(
+    original: str, other: str, where: str, rule: Rule, skip: frozenset[int] = frozenset()
+) -> list[str]:
+    """Differences between two texts, line by line, with masked lines skipped on both sides and the
+    compared lines whose index is in `skip` (lines that vary between runs of the original) ignored."""
+    a, b = _kept(original, rule), _kept(other, rule)
     out: list[str] = []
     for k in range(max(len(a), len(b))):
+        if k in skip:
+            continue
         if k >= len(a):
-            out.append(f"{where}: extra line in the port: {b[k].strip()[:200]!r}")
+            out.append(f"{where}: extra line in the port: {b[k][1].strip()[:200]!r}")
         elif k >= len(b):
-            out.append(f"{where} line {numbered_a[k][0]}: missing in the port: {a[k].strip()[:200]!r}")
-        elif _lines_differ(a[k], b[k], rule):
+            out.append(f"{where} line {a[k][0]}: missing in the port: {a[k][1].strip()[:200]!r}")
+        elif _lines_differ(a[k][1], b[k][1], rule):
             out.append(
-                f"{where} line {numbered_a[k][0]}: original {a[k].strip()[:200]!r}, port {b[k].strip()[:200]!r}"
+                f"{where} line {a[k][0]}: original {a[k][1].strip()[:200]!r}, port {b[k][1].strip()[:200]!r}"
             )
     return out
+
+
+@dataclass(frozen=True)
+class Unstable:
+    """What varies between two runs of the original (a clock-seeded random number, a count of polling
+    iterations): never compared, and said in the report."""
+
+    lines: frozenset[int] = frozenset()  # indexes among the compared (unmasked) stdout lines
+    numbers: tuple[int, ...] = ()  # their line numbers in the original's stdout
+    files: frozenset[str] = frozenset()
+    exit: bool = False
+
+    def describe(self) -> list[str]:
+        out = [f"stdout line {n} varies between two runs of the original: not compared" for n in self.numbers]
+        out += [f"file {f} varies between two runs of the original: not compared" for f in sorted(self.files)]
+        if self.exit:
+            out.append("the exit code varies between two runs of the original: not compared")
+        return out
+
+
+def unstable(first: RunOutput, second: RunOutput, rule: Rule | None = None) -> Unstable:
+    """What differs between two runs of the same original build."""
+    rule = rule or default_rule()
+    a, b = _kept(first.stdout, rule), _kept(second.stdout, rule)
+    lines = {
+        k
+        for k in range(max(len(a), len(b)))
+        if k >= len(a) or k >= len(b) or _lines_differ(a[k][1], b[k][1], rule)
+    }
+    files = {
+        name
+        for name in set(first.files) | set(second.files)
+        if first.files.get(name) != second.files.get(name)
+    }
+    return Unstable(
+        frozenset(lines),
+        tuple(a[k][0] for k in sorted(lines) if k < len(a)),
+        frozenset(files),
+        first.exit != second.exit,
+    )
 
 
 def _as_text(data: bytes) -> str | None:
@@ -174,20 +222,32 @@ def _as_text(data: bytes) -> str | None:
         return None
 
 
-def compare(original: RunOutput, other: RunOutput, rule: Rule | None = None) -> list[str]:
+def compare(
+    original: RunOutput, other: RunOutput, rule: Rule | None = None, varies: Unstable | None = None
+) -> list[str]:
     """Every difference between two runs (empty: they agree), at most ``rule.max_differences`` of them
-    and a last line with how many more there were."""
+    and a last line with how many more there were.  What ``varies`` between runs of the original is not
+    compared."""
     rule = rule or default_rule()
+    varies = varies or Unstable()
     out: list[str] = []
-    if original.exit != other.exit:
+    if original.exit != other.exit and not varies.exit:
         out.append(f"exit code: original {original.exit}, port {other.exit}")
-    va, vb = verdict_words(original.stdout, rule), verdict_words(other.stdout, rule)
+    stable_a = "\n".join(
+        line for k, (_n, line) in enumerate(_kept(original.stdout, rule)) if k not in varies.lines
+    )
+    stable_b = "\n".join(
+        line for k, (_n, line) in enumerate(_kept(other.stdout, rule)) if k not in varies.lines
+    )
+    va, vb = verdict_words(stable_a, rule), verdict_words(stable_b, rule)
     if va != vb:
         out.append(
             f"verdict: the original prints {' '.join(va) or 'none'}, the port {' '.join(vb) or 'none'}"
         )
-    out += compare_text(original.stdout, other.stdout, "stdout", rule)
+    out += compare_text(original.stdout, other.stdout, "stdout", rule, varies.lines)
     for name in sorted(set(original.files) | set(other.files)):
+        if name in varies.files:
+            continue
         fa, fb = original.files.get(name), other.files.get(name)
         if fb is None:
             out.append(f"file {name}: written by the original only")
@@ -249,11 +309,13 @@ def written_files(
 __all__ = [
     "Rule",
     "RunOutput",
+    "Unstable",
     "compare",
     "compare_text",
     "default_rule",
     "is_masked",
     "snapshot",
+    "unstable",
     "verdict_words",
     "with_tolerance",
     "written_files",

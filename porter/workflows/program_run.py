@@ -40,7 +40,16 @@ from porter.backends.programs import (
 )
 from porter.errors import UsageError
 from porter.files import decode_text, read_input
-from porter.harness.outputs import Rule, RunOutput, compare, default_rule, snapshot, written_files
+from porter.harness.outputs import (
+    Rule,
+    RunOutput,
+    Unstable,
+    compare,
+    default_rule,
+    snapshot,
+    unstable,
+    written_files,
+)
 from porter.program import Program, ProgramFile
 from porter.results import ProgramBuild, ProgramReport, ProgramRun, RunResult
 from porter.workflows.resume import code_fingerprint, load_report, sha
@@ -48,6 +57,7 @@ from porter.workflows.resume import code_fingerprint, load_report, sha
 Progress = Callable[[str], None]
 DEFAULT_TIMEOUT_S = 300.0
 _RULE = re.compile(r"^([A-Za-z_][\w.+-]*)\s*:(?!=)(.*)$")
+_ASSIGN = re.compile(r"^([A-Za-z_]\w*)\s*[:?]?=\s*([^\s#]+)\s*$", re.MULTILINE)
 TAIL_CHARS = 4000
 
 
@@ -82,7 +92,9 @@ def program_names(program: Program, main: ProgramFile) -> set[str]:
                 lines = decode_text(read_input(path)).splitlines()
             except UsageError:
                 continue
-            for k, line in enumerate(lines):
+            variables = dict(_ASSIGN.findall("\n".join(lines)))
+            for k, raw in enumerate(lines):
+                line = _expand(raw, variables)
                 m = _RULE.match(line)
                 if not (m and mentions.search(m.group(2)) and "%" not in m.group(1)):
                     continue
@@ -97,6 +109,11 @@ def program_names(program: Program, main: ProgramFile) -> set[str]:
             break
         folder = folder.parent
     return names
+
+
+def _expand(line: str, variables: Mapping[str, str]) -> str:
+    """`line` with ``$(NAME)`` / ``${NAME}`` replaced by the Makefile's simple assignments."""
+    return re.sub(r"\$[({]([A-Za-z_]\w*)[)}]", lambda v: variables.get(v.group(1), v.group(0)).strip(), line)
 
 
 def run_folder(program: Program, main: ProgramFile) -> Path:
@@ -122,16 +139,31 @@ def choose(program: Program, mains: Sequence[ProgramFile], args: str) -> tuple[P
         raise UsageError(f"--run {args!r}: {err}") from None
     if words:
         first = os.path.basename(words[0])
-        for m in mains:
-            if first in program_names(program, m):
-                return m, words[1:]
+        named = [m for m in mains if first in program_names(program, m)]
+        folder = os.path.dirname(words[0]).removeprefix("./")
+        if len(named) > 1 and folder:  # `cuda/lud` and `base/lud`: the folder says which
+            named = [m for m in named if str(m.rel.parent).endswith(folder)] or named
+        if not named and folder:  # `cuda/lud_cuda`: the one main unit in that folder
+            named = [
+                m for m in mains if str(m.rel.parent) == folder or str(m.rel.parent).endswith("/" + folder)
+            ]
+        if len(named) == 1:
+            return named[0], words[1:]
     if len(mains) == 1:  # "./prog ARGS" or "dir/prog ARGS" names the one executable, whatever it is called
         here = program.root / run_folder(program, mains[0])
-        named = bool(words) and (
+        is_name = bool(words) and (
             words[0].startswith(("./", "/")) or ("/" in words[0] and not (here / words[0]).exists())
         )
-        return mains[0], words[1:] if named else words
-    names = ", ".join(sorted(n for m in mains for n in program_names(program, m)))
+        return mains[0], words[1:] if is_name else words
+    names = ", ".join(
+        sorted(
+            {
+                f"{m.rel.parent}/{n}" if str(m.rel.parent) != "." else n
+                for m in mains
+                for n in program_names(program, m)
+            }
+        )
+    )
     raise UsageError(
         f"--run {args!r}: the program builds several executables; start ARGS with one of: {names}"
     )
@@ -174,6 +206,7 @@ class _Runner:
         self.program, self.out, self.report, self.runs = program, out, report, list(runs)
         self.timeout, self.rule, self.say, self.skip = timeout, rule, say, list(skip)
         self.outputs: dict[int, RunOutput] = {}  # id(RunResult) -> what that run printed and wrote
+        self.varies: dict[int, Unstable] = {}  # id(an original's RunResult) -> what varies between its runs
         self.previous_builds: dict[tuple[str, str], Mapping[str, Any]] = {}
         self.previous_runs: dict[str, Mapping[str, Any]] = {}
         prog = (earlier or {}).get("program") or {}
@@ -268,13 +301,21 @@ class _Runner:
         runnable = [(b, c) for b, c in built.values() if b.status == "built" and b.device]
         for n, args in enumerate(self.runs, 1):
             main, argv = choose(self.program, mains, args)
+            words = shlex.split(args)
+            name = os.path.basename(words[0]) if len(words) == len(argv) + 1 else main.path.stem
             run = ProgramRun(args, main.path.stem)
             self.report.runs.append(run)
             for build, chain in runnable:
                 if build.variant != "original":
                     continue
                 self.say(f"run {n}/{len(self.runs)}: the original on {build.device}")
-                rec = self.run_one(build, chain, main, argv, n)
+                rec = self.run_one(build, chain, main, argv, n, name)
+                if rec.status == "ran":  # a second run says what varies by itself (clocks, random seeds)
+                    again = self.run_one(build, chain, main, argv, n, name, repeat=True)
+                    first, second = self.outputs.get(id(rec)), self.outputs.get(id(again))
+                    if again.status == "ran" and first is not None and second is not None:
+                        self.varies[id(rec)] = unstable(first, second, self.rule)
+                        rec.varies = self.varies[id(rec)].describe()
                 run.originals.append(rec)
                 run.original = run.original or rec
                 self.save()
@@ -290,8 +331,23 @@ class _Runner:
                         RunResult(variant, "", "", "not-run", reason=why or "no build of it runs here")
                     )
                 for build, chain in mine:
+                    ref = next(
+                        (o for o in run.originals if _same_device(o.device, build.device)), run.original
+                    )
+                    if ref is not None and ref.exit is None and ref.reason.startswith("timed out"):
+                        run.variants.append(
+                            RunResult(
+                                variant,
+                                build.toolchain,
+                                build.device,
+                                "not-run",
+                                reason=f"the original {ref.reason} on {ref.device}: give a larger --timeout or "
+                                "smaller arguments",
+                            )  # fmt: skip
+                        )
+                        continue
                     self.say(f"run {n}/{len(self.runs)}: {variant} on {build.device}")
-                    rec = self.run_one(build, chain, main, argv, n)
+                    rec = self.run_one(build, chain, main, argv, n, name)
                     self.judge(run, rec)
                     run.variants.append(rec)
                     self.save()
@@ -321,7 +377,7 @@ class _Runner:
         if original is None or mine is None:
             rec.status, rec.reason = "not-run", "the original's output is not available"
             return
-        rec.differences = compare(original, mine, self.rule)
+        rec.differences = compare(original, mine, self.rule, self.varies.get(id(ref)))
         rec.status = "differs" if rec.differences else "matches"
         if rec.differences and not _same_device(rec.against, rec.device):
             rec.differences.insert(
@@ -329,16 +385,24 @@ class _Runner:
             )
 
     def run_one(
-        self, build: ProgramBuild, chain: ProgramToolchain, main: ProgramFile, argv: list[str], n: int
-    ) -> RunResult:
-        exe = build.executables.get(main.path.stem)
+        self, build: ProgramBuild, chain: ProgramToolchain, main: ProgramFile, argv: list[str], n: int,
+        name: str = "", repeat: bool = False,
+    ) -> RunResult:  # fmt: skip
+        """One run of `build`'s executable for `main` as ``./<name> ARGV`` (so argv[0] is the same for every
+        build) in a scratch copy of its tree.  ``repeat``: the original's second run (what varies)."""
+        exe = build.executables.get(str(main.rel))
         base = RunResult(build.variant, build.toolchain, build.device, "failed")
         if exe is None or not Path(exe).is_file():
-            base.reason = f"the {build.toolchain} build has no executable {main.path.stem}"
+            base.reason = f"the {build.toolchain} build has no executable for {main.rel}"
             return base
         tree = self.program.root if build.variant == "original" else self.out / build.variant
-        key = sha("program-run", build.key, argv, str(run_folder(self.program, main)), self.timeout)
+        name = name or main.path.stem
+        key = sha(
+            "program-run", build.key, argv, name, str(run_folder(self.program, main)), self.timeout, repeat
+        )
         old = self.previous_runs.get(key)
+        if repeat and build.resumed and (self.out / "runs" / key[:16] / "run.json").is_file():
+            old = {"status": "ran"}  # the original's second run of an earlier report (not listed in it)
         if (
             old is not None
             and old.get("status") in ("ran", "matches", "differs")
@@ -350,9 +414,11 @@ class _Runner:
                     f"run {n}: {build.variant} on {build.device}: same build and arguments as before; kept"
                 )
                 rec = RunResult(
-                    build.variant, build.toolchain, build.device, "ran" if build.variant == "original" else str(old["status"]),
-                    old.get("exit"), old.get("seconds"), str(old.get("reason", "")), [], "", str(old.get("stdout_tail", "")),
-                    str(old.get("stderr_tail", "")), key, True,
+                    build.variant, build.toolchain, build.device,
+                    "ran" if build.variant == "original" else str(old["status"]),
+                    exit=old.get("exit"), seconds=old.get("seconds"), reason=str(old.get("reason", "")),
+                    stdout_tail=str(old.get("stdout_tail", "")), stderr_tail=str(old.get("stderr_tail", "")),
+                    key=key, resumed=True,
                 )  # fmt: skip
                 self.outputs[id(rec)] = saved
                 return rec
@@ -365,16 +431,20 @@ class _Runner:
                 (scratch / "tree" / f.rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src, scratch / "tree" / f.rel)
         cwd = scratch / "tree" / run_folder(self.program, main)
+        cwd.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(
+            exe, cwd / name
+        )  # run as ./name: argv[0] (which programs print) is the same for every build
         before = snapshot(scratch / "tree")
         exit_code, out, err, seconds, timed_out = _execute(
-            [exe, *argv], cwd, scratch, self.timeout, getattr(chain, "run_env", lambda: {})()
+            [f"./{name}", *argv], cwd, scratch, self.timeout, getattr(chain, "run_env", lambda: {})()
         )
         output = RunOutput(exit_code, out, written_files(scratch / "tree", before, self.rule))
         _save_output(scratch, output)
         shutil.rmtree(scratch / "tree", ignore_errors=True)
         rec = RunResult(
-            build.variant, build.toolchain, build.device, "ran", exit_code, round(seconds, 4), "", [], "",
-            _tail(out), _tail(err), key,
+            build.variant, build.toolchain, build.device, "ran", exit=exit_code, seconds=round(seconds, 4),
+            stdout_tail=_tail(out), stderr_tail=_tail(err), key=key,
         )  # fmt: skip
         if timed_out:
             rec.status, rec.reason = "failed", f"timed out after {self.timeout:g} s (--timeout)"

@@ -133,6 +133,7 @@ class DriverToolchain:
     missing: str = ""
     flags: tuple[str, ...] = ()  # every unit
     device_flags: tuple[str, ...] = ()  # units with device code (".cu", or CUDA/HIP in the text)
+    all_device: bool = False  # every C++ unit gets device_flags (its headers may define device code)
     link_flags: tuple[str, ...] = ()
     include_dirs: tuple[str, ...] = ()  # porter's own headers for this toolchain, searched first
     # writes generated headers into the build folder; returns more folders to search first
@@ -176,7 +177,10 @@ class DriverToolchain:
             data = path.read_bytes()
             if defines_main(decode_text(data)):
                 mains.append(unit)
-            device = path.suffix in (".cu", ".hip") or (path.suffix != ".c" and has_cuda(data))
+            # a .c unit stays C (HIP's and porter's runtime headers are C-compatible), as hipcc builds it
+            device = path.suffix in (".cu", ".hip") or (
+                path.suffix != ".c" and (self.all_device or has_cuda(data))
+            )
             obj = obj_dir / (unit.replace(os.sep, "__") + ".o")
             cmd = [self.compiler, *self.flags, *(self.device_flags if device else ()), *defines, *incs]
             cmd += ["-c", str(path), "-o", str(obj)]

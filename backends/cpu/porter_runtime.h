@@ -25,6 +25,7 @@
 #include <tuple>
 
 #include "porter_runtime_data.h"
+#include "porter_runtime_c.h"  // cudaMemcpyKind and the list of C entry points
 
 #define __CUDA_RUNTIME_H__ 1
 #define __DRIVER_TYPES_H__ 1
@@ -42,13 +43,6 @@ typedef cudaError_t hipError_t;
 #define cudaStreamLegacy ((cudaStream_t)0)
 #define cudaStreamPerThread ((cudaStream_t)0)
 
-enum cudaMemcpyKind {
-    cudaMemcpyHostToHost = 0,
-    cudaMemcpyHostToDevice = 1,
-    cudaMemcpyDeviceToHost = 2,
-    cudaMemcpyDeviceToDevice = 3,
-    cudaMemcpyDefault = 4
-};
 enum cudaFuncCache {
     cudaFuncCachePreferNone = 0,
     cudaFuncCachePreferShared = 1,

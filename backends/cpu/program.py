@@ -105,6 +105,7 @@ def runtime_data_header() -> str:
         else:
             fill.append(f"(p)->{key} = {int(value)};")
     out.append("#define PORTER_FILL_DEVICE_PROPERTIES(p) do { " + " ".join(fill) + " } while (0)")
+    out.append("#ifdef __cplusplus")
     out.append('namespace porter_emu __attribute__((visibility("hidden"))) {')
     out.append("inline const char* error_string(cudaError_t e) {")
     out.append("    switch ((int)e) {")
@@ -123,6 +124,7 @@ def runtime_data_header() -> str:
     out.append("    default: return 0;")
     out.append("    }\n}")
     out.append("}  // namespace porter_emu")
+    out.append("#endif")
     return "\n".join(out) + "\n"
 
 
@@ -130,14 +132,17 @@ def write_runtime_headers(inc: Path, stubs: Iterable[str], refusing: Mapping[str
     """porter's headers and a stub for every CUDA/HIP header a program may include, in `inc`."""
     inc.mkdir(parents=True, exist_ok=True)
     here = Path(__file__).parent
-    for name in ("porter_emu.h", "porter_runtime.h"):
+    for name in ("porter_emu.h", "porter_runtime.h", "porter_runtime_c.h"):
         shutil.copyfile(here / name, inc / name)
     (inc / "porter_runtime_data.h").write_text(runtime_data_header(), encoding="utf-8")
     (inc / "porter_hip_names.h").write_text(hip_names_header(), encoding="utf-8")  # HIP spellings
     for name in stubs:
         path = inc / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text('#pragma once\n#include "porter_runtime.h"\n', encoding="utf-8")
+        path.write_text(
+            '#pragma once\n#ifdef __cplusplus\n#include "porter_runtime.h"\n#else\n#include "porter_runtime_c.h"\n#endif\n',
+            encoding="utf-8",
+        )
     for name, what in (refusing or {}).items():  # a program including one stops with its construct
         path = inc / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -521,7 +526,7 @@ class CpuProgramToolchain:
         (out / "obj").mkdir(parents=True, exist_ok=True)
         for unit in units:
             obj = out / "obj" / (str(unit.relative_to(scratch)).replace(os.sep, "__") + ".o")
-            is_c = unit.suffix == ".c"
+            is_c = unit.suffix == ".c"  # C stays C (its CUDA/HIP headers give it porter_runtime_c.h)
             cmd = (
                 [
                     compiler.replace("g++", "gcc") if "g++" in compiler else "gcc",

@@ -104,7 +104,7 @@ class HipBackend(BackendBase):
             DriverToolchain(
                 "hip-on-cuda", self.name, "hip", nvcc, f"nvcc {cuda_toolchain.nvcc_version() or '?'} {sm} + porter HIP-on-CUDA",
                 missing=cuda_toolchain.facts()["hints"]["compile"], flags=("-O2", f"-arch={sm}"),
-                device_flags=("-x", "cu"), include_dirs=(include_dir(),), prepare=names,
+                device_flags=("-x", "cu"), all_device=True, include_dirs=(include_dir(),), prepare=names,
                 find_device=lambda: nvidia,
             )
         ]  # fmt: skip
@@ -115,7 +115,7 @@ class HipBackend(BackendBase):
             DriverToolchain(
                 "hipcc", self.name, "hip", hipcc, f"hipcc {amd.hipcc_version() or '?'} {arch}",
                 missing="install hipcc (apt-get install hipcc) to build HIP programs for AMD GPUs",
-                flags=("-O2", f"--offload-arch={arch}"), device_flags=("-x", "hip"),
+                flags=("-O2", f"--offload-arch={arch}"), device_flags=("-x", "hip"), all_device=True,
                 env={"HIP_PLATFORM": "amd"}, find_device=lambda: gpu,
             )
         )  # fmt: skip

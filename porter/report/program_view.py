@@ -181,6 +181,8 @@ def markdown(report: ProgramReport) -> str:
                     out.append("")
                 elif r.reason:
                     out += [f"- {r.variant} ({r.device or 'no device'}): {r.reason}"]
+                if r.varies:
+                    out += [f"- {r.variant} ({r.device}): {v}" for v in r.varies]
             out.append("")
         if report.chart:
             out += [f"![run times]({Path(report.chart).name})", ""]

@@ -134,7 +134,7 @@ def cuda_tour(
         pytest.skip("g++ is not installed")
     tmp = tmp_path_factory.mktemp("cuda_tour")
     built = built_ok(build(PROGRAMS / "runtime_tour", tmp / "build", units=("main.cu", "host_c.c")))
-    return built, run(built.executables["main"], tmp / "run")
+    return built, run(next(iter(built.executables.values())), tmp / "run")
 
 
 @pytest.fixture(scope="module")
@@ -145,13 +145,13 @@ def hip_tour(
         pytest.skip("g++ is not installed")
     tmp = tmp_path_factory.mktemp("hip_tour")
     built = built_ok(build(PROGRAMS / "runtime_tour_hip", tmp / "build", units=("main.cpp",), language="hip"))
-    return built, run(built.executables["main"], tmp / "run")
+    return built, run(next(iter(built.executables.values())), tmp / "run")
 
 
 @compiles
 def test_cuda_tour_passes(cuda_tour) -> None:
     built, proc = cuda_tour
-    assert set(built.executables) == {"main"}
+    assert set(built.executables) == {"main.cu"}  # one executable per unit defining main
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[-1] == "PASS"
@@ -199,7 +199,7 @@ def test_cuda_tour_links_the_c_entry_points(cuda_tour) -> None:
 @compiles
 def test_hip_tour_passes(hip_tour) -> None:
     built, proc = hip_tour
-    assert set(built.executables) == {"main"}
+    assert set(built.executables) == {"main.cpp"}
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[-1] == "PASS"
@@ -256,7 +256,7 @@ def test_hip_host_malloc_with_flags(tmp_path: Path) -> None:
     )
     built = build(tree, tmp_path / "build", units=("main.cpp",), language="hip")
     assert built.ok, built.log
-    proc = run(built.executables["main"], tmp_path / "run")
+    proc = run(next(iter(built.executables.values())), tmp_path / "run")
     assert (proc.returncode, proc.stdout) == (0, "7\n")
 
 
@@ -280,7 +280,7 @@ HIP_SUFFIX_PROGRAM = (
 def test_hip_program_in_a_cpp_unit(tmp_path: Path) -> None:
     tree = write_program(tmp_path / "src", {"main.cpp": HIP_SUFFIX_PROGRAM})
     built = built_ok(build(tree, tmp_path / "build", units=("main.cpp",), language="hip"))
-    proc = run(built.executables["main"], tmp_path / "run")
+    proc = run(next(iter(built.executables.values())), tmp_path / "run")
     assert (proc.returncode, proc.stdout) == (0, "63\n")
 
 
@@ -289,7 +289,7 @@ def test_hip_program_in_a_hip_unit(tmp_path: Path) -> None:
     tree = write_program(tmp_path / "src", {"main.hip": HIP_SUFFIX_PROGRAM})
     built = build(tree, tmp_path / "build", units=("main.hip",), language="hip")
     assert built.ok, built.reason
-    proc = run(built.executables["main"], tmp_path / "run")
+    proc = run(next(iter(built.executables.values())), tmp_path / "run")
     assert (proc.returncode, proc.stdout) == (0, "63\n")
 
 
@@ -318,7 +318,7 @@ def test_prototyped_kernel_launched_with_null(tmp_path: Path) -> None:
     tree = write_program(tmp_path / "src", {"main.cu": PROTOTYPED_KERNEL})
     built = build(tree, tmp_path / "build")
     assert built.ok, built.log
-    proc = run(built.executables["main"], tmp_path / "run")
+    proc = run(next(iter(built.executables.values())), tmp_path / "run")
     assert (proc.returncode, proc.stdout) == (0, "2.50\n")
 
 
@@ -339,7 +339,7 @@ def test_cublas_is_refused(tmp_path: Path) -> None:
 def test_inactive_texture_code_builds_and_runs(tmp_path: Path) -> None:
     built = built_ok(build(PROGRAMS / "inactive_texture", tmp_path / "build"))
     assert not built.refused
-    proc = run(built.executables["main"], tmp_path / "run")
+    proc = run(next(iter(built.executables.values())), tmp_path / "run")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.splitlines() == ["out[299]: 74.75", "PASS"]
 
@@ -566,3 +566,35 @@ def test_kernel_names_a_prototype_is_not_an_overload() -> None:
     unit = "__global__ void fill_value(float* out, const float* extra, float value, int n) {}\n"
     _, deduced = kernel_names([header, unit])
     assert deduced == set()
+
+
+@compiles
+def test_a_c_unit_including_the_cuda_runtime_header_stays_c_and_links(tmp_path: Path) -> None:
+    tree = write_program(
+        tmp_path / "src",
+        {
+            "main.cu": (
+                "#include <cstdio>\n"
+                'extern "C" int c_side(void);\n'
+                "__global__ void one(int* x) { *x = 1; }\n"
+                "int main() {\n"
+                "    int* d; cudaMalloc(&d, sizeof(int)); one<<<1, 1>>>(d);\n"
+                "    int h = 0; cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost);\n"
+                '    printf("%d %d\\n", h, c_side()); return 0;\n'
+                "}\n"
+            ),
+            # C, not C++: `new` is an ordinary name here, and the runtime's C view declares cudaMalloc
+            "side.c": (
+                "#include <cuda_runtime.h>\n"
+                "int c_side(void) {\n"
+                "    void* new = 0;\n"
+                "    if (cudaMalloc(&new, 16) != cudaSuccess) return -1;\n"
+                "    if (cudaMemset(new, 0, 16) != cudaSuccess) return -2;\n"
+                "    return cudaFree(new) == cudaSuccess ? 7 : -3;\n"
+                "}\n"
+            ),
+        },
+    )
+    built = built_ok(build(tree, tmp_path / "build", units=("main.cu", "side.c")))
+    proc = run(next(iter(built.executables.values())), tmp_path / "run")
+    assert proc.returncode == 0 and proc.stdout.strip() == "1 7", proc.stdout + proc.stderr

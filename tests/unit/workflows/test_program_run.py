@@ -190,3 +190,28 @@ def test_bad_run_options_are_usage_errors(smooth: Path, tmp_path: Path) -> None:
         port_program([str(smooth)], ["hip"], out_dir=str(tmp_path / "b"), runs=[RUN], timeout=0)
     with pytest.raises(UsageError, match="unknown program toolchain"):
         port_program([str(smooth)], ["hip"], out_dir=str(tmp_path / "c"), runs=[RUN], toolchains=["nope"])
+
+
+def test_what_varies_between_two_runs_of_the_original_is_not_compared(tmp_path: Path) -> None:
+    prog = tmp_path / "noisy"
+    prog.mkdir()
+    (prog / "main.cu").write_text(
+        "#include <cstdio>\n#include <ctime>\n#include <cstdlib>\n"
+        "__global__ void twice(int* x) { x[threadIdx.x] *= 2; }\n"
+        "int main() {\n"
+        "    struct timespec ts; clock_gettime(CLOCK_REALTIME, &ts); srand((unsigned)ts.tv_nsec);\n"
+        "    int h[4] = {1, 2, 3, 4}; int* d; cudaMalloc(&d, sizeof h);\n"
+        "    cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice); twice<<<1, 4>>>(d);\n"
+        "    cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);\n"
+        '    printf("seed draw %d\\n", rand());\n'
+        '    printf("result %d %d %d %d\\n", h[0], h[1], h[2], h[3]);\n'
+        "    return 0;\n}\n"
+    )
+    report = port_program([str(prog)], ["hip"], out_dir=str(tmp_path / "o"), runs=[""], toolchains=CPU)
+    original = report.runs[0].original
+    assert original is not None and original.varies == [
+        "stdout line 1 varies between two runs of the original: not compared"
+    ]
+    assert report.runs[0].variants[0].status == "matches"
+    doc = json.loads((Path(report.out_dir) / "report.json").read_text())
+    assert doc["program"]["runs"][0]["original"]["varies"] == original.varies

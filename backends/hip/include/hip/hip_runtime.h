@@ -46,11 +46,15 @@
 /* CUDA headers that declare names the legacy-warp macros below take (__shfl, __any...), read first so
  * the macros never rewrite their declarations (nvcc builds; NVRTC's do not reach them). */
 #if !defined(__CUDACC_RTC__)
-#if __has_include(<cooperative_groups.h>) && defined(__cplusplus)
+#if defined(__cplusplus) /* extern "C++": ported code may include this header inside extern "C" { } */
+extern "C++" {
+#if __has_include(<cooperative_groups.h>)
 #include <cooperative_groups.h>
 #endif
 #if __has_include(<cuda_fp16.h>)
 #include <cuda_fp16.h>
+#endif
+}
 #endif
 #endif
 #endif
@@ -80,6 +84,8 @@
 #define hipLaunchKernelGGL(kernel, grid, block, shared, stream, ...) \
     kernel<<<(grid), (block), (shared), (stream)>>>(__VA_ARGS__)
 
+#ifdef __cplusplus /* a ported C file (host code) includes this header too */
+extern "C++" {
 namespace porter_hip {
 static constexpr unsigned int full_mask = 0xffffffffu;
 
@@ -114,6 +120,8 @@ __device__ __forceinline__ T atomic_add(T* address, T value) {
     return atomicAdd(address, value);
 }
 }  // namespace porter_hip
+}
+#endif
 
 /* HIP's legacy, mask-less warp functions (CUDA only has the *_sync forms on sm_70+). */
 #define __shfl(...) porter_hip::shfl(__VA_ARGS__)
@@ -133,6 +141,41 @@ typedef cudaStream_t hipStream_t;
 typedef cudaError_t hipError_t;
 typedef cudaEvent_t hipEvent_t;
 #define hipSuccess cudaSuccess
+#endif
+
+/* hipDeviceProp_t: CUDA's properties plus the fields HIP keeps and CUDA 13 removed from cudaDeviceProp
+ * (clockRate, memoryClockRate, deviceOverlap, computeMode...), read through cudaDeviceGetAttribute, and
+ * HIP's own (gcnArchName names the NVIDIA arch, "sm_90"). */
+#if defined(__CUDA_RUNTIME_H__) && !defined(__CUDACC_RTC__) && defined(__cplusplus)
+#include <stdio.h>
+#include <string.h>
+#define PORTER_HIP_OWN_DEVICE_PROP 1
+extern "C++" {
+struct porter_hip_device_prop : cudaDeviceProp {
+    int clockRate, memoryClockRate, deviceOverlap, kernelExecTimeoutEnabled, computeMode, maxTexture1DLinear;
+    int singleToDoublePrecisionPerfRatio, cooperativeMultiDeviceLaunch, clockInstructionRate, isLargeBar;
+    size_t maxSharedMemoryPerMultiProcessor;
+    char gcnArchName[256];
+};
+static inline cudaError_t porter_hip_get_device_properties(porter_hip_device_prop* p, int device) {
+    memset(p, 0, sizeof *p);
+    cudaError_t e = cudaGetDeviceProperties(static_cast<cudaDeviceProp*>(p), device);
+    if (e != cudaSuccess) return e;
+    cudaDeviceGetAttribute(&p->clockRate, cudaDevAttrClockRate, device);
+    cudaDeviceGetAttribute(&p->memoryClockRate, cudaDevAttrMemoryClockRate, device);
+    cudaDeviceGetAttribute(&p->deviceOverlap, cudaDevAttrGpuOverlap, device);
+    cudaDeviceGetAttribute(&p->kernelExecTimeoutEnabled, cudaDevAttrKernelExecTimeout, device);
+    cudaDeviceGetAttribute(&p->computeMode, cudaDevAttrComputeMode, device);
+    cudaDeviceGetAttribute(&p->maxTexture1DLinear, cudaDevAttrMaxTexture1DLinearWidth, device);
+    cudaDeviceGetAttribute(&p->singleToDoublePrecisionPerfRatio, cudaDevAttrSingleToDoublePrecisionPerfRatio, device);
+    p->clockInstructionRate = p->clockRate;
+    p->maxSharedMemoryPerMultiProcessor = p->sharedMemPerMultiprocessor;
+    snprintf(p->gcnArchName, sizeof p->gcnArchName, "sm_%d%d", p->major, p->minor);
+    return cudaSuccess;
+}
+}
+#define hipDeviceProp_t porter_hip_device_prop
+#define hipGetDeviceProperties porter_hip_get_device_properties
 #endif
 
 /* A whole program's host code: every HIP runtime name as the CUDA name it renames (hipMalloc ->

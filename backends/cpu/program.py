@@ -152,6 +152,19 @@ def write_runtime_headers(inc: Path, stubs: Iterable[str], refusing: Mapping[str
 # --------------------------------------------------------------------------- launches
 
 
+def _noinline(text: str) -> str:
+    """``__noinline__`` in code (not comments or strings) as the attribute it means (no macro: the
+    standard library's own ``__attribute__((__noinline__))`` must stay as it is)."""
+    if "__noinline__" not in text:
+        return text
+    blanked = src_mod.blank_comments_and_strings(text)
+    out, pos = [], 0
+    for m in re.finditer(r"(?<!\(\()\b__noinline__\b", blanked):  # not inside a written __attribute__((...))
+        out += [text[pos : m.start()], "__attribute__((noinline))"]
+        pos = m.end()
+    return "".join(out) + text[pos:]
+
+
 def kernel_names(texts: Iterable[str]) -> tuple[set[str], set[str]]:
     """(every kernel name, those launched through a lambda: templates and overloads) of the texts.
 
@@ -504,7 +517,7 @@ class CpuProgramToolchain:
                 shutil.copyfile(src, dest)
         _all, deduced = kernel_names(texts.values())
         for dest, text in texts.items():
-            rewritten = src_mod.rewrite_shared(rewrite_launches(text, deduced))
+            rewritten = _noinline(src_mod.rewrite_shared(rewrite_launches(text, deduced)))
             dest.write_bytes(encode_text(rewritten))
         units = [scratch / u for u in source.units]
         mains = [u for u in units if u in texts and defines_main(texts[u])]
@@ -514,6 +527,7 @@ class CpuProgramToolchain:
         defines = [f"-D{d}" for d in source.defines]
         incs = [f"-I{inc}", *(f"-I{d}" for d in include_dirs)]
         objects: dict[Path, Path] = {}
+        commands: list[str] = []
 
         def shown(name: str) -> str:  # a file of the build as the user knows it
             path = Path(name) if os.path.isabs(name) else None
@@ -521,7 +535,6 @@ class CpuProgramToolchain:
                 return str(path.relative_to(scratch))
             return os.path.basename(name)
 
-        commands: list[str] = []
         logs: list[str] = []
         (out / "obj").mkdir(parents=True, exist_ok=True)
         for unit in units:

@@ -598,3 +598,29 @@ def test_a_c_unit_including_the_cuda_runtime_header_stays_c_and_links(tmp_path: 
     built = built_ok(build(tree, tmp_path / "build", units=("main.cu", "side.c")))
     proc = run(next(iter(built.executables.values())), tmp_path / "run")
     assert proc.returncode == 0 and proc.stdout.strip() == "1 7", proc.stdout + proc.stderr
+
+
+@compiles
+def test_noinline_device_functions_and_standard_headers_after_them(tmp_path: Path) -> None:
+    # libstdc++ writes __attribute__((__noinline__)) (shared_ptr_base.h): no macro may rewrite it
+    tree = write_program(
+        tmp_path / "src",
+        {
+            "main.cu": (
+                "#include <cstdio>\n"
+                "__noinline__ __device__ int twice(int v) { return 2 * v; }\n"
+                "__global__ void k(int* x) { *x = twice(*x); }\n"
+                "#include <memory>\n#include <string>\n#include <thread>\n"
+                "int main() {\n"
+                '    auto keep = std::make_shared<std::string>("x");\n'
+                "    int h = 21; int* d; cudaMalloc(&d, sizeof h);\n"
+                "    cudaMemcpy(d, &h, sizeof h, cudaMemcpyHostToDevice); k<<<1, 1>>>(d);\n"
+                "    cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost);\n"
+                '    printf("%d %s\\n", h, keep->c_str()); return 0;\n'
+                "}\n"
+            )
+        },
+    )
+    built = built_ok(build(tree, tmp_path / "build", units=("main.cu",)))
+    proc = run(next(iter(built.executables.values())), tmp_path / "run")
+    assert proc.stdout.strip() == "42 x", proc.stdout + proc.stderr

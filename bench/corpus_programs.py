@@ -78,8 +78,10 @@ def main() -> int:
         folder = corpus / entry["path"]
         if not folder.is_dir():
             continue
+        python = sys.executable or shutil.which("python3") or "python3"
+        base = args.porter.split() if args.porter else [python, "-m", "porter"]
         cmd = [
-            args.porter,
+            *base,
             "port",
             str(folder),
             "--to",

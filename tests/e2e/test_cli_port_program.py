@@ -116,3 +116,21 @@ def test_on_an_nvidia_gpu_the_original_and_the_hip_port_run_natively_and_match(t
     assert native and native[0]["status"] == "matches", native
     assert native[0]["against"] == gpu[0]["device"]  # compared with the original on the same GPU
     assert doc["program"]["verdicts"]["hip"]["status"] == "matches"
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU runtime needs g++")
+def test_the_readme_main_command_ports_the_sample_program_and_prints_its_verdict(tmp_path: Path) -> None:
+    import re
+    import shlex
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    main = re.findall(r"```sh\n(.*?)\n```", readme, re.S)[0]
+    words = shlex.split(main.split("&& .venv/bin/porter ", 1)[1])
+    assert words[:2] == ["port", "samples/programs/smooth"] and "--run" in words
+    src = tmp_path / "smooth"
+    shutil.copytree(SMOOTH, src)
+    r = porter(
+        *[str(src) if w == "samples/programs/smooth" else w for w in words], "--out", str(tmp_path / "o")
+    )
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert "program verdict, hip: matches" in " ".join(r.stdout.split())

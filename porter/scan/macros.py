@@ -18,9 +18,12 @@ blanked as the preprocessor would.
 
 The table is built lexically, without parsing: ``#define`` lines of the scanned files and of the
 headers they include (``"..."`` beside the including file or in the include directories,
-``<...>`` in the include directories), each header read once.  A macro defined differently under
-``#if`` branches carries the qualifiers of every definition (``_CCCL_DEVICE`` is ``__device__``
-for nvcc and empty for a host compiler; porter reads code as CUDA).
+``<...>`` in the include directories), each header read once.  Conditionals are honoured as far as
+they can be decided: porter reads code as CUDA compiled by nvcc (``__CUDACC__`` defined, ``__HIPCC__``
+not: :data:`KNOWN_MACROS`), with the macros a file defines above a conditional; a definition in a
+branch known to be dead (``#if !defined(__CUDACC__)`` / ``#define __global__``) is never seen.  A
+macro defined differently under undecided ``#if`` branches carries the qualifiers of every definition
+(``_CCCL_DEVICE`` under ``__CUDA_ARCH__`` is ``__device__`` in one pass and empty in the other).
 """
 
 from __future__ import annotations
@@ -116,8 +119,159 @@ _NOT_WORDS = re.compile(r"[^\w\s{}]")
 _TOKEN = re.compile(r"namespace\{[\w:]*|[{}]|\w+")
 
 
+# How porter reads code (as CUDA, compiled by nvcc): these macros are defined (True) or not (False) in
+# every pass; one that is not listed, or defined in one pass only (__CUDA_ARCH__: the device pass), is
+# unknown, and a conditional on it keeps both of its branches.
+KNOWN_MACROS: dict[str, bool] = {
+    "__CUDACC__": True,
+    "__NVCC__": True,
+    "__cplusplus": True,
+    "__HIPCC__": False,
+    "__HIP__": False,
+    "__HIP_PLATFORM_AMD__": False,
+    "__HIP_PLATFORM_HCC__": False,
+    "__HIP_DEVICE_COMPILE__": False,
+    "__OPENCL_VERSION__": False,
+}
+_DIRECTIVE = re.compile(
+    rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif|define|undef)\b([^\n]*)", re.MULTILINE
+)
+
+
+def dead_ranges(source: bytes, known: Mapping[str, bool] | None = None) -> list[tuple[int, int]]:
+    """Byte ranges of ``source`` that a preprocessor reading it as CUDA never compiles: the branches of
+    ``#if``/``#ifdef``/``#ifndef``/``#elif``/``#else`` whose condition is known to be false, given
+    :data:`KNOWN_MACROS` and the macros the source itself ``#define``s / ``#undef``s above the
+    conditional.  A condition naming anything else is unknown: both its branches stay."""
+    if b"#" not in source:
+        return []
+    defined: dict[str, bool] = dict(KNOWN_MACROS if known is None else known)
+    # each open conditional: (this branch live: True / False / None unknown, a branch already taken,
+    # a branch possibly taken, where the current dead range started or -1)
+    stack: list[list[object]] = []
+    dead: list[tuple[int, int]] = []
+
+    def live() -> bool:
+        return all(frame[0] is not False for frame in stack)
+
+    for m in _DIRECTIVE.finditer(source):
+        kind = m.group(1).decode()
+        rest = m.group(2).decode("utf-8", "surrogateescape")
+        rest = _COMMENT.sub(" ", rest).strip()
+        was_live = live()
+        if kind in ("if", "ifdef", "ifndef"):
+            if kind == "if":
+                value = _condition(rest, defined)
+            else:
+                name = rest.split()[0] if rest.split() else ""
+                value = defined.get(name)
+                if kind == "ifndef" and value is not None:
+                    value = not value
+            stack.append([value, value is True, value is not False, -1])
+        elif kind in ("elif", "else") and stack:
+            frame = stack[-1]
+            if frame[1]:
+                value = False  # an earlier branch was taken
+            elif kind == "else":
+                value = None if frame[2] else True  # an unknown earlier branch: this one may be taken
+            else:
+                value = _condition(rest, defined)
+                if frame[2] and value is True:
+                    value = None
+            frame[0] = value
+            frame[1] = bool(frame[1]) or value is True
+            frame[2] = bool(frame[2]) or value is not False
+        elif kind == "endif" and stack:
+            stack.pop()
+        elif kind in ("define", "undef") and was_live:
+            name = rest.split("(")[0].split()[0] if rest.split() else ""
+            if name:
+                certain = all(frame[0] is True for frame in stack)
+                defined[name] = (kind == "define") if certain else defined.get(name)  # type: ignore[assignment]
+                if not certain:
+                    defined.pop(name, None)  # defined on some paths only: unknown from here on
+        now_live = live()
+        if was_live and not now_live:
+            dead.append((m.end(), -1))
+        elif not was_live and now_live and dead and dead[-1][1] == -1:
+            dead[-1] = (dead[-1][0], m.start())
+    if dead and dead[-1][1] == -1:
+        dead[-1] = (dead[-1][0], len(source))
+    return dead
+
+
+_COND_TOKEN = re.compile(r"defined\s*\(\s*(\w+)\s*\)|defined\s+(\w+)|\d+[uUlL]*|\w+|&&|\|\||==|!=|[()!]|\S")
+
+
+def _condition(text: str, defined: Mapping[str, bool]) -> bool | None:
+    """An ``#if`` condition, three-valued: True, False, or None (it depends on what porter does not
+    know).  Understood: ``defined``, ``!``, ``&&``, ``||``, parentheses, integers and known macros
+    (a known-undefined one is 0); anything else is unknown."""
+    tokens: list[str | bool | None] = []
+    for m in _COND_TOKEN.finditer(text):
+        if m.group(1) or m.group(2):
+            tokens.append(defined.get(m.group(1) or m.group(2)))
+        else:
+            tok = m.group(0)
+            if tok[0].isdigit():
+                tokens.append(
+                    int(re.sub(r"[uUlL]+$", "", tok), 0) != 0 if re.fullmatch(r"\d+[uUlL]*", tok) else None
+                )
+            elif re.fullmatch(r"\w+", tok):
+                tokens.append(False if defined.get(tok) is False else None)  # a value porter does not know
+            elif tok in ("&&", "||", "!", "(", ")"):
+                tokens.append(tok)
+            else:
+                return None  # comparisons, arithmetic: beyond this reader
+    pos = 0
+
+    def primary() -> bool | None:
+        nonlocal pos
+        if pos >= len(tokens):
+            raise ValueError
+        tok = tokens[pos]
+        pos += 1
+        if tok == "!":
+            v = primary()
+            return None if v is None else not v
+        if tok == "(":
+            v = disjunction()
+            if pos >= len(tokens) or tokens[pos] != ")":
+                raise ValueError
+            pos += 1
+            return v
+        if isinstance(tok, str):
+            raise ValueError
+        return tok
+
+    def conjunction() -> bool | None:
+        nonlocal pos
+        v = primary()
+        while pos < len(tokens) and tokens[pos] == "&&":
+            pos += 1
+            w = primary()
+            v = False if v is False or w is False else (None if v is None or w is None else True)
+        return v
+
+    def disjunction() -> bool | None:
+        nonlocal pos
+        v = conjunction()
+        while pos < len(tokens) and tokens[pos] == "||":
+            pos += 1
+            w = conjunction()
+            v = True if v is True or w is True else (None if v is None or w is None else False)
+        return v
+
+    try:
+        value = disjunction()
+    except ValueError:
+        return None
+    return value if pos == len(tokens) else None
+
+
 def definitions(source: bytes) -> dict[str, list[Body]]:
-    """Every ``#define``: name -> the tokens of each definition (see :data:`Body`).
+    """Every ``#define`` a preprocessor reading the source as CUDA may see (those in branches known to
+    be dead, :func:`dead_ranges`, left out): name -> the tokens of each definition (see :data:`Body`).
 
     Bodies made of identifiers and scope braces (after dropping attributes) are kept as their
     tokens, an empty body as ``()``; any other body (``256``, ``a + b``, a function-like macro
@@ -126,9 +280,14 @@ def definitions(source: bytes) -> dict[str, list[Body]]:
     if b"define" not in source:
         return {}
     out: dict[str, list[Body]] = {}
+    dead = dead_ranges(source)
+    starts = [d[0] for d in dead]
     for m in _DEFINE.finditer(source):
         if not at_line_start(source, m.start()):
             continue  # not a directive: `#` inside a line
+        k = bisect_left(starts, m.start() + 1) - 1
+        if k >= 0 and dead[k][0] <= m.start() < dead[k][1]:
+            continue  # under a conditional known to be false (`#if !defined(__CUDACC__)`)
         raw = m.group(3)
         body = raw.decode("utf-8", "surrogateescape").replace("\\\r\n", " ").replace("\\\n", " ")
         body = _OPENER.sub(_opener_token, _COMMENT.sub(" ", body))

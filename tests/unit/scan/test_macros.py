@@ -321,3 +321,33 @@ def test_merged_tables_keep_scope_and_blank_macros() -> None:
     assert both["KERNEL"] == ("__global__",) and both["HD"] == ("__device__",)  # the second wins
     masked = mask(b"LIB_NAMESPACE_BEGIN\nKERNEL void k() {}\nLIB_NAMESPACE_END\n", both)
     assert masked.source.split(b"\n")[0].rstrip() == b"namespace{"
+
+
+def test_a_files_dead_branch_or_its_blank_macros_never_hide_another_files_kernels(tmp_path: Path) -> None:
+    # a host-compiler fallback header (never compiled as CUDA) and a header blanking a macro for itself
+    (tmp_path / "compat.h").write_text(
+        "#if !defined(__CUDACC__)\n#define __global__\n#define __device__\n#endif\n#define EXPORT\n"
+    )
+    (tmp_path / "host.cpp").write_text('#include "compat.h"\nint host_only() { return 1; }\n')
+    (tmp_path / "k.cu").write_text(
+        "#define EXPORT static\n__device__ float two() { return 2.0f; }\n"
+        "__global__ void k(float* x) { x[0] = two(); }\n"
+    )
+    result = scan_paths([str(tmp_path)])
+    k = next(f for f in result.files if f.path.endswith("k.cu"))
+    assert [kernel.name for kernel in k.kernels] == ["k"]
+    assert [d.name for d in k.device_functions] == ["two"]
+
+
+def test_conditionals_are_decided_as_far_as_porter_knows() -> None:
+    from porter.scan.macros import dead_ranges, definitions
+
+    src = (
+        b"#if !defined(__CUDACC__)\n#define A __global__\n#else\n#define B __global__\n#endif\n"
+        b"#ifdef __CUDA_ARCH__\n#define C __device__\n#else\n#define C\n#endif\n"
+        b"#define FAST 1\n#ifndef FAST\n#define D __host__\n#endif\n"
+        b"#if defined(__HIPCC__) || defined(__HIP__)\n#define E __global__\n#elif defined(__CUDACC__)\n"
+        b"#define F __global__\n#else\n#define G __global__\n#endif\n#if SOMETHING > 2\n#define H __device__\n#endif\n"
+    )
+    assert sorted(definitions(src)) == ["B", "C", "F", "FAST", "H"]
+    assert len(dead_ranges(src)) == 4

@@ -49,11 +49,11 @@ _PARENT = os.getpid()
 _REAL_SCAN_ONE = scan_mod._scan_one
 
 
-def _crash_on_big(name: str, explicit: bool, macros: dict) -> object:
+def _crash_on_big(name: str, explicit: bool, include_dirs: tuple[str, ...], shared: object) -> object:
     """A worker that dies on one file, as a segfault in native code would end it."""
     if os.getpid() != _PARENT and name.endswith("big.cu"):
         os._exit(3)
-    return _REAL_SCAN_ONE(name, explicit, macros)
+    return _REAL_SCAN_ONE(name, explicit, include_dirs, shared)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the crash is injected through fork")

@@ -116,6 +116,9 @@ class _Porter:
         report.files = list(self.results.values())
         self.kernels: dict[str, ProgramKernel] = {}
         self.texts: dict[Path, str | None] = {}
+        self.pretranslated: dict[
+            tuple[str, Path], Translation | str
+        ] = {}  # (target, file) -> its translation
         # target -> kernel -> (entry, file defining it): what a unit's build check launches
         self.entries: dict[str, dict[str, tuple[str, str]]] = {}
 
@@ -140,6 +143,8 @@ class _Porter:
         """Translate (mirror or per unit) for `target`; the builds run ``jobs`` at a time, each a
         sandboxed child compiler, and report.json is rewritten as each file is done."""
         dialect = get_dialect(target)
+        wanted = self.program.files if dialect.single_source else self.program.units
+        self._pretranslate(target, [f for f in wanted if f.kind != "other"])
         if dialect.single_source:
             for f in self.program.files:
                 self.results[f.path].targets[target] = self.mirror(target, f)
@@ -173,15 +178,50 @@ class _Porter:
                     + (f", about {left:.0f} s left" if n < len(files) else "")
                 )
 
+    def _pretranslate(self, target: str, files: Sequence[ProgramFile]) -> None:
+        """Translate the files that need it in ``jobs`` worker processes (the translators are pure
+        Python: threads would take turns), keeping each result for :meth:`_translate`.  Fewer than two
+        such files, or one job: nothing to gain, they are translated where they are used."""
+        todo = []
+        for f in files:
+            text = self.text(f)
+            if text is not None and has_cuda(encode_text(text)):
+                todo.append((f, text))
+        if len(todo) < 2 or self.jobs < 2:
+            return
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # fork shares the loaded grammars; only safe while no other thread runs here
+        method = (
+            "fork"
+            if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+            else "spawn"
+        )
+        self.say(f"translating {len(todo)} file(s) to {target} in {min(self.jobs, len(todo))} processes")
+        options = dict(self.options.get(target) or {})
+        with ProcessPoolExecutor(
+            max_workers=min(self.jobs, len(todo)), mp_context=multiprocessing.get_context(method)
+        ) as pool:
+            futures = {
+                f.path: pool.submit(
+                    _translate_job, target, text, str(f.path), self.program.include_dirs, options
+                )
+                for f, text in todo
+            }
+            for path, fut in futures.items():
+                try:
+                    self.pretranslated[(target, path)] = fut.result()
+                except Exception as err:  # noqa: BLE001 - a worker that died: translated here instead
+                    self.say(
+                        f"a translation worker failed ({type(err).__name__}); {path.name} is translated here"
+                    )
+
     def _translate(self, target: str, f: ProgramFile, text: str) -> Translation | str:
-        try:
-            return get_dialect(target).translate(
-                text, str(f.path), self.program.include_dirs, self.options.get(target)
-            )
-        except UsageError as err:
-            return str(err)
-        except (PorterError, ImportError, RecursionError, ValueError, KeyError, IndexError) as err:
-            return f"{target} translation failed: {type(err).__name__}: {err}"
+        done = self.pretranslated.pop((target, f.path), None)
+        if done is not None:
+            return done
+        return _translate_job(target, text, str(f.path), self.program.include_dirs, self.options.get(target))
 
     def _note_kernels(self, target: str, tr: Translation, f: ProgramFile) -> None:
         """Each kernel of the translation, under its name, where it is defined (a unit's kernels may
@@ -341,6 +381,18 @@ class _Porter:
         )
 
 
+def _translate_job(
+    target: str, text: str, path: str, include_dirs: Sequence[str], options: Mapping[str, str] | None
+) -> Translation | str:
+    """One file's translation (in a worker process or here); a failure is its message, never raised."""
+    try:
+        return get_dialect(target).translate(text, path, include_dirs, options)
+    except UsageError as err:
+        return str(err)
+    except (PorterError, ImportError, RecursionError, ValueError, KeyError, IndexError) as err:
+        return f"{target} translation failed: {type(err).__name__}: {err}"
+
+
 def _uses_cuda(path: Path) -> bool:
     try:
         return has_cuda(read_input(path))
@@ -460,7 +512,11 @@ def port_program(
             say=say, fresh=fresh, skip=[Path(p) for p in skip_dirs], save=porter.save, jobs=jobs, earlier=porter.earlier, toolchains=toolchains,
         )  # fmt: skip
         if chart is not None and report.runs:
-            report.chart = chart(report, out)
+            same = all(r.resumed for run in report.runs for r in [*run.originals, *run.variants] if r.key)
+            kept = out / "runs.png"
+            report.chart = (
+                str(kept) if same and kept.is_file() else chart(report, out)
+            )  # nothing re-ran: kept
     lines = _diagnostic_lines(report)
     write_atomic(out / DIAGNOSTICS_NAME, "\n".join(lines) + ("\n" if lines else ""))
     report.complete = True

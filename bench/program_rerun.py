@@ -1,0 +1,52 @@
+"""A program port, then the same command again on unchanged inputs: the re-run must take under 10% of the
+first (it reuses every translation's build verdict, program build, run and chart).
+
+    python bench/program_rerun.py [--repeat 3] [--toolchains cpu-runtime,...]
+
+Prints the first run's seconds, each re-run's, and the ratio; docs/BENCHMARKS.md keeps the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "programs" / "smooth"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--toolchains", default="")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "smooth"
+        shutil.copytree(SAMPLE, src)
+        cmd = [sys.executable, "-m", "porter", "port", str(src), "--to", "hip,opencl", "--out", f"{tmp}/out"]
+        cmd += ["--run", "./smooth data/values.txt 4"]
+        if args.toolchains:
+            cmd += ["--toolchains", args.toolchains]
+
+        def once() -> float:
+            start = time.monotonic()
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                sys.exit(f"porter exited {proc.returncode}: {proc.stderr[-400:]}")
+            return time.monotonic() - start
+
+        first = once()
+        again = [once() for _ in range(args.repeat)]
+    median = statistics.median(again)
+    print(f"first run {first:.2f} s; re-runs {', '.join(f'{t:.2f}' for t in again)} s (median {median:.2f} s)")
+    print(f"re-run / first = {100 * median / first:.1f}% (target < 10%)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # System packages porter's full test suite uses, from Debian/Ubuntu's own archives:
-#   g++            CPU emulation of CUDA/HIP kernels
+#   g++            CPU emulation of CUDA/HIP kernels, and whole programs on porter's CPU runtime
+#   make           a program's own build (`porter port --build make`)
 #   pocl-opencl-icd + ocl-icd-libopencl1   an OpenCL CPU device
 #   oclgrind       the OpenCL memory/race checker
 #   hipcc, clang-19  HIP device compiles for AMD targets (gfx90a/gfx940, gfx942)
@@ -8,7 +9,7 @@
 #   bubblewrap, libseccomp2   the sandbox of every child that runs code (PID/network namespaces,
 #                  read-only root; the seccomp filter)
 set -euo pipefail
-pkgs=(g++ python3-venv python3-dev pocl-opencl-icd ocl-icd-libopencl1 oclgrind hipcc clang-19 bubblewrap libseccomp2)
+pkgs=(g++ make python3-venv python3-dev pocl-opencl-icd ocl-icd-libopencl1 oclgrind hipcc clang-19 bubblewrap libseccomp2)
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 missing=()

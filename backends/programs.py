@@ -44,6 +44,7 @@ class BuiltProgram:
     commands: tuple[str, ...] = ()
     reason: str = ""  # one line when not ok ("cannot emulate: cuBLAS (main.cu line 3)")
     refused: bool = False  # a construct this toolchain cannot provide, found before building
+    unavailable: bool = False  # this toolchain cannot do what was asked (a --build it cannot run)
     env: Mapping[str, str] = field(default_factory=dict)  # what running an executable needs
 
 
@@ -108,6 +109,17 @@ def run_tool(cmd: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None
     return proc.returncode, proc.stdout + proc.stderr
 
 
+def is_executable(path: Path) -> bool:
+    """An ELF executable (what a build makes), not a script or a data file with the x bit."""
+    try:
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            return False
+        with path.open("rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
 def mapped_include_dirs(source: ProgramSource) -> list[str]:
     """The include folders as the tree being built sees them: those under the original's root mapped
     into the tree (a mirrored port has the same layout), the others as they are."""
@@ -140,6 +152,9 @@ class DriverToolchain:
     prepare: Callable[[Path], Sequence[str]] | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     find_device: Callable[[], Device | None] = field(default=lambda: None)
+    # `--build "CMD"`: the variables naming this compiler for the user's build (("NVCC",); a HIP tree's
+    # Makefile copied from CUDA still says $(NVCC): ("HIPCC", "NVCC")); empty: it cannot run one
+    command_vars: tuple[str, ...] = ()
 
     def languages(self) -> tuple[str, ...]:
         return (self.language,)
@@ -155,6 +170,52 @@ class DriverToolchain:
 
     def run_env(self) -> Mapping[str, str]:
         return dict(self.env)
+
+    def build_with(
+        self, source: ProgramSource, out: Path, command: str, timeout: float = 1800
+    ) -> BuiltProgram:
+        """The user's own build command run in a copy of the tree with ``command_vars`` (``NVCC``,
+        ``HIPCC``) naming this compiler; the executables are the new ELF files it leaves there."""
+        import shutil
+
+        chain = self.toolchain_id()
+        if self.compiler is None:
+            return BuiltProgram(False, chain, reason=self.missing)
+        if not self.command_vars:
+            why = f"--build does not run with {self.name} (its headers are porter's)"
+            return BuiltProgram(False, chain, reason=why, unavailable=True)
+        tree = out / "src"
+        if tree.exists():
+            shutil.rmtree(tree)
+        for rel in source.files or [
+            str(p.relative_to(source.tree)) for p in source.tree.rglob("*") if p.is_file()
+        ]:
+            src = source.tree / rel
+            if src.is_file():
+                (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, tree / rel)
+        before = {p for p in tree.rglob("*") if is_executable(p)}
+        env = {**self.env, **dict.fromkeys(self.command_vars, self.compiler)}
+        try:
+            proc = subprocess.run(
+                ["bash", "-c", command], cwd=tree, env={**os.environ, **env}, capture_output=True, text=True,
+                errors="replace", timeout=timeout,
+            )  # fmt: skip
+            code, log = proc.returncode, proc.stdout + proc.stderr
+        except subprocess.TimeoutExpired:
+            code, log = 124, f"--build {command!r} timed out after {timeout:g} s"
+        made = sorted(p for p in tree.rglob("*") if is_executable(p) and p not in before)
+        if code != 0:
+            return BuiltProgram(
+                False, chain, log=log, commands=(command,), reason=f"--build {command!r} exited with {code}"
+            )
+        if not made:
+            return BuiltProgram(
+                False, chain, log=log, commands=(command,), reason=f"--build {command!r} made no executable"
+            )
+        return BuiltProgram(
+            True, chain, {str(p.relative_to(tree)): str(p) for p in made}, log, (command,), env=dict(self.env)
+        )
 
     def build(self, source: ProgramSource, out: Path) -> BuiltProgram:
         from porter.files import decode_text
@@ -226,6 +287,7 @@ __all__ = [
     "ProgramSource",
     "ProgramToolchain",
     "defines_main",
+    "is_executable",
     "mapped_include_dirs",
     "run_tool",
     "toolchains_for",

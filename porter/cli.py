@@ -330,6 +330,14 @@ def port(
         float | None,
         typer.Option("--atol", help="Absolute tolerance for numbers in compared runs (default 1e-6)."),
     ] = None,
+    build: Annotated[
+        str | None,
+        typer.Option(
+            "--build",
+            help='Build with your own command (e.g. "make") in a copy of each tree, NVCC/HIPCC/CXX/CC naming '
+            "porter's compiler drivers (CPU runtime) or the toolchain's compiler.",
+        ),
+    ] = None,
     toolchains: Annotated[
         str | None,
         typer.Option(
@@ -372,7 +380,7 @@ def port(
     chains = [c.strip() for c in toolchains.split(",") if c.strip()] if toolchains is not None else None
     _port_program(
         paths, to, include, out, translate_only, json_out, options, err, fresh, run or [], timeout, rtol, atol,
-        chains,
+        chains, build or "",
     )  # fmt: skip
 
 
@@ -391,6 +399,7 @@ def _port_program(
     rtol: float | None = None,
     atol: float | None = None,
     toolchains: list[str] | None = None,
+    build_command: str = "",
 ) -> None:
     from porter.report import program_view
     from porter.workflows.program import port_program
@@ -412,6 +421,7 @@ def _port_program(
         atol=atol,
         chart=program_view.chart,
         toolchains=toolchains,
+        build_command=build_command,
     )
     show(report, program_view, json_out)
 

@@ -23,14 +23,15 @@ import hashlib
 import os
 import re
 import shutil
-from collections.abc import Iterable, Mapping
+import subprocess
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from porter.backends import CannotEmulate, load_data
 from porter.backends.cpu import source as src_mod
 from porter.backends.hip.names import hip_names_header
-from porter.backends.programs import BuiltProgram, ProgramSource, defines_main, run_tool
+from porter.backends.programs import BuiltProgram, ProgramSource, defines_main, is_executable, run_tool
 
 from porter.files import decode_text, encode_text
 
@@ -472,11 +473,9 @@ class CpuProgramToolchain:
             flags.append("-DPORTER_HIP=1")
         return flags
 
-    def build(self, source: ProgramSource, out: Path) -> BuiltProgram:
-        chain = self.toolchain_id()
-        compiler = self._backend._compiler_path()
-        if compiler is None:
-            return BuiltProgram(False, chain, reason="g++ not found (apt-get install g++)")
+    def _prepare(self, source: ProgramSource, out: Path) -> tuple[Path, Path, list[str], dict[Path, str]]:
+        """The rewritten copy of the program (``out/src``), porter's headers (``out/porter-include``),
+        the include folders as the copy sees them, and every rewritten text by its path."""
         facts = self._backend.dialect
         scratch = out / "src"
         if scratch.exists():
@@ -514,11 +513,119 @@ class CpuProgramToolchain:
                     texts[dest] = decode_text(data)
                     continue
             if src.is_file():
-                shutil.copyfile(src, dest)
+                shutil.copy2(src, dest)
         _all, deduced = kernel_names(texts.values())
         for dest, text in texts.items():
             rewritten = _noinline(src_mod.rewrite_shared(rewrite_launches(text, deduced)))
             dest.write_bytes(encode_text(rewritten))
+        return scratch, inc, include_dirs, texts
+
+    def _refusal(self, units: Sequence[Path], scratch: Path, inc: Path, out: Path, cmd: Sequence[str]) -> str:
+        """The first construct the runtime cannot provide in the code the units really compile."""
+        facts = self._backend.dialect
+
+        def shown(name: str) -> str:  # a file of the build as the user knows it
+            path = Path(name) if os.path.isabs(name) else None
+            if path is not None and path.is_relative_to(scratch):
+                return str(path.relative_to(scratch))
+            return os.path.basename(name)
+
+        for unit in units:
+            if unit.suffix == ".c":
+                continue
+            code, pre = run_tool([*cmd, "-E", "-fdirectives-only", str(unit)], unit.parent)
+            why = (
+                _refused_include(pre, shown)
+                if code != 0
+                else active_refusal(pre, facts, str(out), str(inc), shown)
+            )
+            if why:
+                return why
+        return ""
+
+    def build_with(
+        self, source: ProgramSource, out: Path, command: str, timeout: float = 1800
+    ) -> BuiltProgram:
+        """The program built by the user's own command (``make``) in the rewritten copy, with ``NVCC``,
+        ``HIPCC``, ``CXX`` and ``CC`` pointing at porter's compiler drivers for this runtime
+        (backends/cpu/driver.py); the executables are the new executable files it leaves in the copy."""
+        import json
+        import stat
+        import sys
+
+        chain = self.toolchain_id()
+        compiler = self._backend._compiler_path()
+        if compiler is None:
+            return BuiltProgram(False, chain, reason="g++ not found (apt-get install g++)")
+        scratch, inc, include_dirs, _texts = self._prepare(source, out)
+        flags = self.flags(source.language)
+        incs = [f"-I{inc}", *(f"-I{d}" for d in include_dirs)]
+        base = [
+            compiler,
+            *flags,
+            "-include",
+            "porter_runtime.h",
+            *(f"-D{d}" for d in source.defines),
+            *incs,
+            "-x",
+            "c++",
+        ]
+        why = self._refusal([scratch / u for u in source.units], scratch, inc, out, base)
+        if why:
+            return BuiltProgram(False, chain, reason=why, refused=True)
+        drivers = out / "drivers"
+        drivers.mkdir(parents=True, exist_ok=True)
+        config = {
+            "compiler": compiler,
+            "c_compiler": compiler.replace("g++", "gcc") if "g++" in compiler else "gcc",
+            "flags": flags,
+            "include": str(inc),
+            "runtime_c": str(Path(__file__).parent / "porter_runtime_c.cpp"),
+            "link": list(_runtime_data()["program"].get("link", ["-lm", "-lpthread"])),
+            "log": str(out / "drivers.log"),
+        }
+        (drivers / "config.json").write_text(json.dumps(config), encoding="utf-8")
+        env = {"PORTER_DRIVER_CONFIG": str(drivers / "config.json")}
+        for name, role in (("nvcc", "nvcc"), ("hipcc", "nvcc"), ("c++", "c++"), ("cc", "cc")):
+            script = drivers / name
+            script.write_text(
+                f'#!/bin/sh\nexec "{sys.executable}" -m porter.backends.cpu.driver {role} "$@"\n',
+                encoding="utf-8",
+            )
+            script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+            env[{"nvcc": "NVCC", "hipcc": "HIPCC", "c++": "CXX", "cc": "CC"}[name]] = str(script)
+        env["PATH"] = f"{drivers}{os.pathsep}{os.environ.get('PATH', '')}"  # `nvcc` and `hipcc` by name too
+        before = {p for p in _files_of(scratch) if is_executable(p)}
+        try:
+            proc = subprocess.run(
+                ["bash", "-c", command], cwd=scratch, env={**os.environ, **env}, capture_output=True,
+                text=True, errors="replace", timeout=timeout,
+            )  # fmt: skip
+            code, log = proc.returncode, proc.stdout + proc.stderr
+        except subprocess.TimeoutExpired:
+            code, log = 124, f"--build {command!r} timed out after {timeout:g} s"
+        made = sorted(p for p in _files_of(scratch) if is_executable(p) and p not in before)
+        log = log.replace(str(scratch) + os.sep, "")
+        if code != 0:
+            missing = _undeclared(log, _runtime_data()["program"].get("undeclared", {}))
+            return BuiltProgram(
+                False, chain, log=log, commands=(command,),
+                reason=missing or f"--build {command!r} exited with {code}", refused=bool(missing),
+            )  # fmt: skip
+        if not made:
+            return BuiltProgram(
+                False, chain, log=log, commands=(command,), reason=f"--build {command!r} made no executable"
+            )
+        return BuiltProgram(True, chain, {str(p.relative_to(scratch)): str(p) for p in made}, log, (command,))
+
+    def build(self, source: ProgramSource, out: Path) -> BuiltProgram:
+        chain = self.toolchain_id()
+        compiler = self._backend._compiler_path()
+        if compiler is None:
+            return BuiltProgram(False, chain, reason="g++ not found (apt-get install g++)")
+        facts = self._backend.dialect
+        program_facts = _runtime_data()["program"]
+        scratch, inc, include_dirs, texts = self._prepare(source, out)
         units = [scratch / u for u in source.units]
         mains = [u for u in units if u in texts and defines_main(texts[u])]
         if not mains:

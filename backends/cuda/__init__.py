@@ -139,7 +139,7 @@ class CudaBackend(BackendBase):
             DriverToolchain(
                 "nvcc", self.name, "cuda", nvcc, f"nvcc {toolchain.nvcc_version() or '?'} {arch}",
                 missing=toolchain.facts()["hints"]["compile"], flags=("-O2", f"-arch={arch}"),
-                device_flags=("-x", "cu"), find_device=lambda: device,
+                device_flags=("-x", "cu"), find_device=lambda: device, command_vars=("NVCC",),
             ),
         )  # fmt: skip
 

@@ -116,7 +116,7 @@ class HipBackend(BackendBase):
                 "hipcc", self.name, "hip", hipcc, f"hipcc {amd.hipcc_version() or '?'} {arch}",
                 missing="install hipcc (apt-get install hipcc) to build HIP programs for AMD GPUs",
                 flags=("-O2", f"--offload-arch={arch}"), device_flags=("-x", "hip"), all_device=True,
-                env={"HIP_PLATFORM": "amd"}, find_device=lambda: gpu,
+                env={"HIP_PLATFORM": "amd"}, find_device=lambda: gpu, command_vars=("HIPCC", "NVCC"),
             )
         )  # fmt: skip
         return tuple(chains)

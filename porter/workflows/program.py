@@ -430,6 +430,7 @@ def port_program(
     atol: float | None = None,
     chart: Callable[[ProgramReport, Path], str] | None = None,
     toolchains: Sequence[str] | None = None,
+    build_command: str = "",
 ) -> ProgramReport:
     """Port the program `paths` make to each target; see the module docstring.  ``translate_only``:
     write the translations, compile nothing.  ``markdown`` renders report.md (the CLI passes the view's).
@@ -478,6 +479,8 @@ def port_program(
         from porter.workflows.program_run import check_toolchains
 
         check_toolchains(toolchains, chosen)
+    if build_command and translate_only:
+        raise UsageError("--build builds the program; it cannot go with --translate-only")
     if runs and translate_only:
         raise UsageError("--run builds and runs the program; it cannot go with --translate-only")
     if timeout is not None and timeout <= 0:
@@ -509,7 +512,7 @@ def port_program(
 
         build_and_run(
             program, out, report, runs, timeout=timeout or DEFAULT_TIMEOUT_S, rule=with_tolerance(rtol, atol),
-            say=say, fresh=fresh, skip=[Path(p) for p in skip_dirs], save=porter.save, jobs=jobs, earlier=porter.earlier, toolchains=toolchains,
+            say=say, fresh=fresh, skip=[Path(p) for p in skip_dirs], save=porter.save, jobs=jobs, earlier=porter.earlier, toolchains=toolchains, build_command=build_command,
         )  # fmt: skip
         if chart is not None and report.runs:
             same = all(r.resumed for run in report.runs for r in [*run.originals, *run.variants] if r.key)

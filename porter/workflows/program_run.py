@@ -203,6 +203,7 @@ class _Runner:
     ) -> None:
         self.saver = saver
         self.only: set[str] | None = None  # the toolchains to build with (None: every one here)
+        self.command = ""  # --build: the user's build command, run with porter's compiler drivers
         self.program, self.out, self.report, self.runs = program, out, report, list(runs)
         self.timeout, self.rule, self.say, self.skip = timeout, rule, say, list(skip)
         self.outputs: dict[int, RunOutput] = {}  # id(RunResult) -> what that run printed and wrote
@@ -262,7 +263,7 @@ class _Runner:
         )  # fmt: skip
         ident = getattr(chain, "toolchain_id", lambda: chain.name)()
         key = sha(
-            "program", code_fingerprint(), variant, chain.name, ident, language, source.units,
+            "program", code_fingerprint(), variant, chain.name, ident, language, source.units, self.command,
             source.include_dirs, source.defines, _tree_digest(tree, source.include_dirs, self.program.root),
         )  # fmt: skip
         old = self.previous_builds.get((variant, chain.name))
@@ -278,14 +279,29 @@ class _Runner:
                 dict(old.get("executables") or {}), float(old.get("seconds") or 0.0),
                 list(old.get("commands") or ()), str(old.get("log", "")), key, True,
             )  # fmt: skip
-        self.say(f"building the {variant} with {chain.name}")
+        self.say(f"building the {variant} with {chain.name}" + (f": {self.command}" if self.command else ""))
         start = time.monotonic()
+        where = self.out / "build" / variant / chain.name
         try:
-            result: BuiltProgram = chain.build(source, self.out / "build" / variant / chain.name)
+            if self.command:
+                with_command = getattr(chain, "build_with", None)
+                result: BuiltProgram = (
+                    with_command(source, where, self.command)
+                    if with_command is not None
+                    else BuiltProgram(
+                        False, ident, reason=f"--build does not run with {chain.name}", unavailable=True
+                    )
+                )
+            else:
+                result = chain.build(source, where)
         except OSError as err:
             result = BuiltProgram(False, ident, reason=f"build failed: {err}")
         seconds = round(time.monotonic() - start, 3)
-        status = "built" if result.ok else ("refused" if result.refused else "failed")
+        status = (
+            "built"
+            if result.ok
+            else ("refused" if result.refused else "unavailable" if result.unavailable else "failed")
+        )
         return ProgramBuild(
             variant, chain.name, status, label, result.reason, result.toolchain or ident,
             dict(result.executables), seconds, list(result.commands), result.log, key,
@@ -391,6 +407,11 @@ class _Runner:
         """One run of `build`'s executable for `main` as ``./<name> ARGV`` (so argv[0] is the same for every
         build) in a scratch copy of its tree.  ``repeat``: the original's second run (what varies)."""
         exe = build.executables.get(str(main.rel))
+        if exe is None:  # a user's build (--build): its executables by the names the program goes by
+            known = program_names(self.program, main) | {name or main.path.stem}
+            exe = next((e for rel, e in sorted(build.executables.items()) if Path(rel).name in known), None)
+            if exe is None and len(build.executables) == 1:
+                exe = next(iter(build.executables.values()))
         base = RunResult(build.variant, build.toolchain, build.device, "failed")
         if exe is None or not Path(exe).is_file():
             base.reason = f"the {build.toolchain} build has no executable for {main.rel}"
@@ -584,12 +605,15 @@ def build_and_run(
     jobs: int = 0,
     earlier: Mapping[str, Any] | None = None,
     toolchains: Sequence[str] | None = None,
+    build_command: str = "",
 ) -> None:
     """Build the original and each port as programs, run each ``--run``, compare; fill `report`.
     ``save`` writes the report (called after every build and run, so an interrupted run keeps them);
     ``earlier``: the previous report.json of the output folder (its builds and runs are reused where
     their keys match; None with ``fresh``, or read here); ``toolchains``: the program toolchains to use by
-    name (None: every one here; UsageError for a name no backend has)."""
+    name (None: every one here; UsageError for a name no backend has); ``build_command``: build with the
+    user's own command (``make``) instead, run in a copy of each tree with ``NVCC``/``HIPCC``/``CXX``
+    naming the toolchain's compiler (porter's drivers for the CPU runtime)."""
     mains = main_units(program)
     for args in runs:  # a bad --run is a usage error before anything is built
         if mains:
@@ -601,13 +625,9 @@ def build_and_run(
         None if fresh else earlier, skip, save or (lambda: None),
     )  # fmt: skip
     if toolchains is not None:
-        known = {c.name for lang in ("cuda", *report.targets) for c in toolchains_for(lang)}
-        unknown = sorted(set(toolchains) - known)
-        if unknown:
-            raise UsageError(
-                f"unknown program toolchain(s) {', '.join(unknown)}; choose from {', '.join(sorted(known))}"
-            )
+        check_toolchains(toolchains, report.targets)
         runner.only = set(toolchains)
+    runner.command = build_command
     built = runner.build_all(jobs if jobs > 0 else (os.cpu_count() or 1))
     if runs:
         runner.run_all(built)

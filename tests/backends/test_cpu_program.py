@@ -624,3 +624,22 @@ def test_noinline_device_functions_and_standard_headers_after_them(tmp_path: Pat
     built = built_ok(build(tree, tmp_path / "build", units=("main.cu",)))
     proc = run(next(iter(built.executables.values())), tmp_path / "run")
     assert proc.stdout.strip() == "42 x", proc.stdout + proc.stderr
+
+
+def test_the_nvcc_driver_reads_nvcc_command_lines() -> None:
+    from porter.backends.cpu.driver import DriverError, parse
+
+    opts, sources, objects, out, compile_only, language = parse(
+        "nvcc",
+        ["-O3", "-arch=sm_80", "-gencode", "arch=compute_80,code=sm_80", "-Iinclude", "-DN=4", "-Xcompiler",
+         "-fopenmp,-Wall", "-lcudart", "-lm", "-c", "-x", "cu", "k.cu", "-o", "k.o", "--use_fast_math"],
+    )  # fmt: skip
+    assert opts == ["-O3", "-Iinclude", "-DN=4", "-fopenmp", "-Wall", "-lm"]
+    assert (sources, objects, out, compile_only, language) == (["k.cu"], [], "k.o", True, "cu")
+    for refused in (["-rdc=true", "k.cu"], ["--resource-usage", "k.cu"], ["-dc", "k.cu"]):
+        with pytest.raises(DriverError):
+            parse("nvcc", refused)
+    # a C++ compiler's line (CXX) passes its options on
+    assert parse("c++", ["-fopenmp", "--std=c++14", "--param=max-inline-insns-auto=20", "a.cpp"])[0] == [
+        "-fopenmp", "-std=c++14", "--param=max-inline-insns-auto=20",
+    ]  # fmt: skip

@@ -215,3 +215,26 @@ def test_what_varies_between_two_runs_of_the_original_is_not_compared(tmp_path: 
     assert report.runs[0].variants[0].status == "matches"
     doc = json.loads((Path(report.out_dir) / "report.json").read_text())
     assert doc["program"]["runs"][0]["original"]["varies"] == original.varies
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="the sample's own build needs make")
+def test_the_users_own_build_runs_with_porters_compiler_drivers(smooth: Path, tmp_path: Path) -> None:
+    report = port_program(
+        [str(smooth)], ["hip"], out_dir=str(tmp_path / "o"), runs=[RUN], toolchains=CPU, build_command="make"
+    )
+    built = [(b.variant, b.status, sorted(b.executables)) for b in report.builds]
+    assert built == [("original", "built", ["smooth"]), ("hip", "built", ["smooth"])]  # the Makefile's target
+    assert report.builds[0].commands == ["make"]
+    log = (tmp_path / "o" / "build" / "original" / "cpu-runtime" / "drivers.log").read_text()
+    assert "-include porter_runtime.h" in log and "src/main.cu" in log  # nvcc's line, through the driver
+    assert report.verdicts()["hip"]["status"] == "matches"
+    assert not (smooth / "smooth").exists()  # built in a copy: the user's tree has no new file
+    failed = port_program(
+        [str(smooth)],
+        ["hip"],
+        out_dir=str(tmp_path / "p"),
+        runs=[RUN],
+        toolchains=CPU,
+        build_command="exit 3",
+    )
+    assert failed.builds[0].status == "failed" and failed.builds[0].reason == "--build 'exit 3' exited with 3"

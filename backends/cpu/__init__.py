@@ -66,11 +66,10 @@ def _header_text() -> str:
 
 @cache
 def _compiler_version(compiler: str) -> str:
-    try:
-        out = subprocess.run([compiler, "-dumpfullversion"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return out.stdout.strip() if out.returncode == 0 else ""
+    from porter.toolcache import tool_output
+
+    code, out = tool_output([compiler, "-dumpfullversion"], timeout=30)
+    return out.strip() if code == 0 else ""
 
 
 def warp_size_for(arch: str | None, defines: Sequence[str] = ()) -> int:

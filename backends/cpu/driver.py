@@ -45,7 +45,7 @@ DROP = {"-G", "-lineinfo", "--use_fast_math", "-use_fast_math", "-m64", "-Wno-de
         "-Wno-deprecated-declarations", "--ptxas-options=-v", "-cudart=static", "--cudart=static",
         "-cudart=shared", "--cudart=shared", "-fgpu-rdc=false", "-Wno-unused-command-line-argument"}  # fmt: skip
 DROP_PREFIX = ("-arch=", "--gpu-architecture=", "-gencode=", "--generate-code=", "--offload-arch=", "-code=",
-               "-maxrregcount=", "--maxrregcount=", "-ccbin=", "--compiler-bindir=", "-Xptxas=", 
+               "-maxrregcount=", "--maxrregcount=", "-ccbin=", "--compiler-bindir=", "-Xptxas=",
                "--cuda-gpu-arch=", "--hip-link", "-fno-gpu-rdc")  # fmt: skip
 REFUSE = {"-rdc=true", "--relocatable-device-code=true", "-dc", "--device-c", "-dlink", "--device-link",
           "-fgpu-rdc", "-ptx", "--ptx", "-cubin", "--cubin", "-fatbin", "--fatbin"}  # fmt: skip

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -60,11 +59,9 @@ def nvcc_version() -> str | None:
     path = nvcc_path()
     if path is None:
         return None
-    try:
-        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    match = re.search(r"release (\d+\.\d+)", out.stdout)
+    from porter.toolcache import tool_output
+
+    match = re.search(r"release (\d+\.\d+)", tool_output([path, "--version"])[1])
     return match.group(1) if match else None
 
 

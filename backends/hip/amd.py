@@ -72,11 +72,9 @@ def lld_path() -> str | None:
 
 
 def _run_version(cmd: list[str], env: dict[str, str] | None = None) -> str:
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return out.stdout + out.stderr
+    from porter.toolcache import tool_output
+
+    return tool_output(cmd, env)[1]
 
 
 @cache

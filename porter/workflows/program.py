@@ -55,6 +55,7 @@ Progress = Callable[[str], None]
 REPORT_NAME = "report.json"
 MARKDOWN_NAME = "report.md"
 DIAGNOSTICS_NAME = "diagnostics.txt"
+PARALLEL_MIN_FILES = 6  # files to translate before worker processes pay for their start
 
 
 def default_out_dir(root: Path) -> Path:
@@ -180,14 +181,15 @@ class _Porter:
 
     def _pretranslate(self, target: str, files: Sequence[ProgramFile]) -> None:
         """Translate the files that need it in ``jobs`` worker processes (the translators are pure
-        Python: threads would take turns), keeping each result for :meth:`_translate`.  Fewer than two
-        such files, or one job: nothing to gain, they are translated where they are used."""
+        Python: threads would take turns), keeping each result for :meth:`_translate`.  Fewer than
+        PARALLEL_MIN_FILES such files (starting the workers costs more than they save), or one job: they
+        are translated where they are used."""
         todo = []
         for f in files:
             text = self.text(f)
             if text is not None and has_cuda(encode_text(text)):
                 todo.append((f, text))
-        if len(todo) < 2 or self.jobs < 2:
+        if len(todo) < PARALLEL_MIN_FILES or self.jobs < 2:
             return
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor

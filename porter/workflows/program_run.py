@@ -24,6 +24,7 @@ import resource
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -169,21 +170,31 @@ def choose(program: Program, mains: Sequence[ProgramFile], args: str) -> tuple[P
     )
 
 
-def _tree_digest(tree: Path, include_dirs: Sequence[str], root: Path) -> str:
+def _tree_digest(tree: Path, files: Sequence[str], include_dirs: Sequence[str], root: Path) -> str:
+    """What a build of `tree` depends on: the program's files in it (relative paths, sizes, contents)
+    and the headers of include folders outside the program.  Regular files only (a FIFO beside a
+    single-file program is never opened)."""
     h = hashlib.sha256()
-    folders = [tree, *(Path(d) for d in include_dirs if not Path(d).is_relative_to(root))]
-    for folder in folders:
+    listed: list[tuple[str, Path]] = [(rel, tree / rel) for rel in files]
+    for d in include_dirs:
+        folder = Path(d)
+        if folder.is_relative_to(root) or not folder.is_dir():
+            continue
         for dirpath, dirnames, filenames in os.walk(folder):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            for name in sorted(filenames):
-                p = Path(dirpath) / name
-                try:
-                    st = p.stat()
-                except OSError:
-                    continue
-                h.update(f"{p.relative_to(folder)}\0{st.st_size}\0".encode("utf-8", "surrogateescape"))
-                if st.st_size <= 4 << 20:
-                    h.update(p.read_bytes())
+            dirnames[:] = sorted(x for x in dirnames if not x.startswith("."))
+            listed += [
+                (str(Path(dirpath, n).relative_to(folder)), Path(dirpath, n)) for n in sorted(filenames)
+            ]
+    for rel, p in listed:
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        h.update(f"{rel}\0{st.st_size}\0".encode("utf-8", "surrogateescape"))
+        if st.st_size <= 4 << 20:
+            h.update(p.read_bytes())
     return h.hexdigest()
 
 
@@ -264,7 +275,8 @@ class _Runner:
         ident = getattr(chain, "toolchain_id", lambda: chain.name)()
         key = sha(
             "program", code_fingerprint(), variant, chain.name, ident, language, source.units, self.command,
-            source.include_dirs, source.defines, _tree_digest(tree, source.include_dirs, self.program.root),
+            source.include_dirs, source.defines,
+            _tree_digest(tree, source.files, source.include_dirs, self.program.root),
         )  # fmt: skip
         old = self.previous_builds.get((variant, chain.name))
         if (

@@ -238,3 +238,21 @@ def test_the_users_own_build_runs_with_porters_compiler_drivers(smooth: Path, tm
         build_command="exit 3",
     )
     assert failed.builds[0].status == "failed" and failed.builds[0].reason == "--build 'exit 3' exited with 3"
+
+
+def test_one_file_with_a_run_is_a_program_and_what_lies_beside_it_is_never_read(tmp_path: Path) -> None:
+    import os
+
+    (tmp_path / "va.cu").write_text(
+        "#include <cstdio>\n__global__ void add(const float* a, float* b, int n) {\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) b[i] += a[i]; }\n"
+        "int main() { const int n = 100; float h[n]; for (int i = 0; i < n; ++i) h[i] = i;\n"
+        "    float *a, *b; cudaMalloc(&a, sizeof h); cudaMalloc(&b, sizeof h);\n"
+        "    cudaMemcpy(a, h, sizeof h, cudaMemcpyHostToDevice); cudaMemcpy(b, h, sizeof h, cudaMemcpyHostToDevice);\n"
+        "    add<<<1, 128>>>(a, b, n); cudaMemcpy(h, b, sizeof h, cudaMemcpyDeviceToHost);\n"
+        '    printf("%g\\n", h[99]); return h[99] == 198.0f ? 0 : 1; }\n'
+    )
+    os.mkfifo(tmp_path / "pipe")  # a FIFO beside the file: opening it would block for ever
+    report = port_program([str(tmp_path / "va.cu")], ["hip"], runs=[""], toolchains=CPU)
+    assert report.runs[0].original is not None and report.runs[0].original.stdout_tail.strip() == "198"
+    assert report.verdicts()["hip"]["status"] == "matches"

@@ -34,6 +34,7 @@ from porter.backends.hip.names import hip_names_header
 from porter.backends.programs import BuiltProgram, ProgramSource, defines_main, is_executable, run_tool
 
 from porter.files import decode_text, encode_text
+from porter.scan.cexpr import TYPE_WORDS
 
 if TYPE_CHECKING:
     from porter.backends import Device
@@ -185,33 +186,10 @@ def kernel_names(texts: Iterable[str]) -> tuple[set[str], set[str]]:
     return set(signatures), deduced
 
 
-_TYPE_WORDS = frozenset(
-    [
-        "void",
-        "bool",
-        "char",
-        "short",
-        "int",
-        "long",
-        "float",
-        "double",
-        "signed",
-        "unsigned",
-        "const",
-        "volatile",
-        "size_t",
-        "__restrict__",
-        "restrict",
-        "int8_t",
-        "int16_t",
-        "int32_t",
-        "int64_t",
-        "uint8_t",
-        "uint16_t",
-        "uint32_t",
-        "uint64_t",
-    ]
-)
+_TYPE_WORDS = TYPE_WORDS | frozenset(  # a parameter's type words beyond the builtin types
+    ["const", "volatile", "size_t", "__restrict__", "restrict", "int8_t", "int16_t", "int32_t", "int64_t",
+     "uint8_t", "uint16_t", "uint32_t", "uint64_t"]
+)  # fmt: skip
 
 
 def _param_type(param: str) -> str:

@@ -20,7 +20,9 @@ Launch conventions (``Program(*args, grid, block, shared_bytes, timed)``):
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -173,6 +175,64 @@ class OpenCLProgram:
             ) from err
 
 
+def _installed_key() -> str:
+    """What the default device's toolchain depends on that porter can see without an OpenCL call: every
+    ICD entry the loader reads (porter's own registration included) and the files of the libraries
+    they name (real path, size, modification time), the loader's variables and pyopencl's version."""
+    import hashlib
+    import json
+    from importlib import metadata
+
+    from porter.backends.opencl import icd
+
+    parts: list[object] = [
+        os.environ.get(v, "") for v in ("OCL_ICD_VENDORS", "OCL_ICD_FILENAMES", "POCL_DEVICES")
+    ]
+    for _name, library in icd.existing_entries():
+        path = Path(library) if os.path.isabs(library) else None
+        try:
+            st = os.stat(os.path.realpath(path)) if path is not None else None
+        except OSError:
+            st = None
+        parts.append([library, st.st_size if st else None, st.st_mtime_ns if st else None])
+    runtime = icd.find_intel_cpu_runtime()
+    if runtime is not None:
+        try:
+            parts.append([str(runtime), os.stat(runtime).st_mtime_ns])
+        except OSError:
+            parts.append(str(runtime))
+    try:
+        parts.append(metadata.version("pyopencl"))
+    except metadata.PackageNotFoundError:
+        parts.append(None)
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
+
+
+def _default_toolchain_id(backend: OpenCLBackend) -> str:
+    """The default device's toolchain id, remembered on disk under the cache root by what is installed
+    (:func:`_installed_key`): enumerating the platforms (0.3-0.7 s) is paid once, not by every command
+    that only needs the id (a re-run whose build verdicts are kept)."""
+    from porter.cache import default_root, disabled_by_env
+
+    if disabled_by_env():
+        return backend._device_toolchain_id(None)
+    path = default_root() / "tools" / f"opencl-default-{_installed_key()}.txt"
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        pass
+    found = backend._device_toolchain_id(None)
+    if found:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}")
+            tmp.write_text(found, encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError:
+            pass
+    return found
+
+
 class OpenCLBackend(BackendBase):
     """pyopencl over every ICD present; Oclgrind (kind "checker") when installed."""
 
@@ -223,6 +283,11 @@ class OpenCLBackend(BackendBase):
             return []
 
     def toolchain_id(self, device: Device | None = None, arch: str | None = None) -> str:
+        if device is None:
+            return _default_toolchain_id(self)
+        return self._device_toolchain_id(device)
+
+    def _device_toolchain_id(self, device: Device | None) -> str:
         if device is None:
             first = self._default_live()
             if first is None:

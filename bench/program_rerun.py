@@ -48,7 +48,9 @@ def main() -> int:
         first = once()
         again = [once() for _ in range(args.repeat)]
     median = statistics.median(again)
-    print(f"first run {first:.2f} s; re-runs {', '.join(f'{t:.2f}' for t in again)} s (median {median:.2f} s)")
+    print(
+        f"first run {first:.2f} s; re-runs {', '.join(f'{t:.2f}' for t in again)} s (median {median:.2f} s)"
+    )
     print(f"re-run / first = {100 * median / first:.1f}% (target < 10%)")
     return 0
 

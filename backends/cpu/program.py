@@ -286,18 +286,19 @@ def _deduce_by_name(text: str, deduced: set[str]) -> str:
         return text
     pieces: list[str] = []
     pos = 0
+    blanked = src_mod.blank_comments_and_strings(text)
     for m in _DEDUCE_MARK.finditer(text):
         name = m.group(1)
         if name.split("::")[-1] not in deduced or m.start() < pos:
             continue
-        cfg_end = _matching(text, m.end() - 1)
+        cfg_end = _matching(blanked, m.end() - 1)
         if cfg_end < 0:
             continue
         lead = ", decltype(porter_emu::params(" + name + "))("
         if not text.startswith(lead, cfg_end + 1):
             continue
         args_open = cfg_end + len(lead)
-        args_close = _matching(text, args_open)
+        args_close = _matching(blanked, args_open)
         tail = ", " + _c_string(name) + ")"
         if args_close < 0 or not text.startswith(tail, args_close + 1):
             continue
@@ -310,9 +311,9 @@ def _deduce_by_name(text: str, deduced: set[str]) -> str:
     return "".join(pieces)
 
 
-def _matching(text: str, open_at: int) -> int:
-    """Index of the parenthesis closing the one at `open_at` (-1: none), strings and chars skipped."""
-    blanked = src_mod.blank_comments_and_strings(text)
+def _matching(blanked: str, open_at: int) -> int:
+    """Index of the parenthesis closing the one at `open_at` (-1: none) in text whose comments and
+    strings are blanked (:func:`porter.backends.cpu.source.blank_comments_and_strings`, once per text)."""
     depth = 0
     for k in range(open_at, len(blanked)):
         c = blanked[k]
@@ -346,7 +347,7 @@ def _rewrite_by_tokens(text: str, deduced: set[str]) -> str:
             paren += 1
         if paren >= len(blanked) or blanked[paren] != "(":
             continue
-        end = _matching(text, paren)
+        end = _matching(blanked, paren)
         if end < 0:
             continue
         callee = text[m.start(1) : m.end(1)]
@@ -601,7 +602,6 @@ class CpuProgramToolchain:
         compiler = self._backend._compiler_path()
         if compiler is None:
             return BuiltProgram(False, chain, reason="g++ not found (apt-get install g++)")
-        facts = self._backend.dialect
         program_facts = _runtime_data()["program"]
         scratch, inc, include_dirs, texts = self._prepare(source, out)
         units = [scratch / u for u in source.units]
@@ -613,13 +613,10 @@ class CpuProgramToolchain:
         incs = [f"-I{inc}", *(f"-I{d}" for d in include_dirs)]
         objects: dict[Path, Path] = {}
         commands: list[str] = []
-
-        def shown(name: str) -> str:  # a file of the build as the user knows it
-            path = Path(name) if os.path.isabs(name) else None
-            if path is not None and path.is_relative_to(scratch):
-                return str(path.relative_to(scratch))
-            return os.path.basename(name)
-
+        cxx = [compiler, *flags, "-include", "porter_runtime.h", *defines, *incs, "-x", "c++"]
+        why = self._refusal(units, scratch, inc, out, cxx)  # before anything is built
+        if why:
+            return BuiltProgram(False, chain, reason=why, refused=True)
         logs: list[str] = []
         (out / "obj").mkdir(parents=True, exist_ok=True)
         for unit in units:
@@ -636,17 +633,8 @@ class CpuProgramToolchain:
                     *incs,
                 ]
                 if is_c
-                else [compiler, *flags, "-include", "porter_runtime.h", *defines, *incs, "-x", "c++"]
+                else list(cxx)
             )
-            if not is_c:
-                code, pre = run_tool([*cmd, "-E", "-fdirectives-only", str(unit)], unit.parent)
-                why = (
-                    _refused_include(pre, shown)
-                    if code != 0
-                    else active_refusal(pre, facts, str(out), str(inc), shown)
-                )
-                if why:
-                    return BuiltProgram(False, chain, commands=tuple(commands), reason=why, refused=True)
             cmd += ["-c", str(unit), "-o", str(obj)]
             commands.append(" ".join(cmd))
             proc = run_tool(cmd, unit.parent)

@@ -23,7 +23,7 @@ import math
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -64,8 +64,8 @@ def default_rule() -> Rule:
     return rule_from(data)
 
 
-def rule_from(data: Mapping[str, Any], **overrides: float) -> Rule:
-    values = {**data, **{k: v for k, v in overrides.items() if v is not None}}
+def rule_from(values: Mapping[str, Any]) -> Rule:
+    """The rule an outputs.toml-shaped table holds."""
     return Rule(
         rtol=float(values["rtol"]),
         atol=float(values["atol"]),
@@ -79,13 +79,9 @@ def rule_from(data: Mapping[str, Any], **overrides: float) -> Rule:
 
 
 def with_tolerance(rtol: float | None = None, atol: float | None = None) -> Rule:
+    """The default rule with the tolerances given (None: the default's)."""
     base = default_rule()
-    return Rule(
-        base.rtol if rtol is None else rtol,
-        base.atol if atol is None else atol,
-        base.time_units, base.time_words, base.pass_words, base.fail_words,
-        base.max_file_bytes, base.max_differences,
-    )  # fmt: skip
+    return replace(base, rtol=base.rtol if rtol is None else rtol, atol=base.atol if atol is None else atol)
 
 
 @dataclass

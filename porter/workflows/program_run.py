@@ -321,8 +321,11 @@ class _Runner:
 
     # ------------------------------------------------------------------ runs
 
-    def run_all(self, built: Mapping[tuple[str, str], tuple[ProgramBuild, ProgramToolchain]]) -> None:
-        mains = main_units(self.program)
+    def run_all(
+        self,
+        built: Mapping[tuple[str, str], tuple[ProgramBuild, ProgramToolchain]],
+        mains: Sequence[ProgramFile],
+    ) -> None:
         if not mains:
             self.report.notes.append("no unit defines main(): nothing to run")
             return
@@ -642,7 +645,7 @@ def build_and_run(
     runner.command = build_command
     built = runner.build_all(jobs if jobs > 0 else (os.cpu_count() or 1))
     if runs:
-        runner.run_all(built)
+        runner.run_all(built, mains)
     runner.save()
 
 

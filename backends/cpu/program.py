@@ -28,9 +28,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from porter.backends import CannotEmulate, load_data
+from porter.backends import load_data
 from porter.backends.cpu import source as src_mod
-from porter.backends.hip.names import hip_names_header
+from porter.backends.hip.names import NAMES_HEADER, hip_names_header
 from porter.backends.programs import BuiltProgram, ProgramSource, defines_main, is_executable, run_tool
 
 from porter.files import decode_text, encode_text
@@ -137,7 +137,7 @@ def write_runtime_headers(inc: Path, stubs: Iterable[str], refusing: Mapping[str
     for name in ("porter_emu.h", "porter_runtime.h", "porter_runtime_c.h"):
         shutil.copyfile(here / name, inc / name)
     (inc / "porter_runtime_data.h").write_text(runtime_data_header(), encoding="utf-8")
-    (inc / "porter_hip_names.h").write_text(hip_names_header(), encoding="utf-8")  # HIP spellings
+    (inc / NAMES_HEADER).write_text(hip_names_header(), encoding="utf-8")  # HIP spellings
     for name in stubs:
         path = inc / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -719,7 +719,6 @@ def _undeclared(log: str, table: Mapping[str, str]) -> str:
 
 __all__ = [
     "CpuProgramToolchain",
-    "CannotEmulate",
     "kernel_names",
     "active_refusal",
     "refused_headers",

@@ -362,9 +362,7 @@ class _Runner:
                         RunResult(variant, "", "", "not-run", reason=why or "no build of it runs here")
                     )
                 for build, chain in mine:
-                    ref = next(
-                        (o for o in run.originals if _same_device(o.device, build.device)), run.original
-                    )
+                    ref = _reference(run, build.device)
                     if ref is not None and ref.exit is None and ref.reason.startswith("timed out"):
                         run.variants.append(
                             RunResult(
@@ -399,7 +397,7 @@ class _Runner:
         """Compare a port's run with the original's (same device, else the first)."""
         if rec.status == "failed":
             return
-        ref = next((o for o in run.originals if _same_device(o.device, rec.device)), run.original)
+        ref = _reference(run, rec.device)
         if ref is None or (ref.exit is None and ref.status != "ran"):
             rec.status, rec.reason = "not-run", "the original did not run here" if ref is None else ref.reason
             return
@@ -497,6 +495,11 @@ def _same_device(a: str, b: str) -> bool:
     """Whether two device labels name one device (``cuda:NVIDIA H200`` and ``hip:NVIDIA H200``: the same
     GPU reached through two runtimes)."""
     return a.partition(":")[2] == b.partition(":")[2]
+
+
+def _reference(run: ProgramRun, device: str) -> RunResult | None:
+    """The original's run a port's run on `device` is compared with: on the same device, else the first."""
+    return next((o for o in run.originals if _same_device(o.device, device)), run.original)
 
 
 def _signal_name(number: int) -> str:

@@ -5,6 +5,11 @@ first (it reuses every translation's build verdict, program build, run and chart
 
 The first run starts from an empty porter cache (a fresh PORTER_CACHE_DIR): a user's first port of the
 program.  Prints the first run's seconds, each re-run's, and the ratio; docs/BENCHMARKS.md keeps the figures.
+
+Python's bytecode: an installed porter has its modules compiled (pip writes them), so by default the
+children may write theirs -- into a fresh folder (PYTHONPYCACHEPREFIX), so the first run pays for compiling
+them as a first run after installing would.  ``--no-bytecode`` keeps PYTHONDONTWRITEBYTECODE=1 (what some
+sandboxes set): every run then compiles every module it imports.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--toolchains", default="")
+    ap.add_argument("--no-bytecode", action="store_true", help="every run compiles porter's modules")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "smooth"
@@ -37,6 +43,11 @@ def main() -> int:
 
         # a fresh cache: the first run is a user's first port of the program (nothing compiled before)
         env = {**os.environ, "PORTER_CACHE_DIR": f"{tmp}/cache"}
+        if args.no_bytecode:
+            env["PYTHONDONTWRITEBYTECODE"] = "1"
+        else:
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = f"{tmp}/pycache"
 
         def once() -> float:
             start = time.monotonic()

@@ -192,10 +192,9 @@ def layers() -> tuple[Layer, ...]:
     bwrap = not bwrap_problem and "bubblewrap" not in off
     abi = _landlock_abi()
     sec = _seccomp_problem()
-    unshare_problem = _unshare_net_works()
-    if bwrap:
+    if bwrap:  # the unshare probe (a child Python) only where bubblewrap cannot give the namespace
         net = (True, "private network namespace (bubblewrap --unshare-net)")
-    elif not unshare_problem:
+    elif not (unshare_problem := _unshare_net_works()):
         net = (True, "private network namespace (unshare)")
     else:
         net = (False, f"no network namespace: {unshare_problem}")

@@ -50,6 +50,7 @@ from porter.workflows.resume import (
     write_atomic,
 )
 from porter.workflows.source import sibling_dir
+from porter.workflows.translations import Facts, recall, remember, translation_key
 
 Progress = Callable[[str], None]
 REPORT_NAME = "report.json"
@@ -63,9 +64,14 @@ def default_out_dir(root: Path) -> Path:
     return root.parent / f"{root.name}.ported"
 
 
-def save_report(out: Path, report: ProgramReport) -> None:
-    """report.json, rewritten whole (atomically) after every step, so an interrupted run keeps it."""
-    write_atomic(out / REPORT_NAME, json.dumps(report.full_document(), indent=2) + "\n")
+def save_report(out: Path, report: ProgramReport, last: str = "") -> str:
+    """report.json, rewritten whole (atomically) after every step, so an interrupted run keeps it;
+    not written again when it would say the same as `last` (what the previous call wrote).  Returns
+    what it holds now."""
+    text = json.dumps(report.full_document(), indent=2) + "\n"
+    if text != last:
+        write_atomic(out / REPORT_NAME, text)
+    return text
 
 
 def _write_bytes(path: Path, data: bytes) -> None:
@@ -122,6 +128,9 @@ class _Porter:
         ] = {}  # (target, file) -> its translation
         # target -> kernel -> (entry, file defining it): what a unit's build check launches
         self.entries: dict[str, dict[str, tuple[str, str]]] = {}
+        self.saved = ""  # report.json as last written
+        self.facts: dict[Path, Facts] = {}  # what the scan of each original file said
+        self.recalled: dict[tuple[str, Path], Translation] = {}  # remembered translations
 
     def text(self, f: ProgramFile) -> str | None:
         """The file's text (None: binary or unreadable, copied as it is)."""
@@ -136,7 +145,7 @@ class _Porter:
 
     def save(self) -> None:
         with self.lock:
-            save_report(self.out, self.report)
+            self.saved = save_report(self.out, self.report, self.saved)
 
     # ------------------------------------------------------------------ a target
 
@@ -147,9 +156,9 @@ class _Porter:
         wanted = self.program.files if dialect.single_source else self.program.units
         self._pretranslate(target, [f for f in wanted if f.kind != "other"])
         if dialect.single_source:
-            for f in self.program.files:
+            for f in self.program.files:  # each translation is remembered (cache): saved once after
                 self.results[f.path].targets[target] = self.mirror(target, f)
-                self.save()
+            self.save()
             if self.build:
                 self._each(self.program.units, lambda f: self.build_unit(target, f), f"{target} builds")
         else:
@@ -187,7 +196,7 @@ class _Porter:
         todo = []
         for f in files:
             text = self.text(f)
-            if text is not None and has_cuda(encode_text(text)):
+            if text is not None and has_cuda(encode_text(text)) and not self._recall(target, f, text):
                 todo.append((f, text))
         if len(todo) < PARALLEL_MIN_FILES or self.jobs < 2:
             return
@@ -219,11 +228,44 @@ class _Porter:
                         f"a translation worker failed ({type(err).__name__}); {path.name} is translated here"
                     )
 
+    def _key(self, target: str, f: ProgramFile, text: str) -> str:
+        return translation_key(
+            target, encode_text(text), str(f.path), self.program.include_dirs, self.options.get(target)
+        )
+
+    def _recall(self, target: str, f: ProgramFile, text: str) -> bool:
+        """Whether an earlier port translated this very file (same bytes, headers, options, porter)."""
+        if (target, f.path) not in self.recalled:
+            found = recall(self._key(target, f, text))
+            if found is None:
+                return False
+            self.recalled[(target, f.path)], self.facts[f.path] = found
+        return True
+
     def _translate(self, target: str, f: ProgramFile, text: str) -> Translation | str:
+        if self._recall(target, f, text):
+            return self.recalled[(target, f.path)]
         done = self.pretranslated.pop((target, f.path), None)
-        if done is not None:
-            return done
-        return _translate_job(target, text, str(f.path), self.program.include_dirs, self.options.get(target))
+        if done is None:
+            done = _translate_job(
+                target, text, str(f.path), self.program.include_dirs, self.options.get(target)
+            )
+        if isinstance(done, Translation):  # a failure is not remembered: it may be this machine's
+            remember(self._key(target, f, text), done, self._facts(f, text))
+        return done
+
+    def _facts(self, f: ProgramFile, text: str) -> Facts:
+        """The original file's kernels and the instances its launches name (scanned once)."""
+        from porter.scan import scan_source
+        from porter.scan.instances import kernel_instances
+
+        if f.path not in self.facts:
+            scan = scan_source(encode_text(text), str(f.path), "cuda")
+            self.facts[f.path] = Facts(
+                tuple((k.name, k.line) for k in scan.kernels),
+                tuple((i.name, i.base, i.template_args) for i in kernel_instances(scan, text)),
+            )
+        return self.facts[f.path]
 
     def _note_kernels(self, target: str, tr: Translation, f: ProgramFile) -> None:
         """Each kernel of the translation, under its name, where it is defined (a unit's kernels may
@@ -244,15 +286,14 @@ class _Porter:
             )
 
     def _locate_kernels(self, f: ProgramFile, text: str) -> None:
-        from porter.scan import scan_source
-
-        for kernel in scan_source(encode_text(text), str(f.path), "cuda").kernels:
-            k = self.kernels.get(kernel.name)
-            if k is None:
-                k = self.kernels[kernel.name] = ProgramKernel(kernel.name, str(f.rel), kernel.line)
-                self.report.kernels.append(k)
-            else:
-                k.file, k.line = str(f.rel), kernel.line
+        for name, line in self._facts(f, text).kernels:
+            with self.lock:
+                k = self.kernels.get(name)
+                if k is None:
+                    k = self.kernels[name] = ProgramKernel(name, str(f.rel), line)
+                    self.report.kernels.append(k)
+                else:
+                    k.file, k.line = str(f.rel), line
 
     def mirror(self, target: str, f: ProgramFile) -> FileTarget:
         dest = self.out / target / f.rel
@@ -299,17 +340,13 @@ class _Porter:
     def _instance_entry(self, target: str, f: ProgramFile) -> str | None:
         """The entry of the first kernel instance the unit itself defines and launches (a template
         kernel is built as the instantiation its launch names: ``MatrixMulCUDA<16>``)."""
-        from porter.scan import scan_source
-        from porter.scan.instances import kernel_instances
-
         text = self.text(f)
         if text is None:
             return None
-        scan = scan_source(encode_text(text), str(f.path), "cuda")
         translated = self.entries.get(target, {})
-        for inst in kernel_instances(scan, text):
-            if inst.base in translated or inst.name in translated:
-                return get_dialect(target).instance_entry(inst.base, inst.template_args)
+        for name, base, args in self._facts(f, text).instances:
+            if base in translated or name in translated:
+                return get_dialect(target).instance_entry(base, args)
         return None
 
     def unit(self, target: str, f: ProgramFile) -> FileTarget:

@@ -68,6 +68,11 @@ def code_fingerprint() -> str:
     root = resources.files("porter")
     for package in _FINGERPRINTED:
         hash_tree(h, root.joinpath(package), _SUFFIXES, prefix=f"{package}/")
+    # and porter's own top-level modules (the model, program discovery, includes, file reading)
+    for node in sorted(root.iterdir(), key=lambda n: n.name):
+        if node.is_file() and node.name.endswith(_SUFFIXES):
+            data = node.read_bytes()
+            h.update(node.name.encode() + b"\0" + len(data).to_bytes(8, "big") + data)
     return h.hexdigest()[:16]
 
 

@@ -51,6 +51,9 @@ class BuiltProgram:
 class ProgramToolchain(Protocol):
     name: str  # "cpu-runtime", "nvcc", "hip-on-cuda", "hipcc"
     backend: str  # the backend owning it
+    # Whether its executables record their kernel launches when run with porter.capture.capture_env
+    # (docs/CAPTURE_FORMAT.md); a toolchain without the attribute does not.
+    captures: bool
 
     def languages(self) -> tuple[str, ...]: ...
 

@@ -475,6 +475,53 @@ def _port_one(
 
 
 @app.command()
+def capture(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="The program: a folder, its files or a compile_commands.json.", show_default=False
+        ),
+    ],
+    run: Annotated[
+        list[str],
+        typer.Option("--run", help='A command line for the program ("./prog ARGS"); repeatable.'),
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Capture folder (default: <root>.capture/ beside the program)."),
+    ] = None,
+    include: Annotated[
+        list[Path] | None, typer.Option("-I", "--include", help="Include directory for headers; repeatable.")
+    ] = None,
+    launches: Annotated[
+        int, typer.Option("--launches", help="Launches kept per kernel, spread over the run.")
+    ] = 3,
+    mib: Annotated[int, typer.Option("--mib", help="At most this many MiB of arrays per launch.")] = 64,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds per run (default 300).")] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document instead of a table.")
+    ] = False,
+) -> None:
+    """Run a program on porter's CPU runtime and record every kernel launch: grid, block, arguments,
+    each pointer's allocation before and after (docs/CAPTURE_FORMAT.md)."""
+    from porter.report import capture_view, plain_console
+    from porter.workflows.capture import capture_program
+
+    err = plain_console(stderr=True)
+    report = capture_program(
+        [str(p) for p in paths],
+        run,
+        out_dir=str(out) if out is not None else None,
+        include_dirs=[str(p) for p in include or []],
+        launches=launches,
+        mib=mib,
+        timeout=timeout,
+        progress=(lambda msg: err.print(f"porter: {msg}", style="dim")) if sys.stderr.isatty() else None,
+    )
+    show(report, capture_view, json_out)
+
+
+@app.command()
 def optimize(
     file: Annotated[Path, typer.Argument(help="A CUDA source file (.cu).")],
     model: Annotated[

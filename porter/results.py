@@ -244,6 +244,24 @@ class ProgramKernel:
     file: str  # relative to the root: where the kernel is defined (a header, often)
     line: int
     targets: dict[str, str] = field(default_factory=dict)  # target -> translated / untranslatable: why
+    replays: list[KernelReplay] = field(default_factory=list)  # verdicts from the captured launches
+
+
+@dataclass
+class KernelReplay:
+    """One variant of a program's kernel judged on the launches the original's run captured
+    (porter.harness.replay): ``validated``, ``failed`` (with the check), ``compiled`` (no device here
+    runs it) or ``not-replayable`` (why)."""
+
+    variant: str  # "original" (the capture reproduced by the original kernel) or a target
+    device: str
+    status: str
+    reason: str = ""
+    launches: int = 0  # captured launches it ran
+    held_back: int = 0  # of which held back from any author (other runs, other sizes)
+    checks: tuple[str, ...] = ()
+    key: str = ""  # what the verdict depends on: a re-run with the same key reuses it
+    resumed: bool = False
 
 
 @dataclass
@@ -282,6 +300,7 @@ class RunResult:
     stderr_tail: str = ""
     key: str = ""
     resumed: bool = False
+    capture: str = ""  # an original's: the folder of the launches it recorded (docs/CAPTURE_FORMAT.md)
 
 
 @dataclass
@@ -344,6 +363,8 @@ class ProgramReport:
         """0: every file translated, copied or built; 1: something failed or is untranslatable."""
         bad = {"failed", "untranslatable"}
         if any(v["status"] in ("differs", "failed") for v in self.verdicts().values()):
+            return 1
+        if any(r.status == "failed" for k in self.kernels for r in k.replays):
             return 1
         return 1 if any(t.status in bad for f in self.files for t in f.targets.values()) else 0
 

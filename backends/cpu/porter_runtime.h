@@ -208,6 +208,12 @@ inline cudaError_t launch_checked(void (*body)(void*), void* ctx, const Config& 
     return cudaSuccess;
 }
 
+}  // namespace porter_emu
+
+#include "porter_capture.h"  // launch capture (PORTER_CAPTURE_DIR)
+
+namespace porter_emu __attribute__((visibility("hidden"))) {
+
 template <class T>
 struct ParamOf {
     using type = std::remove_cv_t<std::remove_reference_t<T>>;
@@ -237,7 +243,10 @@ template <class... P>
 inline cudaError_t launch_kernel(void (*kernel)(P...), const Config& c, std::tuple<typename ParamOf<P>::type...> args,
                                  const char* what = "a kernel") {
     TupleCall<P...> call{kernel, &args};
-    return launch_checked(&TupleCall<P...>::run, &call, c, what);
+    Capture* cap = capture_begin(what, c.grid, c.block, c.shared, c.stream, args);
+    cudaError_t e = launch_checked(&TupleCall<P...>::run, &call, c, what);
+    capture_end(cap, (int)e);
+    return e;
 }
 
 // A launch of a template kernel whose arguments deduce its template parameters: the kernel is
@@ -256,7 +265,10 @@ template <class F, class... A>
 inline cudaError_t launch_deduced(const Config& c, F f, const char* what, A&&... a) {
     std::tuple<std::decay_t<A>...> args(std::forward<A>(a)...);
     LambdaCall<F, std::decay_t<A>...> call{&f, &args};
-    return launch_checked(&LambdaCall<F, std::decay_t<A>...>::run, &call, c, what);
+    Capture* cap = capture_begin(what, c.grid, c.block, c.shared, c.stream, args);
+    cudaError_t e = launch_checked(&LambdaCall<F, std::decay_t<A>...>::run, &call, c, what);
+    capture_end(cap, (int)e);
+    return e;
 }
 
 inline void fill_properties(cudaDeviceProp* p) {

@@ -130,11 +130,14 @@ def runtime_data_header() -> str:
     return "\n".join(out) + "\n"
 
 
+RUNTIME_HEADERS = ("porter_emu.h", "porter_runtime.h", "porter_runtime_c.h", "porter_capture.h")
+
+
 def write_runtime_headers(inc: Path, stubs: Iterable[str], refusing: Mapping[str, str] | None = None) -> None:
     """porter's headers and a stub for every CUDA/HIP header a program may include, in `inc`."""
     inc.mkdir(parents=True, exist_ok=True)
     here = Path(__file__).parent
-    for name in ("porter_emu.h", "porter_runtime.h", "porter_runtime_c.h"):
+    for name in RUNTIME_HEADERS:
         shutil.copyfile(here / name, inc / name)
     (inc / "porter_runtime_data.h").write_text(runtime_data_header(), encoding="utf-8")
     (inc / NAMES_HEADER).write_text(hip_names_header(), encoding="utf-8")  # HIP spellings
@@ -421,6 +424,7 @@ class CpuProgramToolchain:
 
     name = "cpu-runtime"
     backend = "cpu"
+    captures = True  # porter_capture.h: launches recorded under PORTER_CAPTURE_DIR
 
     def __init__(self, backend: Any) -> None:
         self._backend = backend
@@ -437,8 +441,7 @@ class CpuProgramToolchain:
 
     def toolchain_id(self) -> str:
         digest = hashlib.sha256(
-            (Path(__file__).parent / "porter_runtime.h").read_bytes()
-            + (Path(__file__).parent / "porter_emu.h").read_bytes()
+            b"".join((Path(__file__).parent / name).read_bytes() for name in RUNTIME_HEADERS)
             + runtime_data_header().encode()
         ).hexdigest()[:10]
         device = self.device()

@@ -4,7 +4,7 @@ it (outputs cached per instance), and/or a Python function."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,9 @@ class Reference:
     devices: tuple[Device, ...] = ()  # where the original can run; the variant's device is preferred
     python: Callable[..., Any] | None = None
     options: CompileOptions = CompileOptions()
+    # What the original left in each array argument (spec order), by instance label: a program's
+    # captured launches (porter.harness.replay).  Served before anything is run.
+    recorded: Mapping[str, Sequence[np.ndarray]] | None = None
 
 
 _REF_CACHE: dict[tuple[Any, ...], list[np.ndarray]] = {}
@@ -62,6 +65,8 @@ def reference_outputs(
     ref: Reference, spec: KernelSpec, inst: Instance, device: Device, opts: ValidateOptions, logs: list[str]
 ) -> tuple[list[np.ndarray], str]:
     """Per spec array argument (spec order): the reference's content after the run, without guard."""
+    if ref.recorded is not None and inst.label in ref.recorded:
+        return list(ref.recorded[inst.label]), "original's run (captured)"
     if ref.original is not None:
         rdev = reference_device(ref, device)
         if rdev is not None:
@@ -118,6 +123,8 @@ def reference_device(ref: Reference, device: Device) -> Device | None:
 
 
 def ref_name_of(ref: Reference) -> str:
+    if ref.recorded is not None:
+        return "original's captured run"
     if ref.original is not None and ref.python is not None:
         return "original kernel (Python reference as fallback)"
     return "original kernel" if ref.original is not None else "Python reference"

@@ -35,6 +35,9 @@ class ValidateOptions:
     checker_trials: int = 1  # trials under a checker device (Oclgrind is a slow simulator)
     compile: CompileOptions = CompileOptions()
     sizes: tuple[dict[str, int], ...] | None = None  # override the spec's sizes (tests)
+    # Inputs given instead of drawn (a program's captured launches, porter.harness.replay): each is
+    # one instance, run once; its label starts with "hidden" when it is held back from any author.
+    given: tuple[Instance, ...] = ()
 
 
 class Reject(Exception):
@@ -61,18 +64,36 @@ class Instance:
     constants: dict[str, np.ndarray] = field(default_factory=dict)  # __constant__ symbol -> contents
 
     @classmethod
+    def given(
+        cls,
+        spec: KernelSpec,
+        size: dict[str, int],
+        label: str,
+        values: Sequence[np.ndarray | np.generic],
+        constants: Mapping[str, np.ndarray] | None = None,
+        guard: int = GUARD_ELEMENTS,
+    ) -> Instance:
+        """An instance of inputs someone else chose (a captured launch's), guarded as drawn ones are."""
+        inst = cls(spec, size, label, 0, list(values), constants=dict(constants or {}))
+        inst._guard(guard)
+        return inst
+
+    def _guard(self, guard: int) -> None:
+        for k, v in enumerate(self.values):
+            if isinstance(v, np.ndarray):
+                guard_arr = np.full(guard, guard_value(v.dtype.name, k), dtype=v.dtype)
+                self.guarded.append(np.concatenate([v, guard_arr]))
+            else:
+                self.guarded.append(v)
+
+    @classmethod
     def draw(
         cls, spec: KernelSpec, size: dict[str, int], label: str, seed: int, guard: int = GUARD_ELEMENTS
     ) -> Instance:
         inst = cls(spec, size, label, seed)
         inst.values = make_args(spec, size, seed)
         inst.constants = make_constants(spec, size, seed)
-        for k, v in enumerate(inst.values):
-            if isinstance(v, np.ndarray):
-                guard_arr = np.full(guard, guard_value(v.dtype.name, k), dtype=v.dtype)
-                inst.guarded.append(np.concatenate([v, guard_arr]))
-            else:
-                inst.guarded.append(v)
+        inst._guard(guard)
         return inst
 
 
@@ -252,6 +273,8 @@ def by_spec(spec: KernelSpec, arrays: list[int], outputs: list[np.ndarray]) -> d
 
 
 def all_sizes(spec: KernelSpec, opts: ValidateOptions) -> list[tuple[dict[str, int], str]]:
+    if opts.given:
+        return [(inst.size, inst.label) for inst in opts.given]
     visible = list(opts.sizes if opts.sizes is not None else spec.sizes) or [{}]
     out = [(s, "size " + ", ".join(f"{k}={v}" for k, v in s.items())) for s in visible]
     out += [(s, f"hidden size {i + 1}") for i, s in enumerate(spec.hidden_sizes)]

@@ -137,7 +137,8 @@ def _validate_on(
     trials_done = 0
     checker = device.kind == "checker"
     sizes = all_sizes(spec, opts)
-    trials = opts.checker_trials if checker else opts.trials
+    given = {inst.label: inst for inst in opts.given}  # captured inputs: each run once, never redrawn
+    trials = 1 if given else opts.checker_trials if checker else opts.trials
     if checker:  # the simulator is slow: its smallest size only, plus a hidden one
 
         def volume(s: dict[str, int]) -> int:
@@ -156,7 +157,11 @@ def _validate_on(
             for trial in range(trials):
                 seed = seed_for(opts.seed, s_i, trial)
                 for redraw in range(opts.redraws + 1):
-                    inst = Instance.draw(spec, size, label, seed, 0 if checker else GUARD_ELEMENTS)
+                    inst = (
+                        given[label]
+                        if given
+                        else Instance.draw(spec, size, label, seed, 0 if checker else GUARD_ELEMENTS)
+                    )
                     last_inst = inst
                     wrapper: tuple[str, ...] = ()
                     if checker:
@@ -190,7 +195,7 @@ def _validate_on(
                         raise Reject(who, f"{who}: {f.kind}: {f.message}{where}{more} at {label}")
                     runs = [by_spec(spec, arrays, out) for out in res.outputs]
                     expected, ref_name = reference_outputs(ref, spec, inst, device, opts, logs)
-                    if not discriminating(spec, inst, expected):
+                    if not given and not discriminating(spec, inst, expected):
                         logs.append(
                             f"{label} trial {trial + 1}: reference output near-constant; drew other inputs"
                         )
@@ -215,7 +220,10 @@ def _validate_on(
             and "compute-sanitizer" in get_backend(device.backend).checkers(device)
         ):
             odd = next((s for s in all_sizes(spec, opts)[1:2]), None)
-            inst = Instance.draw(spec, odd[0], odd[1], seed_for(opts.seed, "memcheck")) if odd else last_inst
+            if given or odd is None:
+                inst = last_inst
+            else:
+                inst = Instance.draw(spec, odd[0], odd[1], seed_for(opts.seed, "memcheck"))
             checks.extend(sanitizer_pass(variant, spec, device, inst, opts, logs))
     except Reject as rej:
         if rej.log:
@@ -253,7 +261,7 @@ def _validate_on(
     passed = ["compile", "run"] + ([] if checker else ["guard"]) + ["inputs-unchanged", "all-written"]
     if opts.runs > 1 and not checker:
         passed.append("deterministic")
-    passed += ["matches-reference", "near-constant"]
+    passed += ["matches-reference"] + ([] if given else ["near-constant"])
     if hidden:
         passed.append(f"hidden-sizes({hidden})")
     return Verdict(

@@ -8,7 +8,7 @@ from typing import Any
 from rich.text import Text
 
 from porter.report import plain_console, short
-from porter.results import ProgramReport
+from porter.results import KernelReplay, ProgramReport
 
 _STYLE = {
     "built": "green",
@@ -22,7 +22,14 @@ _STYLE = {
     "none": "dim",
 }
 _WIDTH = 140
-_VERDICT_STYLE = {"matches": "green", "differs": "red", "failed": "red", "not-run": "yellow", "ran": "green"}
+_VERDICT_STYLE = {
+    "matches": "green", "differs": "red", "failed": "red", "not-run": "yellow", "ran": "green",
+    "validated": "green", "compiled": "yellow", "not-replayable": "yellow",
+}  # fmt: skip
+
+
+def _launches(r: KernelReplay) -> str:
+    return f"{r.launches}" + (f" ({r.held_back} held back)" if r.held_back else "") if r.launches else "-"
 
 
 def to_json(report: ProgramReport) -> dict[str, Any]:
@@ -86,6 +93,17 @@ def render(report: ProgramReport) -> None:
             table.add_row(
                 r.variant, r.device or "-", Text(r.status, style=_VERDICT_STYLE.get(r.status, "")),
                 "" if r.exit is None else str(r.exit), secs, _short(detail),
+            )  # fmt: skip
+        console.print(table)
+    replayed = [(k, rp) for k in report.kernels for rp in k.replays]
+    if replayed:
+        table = Table(title="kernels, replayed from the program's run")
+        for col in ("kernel", "variant", "device", "verdict", "launches", "reason"):
+            table.add_column(col)
+        for k, rp in replayed:
+            table.add_row(
+                k.name, rp.variant, rp.device or "-", Text(rp.status, style=_VERDICT_STYLE.get(rp.status, "")),
+                _launches(rp), "" if rp.status == "validated" else _short(rp.reason),
             )  # fmt: skip
         console.print(table)
     for target, v in report.verdicts().items():
@@ -186,6 +204,23 @@ def markdown(report: ProgramReport) -> str:
             out.append("")
         if report.chart:
             out += [f"![run times]({Path(report.chart).name})", ""]
+    replayed = [(k, r) for k in report.kernels for r in k.replays]
+    if replayed:
+        out += [
+            "## Kernels replayed from the program's run",
+            "",
+            "Each kernel run from the launches the original's run captured (docs/CAPTURE_FORMAT.md), "
+            "compared with what the original left.",
+            "",
+            "| kernel | variant | device | verdict | launches | reason |",
+            "|---|---|---|---|---|---|",
+        ]
+        out += [
+            f"| `{k.name}` | {r.variant} | {r.device or '-'} | {r.status} | {_launches(r)} | "
+            f"{_short(r.reason, 200).replace('|', '/')} |"
+            for k, r in replayed
+        ]
+        out.append("")
     if report.notes:
         out += ["## Notes", ""] + [f"- {n}" for n in report.notes] + [""]
     return "\n".join(out)

@@ -56,6 +56,10 @@ Progress = Callable[[str], None]
 REPORT_NAME = "report.json"
 MARKDOWN_NAME = "report.md"
 DIAGNOSTICS_NAME = "diagnostics.txt"
+_NO_LAUNCHES = (
+    "kernels are translated and built here; validating each one needs its launches: give --run to "
+    "replay the launches of the program's own run"
+)
 PARALLEL_MIN_FILES = 6  # files to translate before worker processes pay for their start
 
 
@@ -504,6 +508,7 @@ def port_program(
         out = sibling_dir(paths[0], "ported")  # one file: <stem>.ported/ beside it, as for a kernel file
     else:
         out = default_out_dir(program.root)
+    out = out.absolute()  # the builds and runs work in other folders: a relative --out would not reach it
     check_out_dir(out, program.root / ".", "port")  # inside the root: empty, new or a porter output
     if out.resolve() in {f.path.resolve() for f in program.files} or any(
         f.path.resolve().is_relative_to(out.resolve()) for f in program.files
@@ -534,10 +539,7 @@ def port_program(
         else "each output with a kernel compiled; the original and each single-source port built as programs",
     }
     report.notes += [f"skipped {s}" for s in program.skipped]
-    report.notes.append(
-        "kernels are translated and built here; validating them against the original needs their "
-        "launches: port a file that defines its kernels for per-kernel verdicts"
-    )
+    report.notes.append(_NO_LAUNCHES)
     jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
     porter = _Porter(program, out, report, translate_options or {}, not translate_only, say, jobs, fresh)
     porter.save()
@@ -553,6 +555,13 @@ def port_program(
             program, out, report, runs, timeout=timeout or DEFAULT_TIMEOUT_S, rule=with_tolerance(rtol, atol),
             say=say, fresh=fresh, skip=[Path(p) for p in skip_dirs], save=porter.save, jobs=jobs, earlier=porter.earlier, toolchains=toolchains, build_command=build_command,
         )  # fmt: skip
+        from porter.workflows.program_replay import replay_program
+
+        replay_program(
+            program, out, report, porter.entries, say, porter.save, None if fresh else porter.earlier
+        )
+        if any(k.replays for k in report.kernels):
+            report.notes = [n for n in report.notes if n != _NO_LAUNCHES]
         if chart is not None and report.runs:
             same = all(r.resumed for run in report.runs for r in [*run.originals, *run.variants] if r.key)
             kept = out / "runs.png"

@@ -39,6 +39,7 @@ from porter.backends.programs import (
     defines_main,
     toolchains_for,
 )
+from porter.capture import DEFAULT_LAUNCHES, DEFAULT_MIB, MANIFEST, capture_env, finish
 from porter.errors import UsageError
 from porter.files import decode_text, read_input
 from porter.harness.outputs import (
@@ -217,6 +218,9 @@ class _Runner:
         self.command = ""  # --build: the user's build command, run with porter's compiler drivers
         self.program, self.out, self.report, self.runs = program, out, report, list(runs)
         self.timeout, self.rule, self.say, self.skip = timeout, rule, say, list(skip)
+        self.capture = True  # the original's first run on a toolchain that can records its launches
+        self.capture_limits = (DEFAULT_LAUNCHES, DEFAULT_MIB)  # launches kept per kernel, MiB per launch
+        self.repeat = True  # the original run twice: what varies between its own runs is not compared
         self.outputs: dict[int, RunOutput] = {}  # id(RunResult) -> what that run printed and wrote
         self.varies: dict[int, Unstable] = {}  # id(an original's RunResult) -> what varies between its runs
         self.previous_builds: dict[tuple[str, str], Mapping[str, Any]] = {}
@@ -341,7 +345,9 @@ class _Runner:
                     continue
                 self.say(f"run {n}/{len(self.runs)}: the original on {build.device}")
                 rec = self.run_one(build, chain, main, argv, n, name)
-                if rec.status == "ran":  # a second run says what varies by itself (clocks, random seeds)
+                if (
+                    rec.status == "ran" and self.repeat
+                ):  # a second run says what varies by itself (clocks, random seeds)
                     again = self.run_one(build, chain, main, argv, n, name, repeat=True)
                     first, second = self.outputs.get(id(rec)), self.outputs.get(id(again))
                     if again.status == "ran" and first is not None and second is not None:
@@ -431,9 +437,13 @@ class _Runner:
             return base
         tree = self.program.root if build.variant == "original" else self.out / build.variant
         name = name or main.path.stem
-        key = sha(
-            "program-run", build.key, argv, name, str(run_folder(self.program, main)), self.timeout, repeat
+        capturing = (
+            self.capture and build.variant == "original" and not repeat and getattr(chain, "captures", False)
         )
+        key = sha(
+            "program-run", build.key, argv, name, str(run_folder(self.program, main)), self.timeout, repeat,
+            capture_env(Path("capture"), *self.capture_limits) if capturing else None,
+        )  # fmt: skip
         old = self.previous_runs.get(key)
         if repeat and build.resumed and (self.out / "runs" / key[:16] / "run.json").is_file():
             old = {"status": "ran"}  # the original's second run of an earlier report (not listed in it)
@@ -443,7 +453,8 @@ class _Runner:
             and (self.out / "runs" / key[:16]).is_dir()
         ):
             saved = _load_output(self.out / "runs" / key[:16])
-            if saved is not None:
+            captured = self.out / "runs" / key[:16] / "capture"
+            if saved is not None and (not old.get("capture") or (captured / MANIFEST).is_file()):
                 self.say(
                     f"run {n}: {build.variant} on {build.device}: same build and arguments as before; kept"
                 )
@@ -452,7 +463,7 @@ class _Runner:
                     "ran" if build.variant == "original" else str(old["status"]),
                     exit=old.get("exit"), seconds=old.get("seconds"), reason=str(old.get("reason", "")),
                     stdout_tail=str(old.get("stdout_tail", "")), stderr_tail=str(old.get("stderr_tail", "")),
-                    key=key, resumed=True,
+                    key=key, resumed=True, capture=str(captured) if old.get("capture") else "",
                 )  # fmt: skip
                 self.outputs[id(rec)] = saved
                 return rec
@@ -470,8 +481,11 @@ class _Runner:
             exe, cwd / name
         )  # run as ./name: argv[0] (which programs print) is the same for every build
         before = snapshot(scratch / "tree")
+        env = dict(getattr(chain, "run_env", lambda: {})())
+        if capturing:  # beside the tree, so the program's written files are not mixed with it
+            env.update(capture_env(scratch / "capture", *self.capture_limits))
         exit_code, out, err, seconds, timed_out = _execute(
-            [f"./{name}", *argv], cwd, scratch, self.timeout, getattr(chain, "run_env", lambda: {})()
+            [f"./{name}", *argv], cwd, scratch, self.timeout, env
         )
         output = RunOutput(exit_code, out, written_files(scratch / "tree", before, self.rule))
         _save_output(scratch, output)
@@ -480,6 +494,11 @@ class _Runner:
             build.variant, build.toolchain, build.device, "ran", exit=exit_code, seconds=round(seconds, 4),
             stdout_tail=_tail(out), stderr_tail=_tail(err), key=key,
         )  # fmt: skip
+        if capturing and (scratch / "capture" / "launches").is_dir():
+            finish(
+                scratch / "capture", shlex.join([f"./{name}", *argv]), n, exit_code, str(self.program.root)
+            )
+            rec.capture = str(scratch / "capture")
         if timed_out:
             rec.status, rec.reason = "failed", f"timed out after {self.timeout:g} s (--timeout)"
         elif exit_code is not None and exit_code < 0:

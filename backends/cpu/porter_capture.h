@@ -1,0 +1,283 @@
+// porter_capture.h -- launch capture of porter's CPU runtime (included by porter_runtime.h).
+//
+// With PORTER_CAPTURE_DIR set, the runtime records kernel launches into that folder, in the format of
+// docs/CAPTURE_FORMAT.md: one JSON file per captured launch under launches/ (kernel, grid, block,
+// dynamic shared bytes, stream, every argument: a scalar by value and type, a pointer resolved to the
+// allocation holding it -- base, size, offset -- and the element type it points to), and the bytes of
+// every allocation a pointer argument reaches, before and after the launch, under arrays/.  The
+// runtime's allocator knows every allocation, and a launch completes before it returns, so "after" is
+// what the kernel left.  Element types are the compiler's own (typedefs, #defines and template
+// arguments already resolved): std::is_floating_point / is_integral and sizeof give the NumPy name.
+//
+// Which launches: per kernel, the first PORTER_CAPTURE_LAUNCHES (default 3); after those the last slot
+// is taken again by each launch whose number is a power of two (4, 8, 16, ...), so the launches kept
+// spread over the run without knowing its length (10 launches: the 1st, 2nd and 8th).  A launch whose allocations exceed PORTER_CAPTURE_MIB (default 64) MiB in all is
+// recorded without its arrays ("skipped").  Pointers inside a struct passed by value are not captured:
+// such an argument is marked ("holds_device_pointer").  The run's own results are unchanged.
+#ifndef PORTER_CAPTURE_H
+#define PORTER_CAPTURE_H
+
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+namespace porter_emu __attribute__((visibility("hidden"))) {
+
+struct CaptureSettings {
+    std::string dir;
+    unsigned limit = 3;
+    size_t max_bytes = (size_t)64 << 20;
+};
+
+inline const CaptureSettings* capture_settings() {
+    static const CaptureSettings* s = []() -> const CaptureSettings* {
+        const char* d = getenv("PORTER_CAPTURE_DIR");
+        if (d == nullptr || *d == 0) return nullptr;
+        CaptureSettings* c = new CaptureSettings();
+        c->dir = d;
+        if (const char* k = getenv("PORTER_CAPTURE_LAUNCHES")) c->limit = (unsigned)strtoul(k, nullptr, 10);
+        if (const char* m = getenv("PORTER_CAPTURE_MIB")) c->max_bytes = (size_t)strtoull(m, nullptr, 10) << 20;
+        if (c->limit == 0) return nullptr;
+        mkdir(c->dir.c_str(), 0755);
+        mkdir((c->dir + "/launches").c_str(), 0755);
+        mkdir((c->dir + "/arrays").c_str(), 0755);
+        return c;
+    }();
+    return s;
+}
+
+struct KernelCount {
+    std::string name;
+    unsigned long long launches = 0;
+};
+inline std::vector<KernelCount>& capture_kernels() {
+    static std::vector<KernelCount> k;  // by order of first launch: the kernel's index in file names
+    return k;
+}
+inline unsigned long long g_capture_launch = 0;  // every launch of the run, captured or not
+
+// The type's name as the compiler spells it (from __PRETTY_FUNCTION__: "... [with T = float]").
+template <class T>
+inline std::string type_name() {
+    std::string f = __PRETTY_FUNCTION__;
+    size_t at = f.find("T = ");
+    if (at == std::string::npos) return "?";
+    at += 4;
+    size_t end = f.find_first_of(";]", at);
+    return f.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+// The NumPy name of an arithmetic type, "" for anything else (a struct, a vector type, __half...).
+template <class T>
+inline const char* dtype_name() {
+    using U = std::remove_cv_t<T>;
+    if constexpr (std::is_same_v<U, bool>) {
+        return "bool";
+    } else if constexpr (std::is_enum_v<U>) {
+        return dtype_name<std::underlying_type_t<U>>();
+    } else if constexpr (std::is_floating_point_v<U>) {
+        return sizeof(U) == 4 ? "float32" : sizeof(U) == 8 ? "float64" : sizeof(U) == 2 ? "float16" : "";
+    } else if constexpr (std::is_integral_v<U>) {
+        constexpr bool s = std::is_signed_v<U>;
+        switch (sizeof(U)) {
+            case 1: return s ? "int8" : "uint8";
+            case 2: return s ? "int16" : "uint16";
+            case 4: return s ? "int32" : "uint32";
+            case 8: return s ? "int64" : "uint64";
+        }
+        return "";
+    } else {
+        return "";
+    }
+}
+
+inline std::string json_string(const std::string& s) {
+    std::string out = "\"";
+    for (unsigned char c : s) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += (char)c;
+        } else if (c < 0x20 || c >= 0x7f) {
+            char buf[8];
+            snprintf(buf, sizeof buf, "\\u%04x", c);
+            out += buf;
+        } else {
+            out += (char)c;
+        }
+    }
+    return out + "\"";
+}
+
+inline std::string hex_bytes(const void* p, size_t n) {
+    static const char* digits = "0123456789abcdef";
+    std::string out;
+    const unsigned char* b = (const unsigned char*)p;
+    for (size_t i = 0; i < n; ++i) {
+        out += digits[b[i] >> 4];
+        out += digits[b[i] & 15];
+    }
+    return out;
+}
+
+struct CapturedAlloc {
+    uintptr_t base;
+    size_t bytes;
+};
+
+struct Capture {
+    std::string json;  // the launch's arguments so far
+    std::vector<CapturedAlloc> allocs;
+    std::string stem;    // k<kernel>-<launch>: its array files
+    std::string record;  // k<kernel>-s<slot>: its record
+    std::string dir;
+    size_t total = 0;
+
+    int alloc_index(uintptr_t base, size_t bytes) {
+        for (size_t i = 0; i < allocs.size(); ++i)
+            if (allocs[i].base == base) return (int)i;
+        allocs.push_back({base, bytes});
+        total += bytes;
+        return (int)allocs.size() - 1;
+    }
+};
+
+template <class T>
+inline void describe_arg(Capture& cap, int index, const T& v) {
+    if (index) cap.json += ",";
+    cap.json += "{\"index\":" + std::to_string(index) + ",\"ctype\":" + json_string(type_name<T>());
+    if constexpr (std::is_pointer_v<T>) {
+        using E = std::remove_pointer_t<T>;
+        size_t elem = 0;
+        if constexpr (!std::is_void_v<E> && !std::is_function_v<E>) elem = sizeof(E);
+        cap.json += ",\"kind\":\"pointer\",\"element\":" + json_string(type_name<E>()) +
+                    ",\"element_bytes\":" + std::to_string(elem) +
+                    ",\"dtype\":" + json_string(std::is_void_v<E> || std::is_function_v<E> ? "" : dtype_name<E>()) +
+                    ",\"const\":" + (std::is_const_v<E> ? "true" : "false");
+        if (v == nullptr) {
+            cap.json += ",\"allocation\":null,\"why\":\"null pointer\"}";
+            return;
+        }
+        std::pair<uintptr_t, size_t> a = allocation_of((const void*)v);
+        if (a.first == 0) {
+            cap.json += ",\"allocation\":null,\"why\":\"not a device allocation\"}";
+            return;
+        }
+        int k = cap.alloc_index(a.first, a.second);
+        cap.json += ",\"allocation\":" + std::to_string(k) +
+                    ",\"offset\":" + std::to_string((uintptr_t)v - a.first) + "}";
+    } else if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T>) {
+        cap.json += std::string(",\"kind\":\"scalar\",\"dtype\":") + json_string(dtype_name<T>()) +
+                    ",\"bytes\":" + std::to_string(sizeof(T)) + ",\"hex\":\"" + hex_bytes(&v, sizeof(T)) + "\"}";
+    } else {
+        // a struct (or vector type, __half...) by value: its bytes; a word in it that points into a
+        // device allocation is a pointer porter does not follow
+        bool holds = false;
+        if constexpr (sizeof(T) >= sizeof(void*)) {
+            for (size_t off = 0; off + sizeof(void*) <= sizeof(T); off += alignof(void*)) {
+                uintptr_t word;
+                memcpy(&word, (const char*)&v + off, sizeof word);
+                if (word != 0 && allocation_of((const void*)word).first != 0) holds = true;
+            }
+        }
+        cap.json += ",\"kind\":\"value\",\"dtype\":\"\",\"bytes\":" + std::to_string(sizeof(T)) + ",\"hex\":\"" +
+                    hex_bytes(&v, sizeof(T)) + "\",\"holds_device_pointer\":" + (holds ? "true" : "false") + "}";
+    }
+}
+
+inline bool write_file(const std::string& path, const void* data, size_t n) {
+    FILE* f = fopen(path.c_str(), "wb");
+    if (f == nullptr) return false;
+    bool ok = fwrite(data, 1, n, f) == n;
+    return fclose(f) == 0 && ok;
+}
+
+inline void snapshot(const Capture& cap, const char* when) {
+    for (size_t i = 0; i < cap.allocs.size(); ++i) {
+        std::string path = cap.dir + "/arrays/" + cap.stem + "-a" + std::to_string(i) + "-" + when + ".bin";
+        if (!write_file(path, (const void*)cap.allocs[i].base, cap.allocs[i].bytes))
+            fprintf(stderr, "porter cpu runtime: capture: cannot write %s: %s\n", path.c_str(), strerror(errno));
+    }
+}
+
+// Begin capturing a launch of `what` (nullptr: this launch is not captured).
+template <class Tuple>
+inline Capture* capture_begin(const char* what, const dim3& g, const dim3& b, size_t shared, const void* stream,
+                              const Tuple& args) {
+    const CaptureSettings* s = capture_settings();
+    if (s == nullptr) return nullptr;
+    std::lock_guard<std::recursive_mutex> guard(runtime_lock());
+    ++g_capture_launch;
+    std::string name = what ? what : "a kernel";
+    auto& kernels = capture_kernels();
+    size_t k = 0;
+    while (k < kernels.size() && kernels[k].name != name) ++k;
+    if (k == kernels.size()) kernels.push_back({name, 0});
+    unsigned long long n = ++kernels[k].launches;
+    unsigned slot;
+    if (n <= s->limit) {
+        slot = (unsigned)(n - 1);
+    } else if ((n & (n - 1)) == 0) {  // a power of two: the last slot, taken again as the run goes on
+        slot = s->limit - 1;
+    } else {
+        return nullptr;
+    }
+    Capture* cap = new Capture();
+    cap->dir = s->dir;
+    cap->stem = "k" + std::to_string(k) + "-" + std::to_string(n);
+    cap->record = "k" + std::to_string(k) + "-s" + std::to_string(slot);
+    std::apply([&](const auto&... a) {
+        int i = 0;
+        (describe_arg(*cap, i++, a), ...);
+    }, args);
+    std::string head = "{\"kernel\":" + json_string(name) + ",\"kernel_index\":" + std::to_string(k) +
+                       ",\"launch\":" + std::to_string(n) + ",\"sequence\":" + std::to_string(g_capture_launch) +
+                       ",\"grid\":[" + std::to_string(g.x) + "," + std::to_string(g.y) + "," + std::to_string(g.z) +
+                       "],\"block\":[" + std::to_string(b.x) + "," + std::to_string(b.y) + "," +
+                       std::to_string(b.z) + "],\"shared_bytes\":" + std::to_string(shared) +
+                       ",\"stream\":" + (stream ? "\"" + hex_bytes(&stream, sizeof stream) + "\"" : std::string("null"));
+    bool skipped = cap->total > s->max_bytes;
+    std::string allocs = ",\"allocations\":[";
+    for (size_t i = 0; i < cap->allocs.size(); ++i) {
+        std::string stem = "arrays/" + cap->stem + "-a" + std::to_string(i);
+        allocs += std::string(i ? "," : "") + "{\"index\":" + std::to_string(i) +
+                  ",\"bytes\":" + std::to_string(cap->allocs[i].bytes) +
+                  (skipped ? std::string(",\"before\":null,\"after\":null")
+                           : ",\"before\":\"" + stem + "-before.bin\",\"after\":\"" + stem + "-after.bin\"") + "}";
+    }
+    cap->json = head + ",\"args\":[" + cap->json + "]" + allocs + "]" +
+                (skipped ? ",\"skipped\":\"its allocations exceed the capture limit (PORTER_CAPTURE_MIB)\"" : "");
+    if (skipped) cap->allocs.clear();
+    snapshot(*cap, "before");
+    return cap;
+}
+
+// The launch is done (`status`: its error code): the arrays after it, and the launch's record.
+inline std::map<std::string, std::vector<std::string>>& slot_arrays() {
+    static std::map<std::string, std::vector<std::string>> files;  // record -> the array files it names
+    return files;
+}
+
+inline void capture_end(Capture* cap, int status) {
+    if (cap == nullptr) return;
+    std::lock_guard<std::recursive_mutex> guard(runtime_lock());
+    snapshot(*cap, "after");
+    std::string doc = cap->json + ",\"status\":" + std::to_string(status) + "}\n";
+    std::string path = cap->dir + "/launches/" + cap->record + ".json";
+    std::string tmp = path + ".tmp";
+    if (write_file(tmp, doc.data(), doc.size()) && rename(tmp.c_str(), path.c_str()) == 0) {
+        std::vector<std::string>& old = slot_arrays()[cap->record];
+        for (const std::string& f : old) unlink(f.c_str());  // the launch this record replaced
+        old.clear();
+        for (size_t i = 0; i < cap->allocs.size(); ++i)
+            for (const char* when : {"before", "after"})
+                old.push_back(cap->dir + "/arrays/" + cap->stem + "-a" + std::to_string(i) + "-" + when + ".bin");
+    }
+    delete cap;
+}
+
+}  // namespace porter_emu
+
+#endif  // PORTER_CAPTURE_H

@@ -1,0 +1,245 @@
+"""Replay validation: a kernel variant judged on the launches a program's own run captured.
+
+From the captured launches of one kernel (:mod:`porter.capture`) this builds what the validator
+needs -- a :class:`KernelSpec` whose arguments, types and geometry are the launches' own (each launch a
+"size" binding its grid, block, shared bytes and element counts), one given :class:`Instance` per
+launch (the allocations' bytes before the launch) and the original's outputs (the bytes after) -- and
+runs :func:`porter.harness.validate.validate` with them, so every check of a drawn trial applies
+unchanged: guards past every array, inputs bit-identical afterwards, two runs bit-identical,
+outputs within the per-dtype tolerance of what the original program left, the memory checkers.
+
+* Element types are the compiler's (``float`` behind ``typedef float DATA_TYPE``); a pointer to a
+  struct or an element type without a NumPy name is compared byte for byte.
+* An array the original left unchanged in every launch is an *input* (the variant must not change
+  it either); one it changed is compared whole after the launch.
+* Launches held back: with a second run, every launch of the later runs; with one run, the launches
+  whose sizes differ from the first launch's (when there are any).  They are validated like the rest
+  but labelled ``hidden``, so no author is ever shown them.
+* A launch that cannot be replayed says why (a pointer that is not a device allocation, a struct
+  holding a device pointer, two arguments in one allocation, arrays over the capture limit, a launch
+  that failed); a launch that changed nothing proves nothing and is left out.
+"""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+
+import numpy as np
+
+from porter.backends import Device
+from porter.capture import Arg, Launch
+from porter.harness.trial import Instance, ValidateOptions
+from porter.model import ArgSpec, KernelSpec, Role, Status, Variant, Verdict
+
+GEOMETRY = ("gx", "gy", "gz", "bx", "by", "bz", "smem")
+
+
+@dataclass
+class Replay:
+    """What the validator needs to judge variants of one kernel on its captured launches."""
+
+    kernel: str
+    spec: KernelSpec | None
+    instances: tuple[Instance, ...] = ()
+    recorded: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    used: tuple[Launch, ...] = ()
+    left_out: tuple[str, ...] = ()  # launches not replayed, each with why
+    problem: str = ""  # why nothing of this kernel can be replayed
+
+
+@functools.cache
+def _ctypes() -> dict[str, str]:
+    doc = tomllib.loads(resources.files("porter.harness").joinpath("dtypes.toml").read_text(encoding="utf-8"))
+    return {name: str(entry["dtype"]) for name, entry in doc["ctypes"].items()}
+
+
+def element_dtype(arg: Arg) -> tuple[str, bool]:
+    """(NumPy dtype, exact) of a pointer's elements: the runtime's arithmetic name, a vector type's
+    lane type (``float4``: float32) or a known spelling (``__half``); anything else is bytes."""
+    if arg.dtype:
+        return arg.dtype, False
+    name = arg.element.replace("const ", "").replace("volatile ", "").strip()
+    found = _ctypes().get(name)
+    if found is not None:
+        return found, False
+    return "uint8", True
+
+
+def _unreplayable(la: Launch) -> str:
+    """Why `la` cannot be replayed ("" when it can)."""
+    if la.status != 0:
+        return f"the launch itself failed (error {la.status})"
+    if la.skipped:
+        return la.skipped
+    seen: dict[int, int] = {}
+    for a in la.args:
+        if a.kind == "pointer":
+            if a.allocation is None:
+                return f"argument {a.index} ({a.ctype}) is {a.why or 'not resolved'}"
+            if a.allocation in seen:
+                return f"arguments {seen[a.allocation]} and {a.index} point into one allocation"
+            seen[a.allocation] = a.index
+            elem = element_dtype(a)[0]
+            if (la.allocations[a.allocation].bytes - a.offset) < np.dtype(elem).itemsize:
+                return f"argument {a.index} points at the end of its allocation"
+        elif a.kind == "value":
+            why = "holds a device pointer" if a.holds_device_pointer else "is passed by value"
+            return f"argument {a.index} ({a.ctype}) is a struct that {why}: not replayed yet"
+        elif not a.dtype:
+            return f"argument {a.index} ({a.ctype}) has no scalar type porter knows"
+    return ""
+
+
+def _arrays(la: Launch, a: Arg, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    assert a.allocation is not None
+    item = np.dtype(dtype).itemsize
+    n = (la.allocations[a.allocation].bytes - a.offset) // item
+    before, after = (
+        np.frombuffer(la.array(a.allocation, when), dtype=np.uint8)[a.offset : a.offset + n * item]
+        .view(dtype)
+        .copy()
+        for when in ("before", "after")
+    )
+    return before, after
+
+
+def _size_key(la: Launch) -> tuple[int, ...]:
+    return tuple(
+        la.allocations[a.allocation].bytes - a.offset
+        for a in la.args
+        if a.kind == "pointer" and a.allocation is not None
+    )
+
+
+def build(kernel: str, launches: Sequence[Launch]) -> Replay:
+    """The replay of `kernel` from its captured `launches` (every run's, in run order)."""
+    left: list[str] = []
+    usable: list[Launch] = []
+    for la in launches:
+        why = _unreplayable(la)
+        if why:
+            left.append(f"launch {la.launch} (run {la.run}): {why}")
+        else:
+            usable.append(la)
+    if not usable:
+        return Replay(kernel, None, left_out=tuple(left), problem=left[0] if left else "no launch captured")
+    first = usable[0]
+    same = [la for la in usable if la.signature() == first.signature()]
+    left += [f"launch {la.launch} (run {la.run}): another instantiation ({', '.join(la.signature())})"
+             for la in usable if la.signature() != first.signature()]  # fmt: skip
+    usable = same
+    data = [
+        {a.index: _arrays(la, a, element_dtype(a)[0]) for a in la.args if a.kind == "pointer"}
+        for la in usable
+    ]
+    informative = [any(not np.array_equal(b, a) for b, a in d.values()) for d in data]
+    for la, ok in zip(usable, informative, strict=True):
+        if not ok:
+            left.append(f"launch {la.launch} (run {la.run}): changed no array (proves nothing)")
+    pairs = [(la, d) for la, d, ok in zip(usable, data, informative, strict=True) if ok]
+    if not pairs:
+        return Replay(kernel, None, left_out=tuple(left), problem="no captured launch changed any array")
+    # an array the original never changed is an input: the variant must leave it bit-identical too
+    changed = {i for _, d in pairs for i, (b, a) in d.items() if not np.array_equal(b, a)}
+    args: list[ArgSpec] = []
+    for a in first.args:
+        if a.kind == "pointer":
+            dtype = element_dtype(a)[0]  # bytes (uint8) compare exactly
+            role = Role.INOUT if a.index in changed else Role.IN
+            args.append(ArgSpec(f"arg{a.index}", dtype, role, shape=(f"n{a.index}",)))
+        else:
+            args.append(ArgSpec(f"arg{a.index}", a.dtype, Role.SCALAR, value="0"))
+    # held back: the later runs' launches, or with one run the launches of other sizes than the first
+    runs = {la.run for la, _ in pairs}
+    base_run, base_size = pairs[0][0].run, _size_key(pairs[0][0])
+    if len(runs) > 1:
+        hidden = [la.run != base_run for la, _ in pairs]
+    else:
+        hidden = [_size_key(la) != base_size for la, _ in pairs]
+    sizes: list[dict[str, int]] = []
+    hidden_sizes: list[dict[str, int]] = []
+    instances: list[Instance] = []
+    recorded: dict[str, list[np.ndarray]] = {}
+    probe = KernelSpec(kernel, tuple(args), ("gx", "gy", "gz"), ("bx", "by", "bz"), "smem")
+    for (la, d), held in zip(pairs, hidden, strict=True):
+        size = dict(zip(GEOMETRY, (*la.grid, *la.block, la.shared_bytes), strict=True))
+        values: list[np.ndarray | np.generic] = []
+        outs: list[np.ndarray] = []
+        for a in la.args:
+            if a.kind == "pointer":
+                before, after = d[a.index]
+                size[f"n{a.index}"] = before.size
+                values.append(before)
+                outs.append(after)
+            else:
+                values.append(a.value())
+        label = ("hidden launch" if held else "launch") + f" {la.launch} of run {la.run}"
+        (hidden_sizes if held else sizes).append(size)
+        instances.append(Instance.given(probe, size, label, values))
+        recorded[label] = outs
+    spec = KernelSpec(
+        kernel,
+        tuple(args),
+        ("gx", "gy", "gz"),
+        ("bx", "by", "bz"),
+        "smem",
+        sizes=tuple(sizes),
+        hidden_sizes=tuple(hidden_sizes),
+        source="capture",
+        notes=(f"from {len(pairs)} captured launch(es)",),
+    )
+    for inst in instances:
+        inst.spec = spec
+    # visible launches first, then the held-back ones (the validator's order for hidden sizes)
+    instances.sort(key=lambda inst: inst.label.startswith("hidden"))
+    return Replay(kernel, spec, tuple(instances), recorded, tuple(la for la, _ in pairs), tuple(left))
+
+
+def replay(
+    variant: Variant,
+    rep: Replay,
+    devices: Sequence[Device],
+    options: ValidateOptions = ValidateOptions(),
+) -> list[Verdict]:
+    """One verdict per device: `variant` run from each captured launch of `rep`, compared with what
+    the original left.  A kernel that cannot be replayed gets one failed verdict saying why."""
+    from dataclasses import replace
+
+    from porter.harness.reference import Reference
+    from porter.harness.validate import validate
+
+    if rep.spec is None:
+        return [
+            Verdict(
+                kernel=rep.kernel,
+                target=variant.target,
+                device="",
+                backend="",
+                toolchain="",
+                compiled=False,
+                executed=False,
+                correct=False,
+                status=Status.FAILED,
+                reason=f"not replayable: {rep.problem}",
+                logs=rep.left_out,
+            )  # fmt: skip
+        ]
+    opts = replace(options, given=rep.instances, trials=1)
+    verdicts = validate(variant, rep.spec, Reference(recorded=rep.recorded), list(devices), opts)
+    shown, held = len(rep.spec.sizes), len(rep.spec.hidden_sizes)
+    said = f"matches what the original's run left at {shown} captured launch(es)" + (
+        f" and {held} held back" if held else ""
+    )
+    verdicts = [replace(v, reason=said) if v.status is Status.VALIDATED else v for v in verdicts]
+    if rep.left_out:
+        verdicts = [
+            replace(v, logs=(*v.logs, *(f"not replayed: {w}" for w in rep.left_out))) for v in verdicts
+        ]
+    return verdicts
+
+
+__all__ = ["Replay", "build", "element_dtype", "replay"]

@@ -1,0 +1,127 @@
+"""`porter capture PATH --run "ARGS"`: record every kernel launch of a program's own run.
+
+The program (:func:`porter.program.discover`) is built with the CPU runtime (``cpu-runtime``: its
+allocator knows every allocation) and each ``--run`` is run once, in a scratch copy of the program's
+files, jailed as ``port --run`` runs are, with the runtime's capture on.  ``<out>/run-<N>/`` then holds
+that run's capture in the documented folder format (``docs/CAPTURE_FORMAT.md``): what other tools, and
+``porter check --capture``-style replays, read.  ``<out>/work/`` keeps the build and the runs, so a
+second capture of an unchanged program reuses them.  The user's files are never written; ``--out``
+defaults to ``<root>.capture/`` beside the program's root.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from porter import capture
+from porter.errors import UsageError
+from porter.program import discover
+from porter.results import ProgramReport
+
+Progress = Callable[[str], None]
+TOOLCHAIN = "cpu-runtime"
+
+
+@dataclass
+class CapturedRun:
+    args: str
+    folder: str  # "" when the run captured nothing
+    exit: int | None
+    status: str  # the run's: "ran" | "failed"
+    reason: str = ""
+    kernels: dict[str, list[int]] = field(default_factory=dict)  # kernel -> its launches kept
+
+
+@dataclass
+class CaptureReport:
+    root: str
+    out_dir: str
+    build: str  # the build's status and reason
+    runs: list[CapturedRun] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.runs and all(r.folder and r.status == "ran" for r in self.runs) else 1
+
+
+def _check_out(out: Path, root: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise UsageError("--out exists and is not a folder", path=str(out))
+    if out.resolve() == root.resolve() or root.resolve().is_relative_to(out.resolve()):
+        raise UsageError("--out would hold the program itself; choose another folder", path=str(out))
+    if out.is_dir() and any(out.iterdir()) and not (out / "work").is_dir():
+        raise UsageError(
+            "--out holds files that are not a porter capture; choose another folder", path=str(out)
+        )
+
+
+def capture_program(
+    paths: Sequence[str],
+    runs: Sequence[str],
+    *,
+    out_dir: str | None = None,
+    include_dirs: Sequence[str] = (),
+    launches: int = capture.DEFAULT_LAUNCHES,
+    mib: int = capture.DEFAULT_MIB,
+    timeout: float | None = None,
+    progress: Progress | None = None,
+) -> CaptureReport:
+    """Build the program with the CPU runtime and capture each of `runs`; see the module docstring."""
+    from porter.harness.outputs import default_rule
+    from porter.workflows.program_run import DEFAULT_TIMEOUT_S, _Runner, main_units
+
+    say = progress or (lambda _m: None)
+    if not runs:
+        raise UsageError('capture needs a run of the program: --run "ARGS"')
+    if launches < 1 or mib < 1:
+        raise UsageError("--launches and --mib must be at least 1")
+    skip = [out_dir] if out_dir is not None else []
+    program = discover(paths, include_dirs, skip=skip)
+    out = Path(out_dir) if out_dir is not None else program.root.parent / f"{program.root.name}.capture"
+    out = out.absolute()
+    _check_out(out, program.root)
+    mains = main_units(program)
+    if not mains:
+        raise UsageError("no unit of the program defines main(): nothing to run", path=str(program.root))
+    work = out / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    report = ProgramReport(root=str(program.root), out_dir=str(work), targets=())
+    runner = _Runner(
+        program, work, report, runs, timeout or DEFAULT_TIMEOUT_S, default_rule(), say, None,
+        [Path(p) for p in skip], lambda: None,
+    )  # fmt: skip
+    runner.only = {TOOLCHAIN}
+    runner.repeat = False  # one run each: what varies between runs is not compared here
+    runner.capture_limits = (launches, mib)
+    built = runner.build_all(1)
+    build = next((b for b, _ in built.values()), None)
+    result = CaptureReport(str(program.root), str(out), "not built" if build is None else build.status)
+    if build is None or build.status != "built":
+        result.build += f": {build.reason}" if build is not None else ""
+        return result
+    runner.run_all(built, mains)
+    for n, run in enumerate(report.runs, 1):
+        rec = run.original
+        dest = out / f"run-{n}"
+        if dest.exists():
+            shutil.rmtree(dest)
+        entry = CapturedRun(
+            run.args, "", None if rec is None else rec.exit, "failed" if rec is None else rec.status
+        )
+        if rec is not None:
+            entry.reason = rec.reason
+            if rec.capture and (Path(rec.capture) / capture.MANIFEST).is_file():
+                shutil.copytree(rec.capture, dest)
+                entry.folder = str(dest)
+                for la in capture.load(dest).launches:
+                    entry.kernels.setdefault(la.kernel, []).append(la.launch)
+            elif not entry.reason:
+                entry.reason = "the run launched no kernel"
+        result.runs.append(entry)
+    return result
+
+
+__all__ = ["CaptureReport", "CapturedRun", "capture_program"]

@@ -1,0 +1,249 @@
+"""Each kernel of a ported program validated from the launches its original's run captured.
+
+After ``port --run``, the original's run on the CPU runtime has recorded its launches (``runs/<key>/
+capture/``, docs/CAPTURE_FORMAT.md).  For every kernel captured (:func:`porter.harness.replay.build`):
+
+1. the **original kernel** is replayed first, on every device that runs CUDA here: the capture must
+   reproduce with it (a kernel reading something the capture lacks -- a ``__constant__`` symbol, a
+   texture -- does not, and then no variant is judged on it: ``not-replayable`` with the reason);
+2. each **port** is replayed on every device that runs its target (the HIP file that defines the
+   kernel, built as device code with the mirrored tree's include folders; the OpenCL unit holding it,
+   through its launch mapping), and judged by the validator's checks against what the original left.
+
+Every verdict lands in the report's kernel (``kernels[].replays``); a failed one fails the port.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from porter import capture
+from porter.backends import CompileOptions, Device, get_dialect
+from porter.errors import UsageError
+from porter.files import decode_text
+from porter.harness import replay as replaying
+from porter.harness.trial import ValidateOptions
+from porter.model import Status, Variant, Verdict
+from porter.program import Program
+from porter.results import KernelReplay, ProgramKernel, ProgramReport
+
+Progress = Callable[[str], None]
+
+
+def _launches(report: ProgramReport) -> tuple[list[capture.Launch], list[str]]:
+    """Every launch the original's runs captured, each labelled with its --run's number, and the keys of
+    the runs that captured them (what the capture depends on)."""
+    found: list[capture.Launch] = []
+    keys: list[str] = []
+    for n, run in enumerate(report.runs, 1):
+        for rec in run.originals:
+            if not rec.capture:
+                continue
+            try:
+                cap = capture.load(rec.capture)
+            except UsageError as err:
+                report.notes.append(f"run {n}: the capture is unreadable: {err}")
+                continue
+            report.notes += [f"run {n}: {p}" for p in cap.problems]
+            found += [replace(la, run=n) for la in cap.launches]
+            keys.append(rec.key)
+            break  # one capture per --run
+    return found, keys
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return decode_text(path.read_bytes())
+    except OSError:
+        return None
+
+
+def variant_name(variant: Variant) -> str:
+    return "original" if variant.provenance == "original" else variant.target
+
+
+def _key(
+    name: str, variant: Variant, copts: CompileOptions, devices: Sequence[Device], run_keys: Sequence[str]
+) -> str:
+    """Everything a replay verdict depends on: the captured runs (their keys), the variant's code and
+    build, its headers, the devices' toolchains and porter's own code; "" when a toolchain is unknown."""
+    from porter.cache import headers_digest
+    from porter.workflows.resume import code_fingerprint, sha, toolchain_of
+
+    chains = [toolchain_of(d.backend, d) for d in devices]
+    if any(c is None for c in chains):
+        return ""
+    return sha(
+        "kernel-replay", code_fingerprint(), name, list(run_keys), variant.target, variant.source, variant.entry,
+        list(variant.arg_map or ()), list(variant.extra_args), list(copts.include_dirs),
+        headers_digest(variant.source, copts.include_dirs), [d.label for d in devices], chains,
+    )  # fmt: skip
+
+
+def _row_from(doc: Mapping[str, Any], key: str) -> KernelReplay:
+    return KernelReplay(
+        str(doc.get("variant", "")), str(doc.get("device", "")), str(doc.get("status", "")),
+        str(doc.get("reason", "")), int(doc.get("launches") or 0), int(doc.get("held_back") or 0),
+        tuple(doc.get("checks") or ()), key, True,
+    )  # fmt: skip
+
+
+def _verdict_row(variant: str, v: Verdict, rep: replaying.Replay) -> KernelReplay:
+    if v.status is Status.VALIDATED:
+        status = "validated"
+    elif v.status is Status.COMPILED:
+        status = "compiled"
+    elif v.reason.startswith("not replayable"):
+        status = "not-replayable"
+    else:
+        status = "failed"
+    held = len(rep.spec.hidden_sizes) if rep.spec else 0
+    return KernelReplay(
+        variant, v.device or v.backend, status, v.reason, len(rep.instances), held, tuple(v.checks)
+    )
+
+
+class _Variants:
+    """The variant of one kernel for the original and for each target, from the port's outputs."""
+
+    def __init__(self, program: Program, out: Path, entries: Mapping[str, Mapping[str, tuple[str, str]]]):
+        self.program, self.out, self.entries = program, out, entries
+
+    def original(self, pk: ProgramKernel, name: str) -> tuple[Variant, CompileOptions] | str:
+        from porter.scan.extract import device_code
+
+        path = self.program.root / pk.file
+        text = _text(path)
+        if text is None:
+            return f"cannot read {pk.file}"
+        dirs = tuple(dict.fromkeys([str(path.parent), *self.program.include_dirs, str(self.program.root)]))
+        return Variant(name, "cuda", device_code(text), name, "original", str(path)), CompileOptions(
+            include_dirs=dirs
+        )
+
+    def port(
+        self, target: str, pk: ProgramKernel, name: str
+    ) -> tuple[Variant, CompileOptions, tuple[str, ...]] | str:
+        """The port's variant, how to build it, and what it needs of a device (its launch mapping's
+        ``requires``; a single-source port needs nothing beyond its target)."""
+        from porter.workflows.program import _mirrored_dirs
+
+        dialect = get_dialect(target)
+        known = self.entries.get(target, {})
+        entry_file = known.get(name) or known.get(pk.name)
+        if entry_file is None:
+            return f"the {target} port has no translation of {pk.name}"
+        entry, rel = entry_file
+        if dialect.single_source:
+            from porter.scan.extract import device_code
+
+            dest = self.out / target / pk.file
+            text = _text(dest)
+            if text is None:
+                return f"the {target} port has no {pk.file}"
+            dirs = _mirrored_dirs(self.program, self.out / target, dest)
+            if "<" in name and "<" not in entry:
+                entry = name
+            variant = Variant(name, target, device_code(text), entry, "translate", str(dest))
+            return variant, CompileOptions(include_dirs=dirs), ()
+        cl = self.out / target / Path(rel).with_name(Path(rel).stem + dialect.suffix)
+        mapping_path = cl.with_name(cl.stem + ".launch.json")
+        text = _text(cl)
+        try:
+            mapping = json.loads(mapping_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return f"the {target} port has no launch mapping for {rel}"
+        tk: dict[str, Any] | None = next(
+            (k for k in mapping.get("kernels", ()) if k.get("name") in (name, pk.name)), None
+        )
+        if text is None or tk is None:
+            return f"the {target} output of {rel} does not hold {pk.name}"
+        variant = Variant(
+            name, target, text, str(tk.get("entry") or pk.name), "translate", str(cl),
+            arg_map=tuple(tk.get("arg_map") or ()), extra_args=tuple(tk.get("extra_args") or ()),
+        )  # fmt: skip
+        return variant, CompileOptions(), tuple(tk.get("requires") or ())
+
+
+def replay_program(
+    program: Program,
+    out: Path,
+    report: ProgramReport,
+    entries: Mapping[str, Mapping[str, tuple[str, str]]],
+    say: Progress,
+    save: Callable[[], None],
+    earlier: Mapping[str, Any] | None = None,
+    timeout: float = 120.0,
+) -> None:
+    """Validate every captured kernel's original and ports from the capture; see the module docstring."""
+    from porter.plan import lacking, run_devices
+
+    launches, run_keys = _launches(report)
+    if not launches:
+        return
+    previous: dict[str, list[Mapping[str, Any]]] = {}
+    for k_doc in (earlier or {}).get("kernels") or ():
+        for row in (k_doc.get("replays") if isinstance(k_doc, dict) else None) or ():
+            if isinstance(row, dict) and row.get("key"):
+                previous.setdefault(str(row["key"]), []).append(row)
+
+    def judged(
+        variant: Variant, copts: CompileOptions, devices: Sequence[Device], rep: replaying.Replay, name: str
+    ) -> list[KernelReplay]:
+        """The verdicts of `variant` on `devices`, reused from the previous report when its key matches."""
+        key = _key(name, variant, copts, devices, run_keys)
+        old = previous.get(key) if key else None
+        if old:
+            say(f"{name}: {variant_name(variant)} replayed earlier with the same inputs; kept")
+            return [_row_from(d, key) for d in old]
+        verdicts = replaying.replay(variant, rep, devices, ValidateOptions(compile=copts, timeout_s=timeout))
+        rows = [replace(_verdict_row(variant_name(variant), v, rep), key=key) for v in verdicts]
+        save()
+        return rows
+
+    kernels = {k.name: k for k in report.kernels}
+    variants = _Variants(program, out, entries)
+    grouped = capture.by_kernel(launches)
+    for n, (name, las) in enumerate(grouped.items(), 1):
+        base = name.split("<", 1)[0].strip()
+        pk = kernels.get(base) or kernels.get(base.rsplit("::", 1)[-1])
+        if pk is None:
+            report.notes.append(f"captured launches of {name}: not a kernel porter found in the program")
+            continue
+        say(f"replaying {name} ({len(las)} captured launch(es)): {n}/{len(grouped)}")
+        rep = replaying.build(name, las)
+        pk.replays = []
+        original = variants.original(pk, name)
+        if isinstance(original, str):
+            pk.replays.append(KernelReplay("original", "", "not-replayable", original))
+            continue
+        variant, copts = original
+        rows = judged(variant, copts, run_devices("cuda"), rep, name)
+        pk.replays += rows
+        if not any(r.status == "validated" for r in rows):
+            why = next((r.reason for r in rows), "no device here runs the original")
+            for target in report.targets:
+                pk.replays.append(
+                    KernelReplay(
+                        target,
+                        "",
+                        "not-replayable",
+                        f"the original kernel's replay does not reproduce the captured run: {why}",
+                    )  # fmt: skip
+                )
+            continue
+        for target in report.targets:
+            made = variants.port(target, pk, name)
+            if isinstance(made, str):
+                pk.replays.append(KernelReplay(target, "", "not-replayable", made))
+                continue
+            variant, copts, requires = made
+            devices = [d for d in run_devices(target) if not lacking(target, d, requires)]
+            pk.replays += judged(variant, copts, devices, rep, name)
+
+
+__all__ = ["replay_program"]

@@ -89,6 +89,54 @@ def test_port_with_run_builds_runs_and_compares_and_prints_the_program_verdict(t
         assert builds[("original", "nvcc")] == builds[("hip", "hip-on-cuda")] == "built"
 
 
+def test_with_two_runs_every_kernel_is_replayed_from_the_capture_on_every_cpu_device(tmp_path: Path) -> None:
+    src = tmp_path / "smooth"
+    shutil.copytree(SMOOTH, src)
+    out = tmp_path / "out"
+    args = (
+        "port", str(src), "--to", "hip,opencl", "--out", str(out), "--toolchains", "cpu-runtime",
+        "--run", "./smooth data/values.txt 4", "--run", "./smooth data/values.txt 2",
+    )  # fmt: skip
+    r = porter(*args)
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert "kernels, replayed from the program's run" in r.stdout
+    doc = json.loads((out / "report.json").read_text())
+    for kernel in doc["kernels"]:
+        rows = kernel["replays"]
+        by = {(row["variant"], row["device"]): row for row in rows}
+        assert by[("original", "cpu:cpu-emulator")]["status"] == "validated", rows
+        assert by[("hip", "cpu:cpu-emulator")]["status"] == "validated", rows
+        opencl = [row for row in rows if row["variant"] == "opencl"]
+        assert opencl and all(row["status"] == "validated" for row in opencl), opencl
+        # the second run's launches were held back and checked
+        assert all(
+            row["launches"] == 2 and row["held_back"] == 1 for row in rows if row["status"] == "validated"
+        )
+    assert "Kernels replayed from the program's run" in (out / "report.md").read_text()
+    # a re-run reuses every replay verdict
+    again = porter(*args, "--json")
+    assert again.returncode == 0, again.stderr
+    rows = [row for k in json.loads((out / "report.json").read_text())["kernels"] for row in k["replays"]]
+    assert rows and all(row["resumed"] for row in rows)
+
+
+def test_porter_capture_writes_the_documented_folder(tmp_path: Path) -> None:
+    src = tmp_path / "smooth"
+    shutil.copytree(SMOOTH, src)
+    r = porter("capture", str(src), "--run", "./smooth data/values.txt 4", "--json")
+    assert r.returncode == 0, r.stderr + r.stdout
+    doc = json.loads(r.stdout)
+    folder = Path(doc["runs"][0]["folder"])
+    assert folder == tmp_path / "smooth.capture" / "run-1"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["schema"] == "porter-capture/1" and manifest["kernels"] == {
+        "box_smooth": [1],
+        "affine": [1],
+    }
+    missing = porter("capture", str(src))
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+
+
 def test_bad_run_options_exit_2_with_one_line(tmp_path: Path) -> None:
     src = tmp_path / "smooth"
     shutil.copytree(SMOOTH, src)
@@ -116,6 +164,13 @@ def test_on_an_nvidia_gpu_the_original_and_the_hip_port_run_natively_and_match(t
     assert native and native[0]["status"] == "matches", native
     assert native[0]["against"] == gpu[0]["device"]  # compared with the original on the same GPU
     assert doc["program"]["verdicts"]["hip"]["status"] == "matches"
+    # the kernels, replayed from the CPU runtime's capture: the original on the GPU too
+    rows = [row for k in doc["kernels"] for row in k["replays"]]
+    assert any(
+        row["variant"] == "original" and row["device"].startswith("cuda:") and row["status"] == "validated"
+        for row in rows
+    ), rows
+    assert all(row["status"] == "validated" for row in rows if row["variant"] == "hip"), rows
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU runtime needs g++")

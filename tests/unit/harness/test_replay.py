@@ -1,0 +1,118 @@
+"""porter.harness.replay: variants judged on the launches a program's own run captured."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from porter.backends import CompileOptions, get_dialect
+
+from porter import capture
+from porter.harness import replay
+from porter.harness.trial import ValidateOptions
+from porter.model import Role, Status, Variant
+from porter.plan import run_devices
+from porter.scan.extract import device_code
+from porter.workflows.capture import capture_program
+
+ROOT = Path(__file__).resolve().parents[3]
+TOUR = ROOT / "tests" / "fixtures" / "programs" / "capture_tour"
+SMOOTH = ROOT / "samples" / "programs" / "smooth"
+pytestmark = pytest.mark.integration  # builds and runs programs with g++, kernels on the emulator
+
+
+def _captured(tmp: Path, source: Path, runs: list[str]) -> dict[str, list[capture.Launch]]:
+    if shutil.which("g++") is None:
+        pytest.skip("g++ not found (apt-get install g++)")
+    shutil.copytree(source, tmp / "prog")
+    report = capture_program([str(tmp / "prog")], runs, out_dir=str(tmp / "cap"), mib=2)
+    assert report.exit_code == 0, report
+    return capture.by_kernel(capture.load(tmp / "cap").launches)
+
+
+@pytest.fixture(scope="module")
+def tour(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[capture.Launch]]:
+    return _captured(tmp_path_factory.mktemp("tour"), TOUR, ["./main"])
+
+
+@pytest.fixture(scope="module")
+def smooth(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[capture.Launch]]:
+    # two runs: 4000 values, then 2000 -- the second run's launches are held back
+    return _captured(
+        tmp_path_factory.mktemp("smooth"),
+        SMOOTH,
+        ["./smooth data/values.txt 4", "./smooth data/values.txt 2"],
+    )
+
+
+def _cpu() -> list:  # the emulator: CUDA and HIP kernels on this CPU
+    devices = [d for d in run_devices("cuda") if d.backend == "cpu"]
+    if not devices:
+        pytest.skip("the CPU emulator is not available here")
+    return devices
+
+
+def _judge(variant: Variant, rep: replay.Replay, include: tuple[str, ...] = ()):
+    opts = ValidateOptions(compile=CompileOptions(include_dirs=include))
+    (verdict,) = replay.replay(variant, rep, _cpu(), opts)
+    return verdict
+
+
+def test_a_kernel_launched_ten_times_is_judged_on_its_kept_launches(tour) -> None:
+    rep = replay.build("scale", tour["scale"])
+    assert rep.spec is not None and len(rep.instances) == 3 and not rep.left_out
+    x, a, n = rep.spec.args
+    assert (x.dtype, x.role, a.role, n.dtype) == ("float32", Role.INOUT, Role.SCALAR, "int32")
+    source = (TOUR / "main.cu").read_text()
+    good = _judge(Variant("scale", "cuda", device_code(source), "scale", "original"), rep)
+    assert good.status is Status.VALIDATED, good.reason
+    assert "3 captured launch(es)" in good.reason and "inputs-unchanged" in good.checks
+    bad = source.replace("x[i] * a + 1.0f", "x[i] * a + 1.001f")
+    rejected = _judge(Variant("scale", "cuda", device_code(bad), "scale", "user"), rep)
+    assert rejected.status is Status.FAILED and rejected.reason.startswith("matches-reference"), (
+        rejected.reason
+    )
+
+
+def test_launches_that_cannot_be_replayed_say_why(tour) -> None:
+    assert "holds a device pointer" in replay.build("touch", tour["touch"]).problem
+    assert "point into one allocation" in replay.build("accumulate", tour["accumulate"]).problem
+    assert "capture limit" in replay.build("fill", tour["fill"]).problem
+    nothing = replay.build("nothing", tour["nothing"])
+    assert nothing.spec is None and "changed any array" in nothing.problem
+    assert any("not a device allocation" in w for w in nothing.left_out)
+    (verdict,) = replay.replay(
+        Variant("touch", "cuda", "", "touch", "original"), replay.build("touch", tour["touch"]), []
+    )
+    assert verdict.status is Status.FAILED and verdict.reason.startswith("not replayable")
+    # a pointer into the middle of an allocation: the array starts where the pointer does
+    shift = replay.build("shift", tour["shift"])
+    assert shift.spec is not None and shift.instances[0].size["n0"] == 192
+
+
+def _hip(text: str) -> str:
+    return device_code(get_dialect("hip").translate(text, str(SMOOTH / "include" / "k.cuh"), ()).text)
+
+
+def test_the_hip_port_passes_and_planted_defects_are_rejected(smooth) -> None:
+    rep = replay.build("box_smooth", smooth["box_smooth"])
+    assert rep.spec is not None and len(rep.spec.sizes) == 1 and len(rep.spec.hidden_sizes) == 1
+    assert rep.spec.args[0].role is Role.IN and rep.spec.args[1].role is Role.INOUT
+    header = (SMOOTH / "include" / "smooth_kernels.cuh").read_text()
+    include = (str(SMOOTH / "include"),)
+    ported = _judge(Variant("box_smooth", "hip", _hip(header), "box_smooth", "translate"), rep, include)
+    assert ported.status is Status.VALIDATED and "1 held back" in ported.reason, ported.reason
+    assert "hidden-sizes(1)" in ported.checks
+    # a port that hard-codes the size of the first run passes it and is caught on the held-back run
+    fixed = header.replace("if (i >= n) return;", "if (i >= 4000) return;")
+    assert fixed != header
+    caught = _judge(Variant("box_smooth", "hip", _hip(fixed), "box_smooth", "user"), rep, include)
+    assert caught.status is Status.FAILED and "hidden launch" in caught.reason, caught.reason
+    # a port that writes its input
+    writes = header.replace("const float* in", "float* in").replace(
+        "if (i >= n) return;", "if (i >= n) return; in[i] = 0;"
+    )
+    assert writes != header
+    mutated = _judge(Variant("box_smooth", "hip", _hip(writes), "box_smooth", "user"), rep, include)
+    assert mutated.status is Status.FAILED and "inputs-unchanged" in mutated.reason, mutated.reason

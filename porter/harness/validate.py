@@ -151,7 +151,7 @@ def _validate_on(
     )
     last_inst: Instance | None = None
     try:
-        if len(sizes) < 2 and not checker:
+        if len(sizes) < 2 and not checker and not given:
             logs.append("warning: fewer than two problem sizes in the spec")
         for s_i, (size, label) in enumerate(sizes):
             for trial in range(trials):

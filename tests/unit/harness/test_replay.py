@@ -75,6 +75,16 @@ def test_a_kernel_launched_ten_times_is_judged_on_its_kept_launches(tour) -> Non
     )
 
 
+def test_a_template_kernel_is_replayed_as_the_instantiation_its_launch_names(tour) -> None:
+    rep = replay.build("ramp<32>", tour["ramp<32>"])
+    assert rep.spec is not None and rep.instances[0].size["n0"] == 128
+    source = (TOUR / "main.cu").read_text()
+    verdict = _judge(Variant("ramp<32>", "cuda", device_code(source), "ramp<32>", "original"), rep)
+    assert verdict.status is Status.VALIDATED, verdict.reason
+    wrong = source.replace("(float)(i % WIDTH) / WIDTH", "(float)(i % WIDTH) / 32.5f")
+    assert _judge(Variant("ramp<32>", "cuda", device_code(wrong), "ramp<32>", "user"), rep).status is Status.FAILED
+
+
 def test_launches_that_cannot_be_replayed_say_why(tour) -> None:
     assert "holds a device pointer" in replay.build("touch", tour["touch"]).problem
     assert "point into one allocation" in replay.build("accumulate", tour["accumulate"]).problem

@@ -738,6 +738,8 @@ def test_rewrite_shared_keeps_lines() -> None:
 
 def test_host_side_cuda_headers_beside_the_kernels_compile(be: CpuBackend) -> None:
     # the device code of a whole program file keeps its includes: the profiler API, driver types
-    source = "#include <cuda_profiler_api.h>\n#include <driver_types.h>\n#include <crt/host_defines.h>\n" + SAXPY
+    source = (
+        "#include <cuda_profiler_api.h>\n#include <driver_types.h>\n#include <crt/host_defines.h>\n" + SAXPY
+    )
     prog = build(be, source, "saxpy")
     assert prog.signature == ("i4", "f4", "p8", "p8")

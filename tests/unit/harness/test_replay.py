@@ -82,7 +82,10 @@ def test_a_template_kernel_is_replayed_as_the_instantiation_its_launch_names(tou
     verdict = _judge(Variant("ramp<32>", "cuda", device_code(source), "ramp<32>", "original"), rep)
     assert verdict.status is Status.VALIDATED, verdict.reason
     wrong = source.replace("(float)(i % WIDTH) / WIDTH", "(float)(i % WIDTH) / 32.5f")
-    assert _judge(Variant("ramp<32>", "cuda", device_code(wrong), "ramp<32>", "user"), rep).status is Status.FAILED
+    assert (
+        _judge(Variant("ramp<32>", "cuda", device_code(wrong), "ramp<32>", "user"), rep).status
+        is Status.FAILED
+    )
 
 
 def test_launches_that_cannot_be_replayed_say_why(tour) -> None:

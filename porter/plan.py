@@ -50,6 +50,26 @@ def run_devices(target: str) -> list[Device]:
     return devices
 
 
+def wavefront_devices(target: str) -> list[Device]:
+    """Devices that run `target` code with the other wavefront widths its dialect runs at (HIP: 64 on
+    AMD CDNA, 32 on NVIDIA), where a backend emulates them (its ``wavefront_device(width)``): so code
+    that still assumes 32 lanes is caught without an AMD GPU."""
+    from porter.backends import get_dialect
+
+    facts = get_dialect(target).facts
+    widths = (
+        {w for w in (facts.warp_size, facts.warp_size_hip_on_cuda) if isinstance(w, int)} if facts else set()
+    )
+    found: list[Device] = []
+    for b in runners(target):
+        make = getattr(get_backend(b), "wavefront_device", None)
+        for width in sorted(widths):
+            device = make(width) if make is not None else None
+            if device is not None and device not in found:
+                found.append(device)
+    return found
+
+
 def reference_devices() -> tuple[Device, ...]:
     """The devices the original (source dialect) runs on as the reference; checkers are not among them."""
     return tuple(d for b in runners(SOURCE_DIALECT) for d in devices_of(b) if d.kind != "checker")

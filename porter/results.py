@@ -260,6 +260,7 @@ class KernelReplay:
     launches: int = 0  # captured launches it ran
     held_back: int = 0  # of which held back from any author (other runs, other sizes)
     checks: tuple[str, ...] = ()
+    wavefront: int = 0  # the lanes per warp / wavefront the device ran it with (0: not known)
     key: str = ""  # what the verdict depends on: a re-run with the same key reuses it
     resumed: bool = False
 

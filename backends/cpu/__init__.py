@@ -26,7 +26,7 @@ import tempfile
 import time
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache, cached_property
 from importlib import resources
 from pathlib import Path
@@ -337,6 +337,19 @@ class CpuBackend(BackendBase):
             )
         ]
 
+    def wavefront_device(self, width: int) -> Device | None:
+        """The emulator with `width`-lane warps (``warpSize``, ballot masks and shuffles across all of
+        them), as a device of its own (``cpu:cpu-emulator-wave64``: every verdict names the width);
+        None for the default width or one it cannot emulate."""
+        default = int(self.dialect.default_warp_size or 32)
+        if width == default or width not in (32, 64) or self._compiler_path() is None:
+            return None
+        base = self.devices()[0]
+        return replace(
+            base, name=f"{base.name}-wave{width}", arch=f"wave{width}",
+            facts=replace(base.facts, warp_size=width),
+        )  # fmt: skip
+
     def _flags(self, options: CompileOptions) -> list[str]:
         comp = self.dialect.compiler
         flags = [f"-std={comp['std']}", *comp["flags"]]
@@ -347,7 +360,8 @@ class CpuBackend(BackendBase):
     def toolchain_id(self, device: Device | None = None, arch: str | None = None) -> str:
         digest = hashlib.sha256(_header_text().encode()).hexdigest()[:12]
         flags = " ".join(self._flags(CompileOptions()))
-        warp = warp_size_for(arch)  # the emulator's one device does not change the binary
+        # the wavefront device (arch "wave64") builds for its width; otherwise the arch asked for
+        warp = warp_size_for(arch or (device.arch if device is not None else None))
         return f"g++ {_compiler_version(self._compiler) or '?'} [{flags}] porter_emu {digest} warp{warp}"
 
     # ------------------------------------------------------------------ compile / load
@@ -364,7 +378,7 @@ class CpuBackend(BackendBase):
         except ValueError as err:
             raise CompileError(self.name, str(err), source, entry=entry) from None
         src_mod.check_emulable(source, dialect, options.include_dirs)
-        arch = options.arch
+        arch = options.arch or (device.arch if device is not None else None)  # x86_64: the default width
         warp = warp_size_for(arch, options.defines)
         if warp not in (32, 64):
             raise CannotEmulate(f"cannot emulate: warp size {warp} (32 or 64 only)")

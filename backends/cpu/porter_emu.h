@@ -563,6 +563,10 @@ typedef unsigned long long porter_ballot_t;
 typedef unsigned int porter_ballot_t;
 #endif
 
+// The spellings without a mask (HIP's, CUDA's legacy ones) take every lane of the warp that has not
+// exited, as the full mask does: one rule for both.  (Taking the live lanes at the call would give
+// lanes that arrive before and after another lane exits different masks, and none would complete.)
+#define PORTER_ALL_LANES (~0ull)
 #define PORTER_SHFL(NAME, OP)                                                                          \
     template <class T>                                                                                  \
     static inline T NAME##_sync(unsigned long long mask, T var, int arg, int width = PORTER_WARP_SIZE) { \
@@ -570,7 +574,7 @@ typedef unsigned int porter_ballot_t;
     }                                                                                                   \
     template <class T>                                                                                  \
     static inline T NAME(T var, int arg, int width = PORTER_WARP_SIZE) {                                \
-        return NAME##_sync(porter_emu::live_mask(), var, arg, width);                                   \
+        return NAME##_sync(PORTER_ALL_LANES, var, arg, width);                                          \
     }
 PORTER_SHFL(__shfl, porter_emu::OP_SHFL_IDX)
 PORTER_SHFL(__shfl_up, porter_emu::OP_SHFL_UP)
@@ -589,9 +593,9 @@ static inline int __any_sync(unsigned long long mask, int pred) {
 static inline int __uni_sync(unsigned long long mask, int pred) {
     return __all_sync(mask, pred) || !__any_sync(mask, pred);
 }
-static inline porter_ballot_t __ballot(int pred) { return __ballot_sync(porter_emu::live_mask(), pred); }
-static inline int __all(int pred) { return __all_sync(porter_emu::live_mask(), pred); }
-static inline int __any(int pred) { return __any_sync(porter_emu::live_mask(), pred); }
+static inline porter_ballot_t __ballot(int pred) { return __ballot_sync(PORTER_ALL_LANES, pred); }
+static inline int __all(int pred) { return __all_sync(PORTER_ALL_LANES, pred); }
+static inline int __any(int pred) { return __any_sync(PORTER_ALL_LANES, pred); }
 static inline porter_ballot_t __activemask() { return (porter_ballot_t)porter_emu::live_mask(); }
 
 template <class T>

@@ -98,11 +98,12 @@ def render(report: ProgramReport) -> None:
     replayed = [(k, rp) for k in report.kernels for rp in k.replays]
     if replayed:
         table = Table(title="kernels, replayed from the program's run")
-        for col in ("kernel", "variant", "device", "verdict", "launches", "reason"):
+        for col in ("kernel", "variant", "device", "lanes", "verdict", "launches", "reason"):
             table.add_column(col)
         for k, rp in replayed:
             table.add_row(
-                k.name, rp.variant, rp.device or "-", Text(rp.status, style=_VERDICT_STYLE.get(rp.status, "")),
+                k.name, rp.variant, rp.device or "-", str(rp.wavefront or "-"),
+                Text(rp.status, style=_VERDICT_STYLE.get(rp.status, "")),
                 _launches(rp), "" if rp.status == "validated" else _short(rp.reason),
             )  # fmt: skip
         console.print(table)
@@ -212,11 +213,11 @@ def markdown(report: ProgramReport) -> str:
             "Each kernel run from the launches the original's run captured (docs/CAPTURE_FORMAT.md), "
             "compared with what the original left.",
             "",
-            "| kernel | variant | device | verdict | launches | reason |",
-            "|---|---|---|---|---|---|",
+            "| kernel | variant | device | lanes per warp | verdict | launches | reason |",
+            "|---|---|---|---|---|---|---|",
         ]
         out += [
-            f"| `{k.name}` | {r.variant} | {r.device or '-'} | {r.status} | {_launches(r)} | "
+            f"| `{k.name}` | {r.variant} | {r.device or '-'} | {r.wavefront or '-'} | {r.status} | {_launches(r)} | "
             f"{_short(r.reason, 200).replace('|', '/')} |"
             for k, r in replayed
         ]

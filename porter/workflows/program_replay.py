@@ -88,7 +88,7 @@ def _row_from(doc: Mapping[str, Any], key: str) -> KernelReplay:
     return KernelReplay(
         str(doc.get("variant", "")), str(doc.get("device", "")), str(doc.get("status", "")),
         str(doc.get("reason", "")), int(doc.get("launches") or 0), int(doc.get("held_back") or 0),
-        tuple(doc.get("checks") or ()), key, True,
+        tuple(doc.get("checks") or ()), int(doc.get("wavefront") or 0), key, True,
     )  # fmt: skip
 
 
@@ -180,7 +180,7 @@ def replay_program(
     timeout: float = 120.0,
 ) -> None:
     """Validate every captured kernel's original and ports from the capture; see the module docstring."""
-    from porter.plan import lacking, run_devices
+    from porter.plan import lacking, run_devices, wavefront_devices
 
     launches, run_keys = _launches(report)
     if not launches:
@@ -201,7 +201,11 @@ def replay_program(
             say(f"{name}: {variant_name(variant)} replayed earlier with the same inputs; kept")
             return [_row_from(d, key) for d in old]
         verdicts = replaying.replay(variant, rep, devices, ValidateOptions(compile=copts, timeout_s=timeout))
-        rows = [replace(_verdict_row(variant_name(variant), v, rep), key=key) for v in verdicts]
+        width = {d.label: d.facts.warp_size for d in devices}
+        rows = [
+            replace(_verdict_row(variant_name(variant), v, rep), key=key, wavefront=width.get(v.device, 0))
+            for v in verdicts
+        ]
         save()
         return rows
 
@@ -242,7 +246,12 @@ def replay_program(
                 pk.replays.append(KernelReplay(target, "", "not-replayable", made))
                 continue
             variant, copts, requires = made
-            devices = [d for d in run_devices(target) if not lacking(target, d, requires)]
+            # every device of the target, and its other wavefront widths where emulated (HIP: 64 lanes)
+            devices = [
+                d
+                for d in [*run_devices(target), *wavefront_devices(target)]
+                if not lacking(target, d, requires)
+            ]
             pk.replays += judged(variant, copts, devices, rep, name)
 
 

@@ -743,3 +743,38 @@ def test_host_side_cuda_headers_beside_the_kernels_compile(be: CpuBackend) -> No
     )
     prog = build(be, source, "saxpy")
     assert prog.signature == ("i4", "f4", "p8", "p8")
+
+
+def test_the_wavefront_device_builds_and_runs_with_64_lane_warps(be: CpuBackend) -> None:
+    assert be.wavefront_device(32) is None  # the default width is the emulator itself
+    wave = be.wavefront_device(64)
+    assert wave is not None and wave.label == "cpu:cpu-emulator-wave64" and wave.facts.warp_size == 64
+    assert "warp64" in be.toolchain_id(wave) and "warp32" in be.toolchain_id(be.devices()[0])
+    source = "__global__ void width(int* out) { out[threadIdx.x] = warpSize; }\n"
+    prog = be.load(be.compile(source, "width", CompileOptions(), wave), wave)
+    out = be.to_device(np.zeros(4, dtype=np.int32))
+    prog(out, grid=(1,), block=(4,))
+    assert be.to_host(out, np.int32, (4,)).tolist() == [64] * 4
+
+
+@pytest.mark.parametrize("wave", [32, 64])
+def test_a_shuffle_after_some_lanes_exited_has_one_rule_for_every_spelling(be: CpuBackend, wave: int) -> None:
+    # lanes i >= n return first; the rest shuffle.  The CUDA full mask and HIP's mask-less spelling must
+    # agree (both: the lanes still running), never a deadlock for one and a result for the other.
+    body = "int i = threadIdx.x; if (i >= n) return; float v = x[i]; v += {call}; x[i] = v; }}\n"
+    full = "0xffffffff" if wave == 32 else "0xffffffffffffffffull"  # a 32-bit mask leaves lanes 32-63 out
+    spellings = {
+        "cuda": "__global__ void k(float* x, int n) { " + body.format(call=f"__shfl_down_sync({full}, v, 1)"),
+        "hip": "#include <hip/hip_runtime.h>\n__global__ void k(float* x, int n) { "
+        + body.format(call="__shfl_down(v, 1)"),
+    }
+    device = be.devices()[0] if wave == 32 else be.wavefront_device(64)
+    assert device is not None
+    for block, n in ((40, 40), (32, 20), (64, 50)):
+        got = {}
+        for name, source in spellings.items():
+            prog = be.load(be.compile(source, "k", CompileOptions(), device), device)
+            x = be.to_device(np.arange(block, dtype=np.float32))
+            prog(x, np.int32(n), grid=(1,), block=(block,))
+            got[name] = be.to_host(x, np.float32, (block,))
+        np.testing.assert_array_equal(got["cuda"], got["hip"], err_msg=f"block {block}, n {n}")

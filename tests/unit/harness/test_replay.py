@@ -104,6 +104,24 @@ def test_launches_that_cannot_be_replayed_say_why(tour) -> None:
     assert shift.spec is not None and shift.instances[0].size["n0"] == 192
 
 
+def test_a_hip_port_assuming_32_lanes_passes_at_32_and_is_rejected_at_64(tmp_path: Path) -> None:
+    from porter.plan import wavefront_devices
+
+    launches = _captured(tmp_path, ROOT / "tests" / "fixtures" / "programs" / "warp_vote", ["./main"])
+    rep = replay.build("positives_per_warp", launches["positives_per_warp"])
+    source = (ROOT / "tests" / "fixtures" / "programs" / "warp_vote" / "main.cu").read_text()
+    hip = get_dialect("hip").translate(source, "main.cu", ()).text
+    wave = wavefront_devices("hip")
+    assert [d.facts.warp_size for d in wave] == [64]
+    variant = Variant("positives_per_warp", "hip", device_code(hip), "positives_per_warp", "translate")
+    at32, at64 = replay.replay(variant, rep, [*_cpu(), *wave])
+    assert at32.status is Status.VALIDATED, at32.reason
+    assert at64.device == "cpu:cpu-emulator-wave64" and at64.status is Status.FAILED
+    assert at64.reason.startswith("matches-reference"), at64.reason
+    # the CUDA original is judged with 32-lane warps only: wavefronts are a HIP fact
+    assert wavefront_devices("cuda") == []
+
+
 def _hip(text: str) -> str:
     return device_code(get_dialect("hip").translate(text, str(SMOOTH / "include" / "k.cuh"), ()).text)
 

@@ -64,6 +64,20 @@ class Allocation:
 
 
 @dataclass(frozen=True)
+class SymbolValue:
+    """A ``__constant__`` / ``__device__`` variable of the program, as it was around a launch."""
+
+    name: str
+    element: str  # its element type (an array's), as the compiler spells it
+    dtype: str  # NumPy name of the element; "" when not arithmetic
+    element_bytes: int
+    bytes: int
+    constant: bool  # __constant__ (else __device__)
+    before: str
+    after: str
+
+
+@dataclass(frozen=True)
 class Launch:
     kernel: str  # as the launch names it (a template kernel with the arguments written there)
     launch: int  # the kernel's n-th launch in the run
@@ -75,6 +89,7 @@ class Launch:
     args: tuple[Arg, ...]
     allocations: tuple[Allocation, ...]
     status: int  # the launch's error code (0: it ran)
+    symbols: tuple[SymbolValue, ...] = ()
     skipped: str = ""  # why its arrays were not captured
     run: int = 1  # which --run of the capture (1-based)
     folder: str = ""  # the capture folder holding its arrays
@@ -86,6 +101,11 @@ class Launch:
         if name is None:
             raise ValueError(f"allocation {alloc} of {self.kernel} launch {self.launch} was not captured")
         return (Path(self.folder) / name).read_bytes()
+
+    def symbol(self, index: int, when: str) -> bytes:
+        """The bytes of symbol `index` before or after the launch."""
+        y = self.symbols[index]
+        return (Path(self.folder) / (y.before if when == "before" else y.after)).read_bytes()
 
     def signature(self) -> tuple[str, ...]:
         return tuple(a.ctype for a in self.args)
@@ -144,6 +164,19 @@ def _launch(doc: Mapping[str, Any], run: int, folder: str) -> Launch:
         args=args,
         allocations=allocations,
         status=int(doc.get("status", 0)),
+        symbols=tuple(
+            SymbolValue(
+                str(y["name"]),
+                str(y.get("element") or ""),
+                str(y.get("dtype") or ""),
+                int(y.get("element_bytes") or 0),
+                int(y["bytes"]),
+                bool(y.get("constant")),
+                str(y["before"]),
+                str(y["after"]),
+            )  # fmt: skip
+            for y in doc.get("symbols") or ()
+        ),
         skipped=str(doc.get("skipped") or ""),
         run=run,
         folder=folder,
@@ -165,6 +198,7 @@ def finish(folder: Path, command: str, run: int, exit_code: int | None, program:
     """Write ``manifest.json`` for the run just captured into `folder` and drop unreferenced arrays."""
     launches, problems = _records(folder, run)
     named = {n for la in launches for a in la.allocations for n in (a.before, a.after) if n}
+    named |= {n for la in launches for y in la.symbols for n in (y.before, y.after)}
     for path in sorted((folder / "arrays").glob("*.bin")) if (folder / "arrays").is_dir() else ():
         if f"arrays/{path.name}" not in named:
             path.unlink()  # a launch whose record a later one took over
@@ -234,6 +268,7 @@ __all__ = [
     "Arg",
     "Capture",
     "Launch",
+    "SymbolValue",
     "by_kernel",
     "capture_env",
     "finish",

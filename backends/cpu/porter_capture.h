@@ -4,7 +4,8 @@
 // docs/CAPTURE_FORMAT.md: one JSON file per captured launch under launches/ (kernel, grid, block,
 // dynamic shared bytes, stream, every argument: a scalar by value and type, a pointer resolved to the
 // allocation holding it -- base, size, offset -- and the element type it points to), and the bytes of
-// every allocation a pointer argument reaches, before and after the launch, under arrays/.  The
+// every allocation a pointer argument reaches, before and after the launch, under arrays/, and so are
+// the program's __constant__ / __device__ variables (registered by porter's rewrite).  The
 // runtime's allocator knows every allocation, and a launch completes before it returns, so "after" is
 // what the kernel left.  Element types are the compiler's own (typedefs, #defines and template
 // arguments already resolved): std::is_floating_point / is_integral and sizeof give the NumPy name.
@@ -127,9 +128,39 @@ struct CapturedAlloc {
     size_t bytes;
 };
 
+// The program's __constant__ and __device__ variables at namespace scope: porter's rewrite registers
+// each one (PORTER_REGISTER_SYMBOL at the end of the file declaring it), so a launch's record holds
+// their contents too.  Pointer-typed symbols are not followed.
+struct Symbol {
+    const void* addr;
+    size_t bytes;
+    std::string name, element, dtype;
+    size_t element_bytes;
+    bool constant;
+};
+inline std::vector<Symbol>& symbols() {
+    static std::vector<Symbol> s;
+    return s;
+}
+struct SymbolReg {
+    template <class T>
+    SymbolReg(T& var, const char* name, bool constant) {
+        using E = std::remove_cv_t<std::remove_all_extents_t<T>>;
+        if constexpr (std::is_pointer_v<E>) return;
+        for (const Symbol& known : symbols())
+            if (known.addr == (const void*)&var) return;  // a header's symbol, registered by each unit
+        symbols().push_back({(const void*)&var, sizeof(T), name, type_name<E>(), dtype_name<E>(), sizeof(E), constant});
+    }
+};
+#define PORTER_SYMBOL_CAT2(a, b) a##b
+#define PORTER_SYMBOL_CAT(a, b) PORTER_SYMBOL_CAT2(a, b)
+#define PORTER_REGISTER_SYMBOL(sym, constant) \
+    static porter_emu::SymbolReg PORTER_SYMBOL_CAT(porter_symbol_, __COUNTER__)(sym, #sym, constant)
+
 struct Capture {
     std::string json;  // the launch's arguments so far
     std::vector<CapturedAlloc> allocs;
+    std::vector<CapturedAlloc> syms;  // the registered symbols, in registration order
     std::string stem;    // k<kernel>-<launch>: its array files
     std::string record;  // k<kernel>-s<slot>: its record
     std::string dir;
@@ -195,10 +226,13 @@ inline bool write_file(const std::string& path, const void* data, size_t n) {
 }
 
 inline void snapshot(const Capture& cap, const char* when) {
-    for (size_t i = 0; i < cap.allocs.size(); ++i) {
-        std::string path = cap.dir + "/arrays/" + cap.stem + "-a" + std::to_string(i) + "-" + when + ".bin";
-        if (!write_file(path, (const void*)cap.allocs[i].base, cap.allocs[i].bytes))
-            fprintf(stderr, "porter cpu runtime: capture: cannot write %s: %s\n", path.c_str(), strerror(errno));
+    for (const char* kind : {"a", "s"}) {
+        const std::vector<CapturedAlloc>& v = kind[0] == 'a' ? cap.allocs : cap.syms;
+        for (size_t i = 0; i < v.size(); ++i) {
+            std::string path = cap.dir + "/arrays/" + cap.stem + "-" + kind + std::to_string(i) + "-" + when + ".bin";
+            if (!write_file(path, (const void*)v[i].base, v[i].bytes))
+                fprintf(stderr, "porter cpu runtime: capture: cannot write %s: %s\n", path.c_str(), strerror(errno));
+        }
     }
 }
 
@@ -238,7 +272,24 @@ inline Capture* capture_begin(const char* what, const dim3& g, const dim3& b, si
                        "],\"block\":[" + std::to_string(b.x) + "," + std::to_string(b.y) + "," +
                        std::to_string(b.z) + "],\"shared_bytes\":" + std::to_string(shared) +
                        ",\"stream\":" + (stream ? "\"" + hex_bytes(&stream, sizeof stream) + "\"" : std::string("null"));
+    std::string syms = ",\"symbols\":[";
+    for (size_t i = 0; i < symbols().size(); ++i) {
+        const Symbol& y = symbols()[i];
+        cap->syms.push_back({(uintptr_t)y.addr, y.bytes});
+        cap->total += y.bytes;
+        std::string stem = "arrays/" + cap->stem + "-s" + std::to_string(i);
+        syms += std::string(i ? "," : "") + "{\"name\":" + json_string(y.name) + ",\"element\":" +
+                json_string(y.element) + ",\"dtype\":" + json_string(y.dtype) +
+                ",\"element_bytes\":" + std::to_string(y.element_bytes) + ",\"bytes\":" + std::to_string(y.bytes) +
+                ",\"constant\":" + (y.constant ? "true" : "false") + ",\"before\":\"" + stem +
+                "-before.bin\",\"after\":\"" + stem + "-after.bin\"}";
+    }
+    syms += "]";
     bool skipped = cap->total > s->max_bytes;
+    if (skipped) {
+        syms = ",\"symbols\":[]";
+        cap->syms.clear();
+    }
     std::string allocs = ",\"allocations\":[";
     for (size_t i = 0; i < cap->allocs.size(); ++i) {
         std::string stem = "arrays/" + cap->stem + "-a" + std::to_string(i);
@@ -247,7 +298,7 @@ inline Capture* capture_begin(const char* what, const dim3& g, const dim3& b, si
                   (skipped ? std::string(",\"before\":null,\"after\":null")
                            : ",\"before\":\"" + stem + "-before.bin\",\"after\":\"" + stem + "-after.bin\"") + "}";
     }
-    cap->json = head + ",\"args\":[" + cap->json + "]" + allocs + "]" +
+    cap->json = head + ",\"args\":[" + cap->json + "]" + allocs + "]" + syms +
                 (skipped ? ",\"skipped\":\"its allocations exceed the capture limit (PORTER_CAPTURE_MIB)\"" : "");
     if (skipped) cap->allocs.clear();
     snapshot(*cap, "before");
@@ -271,9 +322,11 @@ inline void capture_end(Capture* cap, int status) {
         std::vector<std::string>& old = slot_arrays()[cap->record];
         for (const std::string& f : old) unlink(f.c_str());  // the launch this record replaced
         old.clear();
-        for (size_t i = 0; i < cap->allocs.size(); ++i)
-            for (const char* when : {"before", "after"})
-                old.push_back(cap->dir + "/arrays/" + cap->stem + "-a" + std::to_string(i) + "-" + when + ".bin");
+        for (const char* kind : {"a", "s"})
+            for (size_t i = 0; i < (kind[0] == 'a' ? cap->allocs.size() : cap->syms.size()); ++i)
+                for (const char* when : {"before", "after"})
+                    old.push_back(cap->dir + "/arrays/" + cap->stem + "-" + kind + std::to_string(i) + "-" + when +
+                                  ".bin");
     }
     delete cap;
 }

@@ -157,6 +157,79 @@ def write_runtime_headers(inc: Path, stubs: Iterable[str], refusing: Mapping[str
 # --------------------------------------------------------------------------- launches
 
 
+_SYMBOL_SKIP = re.compile(r"\b(extern|typedef|template|__shared__|texture|surface|using|static_assert)\b")
+_SYMBOL_KIND = re.compile(r"\b(__constant__|__device__)\b")
+
+
+def namespace_symbols(text: str) -> list[tuple[str, bool]]:
+    """(name, is __constant__) of every ``__constant__`` / ``__device__`` variable the file defines at
+    global scope (not inside a namespace, a class or a function; not extern)."""
+    code = src_mod.blank_comments_and_strings(text)
+    conditional = _conditional_lines(code)
+    code = re.sub(r"(?m)^[ \t]*#.*(?:\\\n.*)*$", lambda m: " " * len(m.group(0)), code)  # directives
+    found: list[tuple[str, bool]] = []
+    depth, start = 0, 0
+    for i, ch in enumerate(code):
+        if ch == "{":
+            if depth == 0:
+                start = i + 1  # a function or namespace body begins: not a declaration
+            depth += 1
+        elif ch == "}":
+            depth = max(0, depth - 1)
+            if depth == 0:
+                start = i + 1
+        elif ch == ";" and depth == 0:
+            stmt, begin, start = code[start:i], start, i + 1
+            kind = _SYMBOL_KIND.search(stmt)
+            if kind is None or _SYMBOL_SKIP.search(stmt):
+                continue
+            if code.count("\n", 0, begin + len(stmt) - len(stmt.lstrip())) in conditional:
+                continue  # behind an #if: it may not exist in this build
+            head = stmt.split("=", 1)[0]
+            if "(" in head or "<" in head:  # a function, or a template type: not followed
+                continue
+            for part in head.split(","):
+                m = re.search(r"([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*$", part.strip())
+                if m and m.group(1) not in ("__constant__", "__device__"):
+                    found.append((m.group(1), "__constant__" in stmt))
+    return found
+
+
+def _conditional_lines(code: str) -> set[int]:
+    """The (0-based) lines inside an ``#if``/``#ifdef``/``#ifndef`` block, an include guard aside."""
+    lines = code.split("\n")
+    directives = [(n, line.strip()) for n, line in enumerate(lines) if line.lstrip().startswith("#")]
+    guard = None
+    if len(directives) >= 2 and re.match(r"#\s*ifndef\s+(\w+)", directives[0][1]):
+        name = directives[0][1].split()[-1]
+        if re.match(rf"#\s*define\s+{re.escape(name)}\b", directives[1][1]):
+            guard = directives[0][0]
+    inside: set[int] = set()
+    depth, last = 0, 0
+    for n, d in directives:
+        if depth > 0:
+            inside.update(range(last, n))
+        if re.match(r"#\s*if", d) and n != guard:
+            depth += 1
+        elif re.match(r"#\s*endif", d) and depth > 0:
+            depth -= 1
+        last = n
+    return inside
+
+
+def register_symbols(text: str) -> str:
+    """`text` with a registration of each of its global ``__constant__`` / ``__device__`` variables
+    appended (porter_capture.h: a launch's capture then holds their contents); lines kept."""
+    names = namespace_symbols(text) if "__constant__" in text or "__device__" in text else []
+    if not names:
+        return text
+    lines = [
+        f"PORTER_REGISTER_SYMBOL({name}, {'true' if constant else 'false'});" for name, constant in names
+    ]
+    tail = "" if text.endswith("\n") else "\n"
+    return text + tail + "#ifdef __cplusplus\n" + "\n".join(lines) + "\n#endif\n"
+
+
 def _noinline(text: str) -> str:
     """``__noinline__`` in code (not comments or strings) as the attribute it means (no macro: the
     standard library's own ``__attribute__((__noinline__))`` must stay as it is)."""
@@ -498,7 +571,7 @@ class CpuProgramToolchain:
                 shutil.copy2(src, dest)
         _all, deduced = kernel_names(texts.values())
         for dest, text in texts.items():
-            rewritten = _noinline(src_mod.rewrite_shared(rewrite_launches(text, deduced)))
+            rewritten = register_symbols(_noinline(src_mod.rewrite_shared(rewrite_launches(text, deduced))))
             dest.write_bytes(encode_text(rewritten))
         return scratch, inc, include_dirs, texts
 

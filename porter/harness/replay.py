@@ -91,7 +91,16 @@ def _unreplayable(la: Launch) -> str:
             return f"argument {a.index} ({a.ctype}) is a struct that {why}: not replayed yet"
         elif not a.dtype:
             return f"argument {a.index} ({a.ctype}) has no scalar type porter knows"
+    for i, y in enumerate(la.symbols):
+        if not y.constant and la.symbol(i, "before") != la.symbol(i, "after"):
+            return f"it writes the __device__ variable {y.name} (variables are not compared yet)"
     return ""
+
+
+def _symbol_dtype(element: str, dtype: str) -> str:
+    if dtype:
+        return dtype
+    return _ctypes().get(element.replace("const ", "").strip(), "uint8")
 
 
 def _arrays(la: Launch, a: Arg, dtype: str) -> tuple[np.ndarray, np.ndarray]:
@@ -164,7 +173,14 @@ def build(kernel: str, launches: Sequence[Launch]) -> Replay:
     hidden_sizes: list[dict[str, int]] = []
     instances: list[Instance] = []
     recorded: dict[str, list[np.ndarray]] = {}
-    probe = KernelSpec(kernel, tuple(args), ("gx", "gy", "gz"), ("bx", "by", "bz"), "smem")
+    # the program's __constant__ / __device__ variables: inputs of every launch, set in each module
+    constants = tuple(
+        ArgSpec(y.name, _symbol_dtype(y.element, y.dtype), Role.IN, shape=(f"c_{y.name}",))
+        for y in first.symbols
+    )
+    probe = KernelSpec(
+        kernel, tuple(args), ("gx", "gy", "gz"), ("bx", "by", "bz"), "smem", constants=constants
+    )
     for (la, d), held in zip(pairs, hidden, strict=True):
         size = dict(zip(GEOMETRY, (*la.grid, *la.block, la.shared_bytes), strict=True))
         values: list[np.ndarray | np.generic] = []
@@ -177,9 +193,15 @@ def build(kernel: str, launches: Sequence[Launch]) -> Replay:
                 outs.append(after)
             else:
                 values.append(a.value())
+        symbols: dict[str, np.ndarray] = {}
+        for i, (y, c) in enumerate(zip(la.symbols, constants, strict=False)):
+            raw = np.frombuffer(la.symbol(i, "before"), dtype=np.uint8)
+            item = np.dtype(c.dtype).itemsize
+            symbols[y.name] = raw[: raw.size // item * item].view(c.dtype).copy()
+            size[f"c_{y.name}"] = symbols[y.name].size
         label = ("hidden launch" if held else "launch") + f" {la.launch} of run {la.run}"
         (hidden_sizes if held else sizes).append(size)
-        instances.append(Instance.given(probe, size, label, values))
+        instances.append(Instance.given(probe, size, label, values, symbols))
         recorded[label] = outs
     spec = KernelSpec(
         kernel,
@@ -191,6 +213,7 @@ def build(kernel: str, launches: Sequence[Launch]) -> Replay:
         hidden_sizes=tuple(hidden_sizes),
         source="capture",
         notes=(f"from {len(pairs)} captured launch(es)",),
+        constants=constants,
     )
     for inst in instances:
         inst.spec = spec
@@ -228,9 +251,10 @@ def replay(
                 logs=rep.left_out,
             )  # fmt: skip
         ]
-    opts = replace(options, given=rep.instances, trials=1)
-    verdicts = validate(variant, rep.spec, Reference(recorded=rep.recorded), list(devices), opts)
-    shown, held = len(rep.spec.sizes), len(rep.spec.hidden_sizes)
+    spec, instances = _for_variant(rep, variant)
+    opts = replace(options, given=instances, trials=1)
+    verdicts = validate(variant, spec, Reference(recorded=rep.recorded), list(devices), opts)
+    shown, held = len(spec.sizes), len(spec.hidden_sizes)
     said = f"matches what the original's run left at {shown} captured launch(es)" + (
         f" and {held} held back" if held else ""
     )
@@ -240,6 +264,32 @@ def replay(
             replace(v, logs=(*v.logs, *(f"not replayed: {w}" for w in rep.left_out))) for v in verdicts
         ]
     return verdicts
+
+
+def _for_variant(rep: Replay, variant: Variant) -> tuple[KernelSpec, tuple[Instance, ...]]:
+    """The spec and instances with only the program variables `variant` has: those its source names,
+    or takes as an added argument (OpenCL's __constant buffers)."""
+    import re
+    from dataclasses import replace
+
+    assert rep.spec is not None
+    wanted = {str(e.get("symbol")) for e in variant.extra_args if e.get("kind") == "constant"}
+    keep = tuple(
+        c
+        for c in rep.spec.constants
+        if c.name in wanted or re.search(rf"\b{re.escape(c.name)}\b", variant.source)
+    )
+    if len(keep) == len(rep.spec.constants):
+        return rep.spec, rep.instances
+    spec = replace(rep.spec, constants=keep)
+    names = {c.name for c in keep}
+    instances = tuple(
+        Instance.given(
+            spec, inst.size, inst.label, inst.values, {k: v for k, v in inst.constants.items() if k in names}
+        )
+        for inst in rep.instances
+    )
+    return spec, instances
 
 
 __all__ = ["Replay", "build", "element_dtype", "replay"]

@@ -399,8 +399,13 @@ def test_rewritten_copies_live_in_the_build_folder(tmp_path: Path) -> None:
     original = (tree / "main.cu").read_text(encoding="utf-8")
     assert "<<<" in original and "<<<" not in copy
     assert copy.count("\n") == original.count("\n")
-    header = (tmp_path / "src" / "kernels.cuh").read_text(encoding="utf-8")
-    assert header.count("\n") == (tree / "kernels.cuh").read_text(encoding="utf-8").count("\n")
+    header = (tmp_path / "src" / "kernels.cuh").read_text(encoding="utf-8").splitlines()
+    lines = (tree / "kernels.cuh").read_text(encoding="utf-8").count("\n")
+    # every line where it was; after the last, the registrations of its __constant__/__device__ variables
+    assert header[lines:] == [
+        "#ifdef __cplusplus", "PORTER_REGISTER_SYMBOL(c_coeffs, true);", "PORTER_REGISTER_SYMBOL(d_counter, false);",
+        "#endif",
+    ]  # fmt: skip
 
 
 # --------------------------------------------------------------------------- diagnostics
@@ -643,3 +648,29 @@ def test_the_nvcc_driver_reads_nvcc_command_lines() -> None:
     assert parse("c++", ["-fopenmp", "--std=c++14", "--param=max-inline-insns-auto=20", "a.cpp"])[0] == [
         "-fopenmp", "-std=c++14", "--param=max-inline-insns-auto=20",
     ]  # fmt: skip
+
+
+def test_global_constant_and_device_variables_are_registered_for_the_capture() -> None:
+    from porter.backends.cpu.program import namespace_symbols, register_symbols
+
+    text = (
+        "#ifndef K_H\n#define K_H\n"
+        "__constant__ float c_table[17];\n"
+        "static __constant__ double k2 = 3.0;\n"
+        "__device__ int counter = 0;\n"
+        "__device__ float twice(float x) { return 2 * x; }\n"
+        "namespace q { __constant__ int hidden[2]; }\n"
+        "extern __constant__ float elsewhere[3];\n"
+        "template <class T> __device__ T per_type;\n"
+        "#ifdef USE_EXTRA\n__constant__ float maybe[3];\n#endif\n"
+        "__global__ void k(float* x) { __shared__ float s[32]; x[0] = c_table[0]; }\n"
+        "#endif\n"
+    )
+    # not: functions, namespaces' contents, extern declarations, templates, what an #if may leave out
+    assert namespace_symbols(text) == [("c_table", True), ("k2", True), ("counter", False)]
+    out = register_symbols(text)
+    assert out.startswith(text) and out.count("\n") == text.count("\n") + 5  # appended: lines kept
+    assert (
+        "PORTER_REGISTER_SYMBOL(c_table, true);" in out and "PORTER_REGISTER_SYMBOL(counter, false);" in out
+    )
+    assert register_symbols("int main() { return 0; }\n") == "int main() { return 0; }\n"

@@ -42,9 +42,9 @@ def test_the_manifest_names_the_run_and_the_launches_kept_spread_over_it(tour: P
     assert manifest["kernels"]["scale"] == [1, 2, 8]
     assert manifest["kernels"]["nothing"] == [1, 2]
     # the arrays of the launches the last slot replaced are gone; every file left is named by a record
-    named = {
-        n for la in capture.load(tour).launches for a in la.allocations for n in (a.before, a.after) if n
-    }
+    launches = capture.load(tour).launches
+    named = {n for la in launches for a in la.allocations for n in (a.before, a.after) if n}
+    named |= {n for la in launches for y in la.symbols for n in (y.before, y.after)}
     assert {f"arrays/{p.name}" for p in (tour / "arrays").iterdir()} == named
 
 
@@ -66,6 +66,20 @@ def test_types_are_the_compilers_and_pointers_resolve_to_their_allocation(tour: 
     np.testing.assert_allclose(after, before * np.float32(0.5) + 1, rtol=1e-6)
     shift = got[("shift", 1)]
     assert shift.args[0].offset == 64 * 4 and shift.args[0].allocation == 0
+
+
+def test_the_programs_constant_and_device_variables_are_captured_with_every_launch(tour: Path) -> None:
+    import numpy as np
+
+    gain = _launches(tour)[("gain", 1)]
+    symbols = {y.name: (i, y) for i, y in enumerate(gain.symbols)}
+    i, table = symbols["c_gain"]
+    assert (table.dtype, table.bytes, table.constant) == ("float32", 16, True)
+    assert np.frombuffer(gain.symbol(i, "before"), dtype=np.float32).tolist() == [0.5, 2.0, -1.0, 3.0]
+    j, hits = symbols["hits"]
+    assert (hits.dtype, hits.constant) == ("int32", False)
+    count = _launches(tour)[("count", 1)]
+    assert count.symbol(j, "before") != count.symbol(j, "after")  # the counter the kernel bumps
 
 
 def test_what_cannot_be_followed_is_marked_not_guessed(tour: Path) -> None:

@@ -88,6 +88,19 @@ def test_a_template_kernel_is_replayed_as_the_instantiation_its_launch_names(tou
     )
 
 
+def test_a_kernel_reading_a_constant_table_is_replayed_with_the_programs_values(tour) -> None:
+    rep = replay.build("gain", tour["gain"])
+    assert rep.spec is not None and {c.name for c in rep.spec.constants} == {"c_gain", "hits"}
+    source = (TOUR / "main.cu").read_text()
+    good = _judge(Variant("gain", "cuda", device_code(source), "gain", "original"), rep)
+    assert good.status is Status.VALIDATED, good.reason
+    shifted = source.replace("c_gain[i % 4]", "c_gain[(i + 1) % 4]")
+    bad = _judge(Variant("gain", "cuda", device_code(shifted), "gain", "user"), rep)
+    assert bad.status is Status.FAILED and bad.reason.startswith("matches-reference"), bad.reason
+    # a kernel writing a __device__ variable: variables are not compared yet, so it is not judged
+    assert "writes the __device__ variable hits" in replay.build("count", tour["count"]).problem
+
+
 def test_launches_that_cannot_be_replayed_say_why(tour) -> None:
     assert "holds a device pointer" in replay.build("touch", tour["touch"]).problem
     assert "point into one allocation" in replay.build("accumulate", tour["accumulate"]).problem

@@ -202,6 +202,13 @@ def check(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print one JSON document instead of a table.")
     ] = False,
+    capture: Annotated[
+        Path | None,
+        typer.Option(
+            "--capture",
+            help="Judge the variant on the launches of this capture of ORIGINAL's program (porter capture).",
+        ),
+    ] = None,
 ) -> None:
     """Validate VARIANT against ORIGINAL on every device that can run it (exit 0: validated, 1: rejected)."""
     from porter.report import check_view
@@ -213,6 +220,7 @@ def check(
         kernel=kernel,
         backend=backend,
         include_dirs=tuple(str(p) for p in include or ()),
+        capture_dir=str(capture) if capture is not None else None,
     )
     if json_out:
         emit_json(check_view.to_json(result))
@@ -346,6 +354,18 @@ def port(
             "default: every one here).",
         ),
     ] = None,
+    capture_launches: Annotated[
+        int,
+        typer.Option(
+            "--capture-launches", min=1, help="With --run: launches of each kernel captured and replayed."
+        ),
+    ] = 3,
+    capture_mib: Annotated[
+        int,
+        typer.Option(
+            "--capture-mib", min=1, help="With --run: at most this many MiB of arrays per captured launch."
+        ),
+    ] = 64,
 ) -> None:
     """Scan, translate, compile and validate every kernel of a CUDA FILE for each target on every device
     here (exit 0: every variant at least compiled, none failed; 1: some failed or untranslatable; 2: bad
@@ -380,7 +400,7 @@ def port(
     chains = [c.strip() for c in toolchains.split(",") if c.strip()] if toolchains is not None else None
     _port_program(
         paths, to, include, out, translate_only, json_out, options, err, fresh, run or [], timeout, rtol, atol,
-        chains, build or "",
+        chains, build or "", (capture_launches, capture_mib),
     )  # fmt: skip
 
 
@@ -400,6 +420,7 @@ def _port_program(
     atol: float | None = None,
     toolchains: list[str] | None = None,
     build_command: str = "",
+    capture_limits: tuple[int, int] | None = None,
 ) -> None:
     from porter.report import program_view
     from porter.workflows.program import port_program
@@ -422,6 +443,7 @@ def _port_program(
         chart=program_view.chart,
         toolchains=toolchains,
         build_command=build_command,
+        capture_limits=capture_limits,
     )
     show(report, program_view, json_out)
 

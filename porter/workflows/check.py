@@ -5,6 +5,10 @@ The original runs as the reference on every device that can run it (the CPU emul
 GPU where there is one); the variant runs on every device of its backend (the emulator for CUDA
 and HIP, every OpenCL device including the Oclgrind checker).  Exit status: 0 when the variant is
 validated on at least one device and rejected on none, 1 otherwise.
+
+With ``--capture DIR`` (a capture of the original program's run: ``porter capture``, docs/CAPTURE_FORMAT.md)
+the variant is judged on the captured launches instead (:mod:`porter.harness.replay`): the program's own
+sizes, types and data, compared with what the original left; no spec is inferred.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from porter.backends import (
     SOURCE_DIALECT,
@@ -49,6 +54,28 @@ def _read(path: str) -> str:
     return read_text(path)  # UsageError: missing, not a regular file, too large, not UTF-8
 
 
+def _replay_of(capture_dir: str, name: str, base: str) -> Any:
+    """The replay of kernel `name` from the capture folder; UsageError when it holds none of it or
+    none of its launches can be replayed."""
+    from porter import capture
+    from porter.harness.replay import build
+
+    launches = capture.by_kernel(capture.load(capture_dir).launches)
+    found = launches.get(name) or next(
+        (las for k, las in launches.items() if split_instance(k)[0] == base), None
+    )
+    if found is None:
+        raise UsageError(
+            f"the capture has no launch of {name} (it has {', '.join(launches) or 'none'})", path=capture_dir
+        )
+    rep = build(found[0].kernel, found)
+    if rep.spec is None:
+        raise UsageError(
+            f"the capture's launches of {name} cannot be replayed: {rep.problem}", path=capture_dir
+        )
+    return rep
+
+
 def _pick_kernel(names: Sequence[str], kernel: str | None, original: str, variant_text: str) -> str:
     if kernel is not None:
         if (
@@ -77,6 +104,7 @@ def run_check(
     backend: str | None = None,
     include_dirs: Sequence[str] = (),
     options: ValidateOptions | None = None,
+    capture_dir: str | None = None,
 ) -> CheckResult:
     from porter.scan.extract import device_code
     from porter.workflows.source import qualifier_macros
@@ -93,8 +121,9 @@ def run_check(
     base, instance_args = split_instance(name)
     if base not in variant_text:
         raise UsageError(f"the variant has no kernel named {base!r} (use --kernel)", path=variant_path)
-    spec = plan.spec(name)
-    spec_file = find_spec_file(original_path)
+    replayed = _replay_of(capture_dir, name, base) if capture_dir is not None else None
+    spec = replayed.spec if replayed is not None and replayed.spec is not None else plan.spec(name)
+    spec_file = find_spec_file(original_path) if replayed is None else None
     original = plan.original(base, "alone")
     entry = base
     # the variant's headers too: an #include of a FIFO or a device is refused before any compiler sees it
@@ -134,6 +163,14 @@ def run_check(
         variant_dirs = (str(Path(variant_path).resolve().parent), *dirs)
         options = replace(options, compile=replace(options.compile, include_dirs=variant_dirs))
     verdicts: list[Verdict] = []
+    if replayed is not None:
+        from porter.harness.replay import replay
+        from porter.plan import wavefront_devices
+
+        devices = [d for b in runners for d in devices_of(b)]
+        devices += [d for d in wavefront_devices(language) if d.backend in runners]
+        verdicts = replay(variant, replayed, devices, options)
+        runners = ()
     for b in runners:
         devices = devices_of(b)
         if devices:

@@ -474,6 +474,7 @@ def port_program(
     chart: Callable[[ProgramReport, Path], str] | None = None,
     toolchains: Sequence[str] | None = None,
     build_command: str = "",
+    capture_limits: tuple[int, int] | None = None,
 ) -> ProgramReport:
     """Port the program `paths` make to each target; see the module docstring.  ``translate_only``:
     write the translations, compile nothing.  ``markdown`` renders report.md (the CLI passes the view's).
@@ -554,6 +555,7 @@ def port_program(
         build_and_run(
             program, out, report, runs, timeout=timeout or DEFAULT_TIMEOUT_S, rule=with_tolerance(rtol, atol),
             say=say, fresh=fresh, skip=[Path(p) for p in skip_dirs], save=porter.save, jobs=jobs, earlier=porter.earlier, toolchains=toolchains, build_command=build_command,
+            capture_limits=capture_limits,
         )  # fmt: skip
         from porter.workflows.program_replay import replay_program
 

@@ -229,16 +229,15 @@ def replay_program(
         rows = judged(variant, copts, run_devices("cuda"), rep, name)
         pk.replays += rows
         if not any(r.status == "validated" for r in rows):
-            why = next((r.reason for r in rows), "no device here runs the original")
+            first = rows[0] if rows else None
+            if first is None:
+                why = "no device here runs the original kernel"
+            elif first.status == "not-replayable":
+                why = first.reason  # the capture's own limits: the same for every variant
+            else:
+                why = f"the original kernel's replay does not reproduce the captured run: {first.reason}"
             for target in report.targets:
-                pk.replays.append(
-                    KernelReplay(
-                        target,
-                        "",
-                        "not-replayable",
-                        f"the original kernel's replay does not reproduce the captured run: {why}",
-                    )  # fmt: skip
-                )
+                pk.replays.append(KernelReplay(target, "", "not-replayable", why))
             continue
         for target in report.targets:
             made = variants.port(target, pk, name)

@@ -643,6 +643,7 @@ def build_and_run(
     earlier: Mapping[str, Any] | None = None,
     toolchains: Sequence[str] | None = None,
     build_command: str = "",
+    capture_limits: tuple[int, int] | None = None,
 ) -> None:
     """Build the original and each port as programs, run each ``--run``, compare; fill `report`.
     ``save`` writes the report (called after every build and run, so an interrupted run keeps them);
@@ -665,6 +666,8 @@ def build_and_run(
         check_toolchains(toolchains, report.targets)
         runner.only = set(toolchains)
     runner.command = build_command
+    if capture_limits is not None:  # (launches kept per kernel, MiB of arrays per launch)
+        runner.capture_limits = capture_limits
     built = runner.build_all(jobs if jobs > 0 else (os.cpu_count() or 1))
     if runs:
         runner.run_all(built, mains)

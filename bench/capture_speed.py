@@ -74,12 +74,16 @@ def main() -> int:
             env_c = {**env, **capture.capture_env(Path(tmp) / f"c{n}")}
             captured.append(_timed(cmd, run_dir, env_c))
         p, c = statistics.median(plain), statistics.median(captured)
-        print(f"program run: {p:.3f} s without capture, {c:.3f} s with it (median of {args.repeat}): {c / p:.2f}x")
+        print(
+            f"program run: {p:.3f} s without capture, {c:.3f} s with it (median of {args.repeat}): {c / p:.2f}x"
+        )
 
         launches = capture.by_kernel(capture.load(f"{tmp}/cap").launches)
         devices = [d for d in run_devices("cuda") if d.backend == "cpu"]
         dirs = (str(src), *(str(src / d) for d in ("include", "src") if (src / d).is_dir()), *args.include)
-        sources = {p: p.read_text(errors="replace") for p in src.rglob("*") if p.suffix in (".cu", ".cuh", ".h")}
+        sources = {
+            p: p.read_text(errors="replace") for p in src.rglob("*") if p.suffix in (".cu", ".cuh", ".h")
+        }
         for name, las in launches.items():
             base = name.split("<")[0]
             text = next((t for t in sources.values() if f"void {base}" in t), None)

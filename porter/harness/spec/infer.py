@@ -263,6 +263,7 @@ class _Inference:
     missing: list[str] = field(default_factory=list)
     symbols: dict[str, int] = field(default_factory=dict)  # size symbol (internal name) -> program value
     template_args: tuple[str, ...] = ()  # the launch's, the host templates' parameters substituted
+    aliases: dict[str, str] = field(default_factory=dict)  # the file's type aliases (type_aliases)
 
     def where(self, line: int) -> str:
         return f"{Path(self.path).name}:{line}"
@@ -293,10 +294,38 @@ def _num_text(v: int | float) -> str:
     return str(v)
 
 
-def _dtype_of(param_type: str, tmap: Mapping[str, str]) -> tuple[str, int] | None:
-    t = base_type(param_type)
-    t = tmap.get(t, t)
-    return ctype_info(base_type(t))
+def _dtype_of(
+    param_type: str, tmap: Mapping[str, str], aliases: Mapping[str, str] | None = None
+) -> tuple[str, int] | None:
+    """NumPy dtype and lanes of a parameter's element type: template arguments substituted, then the
+    file's type aliases (``typedef float DATA_TYPE``, ``using real = double``, ``#define REAL float``)
+    followed to a type porter knows."""
+    t = base_type(tmap.get(base_type(param_type), param_type))
+    for _ in range(8):  # an alias of an alias ...
+        info = ctype_info(t)
+        if info is not None or aliases is None or t not in aliases:
+            return info
+        t = base_type(aliases[t])
+    return ctype_info(t)
+
+
+_TYPEDEF = re.compile(r"\btypedef\s+([A-Za-z_][\w\s:]*?)\s+([A-Za-z_]\w*)\s*;")
+_USING = re.compile(r"\busing\s+([A-Za-z_]\w*)\s*=\s*([A-Za-z_][\w\s:]*?)\s*;")
+
+
+def type_aliases(scan: FileScan) -> dict[str, str]:
+    """The file's type aliases: typedefs and ``using`` of plain types, and object-like ``#define``s
+    whose value is a type name (later ones win, as in the file)."""
+    text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", _source_text(scan), flags=re.S)
+    out: dict[str, str] = {}
+    for d in scan.defines:
+        if d.params is None and re.fullmatch(r"[A-Za-z_][\w\s]*", d.value.strip() or "0"):
+            out[d.name] = d.value.strip()
+    for m in _TYPEDEF.finditer(text):
+        out[m.group(2)] = m.group(1)
+    for m in _USING.finditer(text):
+        out[m.group(1)] = m.group(2)
+    return out
 
 
 def _template_map(kernel: Kernel, template_args: Sequence[str]) -> dict[str, str]:
@@ -442,11 +471,12 @@ def infer_spec(
     # Prefer a launch (and a chain of host calls reaching it) whose names resolve best.
     best: tuple[int, KernelSpec | None, _Inference, LaunchSite] | None = None
     seen_args: list[str] = []
+    aliases = type_aliases(scan)
     for launch in launches:
         for frames in _call_chains(host, launch):
             env = _Env(scan, launch, frames=frames)
             _collect_defines(env, include_dirs)
-            inf = _Inference(env, k, scan.path)
+            inf = _Inference(env, k, scan.path, aliases=aliases)
             spec = _infer_at(inf, launch, target_elements)
             if wanted is not None:
                 got = tuple(
@@ -583,7 +613,7 @@ def _infer_at(inf: _Inference, launch: LaunchSite, target_elements: int) -> Kern
     args: list[ArgSpec] = []
     pending_scalars: list[tuple[int, cexpr.Expr]] = []
     for i, (param, text) in enumerate(zip(k.params, launch.args, strict=True)):
-        info = _dtype_of(param.type, tmap)
+        info = _dtype_of(param.type, tmap, inf.aliases)
         if info is None:
             inf.missing.append(f"the element type of {param.name} ({base_type(param.type)}) is unknown")
             dtype, lanes = f"<dtype of {param.name}>", 1

@@ -281,3 +281,19 @@ def test_choose_sizes_scales_keeps_fixed_and_adds_an_odd_and_a_hidden_size():
     assert sizes[0]["n"] <= 5000 and sizes[0]["n"] % 32 == 0
     assert sizes[1]["n"] % 2 == 1 and hidden[0]["n"] % 2 == 1
     assert hidden[0] not in sizes
+
+
+def test_element_types_behind_typedefs_using_and_defines_are_resolved(tmp_path):
+    from porter.scan import scan_file
+
+    src = tmp_path / "aliases.cu"
+    src.write_text(
+        "typedef float DATA_TYPE;\n#define REAL double\nusing idx_t = int;\ntypedef DATA_TYPE elem_t;\n"
+        "__global__ void k(elem_t* a, const REAL* b, idx_t n) {\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) a[i] = (DATA_TYPE)b[i];\n}\n"
+        "int main() {\n    const int n = 1024;\n    elem_t* a; REAL* b;\n"
+        "    cudaMalloc(&a, n * sizeof(elem_t));\n    cudaMalloc(&b, n * sizeof(REAL));\n"
+        "    k<<<(n + 255) / 256, 256>>>(a, b, n);\n    return 0;\n}\n"
+    )
+    spec = infer_spec(scan_file(str(src)), "k")
+    assert [(a.name, a.dtype) for a in spec.args] == [("a", "float32"), ("b", "float64"), ("n", "int32")]

@@ -57,6 +57,26 @@ def _runs(doc: dict[str, Any]) -> tuple[str, str]:
     return "; ".join(originals) or "-", "; ".join(ports) or "-"
 
 
+def _replays(doc: dict[str, Any]) -> str:
+    """Per variant, how many kernels were validated / failed / not replayable from the capture."""
+    counts: dict[str, list[int]] = {}
+    for k in doc.get("kernels", []):
+        seen: dict[str, str] = {}
+        for r in k.get("replays", []):
+            column = r["variant"] + (" 64" if r.get("wavefront") == 64 else "")
+            if column.startswith("opencl"):
+                column = "opencl"
+            status = r["status"]
+            # one verdict per kernel and column: a failure anywhere in it counts as failed
+            if seen.get(column) != "failed":
+                seen[column] = status
+        for column, status in seen.items():
+            c = counts.setdefault(column, [0, 0, 0])
+            c[0 if status == "validated" else 1 if status == "failed" else 2] += 1
+    order = ["original", "hip", "hip 64", "opencl"]
+    return ", ".join(f"{c} {'/'.join(map(str, counts[c]))}" for c in order if c in counts) or "-"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", default=str(HERE.parent.parent / "shared" / "corpus"))
@@ -113,7 +133,7 @@ def main() -> int:
         why = _reason(doc, "original") or _reason(doc, "hip")
         rows.append(
             f"| {name} | {_builds(doc, 'original')} | {_builds(doc, 'hip')} | {orig_runs} | {hip_runs} | "
-            f"**{verdict}** {why.replace('|', '/')} | {seconds:.0f} |"
+            f"**{verdict}** {why.replace('|', '/')} | {_replays(doc)} | {seconds:.0f} |"
         )
         summary[name] = {
             "exit": proc.returncode,
@@ -123,8 +143,11 @@ def main() -> int:
         }
         print(rows[-1], flush=True)
     print()
-    print("| program | original built by | HIP port built by | original runs | HIP runs | HIP verdict | s |")
-    print("|---|---|---|---|---|---|---|")
+    print(
+        "| program | original built by | HIP port built by | original runs | HIP runs | HIP verdict "
+        "| kernels replayed: validated / failed / other (not replayable, compiled only) (original, hip, hip 64 lanes, opencl) | s |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=1), encoding="utf-8")

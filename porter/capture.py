@@ -16,6 +16,7 @@ as a problem of the capture, never raised.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,6 +127,19 @@ def capture_env(folder: Path, launches: int = DEFAULT_LAUNCHES, mib: int = DEFAU
     return {ENV_DIR: str(folder), ENV_LAUNCHES: str(launches), ENV_MIB: str(mib)}
 
 
+_ARRAY_NAME = re.compile(r"arrays/[A-Za-z0-9_.-]+\.bin")
+
+
+def _array_name(value: Any) -> str | None:
+    """An array file named by a record: only ``arrays/<name>.bin`` inside the capture folder (a record
+    is data the program's run wrote; it never names a file elsewhere)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _ARRAY_NAME.fullmatch(value) or ".." in value:
+        raise ValueError(f"array file {value!r} is not arrays/<name>.bin")
+    return value
+
+
 def _launch(doc: Mapping[str, Any], run: int, folder: str) -> Launch:
     def tri(v: Any) -> tuple[int, int, int]:
         x, y, z = (int(n) for n in v)
@@ -150,7 +164,9 @@ def _launch(doc: Mapping[str, Any], run: int, folder: str) -> Launch:
         for a in doc["args"]
     )
     allocations = tuple(
-        Allocation(int(a["index"]), int(a["bytes"]), a.get("before"), a.get("after"))
+        Allocation(
+            int(a["index"]), int(a["bytes"]), _array_name(a.get("before")), _array_name(a.get("after"))
+        )
         for a in doc["allocations"]
     )
     return Launch(
@@ -172,8 +188,8 @@ def _launch(doc: Mapping[str, Any], run: int, folder: str) -> Launch:
                 int(y.get("element_bytes") or 0),
                 int(y["bytes"]),
                 bool(y.get("constant")),
-                str(y["before"]),
-                str(y["after"]),
+                str(_array_name(y["before"])),
+                str(_array_name(y["after"])),
             )  # fmt: skip
             for y in doc.get("symbols") or ()
         ),

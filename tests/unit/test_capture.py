@@ -117,3 +117,16 @@ def test_capture_refuses_a_program_folder_as_its_output_and_needs_a_run(tmp_path
     with pytest.raises(UsageError, match="not a porter capture"):
         capture_program([str(tmp_path / "tour")], ["./main"], out_dir=str(tmp_path / "taken"))
     assert (tmp_path / "taken" / "notes.txt").read_text() == "mine"
+
+
+def test_a_record_naming_a_file_outside_the_capture_is_damaged_not_followed(
+    tour: Path, tmp_path: Path
+) -> None:
+    copy = tmp_path / "cap"
+    shutil.copytree(tour, copy)
+    record = copy / "launches" / "k0-s0.json"
+    doc = json.loads(record.read_text())
+    doc["allocations"][0]["before"] = "../../../etc/passwd"
+    record.write_text(json.dumps(doc))
+    loaded = capture.load(copy)
+    assert any("k0-s0.json: damaged" in p and "arrays/<name>.bin" in p for p in loaded.problems)

@@ -51,6 +51,17 @@ class Program:
     def units(self) -> tuple[ProgramFile, ...]:
         return tuple(f for f in self.files if f.kind == "source")
 
+    def mirrored_dirs(self, out: Path, here: Path) -> tuple[str, ...]:
+        """The include folders of a file at `here` in a mirrored copy of the tree at `out`: its own
+        folder, each include folder of the program (mirrored where it lies under the root), then the
+        mirrored root (``#include "../common.h"`` reaches it, and a sandboxed compiler may read it)."""
+        dirs = [str(here.parent)]
+        for d in self.include_dirs:
+            p = Path(d)
+            dirs.append(str(out / p.relative_to(self.root)) if p.is_relative_to(self.root) else d)
+        dirs.append(str(out))
+        return tuple(dict.fromkeys(dirs))
+
     def by_path(self, path: str | Path) -> ProgramFile | None:
         want = Path(os.path.abspath(path))
         return next((f for f in self.files if f.path == want), None)

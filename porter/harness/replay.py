@@ -23,6 +23,7 @@ outputs within the per-dtype tolerance of what the original program left, the me
 from __future__ import annotations
 
 import functools
+import re
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -67,6 +68,41 @@ def element_dtype(arg: Arg) -> tuple[str, bool]:
     if found is not None:
         return found, False
     return "uint8", True
+
+
+def instance_name(la: Launch, template_params: Sequence[str], param_types: Sequence[str]) -> str:
+    """The kernel instance a launch ran, when its name was written with a host template's parameter
+    (``axpby<T>`` inside ``template <class T> void run()``): the kernel's type parameters deduced from
+    the captured argument types (``axpby<float>``).  The name as captured when nothing is left to
+    deduce, or when a parameter cannot be (a non-type parameter)."""
+    from porter.harness.inputs import ctype_info
+    from porter.harness.spec.infer import base_type
+
+    base, sep, rest = la.kernel.partition("<")
+    if not sep or not template_params or not rest.endswith(">"):
+        return la.kernel
+    written = [w.strip() for w in rest[:-1].split(",")]
+    names = [decl.replace("=", " ").split()[1] for decl in template_params if len(decl.split()) >= 2]
+
+    def known(w: str) -> bool:
+        return bool(re.fullmatch(r"[-+]?(0x)?[\d.]+[uUlLfF]*", w)) or ctype_info(base_type(w)) is not None
+
+    if all(known(w) for w in written):
+        return la.kernel
+    bound: dict[str, str] = {}
+    for ptype, arg in zip(param_types, la.args, strict=False):
+        b = base_type(ptype.replace("&", " "))
+        if b in names and b not in bound and arg.kind in ("pointer", "scalar"):
+            bound[b] = base_type(arg.element if arg.kind == "pointer" else arg.ctype)
+    out = []
+    for i, w in enumerate(written):
+        if known(w):
+            out.append(w)
+        elif i < len(names) and names[i] in bound:
+            out.append(bound[names[i]])
+        else:
+            return la.kernel
+    return f"{base.strip()}<{', '.join(out)}>"
 
 
 def _unreplayable(la: Launch) -> str:
@@ -292,4 +328,4 @@ def _for_variant(rep: Replay, variant: Variant) -> tuple[KernelSpec, tuple[Insta
     return spec, instances
 
 
-__all__ = ["Replay", "build", "element_dtype", "replay"]
+__all__ = ["Replay", "build", "element_dtype", "instance_name", "replay"]

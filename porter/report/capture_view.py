@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from porter.report import plain_console, short
-from porter.workflows.capture import CaptureReport
+from porter.results import CaptureReport
 
 
 def to_json(report: CaptureReport) -> dict[str, Any]:

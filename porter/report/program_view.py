@@ -102,7 +102,7 @@ def render(report: ProgramReport) -> None:
             table.add_column(col)
         for k, rp in replayed:
             table.add_row(
-                k.name, rp.variant, rp.device or "-", str(rp.wavefront or "-"),
+                rp.instance or k.name, rp.variant, rp.device or "-", str(rp.wavefront or "-"),
                 Text(rp.status, style=_VERDICT_STYLE.get(rp.status, "")),
                 _launches(rp), "" if rp.status == "validated" else _short(rp.reason),
             )  # fmt: skip
@@ -217,7 +217,7 @@ def markdown(report: ProgramReport) -> str:
             "|---|---|---|---|---|---|---|",
         ]
         out += [
-            f"| `{k.name}` | {r.variant} | {r.device or '-'} | {r.wavefront or '-'} | {r.status} | {_launches(r)} | "
+            f"| `{r.instance or k.name}` | {r.variant} | {r.device or '-'} | {r.wavefront or '-'} | {r.status} | {_launches(r)} | "
             f"{_short(r.reason, 200).replace('|', '/')} |"
             for k, r in replayed
         ]

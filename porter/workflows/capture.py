@@ -13,38 +13,15 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from porter import capture
 from porter.errors import UsageError
 from porter.program import discover
-from porter.results import ProgramReport
+from porter.results import CapturedRun, CaptureReport, ProgramReport
 
 Progress = Callable[[str], None]
 TOOLCHAIN = "cpu-runtime"
-
-
-@dataclass
-class CapturedRun:
-    args: str
-    folder: str  # "" when the run captured nothing
-    exit: int | None
-    status: str  # the run's: "ran" | "failed"
-    reason: str = ""
-    kernels: dict[str, list[int]] = field(default_factory=dict)  # kernel -> its launches kept
-
-
-@dataclass
-class CaptureReport:
-    root: str
-    out_dir: str
-    build: str  # the build's status and reason
-    runs: list[CapturedRun] = field(default_factory=list)
-
-    @property
-    def exit_code(self) -> int:
-        return 0 if self.runs and all(r.folder and r.status == "ran" for r in self.runs) else 1
 
 
 def _check_out(out: Path, root: Path) -> None:
@@ -124,4 +101,4 @@ def capture_program(
     return result
 
 
-__all__ = ["CaptureReport", "CapturedRun", "capture_program"]
+__all__ = ["capture_program"]

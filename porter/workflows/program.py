@@ -85,18 +85,6 @@ def _write_bytes(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def _mirrored_dirs(program: Program, out: Path, here: Path) -> tuple[str, ...]:
-    """The include folders of a file at `here` in the mirrored tree: its own folder, each include
-    folder of the program (mirrored where it lies under the root), then the mirrored root."""
-    dirs = [str(here.parent)]
-    for d in program.include_dirs:
-        p = Path(d)
-        dirs.append(str(out / p.relative_to(program.root)) if p.is_relative_to(program.root) else d)
-    # last, the mirrored root: `#include "../common.h"` reaches it, and the sandboxed compiler may read it
-    dirs.append(str(out))
-    return tuple(dict.fromkeys(dirs))
-
-
 class _Porter:
     def __init__(
         self,
@@ -336,7 +324,7 @@ class _Porter:
             return
         dest = Path(result.path)
         text = decode_text(dest.read_bytes())
-        dirs = _mirrored_dirs(self.program, self.out / target, dest)
+        dirs = self.program.mirrored_dirs(self.out / target, dest)
         built = self._build(target, text, entry, result, dirs)
         with self.lock:
             self.results[f.path].targets[target] = built

@@ -62,6 +62,31 @@ def _text(path: Path) -> str | None:
         return None
 
 
+def _resolved(
+    launches: Sequence[capture.Launch], program: Program, kernels: Mapping[str, ProgramKernel]
+) -> list[capture.Launch]:
+    """The launches, each named by the kernel instance it ran (``axpby<T>`` written in a host template
+    becomes ``axpby<float>``, deduced from the captured argument types)."""
+    from porter.scan import scan_source
+
+    signatures: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    for pk in kernels.values():
+        text = _text(program.root / pk.file)
+        if text is None:
+            continue
+        for k in scan_source(
+            text.encode("utf-8", "surrogateescape"), str(program.root / pk.file), "cuda"
+        ).kernels:
+            if k.name == pk.name and k.template_params:
+                signatures[k.name] = (tuple(k.template_params), tuple(p.type for p in k.params))
+    out = []
+    for la in launches:
+        base = la.kernel.split("<", 1)[0].strip()
+        found = signatures.get(base) or signatures.get(base.rsplit("::", 1)[-1])
+        out.append(replace(la, kernel=replaying.instance_name(la, *found)) if found else la)
+    return out
+
+
 def variant_name(variant: Variant) -> str:
     return "original" if variant.provenance == "original" else variant.target
 
@@ -88,7 +113,8 @@ def _row_from(doc: Mapping[str, Any], key: str) -> KernelReplay:
     return KernelReplay(
         str(doc.get("variant", "")), str(doc.get("device", "")), str(doc.get("status", "")),
         str(doc.get("reason", "")), int(doc.get("launches") or 0), int(doc.get("held_back") or 0),
-        tuple(doc.get("checks") or ()), int(doc.get("wavefront") or 0), key, True,
+        tuple(doc.get("checks") or ()), wavefront=int(doc.get("wavefront") or 0),
+        instance=str(doc.get("instance") or ""), key=key, resumed=True,
     )  # fmt: skip
 
 
@@ -130,8 +156,6 @@ class _Variants:
     ) -> tuple[Variant, CompileOptions, tuple[str, ...]] | str:
         """The port's variant, how to build it, and what it needs of a device (its launch mapping's
         ``requires``; a single-source port needs nothing beyond its target)."""
-        from porter.workflows.program import _mirrored_dirs
-
         dialect = get_dialect(target)
         known = self.entries.get(target, {})
         entry_file = known.get(name) or known.get(pk.name)
@@ -145,7 +169,7 @@ class _Variants:
             text = _text(dest)
             if text is None:
                 return f"the {target} port has no {pk.file}"
-            dirs = _mirrored_dirs(self.program, self.out / target, dest)
+            dirs = self.program.mirrored_dirs(self.out / target, dest)
             if "<" in name and "<" not in entry:
                 entry = name
             variant = Variant(name, target, device_code(text), entry, "translate", str(dest))
@@ -199,19 +223,27 @@ def replay_program(
         old = previous.get(key) if key else None
         if old:
             say(f"{name}: {variant_name(variant)} replayed earlier with the same inputs; kept")
-            return [_row_from(d, key) for d in old]
+            return [replace(_row_from(d, key), instance=name) for d in old]
         verdicts = replaying.replay(variant, rep, devices, ValidateOptions(compile=copts, timeout_s=timeout))
         width = {d.label: d.facts.warp_size for d in devices}
         rows = [
-            replace(_verdict_row(variant_name(variant), v, rep), key=key, wavefront=width.get(v.device, 0))
+            replace(
+                _verdict_row(variant_name(variant), v, rep),
+                key=key,
+                wavefront=width.get(v.device, 0),
+                instance=name,
+            )
             for v in verdicts
         ]
         save()
         return rows
 
     kernels = {k.name: k for k in report.kernels}
+    launches = _resolved(launches, program, kernels)
     variants = _Variants(program, out, entries)
     grouped = capture.by_kernel(launches)
+    for k in report.kernels:
+        k.replays = []
     for n, (name, las) in enumerate(grouped.items(), 1):
         base = name.split("<", 1)[0].strip()
         pk = kernels.get(base) or kernels.get(base.rsplit("::", 1)[-1])
@@ -220,10 +252,9 @@ def replay_program(
             continue
         say(f"replaying {name} ({len(las)} captured launch(es)): {n}/{len(grouped)}")
         rep = replaying.build(name, las)
-        pk.replays = []
         original = variants.original(pk, name)
         if isinstance(original, str):
-            pk.replays.append(KernelReplay("original", "", "not-replayable", original))
+            pk.replays.append(KernelReplay("original", "", "not-replayable", original, instance=name))
             continue
         variant, copts = original
         rows = judged(variant, copts, run_devices("cuda"), rep, name)
@@ -237,12 +268,12 @@ def replay_program(
             else:
                 why = f"the original kernel's replay does not reproduce the captured run: {first.reason}"
             for target in report.targets:
-                pk.replays.append(KernelReplay(target, "", "not-replayable", why))
+                pk.replays.append(KernelReplay(target, "", "not-replayable", why, instance=name))
             continue
         for target in report.targets:
             made = variants.port(target, pk, name)
             if isinstance(made, str):
-                pk.replays.append(KernelReplay(target, "", "not-replayable", made))
+                pk.replays.append(KernelReplay(target, "", "not-replayable", made, instance=name))
                 continue
             variant, copts, requires = made
             # every device of the target, and its other wavefront widths where emulated (HIP: 64 lanes)

@@ -120,6 +120,27 @@ def test_with_two_runs_every_kernel_is_replayed_from_the_capture_on_every_cpu_de
     assert rows and all(row["resumed"] for row in rows)
 
 
+def test_every_instantiation_of_a_template_kernel_is_replayed_under_its_own_name(tmp_path: Path) -> None:
+    # samples/cuda/templated.cu launches axpby<T> inside run_axpby<float> and run_axpby<double>
+    for name in ("templated.cu", "common.cuh"):
+        shutil.copy(ROOT / "samples" / "cuda" / name, tmp_path / name)
+    out = tmp_path / "out"
+    r = porter(
+        "port", str(tmp_path / "templated.cu"), "--to", "hip", "--out", str(out), "--toolchains", "cpu-runtime",
+        "--run", "",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr + r.stdout
+    doc = json.loads((out / "report.json").read_text())
+    rows = {
+        (row["instance"], row["variant"], row["wavefront"]): row
+        for k in doc["kernels"]
+        for row in k["replays"]
+    }
+    for instance in ("axpby<float>", "axpby<double>", "block_sum<256>", "block_sum<128>"):
+        for variant, lanes in (("original", 32), ("hip", 32), ("hip", 64)):
+            assert rows[(instance, variant, lanes)]["status"] == "validated", (instance, variant, lanes, rows)
+
+
 def test_porter_capture_writes_the_documented_folder(tmp_path: Path) -> None:
     src = tmp_path / "smooth"
     shutil.copytree(SMOOTH, src)

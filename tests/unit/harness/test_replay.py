@@ -160,3 +160,21 @@ def test_the_hip_port_passes_and_planted_defects_are_rejected(smooth) -> None:
     assert writes != header
     mutated = _judge(Variant("box_smooth", "hip", _hip(writes), "box_smooth", "user"), rep, include)
     assert mutated.status is Status.FAILED and "inputs-unchanged" in mutated.reason, mutated.reason
+
+
+def test_a_launch_written_with_a_host_templates_parameter_is_named_by_the_instance_it_ran() -> None:
+    def launch(name: str, *args: capture.Arg) -> capture.Launch:
+        return capture.Launch(name, 1, 1, (1, 1, 1), (32, 1, 1), 0, None, args, (), 0)
+
+    n = capture.Arg(0, "int", "scalar", "int32", hex="10000000")
+    a = capture.Arg(1, "double", "scalar", "float64", hex="0" * 16)
+    x = capture.Arg(
+        2, "const double*", "pointer", "float64", element="const double", element_bytes=8, const=True
+    )
+    params = ("int", "T", "const T*", "T", "T*")
+    assert replay.instance_name(launch("axpby<T>", n, a, x), ("typename T",), params) == "axpby<double>"
+    assert replay.instance_name(launch("axpby<float>", n, a, x), ("typename T",), params) == "axpby<float>"
+    assert replay.instance_name(launch("axpby", n, a, x), ("typename T",), params) == "axpby"
+    # a non-type parameter cannot be deduced from the arguments: the name stays as captured
+    assert replay.instance_name(launch("tile<B>", n), ("int B",), ("int",)) == "tile<B>"
+    assert replay.instance_name(launch("tile<256>", n), ("int B",), ("int",)) == "tile<256>"

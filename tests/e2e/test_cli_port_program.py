@@ -141,6 +141,30 @@ def test_every_instantiation_of_a_template_kernel_is_replayed_under_its_own_name
             assert rows[(instance, variant, lanes)]["status"] == "validated", (instance, variant, lanes, rows)
 
 
+def test_a_kernel_sized_from_argv_is_validated_from_the_programs_run(tmp_path: Path) -> None:
+    src = tmp_path / "main.cu"
+    shutil.copy(ROOT / "tests" / "fixtures" / "programs" / "argv_size" / "main.cu", src)
+    out = tmp_path / "out"
+    r = porter(
+        "port",
+        str(src),
+        "--to",
+        "hip",
+        "--out",
+        str(out),
+        "--toolchains",
+        "cpu-runtime",
+        "--run",
+        "./main 300",
+    )
+    assert r.returncode == 0, r.stderr + r.stdout
+    rows = [row for k in json.loads((out / "report.json").read_text())["kernels"] for row in k["replays"]]
+    assert {(row["variant"], row["wavefront"], row["status"]) for row in rows} == {
+        ("original", 32, "validated"), ("hip", 32, "validated"), ("hip", 64, "validated"),
+    }  # fmt: skip
+    assert all(row["launches"] == 1 for row in rows)
+
+
 def test_porter_capture_writes_the_documented_folder(tmp_path: Path) -> None:
     src = tmp_path / "smooth"
     shutil.copytree(SMOOTH, src)

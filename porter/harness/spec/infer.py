@@ -461,7 +461,7 @@ def infer_spec(
         snippet = spec_snippet(_skeleton(k), missing=True, name=kernel)
         raise PorterError(
             f"cannot infer how to run {kernel}: the file never launches it (no <<<>>> or cudaLaunchKernel "
-            f"site); write {Path(scan.path).name}{SPEC_SUFFIX}:\n{snippet}",
+            f"site){_run_hint(scan)}; or write {Path(scan.path).name}{SPEC_SUFFIX}:\n{snippet}",
             path=scan.path,
             line=k.line,
         )
@@ -497,8 +497,8 @@ def infer_spec(
         snippet = spec_snippet(_skeleton(k), missing=True, name=kernel)
         raise PorterError(
             f"cannot infer how to run {kernel}: no launch of {base} with template arguments "
-            f"<{', '.join(wanted or ())}> (launched as {', '.join(seen_args) or 'none'}); write "
-            f"{Path(scan.path).name}{SPEC_SUFFIX} next to the source:\n{snippet}",
+            f"<{', '.join(wanted or ())}> (launched as {', '.join(seen_args) or 'none'}){_run_hint(scan)}; or "
+            f"write {Path(scan.path).name}{SPEC_SUFFIX} next to the source:\n{snippet}",
             path=scan.path,
             line=launches[0].line,
         )
@@ -507,12 +507,25 @@ def infer_spec(
         partial = spec or _skeleton(k)
         snippet = spec_snippet(partial, missing=True, name=kernel)
         raise PorterError(
-            f"cannot infer how to run {kernel}: {'; '.join(inf.missing)}. Write "
+            f"cannot infer how to run {kernel}: {'; '.join(inf.missing)}{_run_hint(scan)}; or write "
             f"{Path(scan.path).name}{SPEC_SUFFIX} next to the source:\n{snippet}",
             path=scan.path,
             line=launch.line,
         )
     return spec
+
+
+def _run_hint(scan: FileScan) -> str:
+    """What settles it without a spec: the program's own run, when the file has a main()."""
+    from porter.backends.programs import defines_main
+
+    if not defines_main(_source_text(scan)):
+        return ""
+    name = Path(scan.path).name
+    return (
+        f'. Give the program\'s run instead (porter port {name} --run "./{Path(name).stem} ARGS"): '
+        "its launches are captured and every kernel is replayed from them"
+    )
 
 
 _MAX_HELPER_DEPTH = 4  # host functions followed outward from a launch

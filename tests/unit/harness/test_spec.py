@@ -297,3 +297,14 @@ def test_element_types_behind_typedefs_using_and_defines_are_resolved(tmp_path):
     )
     spec = infer_spec(scan_file(str(src)), "k")
     assert [(a.name, a.dtype) for a in spec.args] == [("a", "float32"), ("b", "float64"), ("n", "int32")]
+
+
+def test_a_size_from_argv_says_which_run_would_settle_it():
+    from porter.scan import scan_file
+
+    path = ROOT / "tests" / "fixtures" / "programs" / "argv_size" / "main.cu"
+    with pytest.raises(PorterError) as err:
+        infer_spec(scan_file(str(path)), "bump")
+    text = str(err.value)
+    assert "no host value for n" in text
+    assert 'porter port main.cu --run "./main ARGS"' in text and "replayed" in text

@@ -87,6 +87,35 @@ def warp_size_for(arch: str | None, defines: Sequence[str] = ()) -> int:
     return int(_dialect().default_warp_size or 32)
 
 
+def _rewritten_headers(source: str, include_dirs: Sequence[str], into: Path) -> Path | None:
+    """Rewritten copies of the headers `source` reaches in `include_dirs` that declare ``__shared__``
+    memory (a helper's ``extern __shared__ T s[];`` in a header, as the source's own are rewritten),
+    laid out under `into` as they lie under their include folder; `into` goes first on the include
+    path.  None when no header needs it."""
+    from porter.includes import reachable
+
+    if not include_dirs:
+        return None
+    roots = [Path(d).resolve() for d in include_dirs]
+    wrote = False
+    for path, data in list(reachable([("", source.encode("utf-8", "surrogateescape"))], include_dirs))[1:]:
+        if b"__shared__" not in data:
+            continue
+        text = data.decode("utf-8", "surrogateescape")
+        rewritten = src_mod.rewrite_shared(text)
+        if rewritten == text:
+            continue
+        where = Path(path).resolve()
+        root = next((r for r in roots if where.is_relative_to(r)), None)
+        if root is None:
+            continue
+        dest = into / where.relative_to(root)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(rewritten, encoding="utf-8", errors="surrogateescape")
+        wrote = True
+    return into if wrote else None
+
+
 def asan_environment() -> dict[str, str]:
     """Environment a child process needs to run binaries compiled with CompileOptions(debug=True)."""
     compiler = str(_dialect().compiler["command"])
@@ -392,6 +421,7 @@ class CpuBackend(BackendBase):
             tmpdir = Path(tmp)
             inc = tmpdir / "include"
             self._write_headers(inc)
+            shadow = _rewritten_headers(source, options.include_dirs, tmpdir / "rewritten")
             unit = tmpdir / "porter_unit.cpp"
             unit.write_text(
                 src_mod.translation_unit(
@@ -406,6 +436,7 @@ class CpuBackend(BackendBase):
                 *flags,
                 *defines,
                 f"-I{inc}",
+                *([f"-I{shadow}"] if shadow else []),
                 *[f"-I{d}" for d in options.include_dirs],
                 *options.flags,
                 str(unit),

@@ -778,3 +778,22 @@ def test_a_shuffle_after_some_lanes_exited_has_one_rule_for_every_spelling(be: C
             prog(x, np.int32(n), grid=(1,), block=(block,))
             got[name] = be.to_host(x, np.float32, (block,))
         np.testing.assert_array_equal(got["cuda"], got["hip"], err_msg=f"block {block}, n {n}")
+
+
+def test_shared_memory_declared_in_an_included_header_is_rewritten_too(be: CpuBackend, tmp_path) -> None:
+    (tmp_path / "smem.cuh").write_text(
+        "template <class T> struct Dyn { __device__ T* get() { extern __shared__ T buf[]; return buf; } };\n"
+    )
+    source = (
+        '#include "smem.cuh"\n'
+        "__global__ void rev(float* x) {\n"
+        "    float* s = Dyn<float>().get();\n"
+        "    s[threadIdx.x] = x[threadIdx.x];\n    __syncthreads();\n"
+        "    x[threadIdx.x] = s[blockDim.x - 1 - threadIdx.x];\n}\n"
+    )
+    device = be.devices()[0]
+    prog = be.load(be.compile(source, "rev", CompileOptions(include_dirs=(str(tmp_path),)), device), device)
+    x = be.to_device(np.arange(8, dtype=np.float32))
+    prog(x, grid=(1,), block=(8,), shared_bytes=8 * 4)
+    assert be.to_host(x, np.float32, (8,)).tolist() == list(range(7, -1, -1))
+    assert (tmp_path / "smem.cuh").read_text().count("extern __shared__") == 1  # the user's file untouched

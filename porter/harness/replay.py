@@ -160,8 +160,12 @@ def _size_key(la: Launch) -> tuple[int, ...]:
     )
 
 
-def build(kernel: str, launches: Sequence[Launch]) -> Replay:
-    """The replay of `kernel` from its captured `launches` (every run's, in run order)."""
+def build(kernel: str, launches: Sequence[Launch], atomics: Sequence[str] = ()) -> Replay:
+    """The replay of `kernel` from its captured `launches` (every run's, in run order).  ``atomics``:
+    the atomic functions the kernel calls (its scan's); float atomics make the comparison order-aware
+    (outputs may round differently between runs, as the spec's ``float_atomics``)."""
+    from porter.harness.spec.infer import FLOAT_ATOMICS
+
     left: list[str] = []
     usable: list[Launch] = []
     for la in launches:
@@ -248,6 +252,8 @@ def build(kernel: str, launches: Sequence[Launch]) -> Replay:
         sizes=tuple(sizes),
         hidden_sizes=tuple(hidden_sizes),
         source="capture",
+        float_atomics=bool(set(atomics) & FLOAT_ATOMICS)
+        and any(a.role is Role.INOUT and np.dtype(a.dtype).kind == "f" for a in args),
         notes=(f"from {len(pairs)} captured launch(es)",),
         constants=constants,
     )

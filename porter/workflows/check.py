@@ -54,7 +54,7 @@ def _read(path: str) -> str:
     return read_text(path)  # UsageError: missing, not a regular file, too large, not UTF-8
 
 
-def _replay_of(capture_dir: str, name: str, base: str) -> Any:
+def _replay_of(capture_dir: str, name: str, base: str, atomics: Sequence[str] = ()) -> Any:
     """The replay of kernel `name` from the capture folder; UsageError when it holds none of it or
     none of its launches can be replayed."""
     from porter import capture
@@ -68,7 +68,7 @@ def _replay_of(capture_dir: str, name: str, base: str) -> Any:
         raise UsageError(
             f"the capture has no launch of {name} (it has {', '.join(launches) or 'none'})", path=capture_dir
         )
-    rep = build(found[0].kernel, found)
+    rep = build(found[0].kernel, found, atomics)
     if rep.spec is None:
         raise UsageError(
             f"the capture's launches of {name} cannot be replayed: {rep.problem}", path=capture_dir
@@ -121,7 +121,8 @@ def run_check(
     base, instance_args = split_instance(name)
     if base not in variant_text:
         raise UsageError(f"the variant has no kernel named {base!r} (use --kernel)", path=variant_path)
-    replayed = _replay_of(capture_dir, name, base) if capture_dir is not None else None
+    atomics = next((tuple(k.atomics) for k in plan.scan.kernels if k.name == base), ())
+    replayed = _replay_of(capture_dir, name, base, atomics) if capture_dir is not None else None
     spec = replayed.spec if replayed is not None and replayed.spec is not None else plan.spec(name)
     spec_file = find_spec_file(original_path) if replayed is None else None
     original = plan.original(base, "alone")

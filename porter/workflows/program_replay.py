@@ -62,28 +62,34 @@ def _text(path: Path) -> str | None:
         return None
 
 
-def _resolved(
-    launches: Sequence[capture.Launch], program: Program, kernels: Mapping[str, ProgramKernel]
-) -> list[capture.Launch]:
-    """The launches, each named by the kernel instance it ran (``axpby<T>`` written in a host template
-    becomes ``axpby<float>``, deduced from the captured argument types)."""
+def _scanned(program: Program, kernels: Mapping[str, ProgramKernel]) -> dict[str, Any]:
+    """The scan of each kernel porter found, by name (template parameters, parameter types, atomics)."""
     from porter.scan import scan_source
 
-    signatures: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    found: dict[str, Any] = {}
     for pk in kernels.values():
         text = _text(program.root / pk.file)
         if text is None:
             continue
-        for k in scan_source(
-            text.encode("utf-8", "surrogateescape"), str(program.root / pk.file), "cuda"
-        ).kernels:
-            if k.name == pk.name and k.template_params:
-                signatures[k.name] = (tuple(k.template_params), tuple(p.type for p in k.params))
+        path = str(program.root / pk.file)
+        for k in scan_source(text.encode("utf-8", "surrogateescape"), path, "cuda").kernels:
+            if k.name == pk.name:
+                found[k.name] = k
+    return found
+
+
+def _resolved(launches: Sequence[capture.Launch], scanned: Mapping[str, Any]) -> list[capture.Launch]:
+    """The launches, each named by the kernel instance it ran (``axpby<T>`` written in a host template
+    becomes ``axpby<float>``, deduced from the captured argument types)."""
     out = []
     for la in launches:
         base = la.kernel.split("<", 1)[0].strip()
-        found = signatures.get(base) or signatures.get(base.rsplit("::", 1)[-1])
-        out.append(replace(la, kernel=replaying.instance_name(la, *found)) if found else la)
+        k = scanned.get(base) or scanned.get(base.rsplit("::", 1)[-1])
+        if k is not None and k.template_params:
+            la = replace(
+                la, kernel=replaying.instance_name(la, k.template_params, [p.type for p in k.params])
+            )
+        out.append(la)
     return out
 
 
@@ -239,7 +245,8 @@ def replay_program(
         return rows
 
     kernels = {k.name: k for k in report.kernels}
-    launches = _resolved(launches, program, kernels)
+    scanned = _scanned(program, kernels)
+    launches = _resolved(launches, scanned)
     variants = _Variants(program, out, entries)
     grouped = capture.by_kernel(launches)
     for k in report.kernels:
@@ -251,7 +258,8 @@ def replay_program(
             report.notes.append(f"captured launches of {name}: not a kernel porter found in the program")
             continue
         say(f"replaying {name} ({len(las)} captured launch(es)): {n}/{len(grouped)}")
-        rep = replaying.build(name, las)
+        k_scan = scanned.get(pk.name)
+        rep = replaying.build(name, las, atomics=tuple(k_scan.atomics) if k_scan is not None else ())
         original = variants.original(pk, name)
         if isinstance(original, str):
             pk.replays.append(KernelReplay("original", "", "not-replayable", original, instance=name))

@@ -34,7 +34,7 @@ from porter.scan.reads import pointers_read
 _QUALIFIERS = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict|struct|__global|global)\b|[*&]")
 _CAST_PREFIX = re.compile(r"^\(\s*[\w\s:]+\**\s*\)\s*")
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
-_FLOAT_ATOMICS = frozenset(
+FLOAT_ATOMICS = frozenset(  # atomics that add floats: the result rounds by arrival order
     {"atomicAdd", "atomicAdd_block", "atomicAdd_system", "atomicSub", "unsafeAtomicAdd"}
 )
 
@@ -699,7 +699,7 @@ def _infer_at(inf: _Inference, launch: LaunchSite, target_elements: int) -> Kern
         block=tuple(block),
         shared_bytes=shared,
         template_args=template_args,
-        float_atomics=bool(set(k.atomics) & _FLOAT_ATOMICS)
+        float_atomics=bool(set(k.atomics) & FLOAT_ATOMICS)
         and any(a.role in (Role.OUT, Role.INOUT) and np.dtype(a.dtype).kind == "f" for a in args),
         source="inferred",
         notes=(f"inferred from the launch at {inf.where(launch.line)}",)

@@ -101,6 +101,19 @@ def test_a_kernel_reading_a_constant_table_is_replayed_with_the_programs_values(
     assert "writes the __device__ variable hits" in replay.build("count", tour["count"]).problem
 
 
+def test_a_float_atomic_sum_is_compared_with_an_order_aware_tolerance(tour) -> None:
+    rep = replay.build("total", tour["total"], atomics=("atomicAdd",))
+    assert rep.spec is not None and rep.spec.float_atomics
+    assert not replay.build("total", tour["total"]).spec.float_atomics  # no atomics named: exact
+    source = (TOUR / "main.cu").read_text()
+    verdict = _judge(Variant("total", "cuda", device_code(source), "total", "original"), rep)
+    assert verdict.status is Status.VALIDATED, verdict.reason
+    doubled = source.replace("atomicAdd(sum, x[i])", "atomicAdd(sum, 2.0f * x[i])")
+    assert (
+        _judge(Variant("total", "cuda", device_code(doubled), "total", "user"), rep).status is Status.FAILED
+    )
+
+
 def test_launches_that_cannot_be_replayed_say_why(tour) -> None:
     assert "holds a device pointer" in replay.build("touch", tour["touch"]).problem
     assert "point into one allocation" in replay.build("accumulate", tour["accumulate"]).problem

@@ -166,7 +166,12 @@ class _Variants:
         known = self.entries.get(target, {})
         entry_file = known.get(name) or known.get(pk.name)
         if entry_file is None:
-            return f"the {target} port has no translation of {pk.name}"
+            said = pk.targets.get(target, "")
+            return (
+                f"the {target} port: {said}"
+                if said.startswith("untranslatable")
+                else (f"the {target} port has no translation of {pk.name}")
+            )
         entry, rel = entry_file
         if dialect.single_source:
             from porter.scan.extract import device_code

@@ -92,6 +92,7 @@ class Launch:
     status: int  # the launch's error code (0: it ran)
     symbols: tuple[SymbolValue, ...] = ()
     skipped: str = ""  # why its arrays were not captured
+    written: str = ""  # the launch's own text for the kernel, when the kernel's symbol named it otherwise
     run: int = 1  # which --run of the capture (1-based)
     folder: str = ""  # the capture folder holding its arrays
 
@@ -194,6 +195,7 @@ def _launch(doc: Mapping[str, Any], run: int, folder: str) -> Launch:
             for y in doc.get("symbols") or ()
         ),
         skipped=str(doc.get("skipped") or ""),
+        written=str(doc.get("written") or ""),
         run=run,
         folder=folder,
     )

@@ -18,6 +18,8 @@
 #ifndef PORTER_CAPTURE_H
 #define PORTER_CAPTURE_H
 
+#include <cxxabi.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -236,15 +238,42 @@ inline void snapshot(const Capture& cap, const char* when) {
     }
 }
 
-// Begin capturing a launch of `what` (nullptr: this launch is not captured).
+// The kernel a function pointer names, from the executable's symbols (linked with -rdynamic):
+// "transposeNaive" for a launch through a pointer variable, "axpby<float>" for axpby<T> written in a
+// host template.  "" when the symbol is not exported (a static or anonymous-namespace kernel).
+inline std::string kernel_symbol(const void* fn) {
+    if (fn == nullptr) return "";
+    Dl_info info;
+    if (dladdr(fn, &info) == 0 || info.dli_sname == nullptr || info.dli_saddr != fn) return "";
+    int status = 0;
+    char* plain = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status);
+    std::string name = status == 0 && plain ? plain : info.dli_sname;
+    free(plain);
+    size_t depth = 0, end = name.size();
+    for (size_t i = 0; i < name.size(); ++i) {  // the name ends at the parameter list's '('
+        char ch = name[i];
+        if (ch == '<') ++depth;
+        else if (ch == '>' && depth) --depth;
+        else if (ch == '(' && depth == 0) { end = i; break; }
+    }
+    name = name.substr(0, end);
+    if (name.rfind("void ", 0) == 0) name = name.substr(5);  // a function template's return type
+    return name;
+}
+
+// Begin capturing a launch of `what` (nullptr: this launch is not captured).  `fn`: the kernel's
+// address, when the launch has it: its symbol names the kernel (the launch's text may be a pointer
+// variable or a host template's parameter), the text is kept as "written".
 template <class Tuple>
 inline Capture* capture_begin(const char* what, const dim3& g, const dim3& b, size_t shared, const void* stream,
-                              const Tuple& args) {
+                              const Tuple& args, const void* fn = nullptr) {
     const CaptureSettings* s = capture_settings();
     if (s == nullptr) return nullptr;
     std::lock_guard<std::recursive_mutex> guard(runtime_lock());
     ++g_capture_launch;
-    std::string name = what ? what : "a kernel";
+    std::string written = what ? what : "a kernel";
+    std::string symbol = kernel_symbol(fn);
+    std::string name = symbol.empty() ? written : symbol;
     auto& kernels = capture_kernels();
     size_t k = 0;
     while (k < kernels.size() && kernels[k].name != name) ++k;
@@ -266,7 +295,8 @@ inline Capture* capture_begin(const char* what, const dim3& g, const dim3& b, si
         int i = 0;
         (describe_arg(*cap, i++, a), ...);
     }, args);
-    std::string head = "{\"kernel\":" + json_string(name) + ",\"kernel_index\":" + std::to_string(k) +
+    std::string head = "{\"kernel\":" + json_string(name) + ",\"written\":" + json_string(written) +
+                       ",\"kernel_index\":" + std::to_string(k) +
                        ",\"launch\":" + std::to_string(n) + ",\"sequence\":" + std::to_string(g_capture_launch) +
                        ",\"grid\":[" + std::to_string(g.x) + "," + std::to_string(g.y) + "," + std::to_string(g.z) +
                        "],\"block\":[" + std::to_string(b.x) + "," + std::to_string(b.y) + "," +

@@ -243,7 +243,7 @@ template <class... P>
 inline cudaError_t launch_kernel(void (*kernel)(P...), const Config& c, std::tuple<typename ParamOf<P>::type...> args,
                                  const char* what = "a kernel") {
     TupleCall<P...> call{kernel, &args};
-    Capture* cap = capture_begin(what, c.grid, c.block, c.shared, c.stream, args);
+    Capture* cap = capture_begin(what, c.grid, c.block, c.shared, c.stream, args, (const void*)kernel);
     cudaError_t e = launch_checked(&TupleCall<P...>::run, &call, c, what);
     capture_end(cap, (int)e);
     return e;

@@ -82,6 +82,11 @@ def test_the_programs_constant_and_device_variables_are_captured_with_every_laun
     assert count.symbol(j, "before") != count.symbol(j, "after")  # the counter the kernel bumps
 
 
+def test_a_launch_through_a_function_pointer_is_named_by_the_kernel_it_ran(tour: Path) -> None:
+    through = _launches(tour)[("shift", 2)]
+    assert through.written == "chosen" and through.args[0].offset == 0 and int(through.args[1].value()) == 32
+
+
 def test_what_cannot_be_followed_is_marked_not_guessed(tour: Path) -> None:
     got = _launches(tour)
     span = got[("touch", 1)].args[0]

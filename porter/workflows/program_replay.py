@@ -28,7 +28,7 @@ from porter.files import decode_text
 from porter.harness import replay as replaying
 from porter.harness.trial import ValidateOptions
 from porter.model import Status, Variant, Verdict
-from porter.program import Program
+from porter.program import SOURCE_SUFFIXES, Program
 from porter.results import KernelReplay, ProgramKernel, ProgramReport
 
 Progress = Callable[[str], None]
@@ -145,10 +145,25 @@ class _Variants:
     def __init__(self, program: Program, out: Path, entries: Mapping[str, Mapping[str, tuple[str, str]]]):
         self.program, self.out, self.entries = program, out, entries
 
+    def home(self, pk: ProgramKernel) -> str:
+        """The file whose device code is built to run the kernel: the file defining it, unless that is
+        a source file another unit includes (a unity build: myocyte's kernel.cu needs main.cu's types),
+        then the first unit that reaches it."""
+        from porter.includes import reachable
+
+        f = self.program.by_path(self.program.root / pk.file)
+        if f is None or f.kind == "source" or f.path.suffix not in SOURCE_SUFFIXES:
+            return pk.file
+        for unit in self.program.units:
+            found = reachable([(str(unit.path), None)], self.program.include_dirs, quoted_only=True)
+            if any(Path(p).resolve() == f.path.resolve() for p, _ in found):
+                return str(unit.rel)
+        return pk.file
+
     def original(self, pk: ProgramKernel, name: str) -> tuple[Variant, CompileOptions] | str:
         from porter.scan.extract import device_code
 
-        path = self.program.root / pk.file
+        path = self.program.root / self.home(pk)
         text = _text(path)
         if text is None:
             return f"cannot read {pk.file}"
@@ -176,10 +191,11 @@ class _Variants:
         if dialect.single_source:
             from porter.scan.extract import device_code
 
-            dest = self.out / target / pk.file
+            home = self.home(pk)
+            dest = self.out / target / home
             text = _text(dest)
             if text is None:
-                return f"the {target} port has no {pk.file}"
+                return f"the {target} port has no {home}"
             dirs = self.program.mirrored_dirs(self.out / target, dest)
             if "<" in name and "<" not in entry:
                 entry = name

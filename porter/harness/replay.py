@@ -62,7 +62,7 @@ def element_dtype(arg: Arg) -> tuple[str, bool]:
     """(NumPy dtype, exact) of a pointer's elements: the runtime's arithmetic name, a vector type's
     lane type (``float4``: float32) or a known spelling (``__half``); anything else is bytes."""
     if arg.dtype:
-        return arg.dtype, False
+        return _numeric(arg.dtype), False
     name = arg.element.replace("const ", "").replace("volatile ", "").strip()
     found = _ctypes().get(name)
     if found is not None:
@@ -105,6 +105,11 @@ def instance_name(la: Launch, template_params: Sequence[str], param_types: Seque
     return f"{base.strip()}<{', '.join(out)}>"
 
 
+def _numeric(dtype: str) -> str:
+    """The validator's name for a captured dtype: a C++ bool is one byte, compared exactly."""
+    return "uint8" if dtype == "bool" else dtype
+
+
 def _unreplayable(la: Launch) -> str:
     """Why `la` cannot be replayed ("" when it can)."""
     if la.status != 0:
@@ -135,7 +140,7 @@ def _unreplayable(la: Launch) -> str:
 
 def _symbol_dtype(element: str, dtype: str) -> str:
     if dtype:
-        return dtype
+        return _numeric(dtype)
     return _ctypes().get(element.replace("const ", "").strip(), "uint8")
 
 
@@ -201,7 +206,7 @@ def build(kernel: str, launches: Sequence[Launch], atomics: Sequence[str] = ()) 
             role = Role.INOUT if a.index in changed else Role.IN
             args.append(ArgSpec(f"arg{a.index}", dtype, role, shape=(f"n{a.index}",)))
         else:
-            args.append(ArgSpec(f"arg{a.index}", a.dtype, Role.SCALAR, value="0"))
+            args.append(ArgSpec(f"arg{a.index}", _numeric(a.dtype), Role.SCALAR, value="0"))
     # held back: the later runs' launches, or with one run the launches of other sizes than the first
     runs = {la.run for la, _ in pairs}
     base_run, base_size = pairs[0][0].run, _size_key(pairs[0][0])
@@ -232,7 +237,7 @@ def build(kernel: str, launches: Sequence[Launch], atomics: Sequence[str] = ()) 
                 values.append(before)
                 outs.append(after)
             else:
-                values.append(a.value())
+                values.append(np.dtype(_numeric(a.dtype)).type(a.value()))
         symbols: dict[str, np.ndarray] = {}
         for i, (y, c) in enumerate(zip(la.symbols, constants, strict=False)):
             raw = np.frombuffer(la.symbol(i, "before"), dtype=np.uint8)

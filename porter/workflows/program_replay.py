@@ -280,7 +280,12 @@ def replay_program(
             continue
         say(f"replaying {name} ({len(las)} captured launch(es)): {n}/{len(grouped)}")
         k_scan = scanned.get(pk.name)
-        rep = replaying.build(name, las, atomics=tuple(k_scan.atomics) if k_scan is not None else ())
+        try:
+            rep = replaying.build(name, las, atomics=tuple(k_scan.atomics) if k_scan is not None else ())
+        except (ValueError, KeyError, TypeError, OSError) as err:  # a capture porter cannot read: a record
+            rep = replaying.Replay(
+                name, None, problem=f"the capture cannot be read ({type(err).__name__}: {err})"
+            )
         original = variants.original(pk, name)
         if isinstance(original, str):
             pk.replays.append(KernelReplay("original", "", "not-replayable", original, instance=name))

@@ -191,3 +191,39 @@ def test_a_launch_written_with_a_host_templates_parameter_is_named_by_the_instan
     # a non-type parameter cannot be deduced from the arguments: the name stays as captured
     assert replay.instance_name(launch("tile<B>", n), ("int B",), ("int",)) == "tile<B>"
     assert replay.instance_name(launch("tile<256>", n), ("int B",), ("int",)) == "tile<256>"
+
+
+def test_a_bool_array_is_replayed_as_bytes(tmp_path: Path) -> None:
+    import json
+
+    import numpy as np
+
+    # a capture folder written by hand, as the format describes: one launch of set(bool* flags, int n)
+    folder = tmp_path / "cap"
+    (folder / "arrays").mkdir(parents=True)
+    (folder / "launches").mkdir()
+    before, after = np.zeros(64, dtype=np.uint8), (np.arange(64) % 3 == 0).astype(np.uint8)
+    (folder / "arrays" / "k0-1-a0-before.bin").write_bytes(before.tobytes())
+    (folder / "arrays" / "k0-1-a0-after.bin").write_bytes(after.tobytes())
+    record = {
+        "kernel": "set", "kernel_index": 0, "launch": 1, "sequence": 1, "grid": [1, 1, 1], "block": [64, 1, 1],
+        "shared_bytes": 0, "stream": None,
+        "args": [
+            {"index": 0, "ctype": "bool*", "kind": "pointer", "element": "bool", "element_bytes": 1,
+             "dtype": "bool", "const": False, "allocation": 0, "offset": 0},
+            {"index": 1, "ctype": "int", "kind": "scalar", "dtype": "int32", "bytes": 4, "hex": "40000000"},
+        ],
+        "allocations": [{"index": 0, "bytes": 64, "before": "arrays/k0-1-a0-before.bin",
+                         "after": "arrays/k0-1-a0-after.bin"}],
+        "status": 0,
+    }  # fmt: skip
+    (folder / "launches" / "k0-s0.json").write_text(json.dumps(record))
+    capture.finish(folder, "./prog", 1, 0)
+    rep = replay.build("set", capture.load(folder).launches)
+    assert rep.spec is not None and rep.spec.args[0].dtype == "uint8" and rep.spec.args[0].role is Role.INOUT
+    source = (
+        "__global__ void set(bool* flags, int n) { int i = threadIdx.x; if (i < n) flags[i] = i % 3 == 0; }\n"
+    )
+    assert _judge(Variant("set", "cuda", source, "set", "user"), rep).status is Status.VALIDATED
+    wrong = source.replace("i % 3 == 0", "i % 2 == 0")
+    assert _judge(Variant("set", "cuda", wrong, "set", "user"), rep).status is Status.FAILED

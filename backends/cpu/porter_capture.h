@@ -21,8 +21,7 @@
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <errno.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <sys/stat.h>  // (not <unistd.h>: a program may ship its own, as Rodinia's kmeans does)
 
 #include <string>
 #include <vector>
@@ -350,7 +349,7 @@ inline void capture_end(Capture* cap, int status) {
     std::string tmp = path + ".tmp";
     if (write_file(tmp, doc.data(), doc.size()) && rename(tmp.c_str(), path.c_str()) == 0) {
         std::vector<std::string>& old = slot_arrays()[cap->record];
-        for (const std::string& f : old) unlink(f.c_str());  // the launch this record replaced
+        for (const std::string& f : old) remove(f.c_str());  // the launch this record replaced
         old.clear();
         for (const char* kind : {"a", "s"})
             for (size_t i = 0; i < (kind[0] == 'a' ? cap->allocs.size() : cap->syms.size()); ++i)

@@ -674,3 +674,27 @@ def test_global_constant_and_device_variables_are_registered_for_the_capture() -
         "PORTER_REGISTER_SYMBOL(c_table, true);" in out and "PORTER_REGISTER_SYMBOL(counter, false);" in out
     )
     assert register_symbols("int main() { return 0; }\n") == "int main() { return 0; }\n"
+
+
+@compiles
+def test_a_program_shipping_its_own_unistd_h_builds_and_captures(tmp_path: Path) -> None:
+    # Rodinia's kmeans carries a Windows shim named unistd.h on its include path; porter's runtime must
+    # not pick it up in place of the system's
+    tree = write_program(
+        tmp_path / "prog",
+        {
+            "unistd.h": "#include <standards.h>  /* a shim for another system */\n",
+            "main.cu": "#include <cstdio>\n#include <cuda_runtime.h>\n"
+            "__global__ void one(int* x) { x[threadIdx.x] = 1; }\n"
+            "int main() { int* d; cudaMalloc(&d, 32 * sizeof(int)); one<<<1, 32>>>(d);\n"
+            '  int h[32]; cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost); printf("%d\\n", h[31]); return 0; }\n',
+        },
+    )
+    tc = get_backend("cpu").program_toolchains()[0]
+    src = ProgramSource(tree=tree, units=("main.cu",), include_dirs=(str(tree),), defines=(), language="cuda")
+    built = built_ok(tc.build(src, tmp_path / "out"))
+    exe = next(iter(built.executables.values()))
+    env = {"PORTER_CAPTURE_DIR": str(tmp_path / "cap")}
+    proc = subprocess.run([exe], capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env=env)
+    assert proc.returncode == 0 and proc.stdout.strip() == "1", proc.stderr
+    assert (tmp_path / "cap" / "launches" / "k0-s0.json").is_file()

@@ -243,14 +243,20 @@ def replay_program(
                 previous.setdefault(str(row["key"]), []).append(row)
 
     def judged(
-        variant: Variant, copts: CompileOptions, devices: Sequence[Device], rep: replaying.Replay, name: str
+        variant: Variant,
+        copts: CompileOptions,
+        devices: Sequence[Device],
+        replay_of: Callable[[], replaying.Replay],
+        name: str,
     ) -> list[KernelReplay]:
-        """The verdicts of `variant` on `devices`, reused from the previous report when its key matches."""
+        """The verdicts of `variant` on `devices`, reused from the previous report when its key matches
+        (then the capture's arrays are not even read: `replay_of` builds the replay on first need)."""
         key = _key(name, variant, copts, devices, run_keys)
         old = previous.get(key) if key else None
         if old:
             say(f"{name}: {variant_name(variant)} replayed earlier with the same inputs; kept")
             return [replace(_row_from(d, key), instance=name) for d in old]
+        rep = replay_of()
         verdicts = replaying.replay(variant, rep, devices, ValidateOptions(compile=copts, timeout_s=timeout))
         width = {d.label: d.facts.warp_size for d in devices}
         rows = [
@@ -280,18 +286,25 @@ def replay_program(
             continue
         say(f"replaying {name} ({len(las)} captured launch(es)): {n}/{len(grouped)}")
         k_scan = scanned.get(pk.name)
-        try:
-            rep = replaying.build(name, las, atomics=tuple(k_scan.atomics) if k_scan is not None else ())
-        except (ValueError, KeyError, TypeError, OSError) as err:  # a capture porter cannot read: a record
-            rep = replaying.Replay(
-                name, None, problem=f"the capture cannot be read ({type(err).__name__}: {err})"
-            )
+        atomics = tuple(k_scan.atomics) if k_scan is not None else ()
+        built: list[replaying.Replay] = []
+
+        def replay_of(name: str = name, las: list[capture.Launch] = las, atomics: tuple[str, ...] = atomics,
+                      built: list[replaying.Replay] = built) -> replaying.Replay:  # fmt: skip
+            if not built:
+                try:
+                    built.append(replaying.build(name, las, atomics=atomics))
+                except (ValueError, KeyError, TypeError, OSError) as err:  # a capture porter cannot read
+                    problem = f"the capture cannot be read ({type(err).__name__}: {err})"
+                    built.append(replaying.Replay(name, None, problem=problem))
+            return built[0]
+
         original = variants.original(pk, name)
         if isinstance(original, str):
             pk.replays.append(KernelReplay("original", "", "not-replayable", original, instance=name))
             continue
         variant, copts = original
-        rows = judged(variant, copts, run_devices("cuda"), rep, name)
+        rows = judged(variant, copts, run_devices("cuda"), replay_of, name)
         pk.replays += rows
         if not any(r.status == "validated" for r in rows):
             first = rows[0] if rows else None
@@ -316,7 +329,7 @@ def replay_program(
                 for d in [*run_devices(target), *wavefront_devices(target)]
                 if not lacking(target, d, requires)
             ]
-            pk.replays += judged(variant, copts, devices, rep, name)
+            pk.replays += judged(variant, copts, devices, replay_of, name)
 
 
 __all__ = ["replay_program"]

@@ -22,17 +22,15 @@ outputs within the per-dtype tolerance of what the original program left, the me
 
 from __future__ import annotations
 
-import functools
 import re
-import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from importlib import resources
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from porter.backends import Device
 from porter.capture import Arg, Launch
+from porter.harness.inputs import ctype_info
 from porter.harness.trial import Instance, ValidateOptions
 from porter.model import ArgSpec, KernelSpec, Role, Status, Variant, Verdict
 
@@ -47,27 +45,23 @@ class Replay:
     spec: KernelSpec | None
     instances: tuple[Instance, ...] = ()
     recorded: dict[str, list[np.ndarray]] = field(default_factory=dict)
-    used: tuple[Launch, ...] = ()
     left_out: tuple[str, ...] = ()  # launches not replayed, each with why
     problem: str = ""  # why nothing of this kernel can be replayed
 
 
-@functools.cache
-def _ctypes() -> dict[str, str]:
-    doc = tomllib.loads(resources.files("porter.harness").joinpath("dtypes.toml").read_text(encoding="utf-8"))
-    return {name: str(entry["dtype"]) for name, entry in doc["ctypes"].items()}
+def element_dtype(dtype: str, element: str) -> str:
+    """The NumPy dtype of a pointer's (or variable's) elements: the runtime's arithmetic name (a C++
+    bool is one byte), a vector type's lane type (``float4``: float32) or a known spelling
+    (``__half``); anything else is bytes (uint8, compared exactly)."""
+    if dtype:
+        return _numeric(dtype)
+    found = ctype_info(element.replace("const ", "").replace("volatile ", "").strip())
+    return found[0] if found is not None else "uint8"
 
 
-def element_dtype(arg: Arg) -> tuple[str, bool]:
-    """(NumPy dtype, exact) of a pointer's elements: the runtime's arithmetic name, a vector type's
-    lane type (``float4``: float32) or a known spelling (``__half``); anything else is bytes."""
-    if arg.dtype:
-        return _numeric(arg.dtype), False
-    name = arg.element.replace("const ", "").replace("volatile ", "").strip()
-    found = _ctypes().get(name)
-    if found is not None:
-        return found, False
-    return "uint8", True
+def _numeric(dtype: str) -> str:
+    """The validator's name for a captured dtype: a C++ bool is one byte, compared exactly."""
+    return "uint8" if dtype == "bool" else dtype
 
 
 def instance_name(la: Launch, template_params: Sequence[str], param_types: Sequence[str]) -> str:
@@ -75,7 +69,6 @@ def instance_name(la: Launch, template_params: Sequence[str], param_types: Seque
     (``axpby<T>`` inside ``template <class T> void run()``): the kernel's type parameters deduced from
     the captured argument types (``axpby<float>``).  The name as captured when nothing is left to
     deduce, or when a parameter cannot be (a non-type parameter)."""
-    from porter.harness.inputs import ctype_info
     from porter.harness.spec.infer import base_type
 
     base, sep, rest = la.kernel.partition("<")
@@ -105,11 +98,6 @@ def instance_name(la: Launch, template_params: Sequence[str], param_types: Seque
     return f"{base.strip()}<{', '.join(out)}>"
 
 
-def _numeric(dtype: str) -> str:
-    """The validator's name for a captured dtype: a C++ bool is one byte, compared exactly."""
-    return "uint8" if dtype == "bool" else dtype
-
-
 def _unreplayable(la: Launch) -> str:
     """Why `la` cannot be replayed ("" when it can)."""
     if la.status != 0:
@@ -124,7 +112,7 @@ def _unreplayable(la: Launch) -> str:
             if a.allocation in seen:
                 return f"arguments {seen[a.allocation]} and {a.index} point into one allocation"
             seen[a.allocation] = a.index
-            elem = element_dtype(a)[0]
+            elem = element_dtype(a.dtype, a.element)
             if (la.allocations[a.allocation].bytes - a.offset) < np.dtype(elem).itemsize:
                 return f"argument {a.index} points at the end of its allocation"
         elif a.kind == "value":
@@ -136,12 +124,6 @@ def _unreplayable(la: Launch) -> str:
         if not y.constant and la.symbol(i, "before") != la.symbol(i, "after"):
             return f"it writes the __device__ variable {y.name} (variables are not compared yet)"
     return ""
-
-
-def _symbol_dtype(element: str, dtype: str) -> str:
-    if dtype:
-        return _numeric(dtype)
-    return _ctypes().get(element.replace("const ", "").strip(), "uint8")
 
 
 def _arrays(la: Launch, a: Arg, dtype: str) -> tuple[np.ndarray, np.ndarray]:
@@ -187,7 +169,7 @@ def build(kernel: str, launches: Sequence[Launch], atomics: Sequence[str] = ()) 
              for la in usable if la.signature() != first.signature()]  # fmt: skip
     usable = same
     data = [
-        {a.index: _arrays(la, a, element_dtype(a)[0]) for a in la.args if a.kind == "pointer"}
+        {a.index: _arrays(la, a, element_dtype(a.dtype, a.element)) for a in la.args if a.kind == "pointer"}
         for la in usable
     ]
     informative = [any(not np.array_equal(b, a) for b, a in d.values()) for d in data]
@@ -202,7 +184,7 @@ def build(kernel: str, launches: Sequence[Launch], atomics: Sequence[str] = ()) 
     args: list[ArgSpec] = []
     for a in first.args:
         if a.kind == "pointer":
-            dtype = element_dtype(a)[0]  # bytes (uint8) compare exactly
+            dtype = element_dtype(a.dtype, a.element)
             role = Role.INOUT if a.index in changed else Role.IN
             args.append(ArgSpec(f"arg{a.index}", dtype, role, shape=(f"n{a.index}",)))
         else:
@@ -216,15 +198,12 @@ def build(kernel: str, launches: Sequence[Launch], atomics: Sequence[str] = ()) 
         hidden = [_size_key(la) != base_size for la, _ in pairs]
     sizes: list[dict[str, int]] = []
     hidden_sizes: list[dict[str, int]] = []
-    instances: list[Instance] = []
+    given: list[tuple[dict[str, int], str, list[np.ndarray | np.generic], dict[str, np.ndarray]]] = []
     recorded: dict[str, list[np.ndarray]] = {}
     # the program's __constant__ / __device__ variables: inputs of every launch, set in each module
     constants = tuple(
-        ArgSpec(y.name, _symbol_dtype(y.element, y.dtype), Role.IN, shape=(f"c_{y.name}",))
+        ArgSpec(y.name, element_dtype(y.dtype, y.element), Role.IN, shape=(f"c_{y.name}",))
         for y in first.symbols
-    )
-    probe = KernelSpec(
-        kernel, tuple(args), ("gx", "gy", "gz"), ("bx", "by", "bz"), "smem", constants=constants
     )
     for (la, d), held in zip(pairs, hidden, strict=True):
         size = dict(zip(GEOMETRY, (*la.grid, *la.block, la.shared_bytes), strict=True))
@@ -246,7 +225,7 @@ def build(kernel: str, launches: Sequence[Launch], atomics: Sequence[str] = ()) 
             size[f"c_{y.name}"] = symbols[y.name].size
         label = ("hidden launch" if held else "launch") + f" {la.launch} of run {la.run}"
         (hidden_sizes if held else sizes).append(size)
-        instances.append(Instance.given(probe, size, label, values, symbols))
+        given.append((size, label, values, symbols))
         recorded[label] = outs
     spec = KernelSpec(
         kernel,
@@ -262,11 +241,10 @@ def build(kernel: str, launches: Sequence[Launch], atomics: Sequence[str] = ()) 
         notes=(f"from {len(pairs)} captured launch(es)",),
         constants=constants,
     )
-    for inst in instances:
-        inst.spec = spec
+    instances = [Instance.given(spec, *g) for g in given]
     # visible launches first, then the held-back ones (the validator's order for hidden sizes)
     instances.sort(key=lambda inst: inst.label.startswith("hidden"))
-    return Replay(kernel, spec, tuple(instances), recorded, tuple(la for la, _ in pairs), tuple(left))
+    return Replay(kernel, spec, tuple(instances), recorded, tuple(left))
 
 
 def replay(
@@ -277,8 +255,6 @@ def replay(
 ) -> list[Verdict]:
     """One verdict per device: `variant` run from each captured launch of `rep`, compared with what
     the original left.  A kernel that cannot be replayed gets one failed verdict saying why."""
-    from dataclasses import replace
-
     from porter.harness.reference import Reference
     from porter.harness.validate import validate
 
@@ -316,9 +292,6 @@ def replay(
 def _for_variant(rep: Replay, variant: Variant) -> tuple[KernelSpec, tuple[Instance, ...]]:
     """The spec and instances with only the program variables `variant` has: those its source names,
     or takes as an added argument (OpenCL's __constant buffers)."""
-    import re
-    from dataclasses import replace
-
     assert rep.spec is not None
     wanted = {str(e.get("symbol")) for e in variant.extra_args if e.get("kind") == "constant"}
     keep = tuple(

@@ -15,6 +15,7 @@ Every verdict lands in the report's kernel (``kernels[].replays``); a failed one
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -93,6 +94,16 @@ def _resolved(launches: Sequence[capture.Launch], scanned: Mapping[str, Any]) ->
     return out
 
 
+def _replay(name: str, launches: Sequence[capture.Launch], atomics: Sequence[str]) -> replaying.Replay:
+    """The replay of `name`'s launches; a capture porter cannot read is its reason, never raised."""
+    try:
+        return replaying.build(name, launches, atomics=atomics)
+    except (ValueError, KeyError, TypeError, OSError) as err:
+        return replaying.Replay(
+            name, None, problem=f"the capture cannot be read ({type(err).__name__}: {err})"
+        )
+
+
 def variant_name(variant: Variant) -> str:
     return "original" if variant.provenance == "original" else variant.target
 
@@ -144,8 +155,14 @@ class _Variants:
 
     def __init__(self, program: Program, out: Path, entries: Mapping[str, Mapping[str, tuple[str, str]]]):
         self.program, self.out, self.entries = program, out, entries
+        self.homes: dict[str, str] = {}  # kernel file -> home (each unit's includes walked once)
 
     def home(self, pk: ProgramKernel) -> str:
+        if pk.file not in self.homes:
+            self.homes[pk.file] = self._home(pk)
+        return self.homes[pk.file]
+
+    def _home(self, pk: ProgramKernel) -> str:
         """The file whose device code is built to run the kernel: the file defining it, unless that is
         a source file another unit includes (a unity build: myocyte's kernel.cu needs main.cu's types),
         then the first unit that reaches it."""
@@ -167,7 +184,7 @@ class _Variants:
         text = _text(path)
         if text is None:
             return f"cannot read {pk.file}"
-        dirs = tuple(dict.fromkeys([str(path.parent), *self.program.include_dirs, str(self.program.root)]))
+        dirs = self.program.mirrored_dirs(self.program.root, path)  # the tree as it is: its own folders
         return Variant(name, "cuda", device_code(text), name, "original", str(path)), CompileOptions(
             include_dirs=dirs
         )
@@ -287,17 +304,7 @@ def replay_program(
         say(f"replaying {name} ({len(las)} captured launch(es)): {n}/{len(grouped)}")
         k_scan = scanned.get(pk.name)
         atomics = tuple(k_scan.atomics) if k_scan is not None else ()
-        built: list[replaying.Replay] = []
-
-        def replay_of(name: str = name, las: list[capture.Launch] = las, atomics: tuple[str, ...] = atomics,
-                      built: list[replaying.Replay] = built) -> replaying.Replay:  # fmt: skip
-            if not built:
-                try:
-                    built.append(replaying.build(name, las, atomics=atomics))
-                except (ValueError, KeyError, TypeError, OSError) as err:  # a capture porter cannot read
-                    problem = f"the capture cannot be read ({type(err).__name__}: {err})"
-                    built.append(replaying.Replay(name, None, problem=problem))
-            return built[0]
+        replay_of = functools.cache(functools.partial(_replay, name, las, atomics))  # on first need only
 
         original = variants.original(pk, name)
         if isinstance(original, str):

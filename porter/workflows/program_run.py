@@ -218,7 +218,6 @@ class _Runner:
         self.command = ""  # --build: the user's build command, run with porter's compiler drivers
         self.program, self.out, self.report, self.runs = program, out, report, list(runs)
         self.timeout, self.rule, self.say, self.skip = timeout, rule, say, list(skip)
-        self.capture = True  # the original's first run on a toolchain that can records its launches
         self.capture_limits = (DEFAULT_LAUNCHES, DEFAULT_MIB)  # launches kept per kernel, MiB per launch
         self.repeat = True  # the original run twice: what varies between its own runs is not compared
         self.outputs: dict[int, RunOutput] = {}  # id(RunResult) -> what that run printed and wrote
@@ -437,9 +436,8 @@ class _Runner:
             return base
         tree = self.program.root if build.variant == "original" else self.out / build.variant
         name = name or main.path.stem
-        capturing = (
-            self.capture and build.variant == "original" and not repeat and getattr(chain, "captures", False)
-        )
+        # the original's first run on a toolchain that can records its launches
+        capturing = build.variant == "original" and not repeat and getattr(chain, "captures", False)
         key = sha(
             "program-run", build.key, argv, name, str(run_folder(self.program, main)), self.timeout, repeat,
             capture_env(Path("capture"), *self.capture_limits) if capturing else None,

@@ -122,7 +122,8 @@ class _Porter:
         self.entries: dict[str, dict[str, tuple[str, str]]] = {}
         self.saved = ""  # report.json as last written
         self.facts: dict[Path, Facts] = {}  # what the scan of each original file said
-        self.recalled: dict[tuple[str, Path], Translation] = {}  # remembered translations
+        self.recalled: dict[tuple[str, Path], Translation | None] = {}  # remembered translations (None: none)
+        self.keys: dict[tuple[str, Path], str] = {}  # (target, file) -> its translation key
 
     def text(self, f: ProgramFile) -> str | None:
         """The file's text (None: binary or unreadable, copied as it is)."""
@@ -188,7 +189,7 @@ class _Porter:
         todo = []
         for f in files:
             text = self.text(f)
-            if text is not None and has_cuda(encode_text(text)) and not self._recall(target, f, text):
+            if text is not None and has_cuda(encode_text(text)) and self._recall(target, f, text) is None:
                 todo.append((f, text))
         if len(todo) < PARALLEL_MIN_FILES or self.jobs < 2:
             return
@@ -221,22 +222,27 @@ class _Porter:
                     )
 
     def _key(self, target: str, f: ProgramFile, text: str) -> str:
-        return translation_key(
-            target, encode_text(text), str(f.path), self.program.include_dirs, self.options.get(target)
-        )
+        """The file's translation key (it reads every header the file reaches: computed once)."""
+        if (target, f.path) not in self.keys:
+            self.keys[(target, f.path)] = translation_key(
+                target, encode_text(text), str(f.path), self.program.include_dirs, self.options.get(target)
+            )
+        return self.keys[(target, f.path)]
 
-    def _recall(self, target: str, f: ProgramFile, text: str) -> bool:
-        """Whether an earlier port translated this very file (same bytes, headers, options, porter)."""
+    def _recall(self, target: str, f: ProgramFile, text: str) -> Translation | None:
+        """The translation an earlier port made of this very file (same bytes, headers, options,
+        porter), or None; asked of the cache once per file."""
         if (target, f.path) not in self.recalled:
             found = recall(self._key(target, f, text))
-            if found is None:
-                return False
-            self.recalled[(target, f.path)], self.facts[f.path] = found
-        return True
+            self.recalled[(target, f.path)] = None if found is None else found[0]
+            if found is not None:
+                self.facts[f.path] = found[1]
+        return self.recalled[(target, f.path)]
 
     def _translate(self, target: str, f: ProgramFile, text: str) -> Translation | str:
-        if self._recall(target, f, text):
-            return self.recalled[(target, f.path)]
+        recalled = self._recall(target, f, text)
+        if recalled is not None:
+            return recalled
         done = self.pretranslated.pop((target, f.path), None)
         if done is None:
             done = _translate_job(

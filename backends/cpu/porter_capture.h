@@ -162,6 +162,7 @@ struct Capture {
     std::string json;  // the launch's arguments so far
     std::vector<CapturedAlloc> allocs;
     std::vector<CapturedAlloc> syms;  // the registered symbols, in registration order
+    std::vector<std::string> files;   // the array files written for it
     std::string stem;    // k<kernel>-<launch>: its array files
     std::string record;  // k<kernel>-s<slot>: its record
     std::string dir;
@@ -226,13 +227,20 @@ inline bool write_file(const std::string& path, const void* data, size_t n) {
     return fclose(f) == 0 && ok;
 }
 
-inline void snapshot(const Capture& cap, const char* when) {
+// The file of allocation (kind "a") or symbol ("s") `i` of a launch, before or after it, relative to
+// the capture folder: what the record names and what snapshot() writes.
+inline std::string array_name(const Capture& cap, const char* kind, size_t i, const char* when) {
+    return "arrays/" + cap.stem + "-" + kind + std::to_string(i) + "-" + when + ".bin";
+}
+
+inline void snapshot(Capture& cap, const char* when) {
     for (const char* kind : {"a", "s"}) {
         const std::vector<CapturedAlloc>& v = kind[0] == 'a' ? cap.allocs : cap.syms;
         for (size_t i = 0; i < v.size(); ++i) {
-            std::string path = cap.dir + "/arrays/" + cap.stem + "-" + kind + std::to_string(i) + "-" + when + ".bin";
+            std::string path = cap.dir + "/" + array_name(cap, kind, i, when);
             if (!write_file(path, (const void*)v[i].base, v[i].bytes))
                 fprintf(stderr, "porter cpu runtime: capture: cannot write %s: %s\n", path.c_str(), strerror(errno));
+            cap.files.push_back(path);
         }
     }
 }
@@ -306,12 +314,11 @@ inline Capture* capture_begin(const char* what, const dim3& g, const dim3& b, si
         const Symbol& y = symbols()[i];
         cap->syms.push_back({(uintptr_t)y.addr, y.bytes});
         cap->total += y.bytes;
-        std::string stem = "arrays/" + cap->stem + "-s" + std::to_string(i);
         syms += std::string(i ? "," : "") + "{\"name\":" + json_string(y.name) + ",\"element\":" +
                 json_string(y.element) + ",\"dtype\":" + json_string(y.dtype) +
                 ",\"element_bytes\":" + std::to_string(y.element_bytes) + ",\"bytes\":" + std::to_string(y.bytes) +
-                ",\"constant\":" + (y.constant ? "true" : "false") + ",\"before\":\"" + stem +
-                "-before.bin\",\"after\":\"" + stem + "-after.bin\"}";
+                ",\"constant\":" + (y.constant ? "true" : "false") + ",\"before\":\"" +
+                array_name(*cap, "s", i, "before") + "\",\"after\":\"" + array_name(*cap, "s", i, "after") + "\"}";
     }
     syms += "]";
     bool skipped = cap->total > s->max_bytes;
@@ -321,11 +328,11 @@ inline Capture* capture_begin(const char* what, const dim3& g, const dim3& b, si
     }
     std::string allocs = ",\"allocations\":[";
     for (size_t i = 0; i < cap->allocs.size(); ++i) {
-        std::string stem = "arrays/" + cap->stem + "-a" + std::to_string(i);
         allocs += std::string(i ? "," : "") + "{\"index\":" + std::to_string(i) +
                   ",\"bytes\":" + std::to_string(cap->allocs[i].bytes) +
                   (skipped ? std::string(",\"before\":null,\"after\":null")
-                           : ",\"before\":\"" + stem + "-before.bin\",\"after\":\"" + stem + "-after.bin\"") + "}";
+                           : ",\"before\":\"" + array_name(*cap, "a", i, "before") + "\",\"after\":\"" +
+                                 array_name(*cap, "a", i, "after") + "\"") + "}";
     }
     cap->json = head + ",\"args\":[" + cap->json + "]" + allocs + "]" + syms +
                 (skipped ? ",\"skipped\":\"its allocations exceed the capture limit (PORTER_CAPTURE_MIB)\"" : "");
@@ -350,12 +357,7 @@ inline void capture_end(Capture* cap, int status) {
     if (write_file(tmp, doc.data(), doc.size()) && rename(tmp.c_str(), path.c_str()) == 0) {
         std::vector<std::string>& old = slot_arrays()[cap->record];
         for (const std::string& f : old) remove(f.c_str());  // the launch this record replaced
-        old.clear();
-        for (const char* kind : {"a", "s"})
-            for (size_t i = 0; i < (kind[0] == 'a' ? cap->allocs.size() : cap->syms.size()); ++i)
-                for (const char* when : {"before", "after"})
-                    old.push_back(cap->dir + "/arrays/" + cap->stem + "-" + kind + std::to_string(i) + "-" + when +
-                                  ".bin");
+        old = cap->files;
     }
     delete cap;
 }

@@ -14,7 +14,7 @@ import os
 import re
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -46,6 +46,9 @@ class BuiltProgram:
     refused: bool = False  # a construct this toolchain cannot provide, found before building
     unavailable: bool = False  # this toolchain cannot do what was asked (a --build it cannot run)
     env: Mapping[str, str] = field(default_factory=dict)  # what running an executable needs
+    # whether its executables record their launches under porter.capture.capture_env (None: as the
+    # toolchain's ``captures`` says)
+    captures: bool | None = None
 
 
 class ProgramToolchain(Protocol):
@@ -93,7 +96,7 @@ BUILD_TIMEOUT_S = 600
 
 def defines_main(text: str) -> bool:
     """Whether a unit's text defines ``main`` (outside comments and strings)."""
-    from porter.backends.cpu.source import blank_comments_and_strings
+    from porter.backends.launches import blank_comments_and_strings
 
     return bool(_MAIN.search(blank_comments_and_strings(text)))
 
@@ -158,6 +161,15 @@ class DriverToolchain:
     # `--build "CMD"`: the variables naming this compiler for the user's build (("NVCC",); a HIP tree's
     # Makefile copied from CUDA still says $(NVCC): ("HIPCC", "NVCC")); empty: it cannot run one
     command_vars: tuple[str, ...] = ()
+    # the runtime's launch-capture header (backends/cuda/porter_capture_cuda.h): with one, a build is
+    # of an instrumented copy of the program (launches through porter's wrappers, global symbols
+    # registered; backends/launches.py) with the header force-included, so its runs can record their
+    # launches (docs/CAPTURE_FORMAT.md); None: the program is built as it is
+    capture_header: Path | None = None
+
+    @property
+    def captures(self) -> bool:
+        return self.capture_header is not None
 
     def languages(self) -> tuple[str, ...]:
         return (self.language,)
@@ -169,7 +181,13 @@ class DriverToolchain:
         return self.find_device()
 
     def toolchain_id(self) -> str:
-        return f"{self.name}: {self.version} [{' '.join((*self.flags, *self.device_flags))}]"
+        ident = f"{self.name}: {self.version} [{' '.join((*self.flags, *self.device_flags))}]"
+        if self.capture_header is not None:
+            import hashlib
+
+            headers = (self.capture_header, Path(__file__).parent / "porter_capture.h")
+            ident += " capture " + hashlib.sha256(b"".join(h.read_bytes() for h in headers)).hexdigest()[:10]
+        return ident
 
     def run_env(self) -> Mapping[str, str]:
         return dict(self.env)
@@ -217,10 +235,42 @@ class DriverToolchain:
                 False, chain, log=log, commands=(command,), reason=f"--build {command!r} made no executable"
             )
         return BuiltProgram(
-            True, chain, {str(p.relative_to(tree)): str(p) for p in made}, log, (command,), env=dict(self.env)
-        )
+            True, chain, {str(p.relative_to(tree)): str(p) for p in made}, log, (command,), env=dict(self.env),
+            captures=False,  # the user's own build: its launches are as written
+        )  # fmt: skip
 
     def build(self, source: ProgramSource, out: Path) -> BuiltProgram:
+        """The program built; with a capture header, from its instrumented copy first (a program that
+        builds only as it is is then built so, without capture, and the log says why)."""
+        if self.capture_header is None:
+            return self._build(source, out)
+        instrumented = self._instrumented(source, out / "capture")
+        built = self._build(instrumented, out, extra_flags=("-include", self.capture_header.name))
+        if built.ok:
+            return replace(built, captures=True)
+        plain = self._build(source, out)
+        note = f"the capturing build failed ({built.reason}); built as written, without capture\n"
+        return replace(plain, log=note + built.log + "\n" + plain.log, captures=False)
+
+    def _instrumented(self, source: ProgramSource, out: Path) -> ProgramSource:
+        """The program's instrumented copy under `out`, porter's capture headers in ``out/porter-include``."""
+        import shutil
+
+        from porter.backends.launches import instrumented_copy, register_symbols, rewrite_launches
+
+        assert self.capture_header is not None
+        tree, include_dirs, _texts = instrumented_copy(
+            source, out, lambda text, deduced: register_symbols(rewrite_launches(text, deduced))
+        )
+        inc = out / "porter-include"
+        inc.mkdir(parents=True, exist_ok=True)
+        for header in (self.capture_header, Path(__file__).parent / "porter_capture.h"):
+            shutil.copyfile(header, inc / header.name)
+        return replace(
+            source, tree=tree, include_dirs=(str(inc), *include_dirs), original_root=tree, files=source.files
+        )
+
+    def _build(self, source: ProgramSource, out: Path, extra_flags: Sequence[str] = ()) -> BuiltProgram:
         from porter.files import decode_text
         from porter.scan import has_cuda
 
@@ -246,7 +296,8 @@ class DriverToolchain:
                 path.suffix != ".c" and (self.all_device or has_cuda(data))
             )
             obj = obj_dir / (unit.replace(os.sep, "__") + ".o")
-            cmd = [self.compiler, *self.flags, *(self.device_flags if device else ()), *defines, *incs]
+            cmd = [self.compiler, *self.flags, *(self.device_flags if device else ()), *extra_flags, *defines]
+            cmd += incs
             cmd += ["-c", str(path), "-o", str(obj)]
             commands.append(" ".join(cmd))
             code, log = run_tool(cmd, path.parent, self.env)

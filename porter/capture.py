@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +95,7 @@ class Launch:
     written: str = ""  # the launch's own text for the kernel, when the kernel's symbol named it otherwise
     run: int = 1  # which --run of the capture (1-based)
     folder: str = ""  # the capture folder holding its arrays
+    device: str = ""  # the device the program ran on when it was captured (the manifest's)
 
     def array(self, alloc: int, when: str) -> bytes:
         """The bytes of allocation `alloc` before or after the launch."""
@@ -201,20 +202,24 @@ def _launch(doc: Mapping[str, Any], run: int, folder: str) -> Launch:
     )
 
 
-def _records(folder: Path, run: int) -> tuple[list[Launch], list[str]]:
+def _records(folder: Path, run: int, device: str = "") -> tuple[list[Launch], list[str]]:
     launches, problems = [], []
     for path in sorted((folder / "launches").glob("*.json")):
         try:
-            launches.append(_launch(json.loads(path.read_text(encoding="utf-8")), run, str(folder)))
+            launch = _launch(json.loads(path.read_text(encoding="utf-8")), run, str(folder))
+            launches.append(replace(launch, device=device) if device else launch)
         except (OSError, ValueError, KeyError, TypeError) as err:
             problems.append(f"{path}: damaged launch record ({type(err).__name__}: {err})")
     launches.sort(key=lambda la: la.sequence)
     return launches, problems
 
 
-def finish(folder: Path, command: str, run: int, exit_code: int | None, program: str = "") -> Capture:
-    """Write ``manifest.json`` for the run just captured into `folder` and drop unreferenced arrays."""
-    launches, problems = _records(folder, run)
+def finish(
+    folder: Path, command: str, run: int, exit_code: int | None, program: str = "", device: str = ""
+) -> Capture:
+    """Write ``manifest.json`` for the run just captured into `folder` (on `device`) and drop
+    unreferenced arrays."""
+    launches, problems = _records(folder, run, device)
     named = {n for la in launches for a in la.allocations for n in (a.before, a.after) if n}
     named |= {n for la in launches for y in la.symbols for n in (y.before, y.after)}
     for path in sorted((folder / "arrays").glob("*.bin")) if (folder / "arrays").is_dir() else ():
@@ -228,6 +233,7 @@ def finish(folder: Path, command: str, run: int, exit_code: int | None, program:
         "program": program,
         "command": command,
         "run": run,
+        "device": device,
         "exit_code": exit_code,
         "kernels": kernels,
         "launches": [f"launches/{p.name}" for p in sorted((folder / "launches").glob("*.json"))],
@@ -262,7 +268,7 @@ def load(folder: str | Path) -> Capture:
         if not isinstance(manifest, dict) or manifest.get("schema") != SCHEMA:
             raise UsageError(f"not a {SCHEMA} manifest", path=str(folder_ / MANIFEST))
         run = int(manifest.get("run") or n)
-        launches, problems = _records(folder_, run)
+        launches, problems = _records(folder_, run, str(manifest.get("device") or ""))
         out.launches += launches
         out.problems += [*manifest.get("problems", ()), *problems]
         out.command = out.command or str(manifest.get("command", ""))

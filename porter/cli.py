@@ -520,12 +520,20 @@ def capture(
     ] = 3,
     mib: Annotated[int, typer.Option("--mib", help="At most this many MiB of arrays per launch.")] = 64,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds per run (default 300).")] = None,
+    toolchain: Annotated[
+        str | None,
+        typer.Option(
+            "--toolchain",
+            help="The capturing build: nvcc (an NVIDIA GPU) or cpu-runtime (default: a GPU's where one is here).",
+        ),
+    ] = None,
     json_out: Annotated[
         bool, typer.Option("--json", help="Print one JSON document instead of a table.")
     ] = False,
 ) -> None:
-    """Run a program on porter's CPU runtime and record every kernel launch: grid, block, arguments,
-    each pointer's allocation before and after (docs/CAPTURE_FORMAT.md)."""
+    """Run a program and record every kernel launch: grid, block, arguments, each pointer's allocation
+    before and after (docs/CAPTURE_FORMAT.md), on a GPU here (an instrumented nvcc build) or on
+    porter's CPU runtime."""
     from porter.report import capture_view, plain_console
     from porter.workflows.capture import capture_program
 
@@ -538,6 +546,7 @@ def capture(
         launches=launches,
         mib=mib,
         timeout=timeout,
+        toolchain=toolchain,
         progress=(lambda msg: err.print(f"porter: {msg}", style="dim")) if sys.stderr.isatty() else None,
     )
     show(report, capture_view, json_out)

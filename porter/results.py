@@ -262,6 +262,7 @@ class KernelReplay:
     checks: tuple[str, ...] = ()
     wavefront: int = 0  # the lanes per warp / wavefront the device ran it with (0: not known)
     instance: str = ""  # the kernel instance the launches ran ("axpby<float>"), as captured
+    captured_on: str = ""  # the device of the original's run the launches were captured from
     key: str = ""  # what the verdict depends on: a re-run with the same key reuses it
     resumed: bool = False
 
@@ -282,6 +283,7 @@ class ProgramBuild:
     log: str = ""  # report.json only
     key: str = ""  # what the build depends on (report.json only): a re-run with the same key reuses it
     resumed: bool = False
+    captures: bool = False  # its runs can record their launches (an instrumented build)
 
 
 @dataclass
@@ -303,6 +305,7 @@ class RunResult:
     key: str = ""
     resumed: bool = False
     capture: str = ""  # an original's: the folder of the launches it recorded (docs/CAPTURE_FORMAT.md)
+    capture_kind: str = ""  # the kind of device that capture ran on ("gpu", "emulator")
 
 
 @dataclass
@@ -334,6 +337,7 @@ class CaptureReport:
     out_dir: str
     build: str  # the build's status and reason
     runs: list[CapturedRun] = field(default_factory=list)
+    device: str = ""  # the device the runs were captured on
 
     @property
     def exit_code(self) -> int:

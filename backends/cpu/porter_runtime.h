@@ -211,6 +211,18 @@ inline cudaError_t launch_checked(void (*body)(void*), void* ctx, const Config& 
 }  // namespace porter_emu
 
 #include "porter_capture.h"  // launch capture (PORTER_CAPTURE_DIR)
+namespace porter_emu __attribute__((visibility("hidden"))) {
+// what porter_capture.h needs from a runtime: a launch here has finished when it returns, and device
+// memory is host memory
+inline int capture_sync() { return 0; }
+inline bool capture_allowed(const void*) { return true; }
+inline const void* capture_bytes(uintptr_t addr, size_t, bool, std::vector<unsigned char>&) {
+    return (const void*)addr;
+}
+inline const char* kernel_mangled_name(const void* fn) { return exported_symbol(fn); }
+}  // namespace porter_emu
+
+#define PORTER_DEDUCED_LAUNCH(...) __VA_ARGS__  // the rewrite's lambda calls a deduced kernel directly
 
 namespace porter_emu __attribute__((visibility("hidden"))) {
 

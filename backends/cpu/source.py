@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from porter.backends import CannotEmulate
+from porter.backends.launches import blank_comments_and_strings
 
 from porter.files import read_header
 
@@ -26,43 +27,6 @@ _HIP_HINT = re.compile(r"\bhip(ThreadIdx|BlockIdx|BlockDim|GridDim)_[xyz]\b|#\s*
 _UNDECLARED = re.compile(
     r"^[^:\n]*:(\d+):\d+: error: ['\u2018](__\w+)['\u2019] was not declared in this scope", re.MULTILINE
 )
-
-
-def blank_comments_and_strings(source: str) -> str:
-    """The source with comments and string/char literals replaced by spaces (newlines kept).
-
-    Same length as the input, so positions found in the result index the original.
-    """
-    out = list(source)
-    i, n = 0, len(source)
-    while i < n:
-        c = source[i]
-        if c == "/" and i + 1 < n and source[i + 1] == "/":
-            j = source.find("\n", i)
-            j = n if j < 0 else j
-            _blank(out, i, j)
-            i = j
-        elif c == "/" and i + 1 < n and source[i + 1] == "*":
-            j = source.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            _blank(out, i, j)
-            i = j
-        elif c in "\"'":
-            j = i + 1
-            while j < n and source[j] != c and source[j] != "\n":
-                j += 2 if source[j] == "\\" else 1
-            j = min(j + 1, n)
-            _blank(out, i, j)
-            i = j
-        else:
-            i += 1
-    return "".join(out)
-
-
-def _blank(out: list[str], start: int, end: int) -> None:
-    for k in range(start, end):
-        if out[k] != "\n":
-            out[k] = " "
 
 
 def line_of(source: str, pos: int) -> int:

@@ -12,7 +12,9 @@ Running: CuPy; see :mod:`porter.backends.cuda.cupy_runtime`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -32,6 +34,10 @@ from porter.backends.dialect import DialectFacts, load_facts
 
 DEFAULT_OPTIONS = CompileOptions()
 COMPILER_FLAG = "compiler="
+
+
+# NVRTC's words for a source that needs a host toolchain's headers
+_NEEDS_HOST_HEADERS = re.compile(r"cannot open source file|is not allowed in JIT mode")
 
 
 def split_compiler_flag(flags: Sequence[str]) -> tuple[str | None, tuple[str, ...]]:
@@ -128,7 +134,8 @@ class CudaBackend(BackendBase):
         return f"{chosen}-{version}|{arch}|driver-{driver}"
 
     def program_toolchains(self) -> tuple[Any, ...]:
-        """nvcc building a whole CUDA program (the original), run on the first NVIDIA GPU here."""
+        """nvcc building a whole CUDA program (the original), run on the first NVIDIA GPU here; its
+        build is instrumented so a run can record its launches (porter_capture_cuda.h)."""
         from porter.backends.programs import DriverToolchain
 
         devices = self.devices()
@@ -140,6 +147,7 @@ class CudaBackend(BackendBase):
                 "nvcc", self.name, "cuda", nvcc, f"nvcc {toolchain.nvcc_version() or '?'} {arch}",
                 missing=toolchain.facts()["hints"]["compile"], flags=("-O2", f"-arch={arch}"),
                 device_flags=("-x", "cu"), find_device=lambda: device, command_vars=("NVCC",),
+                capture_header=Path(__file__).parent / "porter_capture_cuda.h",
             ),
         )  # fmt: skip
 
@@ -178,22 +186,32 @@ class CudaBackend(BackendBase):
             )
         want_report = (output == "cubin") if report is None else report
         includes = (*options.include_dirs, *extra_include_dirs)
-        if chosen == "nvrtc":
-            include_dirs = toolchain.nvrtc_include_dirs(includes)
-            build, make_options = nvrtc.compile_source, nvrtc.nvrtc_options
-        else:
-            include_dirs = includes  # nvcc brings its toolkit's headers and a host C library
-            build, make_options = nvcc.compile_source, nvcc.nvcc_options
-        cmd = make_options(
-            arch,
-            output,
-            include_dirs=include_dirs,
-            defines=options.defines,
-            flags=flags,
-            debug=options.debug,
-            report=want_report,
-        )
-        compiled = build(source, entry, cmd, output, backend=backend_name or self.name)
+
+        def attempt(chosen: str) -> tuple[Any, list[str]]:
+            if chosen == "nvrtc":
+                include_dirs = toolchain.nvrtc_include_dirs(includes)
+                build, make_options = nvrtc.compile_source, nvrtc.nvrtc_options
+            else:
+                include_dirs = includes  # nvcc brings its toolkit's headers and a host C library
+                build, make_options = nvcc.compile_source, nvcc.nvcc_options
+            cmd = make_options(
+                arch, output, include_dirs=include_dirs, defines=options.defines, flags=flags,
+                debug=options.debug, report=want_report,
+            )  # fmt: skip
+            return build(source, entry, cmd, output, backend=backend_name or self.name), cmd
+
+        try:
+            compiled, cmd = attempt(chosen)
+        except CompileError as err:
+            # a real program's kernel file includes host headers (<fstream>, helper_functions.h, the
+            # profiler API) that NVRTC cannot open: nvcc, whose host compiler has them, builds its device
+            # code -- unless a compiler was asked for
+            if chosen != "nvrtc" or compiler or flag_compiler or "nvcc" not in self.compilers():
+                raise
+            if not _NEEDS_HOST_HEADERS.search(str(err)):
+                raise
+            chosen = "nvcc"
+            compiled, cmd = attempt(chosen)
         report_data = ptxas.parse_report(compiled.log, compiled.entry) if want_report else None
         return Binary(
             backend=backend_name or self.name,

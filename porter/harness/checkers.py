@@ -3,10 +3,16 @@ findings of a checker device (Oclgrind) read from its log in the job's scratch f
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 from dataclasses import replace
 
+import numpy as np
+
 from porter.backends import CheckerFinding, Device, get_backend
-from porter.backends.isolate import JobResult, run_job
+from porter.backends.isolate import Job, JobResult, run_job
+from porter.cache import Cache
 from porter.harness.trial import Instance, Reject, ValidateOptions, make_job, tail
 from porter.model import KernelSpec, Variant
 
@@ -25,18 +31,39 @@ def sanitizer_pass(
     opts: ValidateOptions,
     logs: list[str],
 ) -> list[str]:
-    """compute-sanitizer memcheck and racecheck on an NVIDIA GPU; the names of the passes run."""
+    """compute-sanitizer memcheck and racecheck on an NVIDIA GPU; the names of the passes run.
+
+    The passes run side by side (each in its own child, as every job does).  A pass's finding on the
+    same kernel build, inputs, geometry and device is remembered in porter's cache (namespace
+    ``sanitizer``): the checker is deterministic there, so an unchanged kernel re-validated on the same
+    captured launch is not checked again."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from porter.backends.cuda import sanitizer
 
     tool = sanitizer.tool()
     if tool is None:
         logs.append("memcheck skipped: compute-sanitizer not found")
         return []
-    done: list[str] = []
+    cache = Cache()
+    jobs: dict[str, tuple[Job, str]] = {}
+    found: dict[str, tuple[int, str, str]] = {}  # check -> (errors, first error, log tail)
     for check in sanitizer.PASSES:
         wrapper = sanitizer.wrapper(tool, check, "{scratch}/" + SANITIZER_LOG)
         job, _ = make_job(variant, spec, device, inst, 1, opts.compile, inst.seed, wrapper)
-        res = run_job(replace(job, collect=(SANITIZER_LOG,)), opts.timeout_s * 10)
+        key = _sanitizer_key(check, tool, job)
+        known = cache.get(SANITIZER_NAMESPACE, key)
+        if known is not None:
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                doc = json.loads(known)
+                found[check] = (int(doc["errors"]), str(doc["first"]), str(doc["log"]))
+                continue
+        jobs[check] = (replace(job, collect=(SANITIZER_LOG,)), key)
+    with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
+        results = dict(
+            zip(jobs, pool.map(lambda jk: run_job(jk[0], opts.timeout_s * 10), jobs.values()), strict=True)
+        )
+    for check, res in results.items():
         text = res.files.get(SANITIZER_LOG, "")
         if not res.ok and res.stage in ("timeout", "unavailable"):
             logs.append(f"{check} did not complete ({res.stage}): {res.error}")
@@ -45,13 +72,41 @@ def sanitizer_pass(
         if errors is None:
             logs.append(f"{check}: no summary in the compute-sanitizer log\n{tail(text + res.log)}")
             continue
+        found[check] = (errors, sanitizer.first_error(text), tail(text))
+        doc = {"errors": errors, "first": found[check][1], "log": found[check][2]}
+        cache.put(SANITIZER_NAMESPACE, jobs[check][1], json.dumps(doc).encode())
+    done: list[str] = []
+    for check in sanitizer.PASSES:
+        if check not in found:
+            continue
+        errors, first, log = found[check]
         if errors:
-            first = sanitizer.first_error(text)
-            raise Reject(
-                check, f"compute-sanitizer {check}: {errors} error(s) at {inst.label}: {first}", tail(text)
-            )
+            raise Reject(check, f"compute-sanitizer {check}: {errors} error(s) at {inst.label}: {first}", log)
         done.append(check)
     return done
+
+
+SANITIZER_NAMESPACE = "sanitizer"
+
+
+def _sanitizer_key(check: str, tool: str, job: Job) -> str:
+    """What a pass's finding depends on: the checker, the kernel's build, its inputs, geometry and device."""
+    h = hashlib.sha256()
+    for a in job.args:
+        if isinstance(a, np.ndarray):
+            h.update(f"{a.dtype.str}{a.shape}".encode())
+            h.update(np.ascontiguousarray(a).tobytes())
+        else:
+            h.update(repr(a).encode())
+    for name, value in sorted(job.symbols.items()):
+        h.update(name.encode())
+        h.update(np.ascontiguousarray(value).tobytes())
+    device = job.device
+    return Cache.key(
+        "sanitizer", check, tool, job.backend, job.source, job.entry, repr(job.options),
+        repr((job.grid, job.block, job.shared_bytes, job.runs)), h.hexdigest(),
+        "" if device is None else f"{device.label}|{device.arch}|{device.driver}",
+    )  # fmt: skip
 
 
 def checker_findings(device: Device, res: JobResult) -> list[CheckerFinding]:

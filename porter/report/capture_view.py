@@ -22,7 +22,7 @@ def exit_code(report: CaptureReport) -> int:
 
 def render(report: CaptureReport) -> None:
     console = plain_console()
-    console.print(f"program: {report.root}; build (cpu-runtime): {report.build}")
+    console.print(f"program: {report.root}; build: {report.build}; captured on: {report.device or '-'}")
     table = Table(title="captured runs")
     for col in ("run", "exit", "launches kept", "folder / reason"):
         table.add_column(col)

@@ -206,12 +206,14 @@ def markdown(report: ProgramReport) -> str:
         if report.chart:
             out += [f"![run times]({Path(report.chart).name})", ""]
     replayed = [(k, r) for k in report.kernels for r in k.replays]
+    sources = sorted({r.captured_on for _k, r in replayed if r.captured_on})
     if replayed:
         out += [
             "## Kernels replayed from the program's run",
             "",
             "Each kernel run from the launches the original's run captured (docs/CAPTURE_FORMAT.md), "
-            "compared with what the original left.",
+            "compared with what the original left"
+            + (f"; captured on {', '.join(sources)}." if sources else "."),
             "",
             "| kernel | variant | device | lanes per warp | verdict | launches | reason |",
             "|---|---|---|---|---|---|---|",

@@ -1,8 +1,9 @@
 """`porter capture PATH --run "ARGS"`: record every kernel launch of a program's own run.
 
-The program (:func:`porter.program.discover`) is built with the CPU runtime (``cpu-runtime``: its
-allocator knows every allocation) and each ``--run`` is run once, in a scratch copy of the program's
-files, jailed as ``port --run`` runs are, with the runtime's capture on.  ``<out>/run-<N>/`` then holds
+The program (:func:`porter.program.discover`) is built with one capturing program toolchain -- the
+first whose device is a GPU here (``nvcc``: an instrumented build, backends/cuda/porter_capture_cuda.h),
+else the CPU runtime (``cpu-runtime``: its allocator knows every allocation) -- and each ``--run`` is run
+once, in a scratch copy of the program's files, jailed as ``port --run`` runs are, with capture on.  ``<out>/run-<N>/`` then holds
 that run's capture in the documented folder format (``docs/CAPTURE_FORMAT.md``): what other tools, and
 ``porter check --capture``-style replays, read.  ``<out>/work/`` keeps the build and the runs, so a
 second capture of an unchanged program reuses them.  The user's files are never written; ``--out``
@@ -21,7 +22,29 @@ from porter.program import discover
 from porter.results import CapturedRun, CaptureReport, ProgramReport
 
 Progress = Callable[[str], None]
-TOOLCHAIN = "cpu-runtime"
+FALLBACK = "cpu-runtime"  # runs everywhere
+
+
+def capturing_toolchains(language: str = "cuda") -> list[str]:
+    """Every program toolchain whose builds can capture their launches, in registration order."""
+    from porter.backends.programs import toolchains_for
+
+    return [c.name for c in toolchains_for(language) if getattr(c, "captures", False)]
+
+
+def capturing_toolchain(language: str = "cuda") -> str:
+    """The program toolchain a capture is made with: the first capturing one that runs on a GPU here,
+    else the first that runs on anything (the CPU runtime)."""
+    from porter.backends.programs import toolchains_for
+
+    usable = []
+    for chain in toolchains_for(language):
+        if not getattr(chain, "captures", False) or chain.unavailable():
+            continue
+        device = chain.device()
+        if device is not None:
+            usable.append((device.kind != "gpu", chain.name))
+    return sorted(usable, key=lambda u: u[0])[0][1] if usable else FALLBACK  # stable: registration order
 
 
 def _check_out(out: Path, root: Path) -> None:
@@ -44,9 +67,10 @@ def capture_program(
     launches: int = capture.DEFAULT_LAUNCHES,
     mib: int = capture.DEFAULT_MIB,
     timeout: float | None = None,
+    toolchain: str | None = None,
     progress: Progress | None = None,
 ) -> CaptureReport:
-    """Build the program with the CPU runtime and capture each of `runs`; see the module docstring."""
+    """Build the program with a capturing toolchain and capture each of `runs`; see the module docstring."""
     from porter.harness.outputs import default_rule
     from porter.workflows.program_run import DEFAULT_TIMEOUT_S, _Runner, main_units
 
@@ -55,6 +79,20 @@ def capture_program(
         raise UsageError('capture needs a run of the program: --run "ARGS"')
     if launches < 1 or mib < 1:
         raise UsageError("--launches and --mib must be at least 1")
+    if toolchain is not None:
+        names = capturing_toolchains()
+        if toolchain not in names:
+            raise UsageError(
+                f"--toolchain {toolchain!r}: not a capturing toolchain (choose from {', '.join(names)})"
+            )
+        from porter.backends.programs import toolchains_for
+
+        chain = next(c for c in toolchains_for("cuda") if c.name == toolchain)
+        why = chain.unavailable() or (
+            "" if chain.device() is not None else "no device here runs its programs"
+        )
+        if why:
+            raise UsageError(f"--toolchain {toolchain}: {why}")
     skip = [out_dir] if out_dir is not None else []
     program = discover(paths, include_dirs, skip=skip)
     out = Path(out_dir) if out_dir is not None else program.root.parent / f"{program.root.name}.capture"
@@ -70,12 +108,13 @@ def capture_program(
         program, work, report, runs, timeout or DEFAULT_TIMEOUT_S, default_rule(), say, None,
         [Path(p) for p in skip], lambda: None,
     )  # fmt: skip
-    runner.only = {TOOLCHAIN}
+    runner.only = {toolchain or capturing_toolchain()}
     runner.repeat = False  # one run each: what varies between runs is not compared here
     runner.capture_limits = (launches, mib)
     built = runner.build_all(1)
     build = next((b for b, _ in built.values()), None)
     result = CaptureReport(str(program.root), str(out), "not built" if build is None else build.status)
+    result.device = build.device if build is not None else ""
     if build is None or build.status != "built":
         result.build += f": {build.reason}" if build is not None else ""
         return result

@@ -41,7 +41,8 @@ def _launches(report: ProgramReport) -> tuple[list[capture.Launch], list[str]]:
     found: list[capture.Launch] = []
     keys: list[str] = []
     for n, run in enumerate(report.runs, 1):
-        for rec in run.originals:
+        # one capture per --run: from the real hardware where the original ran on it
+        for rec in sorted(run.originals, key=lambda r: r.capture_kind != "gpu"):
             if not rec.capture:
                 continue
             try:
@@ -337,6 +338,10 @@ def replay_program(
                 if not lacking(target, d, requires)
             ]
             pk.replays += judged(variant, copts, devices, replay_of, name)
+    captured_on = {name: las[0].device for name, las in grouped.items() if las}
+    for k in report.kernels:
+        for row in k.replays:
+            row.captured_on = captured_on.get(row.instance, "")
 
 
 __all__ = ["replay_program"]

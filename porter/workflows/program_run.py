@@ -293,6 +293,7 @@ class _Runner:
                 variant, chain.name, str(old["status"]), label, str(old.get("reason", "")), ident,
                 dict(old.get("executables") or {}), float(old.get("seconds") or 0.0),
                 list(old.get("commands") or ()), str(old.get("log", "")), key, True,
+                bool(old.get("captures", False)),
             )  # fmt: skip
         self.say(f"building the {variant} with {chain.name}" + (f": {self.command}" if self.command else ""))
         start = time.monotonic()
@@ -317,9 +318,11 @@ class _Runner:
             if result.ok
             else ("refused" if result.refused else "unavailable" if result.unavailable else "failed")
         )
+        captures = getattr(chain, "captures", False) if result.captures is None else result.captures
         return ProgramBuild(
             variant, chain.name, status, label, result.reason, result.toolchain or ident,
             dict(result.executables), seconds, list(result.commands), result.log, key,
+            captures=bool(captures and result.ok),
         )  # fmt: skip
 
     # ------------------------------------------------------------------ runs
@@ -437,7 +440,7 @@ class _Runner:
         tree = self.program.root if build.variant == "original" else self.out / build.variant
         name = name or main.path.stem
         # the original's first run on a toolchain that can records its launches
-        capturing = build.variant == "original" and not repeat and getattr(chain, "captures", False)
+        capturing = build.variant == "original" and not repeat and build.captures
         key = sha(
             "program-run", build.key, argv, name, str(run_folder(self.program, main)), self.timeout, repeat,
             capture_env(Path("capture"), *self.capture_limits) if capturing else None,
@@ -462,6 +465,7 @@ class _Runner:
                     exit=old.get("exit"), seconds=old.get("seconds"), reason=str(old.get("reason", "")),
                     stdout_tail=str(old.get("stdout_tail", "")), stderr_tail=str(old.get("stderr_tail", "")),
                     key=key, resumed=True, capture=str(captured) if old.get("capture") else "",
+                    capture_kind=str(old.get("capture_kind", "")) if old.get("capture") else "",
                 )  # fmt: skip
                 self.outputs[id(rec)] = saved
                 return rec
@@ -493,10 +497,13 @@ class _Runner:
             stdout_tail=_tail(out), stderr_tail=_tail(err), key=key,
         )  # fmt: skip
         if capturing and (scratch / "capture" / "launches").is_dir():
+            device = chain.device()
             finish(
-                scratch / "capture", shlex.join([f"./{name}", *argv]), n, exit_code, str(self.program.root)
-            )
+                scratch / "capture", shlex.join([f"./{name}", *argv]), n, exit_code, str(self.program.root),
+                build.device,
+            )  # fmt: skip
             rec.capture = str(scratch / "capture")
+            rec.capture_kind = device.kind if device is not None else ""
         if timed_out:
             rec.status, rec.reason = "failed", f"timed out after {self.timeout:g} s (--timeout)"
         elif exit_code is not None and exit_code < 0:

@@ -3,13 +3,12 @@
 The programs are porter's own fixtures under tests/fixtures/programs/: two runtime tours (CUDA, with a
 plain C unit, and its HIP twin) that print one deterministic line per runtime feature and end with
 PASS, programs the runtime must refuse (cuBLAS, the driver API, active texture code), one whose
-texture code the preprocessor drops, and one with a compile error on a known line.  The unit tests at
-the end check the launch rewriting (``rewrite_launches``) on text alone, without a compiler.
+texture code the preprocessor drops, and one with a compile error on a known line.  The launch
+rewriting itself is tested on text in tests/backends/test_launches.py.
 """
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import tomllib
@@ -17,7 +16,6 @@ from pathlib import Path
 
 import pytest
 from porter.backends import get_backend
-from porter.backends.cpu.program import kernel_names, rewrite_launches
 from porter.backends.programs import BuiltProgram, ProgramSource
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -425,154 +423,6 @@ def test_compile_error_names_the_users_line(tmp_path: Path) -> None:
     assert str(tmp_path / "src") not in built.log  # shown as the user knows the file
 
 
-# --------------------------------------------------------------------------- rewrite_launches (no compiler)
-
-
-def test_rewrite_simple_launch() -> None:
-    text = "void f() { k<<<g, b>>>(x, y); }\n"
-    assert rewrite_launches(text, set()) == (
-        'void f() { porter_emu::launch_kernel(k, porter_emu::config(g, b), decltype(porter_emu::params(k))(x, y), "k"); }\n'
-    )
-
-
-def test_rewrite_launch_spanning_lines_keeps_the_line_count() -> None:
-    text = "void f() {\n  k<<<grid,\n     block,\n     smem>>>(a,\n             b);\n  after();\n}\n"
-    out = rewrite_launches(text, set())
-    assert out.count("\n") == text.count("\n")
-    assert "<<<" not in out and ">>>" not in out
-    lines = out.splitlines()
-    assert lines[1].lstrip().startswith("porter_emu::launch_kernel(k, porter_emu::config(grid,")
-    assert lines[3].lstrip().startswith("smem), decltype(porter_emu::params(k))(a,")
-    assert lines[4].strip() == 'b), "k");'
-    assert lines[5] == "  after();"  # the code after the launch stays on its line
-
-
-def test_rewrite_spaced_chevrons() -> None:
-    expected = 'void f() { porter_emu::launch_kernel(k, porter_emu::config(g, b), decltype(porter_emu::params(k))(x), "k"); }\n'
-    assert rewrite_launches("void f() { k<< <g, b>> >(x); }\n", set()) == expected
-    out = rewrite_launches("void f() { k < < < g, b > > > (x); }\n", set())
-    assert not re.search(r"<\s*<\s*<|>\s*>\s*>", out)
-    assert out.count("\n") == 1
-    assert "porter_emu::launch_kernel(k, porter_emu::config( g, b ), " in out
-    assert 'decltype(porter_emu::params(k))(x), "k")' in out
-
-
-def test_rewrite_launch_in_a_macro_body() -> None:
-    text = "#define LAUNCH(n) kern<<<(n + 255) / 256, 256>>>(ptr, n)\nvoid f() { LAUNCH(10); }\n"
-    out = rewrite_launches(text, set())
-    assert out == (
-        "#define LAUNCH(n) porter_emu::launch_kernel(kern, porter_emu::config((n + 255) / 256, 256), "
-        'decltype(porter_emu::params(kern))(ptr, n), "kern")\nvoid f() { LAUNCH(10); }\n'
-    )
-
-
-def test_rewrite_launch_in_a_continued_macro_body() -> None:
-    text = "#define LAUNCH(n) \\\n  kern<<<(n + 255) / 256, \\\n         256>>>(ptr, n)\nvoid f() { LAUNCH(10); }\n"
-    out = rewrite_launches(text, set())
-    assert out.count("\n") == text.count("\n")
-    assert "<<<" not in out
-    lines = out.splitlines()
-    assert lines[0] == "#define LAUNCH(n) \\"
-    assert lines[1].endswith("\\") and lines[2].endswith('"kern")')  # the continuations stay
-    assert lines[3] == "void f() { LAUNCH(10); }"
-
-
-def test_rewrite_template_launch() -> None:
-    out = rewrite_launches("void f() { k<float, 4><<<g, b, 0, s>>>(p, n); }\n", set())
-    assert out == (
-        "void f() { porter_emu::launch_kernel(k<float, 4>, porter_emu::config(g, b, 0, s), "
-        'decltype(porter_emu::params(k<float, 4>))(p, n), "k<float, 4>"); }\n'
-    )
-
-
-def test_rewrite_deduced_template_launch() -> None:
-    out = rewrite_launches("void f() { k2<<<g, b>>>(p, n); }\n", {"k2"})
-    assert out == (
-        "void f() { porter_emu::launch_deduced(porter_emu::config(g, b), "
-        '[&](auto... porter_p) { k2(porter_p...); }, "k2", p, n); }\n'
-    )
-    # only the names in the set: another kernel keeps its typed launch
-    other = rewrite_launches("void f() { k3<<<g, b>>>(p, n); }\n", {"k2"})
-    assert "porter_emu::launch_kernel(k3," in other and "launch_deduced" not in other
-    # explicit template arguments need no deduction
-    explicit = rewrite_launches("void f() { k2<float><<<g, b>>>(p, n); }\n", {"k2"})
-    assert "porter_emu::launch_kernel(k2<float>," in explicit
-
-
-def test_rewrite_deduced_launch_without_arguments_and_in_a_macro() -> None:
-    out = rewrite_launches("void f() { k2<<<1, 1>>>(); }\n", {"k2"})
-    assert out == (
-        "void f() { porter_emu::launch_deduced(porter_emu::config(1, 1), "
-        '[&](auto... porter_p) { k2(porter_p...); }, "k2"); }\n'
-    )
-    macro = rewrite_launches("#define L(p) k2<<<1, 32>>>(p, 4)\n", {"k2"})
-    assert macro.startswith("#define L(p) porter_emu::launch_deduced(porter_emu::config(1, 32), ")
-    assert macro.endswith('"k2", p, 4)\n')
-
-
-def test_rewrite_launch_through_a_function_pointer() -> None:
-    text = "void f() { void (*fp)(int*) = kern; fp<<<1, 32>>>(p); }\n"
-    assert rewrite_launches(text, set()) == (
-        "void f() { void (*fp)(int*) = kern; porter_emu::launch_kernel(fp, porter_emu::config(1, 32), "
-        'decltype(porter_emu::params(fp))(p), "fp"); }\n'
-    )
-
-
-def test_rewrite_launch_without_arguments() -> None:
-    assert rewrite_launches("void f() { k<<<1, 1>>>(); }\n", set()) == (
-        'void f() { porter_emu::launch_kernel(k, porter_emu::config(1, 1), decltype(porter_emu::params(k))(), "k"); }\n'
-    )
-
-
-def test_rewrite_keeps_nested_brackets_and_strings() -> None:
-    out = rewrite_launches("void f() { k<<<dim3(a, b), n >> 1>>>(g(x, y), \"a)b\", ')'); }\n", set())
-    assert "porter_emu::config(dim3(a, b), n >> 1)" in out
-    assert 'decltype(porter_emu::params(k))(g(x, y), "a)b", \')\'), "k")' in out
-
-
-def test_rewrite_two_launches_on_a_line() -> None:
-    out = rewrite_launches("void f() { a<<<1, 1>>>(x); b<<<2, 2>>>(y); }\n", set())
-    assert out.count("porter_emu::launch_kernel(") == 2
-    assert "porter_emu::launch_kernel(a, porter_emu::config(1, 1)" in out
-    assert "porter_emu::launch_kernel(b, porter_emu::config(2, 2)" in out
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "int main() { return 1 << 3 >> 1; }\n",
-        "int x = a << b >> c;  // k<<<1, 1>>>(x) in a comment\n",
-        'const char* s = "k<<<1, 1>>>()";\n',
-        "/* k<<<grid, block>>>(p);\n   on two lines */\nint y;\n",
-        "",
-    ],
-)
-def test_rewrite_without_launches_is_unchanged(text: str) -> None:
-    assert rewrite_launches(text, set()) == text
-    assert rewrite_launches(text, {"k"}) == text
-
-
-def test_kernel_names_finds_templates_and_overloads() -> None:
-    text = (
-        "template <typename T> __global__ void tk(T* p) {}\n"
-        "__global__ void plain(int* p) {}\n"
-        "__global__ void over(int* p) {}\n"
-        "__global__ void over(float* p) {}\n"
-        "// __global__ void in_comment(int* p) {}\n"
-    )
-    names, deduced = kernel_names([text])
-    assert {"tk", "plain", "over"} <= names
-    assert "in_comment" not in names
-    assert deduced == {"tk", "over"}
-
-
-def test_kernel_names_a_prototype_is_not_an_overload() -> None:
-    header = "__global__ void fill_value(float* out, const float* extra, float value, int n);\n"
-    unit = "__global__ void fill_value(float* out, const float* extra, float value, int n) {}\n"
-    _, deduced = kernel_names([header, unit])
-    assert deduced == set()
-
-
 @compiles
 def test_a_c_unit_including_the_cuda_runtime_header_stays_c_and_links(tmp_path: Path) -> None:
     tree = write_program(
@@ -648,32 +498,6 @@ def test_the_nvcc_driver_reads_nvcc_command_lines() -> None:
     assert parse("c++", ["-fopenmp", "--std=c++14", "--param=max-inline-insns-auto=20", "a.cpp"])[0] == [
         "-fopenmp", "-std=c++14", "--param=max-inline-insns-auto=20",
     ]  # fmt: skip
-
-
-def test_global_constant_and_device_variables_are_registered_for_the_capture() -> None:
-    from porter.backends.cpu.program import namespace_symbols, register_symbols
-
-    text = (
-        "#ifndef K_H\n#define K_H\n"
-        "__constant__ float c_table[17];\n"
-        "static __constant__ double k2 = 3.0;\n"
-        "__device__ int counter = 0;\n"
-        "__device__ float twice(float x) { return 2 * x; }\n"
-        "namespace q { __constant__ int hidden[2]; }\n"
-        "extern __constant__ float elsewhere[3];\n"
-        "template <class T> __device__ T per_type;\n"
-        "#ifdef USE_EXTRA\n__constant__ float maybe[3];\n#endif\n"
-        "__global__ void k(float* x) { __shared__ float s[32]; x[0] = c_table[0]; }\n"
-        "#endif\n"
-    )
-    # not: functions, namespaces' contents, extern declarations, templates, what an #if may leave out
-    assert namespace_symbols(text) == [("c_table", True), ("k2", True), ("counter", False)]
-    out = register_symbols(text)
-    assert out.startswith(text) and out.count("\n") == text.count("\n") + 5  # appended: lines kept
-    assert (
-        "PORTER_REGISTER_SYMBOL(c_table, true);" in out and "PORTER_REGISTER_SYMBOL(counter, false);" in out
-    )
-    assert register_symbols("int main() { return 0; }\n") == "int main() { return 0; }\n"
 
 
 @compiles

@@ -189,6 +189,24 @@ def test_nvcc_path(cuda: CudaBackend) -> None:
     assert "oops" in info.value.log
 
 
+@pytest.mark.integration
+def test_a_kernel_file_that_includes_host_headers_is_built_by_nvcc(cuda: CudaBackend) -> None:
+    # a real program's kernel file (the CUDA samples' matrixMul) includes <fstream> through its helpers
+    # and the profiler API: NVRTC cannot open them, nvcc's host compiler can
+    if not {"nvrtc", "nvcc"} <= set(cuda.compilers()):
+        pytest.skip("needs NVRTC and nvcc")
+    src = (
+        "#include <fstream>\n#include <cuda_profiler_api.h>\n"
+        "template <int B> __global__ void k(float* x) { x[threadIdx.x] *= B; }\n"
+    )
+    binary = cuda.compile(src, "k<4>", CompileOptions(arch="sm_90"))
+    assert binary.meta["compiler"] == "nvcc" and binary.entry == "_Z1kILi4EEvPf"
+    with pytest.raises(CompileError):  # a compiler asked for is the one used
+        cuda.compile(src, "k<4>", CompileOptions(arch="sm_90"), compiler="nvrtc")
+    with pytest.raises(CompileError):  # and another error is NVRTC's to report
+        cuda.compile("__global__ void k(float* x) { x[0] = oops; }", "k", CompileOptions(arch="sm_90"))
+
+
 def test_ptxas_parser_on_a_multi_kernel_log() -> None:
     log = (
         "ptxas info    : 0 bytes gmem\n"

@@ -209,8 +209,13 @@ def test_on_an_nvidia_gpu_the_original_and_the_hip_port_run_natively_and_match(t
     assert native and native[0]["status"] == "matches", native
     assert native[0]["against"] == gpu[0]["device"]  # compared with the original on the same GPU
     assert doc["program"]["verdicts"]["hip"]["status"] == "matches"
-    # the kernels, replayed from the CPU runtime's capture: the original on the GPU too
+    # the kernels, replayed from the launches the original's native run on the GPU captured
+    assert gpu[0]["capture"] and gpu[0]["capture_kind"] == "gpu"
+    programs = doc["program"]["build"]["programs"]
+    build = next(b for b in programs if b["toolchain"] == "nvcc" and b["variant"] == "original")
+    assert build["captures"], build
     rows = [row for k in doc["kernels"] for row in k["replays"]]
+    assert rows and all(row["captured_on"] == gpu[0]["device"] for row in rows), rows
     assert any(
         row["variant"] == "original" and row["device"].startswith("cuda:") and row["status"] == "validated"
         for row in rows

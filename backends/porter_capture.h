@@ -1,32 +1,59 @@
-// porter_capture.h -- launch capture of porter's CPU runtime (included by porter_runtime.h).
+// porter_capture.h -- launch capture, shared by porter's instrumented program builds: the CPU runtime
+// (backends/cpu/porter_runtime.h) and the capturing nvcc build (backends/cuda/porter_capture_cuda.h).
 //
-// With PORTER_CAPTURE_DIR set, the runtime records kernel launches into that folder, in the format of
+// With PORTER_CAPTURE_DIR set, a run records kernel launches into that folder, in the format of
 // docs/CAPTURE_FORMAT.md: one JSON file per captured launch under launches/ (kernel, grid, block,
 // dynamic shared bytes, stream, every argument: a scalar by value and type, a pointer resolved to the
 // allocation holding it -- base, size, offset -- and the element type it points to), and the bytes of
 // every allocation a pointer argument reaches, before and after the launch, under arrays/, and so are
-// the program's __constant__ / __device__ variables (registered by porter's rewrite).  The
-// runtime's allocator knows every allocation, and a launch completes before it returns, so "after" is
-// what the kernel left.  Element types are the compiler's own (typedefs, #defines and template
-// arguments already resolved): std::is_floating_point / is_integral and sizeof give the NumPy name.
+// the program's __constant__ / __device__ variables (registered by porter's rewrite).  Element types
+// are the compiler's own (typedefs, #defines and template arguments already resolved):
+// std::is_floating_point / is_integral and sizeof give the NumPy name.
 //
 // Which launches: per kernel, the first PORTER_CAPTURE_LAUNCHES (default 3); after those the last slot
 // is taken again by each launch whose number is a power of two (4, 8, 16, ...), so the launches kept
-// spread over the run without knowing its length (10 launches: the 1st, 2nd and 8th).  A launch whose allocations exceed PORTER_CAPTURE_MIB (default 64) MiB in all is
-// recorded without its arrays ("skipped").  Pointers inside a struct passed by value are not captured:
-// such an argument is marked ("holds_device_pointer").  The run's own results are unchanged.
+// spread over the run without knowing its length (10 launches: the 1st, 2nd and 8th).  A launch whose
+// allocations exceed PORTER_CAPTURE_MIB (default 64) MiB in all is recorded without its arrays
+// ("skipped").  Pointers inside a struct passed by value are not captured: such an argument is marked
+// ("holds_device_pointer").  The run's own results are unchanged.
+//
+// The runtime including it defines the hooks declared below (namespace porter_emu, "what a runtime
+// provides") and a dim3 type.
 #ifndef PORTER_CAPTURE_H
 #define PORTER_CAPTURE_H
 
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>  // (not <unistd.h>: a program may ship its own, as Rodinia's kmeans does)
 
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace porter_emu __attribute__((visibility("hidden"))) {
+
+// ---- what a runtime provides
+// (base, bytes) of the allocation holding p, or (0, 0)
+inline std::pair<uintptr_t, size_t> allocation_of(const void* p);
+inline std::recursive_mutex& runtime_lock();
+// wait for the device's work; its error code (0: none)
+inline int capture_sync();
+// false: leave this launch alone (its stream is being captured into a graph)
+inline bool capture_allowed(const void* stream);
+// n host-readable bytes at addr (symbol: a registered variable, by its host address), in `scratch` if
+// they must be copied; nullptr: unreadable
+inline const void* capture_bytes(uintptr_t addr, size_t n, bool symbol, std::vector<unsigned char>& scratch);
+// the kernel's (mangled) name, or nullptr
+inline const char* kernel_mangled_name(const void* fn);
 
 struct CaptureSettings {
     std::string dir;
@@ -234,27 +261,39 @@ inline std::string array_name(const Capture& cap, const char* kind, size_t i, co
 }
 
 inline void snapshot(Capture& cap, const char* when) {
+    std::vector<unsigned char> scratch;
     for (const char* kind : {"a", "s"}) {
         const std::vector<CapturedAlloc>& v = kind[0] == 'a' ? cap.allocs : cap.syms;
         for (size_t i = 0; i < v.size(); ++i) {
             std::string path = cap.dir + "/" + array_name(cap, kind, i, when);
-            if (!write_file(path, (const void*)v[i].base, v[i].bytes))
-                fprintf(stderr, "porter cpu runtime: capture: cannot write %s: %s\n", path.c_str(), strerror(errno));
+            const void* bytes = capture_bytes(v[i].base, v[i].bytes, kind[0] == 's', scratch);
+            if (bytes == nullptr)
+                fprintf(stderr, "porter capture: cannot read %s\n", path.c_str());
+            else if (!write_file(path, bytes, v[i].bytes))
+                fprintf(stderr, "porter capture: cannot write %s: %s\n", path.c_str(), strerror(errno));
             cap.files.push_back(path);
         }
     }
 }
 
-// The kernel a function pointer names, from the executable's symbols (linked with -rdynamic):
-// "transposeNaive" for a launch through a pointer variable, "axpby<float>" for axpby<T> written in a
-// host template.  "" when the symbol is not exported (a static or anonymous-namespace kernel).
-inline std::string kernel_symbol(const void* fn) {
-    if (fn == nullptr) return "";
+// The exported symbol at `fn` (an executable linked with -rdynamic), or nullptr (a static or
+// anonymous-namespace function).
+inline const char* exported_symbol(const void* fn) {
     Dl_info info;
-    if (dladdr(fn, &info) == 0 || info.dli_sname == nullptr || info.dli_saddr != fn) return "";
+    if (fn == nullptr || dladdr(fn, &info) == 0 || info.dli_sname == nullptr || info.dli_saddr != fn)
+        return nullptr;
+    return info.dli_sname;
+}
+
+// The kernel a function pointer names (kernel_mangled_name, demangled): "transposeNaive" for a launch
+// through a pointer variable, "axpby<float>" for axpby<T> written in a host template.  "" when the
+// runtime cannot name it.
+inline std::string kernel_symbol(const void* fn) {
+    const char* mangled = fn == nullptr ? nullptr : kernel_mangled_name(fn);
+    if (mangled == nullptr) return "";
     int status = 0;
-    char* plain = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status);
-    std::string name = status == 0 && plain ? plain : info.dli_sname;
+    char* plain = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+    std::string name = status == 0 && plain ? plain : mangled;
     free(plain);
     size_t depth = 0, end = name.size();
     for (size_t i = 0; i < name.size(); ++i) {  // the name ends at the parameter list's '('
@@ -275,7 +314,7 @@ template <class Tuple>
 inline Capture* capture_begin(const char* what, const dim3& g, const dim3& b, size_t shared, const void* stream,
                               const Tuple& args, const void* fn = nullptr) {
     const CaptureSettings* s = capture_settings();
-    if (s == nullptr) return nullptr;
+    if (s == nullptr || !capture_allowed(stream)) return nullptr;
     std::lock_guard<std::recursive_mutex> guard(runtime_lock());
     ++g_capture_launch;
     std::string written = what ? what : "a kernel";
@@ -337,6 +376,7 @@ inline Capture* capture_begin(const char* what, const dim3& g, const dim3& b, si
     cap->json = head + ",\"args\":[" + cap->json + "]" + allocs + "]" + syms +
                 (skipped ? ",\"skipped\":\"its allocations exceed the capture limit (PORTER_CAPTURE_MIB)\"" : "");
     if (skipped) cap->allocs.clear();
+    capture_sync();  // what the launch reads: everything queued before it
     snapshot(*cap, "before");
     return cap;
 }
@@ -350,6 +390,8 @@ inline std::map<std::string, std::vector<std::string>>& slot_arrays() {
 inline void capture_end(Capture* cap, int status) {
     if (cap == nullptr) return;
     std::lock_guard<std::recursive_mutex> guard(runtime_lock());
+    int done = capture_sync();  // what the launch left (and how it ended)
+    if (status == 0) status = done;
     snapshot(*cap, "after");
     std::string doc = cap->json + ",\"status\":" + std::to_string(status) + "}\n";
     std::string path = cap->dir + "/launches/" + cap->record + ".json";

@@ -1,0 +1,155 @@
+// porter_capture_cuda.h -- launch capture for a CUDA program built by nvcc, on an NVIDIA GPU.
+//
+// porter's capturing build force-includes this header (nvcc -include) into every unit of a rewritten
+// copy of the program (backends/launches.py): each launch k<<<g, b, s, st>>>(args) there calls
+// porter_emu::launch_kernel / launch_deduced below, which make the same launch and, with
+// PORTER_CAPTURE_DIR set, record it (backends/porter_capture.h, docs/CAPTURE_FORMAT.md).  Without the
+// variable a launch costs one extra function call.
+//
+// What the GPU needs for that, as porter_capture.h's hooks:
+// * a pointer argument's allocation from the driver's address-range query (cuMemGetAddressRange, found
+//   through the runtime's driver entry point: nothing extra is linked); a pointer the driver does not
+//   know (host memory, a stray value) is "not a device allocation";
+// * the bytes before and after a captured launch copied to the host after cudaDeviceSynchronize(), so
+//   the copies happen outside the launch, and only around the launches kept;
+// * registered __constant__ / __device__ variables read with cudaMemcpyFromSymbol;
+// * no capture while the launch's stream is being captured into a CUDA graph (a synchronisation there
+//   would end the program's graph capture);
+// * the runtime's error state left as the program's own: no call here consumes an error
+//   (cudaPeekAtLastError, never cudaGetLastError).
+//
+// It also restores the thread-named runtime functions CUDA 13 removed (cudaThreadSynchronize and
+// friends: aliases of the device-wide ones), so older programs build as they did.
+#ifndef PORTER_CAPTURE_CUDA_H
+#define PORTER_CAPTURE_CUDA_H
+
+#if defined(__cplusplus) && defined(__CUDACC__)
+
+#include <cuda_runtime.h>  // (not <cuda.h>: a program may ship a header of that name, as Rodinia's b+tree does)
+
+#include "porter_capture.h"
+
+namespace porter_emu __attribute__((visibility("hidden"))) {
+
+inline std::recursive_mutex& runtime_lock() {
+    static std::recursive_mutex m;
+    return m;
+}
+
+// cuMemGetAddressRange_v2: CUresult (CUdeviceptr* base, size_t* bytes, CUdeviceptr p); CUdeviceptr is
+// a 64-bit integer, CUresult an enum whose CUDA_SUCCESS is 0
+typedef int (*AddressRange)(unsigned long long* base, size_t* bytes, unsigned long long p);
+
+inline AddressRange address_range() {
+    static AddressRange fn = []() -> AddressRange {
+        void* f = nullptr;
+        cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+        if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &f, 12000, cudaEnableDefault, &found) !=
+                cudaSuccess ||
+            found != cudaDriverEntryPointSuccess)
+            return nullptr;
+        return (AddressRange)f;
+    }();
+    return fn;
+}
+
+inline std::pair<uintptr_t, size_t> allocation_of(const void* p) {
+    AddressRange range = address_range();
+    unsigned long long base = 0;
+    size_t bytes = 0;
+    if (range == nullptr || p == nullptr || range(&base, &bytes, (unsigned long long)(uintptr_t)p) != 0)
+        return {0, 0};
+    return {(uintptr_t)base, bytes};
+}
+
+inline int capture_sync() { return (int)cudaDeviceSynchronize(); }
+
+inline bool capture_allowed(const void* stream) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing((cudaStream_t)stream, &status) != cudaSuccess) return false;
+    return status == cudaStreamCaptureStatusNone;
+}
+
+inline const void* capture_bytes(uintptr_t addr, size_t n, bool symbol, std::vector<unsigned char>& scratch) {
+    scratch.resize(n);
+    if (n == 0) return scratch.data();
+    cudaError_t e = symbol ? cudaMemcpyFromSymbol(scratch.data(), (const void*)addr, n, 0, cudaMemcpyDeviceToHost)
+                           : cudaMemcpy(scratch.data(), (const void*)addr, n, cudaMemcpyDefault);
+    return e == cudaSuccess ? (const void*)scratch.data() : nullptr;
+}
+
+inline const char* kernel_mangled_name(const void* fn) {
+    const char* name = nullptr;
+    if (cudaFuncGetName(&name, fn) == cudaSuccess && name != nullptr) return name;
+    return exported_symbol(fn);
+}
+
+// ---- the launch wrappers the rewritten program calls
+
+struct Config {
+    dim3 grid, block;
+    size_t shared;
+    cudaStream_t stream;
+    Config(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = 0) : grid(g), block(b), shared(s), stream(st) {}
+};
+inline Config config(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = 0) { return Config(g, b, s, st); }
+
+template <class T>
+struct ParamOf {
+    using type = std::remove_cv_t<std::remove_reference_t<T>>;
+};
+// The kernel's parameters as a tuple type: the launch's arguments convert to it where they are
+// written (a literal 0 or NULL becomes a null pointer, a double a float), as in a direct launch.
+template <class... P>
+std::tuple<typename ParamOf<P>::type...> params(void (*)(P...));
+
+template <class... P, class... S, size_t... I>
+inline void launch_tuple(void (*k)(P...), const Config& c, std::tuple<S...>& t, std::index_sequence<I...>) {
+    k<<<c.grid, c.block, c.shared, c.stream>>>(std::get<I>(t)...);
+}
+
+template <class... P>
+inline void launch_kernel(void (*kernel)(P...), const Config& c, std::tuple<typename ParamOf<P>::type...> args,
+                          const char* what = "a kernel") {
+    Capture* cap = capture_begin(what, c.grid, c.block, c.shared, (const void*)c.stream, args, (const void*)kernel);
+    launch_tuple(kernel, c, args, std::index_sequence_for<P...>{});
+    if (cap != nullptr) capture_end(cap, (int)cudaPeekAtLastError());
+}
+
+// A template kernel whose arguments deduce its parameters: the rewrite's generic lambda launches it as
+// PORTER_DEDUCED_LAUNCH(k)(args...), with the configuration this thread set last.
+inline Config& deduced_config() {
+    static thread_local Config c(dim3(1), dim3(1));
+    return c;
+}
+template <class F, class... A>
+inline void launch_deduced(const Config& c, F f, const char* what, A&&... a) {
+    std::tuple<std::decay_t<A>...> args(std::forward<A>(a)...);
+    Capture* cap = capture_begin(what, c.grid, c.block, c.shared, (const void*)c.stream, args);
+    deduced_config() = c;
+    std::apply(f, args);
+    if (cap != nullptr) capture_end(cap, (int)cudaPeekAtLastError());
+}
+
+}  // namespace porter_emu
+
+#if CUDART_VERSION >= 13000
+// CUDA 13 removed these runtime functions, deprecated since CUDA 4; each was an alias of the device-wide
+// function it calls, so a program written for older toolkits builds and behaves as it did
+static inline cudaError_t cudaThreadSynchronize(void) { return cudaDeviceSynchronize(); }
+static inline cudaError_t cudaThreadExit(void) { return cudaDeviceReset(); }
+static inline cudaError_t cudaThreadSetLimit(cudaLimit l, size_t v) { return cudaDeviceSetLimit(l, v); }
+static inline cudaError_t cudaThreadGetLimit(size_t* v, cudaLimit l) { return cudaDeviceGetLimit(v, l); }
+static inline cudaError_t cudaThreadSetCacheConfig(cudaFuncCache c) { return cudaDeviceSetCacheConfig(c); }
+static inline cudaError_t cudaThreadGetCacheConfig(cudaFuncCache* c) { return cudaDeviceGetCacheConfig(c); }
+#endif
+
+#define PORTER_DEDUCED_LAUNCH(...)                                                            \
+    __VA_ARGS__<<<porter_emu::deduced_config().grid, porter_emu::deduced_config().block,      \
+                  porter_emu::deduced_config().shared, porter_emu::deduced_config().stream>>>
+
+#else  // a C unit, or C++ without CUDA: nothing launches here, and a registration is a no-op
+#define PORTER_REGISTER_SYMBOL(sym, constant)
+#endif
+
+#endif  // PORTER_CAPTURE_CUDA_H

@@ -1,0 +1,133 @@
+"""The capturing nvcc build (backends/cuda/porter_capture_cuda.h): a CUDA program's own run on an NVIDIA
+GPU records its launches in the format the CPU runtime writes (docs/CAPTURE_FORMAT.md).
+
+On the CPU machine: the instrumented build compiles and links with nvcc, and a program that builds only as
+written is built so, without capture.  On a GPU (``gpu``): the capture of the capture tour's native run
+agrees with the CPU runtime's capture of the same run, launch by launch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from porter.backends import get_backend
+from porter.backends.programs import ProgramSource
+
+from porter import capture
+from porter.errors import UsageError
+
+ROOT = Path(__file__).resolve().parents[2]
+TOUR = ROOT / "tests" / "fixtures" / "programs" / "capture_tour"
+pytestmark = pytest.mark.integration
+
+
+def _nvcc_chain():  # type: ignore[no-untyped-def]
+    chain = get_backend("cuda").program_toolchains()[0]
+    if chain.unavailable():
+        pytest.skip(f"nvcc is not installed: {chain.unavailable()}")
+    return chain
+
+
+def test_the_capturing_build_compiles_an_instrumented_copy_and_leaves_the_program_alone(
+    tmp_path: Path,
+) -> None:
+    chain = _nvcc_chain()
+    assert chain.captures and " capture " in chain.toolchain_id()
+    before = (TOUR / "main.cu").read_bytes()
+    built = chain.build(ProgramSource(TOUR, ("main.cu",), original_root=TOUR), tmp_path / "b")
+    assert built.ok and built.captures, built.log
+    copy = (tmp_path / "b" / "capture" / "src" / "main.cu").read_text()
+    # every launch through porter's wrapper, the template kernel's too; the globals registered
+    assert "<<<" not in copy.split("int main()", 1)[1]
+    assert "porter_emu::launch_kernel(ramp<32>, porter_emu::config(4, 32)" in copy
+    assert "PORTER_REGISTER_SYMBOL(c_gain, true);" in copy and "PORTER_REGISTER_SYMBOL(hits, false);" in copy
+    assert copy.count("\n") > before.decode().count("\n")  # registrations appended, lines kept above
+    assert any("-include porter_capture_cuda.h" in c for c in built.commands)
+    assert (TOUR / "main.cu").read_bytes() == before
+
+
+def test_a_program_that_only_builds_as_written_is_built_so_without_capture(tmp_path: Path) -> None:
+    chain = _nvcc_chain()
+    broken = tmp_path / "porter_capture_cuda.h"
+    broken.write_text("#error the instrumented build cannot compile here\n")
+    built = dataclasses.replace(chain, capture_header=broken).build(
+        ProgramSource(TOUR, ("main.cu",), original_root=TOUR), tmp_path / "b"
+    )
+    assert built.ok and built.captures is False
+    assert "the capturing build failed" in built.log and "built as written, without capture" in built.log
+
+
+def test_capture_names_the_toolchains_it_can_use(tmp_path: Path) -> None:
+    from porter.workflows.capture import capture_program, capturing_toolchains
+
+    assert {"nvcc", "cpu-runtime"} <= set(capturing_toolchains())
+    shutil.copytree(TOUR, tmp_path / "tour")
+    with pytest.raises(UsageError, match="not a capturing toolchain"):
+        capture_program([str(tmp_path / "tour")], ["./main"], toolchain="hipcc")
+
+
+# --------------------------------------------------------------------------- on an NVIDIA GPU
+
+
+def _by_launch(folder: Path) -> dict[tuple[str, int], capture.Launch]:
+    return {(la.kernel, la.launch): la for la in capture.load(folder).launches}
+
+
+@pytest.mark.gpu
+def test_a_native_gpu_capture_agrees_with_the_cpu_runtimes_capture_of_the_same_run(tmp_path: Path) -> None:
+    from porter.workflows.capture import capture_program
+
+    _nvcc_chain()
+    shutil.copytree(TOUR, tmp_path / "tour")
+    gpu = capture_program([str(tmp_path / "tour")], ["./main"], out_dir=str(tmp_path / "gpu"), mib=2)
+    assert gpu.exit_code == 0 and gpu.device.startswith("cuda:"), gpu
+    cpu = capture_program(
+        [str(tmp_path / "tour")], ["./main"], out_dir=str(tmp_path / "cpu"), mib=2, toolchain="cpu-runtime"
+    )
+    assert cpu.exit_code == 0, cpu
+    on_gpu, on_cpu = _by_launch(tmp_path / "gpu" / "run-1"), _by_launch(tmp_path / "cpu" / "run-1")
+    assert set(on_gpu) == set(on_cpu)
+    assert on_gpu[("scale", 8)].device.startswith("cuda:")
+    for key, g in on_gpu.items():
+        c = on_cpu[key]
+        assert (g.grid, g.block, g.shared_bytes, g.status, g.skipped != "") == (
+            c.grid, c.block, c.shared_bytes, c.status, c.skipped != "",
+        ), key  # fmt: skip
+        for ga, ca in zip(g.args, c.args, strict=True):
+            assert (ga.kind, ga.ctype, ga.dtype, ga.offset, ga.why) == (
+                ca.kind,
+                ca.ctype,
+                ca.dtype,
+                ca.offset,
+                ca.why,
+            )
+            if ga.kind == "scalar":
+                assert ga.hex == ca.hex
+        assert [a.bytes for a in g.allocations] == [a.bytes for a in c.allocations], key
+        for i, a in enumerate(g.allocations):
+            if a.before is None:
+                continue
+            assert g.array(i, "before") == c.array(i, "before"), key  # the host's data, copied in
+            if key[0] == "total":  # float atomics: the order threads arrive in is the device's
+                sums = [np.frombuffer(x.array(i, "after"), np.float32) for x in (g, c)]
+                np.testing.assert_allclose(sums[0], sums[1], rtol=1e-4)
+            elif g.args[0].dtype == "float32":  # an FMA on the GPU may round the last bit otherwise
+                got = [np.frombuffer(x.array(i, "after"), np.float32) for x in (g, c)]
+                np.testing.assert_allclose(got[0], got[1], rtol=1e-6, atol=1e-7)
+            else:
+                assert g.array(i, "after") == c.array(i, "after"), key
+        assert [(y.name, y.dtype, y.bytes) for y in g.symbols] == [
+            (y.name, y.dtype, y.bytes) for y in c.symbols
+        ]
+    gain = on_gpu[("gain", 1)]
+    table = next(i for i, y in enumerate(gain.symbols) if y.name == "c_gain")
+    assert np.frombuffer(gain.symbol(table, "before"), np.float32).tolist() == [0.5, 2.0, -1.0, 3.0]
+    counted = on_gpu[("count", 1)]
+    hits = next(i for i, y in enumerate(counted.symbols) if y.name == "hits")
+    assert counted.symbol(hits, "before") != counted.symbol(hits, "after")
+    assert on_gpu[("touch", 1)].args[0].holds_device_pointer
+    assert on_gpu[("shift", 2)].written == "chosen"  # named by the kernel a function pointer ran

@@ -244,9 +244,17 @@ def bench(
         list[str] | None, typer.Option("--size", help="Bind a size symbol, e.g. --size n=1<<24; repeatable.")
     ] = None,
     include: Annotated[list[Path] | None, typer.Option("-I", help="Include directory; repeatable.")] = None,
+    capture: Annotated[
+        Path | None,
+        typer.Option(
+            "--capture",
+            help="Time each kernel at the launches a program's run captured (porter capture's folder), with their data.",
+        ),
+    ] = None,
 ) -> None:
     """Predicted roofline floor of each kernel on every device of the table, then measured time,
-    % of peak and the suspect flag on each device here that can run it."""
+    % of peak and the suspect flag on each device here that can run it; with --capture, at the sizes
+    and data of the program's own launches."""
     from porter.report import bench_view
     from porter.workflows.bench import bench_file, parse_sizes
 
@@ -256,6 +264,7 @@ def bench(
         backends=tuple(backend) if backend else None,
         sizes=parse_sizes(size or []),
         include_dirs=[str(p) for p in include or []],
+        capture=str(capture) if capture is not None else None,
     )
     show(report, bench_view, json_out)
 

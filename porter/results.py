@@ -263,6 +263,7 @@ class KernelReplay:
     wavefront: int = 0  # the lanes per warp / wavefront the device ran it with (0: not known)
     instance: str = ""  # the kernel instance the launches ran ("axpby<float>"), as captured
     captured_on: str = ""  # the device of the original's run the launches were captured from
+    log: str = ""  # a failure's log (the compiler's, the checker's): its tail
     key: str = ""  # what the verdict depends on: a re-run with the same key reuses it
     resumed: bool = False
 

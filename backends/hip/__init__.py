@@ -230,20 +230,28 @@ class HipBackend(BackendBase):
         requested = compiler or flag_compiler
         arch = self.target_arch(device, options)
         if is_nvidia_target(arch):
+            import tempfile
+
+            from porter.backends.hip.names import NAMES_HEADER, hip_names_header
+
             nvidia_options = dataclasses.replace(options, arch=arch, flags=flags)
-            try:
-                binary = self._cuda.compile(
-                    _prelude(source),
-                    entry,
-                    nvidia_options,
-                    None if device is None else dataclasses.replace(device, backend="cuda"),
-                    compiler=requested,
-                    report=report,
-                    extra_include_dirs=(include_dir(),),
-                    backend_name=self.name,
-                )
-            except CompileError as err:  # show the user's source, whose line numbers the log uses
-                raise CompileError(self.name, err.log, source, err.options, entry) from None
+            # the host runtime's names too: a real program's kernel file includes host helpers
+            # (helper_cuda.h calling hipGetErrorName), which nvcc then builds beside the device code
+            with tempfile.TemporaryDirectory(prefix="porter-hip-names-") as names:
+                (Path(names) / NAMES_HEADER).write_text(hip_names_header(), encoding="utf-8")
+                try:
+                    binary = self._cuda.compile(
+                        _prelude(source),
+                        entry,
+                        nvidia_options,
+                        None if device is None else dataclasses.replace(device, backend="cuda"),
+                        compiler=requested,
+                        report=report,
+                        extra_include_dirs=(include_dir(), names),
+                        backend_name=self.name,
+                    )
+                except CompileError as err:  # show the user's source, whose line numbers the log uses
+                    raise CompileError(self.name, err.log, source, err.options, entry) from None
             return dataclasses.replace(
                 binary,
                 toolchain=f"{HIP_ON_CUDA}-{header_digest()}|{binary.toolchain}",

@@ -137,8 +137,12 @@ def benchmark(
     reference: Reference | None = None,
     cost: KernelCost | None = None,
     baseline: BenchResult | None = None,
+    instance: Instance | None = None,
 ) -> BenchResult:
     """Time `variant` on `device` at `size`; failures come back as a result with ok=False.
+
+    ``instance``: the inputs to time with (a captured launch's, :mod:`porter.harness.replay`) instead
+    of seeded ones drawn at `size`.
 
     ``reference``: what the timed outputs are re-validated against (default: the variant's own
     untimed run).  ``cost``: the static estimate for the roofline (see
@@ -169,10 +173,11 @@ def benchmark(
             )
             if ref_dev is not None:
                 baseline = benchmark(
-                    original, spec, ref_dev, size, replace(plan, revalidate=False), cost=cost
-                )
+                    original, spec, ref_dev, size, replace(plan, revalidate=False), cost=cost,
+                    instance=instance,
+                )  # fmt: skip
     try:
-        inst = Instance.draw(spec, size, _label(size), plan.seed)
+        inst = instance if instance is not None else Instance.draw(spec, size, _label(size), plan.seed)
         job, arrays = make_job(variant, spec, device, inst, 1, plan.compile, plan.seed)
     except (ValueError, Reject) as err:
         return BenchResult(**base, ok=False, reason=f"cannot set up the benchmark: {err}")

@@ -23,8 +23,9 @@ outputs within the per-dtype tolerance of what the original program left, the me
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,6 +34,10 @@ from porter.capture import Arg, Launch
 from porter.harness.inputs import ctype_info
 from porter.harness.trial import Instance, ValidateOptions
 from porter.model import ArgSpec, KernelSpec, Role, Status, Variant, Verdict
+
+if TYPE_CHECKING:
+    from porter.harness.bench import BenchPlan
+    from porter.results import BenchResult, KernelCost
 
 GEOMETRY = ("gx", "gy", "gz", "bx", "by", "bz", "smem")
 
@@ -289,6 +294,52 @@ def replay(
     return verdicts
 
 
+def timing_instances(rep: Replay, most: int = 3) -> tuple[Instance, ...]:
+    """The captured launches a kernel is timed at: one per distinct size, the largest (by the bytes its
+    arrays hold) first, at most `most`.  Held-back launches count too: a time shows no author any data."""
+    by_size: dict[tuple[tuple[str, int], ...], Instance] = {}
+    for inst in rep.instances:
+        by_size.setdefault(tuple(sorted(inst.size.items())), inst)
+
+    def nbytes(inst: Instance) -> int:
+        return sum(int(v.nbytes) for v in inst.values if isinstance(v, np.ndarray))
+
+    return tuple(sorted(by_size.values(), key=nbytes, reverse=True)[:most])
+
+
+def timed(
+    variant: Variant,
+    rep: Replay,
+    device: Device,
+    plan: BenchPlan,
+    *,
+    original: Variant | None = None,
+    reference_devices: Sequence[Device] = (),
+    cost_at: Callable[[KernelSpec, dict[str, int]], KernelCost | None] | None = None,
+    most: int = 3,
+) -> list[BenchResult]:
+    """`variant` timed on `device` at its captured launches (:func:`timing_instances`) with the
+    harness's timing (device events, warm-up, L2 flush, median and spread), each against `original` on
+    the same physical device when it is given (its speedup), and against the performance model's floor
+    when `cost_at` gives the launch's cost.  The timed launches' outputs are re-validated against what
+    the original's run left where the kernel does not update its own inputs."""
+    from porter.harness.bench import benchmark
+    from porter.harness.reference import Reference
+
+    if rep.spec is None:
+        return []
+    spec, _ = _for_variant(rep, variant)
+    chosen = {inst.label for inst in timing_instances(rep, most)}
+    reference = Reference(original=original, devices=tuple(reference_devices), recorded=rep.recorded)
+    results = []
+    for inst in (i for i in _for_variant(rep, variant)[1] if i.label in chosen):
+        cost = cost_at(spec, inst.size) if cost_at is not None else None
+        results.append(
+            benchmark(variant, spec, device, inst.size, plan, reference=reference, cost=cost, instance=inst)
+        )
+    return results
+
+
 def _for_variant(rep: Replay, variant: Variant) -> tuple[KernelSpec, tuple[Instance, ...]]:
     """The spec and instances with only the program variables `variant` has: those its source names,
     or takes as an added argument (OpenCL's __constant buffers)."""
@@ -312,4 +363,4 @@ def _for_variant(rep: Replay, variant: Variant) -> tuple[KernelSpec, tuple[Insta
     return spec, instances
 
 
-__all__ = ["Replay", "build", "element_dtype", "instance_name", "replay"]
+__all__ = ["Replay", "build", "element_dtype", "instance_name", "replay", "timed", "timing_instances"]

@@ -159,7 +159,11 @@ def bench_file(
     devices: Sequence[Device] | None = None,
     plan: BenchPlan = GPU_PLAN,
     gpu_elements: int = GPU_ELEMENTS,
+    capture: str | None = None,
 ) -> BenchReport:
+    """Every kernel of `path` (or `kernel`) timed on every device here: at seeded inputs of the
+    benchmark size, or with `capture` (``porter capture``'s folder) at the launches the program's own
+    run made, with their data (:func:`_bench_captured`)."""
     if backends is not None:
         bad = [b for b in backends if b not in backend_names()]
         if bad:
@@ -181,10 +185,15 @@ def bench_file(
     devices = sorted(devices, key=lambda d: order.index(d.backend) if d.backend in order else len(order))
     originals = runners(SOURCE_DIALECT)
     ref_devices = tuple(d for d in devices if d.backend in originals)
-    kernels = [
-        _bench_kernel(source_plan, name, options, devices, ref_devices, sizes or {}, plan, gpu_elements)
-        for name in ([kernel] if kernel else names)
-    ]
+    if capture is not None:
+        if sizes:
+            raise UsageError("--size and --capture exclude each other: a capture's launches have their sizes")
+        kernels = _bench_captured(source_plan, capture, kernel, options, devices, ref_devices, plan)
+    else:
+        kernels = [
+            _bench_kernel(source_plan, name, options, devices, ref_devices, sizes or {}, plan, gpu_elements)
+            for name in ([kernel] if kernel else names)
+        ]
     if sizes and all(k.error.startswith("--size") for k in kernels):
         raise UsageError(kernels[0].error, path=path)
     notes = () if devices else ("no device here can run kernels: predictions only",)
@@ -261,6 +270,92 @@ def _bench_kernel(
         predictions=predictions(cost, devices),
         results=tuple(results),
     )
+
+
+def _bench_captured(
+    source_plan: Plan,
+    folder: str,
+    only: str | None,
+    options: CompileOptions,
+    devices: Sequence[Device],
+    ref_devices: tuple[Device, ...],
+    plan: BenchPlan,
+) -> list[KernelBench]:
+    """Each captured kernel of the file timed at its captured launches (the largest three sizes), on
+    every device, against the original on the same device and the model's floor at that launch."""
+    from porter import capture as capturing
+    from porter.harness import replay as replaying
+    from porter.workflows.program_replay import resolved_launches
+
+    scanned = {k.name: k for k in source_plan.scan.kernels}
+    launches = resolved_launches(capturing.load(folder).launches, scanned)
+    grouped = capturing.by_kernel(launches)
+    names = set(source_plan.kernel_names())
+    out: list[KernelBench] = []
+    for instance, las in grouped.items():
+        base = instance.split("<", 1)[0].strip().rsplit("::", 1)[-1]
+        if base not in names or (only is not None and only not in (base, instance)):
+            continue
+        info = scanned.get(base)
+        rep = replaying.build(instance, las, atomics=tuple(info.atomics) if info is not None else ())
+        if rep.spec is None:
+            out.append(
+                KernelBench(kernel=instance, spec_source="capture", error=f"not replayable: {rep.problem}")
+            )
+            continue
+        original = replace(source_plan.original(base, "alone"), kernel=instance, entry=instance)
+        device_text = original.source
+
+        def cost_at(
+            spec: KernelSpec, size: dict[str, int], base: str = base, text: str = device_text
+        ) -> KernelCost | None:
+            try:
+                return estimate(text, spec, size, source_plan.scan, kernel=base)
+            except (cexpr.ExprError, ValueError, KeyError, TypeError):
+                return None  # the model cannot cost this launch: no floor, the times stand alone
+
+        largest = replaying.timing_instances(rep, 1)
+        cost = cost_at(rep.spec, largest[0].size) if largest else None
+        results: list[BenchResult] = []
+        for device in devices:
+            variant = _variant_for(device, original, source_plan, replace(rep.spec, kernel=base))
+            if isinstance(variant, str):
+                results.append(
+                    BenchResult(
+                        kernel=instance,
+                        target=device.backend,
+                        provenance="translate",
+                        backend=device.backend,
+                        device=device.label,
+                        device_name=device.name,
+                        device_kind=device.kind,
+                        size=dict(largest[0].size) if largest else {},
+                        ok=False,
+                        reason=variant,
+                        representative=device.kind == "gpu",
+                    )  # fmt: skip
+                )
+                continue
+            if "<" in instance and "<" not in variant.entry:
+                variant = replace(variant, entry=instance)
+            dev_plan = replace(plan if device.kind == "gpu" else CPU_PLAN, compile=options)
+            results += replaying.timed(
+                variant, rep, device, dev_plan, original=original if variant is not original else None,
+                reference_devices=ref_devices, cost_at=cost_at,
+            )  # fmt: skip
+        out.append(
+            KernelBench(
+                kernel=instance,
+                spec_source="capture",
+                size=dict(largest[0].size) if largest else {},
+                cost=cost,
+                predictions=predictions(cost, devices) if cost is not None else (),
+                results=tuple(results),
+            )  # fmt: skip
+        )
+    if not out:
+        raise UsageError(f"the capture holds no launch of {only or 'any kernel of this file'}", path=folder)
+    return out
 
 
 def parse_sizes(items: Sequence[str]) -> dict[str, int]:

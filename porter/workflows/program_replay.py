@@ -33,6 +33,7 @@ from porter.program import SOURCE_SUFFIXES, Program
 from porter.results import KernelReplay, ProgramKernel, ProgramReport
 
 Progress = Callable[[str], None]
+LOG_TAIL = 4000  # characters of a failed replay's log kept in report.json
 
 
 def _launches(report: ProgramReport) -> tuple[list[capture.Launch], list[str]]:
@@ -80,7 +81,7 @@ def _scanned(program: Program, kernels: Mapping[str, ProgramKernel]) -> dict[str
     return found
 
 
-def _resolved(launches: Sequence[capture.Launch], scanned: Mapping[str, Any]) -> list[capture.Launch]:
+def resolved_launches(launches: Sequence[capture.Launch], scanned: Mapping[str, Any]) -> list[capture.Launch]:
     """The launches, each named by the kernel instance it ran (``axpby<T>`` written in a host template
     becomes ``axpby<float>``, deduced from the captured argument types)."""
     out = []
@@ -132,7 +133,7 @@ def _row_from(doc: Mapping[str, Any], key: str) -> KernelReplay:
         str(doc.get("variant", "")), str(doc.get("device", "")), str(doc.get("status", "")),
         str(doc.get("reason", "")), int(doc.get("launches") or 0), int(doc.get("held_back") or 0),
         tuple(doc.get("checks") or ()), wavefront=int(doc.get("wavefront") or 0),
-        instance=str(doc.get("instance") or ""), key=key, resumed=True,
+        instance=str(doc.get("instance") or ""), log=str(doc.get("log") or ""), key=key, resumed=True,
     )  # fmt: skip
 
 
@@ -146,8 +147,9 @@ def _verdict_row(variant: str, v: Verdict, rep: replaying.Replay) -> KernelRepla
     else:
         status = "failed"
     held = len(rep.spec.hidden_sizes) if rep.spec else 0
+    log = "\n".join(v.logs)[-LOG_TAIL:] if status == "failed" else ""
     return KernelReplay(
-        variant, v.device or v.backend, status, v.reason, len(rep.instances), held, tuple(v.checks)
+        variant, v.device or v.backend, status, v.reason, len(rep.instances), held, tuple(v.checks), log=log
     )
 
 
@@ -291,7 +293,7 @@ def replay_program(
 
     kernels = {k.name: k for k in report.kernels}
     scanned = _scanned(program, kernels)
-    launches = _resolved(launches, scanned)
+    launches = resolved_launches(launches, scanned)
     variants = _Variants(program, out, entries)
     grouped = capture.by_kernel(launches)
     for k in report.kernels:
@@ -344,4 +346,4 @@ def replay_program(
             row.captured_on = captured_on.get(row.instance, "")
 
 
-__all__ = ["replay_program"]
+__all__ = ["replay_program", "resolved_launches"]

@@ -38,3 +38,32 @@ def test_check_with_a_capture_accepts_the_original_and_rejects_a_planted_defect(
     struct = porter("check", original, "--against", original, "--kernel", "touch", "--capture", cap)
     assert struct.returncode == 2 and "holds a device pointer" in struct.stderr
     assert len(struct.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU runtime needs g++")
+def test_bench_with_a_capture_times_each_kernel_at_the_programs_own_launches(tmp_path: Path) -> None:
+    import json
+
+    shutil.copytree(TOUR, tmp_path / "tour")
+    r = porter(
+        "capture", str(tmp_path / "tour"), "--run", "./main", "--mib", "2", "--toolchain", "cpu-runtime"
+    )
+    assert r.returncode == 0, r.stderr + r.stdout
+    cap = str(tmp_path / "tour.capture")
+    src = str(tmp_path / "tour" / "main.cu")
+    b = porter("bench", src, "--kernel", "scale", "--capture", cap, "--backend", "cpu", "--json")
+    assert b.returncode == 0, b.stderr + b.stdout
+    (k,) = json.loads(b.stdout)["kernels"]
+    assert k["kernel"] == "scale" and k["spec_source"] == "capture"
+    assert k["size"]["n0"] == 256 and k["size"]["gx"] == 2 and k["size"]["bx"] == 128  # the run's own launch
+    timed = [r for r in k["results"] if r["ok"]]
+    assert timed and all(r["size"] == k["size"] for r in timed), k["results"]
+    assert all(r["median_ms"] > 0 for r in timed)
+    # a template kernel's instance, named as the run deduced it
+    ramp = porter("bench", src, "--kernel", "ramp", "--capture", cap, "--backend", "cpu", "--json")
+    assert ramp.returncode == 0, ramp.stderr
+    assert [k["kernel"] for k in json.loads(ramp.stdout)["kernels"]] == ["ramp<32>"]
+    both = porter("bench", src, "--capture", cap, "--size", "n=4")
+    assert both.returncode == 2 and "exclude each other" in both.stderr
+    none = porter("bench", src, "--kernel", "fill", "--capture", cap, "--backend", "cpu")
+    assert none.returncode == 1 and "not replayable" in " ".join(none.stdout.split())  # nothing timed

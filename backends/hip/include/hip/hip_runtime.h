@@ -180,8 +180,9 @@ static inline cudaError_t porter_hip_get_device_properties(porter_hip_device_pro
 
 /* A whole program's host code: every HIP runtime name as the CUDA name it renames (hipMalloc ->
  * cudaMalloc, hipDeviceProp_t -> cudaDeviceProp...), generated from porter's CUDA->HIP table into the
- * program's build folder (backends/hip/names.py).  Device-only builds do not see it. */
-#if defined(__has_include)
+ * program's build folder, and beside a kernel build (backends/hip/names.py): nvcc builds the host
+ * helpers a real program's kernel file includes.  NVRTC (device code only) does not see it. */
+#if defined(__has_include) && !defined(__CUDACC_RTC__)
 #if __has_include("porter_hip_names.h")
 #include "porter_hip_names.h"
 #endif

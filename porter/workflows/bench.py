@@ -304,6 +304,10 @@ def _bench_captured(
             )
             continue
         original = replace(source_plan.original(base, "alone"), kernel=instance, entry=instance)
+        # the kernel as the translations know it: its name and the instance's template arguments
+        written = instance[len(base) :].strip()
+        args = tuple(a.strip() for a in written[1:-1].split(",")) if written.startswith("<") else ()
+        as_written = replace(rep.spec, kernel=base, template_args=args)
         device_text = original.source
 
         def cost_at(
@@ -318,7 +322,7 @@ def _bench_captured(
         cost = cost_at(rep.spec, largest[0].size) if largest else None
         results: list[BenchResult] = []
         for device in devices:
-            variant = _variant_for(device, original, source_plan, replace(rep.spec, kernel=base))
+            variant = _variant_for(device, original, source_plan, as_written)
             if isinstance(variant, str):
                 results.append(
                     BenchResult(

@@ -6,8 +6,8 @@ Format (``docs/CAPTURE_FORMAT.md``, schema ``porter-capture/1``)::
     <capture>/launches/k<K>-s<S>.json one record per launch, as the runtime wrote it
     <capture>/arrays/*.bin            the bytes of each allocation a launch's pointers reach, before and after
 
-The runtime (``backends/cpu/porter_capture.h``) writes the launch records and arrays while the program
-runs; :func:`finish` adds ``manifest.json`` once the run is over (the launches sorted by their place in
+The program itself (``backends/porter_capture.h``, in the CPU runtime or the capturing nvcc build)
+writes the launch records and arrays while it runs; :func:`finish` adds ``manifest.json`` once the run is over (the launches sorted by their place in
 the run, the run's command line, exit code and which launches of each kernel were kept) and removes
 array files no record names.  :func:`load` reads a capture folder back; a damaged record is reported
 as a problem of the capture, never raised.

@@ -313,7 +313,7 @@ def _deduce_by_name(text: str, deduced: set[str]) -> str:
 
 def _matching(blanked: str, open_at: int) -> int:
     """Index of the parenthesis closing the one at `open_at` (-1: none) in text whose comments and
-    strings are blanked (:func:`porter.backends.cpu.source.blank_comments_and_strings`, once per text)."""
+    strings are blanked (:func:`blank_comments_and_strings`, once per text)."""
     depth = 0
     for k in range(open_at, len(blanked)):
         c = blanked[k]

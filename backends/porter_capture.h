@@ -18,7 +18,7 @@
 // ("holds_device_pointer").  The run's own results are unchanged.
 //
 // The runtime including it defines the hooks declared below (namespace porter_emu, "what a runtime
-// provides") and a dim3 type.
+// provides"), and the types dim3 and cudaStream_t before the #include.
 #ifndef PORTER_CAPTURE_H
 #define PORTER_CAPTURE_H
 
@@ -54,6 +54,25 @@ inline bool capture_allowed(const void* stream);
 inline const void* capture_bytes(uintptr_t addr, size_t n, bool symbol, std::vector<unsigned char>& scratch);
 // the kernel's (mangled) name, or nullptr
 inline const char* kernel_mangled_name(const void* fn);
+
+// ---- the launch interface porter's rewrite calls (backends/launches.py): a runtime's
+// launch_kernel(k, config(...), decltype(params(k))(args...), "k") and launch_deduced(...)
+struct Config {
+    dim3 grid, block;
+    size_t shared;
+    cudaStream_t stream;
+    Config(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = 0) : grid(g), block(b), shared(s), stream(st) {}
+};
+inline Config config(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = 0) { return Config(g, b, s, st); }
+
+template <class T>
+struct ParamOf {
+    using type = std::remove_cv_t<std::remove_reference_t<T>>;
+};
+// The kernel's parameters as a tuple type: the launch's arguments convert to it where they are
+// written (a literal 0 or NULL becomes a null pointer, a double a float), as in a direct launch.
+template <class... P>
+std::tuple<typename ParamOf<P>::type...> params(void (*)(P...));
 
 struct CaptureSettings {
     std::string dir;

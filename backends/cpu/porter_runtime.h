@@ -121,6 +121,8 @@ struct cudaExtent {
 static inline cudaPitchedPtr make_cudaPitchedPtr(void* d, size_t p, size_t xsz, size_t ysz) { return {d, p, xsz, ysz}; }
 static inline cudaExtent make_cudaExtent(size_t w, size_t h, size_t d) { return {w, h, d}; }
 
+#include "porter_capture.h"  // launch capture (PORTER_CAPTURE_DIR) and the rewrite's launch interface
+
 namespace porter_emu __attribute__((visibility("hidden"))) {
 
 inline std::map<uintptr_t, size_t>& allocations() {
@@ -182,13 +184,6 @@ inline double now_ms() {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-struct Config {
-    dim3 grid, block;
-    size_t shared;
-    cudaStream_t stream;
-    Config(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = 0) : grid(g), block(b), shared(s), stream(st) {}
-};
-inline Config config(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = 0) { return Config(g, b, s, st); }
 
 inline cudaError_t launch_checked(void (*body)(void*), void* ctx, const Config& c, const char* what) {
     unsigned grid[3] = {c.grid.x, c.grid.y, c.grid.z};
@@ -210,7 +205,6 @@ inline cudaError_t launch_checked(void (*body)(void*), void* ctx, const Config& 
 
 }  // namespace porter_emu
 
-#include "porter_capture.h"  // launch capture (PORTER_CAPTURE_DIR)
 namespace porter_emu __attribute__((visibility("hidden"))) {
 // what porter_capture.h needs from a runtime: a launch here has finished when it returns, and device
 // memory is host memory
@@ -226,14 +220,6 @@ inline const char* kernel_mangled_name(const void* fn) { return exported_symbol(
 
 namespace porter_emu __attribute__((visibility("hidden"))) {
 
-template <class T>
-struct ParamOf {
-    using type = std::remove_cv_t<std::remove_reference_t<T>>;
-};
-// The kernel's parameters as a tuple type: the launch's arguments convert to it where they are
-// written (a literal 0 or NULL becomes a null pointer, a double a float), as in a direct call.
-template <class... P>
-std::tuple<typename ParamOf<P>::type...> params(void (*)(P...));
 
 template <class... P, class... S, size_t... I>
 inline void invoke_tuple(void (*k)(P...), std::tuple<S...>& t, std::index_sequence<I...>) {

@@ -86,22 +86,7 @@ inline const char* kernel_mangled_name(const void* fn) {
 
 // ---- the launch wrappers the rewritten program calls
 
-struct Config {
-    dim3 grid, block;
-    size_t shared;
-    cudaStream_t stream;
-    Config(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = 0) : grid(g), block(b), shared(s), stream(st) {}
-};
-inline Config config(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = 0) { return Config(g, b, s, st); }
 
-template <class T>
-struct ParamOf {
-    using type = std::remove_cv_t<std::remove_reference_t<T>>;
-};
-// The kernel's parameters as a tuple type: the launch's arguments convert to it where they are
-// written (a literal 0 or NULL becomes a null pointer, a double a float), as in a direct launch.
-template <class... P>
-std::tuple<typename ParamOf<P>::type...> params(void (*)(P...));
 
 template <class... P, class... S, size_t... I>
 inline void launch_tuple(void (*k)(P...), const Config& c, std::tuple<S...>& t, std::index_sequence<I...>) {

@@ -237,21 +237,7 @@ def _bench_kernel(
         size = gpu_size if device.kind == "gpu" else _bench_size(spec, device.kind, overrides, gpu_elements)
         variant = _variant_for(device, original, source_plan, spec)
         if isinstance(variant, str):
-            results.append(
-                BenchResult(
-                    kernel=name,
-                    target=device.backend,
-                    provenance="translate",
-                    backend=device.backend,
-                    device=device.label,
-                    device_name=device.name,
-                    device_kind=device.kind,
-                    size=size,
-                    ok=False,
-                    reason=variant,
-                    representative=device.kind == "gpu",
-                )
-            )
+            results.append(_not_timed(name, device, size, variant))
             continue
         dev_cost = cost if size == gpu_size else estimate(device_text, spec, size, scan, kernel=name)
         dev_plan = replace(plan if device.kind == "gpu" else CPU_PLAN, compile=options)
@@ -270,6 +256,15 @@ def _bench_kernel(
         predictions=predictions(cost, devices),
         results=tuple(results),
     )
+
+
+def _not_timed(kernel: str, device: Device, size: dict[str, int], why: str) -> BenchResult:
+    """The row of a device that has no variant of the kernel to time (no translation, no translator)."""
+    return BenchResult(
+        kernel=kernel, target=device.backend, provenance="translate", backend=device.backend,
+        device=device.label, device_name=device.name, device_kind=device.kind, size=size, ok=False,
+        reason=why, representative=device.kind == "gpu",
+    )  # fmt: skip
 
 
 def _bench_captured(
@@ -325,19 +320,7 @@ def _bench_captured(
             variant = _variant_for(device, original, source_plan, as_written)
             if isinstance(variant, str):
                 results.append(
-                    BenchResult(
-                        kernel=instance,
-                        target=device.backend,
-                        provenance="translate",
-                        backend=device.backend,
-                        device=device.label,
-                        device_name=device.name,
-                        device_kind=device.kind,
-                        size=dict(largest[0].size) if largest else {},
-                        ok=False,
-                        reason=variant,
-                        representative=device.kind == "gpu",
-                    )  # fmt: skip
+                    _not_timed(instance, device, dict(largest[0].size) if largest else {}, variant)
                 )
                 continue
             if "<" in instance and "<" not in variant.entry:

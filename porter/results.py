@@ -264,6 +264,13 @@ class KernelReplay:
     instance: str = ""  # the kernel instance the launches ran ("axpby<float>"), as captured
     captured_on: str = ""  # the device of the original's run the launches were captured from
     log: str = ""  # a failure's log (the compiler's, the checker's): its tail
+    # a validated variant timed on a GPU at its largest captured launch (porter.harness.replay.timed):
+    # median and IQR of the device-event times, against the original on the same device, the floor
+    time_ms: float | None = None
+    time_iqr_ms: float | None = None
+    speedup: float | None = None
+    floor_ms: float | None = None
+    timed_at: str = ""  # the launch timed ("gx=20, gy=10, ...") or why none was
     key: str = ""  # what the verdict depends on: a re-run with the same key reuses it
     resumed: bool = False
 

@@ -32,6 +32,18 @@ def _launches(r: KernelReplay) -> str:
     return f"{r.launches}" + (f" ({r.held_back} held back)" if r.held_back else "") if r.launches else "-"
 
 
+def _time(r: KernelReplay) -> str:
+    """A replay's time at its captured launch: median (IQR) ms, speedup over the original, the floor."""
+    if r.time_ms is None:
+        return "-"
+    out = f"{r.time_ms:.4g} ms ({r.time_iqr_ms or 0:.2g})"
+    if r.speedup is not None:
+        out += f", {r.speedup:.2f}x the original"
+    if r.floor_ms is not None:
+        out += f", floor {r.floor_ms:.2g} ms"
+    return out
+
+
 def to_json(report: ProgramReport) -> dict[str, Any]:
     return report.document()
 
@@ -98,13 +110,23 @@ def render(report: ProgramReport) -> None:
     replayed = [(k, rp) for k in report.kernels for rp in k.replays]
     if replayed:
         table = Table(title="kernels, replayed from the program's run")
-        for col in ("kernel", "variant", "device", "lanes", "verdict", "launches", "reason"):
+        timed = any(rp.time_ms is not None for _k, rp in replayed)
+        for col in (
+            "kernel",
+            "variant",
+            "device",
+            "lanes",
+            "verdict",
+            "launches",
+            *(["time"] if timed else []),
+            "reason",
+        ):
             table.add_column(col)
         for k, rp in replayed:
             table.add_row(
                 rp.instance or k.name, rp.variant, rp.device or "-", str(rp.wavefront or "-"),
                 Text(rp.status, style=_VERDICT_STYLE.get(rp.status, "")),
-                _launches(rp), "" if rp.status == "validated" else _short(rp.reason),
+                _launches(rp), *([_time(rp)] if timed else []), "" if rp.status == "validated" else _short(rp.reason),
             )  # fmt: skip
         console.print(table)
     for target, v in report.verdicts().items():
@@ -215,12 +237,12 @@ def markdown(report: ProgramReport) -> str:
             "compared with what the original left"
             + (f"; captured on {', '.join(sources)}." if sources else "."),
             "",
-            "| kernel | variant | device | lanes per warp | verdict | launches | reason |",
-            "|---|---|---|---|---|---|---|",
+            "| kernel | variant | device | lanes per warp | verdict | launches | time at the largest captured launch | reason |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         out += [
             f"| `{r.instance or k.name}` | {r.variant} | {r.device or '-'} | {r.wavefront or '-'} | {r.status} | {_launches(r)} | "
-            f"{_short(r.reason, 200).replace('|', '/')} |"
+            f"{_time(r)} | {_short(r.reason, 200).replace('|', '/')} |"
             for k, r in replayed
         ]
         out.append("")

@@ -129,11 +129,55 @@ def _key(
 
 
 def _row_from(doc: Mapping[str, Any], key: str) -> KernelReplay:
+    def number(name: str) -> float | None:
+        value = doc.get(name)
+        return float(value) if isinstance(value, int | float) else None
+
     return KernelReplay(
         str(doc.get("variant", "")), str(doc.get("device", "")), str(doc.get("status", "")),
         str(doc.get("reason", "")), int(doc.get("launches") or 0), int(doc.get("held_back") or 0),
         tuple(doc.get("checks") or ()), wavefront=int(doc.get("wavefront") or 0),
-        instance=str(doc.get("instance") or ""), log=str(doc.get("log") or ""), key=key, resumed=True,
+        instance=str(doc.get("instance") or ""), log=str(doc.get("log") or ""), time_ms=number("time_ms"),
+        time_iqr_ms=number("time_iqr_ms"), speedup=number("speedup"), floor_ms=number("floor_ms"),
+        timed_at=str(doc.get("timed_at") or ""), key=key, resumed=True,
+    )  # fmt: skip
+
+
+# The device kinds a validated replay is timed on: times elsewhere say nothing about GPU speed.
+TIMED_KINDS: tuple[str, ...] = ("gpu",)
+
+
+def _timed(
+    row: KernelReplay, variant: Variant, copts: CompileOptions, device: Device, rep: replaying.Replay,
+    original: Variant | None,
+) -> KernelReplay:  # fmt: skip
+    """`row` with the variant's time at its largest captured launch on `device` (the original's on the
+    same device beside it, and the model's floor); a failed timing says why in ``timed_at``."""
+    from porter.harness.bench import CPU_PLAN, GPU_PLAN
+    from porter.harness.cost import estimate
+    from porter.plan import run_devices
+
+    def cost_at(spec: Any, size: dict[str, int]) -> Any:
+        try:
+            return estimate(variant.source, spec, size, kernel=variant.entry)
+        except Exception:  # noqa: BLE001 - a launch the model cannot cost: the time stands alone
+            return None
+
+    plan = replace(GPU_PLAN if device.kind == "gpu" else CPU_PLAN, compile=copts)
+    found = replaying.timed(
+        variant, rep, device, plan, original=original, reference_devices=run_devices("cuda"), cost_at=cost_at,
+        most=1,
+    )  # fmt: skip
+    if not found:
+        return replace(row, timed_at="not timed: nothing to time")
+    res = found[0]
+    at = ", ".join(f"{k}={v}" for k, v in res.size.items())
+    if not res.ok or res.timing is None:
+        return replace(row, timed_at=f"not timed at {at}: {res.reason}")
+    floor = res.assessment.floor_ms if res.assessment is not None else None
+    return replace(
+        row, time_ms=res.timing.median_ms, time_iqr_ms=res.timing.iqr_ms, speedup=res.speedup,
+        floor_ms=floor, timed_at=at,
     )  # fmt: skip
 
 
@@ -268,6 +312,7 @@ def replay_program(
         devices: Sequence[Device],
         replay_of: Callable[[], replaying.Replay],
         name: str,
+        original: Variant | None = None,
     ) -> list[KernelReplay]:
         """The verdicts of `variant` on `devices`, reused from the previous report when its key matches
         (then the capture's arrays are not even read: `replay_of` builds the replay on first need)."""
@@ -288,6 +333,12 @@ def replay_program(
             )
             for v in verdicts
         ]
+        by_label = {d.label: d for d in devices}
+        for i, row in enumerate(rows):
+            device = by_label.get(row.device)
+            if row.status == "validated" and device is not None and device.kind in TIMED_KINDS:
+                say(f"{name}: timing {variant_name(variant)} on {device.label} at a captured launch")
+                rows[i] = _timed(row, variant, copts, device, rep, original)
         save()
         return rows
 
@@ -314,6 +365,7 @@ def replay_program(
             pk.replays.append(KernelReplay("original", "", "not-replayable", original, instance=name))
             continue
         variant, copts = original
+        original_variant = variant
         rows = judged(variant, copts, run_devices("cuda"), replay_of, name)
         pk.replays += rows
         if not any(r.status == "validated" for r in rows):
@@ -339,7 +391,7 @@ def replay_program(
                 for d in [*run_devices(target), *wavefront_devices(target)]
                 if not lacking(target, d, requires)
             ]
-            pk.replays += judged(variant, copts, devices, replay_of, name)
+            pk.replays += judged(variant, copts, devices, replay_of, name, original_variant)
     captured_on = {name: las[0].device for name, las in grouped.items() if las}
     for k in report.kernels:
         for row in k.replays:

@@ -256,3 +256,29 @@ def test_one_file_with_a_run_is_a_program_and_what_lies_beside_it_is_never_read(
     report = port_program([str(tmp_path / "va.cu")], ["hip"], runs=[""], toolchains=CPU)
     assert report.runs[0].original is not None and report.runs[0].original.stdout_tail.strip() == "198"
     assert report.verdicts()["hip"]["status"] == "matches"
+
+
+def test_validated_replays_are_timed_at_their_largest_captured_launch(
+    smooth: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # on a GPU the port report times every validated replay; here the emulator stands in for one
+    from porter.workflows import program_replay
+
+    monkeypatch.setattr(program_replay, "TIMED_KINDS", ("emulator",))
+    report = port_program(
+        [str(smooth)], ["hip"], out_dir=str(tmp_path / "out"), runs=[RUN], toolchains=CPU,
+        markdown=program_view.markdown,
+    )  # fmt: skip
+    rows = [r for k in report.kernels for r in k.replays if r.device == "cpu:cpu-emulator"]
+    assert rows and all(r.status == "validated" for r in rows), rows
+    for r in rows:
+        assert r.time_ms is not None and r.time_ms > 0 and r.time_iqr_ms is not None, r
+        assert "n0=4000" in r.timed_at  # the run's own size (data/values.txt holds 4000 values)
+    hip = next(r for r in rows if r.variant == "hip")
+    assert hip.speedup is not None  # against the original on the same device
+    md = (Path(report.out_dir) / "report.md").read_text()
+    assert "time at the largest captured launch" in md and "x the original" in md
+    # a re-run keeps the times with the verdicts it reuses
+    again = port_program([str(smooth)], ["hip"], out_dir=str(tmp_path / "out"), runs=[RUN], toolchains=CPU)
+    kept = [r for k in again.kernels for r in k.replays if r.device == "cpu:cpu-emulator"]
+    assert all(r.resumed for r in kept) and [r.time_ms for r in kept] == [r.time_ms for r in rows]

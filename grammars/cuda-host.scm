@@ -21,6 +21,9 @@
 
 ; Scalar declarations and assignments: `int n = 1 << 20;`, `dim3 block(16, 16);`, `n = atoi(s);`.
 (declaration declarator: (init_declarator declarator: (identifier) value: (_))) @decl
+; A function pointer set where it is declared: `void (*fp)(float*, int) = kernel;` (a launch through it
+; launches that kernel).
+(declaration declarator: (init_declarator declarator: (function_declarator) value: (_))) @decl
 (assignment_expression left: (identifier) @assign.var right: (_) @assign.value) @assign
 ; `dim3 block(THREADS);` parses as a function declaration (C++'s most vexing parse); inside a
 ; function body it is a construction.

@@ -8,6 +8,7 @@ this module.  Facts about CUDA APIs come from ``cuda_api.toml``, hazards from ``
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import tomllib
 from collections.abc import Callable
@@ -526,6 +527,12 @@ class _Scanner:
         self.full_mask_names: set[str] = set()
         self.namespace_aliases: dict[str, str] = {}
         self.launches: list[LaunchSite] = []
+        self.pointers: dict[str, set[str]] = {}  # function-pointer variable -> what it was set to
+        self.launch_macros = (
+            _launch_macros(source.decode("utf-8", "surrogateescape"))
+            if b"#" in source and b"<" in source
+            else {}
+        )
         self.allocations: list[Allocation] = []
         self.copies: list[Copy] = []
         self.assignments: list[Assignment] = []
@@ -563,6 +570,7 @@ class _Scanner:
                         end_byte=f.outer.end_byte,
                     )
                 )
+        self._resolve_pointers({k.name for k in kernels})
         seen: set[tuple[str, int, str]] = set()
         unique = []
         for h in sorted(self.hazards, key=lambda h: (h.line, h.code)):
@@ -1020,7 +1028,9 @@ class _Scanner:
                 name = text(caps["call.name"][0])
                 if name in call_rules:
                     self.hazards += hz.for_call(name, _line(call))
-                if name in a.launch_apis:
+                if name in self.launch_macros:
+                    self._macro_launch(f, name, call, caps["call.args"][0])
+                elif name in a.launch_apis:
                     pending_api_launches.append((name, call, caps["call.args"][0]))
                 elif name in host_api:
                     self._host_call(f, name, call, caps["call.args"][0])
@@ -1112,6 +1122,34 @@ class _Scanner:
                 function=f.name,
             )
         )
+
+    def _macro_launch(self, f: _Function, name: str, call: Node, arglist: Node) -> None:
+        """A launch written in a function-like macro's body (``LAUNCH(scale, x, n)``): the body with the
+        call's arguments put in is scanned as a host function; its launches count at the call's line."""
+        params, body = self.launch_macros[name]
+        args = [self.text(c) for c in _args(arglist)]
+        expanded = _substitute(body, params, args)
+        inner = scan_cuda(
+            self.path, f"void __porter_macro_{name}() {{ {expanded}; }}\n".encode(), MacroTable()
+        )
+        for ls in inner.launches:
+            self.launches.append(
+                dataclasses.replace(ls, line=_line(call), via=f"{ls.via} (macro {name})", function=f.name)
+            )
+
+    def _resolve_pointers(self, kernel_names: set[str]) -> None:
+        """A launch through a function-pointer variable (``fp<<<g, b>>>(...)``) is a launch of the kernel
+        the variable was set to, when the file sets it to exactly one kernel."""
+        for a in self.assignments:  # fp = kernel; after its declaration
+            if a.type is None:
+                self.pointers.setdefault(a.var, set()).add(_function_set(a.value))
+        for i, ls in enumerate(self.launches):
+            if ls.kernel in kernel_names or ls.kernel not in self.pointers:
+                continue
+            targets = self.pointers[ls.kernel] & kernel_names
+            if len(targets) == 1 and len(self.pointers[ls.kernel]) == 1:
+                (kernel,) = targets
+                self.launches[i] = dataclasses.replace(ls, kernel=kernel, via=f"{ls.via} through {ls.kernel}")
 
     def _api_launch(
         self, f: _Function, name: str, call: Node, arglist: Node, arrays: dict[str, list[str]]
@@ -1251,6 +1289,11 @@ class _Scanner:
             value = d.child_by_field_name("value")
             if value is None or ident is None:
                 continue
+            if ident.type != "identifier" and "(" in text(ident):  # void (*fp)(float*, int) = kernel;
+                named = _declared_name(ident)
+                if named is not None:
+                    self.pointers.setdefault(text(named), set()).add(_function_set(text(value)))
+                continue
             if ident.type == "identifier":
                 if value.type == "lambda_expression" or _is_allocation_value(text, value):
                     continue
@@ -1268,6 +1311,41 @@ class _Scanner:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+_LAUNCH_MACRO = re.compile(
+    r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\(([^)]*)\)((?:[^\n\\]|\\\n|\\.)*)", re.MULTILINE
+)
+
+
+def _launch_macros(text: str) -> dict[str, tuple[list[str], str]]:
+    """Function-like macros of the file whose body launches a kernel: name -> (parameters, body)."""
+    out: dict[str, tuple[list[str], str]] = {}
+    for m in _LAUNCH_MACRO.finditer(text):
+        body = m.group(3).replace("\\\n", " ")
+        if re.search(r"<\s*<\s*<", body):
+            out[m.group(1)] = ([p.strip() for p in m.group(2).split(",") if p.strip()], body.strip())
+    return out
+
+
+def _substitute(body: str, params: list[str], args: list[str]) -> str:
+    """A macro body with its parameters replaced by the call's arguments (``...`` by the rest, as
+    ``__VA_ARGS__``); stringizing and pasting are left as written."""
+    values: dict[str, str] = {}
+    for k, name in enumerate(params):
+        if name == "...":
+            values["__VA_ARGS__"] = ", ".join(args[k:])
+            break
+        values[name] = args[k] if k < len(args) else ""
+    if not values:
+        return body
+    pattern = re.compile(r"\b(" + "|".join(re.escape(v) for v in values) + r")\b")
+    return pattern.sub(lambda m: values[m.group(1)], body)
+
+
+def _function_set(value: str) -> str:
+    """The function a pointer is set to: ``&kernel``, ``(kernel)`` and ``kernel`` are ``kernel``."""
+    return value.strip().lstrip("&").strip().strip("()").strip()
 
 
 def _identifiers(text: _TextFn, node: Node) -> list[str]:

@@ -29,6 +29,7 @@ from porter.scan.macros import MacroTable, Masked, definitions, mask, resolve
 _UNMASKED = Masked(b"")  # no macros blanked: qualifiers are only those written out
 
 # Nodes kept whole wherever they sit at top level.
+_HOST_LAUNCH = re.compile(rb"<\s*<\s*<")  # a macro body launching a kernel
 _KEEP_WHOLE = frozenset(
     {
         "preproc_include",
@@ -123,6 +124,9 @@ def _drop_ranges(node: Node, out: list[tuple[int, int]], masked: Masked) -> None
         if not child.is_named:
             continue  # braces, `#endif`, `extern`, `;` stay
         t = child.type
+        if t == "preproc_function_def" and _HOST_LAUNCH.search(child.text or b""):
+            out.append((masked.start_of(child), child.end_byte))  # a host launch macro: not device code
+            continue
         if t in _KEEP_WHOLE:
             continue
         if t == "linkage_specification":

@@ -119,3 +119,30 @@ def test_samples_host_side() -> None:
         defines = {d.name: d for d in scan_file(str(common)).defines}
         assert defines["CUDA_CHECK"].params == ("call",)
         assert " \\ " not in defines["CUDA_CHECK"].value  # line continuations are joined
+
+
+def test_launches_in_a_macro_body_and_through_a_function_pointer_are_found() -> None:
+    scan = scan_file(str(FIXTURES / "hidden_launches.cu"))
+    rows = [(ls.kernel, ls.line, ls.grid, ls.block, ls.args, ls.via) for ls in scan.launches]
+    assert ("scale", 18, "(N + 255) / 256", "256", ("x", "2.0f", "N"), "chevrons (macro LAUNCH)") in rows
+    assert ("shift", 20, "N / 256", "256", ("y", "x", "N"), "chevrons through fp") in rows
+    assert any(r[0] == "either" for r in rows)  # a pointer set to two things stays what it is
+
+
+def test_a_host_launch_macro_is_not_device_code() -> None:
+    from porter.scan.extract import device_code
+
+    text = (FIXTURES / "hidden_launches.cu").read_text()
+    code = device_code(text)
+    assert "<<<" not in code and code.count("\n") == text.count("\n")
+    assert "__global__ void scale" in code
+
+
+def test_kernels_launched_only_that_way_get_an_inferred_spec() -> None:
+    from porter.harness.spec.infer import infer_spec
+
+    scan = scan_file(str(FIXTURES / "hidden_launches.cu"))
+    scale = infer_spec(scan, "scale")
+    assert scale.block == ("256",) and [a.name for a in scale.args] == ["x", "a", "n"]
+    shift = infer_spec(scan, "shift")
+    assert [(a.name, a.role.value) for a in shift.args][:2] == [("y", "out"), ("x", "in")]

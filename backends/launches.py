@@ -381,8 +381,9 @@ def instrumented_copy(
     under ``out/include/<n>``.  Returns (the copy, the include folders as it sees them, every original
     text by the path of its rewritten copy).  The user's files are only read."""
     scratch = out / "src"
-    if scratch.exists():
-        shutil.rmtree(scratch)
+    for stale in (scratch, out / "include"):  # a header deleted since the last build must not linger
+        if stale.exists():
+            shutil.rmtree(stale)
     root = source.original_root or source.tree
     # the files to rewrite: the tree, then include folders outside it (their headers only)
     listed = [source.tree / f for f in source.files] if source.files else files_of(source.tree)

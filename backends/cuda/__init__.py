@@ -208,7 +208,7 @@ class CudaBackend(BackendBase):
             # code -- unless a compiler was asked for
             if chosen != "nvrtc" or compiler or flag_compiler or "nvcc" not in self.compilers():
                 raise
-            if not _NEEDS_HOST_HEADERS.search(str(err)):
+            if not _NEEDS_HOST_HEADERS.search(err.log):  # the compiler's words, not the user's source
                 raise
             chosen = "nvcc"
             compiled, cmd = attempt(chosen)

@@ -15,8 +15,10 @@
 // * registered __constant__ / __device__ variables read with cudaMemcpyFromSymbol;
 // * no capture while the launch's stream is being captured into a CUDA graph (a synchronisation there
 //   would end the program's graph capture);
-// * the runtime's error state left as the program's own: no call here consumes an error
-//   (cudaPeekAtLastError, never cudaGetLastError).
+// * the runtime's error state left as the program's own: an error the program has pending is never
+//   consumed (cudaPeekAtLastError), and what the wrapper's own calls set is cleared (keep_errors);
+// * needs CUDA 12.5 or later (cudaGetDriverEntryPointByVersion, cudaFuncGetName): with an older
+//   toolkit the instrumented build does not compile and the program is built as written, uncaptured.
 //
 // It also restores the thread-named runtime functions CUDA 13 removed (cudaThreadSynchronize and
 // friends: aliases of the device-wide ones), so older programs build as they did.
@@ -93,12 +95,24 @@ inline void launch_tuple(void (*k)(P...), const Config& c, std::tuple<S...>& t, 
     k<<<c.grid, c.block, c.shared, c.stream>>>(std::get<I>(t)...);
 }
 
+// What the wrapper's own runtime calls leave in the thread's last error (a failed copy, a stream-capture
+// query) is not the program's: cleared, unless the program had an error of its own pending.
+inline void keep_errors(cudaError_t before) {
+    if (before == cudaSuccess) (void)cudaGetLastError();
+}
+
 template <class... P>
 inline void launch_kernel(void (*kernel)(P...), const Config& c, std::tuple<typename ParamOf<P>::type...> args,
                           const char* what = "a kernel") {
+    cudaError_t before = cudaPeekAtLastError();
     Capture* cap = capture_begin(what, c.grid, c.block, c.shared, (const void*)c.stream, args, (const void*)kernel);
+    keep_errors(before);
     launch_tuple(kernel, c, args, std::index_sequence_for<P...>{});
-    if (cap != nullptr) capture_end(cap, (int)cudaPeekAtLastError());
+    if (cap != nullptr) {
+        cudaError_t launched = cudaPeekAtLastError();
+        capture_end(cap, (int)launched);
+        keep_errors(launched);
+    }
 }
 
 // A template kernel whose arguments deduce its parameters: the rewrite's generic lambda launches it as
@@ -110,10 +124,16 @@ inline Config& deduced_config() {
 template <class F, class... A>
 inline void launch_deduced(const Config& c, F f, const char* what, A&&... a) {
     std::tuple<std::decay_t<A>...> args(std::forward<A>(a)...);
+    cudaError_t before = cudaPeekAtLastError();
     Capture* cap = capture_begin(what, c.grid, c.block, c.shared, (const void*)c.stream, args);
+    keep_errors(before);
     deduced_config() = c;
     std::apply(f, args);
-    if (cap != nullptr) capture_end(cap, (int)cudaPeekAtLastError());
+    if (cap != nullptr) {
+        cudaError_t launched = cudaPeekAtLastError();
+        capture_end(cap, (int)launched);
+        keep_errors(launched);
+    }
 }
 
 }  // namespace porter_emu

@@ -102,8 +102,15 @@ def _sanitizer_key(check: str, tool: str, job: Job) -> str:
         h.update(name.encode())
         h.update(np.ascontiguousarray(value).tobytes())
     device = job.device
+    from porter.cache import headers_digest
+
+    try:
+        chain = get_backend(job.backend).toolchain_id(device)  # compiler and its version, driver
+    except Exception:  # noqa: BLE001 - a toolchain that cannot say: the key says so too
+        chain = "unknown"
     return Cache.key(
         "sanitizer", check, tool, job.backend, job.source, job.entry, repr(job.options),
+        headers_digest(job.source, job.options.include_dirs), chain,
         repr((job.grid, job.block, job.shared_bytes, job.runs)), h.hexdigest(),
         "" if device is None else f"{device.label}|{device.arch}|{device.driver}",
     )  # fmt: skip

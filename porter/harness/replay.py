@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from porter.backends import Device
+from porter.backends import CompileOptions, Device
 from porter.capture import Arg, Launch
 from porter.harness.inputs import ctype_info
 from porter.harness.trial import Instance, ValidateOptions
@@ -314,28 +314,50 @@ def timed(
     plan: BenchPlan,
     *,
     original: Variant | None = None,
+    original_options: CompileOptions | None = None,
     reference_devices: Sequence[Device] = (),
     cost_at: Callable[[KernelSpec, dict[str, int]], KernelCost | None] | None = None,
     most: int = 3,
 ) -> list[BenchResult]:
     """`variant` timed on `device` at its captured launches (:func:`timing_instances`) with the
     harness's timing (device events, warm-up, L2 flush, median and spread), each against `original` on
-    the same physical device when it is given (its speedup), and against the performance model's floor
-    when `cost_at` gives the launch's cost.  The timed launches' outputs are re-validated against what
-    the original's run left where the kernel does not update its own inputs."""
+    the same physical device when it is given (its speedup; built with `original_options`, its own
+    include folders), and against the performance model's floor when `cost_at` gives the launch's cost.
+    The timed launches' outputs are re-validated against what the original's run left where the kernel
+    does not update its own inputs."""
     from porter.harness.bench import benchmark
     from porter.harness.reference import Reference
 
     if rep.spec is None:
         return []
-    spec, _ = _for_variant(rep, variant)
+    spec, instances = _for_variant(rep, variant)
     chosen = {inst.label for inst in timing_instances(rep, most)}
-    reference = Reference(original=original, devices=tuple(reference_devices), recorded=rep.recorded)
+    reference = Reference(recorded=rep.recorded)
+    ref_device = next((d for d in reference_devices if d.name == device.name and d.kind == device.kind), None)
     results = []
-    for inst in (i for i in _for_variant(rep, variant)[1] if i.label in chosen):
+    for inst in (i for i in instances if i.label in chosen):
         cost = cost_at(spec, inst.size) if cost_at is not None else None
+        baseline = None
+        if original is not None and ref_device is not None:
+            o_spec, o_instances = _for_variant(rep, original)
+            o_inst = next((i for i in o_instances if i.label == inst.label), None)
+            o_plan = replace(plan, compile=original_options or plan.compile, revalidate=False)
+            if o_inst is not None:
+                baseline = benchmark(
+                    original, o_spec, ref_device, inst.size, o_plan, cost=cost, instance=o_inst
+                )
         results.append(
-            benchmark(variant, spec, device, inst.size, plan, reference=reference, cost=cost, instance=inst)
+            benchmark(
+                variant,
+                spec,
+                device,
+                inst.size,
+                plan,
+                reference=reference,
+                cost=cost,
+                instance=inst,
+                baseline=baseline,
+            )  # fmt: skip
         )
     return results
 

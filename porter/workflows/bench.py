@@ -280,7 +280,8 @@ def _bench_captured(
     every device, against the original on the same device and the model's floor at that launch."""
     from porter import capture as capturing
     from porter.harness import replay as replaying
-    from porter.workflows.program_replay import resolved_launches
+    from porter.harness.spec.names import split_instance
+    from porter.workflows.program_replay import _replay, resolved_launches
 
     scanned = {k.name: k for k in source_plan.scan.kernels}
     launches = resolved_launches(capturing.load(folder).launches, scanned)
@@ -292,7 +293,7 @@ def _bench_captured(
         if base not in names or (only is not None and only not in (base, instance)):
             continue
         info = scanned.get(base)
-        rep = replaying.build(instance, las, atomics=tuple(info.atomics) if info is not None else ())
+        rep = _replay(instance, las, tuple(info.atomics) if info is not None else ())
         if rep.spec is None:
             out.append(
                 KernelBench(kernel=instance, spec_source="capture", error=f"not replayable: {rep.problem}")
@@ -300,8 +301,7 @@ def _bench_captured(
             continue
         original = replace(source_plan.original(base, "alone"), kernel=instance, entry=instance)
         # the kernel as the translations know it: its name and the instance's template arguments
-        written = instance[len(base) :].strip()
-        args = tuple(a.strip() for a in written[1:-1].split(",")) if written.startswith("<") else ()
+        args = split_instance(instance)[1] or ()
         as_written = replace(rep.spec, kernel=base, template_args=args)
         device_text = original.source
 
@@ -323,12 +323,17 @@ def _bench_captured(
                     _not_timed(instance, device, dict(largest[0].size) if largest else {}, variant)
                 )
                 continue
-            if "<" in instance and "<" not in variant.entry:
+            single = (
+                get_dialect(get_backend(device.backend).runs[0]).single_source
+                if variant is not original
+                else True
+            )
+            if single and "<" in instance and "<" not in variant.entry:  # OpenCL names its instances itself
                 variant = replace(variant, entry=instance)
             dev_plan = replace(plan if device.kind == "gpu" else CPU_PLAN, compile=options)
             results += replaying.timed(
                 variant, rep, device, dev_plan, original=original if variant is not original else None,
-                reference_devices=ref_devices, cost_at=cost_at,
+                original_options=options, reference_devices=ref_devices, cost_at=cost_at,
             )  # fmt: skip
         out.append(
             KernelBench(

@@ -108,16 +108,34 @@ def capture_program(
         program, work, report, runs, timeout or DEFAULT_TIMEOUT_S, default_rule(), say, None,
         [Path(p) for p in skip], lambda: None,
     )  # fmt: skip
-    runner.only = {toolchain or capturing_toolchain()}
     runner.repeat = False  # one run each: what varies between runs is not compared here
     runner.capture_limits = (launches, mib)
-    built = runner.build_all(1)
-    build = next((b for b, _ in built.values()), None)
+    chosen = toolchain or capturing_toolchain()
+    # the GPU's build first; where it cannot capture (the instrumented copy does not compile), the CPU
+    # runtime's -- unless the user chose the toolchain
+    tried = [chosen] if toolchain or chosen == FALLBACK else [chosen, FALLBACK]
+    notes: list[str] = []
+    for name in tried:
+        runner.only = {name}
+        built = runner.build_all(1)
+        build = next((b for b, _ in built.values()), None)
+        if build is not None and build.status == "built" and build.captures:
+            break
+        why = (
+            "not built"
+            if build is None
+            else f"{build.status}: {build.reason}"
+            if build.status != "built"
+            else ("built without capture (its instrumented copy does not build; see the build log)")
+        )
+        notes.append(f"{name}: {why}")
     result = CaptureReport(str(program.root), str(out), "not built" if build is None else build.status)
     result.device = build.device if build is not None else ""
-    if build is None or build.status != "built":
-        result.build += f": {build.reason}" if build is not None else ""
+    if build is None or build.status != "built" or not build.captures:
+        result.build = "; ".join(notes)
         return result
+    if notes:
+        result.build += f" ({'; '.join(notes)})"
     runner.run_all(built, mains)
     for n, run in enumerate(report.runs, 1):
         rec = run.original

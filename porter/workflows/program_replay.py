@@ -149,7 +149,7 @@ TIMED_KINDS: tuple[str, ...] = ("gpu",)
 
 def _timed(
     row: KernelReplay, variant: Variant, copts: CompileOptions, device: Device, rep: replaying.Replay,
-    original: Variant | None,
+    original: tuple[Variant, CompileOptions],
 ) -> KernelReplay:  # fmt: skip
     """`row` with the variant's time at its largest captured launch on `device` (the original's on the
     same device beside it, and the model's floor); a failed timing says why in ``timed_at``."""
@@ -157,16 +157,19 @@ def _timed(
     from porter.harness.cost import estimate
     from porter.plan import run_devices
 
-    def cost_at(spec: Any, size: dict[str, int]) -> Any:
+    source, options = original
+
+    def cost_at(spec: Any, size: dict[str, int]) -> Any:  # the original's work: one floor for every port
         try:
-            return estimate(variant.source, spec, size, kernel=variant.entry)
+            return estimate(source.source, spec, size, kernel=source.entry)
         except Exception:  # noqa: BLE001 - a launch the model cannot cost: the time stands alone
             return None
 
     plan = replace(GPU_PLAN if device.kind == "gpu" else CPU_PLAN, compile=copts)
+    same = variant.source == source.source and variant.entry == source.entry
     found = replaying.timed(
-        variant, rep, device, plan, original=original, reference_devices=run_devices("cuda"), cost_at=cost_at,
-        most=1,
+        variant, rep, device, plan, original=None if same else source, original_options=options,
+        reference_devices=run_devices("cuda"), cost_at=cost_at, most=1,
     )  # fmt: skip
     if not found:
         return replace(row, timed_at="not timed: nothing to time")
@@ -312,7 +315,7 @@ def replay_program(
         devices: Sequence[Device],
         replay_of: Callable[[], replaying.Replay],
         name: str,
-        original: Variant | None = None,
+        original: tuple[Variant, CompileOptions],
     ) -> list[KernelReplay]:
         """The verdicts of `variant` on `devices`, reused from the previous report when its key matches
         (then the capture's arrays are not even read: `replay_of` builds the replay on first need)."""
@@ -365,8 +368,7 @@ def replay_program(
             pk.replays.append(KernelReplay("original", "", "not-replayable", original, instance=name))
             continue
         variant, copts = original
-        original_variant = variant
-        rows = judged(variant, copts, run_devices("cuda"), replay_of, name)
+        rows = judged(variant, copts, run_devices("cuda"), replay_of, name, original)
         pk.replays += rows
         if not any(r.status == "validated" for r in rows):
             first = rows[0] if rows else None
@@ -391,7 +393,7 @@ def replay_program(
                 for d in [*run_devices(target), *wavefront_devices(target)]
                 if not lacking(target, d, requires)
             ]
-            pk.replays += judged(variant, copts, devices, replay_of, name, original_variant)
+            pk.replays += judged(variant, copts, devices, replay_of, name, original)
     captured_on = {name: las[0].device for name, las in grouped.items() if las}
     for k in report.kernels:
         for row in k.replays:

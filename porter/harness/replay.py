@@ -334,18 +334,18 @@ def timed(
     chosen = {inst.label for inst in timing_instances(rep, most)}
     reference = Reference(recorded=rep.recorded)
     ref_device = next((d for d in reference_devices if d.name == device.name and d.kind == device.kind), None)
+    o_spec, o_by_label = spec, {}  # the original's launches, timed beside the variant's on its device
+    if original is not None and ref_device is not None:
+        o_spec, o_instances = _for_variant(rep, original)
+        o_by_label = {i.label: i for i in o_instances}
+    o_plan = replace(plan, compile=original_options or plan.compile, revalidate=False)
     results = []
     for inst in (i for i in instances if i.label in chosen):
         cost = cost_at(spec, inst.size) if cost_at is not None else None
+        o_inst = o_by_label.get(inst.label)
         baseline = None
-        if original is not None and ref_device is not None:
-            o_spec, o_instances = _for_variant(rep, original)
-            o_inst = next((i for i in o_instances if i.label == inst.label), None)
-            o_plan = replace(plan, compile=original_options or plan.compile, revalidate=False)
-            if o_inst is not None:
-                baseline = benchmark(
-                    original, o_spec, ref_device, inst.size, o_plan, cost=cost, instance=o_inst
-                )
+        if o_inst is not None and original is not None and ref_device is not None:
+            baseline = benchmark(original, o_spec, ref_device, inst.size, o_plan, cost=cost, instance=o_inst)
         results.append(
             benchmark(
                 variant,

@@ -281,7 +281,7 @@ def _bench_captured(
     from porter import capture as capturing
     from porter.harness import replay as replaying
     from porter.harness.spec.names import split_instance
-    from porter.workflows.program_replay import _replay, resolved_launches
+    from porter.workflows.program_replay import build_replay, resolved_launches
 
     scanned = {k.name: k for k in source_plan.scan.kernels}
     launches = resolved_launches(capturing.load(folder).launches, scanned)
@@ -293,7 +293,7 @@ def _bench_captured(
         if base not in names or (only is not None and only not in (base, instance)):
             continue
         info = scanned.get(base)
-        rep = _replay(instance, las, tuple(info.atomics) if info is not None else ())
+        rep = build_replay(instance, las, tuple(info.atomics) if info is not None else ())
         if rep.spec is None:
             out.append(
                 KernelBench(kernel=instance, spec_source="capture", error=f"not replayable: {rep.problem}")
@@ -323,13 +323,8 @@ def _bench_captured(
                     _not_timed(instance, device, dict(largest[0].size) if largest else {}, variant)
                 )
                 continue
-            single = (
-                get_dialect(get_backend(device.backend).runs[0]).single_source
-                if variant is not original
-                else True
-            )
-            if single and "<" in instance and "<" not in variant.entry:  # OpenCL names its instances itself
-                variant = replace(variant, entry=instance)
+            if get_dialect(variant.target).single_source and "<" in instance and "<" not in variant.entry:
+                variant = replace(variant, entry=instance)  # OpenCL names its instances itself
             dev_plan = replace(plan if device.kind == "gpu" else CPU_PLAN, compile=options)
             results += replaying.timed(
                 variant, rep, device, dev_plan, original=original if variant is not original else None,

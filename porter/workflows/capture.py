@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from porter import capture
+from porter.backends.programs import ProgramToolchain
 from porter.errors import UsageError
 from porter.program import discover
 from porter.results import CapturedRun, CaptureReport, ProgramReport
@@ -25,25 +26,24 @@ Progress = Callable[[str], None]
 FALLBACK = "cpu-runtime"  # runs everywhere
 
 
-def capturing_toolchains(language: str = "cuda") -> list[str]:
+def _capturing(language: str = "cuda") -> list[ProgramToolchain]:
     """Every program toolchain whose builds can capture their launches, in registration order."""
     from porter.backends.programs import toolchains_for
 
-    return [c.name for c in toolchains_for(language) if getattr(c, "captures", False)]
+    return [c for c in toolchains_for(language) if getattr(c, "captures", False)]
+
+
+def capturing_toolchains(language: str = "cuda") -> list[str]:
+    """The names of :func:`_capturing`'s toolchains."""
+    return [c.name for c in _capturing(language)]
 
 
 def capturing_toolchain(language: str = "cuda") -> str:
     """The program toolchain a capture is made with: the first capturing one that runs on a GPU here,
     else the first that runs on anything (the CPU runtime)."""
-    from porter.backends.programs import toolchains_for
-
-    usable = []
-    for chain in toolchains_for(language):
-        if not getattr(chain, "captures", False) or chain.unavailable():
-            continue
-        device = chain.device()
-        if device is not None:
-            usable.append((device.kind != "gpu", chain.name))
+    usable = [
+        (d.kind != "gpu", c.name) for c in _capturing(language) if not c.unavailable() and (d := c.device())
+    ]
     return sorted(usable, key=lambda u: u[0])[0][1] if usable else FALLBACK  # stable: registration order
 
 
@@ -80,14 +80,12 @@ def capture_program(
     if launches < 1 or mib < 1:
         raise UsageError("--launches and --mib must be at least 1")
     if toolchain is not None:
-        names = capturing_toolchains()
-        if toolchain not in names:
+        chains = {c.name: c for c in _capturing()}
+        if toolchain not in chains:
             raise UsageError(
-                f"--toolchain {toolchain!r}: not a capturing toolchain (choose from {', '.join(names)})"
+                f"--toolchain {toolchain!r}: not a capturing toolchain (choose from {', '.join(chains)})"
             )
-        from porter.backends.programs import toolchains_for
-
-        chain = next(c for c in toolchains_for("cuda") if c.name == toolchain)
+        chain = chains[toolchain]
         why = chain.unavailable() or (
             "" if chain.device() is not None else "no device here runs its programs"
         )

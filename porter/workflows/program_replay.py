@@ -96,7 +96,7 @@ def resolved_launches(launches: Sequence[capture.Launch], scanned: Mapping[str, 
     return out
 
 
-def _replay(name: str, launches: Sequence[capture.Launch], atomics: Sequence[str]) -> replaying.Replay:
+def build_replay(name: str, launches: Sequence[capture.Launch], atomics: Sequence[str]) -> replaying.Replay:
     """The replay of `name`'s launches; a capture porter cannot read is its reason, never raised."""
     try:
         return replaying.build(name, launches, atomics=atomics)
@@ -361,7 +361,7 @@ def replay_program(
         say(f"replaying {name} ({len(las)} captured launch(es)): {n}/{len(grouped)}")
         k_scan = scanned.get(pk.name)
         atomics = tuple(k_scan.atomics) if k_scan is not None else ()
-        replay_of = functools.cache(functools.partial(_replay, name, las, atomics))  # on first need only
+        replay_of = functools.cache(functools.partial(build_replay, name, las, atomics))  # on first need only
 
         original = variants.original(pk, name)
         if isinstance(original, str):
@@ -400,4 +400,4 @@ def replay_program(
             row.captured_on = captured_on.get(row.instance, "")
 
 
-__all__ = ["replay_program", "resolved_launches"]
+__all__ = ["build_replay", "replay_program", "resolved_launches"]

@@ -6,6 +6,9 @@ Modes:
   JobResult as JSON plus ``.npy`` arrays (:func:`porter.backends.isolate.write_result`).  Every failure the backend reports becomes a JobResult with its stage; a crash or a hang
   is seen by the parent (no result file / the timeout), with the stage this child last announced in
   ``$PORTER_PROGRESS_FILE``.
+* ``serve WARM_PICKLE JOB_PICKLE RESULT_DIR``: a spare (:mod:`porter.backends.spares`): import the
+  backend of the Job in WARM_PICKLE and warm up its device, wait for ``go`` on standard input, then run
+  the job in JOB_PICKLE exactly as ``job`` mode does (sandbox entered after the warm-up, as there).
 * ``probe NAME RESULT_JSON``: write ``get_backend(NAME).availability()`` (or a one-line reason).
 
 The child confines itself as the parent's :class:`porter.sandbox.Plan` says: limits, network and the
@@ -40,7 +43,7 @@ from porter.backends import (
     ToolchainMissing,
     get_backend,
 )
-from porter.backends.isolate import Job, JobResult, availability_to_json, write_result
+from porter.backends.isolate import Alias, Job, JobResult, availability_to_json, write_result
 
 from porter import sandbox
 from porter.cache import Cache, compile_cached
@@ -188,11 +191,18 @@ class Launcher:
         self.read_back = arrays if job.read_back is None else [i for i in job.read_back if i in arrays]
 
     def device_args(self) -> list[Any]:
-        """Every array argument copied into a freshly allocated device buffer; scalars as they are."""
-        return [
+        """Every array argument copied into a freshly allocated device buffer; an Alias the buffer of
+        the array it names; scalars as they are."""
+        args = [
             self.backend.to_device(np.ascontiguousarray(a), self.device) if isinstance(a, np.ndarray) else a
             for a in self.job.args
         ]
+        for i, a in enumerate(self.job.args):
+            if isinstance(a, Alias):
+                if not isinstance(self.job.args[a.index], np.ndarray):
+                    raise Failed("launch", f"argument {i} names argument {a.index}, which is not an array")
+                args[i] = args[a.index]
+        return args
 
     def launch(self, args: list[Any], seed: int, timed: bool = False) -> float | None:
         job = self.job
@@ -311,28 +321,58 @@ def _line_buffer_c_stdio() -> None:
             libc.setvbuf(stream, None, 1, 0)  # _IOLBF
 
 
+def _read_job(path: str) -> Job | None:
+    job = pickle.loads(Path(path).read_bytes())  # written by the parent: trusted
+    if not isinstance(job, Job):
+        print(f"not a Job: {type(job).__name__}", file=sys.stderr)
+        return None
+    return job
+
+
+def _run(job: Job, result_dir: str) -> int:
+    refused = _enter_sandbox()
+    if refused:
+        result = JobResult(ok=False, stage="sandbox", error=refused)
+    else:
+        result = execute(job, Progress(os.environ.get("PORTER_PROGRESS_FILE")))
+    sys.stdout.flush()
+    write_result(Path(result_dir), result)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     faulthandler.enable()
     _line_buffer_c_stdio()
     if len(argv) == 3 and argv[0] == "job":
-        job = pickle.loads(Path(argv[1]).read_bytes())  # written by the parent: trusted
-        if not isinstance(job, Job):
-            print(f"not a Job: {type(job).__name__}", file=sys.stderr)
+        job = _read_job(argv[1])
+        if job is None:
             return 2
         warm_up(job)
-        refused = _enter_sandbox()
-        if refused:
-            result = JobResult(ok=False, stage="sandbox", error=refused)
-        else:
-            result = execute(job, Progress(os.environ.get("PORTER_PROGRESS_FILE")))
-        sys.stdout.flush()
-        write_result(Path(argv[2]), result)
-        return 0
+        return _run(job, argv[2])
+    if len(argv) == 4 and argv[0] == "serve":  # a spare (porter.backends.spares): warm up, wait, run
+        warm = _read_job(argv[1])
+        if warm is None:
+            return 2
+        with contextlib.suppress(Exception):  # a backend that cannot load says so in the job's result
+            get_backend(warm.backend)
+        warm_up(warm)
+        with contextlib.suppress(OSError):
+            Path(argv[2]).with_name("ready").touch()
+        if sys.stdin.readline().strip() != "go":  # porter stopped the spare, or died
+            return 0
+        job = _read_job(argv[2])
+        if job is None:
+            return 2
+        return _run(job, argv[3])
     if len(argv) == 3 and argv[0] == "probe":
         refused = _enter_sandbox()
         _write_json(Path(argv[2]), {"error": refused} if refused else _probe(argv[1]))
         return 0
-    print("usage: python -m porter.backends._child job JOB RESULT_DIR | probe NAME RESULT", file=sys.stderr)
+    print(
+        "usage: python -m porter.backends._child job JOB RESULT_DIR | serve WARM JOB RESULT_DIR"
+        " | probe NAME RESULT",
+        file=sys.stderr,
+    )
     return 2
 
 

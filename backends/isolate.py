@@ -29,10 +29,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
-from porter.backends import Availability, CompileOptions, Device, HardwareFacts, ResourceReport
+from porter.backends import Availability, CompileOptions, Device, HardwareFacts, ResourceReport, spares
 
 from porter import sandbox
 
@@ -44,9 +44,18 @@ class LocalBuffer:
     nbytes: int
 
 
+@dataclass(frozen=True)
+class Alias:
+    """The device buffer of the array argument at position `index` of the same job, passed again (an
+    in-place kernel called as ``k(d, d, n)``: two parameters, one allocation)."""
+
+    index: int
+
+
 # A kernel argument: an array (copied to a fresh device buffer for each run), a NumPy scalar
-# (np.int32(5), np.float32(0.5): its dtype is the C type passed), or a LocalBuffer.
-ArgValue = np.ndarray | np.generic | LocalBuffer
+# (np.int32(5), np.float32(0.5): its dtype is the C type passed; a structured scalar for a struct by
+# value), a LocalBuffer, or an Alias of an array argument.
+ArgValue = np.ndarray | np.generic | LocalBuffer | Alias
 
 
 @dataclass(frozen=True)
@@ -126,11 +135,22 @@ def run_job(job: Job, timeout_s: float = 60.0) -> JobResult:
 
     The timeout covers the whole job (compile, load, runs, timing).  On timeout the whole process group
     is killed (the compiler or a checker under `job.wrapper` included).  Never raises for anything the
-    child does.
+    child does.  Inside :func:`porter.backends.spares.warm_children` the child may be one started
+    earlier for a job like this one (same backend, device, limits, folders, environment) and waiting
+    for it; it still runs this job only.
     """
     start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="porter-job-", ignore_cleanup_errors=True) as tmp:
-        work = Path(tmp)
+    key = _spare_key(job, timeout_s)
+    spare = spares.take(key) if key is not None else None
+    if job.timing is not None:  # timed launches: no child warming up beside them
+        spares.settle()
+    elif key is not None:  # the next job of this kind finds a child already up
+        spares.refill(key, lambda: _start_spare(key, job, timeout_s))
+    if spare is not None and not spare.alive():  # it died while waiting: this job starts its own child
+        spare.stop()
+        spare = None
+    work = spare.work if spare is not None else spares.new_work()
+    try:
         job_file, result_dir, progress_file, log_file = (
             work / "job.pkl",
             work / "result",
@@ -140,19 +160,30 @@ def run_job(job: Job, timeout_s: float = 60.0) -> JobResult:
         try:  # parent -> child only: the child trusts what its parent wrote
             job_file.write_bytes(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
         except (pickle.PicklingError, TypeError, AttributeError) as err:
+            if spare is not None:
+                spare.stop()
             return JobResult(ok=False, stage="load", error=f"cannot hand the job to a child process: {err}")
-        kind = job.device.kind if job.device is not None else None
-        plan = child_plan(work, kind, timeout_s, job.memory_limit_mb, job.options.include_dirs)
-        wrapper = [part.replace("{scratch}", str(work)) for part in job.wrapper]
-        cmd = [*wrapper, sys.executable, "-m", CHILD_MODULE, "job", str(job_file), str(result_dir)]
-        rc = _spawn(
-            cmd, {**job.env, "PORTER_PROGRESS_FILE": str(progress_file)}, work, timeout_s, log_file, plan
-        )
+        rc: int | None
+        if spare is not None:
+            plan = spare.plan
+            _go(spare)  # a child that died meanwhile: its exit status says so
+            rc = _wait(spare.proc, timeout_s)
+            spare.log.close()
+        else:
+            kind = job.device.kind if job.device is not None else None
+            plan = child_plan(work, kind, timeout_s, job.memory_limit_mb, job.options.include_dirs)
+            wrapper = [part.replace("{scratch}", str(work)) for part in job.wrapper]
+            cmd = [*wrapper, sys.executable, "-m", CHILD_MODULE, "job", str(job_file), str(result_dir)]
+            rc = _spawn(
+                cmd, {**job.env, "PORTER_PROGRESS_FILE": str(progress_file)}, work, timeout_s, log_file, plan
+            )
         output = read_bounded(log_file)
         progress = _read_progress(progress_file)
         result = read_result(result_dir, job) if rc is not None else None
         files = {name: read_bounded(work / name) for name in job.collect if (work / name).is_file()}
         wall = time.monotonic() - start
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
     where = _where(progress)
     if rc is None:
@@ -175,6 +206,63 @@ def run_job(job: Job, timeout_s: float = 60.0) -> JobResult:
             f"{result.log.rstrip()}\n--- child output ---\n{output}" if result.log.strip() else output
         )
     return result
+
+
+def prestart(job: Job, timeout_s: float = 60.0) -> None:
+    """Start a spare for jobs like `job` (its backend, device, options and environment matter, not its
+    kernel) now, so the first such job does not wait for it; nothing outside
+    :func:`porter.backends.spares.warm_children`."""
+    key = _spare_key(job, timeout_s)
+    if key is not None:
+        spares.refill(key, lambda: _start_spare(key, job, timeout_s))
+
+
+def _spare_key(job: Job, timeout_s: float) -> tuple[Any, ...] | None:
+    """What a waiting child must share with `job` to run it: everything its start depended on.  None
+    for a job under a checker's wrapper (the wrapper starts the child)."""
+    if job.wrapper:
+        return None
+    return (
+        job.backend,
+        repr(job.device),
+        float(timeout_s),
+        job.memory_limit_mb,
+        tuple(job.options.include_dirs),
+        tuple(sorted(job.env.items())),
+    )
+
+
+def _start_spare(key: tuple[Any, ...], job: Job, timeout_s: float) -> spares.Spare | None:
+    """A child started in the plan `job` would get, warming up for its backend and device."""
+    work = spares.new_work()
+    kind = job.device.kind if job.device is not None else None
+    plan = child_plan(work, kind, timeout_s, job.memory_limit_mb, job.options.include_dirs)
+    warm = spares.write_warm(work, Job(backend=job.backend, source="", entry="", device=job.device))
+    cmd = [
+        sys.executable,
+        "-m",
+        CHILD_MODULE,
+        "serve",
+        str(warm),
+        str(work / "job.pkl"),
+        str(work / "result"),
+    ]
+    env = {**job.env, "PORTER_PROGRESS_FILE": str(work / "progress.json")}
+    started = _start(cmd, env, work, work / "output.log", plan, stdin=subprocess.PIPE)
+    if isinstance(started, int):
+        shutil.rmtree(work, ignore_errors=True)
+        return None
+    proc, log, plan = started
+    return spares.Spare(key, work, proc, log, plan)
+
+
+def _go(spare: spares.Spare) -> None:
+    """Tell a waiting child its job is in its folder."""
+    stdin = spare.proc.stdin
+    if stdin is not None:
+        with contextlib.suppress(OSError):  # it died meanwhile: its exit status tells
+            stdin.write(b"go\n")
+            stdin.close()
 
 
 def probe_backend(name: str, timeout_s: float = 60.0) -> Availability:
@@ -259,32 +347,53 @@ def _spawn(
 ) -> int | None:
     """Run `cmd` in its own session inside the sandbox, output to `log_file`.  The exit status, or
     None after a timeout."""
+    started = _start(cmd, env, cwd, log_file, plan, stdin=subprocess.DEVNULL)
+    if isinstance(started, int):
+        return started
+    proc, log, _ = started
+    try:
+        return _wait(proc, timeout_s)
+    finally:
+        log.close()
+
+
+def _start(
+    cmd: Sequence[str], env: dict[str, str], cwd: Path, log_file: Path, plan: sandbox.Plan, stdin: int
+) -> tuple[subprocess.Popen[bytes], IO[bytes], sandbox.Plan] | int:
+    """`cmd` started in its own session inside the sandbox (output to `log_file`, left open with the
+    process), or 127 when it cannot start."""
     (cwd / "tmp").mkdir(exist_ok=True)
     wrapped, plan = sandbox.wrap_command(cmd, plan)
-    with open(log_file, "wb") as log:
-        try:
-            proc = subprocess.Popen(
-                wrapped,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=cwd,
-                env=_child_env(env, cwd, plan),
-                start_new_session=True,
-            )
-        except OSError as err:
-            log.write(f"cannot start {wrapped[0]}: {err}\n".encode())
-            return 127
-        try:
-            return proc.wait(timeout=max(timeout_s, 0.001))
-        except subprocess.TimeoutExpired:
-            return None
-        finally:
-            if proc.returncode is None:  # timed out, or the parent was interrupted: take the group down
-                _kill_group(proc)
+    log = open(log_file, "wb")  # noqa: SIM115 - closed by the caller when the child is done
+    try:
+        proc = subprocess.Popen(
+            wrapped,
+            stdin=stdin,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=_child_env(env, cwd, plan),
+            start_new_session=True,
+        )
+    except OSError as err:
+        log.write(f"cannot start {wrapped[0]}: {err}\n".encode())
+        log.close()
+        return 127
+    return proc, log, plan
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+def _wait(proc: subprocess.Popen[bytes], timeout_s: float) -> int | None:
+    """The child's exit status, or None after `timeout_s` (its whole group then killed)."""
+    try:
+        return proc.wait(timeout=max(timeout_s, 0.001))
+    except subprocess.TimeoutExpired:
+        return None
+    finally:
+        if proc.returncode is None:  # timed out, or the parent was interrupted: take the group down
+            kill_group(proc)
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)  # start_new_session: the child's pid is its group id
     with contextlib.suppress(ProcessLookupError):

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from porter.backends import Device, get_backend
-from porter.backends.isolate import Job, run_job
+from porter.backends.isolate import Job, prestart, run_job
 from porter.harness.checkers import CHECKER_LOG, checker_findings, sanitizer_pass
 from porter.harness.checks import (
     Comparison,
@@ -82,6 +82,9 @@ def validate(
     if not devices:
         verdict = compile_only(variant, spec, options)
         return [verdict] if verdict else []
+    for device in devices[1:]:  # their children come up while the first device's jobs run
+        if device.kind != "checker":  # (a checker's job starts under its wrapper)
+            prestart(Job(device.backend, "", "", options.compile, device), options.timeout_s)
     return [_validate_on(variant, spec, reference, d, options) for d in devices]
 
 

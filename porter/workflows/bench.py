@@ -25,6 +25,7 @@ from porter.backends import (
     runners,
 )
 from porter.backends.isolate import probe_backend
+from porter.backends.spares import warm
 from porter.errors import PorterError, UsageError
 from porter.files import reads_once
 from porter.harness import perfmodel
@@ -149,6 +150,7 @@ def predictions(cost: KernelCost, devices: Sequence[Device] = ()) -> tuple[Roofl
 
 
 @reads_once
+@warm
 def bench_file(
     path: str,
     *,

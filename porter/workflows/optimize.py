@@ -28,6 +28,7 @@ from typing import Any
 
 from porter import plan as planning
 from porter.backends import SOURCE_DIALECT, Device
+from porter.backends.spares import warm
 from porter.errors import PorterError, UsageError
 from porter.files import reads_once
 from porter.harness.bench import BenchPlan
@@ -113,6 +114,7 @@ def _header(attempt: Attempt, model: str, role: str, kernel: str) -> str:
 
 
 @reads_once
+@warm
 def optimize_file(
     path: str,
     *,

@@ -50,6 +50,7 @@ from porter.backends import (
     get_dialect,
     translation_targets,
 )
+from porter.backends.spares import warm
 from porter.errors import PorterError, UsageError
 from porter.files import reads_once
 from porter.harness.evaluate import Evaluator
@@ -665,6 +666,7 @@ class _Recorder:
 
 
 @reads_once
+@warm
 def port_file(
     path: str,
     targets: Sequence[str] | None = None,  # None: every translation target

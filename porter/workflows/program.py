@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from porter.backends import CompileOptions, get_dialect, runners, translation_targets
+from porter.backends.spares import warm
 from porter.errors import PorterError, UsageError
 from porter.files import decode_text, encode_text, read_input, reads_once
 from porter.harness.gate import compile_check
@@ -449,6 +450,7 @@ def _diagnostic_lines(report: ProgramReport) -> list[str]:
 
 
 @reads_once
+@warm
 def port_program(
     paths: Sequence[str],
     targets: Sequence[str] | None = None,

@@ -89,7 +89,8 @@ def warp_size_for(arch: str | None, defines: Sequence[str] = ()) -> int:
 
 def _rewritten_headers(source: str, include_dirs: Sequence[str], into: Path) -> Path | None:
     """Rewritten copies of the headers `source` reaches in `include_dirs` that declare ``__shared__``
-    memory (a helper's ``extern __shared__ T s[];`` in a header, as the source's own are rewritten),
+    memory (a helper's ``extern __shared__ T s[];`` in a header, as the source's own are rewritten) or
+    mark functions ``__noinline__`` (spelled as the attribute: porter_emu.h defines no macro for it),
     laid out under `into` as they lie under their include folder; `into` goes first on the include
     path.  None when no header needs it."""
     from porter.includes import reachable
@@ -99,10 +100,10 @@ def _rewritten_headers(source: str, include_dirs: Sequence[str], into: Path) -> 
     roots = [Path(d).resolve() for d in include_dirs]
     wrote = False
     for path, data in list(reachable([("", source.encode("utf-8", "surrogateescape"))], include_dirs))[1:]:
-        if b"__shared__" not in data:
+        if b"__shared__" not in data and b"__noinline__" not in data:
             continue
         text = data.decode("utf-8", "surrogateescape")
-        rewritten = src_mod.rewrite_shared(text)
+        rewritten = src_mod.spell_noinline(src_mod.rewrite_shared(text))
         if rewritten == text:
             continue
         where = Path(path).resolve()

@@ -50,12 +50,11 @@
 #define __managed__
 #define __grid_constant__
 #define __forceinline__ inline
-// libstdc++ spells `__attribute__((__noinline__))` (shared_ptr_base.h; more headers from GCC 13), which
-// this macro would break in a header read after it: a whole program's files have their __noinline__
-// rewritten instead (backends/cpu/program.py), and the macro is defined for single kernels only.
-#if !defined(PORTER_PROGRAM)
-#define __noinline__ __attribute__((noinline))
-#endif
+// No macro for __noinline__: libstdc++ spells `__attribute__((__noinline__))` (shared_ptr_base.h; more
+// headers from GCC 13), which `#define __noinline__ __attribute__((noinline))` breaks in any standard
+// header read after it (a kernel file that includes <memory>, or a header that does).  porter spells
+// the device code's own __noinline__ as the attribute instead (backends/cpu/source.py spell_noinline:
+// the kernel's file, its rewritten headers, and a whole program's files).
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
 #define __shared__ static

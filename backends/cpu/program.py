@@ -145,19 +145,6 @@ def write_runtime_headers(inc: Path, stubs: Iterable[str], refusing: Mapping[str
         path.write_text(f"#error porter-refuses: {what}\n", encoding="utf-8")
 
 
-def _noinline(text: str) -> str:
-    """``__noinline__`` in code (not comments or strings) as the attribute it means (no macro: the
-    standard library's own ``__attribute__((__noinline__))`` must stay as it is)."""
-    if "__noinline__" not in text:
-        return text
-    blanked = src_mod.blank_comments_and_strings(text)
-    out, pos = [], 0
-    for m in re.finditer(r"(?<!\(\()\b__noinline__\b", blanked):  # not inside a written __attribute__((...))
-        out += [text[pos : m.start()], "__attribute__((noinline))"]
-        pos = m.end()
-    return "".join(out) + text[pos:]
-
-
 # --------------------------------------------------------------------------- checks
 
 
@@ -251,7 +238,7 @@ class CpuProgramToolchain:
         )
         scratch, include_dirs, texts = instrumented_copy(
             source, out, lambda text, deduced: register_symbols(
-                _noinline(src_mod.rewrite_shared(rewrite_launches(text, deduced)))
+                src_mod.spell_noinline(src_mod.rewrite_shared(rewrite_launches(text, deduced)))
             ),
         )  # fmt: skip
         return scratch, inc, include_dirs, texts

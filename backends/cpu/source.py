@@ -92,6 +92,19 @@ def is_hip(source: str) -> bool:
 # --------------------------------------------------------------------------- __shared__ rewriting
 
 
+def spell_noinline(text: str) -> str:
+    """``__noinline__`` in code (not comments or strings) as the attribute it means (no macro: the
+    standard library's own ``__attribute__((__noinline__))`` must stay as it is)."""
+    if "__noinline__" not in text:
+        return text
+    blanked = blank_comments_and_strings(text)
+    out, pos = [], 0
+    for m in re.finditer(r"(?<!\(\()\b__noinline__\b", blanked):  # not inside a written __attribute__((...))
+        out += [text[pos : m.start()], "__attribute__((noinline))"]
+        pos = m.end()
+    return "".join(out) + text[pos:]
+
+
 def rewrite_shared(source: str) -> str:
     """Rewrite every ``__shared__`` declaration for porter_emu.h, keeping the line count.
 
@@ -335,7 +348,7 @@ def translation_unit(source: str, entry: str, filename: str = "kernel.cu", untru
         '#include "porter_emu.h"\n'
         f"{guard}"
         f'#line 1 "{filename}"\n'
-        f"{rewrite_shared(source)}\n"
+        f"{spell_noinline(rewrite_shared(source))}\n"
         '#line 1 "porter-launcher"\n'
         f"{launcher(entry)}"
     )

@@ -108,6 +108,25 @@ def test_saxpy_against_numpy(be: CpuBackend) -> None:
     np.testing.assert_allclose(be.to_host(dy, np.float32, (n,)), np.float32(2.5) * x + y, rtol=1e-6)
 
 
+def test_noinline_beside_a_standard_header_that_spells_the_attribute(be: CpuBackend, tmp_path) -> None:
+    # libstdc++'s <memory> says __attribute__((__noinline__)): a macro for __noinline__ breaks it (seen on
+    # the H200 machine replaying a corpus kernel whose helpers include it); the device code's own
+    # __noinline__, in the file and in a header it includes, is spelled as the attribute instead
+    (tmp_path / "helpers.cuh").write_text(
+        "__device__ __noinline__ float half_of(float v) { return v / 2; }\n"
+    )
+    src = """
+    #include <memory>
+    #include "helpers.cuh"
+    __noinline__ __device__ float twice_of(float v) { return 2 * v; }
+    __global__ void k(float* x) { x[threadIdx.x] = half_of(twice_of(x[threadIdx.x])) + 1; }
+    """
+    prog = build(be, src, "k", CompileOptions(include_dirs=(str(tmp_path),)))
+    x = be.to_device(np.arange(8, dtype=np.float32))
+    prog(x, grid=(1,), block=(8,))
+    assert list(be.to_host(x, np.float32, (8,))) == [i + 1.0 for i in range(8)]
+
+
 def test_vector_add_grid_stride(be: CpuBackend) -> None:
     prog = build(be, SAXPY, "vector_add")
     n = 5000

@@ -203,8 +203,15 @@ def _verdict_row(variant: str, v: Verdict, rep: replaying.Replay) -> KernelRepla
 class _Variants:
     """The variant of one kernel for the original and for each target, from the port's outputs."""
 
-    def __init__(self, program: Program, out: Path, entries: Mapping[str, Mapping[str, tuple[str, str]]]):
+    def __init__(
+        self,
+        program: Program,
+        out: Path,
+        entries: Mapping[str, Mapping[str, tuple[str, str]]],
+        said: Mapping[str, Mapping[str, str]] | None = None,
+    ):
         self.program, self.out, self.entries = program, out, entries
+        self.said = said or {}  # kernel or instance name -> target -> what its translation said
         self.homes: dict[str, str] = {}  # kernel file -> home (each unit's includes walked once)
 
     def home(self, pk: ProgramKernel) -> str:
@@ -247,8 +254,8 @@ class _Variants:
         dialect = get_dialect(target)
         known = self.entries.get(target, {})
         entry_file = known.get(name) or known.get(pk.name)
-        if entry_file is None:
-            said = pk.targets.get(target, "")
+        if entry_file is None:  # what the translator said of this instance, else of the kernel
+            said = self.said.get(name, {}).get(target, "") or pk.targets.get(target, "")
             return (
                 f"the {target} port: {said}"
                 if said.startswith("untranslatable")
@@ -348,7 +355,7 @@ def replay_program(
     kernels = {k.name: k for k in report.kernels}
     scanned = _scanned(program, kernels)
     launches = resolved_launches(launches, scanned)
-    variants = _Variants(program, out, entries)
+    variants = _Variants(program, out, entries, {k.name: k.targets for k in report.kernels})
     grouped = capture.by_kernel(launches)
     for k in report.kernels:
         k.replays = []

@@ -461,6 +461,19 @@ def dialect_of_suffix(suffix: str) -> str | None:
     return next((n for n in dialect_names() if suffix in get_dialect(n).suffixes), None)
 
 
+def dialect_of_text(suffix: str, text: str) -> str | None:
+    """The dialect of a file: the one whose runtime header it includes (a HIP port keeps the CUDA
+    file's ``.cu``/``.cuh`` name but includes ``hip/hip_runtime.h``), else its suffix's."""
+    import re
+
+    for name in dialect_names():
+        facts = get_dialect(name).facts
+        header = facts.header if facts is not None else None
+        if header and re.search(rf'^\s*#\s*include\s*[<"]{re.escape(header)}[>"]', text, re.M):
+            return name
+    return dialect_of_suffix(suffix)
+
+
 def load_data(package: str, filename: str) -> dict[str, Any]:
     """A TOML data file shipped inside a backend package (dialects, mapping tables, facts)."""
     return tomllib.loads(resources.files(package).joinpath(filename).read_text(encoding="utf-8"))

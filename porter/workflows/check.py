@@ -22,11 +22,12 @@ from porter.backends import (
     SOURCE_DIALECT,
     CompileOptions,
     dialect_names,
-    dialect_of_suffix,
+    dialect_of_text,
     get_backend,
     get_dialect,
 )
 from porter.backends import runners as registered_runners
+from porter.backends.spares import warm
 from porter.errors import UsageError
 from porter.files import reads_once
 from porter.harness.spec import find_spec_file, split_instance
@@ -36,9 +37,10 @@ from porter.plan import devices_of, make_plan, reference_devices
 from porter.results import CheckResult
 
 
-def language_of(path: str) -> str:
-    """The dialect of a variant file, from its extension (the registry's dialects')."""
-    lang = dialect_of_suffix(Path(path).suffix)
+def language_of(path: str, text: str = "") -> str:
+    """The dialect of a variant file: the one whose runtime header it includes, else its extension's
+    (the registry's dialects')."""
+    lang = dialect_of_text(Path(path).suffix, text)
     if lang is None:
         known = sorted(x for n in dialect_names() for x in get_dialect(n).suffixes)
         raise UsageError(
@@ -76,6 +78,20 @@ def _replay_of(capture_dir: str, name: str, base: str, atomics: Sequence[str] = 
     return rep
 
 
+def _prestart(language: str, backend: str | None, options: ValidateOptions, replaying: bool) -> None:
+    """Start a warm child for each device the variant will run on (porter.backends.spares)."""
+    from porter.backends.isolate import Job, prestart
+    from porter.plan import wavefront_devices
+
+    runners = [b for b in registered_runners(language) if backend is None or b == backend]
+    devices = [d for b in runners for d in devices_of(b)]
+    if replaying:
+        devices += [d for d in wavefront_devices(language) if d.backend in runners]
+    for d in devices:
+        if d.kind != "checker":
+            prestart(Job(d.backend, "", "", options.compile, d), options.timeout_s)
+
+
 def _pick_kernel(names: Sequence[str], kernel: str | None, original: str, variant_text: str) -> str:
     if kernel is not None:
         if (
@@ -96,6 +112,7 @@ def _pick_kernel(names: Sequence[str], kernel: str | None, original: str, varian
 
 
 @reads_once
+@warm
 def run_check(
     variant_path: str,
     original_path: str,
@@ -110,11 +127,17 @@ def run_check(
     from porter.workflows.source import qualifier_macros
 
     options = options or ValidateOptions()
-    language = language_of(variant_path)
     variant_text = _read(variant_path)
+    language = language_of(variant_path, variant_text)
     _read(original_path)  # UsageError: missing, not a regular file, too large, not UTF-8
     if Path(original_path).suffix.lower() not in get_dialect(SOURCE_DIALECT).suffixes:
         raise UsageError("the original must be a CUDA source (.cu)", path=original_path)
+    dialect = get_dialect(language)
+    dirs = (str(Path(original_path).resolve().parent), *include_dirs)
+    if not options.compile.include_dirs and dialect.single_source:
+        variant_dirs = (str(Path(variant_path).resolve().parent), *dirs)
+        options = replace(options, compile=replace(options.compile, include_dirs=variant_dirs))
+    _prestart(language, backend, options, capture_dir is not None)  # up while porter reads and plans
     plan = make_plan(original_path, "check", include_dirs)
     macros = plan.macros
     name = _pick_kernel(plan.kernel_names(), kernel, original_path, variant_text)
@@ -129,7 +152,6 @@ def run_check(
     entry = base
     # the variant's headers too: an #include of a FIFO or a device is refused before any compiler sees it
     variant_macros = macros.merged(qualifier_macros(variant_path, include_dirs))
-    dialect = get_dialect(language)
     if not dialect.single_source:  # a device-only language (OpenCL C): the whole file is device code
         variant_source = variant_text
         if instance_args and not dialect.templates:  # the translation names each instantiation
@@ -156,13 +178,9 @@ def run_check(
                 path=variant_path,
             )
         runners = (backend,)
-    dirs = (str(Path(original_path).resolve().parent), *include_dirs)
     reference = Reference(
         original=original, devices=reference_devices(), options=CompileOptions(include_dirs=dirs)
     )
-    if not options.compile.include_dirs and dialect.single_source:
-        variant_dirs = (str(Path(variant_path).resolve().parent), *dirs)
-        options = replace(options, compile=replace(options.compile, include_dirs=variant_dirs))
     verdicts: list[Verdict] = []
     if replayed is not None:
         from porter.harness.replay import replay

@@ -216,3 +216,15 @@ def test_port_translates_to_a_target_registered_from_tests(tmp_path: Path) -> No
     assert written.read_text() == toy.BANNER.format(name=SAMPLE.name) + SAMPLE.read_text()
     (row,) = [r for k in report.kernels for r in k.variants]
     assert (row.target, row.status) == ("toy", "translated")
+
+
+def test_a_file_is_in_the_dialect_whose_runtime_header_it_includes() -> None:
+    from porter.backends import dialect_of_text
+
+    # porter's HIP tree keeps the CUDA file names: the header it includes decides, not the suffix
+    assert dialect_of_text(".cuh", "#include <hip/hip_runtime.h>\n__global__ void k() {}\n") == "hip"
+    assert dialect_of_text(".cu", '  #  include "hip/hip_runtime.h"\n') == "hip"
+    assert dialect_of_text(".cu", "// #include <hip/hip_runtime.h> in a comment line\n") == "cuda"
+    assert dialect_of_text(".cu", "#include <cuda_runtime.h>\n") == "cuda"
+    assert dialect_of_text(".cl", "__kernel void k() {}\n") == "opencl"
+    assert dialect_of_text(".txt", "") is None

@@ -18,7 +18,8 @@
 // ("holds_device_pointer").  The run's own results are unchanged.
 //
 // The runtime including it defines the hooks declared below (namespace porter_emu, "what a runtime
-// provides"), and the types dim3 and cudaStream_t before the #include.
+// provides"), and the type dim3 and a stream type before the #include: cudaStream_t, or the one
+// PORTER_STREAM_T names (hipStream_t in porter_capture_hip.h).
 #ifndef PORTER_CAPTURE_H
 #define PORTER_CAPTURE_H
 
@@ -38,6 +39,10 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#ifndef PORTER_STREAM_T
+#define PORTER_STREAM_T cudaStream_t
+#endif
 
 namespace porter_emu __attribute__((visibility("hidden"))) {
 
@@ -60,10 +65,10 @@ inline const char* kernel_mangled_name(const void* fn);
 struct Config {
     dim3 grid, block;
     size_t shared;
-    cudaStream_t stream;
-    Config(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = 0) : grid(g), block(b), shared(s), stream(st) {}
+    PORTER_STREAM_T stream;
+    Config(dim3 g, dim3 b, size_t s = 0, PORTER_STREAM_T st = 0) : grid(g), block(b), shared(s), stream(st) {}
 };
-inline Config config(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = 0) { return Config(g, b, s, st); }
+inline Config config(dim3 g, dim3 b, size_t s = 0, PORTER_STREAM_T st = 0) { return Config(g, b, s, st); }
 
 template <class T>
 struct ParamOf {
@@ -261,8 +266,9 @@ inline void describe_arg(Capture& cap, int index, const T& v) {
                 if (word != 0 && allocation_of((const void*)word).first != 0) holds = true;
             }
         }
-        cap.json += ",\"kind\":\"value\",\"dtype\":\"\",\"bytes\":" + std::to_string(sizeof(T)) + ",\"hex\":\"" +
-                    hex_bytes(&v, sizeof(T)) + "\",\"holds_device_pointer\":" + (holds ? "true" : "false") + "}";
+        cap.json += ",\"kind\":\"value\",\"dtype\":\"\",\"bytes\":" + std::to_string(sizeof(T)) +
+                    ",\"align\":" + std::to_string(alignof(T)) + ",\"hex\":\"" + hex_bytes(&v, sizeof(T)) +
+                    "\",\"holds_device_pointer\":" + (holds ? "true" : "false") + "}";
     }
 }
 

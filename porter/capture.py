@@ -50,6 +50,7 @@ class Arg:
     hex: str = ""  # a scalar's or value's bytes
     bytes: int = 0
     holds_device_pointer: bool = False
+    align: int = 0  # a value's alignment in bytes (alignof); 0: not recorded
 
     def value(self) -> np.generic:
         """A scalar argument's value, from its bytes."""
@@ -162,6 +163,7 @@ def _launch(doc: Mapping[str, Any], run: int, folder: str) -> Launch:
             hex=str(a.get("hex") or ""),
             bytes=int(a.get("bytes") or 0),
             holds_device_pointer=bool(a.get("holds_device_pointer")),
+            align=int(a.get("align") or 0),
         )
         for a in doc["args"]
     )

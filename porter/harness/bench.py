@@ -120,7 +120,7 @@ def _revalidate(
         against = "the reference"
     else:
         first = by_spec(spec, arrays, res.outputs[0]) if res.outputs else {}
-        expected = [first[i][: inst.values[i].size] for i in array_idx]
+        expected = [first[i][: inst.length(i)] for i in array_idx]
         against = "its own untimed run"
     check_instance(spec, inst, runs, expected, {})
     sets = len(runs)

@@ -158,7 +158,7 @@ def check_guard(
     for r, run in enumerate(runs):
         body: dict[int, np.ndarray] = {}
         for i in array_idx:
-            n = inst.values[i].size
+            n = inst.length(i)
             arr = run[i]
             j = guard_touched(arr[n:], i)
             if j >= 0:

@@ -88,14 +88,14 @@ def reference_outputs(
                 raise Reject("reference", fail.reason, fail.log, executed=True)
             outs = by_spec(spec, arrays, res.outputs[0])
             for i, arr in outs.items():
-                body, guard = arr[: inst.values[i].size], arr[inst.values[i].size :]
+                body, guard = arr[: inst.length(i)], arr[inst.length(i) :]
                 touched = guard_touched(guard, i)
                 if touched >= 0:
                     j = touched
                     raise Reject(
                         "reference",
                         f"the reference (original) writes past the end of {spec.args[i].name} (element "
-                        f"{inst.values[i].size + j}) at {inst.label}: the spec's sizes or shapes do not fit the original; "
+                        f"{inst.length(i) + j}) at {inst.label}: the spec's sizes or shapes do not fit the original; "
                         "write a spec file (docs/SPEC_FORMAT.md)",
                     )
                 outs[i] = body

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from porter.backends import CompileOptions, Device
+from porter.backends.isolate import Alias
 from porter.capture import Arg, Launch
 from porter.harness.inputs import ctype_info
 from porter.harness.trial import Instance, ValidateOptions
@@ -103,26 +104,55 @@ def instance_name(la: Launch, template_params: Sequence[str], param_types: Seque
     return f"{base.strip()}<{', '.join(out)}>"
 
 
+def struct_dtype(nbytes: int, align: int) -> np.dtype | None:
+    """A NumPy structured dtype with the size and alignment of a struct passed by value (its fields
+    unknown: compared and passed as words), or None where NumPy cannot express the alignment."""
+    if align not in (1, 2, 4, 8) or nbytes <= 0 or nbytes % align:
+        return None
+    return np.dtype([("words", f"u{align}", (nbytes // align,))], align=True)
+
+
+def aliases(la: Launch) -> dict[int, int]:
+    """Pointer arguments that repeat an earlier one (the same allocation at the same offset: an in-place
+    launch ``k(d, d, n)``): argument index -> the index of the argument it repeats."""
+    first: dict[tuple[int, int], int] = {}
+    found: dict[int, int] = {}
+    for a in la.args:
+        if a.kind == "pointer" and a.allocation is not None:
+            at = (a.allocation, a.offset)
+            if at in first:
+                found[a.index] = first[at]
+            else:
+                first[at] = a.index
+    return found
+
+
 def _unreplayable(la: Launch) -> str:
     """Why `la` cannot be replayed ("" when it can)."""
     if la.status != 0:
         return f"the launch itself failed (error {la.status})"
     if la.skipped:
         return la.skipped
-    seen: dict[int, int] = {}
+    seen: dict[int, tuple[int, int]] = {}
     for a in la.args:
         if a.kind == "pointer":
             if a.allocation is None:
                 return f"argument {a.index} ({a.ctype}) is {a.why or 'not resolved'}"
-            if a.allocation in seen:
-                return f"arguments {seen[a.allocation]} and {a.index} point into one allocation"
-            seen[a.allocation] = a.index
+            if a.allocation in seen and seen[a.allocation][1] != a.offset:
+                return (
+                    f"arguments {seen[a.allocation][0]} and {a.index} point into one allocation at different "
+                    "offsets: not replayed yet"
+                )
+            seen.setdefault(a.allocation, (a.index, a.offset))
             elem = element_dtype(a.dtype, a.element)
             if (la.allocations[a.allocation].bytes - a.offset) < np.dtype(elem).itemsize:
                 return f"argument {a.index} points at the end of its allocation"
         elif a.kind == "value":
-            why = "holds a device pointer" if a.holds_device_pointer else "is passed by value"
-            return f"argument {a.index} ({a.ctype}) is a struct that {why}: not replayed yet"
+            if a.holds_device_pointer:
+                return f"argument {a.index} ({a.ctype}) is a struct that holds a device pointer: not replayed yet"
+            if struct_dtype(a.bytes, a.align) is None:
+                why = f"its alignment ({a.align} bytes)" if a.align else "its alignment (not in this capture)"
+                return f"argument {a.index} ({a.ctype}) is a struct by value whose layout porter cannot pass: {why}"
         elif not a.dtype:
             return f"argument {a.index} ({a.ctype}) has no scalar type porter knows"
     for i, y in enumerate(la.symbols):
@@ -173,8 +203,16 @@ def build(kernel: str, launches: Sequence[Launch], atomics: Sequence[str] = ()) 
     left += [f"launch {la.launch} (run {la.run}): another instantiation ({', '.join(la.signature())})"
              for la in usable if la.signature() != first.signature()]  # fmt: skip
     usable = same
+    repeated = aliases(first)  # arguments passed twice: one array, the same buffer in both places
+    left += [f"launch {la.launch} (run {la.run}): its arguments share allocations differently"
+             for la in usable if aliases(la) != repeated]  # fmt: skip
+    usable = [la for la in usable if aliases(la) == repeated]
     data = [
-        {a.index: _arrays(la, a, element_dtype(a.dtype, a.element)) for a in la.args if a.kind == "pointer"}
+        {
+            a.index: _arrays(la, a, element_dtype(a.dtype, a.element))
+            for a in la.args
+            if a.kind == "pointer" and a.index not in repeated
+        }
         for la in usable
     ]
     informative = [any(not np.array_equal(b, a) for b, a in d.values()) for d in data]
@@ -188,10 +226,14 @@ def build(kernel: str, launches: Sequence[Launch], atomics: Sequence[str] = ()) 
     changed = {i for _, d in pairs for i, (b, a) in d.items() if not np.array_equal(b, a)}
     args: list[ArgSpec] = []
     for a in first.args:
-        if a.kind == "pointer":
+        if a.kind == "pointer" and a.index in repeated:  # the buffer of an earlier argument, again
+            args.append(ArgSpec(f"arg{a.index}", element_dtype(a.dtype, a.element), Role.SCALAR))
+        elif a.kind == "pointer":
             dtype = element_dtype(a.dtype, a.element)
             role = Role.INOUT if a.index in changed else Role.IN
             args.append(ArgSpec(f"arg{a.index}", dtype, role, shape=(f"n{a.index}",)))
+        elif a.kind == "value":  # a struct by value: its bytes, as words of its alignment
+            args.append(ArgSpec(f"arg{a.index}", str(struct_dtype(a.bytes, a.align)), Role.SCALAR))
         else:
             args.append(ArgSpec(f"arg{a.index}", _numeric(a.dtype), Role.SCALAR, value="0"))
     # held back: the later runs' launches, or with one run the launches of other sizes than the first
@@ -203,7 +245,7 @@ def build(kernel: str, launches: Sequence[Launch], atomics: Sequence[str] = ()) 
         hidden = [_size_key(la) != base_size for la, _ in pairs]
     sizes: list[dict[str, int]] = []
     hidden_sizes: list[dict[str, int]] = []
-    given: list[tuple[dict[str, int], str, list[np.ndarray | np.generic], dict[str, np.ndarray]]] = []
+    given: list[tuple[dict[str, int], str, list[np.ndarray | np.generic | Alias], dict[str, np.ndarray]]] = []
     recorded: dict[str, list[np.ndarray]] = {}
     # the program's __constant__ / __device__ variables: inputs of every launch, set in each module
     constants = tuple(
@@ -212,14 +254,20 @@ def build(kernel: str, launches: Sequence[Launch], atomics: Sequence[str] = ()) 
     )
     for (la, d), held in zip(pairs, hidden, strict=True):
         size = dict(zip(GEOMETRY, (*la.grid, *la.block, la.shared_bytes), strict=True))
-        values: list[np.ndarray | np.generic] = []
+        values: list[np.ndarray | np.generic | Alias] = []
         outs: list[np.ndarray] = []
         for a in la.args:
-            if a.kind == "pointer":
+            if a.kind == "pointer" and a.index in repeated:
+                values.append(Alias(repeated[a.index]))
+            elif a.kind == "pointer":
                 before, after = d[a.index]
                 size[f"n{a.index}"] = before.size
                 values.append(before)
                 outs.append(after)
+            elif a.kind == "value":
+                layout = struct_dtype(a.bytes, a.align)
+                assert layout is not None  # _unreplayable refused the others
+                values.append(np.frombuffer(bytes.fromhex(a.hex), dtype=layout)[0])
             else:
                 values.append(np.dtype(_numeric(a.dtype)).type(a.value()))
         symbols: dict[str, np.ndarray] = {}
@@ -243,7 +291,10 @@ def build(kernel: str, launches: Sequence[Launch], atomics: Sequence[str] = ()) 
         source="capture",
         float_atomics=bool(set(atomics) & FLOAT_ATOMICS)
         and any(a.role is Role.INOUT and np.dtype(a.dtype).kind == "f" for a in args),
-        notes=(f"from {len(pairs)} captured launch(es)",),
+        notes=(
+            f"from {len(pairs)} captured launch(es)",
+            *(f"arg{i} is arg{j} again (one buffer passed twice)" for i, j in sorted(repeated.items())),
+        ),
         constants=constants,
     )
     instances = [Instance.given(spec, *g) for g in given]
@@ -385,4 +436,14 @@ def _for_variant(rep: Replay, variant: Variant) -> tuple[KernelSpec, tuple[Insta
     return spec, instances
 
 
-__all__ = ["Replay", "build", "element_dtype", "instance_name", "replay", "timed", "timing_instances"]
+__all__ = [
+    "Replay",
+    "aliases",
+    "build",
+    "struct_dtype",
+    "element_dtype",
+    "instance_name",
+    "replay",
+    "timed",
+    "timing_instances",
+]

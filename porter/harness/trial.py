@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from porter.backends import CompileOptions, Device, get_backend, get_dialect
-from porter.backends.isolate import Job, JobResult, LocalBuffer
+from porter.backends.isolate import Alias, Job, JobResult, LocalBuffer
 from porter.harness.inputs import guard_value, make_args, make_constants
 from porter.harness.spec import geometry
 from porter.model import KernelSpec, Status, Variant
@@ -59,8 +59,9 @@ class Instance:
     size: dict[str, int]
     label: str
     seed: int
-    values: list[np.ndarray | np.generic] = field(default_factory=list)  # spec order, no guard
-    guarded: list[np.ndarray | np.generic] = field(default_factory=list)  # arrays with guard appended
+    # spec order, no guard; an Alias where a captured launch passed an earlier argument's buffer again
+    values: list[np.ndarray | np.generic | Alias] = field(default_factory=list)
+    guarded: list[np.ndarray | np.generic | Alias] = field(default_factory=list)  # arrays with guard appended
     constants: dict[str, np.ndarray] = field(default_factory=dict)  # __constant__ symbol -> contents
 
     @classmethod
@@ -69,7 +70,7 @@ class Instance:
         spec: KernelSpec,
         size: dict[str, int],
         label: str,
-        values: Sequence[np.ndarray | np.generic],
+        values: Sequence[np.ndarray | np.generic | Alias],
         constants: Mapping[str, np.ndarray] | None = None,
         guard: int = GUARD_ELEMENTS,
     ) -> Instance:
@@ -86,12 +87,17 @@ class Instance:
             else:
                 self.guarded.append(v)
 
+    def length(self, i: int) -> int:
+        """Elements of array argument `i` (without its guard); 0 for anything else."""
+        value = self.values[i]
+        return int(value.size) if isinstance(value, np.ndarray) else 0
+
     @classmethod
     def draw(
         cls, spec: KernelSpec, size: dict[str, int], label: str, seed: int, guard: int = GUARD_ELEMENTS
     ) -> Instance:
         inst = cls(spec, size, label, seed)
-        inst.values = make_args(spec, size, seed)
+        inst.values = list(make_args(spec, size, seed))
         inst.constants = make_constants(spec, size, seed)
         inst._guard(guard)
         return inst
@@ -163,6 +169,14 @@ def job_args(variant: Variant, inst: Instance, shared: int) -> tuple[list[Any], 
     if variant.arg_map is not None:  # extras not referenced by a None slot trail the mapped arguments
         for extra in extras:
             args.append(extra_value(extra, inst, shared))
+    # an argument passed twice (a captured in-place launch): named by the spec's index, given to the
+    # child by the position that array holds in this variant's argument list
+    where = dict(zip(array_spec_index, positions, strict=True))
+    for k, value in enumerate(args):
+        if isinstance(value, Alias):
+            if value.index not in where:
+                raise Reject("arguments", f"argument {k} repeats an array the variant does not take")
+            args[k] = Alias(where[value.index])
     return args, array_spec_index, positions
 
 

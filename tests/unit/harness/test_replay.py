@@ -116,7 +116,10 @@ def test_a_float_atomic_sum_is_compared_with_an_order_aware_tolerance(tour) -> N
 
 def test_launches_that_cannot_be_replayed_say_why(tour) -> None:
     assert "holds a device pointer" in replay.build("touch", tour["touch"]).problem
-    assert "point into one allocation" in replay.build("accumulate", tour["accumulate"]).problem
+    assert (
+        "point into one allocation at different offsets"
+        in replay.build("accumulate", tour["accumulate"]).problem
+    )
     assert "capture limit" in replay.build("fill", tour["fill"]).problem
     nothing = replay.build("nothing", tour["nothing"])
     assert nothing.spec is None and "changed any array" in nothing.problem
@@ -128,6 +131,37 @@ def test_launches_that_cannot_be_replayed_say_why(tour) -> None:
     # a pointer into the middle of an allocation: the array starts where the pointer does
     shift = replay.build("shift", tour["shift"])
     assert shift.spec is not None and shift.instances[0].size["n0"] == 192
+
+
+def test_a_buffer_passed_twice_is_one_buffer_in_the_replay(tour) -> None:
+    rep = replay.build("blend", tour["blend"])
+    assert rep.spec is not None, rep.problem
+    a, out, _, _ = rep.spec.args
+    # the first parameter holds the buffer (changed: in and out); the second names it again
+    assert a.role is Role.INOUT and out.role is Role.SCALAR
+    assert "arg1 is arg0 again (one buffer passed twice)" in rep.spec.notes
+    source = (TOUR / "main.cu").read_text()
+    good = _judge(Variant("blend", "cuda", device_code(source), "blend", "original"), rep)
+    assert good.status is Status.VALIDATED, good.reason
+    # a port that reads a copy (as if the two arguments were distinct buffers) still sees the same
+    # values here; one that reads the neighbour changes the result and is rejected
+    bad = source.replace("w * a[i] * a[i] + out[i]", "w * a[i] * a[(i + 1) % n] + out[i]")
+    rejected = _judge(Variant("blend", "cuda", device_code(bad), "blend", "user"), rep)
+    assert rejected.status is Status.FAILED, rejected.reason
+
+
+def test_a_struct_by_value_is_passed_with_its_captured_bytes(tour) -> None:
+    rep = replay.build("apply", tour["apply"])
+    assert rep.spec is not None, rep.problem
+    p, y = rep.spec.args
+    assert p.role is Role.SCALAR and y.role is Role.INOUT
+    (value,) = [v for v in rep.instances[0].values if not hasattr(v, "shape") or v.shape == ()]
+    assert value.dtype.itemsize == 16 and value.dtype.alignment == 8  # {int, float, double}
+    source = (TOUR / "main.cu").read_text()
+    good = _judge(Variant("apply", "cuda", device_code(source), "apply", "original"), rep)
+    assert good.status is Status.VALIDATED, good.reason
+    bad = source.replace("p.scale * y[i] + (float)p.offset", "p.scale * y[i] - (float)p.offset")
+    assert _judge(Variant("apply", "cuda", device_code(bad), "apply", "user"), rep).status is Status.FAILED
 
 
 def test_a_hip_port_assuming_32_lanes_passes_at_32_and_is_rejected_at_64(tmp_path: Path) -> None:

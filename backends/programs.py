@@ -33,6 +33,9 @@ class ProgramSource:
     language: str = "cuda"  # the dialect its files are written in
     original_root: Path | None = None  # the root `include_dirs` refer to (None: the tree itself)
     files: tuple[str, ...] = ()  # every file of the program, relative to the tree (empty: all under it)
+    # build it so its runs can record their launches, where the toolchain can (the original program);
+    # False: as written (a port, whose runs are compared, not captured)
+    capture: bool = True
 
 
 @dataclass(frozen=True)
@@ -166,6 +169,8 @@ class DriverToolchain:
     # registered; backends/launches.py) with the header force-included, so its runs can record their
     # launches (docs/CAPTURE_FORMAT.md); None: the program is built as it is
     capture_header: Path | None = None
+    capture_flags: tuple[str, ...] = ()  # what the capturing build compiles with besides (-std=c++17)
+    capture_link_flags: tuple[str, ...] = ()  # what the capturing build links with besides (-rdynamic)
 
     @property
     def captures(self) -> bool:
@@ -244,8 +249,15 @@ class DriverToolchain:
         builds only as it is is then built so, without capture, and the log says why)."""
         if self.capture_header is None:
             return self._build(source, out)
+        if not source.capture:
+            return replace(self._build(source, out), captures=False)
         instrumented = self._instrumented(source, out / "capture")
-        built = self._build(instrumented, out, extra_flags=("-include", self.capture_header.name))
+        built = self._build(
+            instrumented,
+            out,
+            extra_flags=(*self.capture_flags, "-include", self.capture_header.name),
+            extra_link=self.capture_link_flags,
+        )
         if built.ok:
             return replace(built, captures=True)
         plain = self._build(source, out)
@@ -270,7 +282,13 @@ class DriverToolchain:
             source, tree=tree, include_dirs=(str(inc), *include_dirs), original_root=tree, files=source.files
         )
 
-    def _build(self, source: ProgramSource, out: Path, extra_flags: Sequence[str] = ()) -> BuiltProgram:
+    def _build(
+        self,
+        source: ProgramSource,
+        out: Path,
+        extra_flags: Sequence[str] = (),
+        extra_link: Sequence[str] = (),
+    ) -> BuiltProgram:
         from porter.files import decode_text
         from porter.scan import has_cuda
 
@@ -319,6 +337,7 @@ class DriverToolchain:
             exe = out / "bin" / Path(main).with_suffix("")
             exe.parent.mkdir(parents=True, exist_ok=True)
             cmd = [self.compiler, *self.flags, str(objects[main]), *others, "-o", str(exe), *self.link_flags]
+            cmd += extra_link
             commands.append(" ".join(cmd))
             code, log = run_tool(cmd, out, self.env)
             if log.strip():

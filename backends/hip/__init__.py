@@ -84,7 +84,9 @@ class HipBackend(BackendBase):
     def program_toolchains(self) -> tuple[Any, ...]:
         """A whole HIP program built two ways: nvcc through porter's HIP-on-CUDA headers (run on the first
         NVIDIA GPU here), and hipcc for the AMD arch of the first AMD GPU (else the first arch of
-        dialect.toml's ``compile_archs`` hipcc reaches: built, not run, without an AMD GPU)."""
+        dialect.toml's ``compile_archs`` hipcc reaches: built, not run, without an AMD GPU).  Both can
+        build a HIP program so its runs record their launches (`porter capture`): through CUDA's capture
+        header under nvcc, through porter_capture_hip.h under hipcc."""
         from porter.backends.cuda import toolchain as cuda_toolchain
         from porter.backends.hip.names import NAMES_HEADER, hip_names_header
         from porter.backends.programs import DriverToolchain
@@ -106,6 +108,8 @@ class HipBackend(BackendBase):
                 missing=cuda_toolchain.facts()["hints"]["compile"], flags=("-O2", f"-arch={sm}"),
                 device_flags=("-x", "cu"), all_device=True, include_dirs=(include_dir(),), prepare=names,
                 find_device=lambda: nvidia,
+                # nvcc underneath: a HIP program's capturing build is CUDA's (porter's HIP headers map it)
+                capture_header=Path(cuda_toolchain.__file__).parent / "porter_capture_cuda.h",
             )
         ]  # fmt: skip
         archs = [gpu.arch] if gpu is not None else list(self.dialect.compile_archs)
@@ -117,6 +121,8 @@ class HipBackend(BackendBase):
                 missing="install hipcc (apt-get install hipcc) to build HIP programs for AMD GPUs",
                 flags=("-O2", f"--offload-arch={arch}"), device_flags=("-x", "hip"), all_device=True,
                 env={"HIP_PLATFORM": "amd"}, find_device=lambda: gpu, command_vars=("HIPCC", "NVCC"),
+                capture_header=Path(__file__).parent / "porter_capture_hip.h", capture_flags=("-std=c++17",),
+                capture_link_flags=("-rdynamic",),  # porter_capture.h needs C++17; kernels named by dladdr
             )
         )  # fmt: skip
         return tuple(chains)

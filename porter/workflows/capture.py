@@ -1,8 +1,10 @@
 """`porter capture PATH --run "ARGS"`: record every kernel launch of a program's own run.
 
 The program (:func:`porter.program.discover`) is built with one capturing program toolchain -- the
-first whose device is a GPU here (``nvcc``: an instrumented build, backends/cuda/porter_capture_cuda.h),
-else the CPU runtime (``cpu-runtime``: its allocator knows every allocation) -- and each ``--run`` is run
+first whose device is a GPU here (``nvcc``: an instrumented build, backends/cuda/porter_capture_cuda.h;
+for a HIP program ``hip-on-cuda`` on an NVIDIA GPU, ``hipcc`` on an AMD one,
+backends/hip/porter_capture_hip.h), else the CPU runtime (``cpu-runtime``: its allocator knows every
+allocation; it runs CUDA and HIP programs) -- and each ``--run`` is run
 once, in a scratch copy of the program's files, jailed as ``port --run`` runs are, with capture on.  ``<out>/run-<N>/`` then holds
 that run's capture in the documented folder format (``docs/CAPTURE_FORMAT.md``): what other tools, and
 ``porter check --capture``-style replays, read.  ``<out>/work/`` keeps the build and the runs, so a
@@ -19,7 +21,7 @@ from pathlib import Path
 from porter import capture
 from porter.backends.programs import ProgramToolchain
 from porter.errors import UsageError
-from porter.program import discover
+from porter.program import Program, discover
 from porter.results import CapturedRun, CaptureReport, ProgramReport
 
 Progress = Callable[[str], None]
@@ -45,6 +47,21 @@ def capturing_toolchain(language: str = "cuda") -> str:
         (d.kind != "gpu", c.name) for c in _capturing(language) if not c.unavailable() and (d := c.device())
     ]
     return sorted(usable, key=lambda u: u[0])[0][1] if usable else FALLBACK  # stable: registration order
+
+
+def program_language(program: Program) -> str:
+    """The dialect a program is written in: HIP when a file includes HIP's runtime header (the
+    registry's ``dialect_of_text``), else CUDA."""
+    from porter.backends import SOURCE_DIALECT, dialect_of_text
+    from porter.files import decode_text, read_input
+
+    for f in program.files:
+        if f.kind == "other":
+            continue
+        found = dialect_of_text(f.path.suffix, decode_text(read_input(str(f.path))))
+        if found is not None and found != SOURCE_DIALECT and _capturing(found):
+            return found
+    return SOURCE_DIALECT
 
 
 def _check_out(out: Path, root: Path) -> None:
@@ -79,8 +96,11 @@ def capture_program(
         raise UsageError('capture needs a run of the program: --run "ARGS"')
     if launches < 1 or mib < 1:
         raise UsageError("--launches and --mib must be at least 1")
+    skip = [out_dir] if out_dir is not None else []
+    program = discover(paths, include_dirs, skip=skip)
+    language = program_language(program)
     if toolchain is not None:
-        chains = {c.name: c for c in _capturing()}
+        chains = {c.name: c for c in _capturing(language)}
         if toolchain not in chains:
             raise UsageError(
                 f"--toolchain {toolchain!r}: not a capturing toolchain (choose from {', '.join(chains)})"
@@ -91,8 +111,6 @@ def capture_program(
         )
         if why:
             raise UsageError(f"--toolchain {toolchain}: {why}")
-    skip = [out_dir] if out_dir is not None else []
-    program = discover(paths, include_dirs, skip=skip)
     out = Path(out_dir) if out_dir is not None else program.root.parent / f"{program.root.name}.capture"
     out = out.absolute()
     _check_out(out, program.root)
@@ -108,7 +126,8 @@ def capture_program(
     )  # fmt: skip
     runner.repeat = False  # one run each: what varies between runs is not compared here
     runner.capture_limits = (launches, mib)
-    chosen = toolchain or capturing_toolchain()
+    runner.language = language
+    chosen = toolchain or capturing_toolchain(language)
     # the GPU's build first; where it cannot capture (the instrumented copy does not compile), the CPU
     # runtime's -- unless the user chose the toolchain
     tried = [chosen] if toolchain or chosen == FALLBACK else [chosen, FALLBACK]

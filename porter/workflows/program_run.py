@@ -219,6 +219,7 @@ class _Runner:
         self.program, self.out, self.report, self.runs = program, out, report, list(runs)
         self.timeout, self.rule, self.say, self.skip = timeout, rule, say, list(skip)
         self.capture_limits = (DEFAULT_LAUNCHES, DEFAULT_MIB)  # launches kept per kernel, MiB per launch
+        self.language = "cuda"  # what the original program is written in (`porter capture` of a HIP one)
         self.repeat = True  # the original run twice: what varies between its own runs is not compared
         self.outputs: dict[int, RunOutput] = {}  # id(RunResult) -> what that run printed and wrote
         self.varies: dict[int, Unstable] = {}  # id(an original's RunResult) -> what varies between its runs
@@ -237,7 +238,7 @@ class _Runner:
 
     def variants(self) -> list[tuple[str, str, Path]]:
         """(variant, its language, its tree): the original, then each single-source port."""
-        found = [("original", "cuda", self.program.root)]
+        found = [("original", self.language, self.program.root)]
         for target in self.report.targets:
             if get_dialect(target).single_source and (self.out / target).is_dir():
                 found.append((target, target, self.out / target))
@@ -274,6 +275,7 @@ class _Runner:
         source = ProgramSource(
             tree, tuple(str(u.rel) for u in self.program.units), self.program.include_dirs,
             self.program.defines, language, self.program.root, tuple(str(f.rel) for f in self.program.files),
+            capture=variant == "original",  # only the original's runs are captured
         )  # fmt: skip
         ident = getattr(chain, "toolchain_id", lambda: chain.name)()
         key = sha(

@@ -233,3 +233,39 @@ def test_parser_classifies_other_messages_and_ignores_program_output():
     assert [(f.kind, f.kernel) for f in findings] == [("other", "diverge")]
     assert parse_oclgrind_log("") == []
     assert set(FINDING_KINDS) == {"out-of-bounds", "uninitialized", "data-race", "invalid-api", "other"}
+
+
+ATOMIC_HISTOGRAM = """
+__global__ void scatter(const int* keys, float* fsum, double* dsum, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        atomicAdd(&fsum[keys[i]], 0.5f);
+        atomicAdd(&dsum[keys[i]], 0.25);
+    }
+}
+"""
+
+
+@needs_oclgrind
+@pytest.mark.integration
+def test_translated_float_atomics_are_race_free_under_oclgrind():
+    # CUDA's float and double atomicAdd become compare-and-swap loops in OpenCL C; their first read of
+    # the old value must be atomic too, or Oclgrind reports a read-write race on every collision (seen
+    # when `porter lift` validated a float64 histogram)
+    from porter.backends import get_dialect
+    from porter.backends.isolate import Job, run_job
+
+    tr = get_dialect("opencl").translate(ATOMIC_HISTOGRAM, "scatter.cu")
+    (tk,) = tr.kernels
+    keys = (np.arange(64) % 4).astype(np.int32)  # sixteen work-items on each of four cells
+    job = Job(
+        backend="opencl", source=tr.text, entry=tk.entry, device=checker_device(),
+        args=(keys, np.zeros(4, np.float32), np.zeros(4, np.float64), np.int32(64)), grid=(2,), block=(32,),
+        use_cache=False, wrapper=oclgrind_wrapper("{scratch}/oclgrind.log"), collect=("oclgrind.log",),
+    )  # fmt: skip
+    result = run_job(job, timeout_s=300)
+    assert result.ok, (result.stage, result.error, result.log)
+    assert kinds(parse_oclgrind_log(result.files.get("oclgrind.log", "") + result.log)) == set()
+    _, fsum, dsum = result.outputs[0]
+    assert fsum.tolist() == [8.0] * 4 and dsum.tolist() == [4.0] * 4

@@ -22,6 +22,7 @@ from porter.backends import (
     SOURCE_DIALECT,
     CompileOptions,
     dialect_names,
+    dialect_of_suffix,
     dialect_of_text,
     get_backend,
     get_dialect,
@@ -40,7 +41,9 @@ from porter.results import CheckResult
 def language_of(path: str, text: str = "") -> str:
     """The dialect of a variant file: the one whose runtime header it includes, else its extension's
     (the registry's dialects')."""
-    lang = dialect_of_text(Path(path).suffix, text)
+    lang = dialect_of_suffix(Path(path).suffix)
+    if lang is not None:  # a known extension: the runtime header the file includes may say better
+        lang = dialect_of_text(Path(path).suffix, text)
     if lang is None:
         known = sorted(x for n in dialect_names() for x in get_dialect(n).suffixes)
         raise UsageError(
@@ -127,6 +130,7 @@ def run_check(
     from porter.workflows.source import qualifier_macros
 
     options = options or ValidateOptions()
+    language_of(variant_path)  # an unknown extension is refused before the file is read
     variant_text = _read(variant_path)
     language = language_of(variant_path, variant_text)
     _read(original_path)  # UsageError: missing, not a regular file, too large, not UTF-8

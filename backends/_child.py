@@ -43,7 +43,7 @@ from porter.backends import (
     ToolchainMissing,
     get_backend,
 )
-from porter.backends.isolate import Alias, Job, JobResult, availability_to_json, write_result
+from porter.backends.isolate import Alias, Job, JobResult, Launches, availability_to_json, write_result
 
 from porter import sandbox
 from porter.cache import Cache, compile_cached
@@ -114,6 +114,9 @@ def _execute(job: Job, progress: Progress, result: JobResult) -> None:
     except Exception as err:  # noqa: BLE001 - an import error in a backend is "unavailable"
         raise Failed("unavailable", f"backend {job.backend} cannot be loaded: {_one_line(err)}") from None
 
+    if job.launches:
+        _execute_launches(job, job.launches, backend, progress, result)
+        return
     progress.update(stage="compile")
     start = time.perf_counter()
     try:
@@ -170,6 +173,102 @@ def _execute(job: Job, progress: Progress, result: JobResult) -> None:
             result.times_ms = launcher.time()
             if job.timing.read_back > 0:
                 result.timed_outputs = launcher.read_timed_sets(job.timing.read_back)
+        except Exception as err:  # noqa: BLE001
+            raise _classify(err, "launch") from None
+
+
+def _compile(backend: Backend, job: Job, source: str, entry: str) -> tuple[Any, bool]:
+    try:
+        if job.use_cache:
+            return compile_cached(backend, source, entry, job.options, job.device, Cache())
+        return backend.compile(source, entry, job.options, job.device), False
+    except CompileError as err:
+        raise Failed("compile", f"{entry}: {err.render().splitlines()[0]}", err.log) from None
+    except Exception as err:  # noqa: BLE001 - every compile failure is data
+        raise _classify(err, "compile") from None
+
+
+def _execute_launches(
+    job: Job, sets: tuple[Launches, ...], backend: Backend, progress: Progress, result: JobResult
+) -> None:
+    """Every kernel of the sequences built once (through the cache); then each sequence's launches in
+    order from fresh copies of its buffers, ``job.runs`` times; then the first sequence timed as a whole
+    when asked."""
+    progress.update(stage="compile")
+    start = time.perf_counter()
+    kernels: list[tuple[str, str]] = []
+    for ls in sets:
+        kernels += [k for k in ls.kernels if k not in kernels]
+    binaries = []
+    all_cached = True
+    for source, entry in kernels:
+        binary, cached = _compile(backend, job, source, entry)
+        binaries.append(binary)
+        all_cached = all_cached and cached
+        result.log += binary.log
+    result.compile_s = time.perf_counter() - start
+    result.cached = all_cached
+    result.toolchain = binaries[0].toolchain if binaries else ""
+    progress.update(toolchain=result.toolchain, compile_s=result.compile_s, cached=all_cached)
+    device = job.device
+    if device is None:
+        return
+    progress.update(stage="load")
+    plan_ = sandbox.current_plan()
+    if plan_ is not None:
+        try:
+            sandbox.lock_down(plan_)
+        except sandbox.SandboxError as err:
+            raise Failed("sandbox", str(err)) from None
+        result.layers = sorted(sandbox.state().active)
+    try:
+        programs = [backend.load(b, device) for b in binaries]
+    except Exception as err:  # noqa: BLE001
+        raise _classify(err, "load") from None
+
+    def run_all(ls: Launches, timed: bool = False) -> tuple[dict[str, Any], float]:
+        bufs = {k: backend.to_device(np.ascontiguousarray(v).copy(), device) for k, v in ls.buffers.items()}
+        total = 0.0
+        if device.kind == "gpu":
+            backend.scrub_shared(device)
+        for kernel, grid, block, shared, args in ls.steps:
+            values = [bufs[a] if isinstance(a, str) else a for a in args]
+            program = programs[kernels.index(ls.kernels[kernel])]
+            ms = program(*values, grid=grid, block=block, shared_bytes=shared, timed=timed)
+            total += float(ms or 0.0)
+        backend.synchronize(device)
+        return bufs, total
+
+    for run in range(job.runs):
+        progress.update(stage="launch", run=run)
+        out: list[np.ndarray] = []
+        try:
+            for ls in sets:
+                bufs, _ = run_all(ls)
+                out += [
+                    np.array(backend.to_host(bufs[k], ls.buffers[k].dtype, ls.buffers[k].shape), copy=True)
+                    for k in ls.read_back
+                ]
+        except Failed:
+            raise
+        except Exception as err:  # noqa: BLE001
+            raise _classify(err, "launch") from None
+        result.outputs.append(out)
+    if job.timing is not None:
+        progress.update(stage="timing", run=None)
+        try:
+            for _ in range(job.timing.warmup):
+                run_all(sets[0])
+            times: list[float] = []
+            for _ in range(job.timing.repeats):
+                if job.timing.flush_l2:
+                    backend.flush_cache(device)
+                t0 = time.perf_counter()
+                _, ms = run_all(sets[0], timed=True)
+                times.append(ms if ms > 0 else (time.perf_counter() - t0) * 1000.0)
+                if sum(times) > job.timing.max_seconds * 1000.0:
+                    break
+            result.times_ms = times
         except Exception as err:  # noqa: BLE001
             raise _classify(err, "launch") from None
 
@@ -340,6 +439,62 @@ def _run(job: Job, result_dir: str) -> int:
     return 0
 
 
+def _run_python(path: str, function: str, args_file: str, result_dir: str) -> int:
+    """Import the user's file and call `function` (the module's own code runs after lock-down, like a
+    kernel); write every array argument after the call and the return value as ``.npy``."""
+    import importlib.util
+
+    args = pickle.loads(Path(args_file).read_bytes())  # written by the parent: trusted
+    out = Path(result_dir)
+    part = out.with_name(out.name + ".part")
+    part.mkdir(parents=True, exist_ok=True)
+    doc: dict[str, Any] = {"ok": False}
+    refused = _enter_sandbox()
+    plan = sandbox.current_plan()
+    try:
+        if refused:
+            raise RuntimeError(refused)
+        if plan is not None:
+            sandbox.lock_down(plan)
+        spec = importlib.util.spec_from_file_location("porter_lift_reference", path)
+        if spec is None or spec.loader is None:
+            raise RuntimeError(f"cannot import {path}")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        fn = getattr(module, function)
+        returned = fn(**args)
+        for name, value in args.items():
+            if isinstance(value, np.ndarray):
+                np.save(part / f"arg-{name}.npy", value, allow_pickle=False)
+        if isinstance(returned, dict):  # an example's arguments, by name
+            keys = []
+            for k, v in returned.items():
+                value = np.asarray(v)
+                if not isinstance(k, str) or not k.isidentifier() or value.dtype == object:
+                    raise TypeError(
+                        f"{function} returned {k!r}: not an array or a number under a parameter's name"
+                    )
+                np.save(part / f"ret-{k}.npy", value, allow_pickle=False)
+                keys.append(k)
+            doc["keys"] = keys
+            # Python numbers stay Python numbers (NumPy promotes them as weak scalars)
+            doc["python"] = [k for k, v in returned.items() if type(v) in (int, float, bool)]
+        elif returned is not None:
+            value = np.asarray(returned)
+            if value.dtype == object:
+                raise TypeError(f"{function} returned a {type(returned).__name__}, not an array or a number")
+            np.save(part / "return.npy", value, allow_pickle=False)
+            doc["returned"] = True
+        doc["ok"] = True
+    except BaseException as err:  # noqa: BLE001 - the reference's failure is the parent's data
+        doc["error"] = f"{type(err).__name__}: {err}"
+        traceback.print_exc()
+    sys.stdout.flush()
+    (part / "result.json").write_text(json.dumps(doc), encoding="utf-8")
+    os.replace(part, out)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     faulthandler.enable()
     _line_buffer_c_stdio()
@@ -364,6 +519,8 @@ def main(argv: list[str]) -> int:
         if job is None:
             return 2
         return _run(job, argv[3])
+    if len(argv) == 5 and argv[0] == "python":  # isolate.run_python: the user's function, confined
+        return _run_python(*argv[1:])
     if len(argv) == 3 and argv[0] == "probe":
         refused = _enter_sandbox()
         _write_json(Path(argv[2]), {"error": refused} if refused else _probe(argv[1]))

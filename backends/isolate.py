@@ -71,6 +71,19 @@ class TimingPlan:
 
 
 @dataclass(frozen=True)
+class Launches:
+    """Several launches over named device buffers, in order (a lifted Python function's run): each
+    ``(kernel, grid, block, shared bytes, args)`` with ``kernel`` an index into ``kernels`` (source,
+    entry) and each argument a buffer's name or a NumPy scalar.  Every run starts from fresh copies of
+    ``buffers``; ``read_back`` names the buffers that come back."""
+
+    kernels: tuple[tuple[str, str], ...]
+    buffers: dict[str, np.ndarray]
+    steps: tuple[tuple[int, tuple[int, ...], tuple[int, ...], int, tuple[Any, ...]], ...]
+    read_back: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Job:
     backend: str  # "cuda" | "hip" | "opencl" | "cpu"
     source: str
@@ -99,6 +112,9 @@ class Job:
     # Module globals set after load and before every run (and before the timed launches), through
     # the backend's `set_symbol(program, name, array)`: cudaMemcpyToSymbol of `__constant__` data.
     symbols: dict[str, np.ndarray] = field(default_factory=dict)
+    # Instead of one launch of `source`/`entry`: sequences of launches (args, grid, block unused), one
+    # per input set, each from its own buffers; a run's outputs are every set's read-backs in order
+    launches: tuple[Launches, ...] = ()
 
 
 @dataclass
@@ -265,6 +281,108 @@ def _go(spare: spares.Spare) -> None:
             stdin.close()
 
 
+@dataclass
+class PythonResult:
+    """What a Python function did to its arguments, from a sandboxed child: the array arguments after
+    the call (by name), its return value (an array or a 0-d array of a number; None when it returned
+    None), or why it could not run."""
+
+    ok: bool
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    returned: np.ndarray | None = None
+    mapping: dict[str, Any] = field(default_factory=dict)  # a returned dict (an example's arguments)
+    error: str = ""
+    log: str = ""
+    wall_s: float = 0.0
+
+
+def run_python(
+    path: str,
+    function: str,
+    args: dict[str, Any],
+    timeout_s: float = 120.0,
+    memory_mb: int | None = None,
+    mapping: bool = False,
+) -> PythonResult:
+    """Call `function` of the Python file `path` with `args` (arrays and numbers, by parameter name) in a
+    sandboxed child -- the user's module runs there, under the same confinement as a kernel -- and bring
+    back what it left in each array and what it returned (arrays as ``.npy``, read without pickle, each
+    checked against the dtype and shape it went in with)."""
+    start = time.monotonic()
+    folder = str(Path(path).resolve().parent)
+    with tempfile.TemporaryDirectory(prefix="porter-py-", ignore_cleanup_errors=True) as tmp:
+        work = Path(tmp)
+        (work / "args.pkl").write_bytes(pickle.dumps(args, protocol=pickle.HIGHEST_PROTOCOL))
+        plan = child_plan(work, "cpu", timeout_s, memory_mb, (folder,))
+        cmd = [
+            sys.executable,
+            "-m",
+            CHILD_MODULE,
+            "python",
+            str(Path(path).resolve()),
+            function,
+            str(work / "args.pkl"),
+            str(work / "result"),
+        ]
+        rc = _spawn(
+            cmd,
+            {"PORTER_PROGRESS_FILE": str(work / "progress.json")},
+            work,
+            timeout_s,
+            work / "output.log",
+            plan,
+        )
+        output = read_bounded(work / "output.log", head=4096, tail=8192)
+        found = _read_json(work / "result" / "result.json") if rc is not None else None
+        wall = time.monotonic() - start
+        if rc is None:
+            return PythonResult(False, error=f"timed out after {timeout_s:g} s", log=output, wall_s=wall)
+        if not isinstance(found, dict):
+            return PythonResult(
+                False,
+                error=_crash_message(rc, "", output, plan.limits) if rc else "no result",
+                log=output,
+                wall_s=wall,
+            )
+        if not found.get("ok"):
+            return PythonResult(
+                False, error=str(found.get("error", "failed"))[:2000], log=output, wall_s=wall
+            )
+        arrays: dict[str, np.ndarray] = {}
+        try:
+            for name, value in args.items():
+                if isinstance(value, np.ndarray):
+                    got = np.load(work / "result" / f"arg-{name}.npy", allow_pickle=False)
+                    if got.dtype != value.dtype or got.shape != value.shape:
+                        return PythonResult(
+                            False, error=f"{name} changed its dtype or shape", log=output, wall_s=wall
+                        )
+                    arrays[name] = got
+            returned = None
+            if found.get("returned") and not mapping:
+                returned = np.load(work / "result" / "return.npy", allow_pickle=False)
+            named: dict[str, Any] = {}
+            if mapping:
+                keys = found.get("keys")
+                if not isinstance(keys, list) or not all(
+                    isinstance(k, str) and k.isidentifier() for k in keys
+                ):
+                    return PythonResult(
+                        False,
+                        error=f"{function} did not return a dict of arguments by name",
+                        log=output,
+                        wall_s=wall,
+                    )
+                for k in keys:
+                    value = np.load(work / "result" / f"ret-{k}.npy", allow_pickle=False)
+                    named[k] = value if value.ndim else value[()]
+                    if k in (found.get("python") or ()) and not value.ndim:
+                        named[k] = value.item()
+        except (OSError, ValueError) as err:
+            return PythonResult(False, error=f"unreadable result: {err}", log=output, wall_s=wall)
+        return PythonResult(True, arrays, returned, named, log=output, wall_s=wall)
+
+
 def probe_backend(name: str, timeout_s: float = 60.0) -> Availability:
     """`get_backend(name).availability()` in a child process: an import error, a crash in a driver or a
     hang becomes an Availability that can neither compile nor run, with the reason as its hint."""
@@ -390,15 +508,7 @@ def _wait(proc: subprocess.Popen[bytes], timeout_s: float) -> int | None:
         return None
     finally:
         if proc.returncode is None:  # timed out, or the parent was interrupted: take the group down
-            kill_group(proc)
-
-
-def kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)  # start_new_session: the child's pid is its group id
-    with contextlib.suppress(ProcessLookupError):
-        proc.kill()
-    proc.wait()
+            spares.kill_group(proc)
 
 
 def signal_name(number: int) -> str:
@@ -540,6 +650,10 @@ def read_result(folder: Path, job: Job) -> JobResult | None:
 
 
 def _expected_arrays(job: Job) -> list[tuple[np.dtype, tuple[int, ...]]]:
+    if job.launches:
+        return [
+            (ls.buffers[k].dtype, tuple(ls.buffers[k].shape)) for ls in job.launches for k in ls.read_back
+        ]
     arrays = [i for i, a in enumerate(job.args) if isinstance(a, np.ndarray)]
     picked = arrays if job.read_back is None else [i for i in job.read_back if i in arrays]
     return [(job.args[i].dtype, tuple(job.args[i].shape)) for i in picked]

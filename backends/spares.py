@@ -27,6 +27,7 @@ import functools
 import os
 import pickle
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -60,8 +61,6 @@ class Spare:
         return (self.work / "ready").exists()
 
     def stop(self) -> None:
-        from porter.backends.isolate import kill_group
-
         kill_group(self.proc)
         self.discard()
 
@@ -189,6 +188,15 @@ def stop_all() -> None:
         _POOL.clear()
     for spare in every:
         spare.stop()
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """Kill a child's whole process group (its session: the child started it) and reap the child."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)  # start_new_session: the child's pid is its group id
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+    proc.wait()
 
 
 def new_work() -> Path:

@@ -562,6 +562,55 @@ def capture(
 
 
 @app.command()
+def lift(
+    target: Annotated[
+        str, typer.Argument(help="A Python file, or one function of it: FILE.py or FILE.py::FUNCTION.")
+    ],
+    to: Annotated[
+        str, typer.Option("--to", help="Targets, comma-separated: cuda, hip, opencl.")
+    ] = "cuda,hip,opencl",
+    sizes: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--sizes", help="Sizes the reference runs at, by the names the function binds: n=1000,m=64."
+        ),
+    ] = None,
+    example: Annotated[
+        str | None,
+        typer.Option(
+            "--example", help="FILE.py::FUNCTION returning the function's arguments as a dict by name."
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Output folder (default: <file>.lifted/ beside the file).")
+    ] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per child job.")] = 120.0,
+    fresh: FreshOption = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document instead of a table.")
+    ] = False,
+) -> None:
+    """Turn Python loop nests into GPU kernels (CUDA, HIP, OpenCL), validate each against the Python
+    function on every device here, and write a drop-in module with the same function names."""
+    from porter.report import lift_view, plain_console
+    from porter.workflows.lift import lift_file, parse_sizes
+
+    err = plain_console(stderr=True)
+    report = lift_file(
+        target,
+        to=[t.strip() for t in to.split(",") if t.strip()],
+        sizes=parse_sizes(sizes or []),
+        example=example,
+        out_dir=str(out) if out is not None else None,
+        timeout=timeout,
+        fresh=fresh,
+        progress=(lambda msg: err.print(f"porter: {msg}", style="dim")) if sys.stderr.isatty() else None,
+        markdown=lift_view.markdown,
+    )
+    show(report, lift_view, json_out)
+
+
+@app.command()
 def optimize(
     file: Annotated[Path, typer.Argument(help="A CUDA source file (.cu).")],
     model: Annotated[

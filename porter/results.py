@@ -33,6 +33,7 @@ SCHEMAS = {
     "port": "porter-port-report/1",
     "optimize": "porter-optimize-report/1",
     "program": "porter-program-report/1",
+    "lift": "porter-lift-report/1",
 }
 
 
@@ -780,3 +781,78 @@ class OptimizeReport:
                 "evaluation": to_jsonable(a.evaluation),
             }
         return list(docs.values())
+
+
+# --------------------------------------------------------------------------- lift
+
+
+@dataclass
+class LiftedFunction:
+    """One function `porter lift` made kernels of: its patterns, the files written for each target, the
+    sizes it was judged at, and a verdict per target and device."""
+
+    function: str
+    line: int
+    patterns: tuple[str, ...]
+    kernels: tuple[str, ...]
+    files: dict[str, str] = field(default_factory=dict)  # target -> the kernels' file
+    sizes: dict[str, int] = field(default_factory=dict)
+    hidden: list[dict[str, int]] = field(default_factory=list)
+    notes: tuple[str, ...] = ()
+    verdicts: list[Verdict] = field(default_factory=list)
+    reference_s: float = 0.0  # seconds the Python function took at the visible size
+    key: str = ""  # everything the verdicts depend on: a re-run with the same key keeps them
+    resumed: bool = False
+
+    @property
+    def validated(self) -> bool:
+        return any(v.status is Status.VALIDATED for v in self.verdicts)
+
+    @property
+    def failed(self) -> bool:
+        return any(v.status is Status.FAILED for v in self.verdicts) or not self.verdicts
+
+
+@dataclass(frozen=True)
+class RefusedFunction:
+    function: str
+    line: int
+    reason: str
+
+
+@dataclass
+class LiftReport:
+    source: str
+    out_dir: str
+    targets: tuple[str, ...]
+    module: str = ""  # the generated drop-in module ("" when nothing was validated)
+    functions: list[LiftedFunction] = field(default_factory=list)
+    refused: list[RefusedFunction] = field(default_factory=list)
+    complete: bool = False
+
+    def document(self) -> dict[str, Any]:
+        """report.json (schema ``porter-lift-report/1``)."""
+        functions = []
+        for f in self.functions:
+            doc: dict[str, Any] = to_jsonable(f)
+            doc["validated"] = f.validated
+            functions.append(doc)
+        return {
+            "schema": SCHEMAS["lift"],
+            "source": self.source,
+            "out": self.out_dir,
+            "targets": list(self.targets),
+            "module": self.module,
+            "functions": functions,
+            "refused": [to_jsonable(r) for r in self.refused],
+            "complete": self.complete,
+            "exit_code": self.exit_code,
+        }
+
+    @property
+    def exit_code(self) -> int:
+        """0: every lifted function validated somewhere and rejected nowhere (refusals are reported, not
+        failures); 1 otherwise, or when nothing could be lifted."""
+        if not self.functions:
+            return 1
+        return 0 if all(f.validated and not f.failed for f in self.functions) else 1

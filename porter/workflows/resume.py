@@ -34,7 +34,7 @@ _LEGACY_FIELDS = {
 }
 # porter's own code that decides what is compiled and how it is judged (the backends have theirs in
 # every toolchain id): a verdict reached by other code is never reused.
-_FINGERPRINTED = ("harness", "scan", "translate", "workflows")
+_FINGERPRINTED = ("harness", "lift", "scan", "translate", "workflows")
 _SUFFIXES = (".py", ".toml")
 
 

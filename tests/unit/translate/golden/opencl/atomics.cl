@@ -9,7 +9,7 @@ static float porter_atomic_add_f32_global(volatile __global float* p, float v)
 {
     volatile __global uint* bits = (volatile __global uint*)p;
     uint seen;
-    uint expected = *bits;
+    uint expected = atomic_add(bits, 0u);  /* an atomic read: a plain one races with the others' swaps */
     do {
         seen = expected;
         expected = atomic_cmpxchg(bits, seen, as_uint(as_float(seen) + v));
@@ -22,7 +22,7 @@ static float porter_atomic_add_f32_local(volatile __local float* p, float v)
 {
     volatile __local uint* bits = (volatile __local uint*)p;
     uint seen;
-    uint expected = *bits;
+    uint expected = atomic_add(bits, 0u);  /* an atomic read: a plain one races with the others' swaps */
     do {
         seen = expected;
         expected = atomic_cmpxchg(bits, seen, as_uint(as_float(seen) + v));
@@ -35,7 +35,7 @@ static double porter_atomic_add_f64_global(volatile __global double* p, double v
 {
     volatile __global ulong* bits = (volatile __global ulong*)p;
     ulong seen;
-    ulong expected = *bits;
+    ulong expected = atom_add(bits, (ulong)0);  /* an atomic read: a plain one races with the others' swaps */
     do {
         seen = expected;
         expected = atom_cmpxchg(bits, seen, as_ulong(as_double(seen) + v));
@@ -47,7 +47,7 @@ static double porter_atomic_add_f64_global(volatile __global double* p, double v
 static uint porter_atomic_inc_u32_global(volatile __global uint* p, uint limit)
 {
     uint seen;
-    uint expected = *p;
+    uint expected = atomic_add(p, 0u);  /* an atomic read */
     do {
         seen = expected;
         expected = atomic_cmpxchg(p, seen, (seen >= limit) ? 0u : seen + 1u);

@@ -1,0 +1,301 @@
+"""`porter lift FILE.py[::FUNC]`: Python loop nests as verified GPU kernels, and a drop-in module.
+
+For each top-level function of the file (or the one named): the analysis (:mod:`porter.lift.analyze`)
+lifts it -- kernels and the launches that run them -- or refuses it with the line and why.  Then:
+
+1. sizes: ``--sizes n=1000,m=64`` (the names the function binds, ``n = x.shape[0]``), the shapes of an
+   ``--example FILE.py::make_inputs`` call's arguments, or lift.toml's defaults; plus held-back sizes;
+2. the Python function runs on seeded arguments at each size, in a sandboxed child: the reference;
+3. the kernels, in CUDA and in porter's own HIP and OpenCL translations, run on every device of each
+   target (the CPU emulator at 32 and 64 lanes, every OpenCL device, the GPUs here) and are judged
+   against it (:mod:`porter.lift.validate`);
+4. written to the output folder (default ``<file>.lifted/`` beside the file): each function's kernels
+   per target (``<function>.cu``, ``.hip``, ``.cl``), ``<module>_gpu.py`` -- the validated functions under
+   their own names and signatures, running through CuPy, HIP Python or pyopencl and falling back to the
+   original (:mod:`porter.lift.dropin`) -- and ``report.json`` / ``report.md`` (``markdown``: the view the
+   CLI passes), rewritten atomically as
+   each function is judged, so an interrupted run keeps what it verified; a re-run keeps every verdict
+   whose inputs are unchanged (``--fresh`` starts over).
+
+The user's file is read, never written; the output folder is refused when it holds files porter did not
+write.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from porter.backends import dialect_names
+from porter.backends.spares import warm
+from porter.errors import UsageError
+from porter.files import reads_once
+from porter.lift import dropin, inputs, validate
+from porter.lift.analyze import analyze
+from porter.lift.ir import Lifted
+from porter.model import Status, Verdict
+from porter.plan import run_devices, wavefront_devices
+from porter.results import LiftedFunction, LiftReport, RefusedFunction
+from porter.workflows.resume import REPORT_NAME, code_fingerprint, load_report, sha, write_atomic
+
+Progress = Callable[[str], None]
+TARGETS = ("cuda", "hip", "opencl")
+
+
+def split_target(target: str) -> tuple[str, str | None]:
+    """``file.py::func`` -> (file.py, func); a path alone -> (path, None)."""
+    path, sep, func = target.partition("::")
+    return path, (func or None) if sep else None
+
+
+def _example(spec: str, timeout: float) -> dict[str, Any]:
+    """The arguments an ``--example FILE.py::FUNC`` (or ``FILE.py:FUNC``) call returns: a dict by
+    parameter name, run in a sandboxed child like the reference."""
+    from porter.backends.isolate import run_python
+
+    path, sep, func = spec.partition("::")
+    if not sep:
+        path, sep, func = spec.rpartition(":")
+    if not sep or not func or not path.endswith(".py"):
+        raise UsageError(f"--example {spec!r}: expected FILE.py::FUNCTION returning a dict of arguments")
+    if not Path(path).is_file():
+        raise UsageError("--example: no such file", path=path)
+    got = run_python(path, func, {}, timeout, mapping=True)
+    if not got.ok:
+        raise UsageError(f"--example {spec}: {got.error}", path=path)
+    return dict(got.mapping)
+
+
+def _sizes_from_example(lifted: Lifted, example: Mapping[str, Any]) -> dict[str, int]:
+    sizes: dict[str, int] = {}
+    for p in lifted.params:
+        value = example.get(p.name)
+        if p.kind == "array" and isinstance(value, np.ndarray):
+            for label, extent in zip(p.shape, value.shape, strict=False):
+                sizes.setdefault(label, int(extent))
+        elif p.kind == "scalar" and p.dtype in ("int32", "int64") and value is not None:
+            sizes[p.name] = int(value)
+    return sizes
+
+
+def _targets(to: Sequence[str]) -> tuple[str, ...]:
+    known = set(dialect_names())
+    bad = [t for t in to if t not in known]
+    if bad:
+        raise UsageError(f"--to {', '.join(bad)}: unknown target (targets: {', '.join(sorted(known))})")
+    return tuple(dict.fromkeys(to))
+
+
+def _check_out(out: Path, source: Path) -> None:
+    from porter.workflows.resume import is_porter_output
+
+    if out.exists() and not out.is_dir():
+        raise UsageError("--out exists and is not a folder", path=str(out))
+    if out.resolve() == source.parent.resolve():
+        raise UsageError("--out is the source's own folder; choose another", path=str(out))
+    if out.is_dir() and any(out.iterdir()) and not is_porter_output(out):
+        raise UsageError("--out holds files porter did not write; choose another folder", path=str(out))
+
+
+@reads_once
+@warm
+def lift_file(
+    target: str,
+    *,
+    to: Sequence[str] = TARGETS,
+    sizes: Mapping[str, int] | None = None,
+    example: str | None = None,
+    out_dir: str | None = None,
+    seed: int = 20241202,
+    timeout: float = 120.0,
+    fresh: bool = False,
+    progress: Progress | None = None,
+    markdown: Callable[[LiftReport], str] | None = None,
+) -> LiftReport:
+    from porter.files import read_text
+
+    say = progress or (lambda _m: None)
+    path, only = split_target(target)
+    if not path.endswith(".py"):
+        raise UsageError("porter lift takes a Python file (FILE.py or FILE.py::FUNCTION)", path=path)
+    text = read_text(path)  # UsageError: missing, not a regular file, too large, not UTF-8
+    targets = _targets(to)
+    given = dict(sizes or {})
+    example_args = _example(example, timeout) if example else {}
+    analysis = analyze(path, text, only, example_args)
+    if (
+        only is not None
+        and not analysis.lifted
+        and analysis.refused
+        and "no top-level function" in analysis.refused[0].reason
+    ):
+        raise UsageError(analysis.refused[0].reason, path=path)
+    if analysis.refused and analysis.refused[0].reason.startswith("not valid Python"):
+        r = analysis.refused[0]
+        raise UsageError(r.reason, path=f"{path}:{r.line}")
+    src_path = Path(path)
+    out = Path(out_dir) if out_dir else src_path.parent / f"{src_path.stem}.lifted"
+    _check_out(out, src_path)
+    previous = None if fresh else load_report(out, "lift")
+    kept = {f.get("function"): f for f in (previous or {}).get("functions", []) if isinstance(f, dict)}
+    report = LiftReport(str(src_path), str(out), targets)
+    report.refused = [RefusedFunction(r.function, r.line, r.reason) for r in analysis.refused]
+    known = {name for f in analysis.lifted for name in inputs.size_names(f)}
+    unknown = sorted(set(given) - known)
+    if unknown and analysis.lifted:
+        raise UsageError(
+            f"--sizes names {', '.join(unknown)}, which no lifted function has (sizes: {', '.join(sorted(known)) or 'none'})",
+            path=path,
+        )
+    out.mkdir(parents=True, exist_ok=True)
+
+    def save() -> None:
+        write_atomic(out / REPORT_NAME, json.dumps(report.document(), indent=2) + "\n")
+        if markdown is not None:
+            write_atomic(out / "report.md", markdown(report))
+
+    save()
+    sources_by_function: dict[str, dict[str, str]] = {}
+    for lifted in analysis.lifted:
+        say(f"{lifted.function}: {', '.join(lifted.patterns)}")
+        try:
+            chosen = _sizes_from_example(lifted, example_args) if example_args else {}
+            chosen.update({k: v for k, v in given.items() if k in inputs.size_names(lifted)})
+            visible = inputs.default_sizes(lifted, chosen)
+        except KeyError as err:
+            raise UsageError(str(err).strip("\"'"), path=path) from None
+        hidden = inputs.hidden_sizes(visible)
+        srcs = validate.sources(lifted, targets)
+        row = LiftedFunction(lifted.function, lifted.line, lifted.patterns, tuple(k.name for k in lifted.kernels),
+                             sizes=visible, hidden=hidden, notes=lifted.notes)  # fmt: skip
+        for t, s in srcs.items():
+            if s.text:
+                from porter.backends import get_dialect
+
+                dest = out / f"{lifted.function}{get_dialect(t).suffix}"
+                write_atomic(dest, s.text)
+                row.files[t] = str(dest)
+        devices = {t: [*run_devices(t), *wavefront_devices(t)] for t in targets}
+        key = sha(
+            "lift", code_fingerprint(), lifted.source, text if example else "", visible, hidden, seed,
+            {t: srcs[t].text for t in targets}, {t: [d.label for d in ds] for t, ds in devices.items()},
+            sorted(example_args) if example_args else [],
+        )  # fmt: skip
+        old = kept.get(lifted.function)
+        if old and old.get("key") == key and old.get("verdicts"):
+            row.verdicts = [_verdict(v) for v in old["verdicts"]]
+            row.key, row.resumed, row.reference_s = key, True, float(old.get("reference_s") or 0.0)
+            say(f"{lifted.function}: verdicts of an earlier run with the same inputs kept")
+        else:
+            row.key = key
+            row.verdicts = _judge(
+                path, lifted, srcs, devices, visible, hidden, example_args, seed, timeout, row, say
+            )
+        report.functions.append(row)
+        if row.validated and not row.failed:
+            sources_by_function[lifted.function] = _validated_sources(row, srcs)
+        save()
+    good = [f for f in analysis.lifted if f.function in sources_by_function]
+    if good:
+        module = out / f"{src_path.stem}_gpu.py"
+        imports = good[0].imports
+        write_atomic(module, dropin.module(src_path.name, tuple(good), sources_by_function, imports))
+        report.module = str(module)
+    report.complete = True
+    save()
+    return report
+
+
+def _validated_sources(row: LiftedFunction, srcs: Mapping[str, validate.Source]) -> dict[str, str]:
+    """The dialects the drop-in module may use: those validated on some device and rejected on none."""
+    out = {}
+    for t, s in srcs.items():
+        mine = [v for v in row.verdicts if v.target == t]
+        if any(v.status is Status.VALIDATED for v in mine) and not any(
+            v.status is Status.FAILED for v in mine
+        ):
+            out[t] = s.text
+    return out
+
+
+def _judge(
+    path: str,
+    lifted: Lifted,
+    srcs: Mapping[str, validate.Source],
+    devices: Mapping[str, Sequence[Any]],
+    visible: Mapping[str, int],
+    hidden: Sequence[Mapping[str, int]],
+    example_args: Mapping[str, Any],
+    seed: int,
+    timeout: float,
+    row: LiftedFunction,
+    say: Progress,
+) -> list[Verdict]:
+    sets = [(f"size {_fmt(visible)}", visible)] + [(f"hidden size {_fmt(h)}", h) for h in hidden]
+    start = time.monotonic()
+    refs = validate.references(path, lifted, sets, seed, timeout)
+    if example_args:
+        from porter.backends.isolate import run_python
+
+        args = {p.name: example_args[p.name] for p in lifted.params if p.name in example_args}
+        if len(args) == len(lifted.params):
+            refs.insert(
+                0, ("the example's arguments", args, run_python(path, lifted.function, args, timeout))
+            )
+    row.reference_s = round(time.monotonic() - start, 3)
+    broken = next(((label, r) for label, _, r in refs if not r.ok), None)
+    if broken is not None:
+        label, r = broken
+        return [
+            Verdict(lifted.function, "python", "", "", "", False, False, False, Status.FAILED,
+                    f"reference: the Python function failed at {label}: {r.error}", logs=(r.log[-4000:],))
+        ]  # fmt: skip
+    verdicts = []
+    for t in srcs:
+        if not devices[t]:
+            verdicts.append(Verdict(lifted.function, t, "", "", "", False, False, False, Status.COMPILED,
+                                    f"no device here runs {t}: not validated"))  # fmt: skip
+            continue
+        for d in devices[t]:
+            say(f"{lifted.function}: {t} on {d.label}")
+            verdicts.append(validate.judge(lifted, srcs[t], d, refs, timeout))
+    return verdicts
+
+
+def _fmt(sizes: Mapping[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sizes.items())
+
+
+def _verdict(doc: Mapping[str, Any]) -> Verdict:
+    fields = {k: doc[k] for k in Verdict.__dataclass_fields__ if k in doc}
+    fields["status"] = Status(fields["status"])
+    for k in ("logs", "checks"):
+        fields[k] = tuple(fields.get(k) or ())
+    fields["sizes"] = tuple(fields.get("sizes") or ())
+    fields.pop("timing", None)
+    return Verdict(**fields)
+
+
+def parse_sizes(items: Sequence[str]) -> dict[str, int]:
+    """``["n=1000,m=64", "k=3"]`` -> {"n": 1000, "m": 64, "k": 3}."""
+    out: dict[str, int] = {}
+    for item in items:
+        for part in (p for p in item.split(",") if p.strip()):
+            name, sep, value = part.partition("=")
+            if not sep or not name.strip():
+                raise UsageError(f"--sizes {part!r}: expected NAME=INTEGER")
+            try:
+                out[name.strip()] = int(value)
+            except ValueError:
+                raise UsageError(f"--sizes {part!r}: {value!r} is not an integer") from None
+            if out[name.strip()] < 1:
+                raise UsageError(f"--sizes {part!r}: a size is at least 1")
+    return out
+
+
+__all__ = ["lift_file", "parse_sizes", "split_target"]

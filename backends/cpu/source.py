@@ -319,12 +319,12 @@ def launcher(entry: str) -> str:
     return f"""
 {export} int porter_launch(void** args, int nargs, const unsigned* grid, const unsigned* block,
                            unsigned long long shared_bytes, unsigned long long seed) {{
-    auto* kernel = &{entry};
-    return porter_emu::launch(kernel, args, nargs, grid, block, shared_bytes, seed);
+    auto* porter_k = &{entry};  // (not `kernel`: a program's kernel may have that name)
+    return porter_emu::launch(porter_k, args, nargs, grid, block, shared_bytes, seed);
 }}
 {export} const char* porter_signature() {{
-    auto* kernel = &{entry};
-    return porter_emu::signature(kernel);
+    auto* porter_k = &{entry};
+    return porter_emu::signature(porter_k);
 }}
 {export} const char* porter_error() {{ return porter_emu::g_launch.error; }}
 {export} int porter_warp_size() {{ return PORTER_WARP_SIZE; }}

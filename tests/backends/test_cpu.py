@@ -127,6 +127,14 @@ def test_noinline_beside_a_standard_header_that_spells_the_attribute(be: CpuBack
     assert list(be.to_host(x, np.float32, (8,))) == [i + 1.0 for i in range(8)]
 
 
+def test_a_kernel_named_kernel(be: CpuBackend) -> None:
+    # Rodinia's particlefilter names its kernel `kernel`; porter's launcher must not shadow it
+    prog = build(be, "__global__ void kernel(float* x) { x[threadIdx.x] += 1.0f; }", "kernel")
+    x = be.to_device(np.zeros(4, np.float32))
+    prog(x, grid=(1,), block=(4,))
+    assert be.to_host(x, np.float32, (4,)).tolist() == [1.0] * 4
+
+
 def test_vector_add_grid_stride(be: CpuBackend) -> None:
     prog = build(be, SAXPY, "vector_add")
     n = 5000

@@ -1,0 +1,82 @@
+"""Real third-party programs (the development corpus, read in place from ../shared/corpus): ported with
+`porter port DIR --run`, every kernel replayed from the program's own run and validated -- the original,
+the HIP port at 32 and 64 lanes on the emulator, the OpenCL port on every OpenCL CPU device -- with the
+arguments bench/corpus_runs.toml gives them (small sizes, so the CPU runtime finishes).
+
+Each program's expected exceptions are listed with the reason porter gives; anything else not validated
+fails the test."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT.parent / "shared" / "corpus"
+RUNS = tomllib.loads((ROOT / "bench" / "corpus_runs.toml").read_text())["programs"]
+
+# program -> (variant, words of the reason) of each replay that is expectedly not validated
+EXPECTED: dict[str, list[tuple[str, str]]] = {
+    "vectorAdd": [],
+    "matrixMul": [],
+    "scalarProd": [],
+    "simpleTemplates": [("opencl", "untranslatable: SharedMemory<T>")] * 2,  # OpenCL C has no templates
+    "gaussian": [],
+    "lud": [],
+    "nw": [],
+    "pathfinder": [],
+    "lavaMD": [("opencl", "no translation of kernel_gpu_cuda")],  # its kernel is in an #included .cu
+}
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason=f"the development corpus is not at {CORPUS}")
+@pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU runtime needs g++")
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_every_kernel_of_a_corpus_program_is_validated_from_its_own_run(name: str, tmp_path: Path) -> None:
+    pytest.importorskip("pyopencl", reason="the OpenCL port runs through pyopencl")
+    prog = RUNS[name]
+    src = tmp_path / name
+    shutil.copytree(CORPUS / prog["path"], src)  # the program's run writes beside itself: a copy
+    args = [
+        "port",
+        str(src),
+        "--to",
+        "hip,opencl",
+        "--out",
+        str(tmp_path / "out"),
+        "--json",
+        "--timeout",
+        "300",
+    ]
+    for inc in prog.get("include", []):
+        args += ["-I", str(CORPUS / inc)]
+    for run in prog["runs"]:
+        args += ["--run", run]
+    r = subprocess.run([sys.executable, "-m", "porter", *args], capture_output=True, text=True, timeout=2400)
+    assert r.returncode in (0, 1), r.stderr[-2000:]
+    doc = json.loads(r.stdout)
+    replays = [(k["name"], row) for k in doc["kernels"] for row in k.get("replays", [])]
+    assert replays, f"{name}: no kernel was replayed ({r.stderr[-1000:]})"
+    expected = list(EXPECTED[name])
+    devices: dict[str, set[str]] = {}
+    for kernel, row in replays:
+        devices.setdefault(row["variant"], set()).add(row["device"])
+        if row["status"] == "validated":
+            continue
+        match = next((e for e in expected if e[0] == row["variant"] and e[1] in row["reason"]), None)
+        assert match is not None, (
+            f"{name}: {kernel} {row['variant']} on {row['device'] or '-'}: {row['reason']}"
+        )
+        expected.remove(match)
+    assert not expected, f"{name}: expected exceptions that did not happen: {expected}"
+    assert "cpu:cpu-emulator" in devices["original"]
+    assert {"cpu:cpu-emulator", "cpu:cpu-emulator-wave64"} <= devices["hip"]
+    assert any(d.startswith("opencl:") for d in devices["opencl"]) or EXPECTED[name]

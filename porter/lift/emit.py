@@ -80,6 +80,7 @@ class Scope:
     locals: dict[str, T] = field(default_factory=dict)
     nonneg: set[str] = field(default_factory=set)  # loop variables that are never negative
     atomic: set[str] = field(default_factory=set)  # arrays accumulated at data-dependent indices
+    private: str = ""  # the atomic array whose bins each block keeps in shared memory (porter_bins)
     # what the kernel uses, in first-use order: arrays, host scalars, device scalars
     used_arrays: list[str] = field(default_factory=list)
     used_host: list[str] = field(default_factory=list)
@@ -444,6 +445,11 @@ class Body:
         if negate:
             v = f"(-{v})"
         where = f"&{cname(array.name)}[{index}]"
+        if array.name == self.scope.private:  # the block's own bins when they fit (porter_priv)
+            return [
+                f"{indent}if (porter_priv) atomicAdd(&porter_bins[{index}], {v});",
+                f"{indent}else atomicAdd({where}, {v});",
+            ]
         if array.dtype == "int64":
             return [f"{indent}atomicAdd((unsigned long long*){where}, (unsigned long long)({v}));"]
         if array.dtype in ("int32", "float32", "float64"):

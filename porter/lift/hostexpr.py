@@ -207,7 +207,8 @@ def plan(lifted: Lifted, args: Mapping[str, Any], poison: bool = True) -> Plan:
                 v = evaluate(a.value, local_env)
                 values.append(np.dtype(a.dtype).type(v))
         grid = tuple(max(1, int(evaluate(g, local_env))) for g in step.grid)
-        return PlanLaunch(index[step.kernel], grid, tuple(step.block), tuple(values), step.shared)
+        shared = int(evaluate(step.shared, local_env)) if step.shared != "0" else 0
+        return PlanLaunch(index[step.kernel], grid, tuple(step.block), tuple(values), shared)
 
     for step in lifted.steps:
         if isinstance(step, Repeat):

@@ -80,7 +80,7 @@ class Launch:
     grid: tuple[str, ...]  # host expressions, x first
     block: tuple[int, ...]
     args: tuple[Arg, ...]
-    shared: int = 0
+    shared: str = "0"  # dynamic shared memory in bytes: a host expression
 
 
 @dataclass(frozen=True)

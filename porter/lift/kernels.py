@@ -28,6 +28,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from porter.lift.emit import PRELUDE, Body, Scope, Unliftable, cname, dim, range_of
 from porter.lift.ir import Arg, Kernel, Launch, Local
 from porter.lift.types import C_TYPES, T, combine, identity
@@ -135,6 +137,12 @@ def parallel(
         scope.loop_vars.add(lp.var)
         if lp.nonneg:
             scope.nonneg.add(lp.var)
+    # a histogram into one small 1-D array of int32/float32: bins per block in shared memory, merged once
+    private = [a for a in scope.atomic if scope.arrays[a].ndim == 1 and scope.arrays[a].dtype in ("int32", "float32")]
+    priv = private[0] if len(scope.atomic) == 1 and private else None
+    cap = int(cfg["hist_private_bins"])
+    if priv is not None:
+        scope.private = priv
     em = Body(scope, function)
     decl_locals = em.declare(body)
     lines = em.stmts(body, "        ")
@@ -142,6 +150,20 @@ def parallel(
     decls, args, params = _params(scope, loop_decls)
     dims = "xyz"
     out: list[str] = []
+    shared = "0"
+    if priv is not None:
+        ct = C_TYPES[scope.arrays[priv].dtype]
+        nb = dim(priv, 0)
+        out += [
+            f"    extern __shared__ {ct} porter_bins[];",
+            f"    const bool porter_priv = {nb} <= {cap};",
+            "    const int porter_t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);",
+            "    const int porter_nt = blockDim.x * blockDim.y * blockDim.z;",
+            f"    if (porter_priv) for (long long b = porter_t; b < {nb}; b += porter_nt) porter_bins[b] = 0;",
+            "    __syncthreads();",
+        ]
+        size = np.dtype(scope.arrays[priv].dtype).itemsize
+        shared = f"({priv}.shape[0] if {priv}.shape[0] <= {cap} else 0) * {size}"
     for k in reversed(range(len(loops))):
         d = dims[k]
         out.append(
@@ -152,11 +174,22 @@ def parallel(
     for k, lp in enumerate(loops):
         out.append(f"        long long {cname(lp.var)} = p_s{k} + k{k} * p_t{k};")
     out += ["        " + d for d in decl_locals] + lines + ["    }"]
+    if priv is not None:
+        ct = C_TYPES[scope.arrays[priv].dtype]
+        out += [
+            "    __syncthreads();",
+            f"    if (porter_priv) for (long long b = porter_t; b < {dim(priv, 0)}; b += porter_nt) {{",
+            f"        {ct} c = porter_bins[b];",
+            f"        if (c != 0) atomicAdd(&{cname(priv)}[b], c);",
+            "    }",
+        ]
     block = tuple(cfg["block"][f"d{len(loops)}"])
-    caps = cfg["grid_cap"]
+    caps = list(cfg["grid_cap"])
+    if scope.atomic:  # each block merges its bins once: a few blocks per multiprocessor are enough
+        caps[0] = min(caps[0], int(cfg["hist_blocks"]))
     grid = tuple(_grid(lp.count, block[k], caps[k]) for k, lp in enumerate(loops))
     kernel = Kernel(name, pattern, _unit(name, decls, out), tuple(params + [(f"p_{c}{k}", "scalar:int64") for k in range(len(loops)) for c in "stc"]), line)  # fmt: skip
-    return Built([kernel], [Launch(name, grid, block, tuple(args + loop_args))])
+    return Built([kernel], [Launch(name, grid, block, tuple(args + loop_args), shared)])
 
 
 # --------------------------------------------------------------------------- reductions
@@ -425,35 +458,57 @@ def scan(
         *(["    final_value[0] = run;"] if final else []),
     ]
     n2 = f"{name}_offsets"
-    # 3: each chunk scanned tile by tile from its offset
+    # 3: each chunk scanned from its offset, a tile of `items` elements per thread at a time: loaded
+    # coalesced into shared memory, each thread scans its run of `items`, the threads' totals are scanned
+    # (Hillis-Steele), and the tile goes back out coalesced
+    items = int(cfg["scan_items"])
+    width = threads * items
+    v = cname(loop.var)
     k3 = [
-        f"    __shared__ {ct} tile[{threads}];",
+        f"    __shared__ {ct} tile[{width}];",
+        f"    __shared__ {ct} part[{threads}];",
         f"    __shared__ {ct} carry;",
+        "    const int t = threadIdx.x;",
         "    long long chunk = (p_c0 + gridDim.x - 1) / gridDim.x;",
         "    long long lo = blockIdx.x * chunk, hi = min(lo + chunk, p_c0);",
-        "    if (threadIdx.x == 0) carry = sums[blockIdx.x];",
+        "    if (t == 0) carry = sums[blockIdx.x];",
         "    __syncthreads();",
-        "    for (long long base = lo; base < hi; base += blockDim.x) {",
-        "        long long k0 = base + threadIdx.x;",
-        f"        {ct} x = {ident};",
-        "        if (k0 < hi) {",
-        f"            long long {cname(loop.var)} = p_s0 + k0 * p_t0;",
-        f"            x = {value};",
-        "        }",
-        "        tile[threadIdx.x] = x;",
-        "        __syncthreads();",
-        "        for (int w = 1; w < blockDim.x; w <<= 1) {",
-        f"            {ct} y = threadIdx.x >= w ? tile[threadIdx.x - w] : {ident};",
-        "            __syncthreads();",
-        f"            tile[threadIdx.x] = {combine(op, 'y', 'tile[threadIdx.x]', dtype)};",
-        "            __syncthreads();",
-        "        }",
-        "        if (k0 < hi) {",
-        f"            long long {cname(loop.var)} = p_s0 + k0 * p_t0;",
-        f"            {cname(out_array)}[{_index_of(scope, out_array, loop.var)}] = {combine(op, 'carry', 'tile[threadIdx.x]', dtype)};",
+        f"    for (long long base = lo; base < hi; base += {width}) {{",
+        f"        for (int j = 0; j < {items}; ++j) {{",
+        f"            long long k0 = base + j * {threads} + t;",
+        f"            {ct} x = {ident};",
+        "            if (k0 < hi) {",
+        f"                long long {v} = p_s0 + k0 * p_t0;",
+        f"                x = {value};",
+        "            }",
+        f"            tile[j * {threads} + t] = x;",
         "        }",
         "        __syncthreads();",
-        f"        if (threadIdx.x == 0) carry = {combine(op, 'carry', 'tile[blockDim.x - 1]', dtype)};",
+        f"        {ct} run = {ident};",
+        f"        for (int j = 0; j < {items}; ++j) {{",
+        f"            run = {combine(op, 'run', f'tile[t * {items} + j]', dtype)};",
+        f"            tile[t * {items} + j] = run;",
+        "        }",
+        "        part[t] = run;",
+        "        __syncthreads();",
+        f"        for (int w = 1; w < {threads}; w <<= 1) {{",
+        f"            {ct} y = t >= w ? part[t - w] : {ident};",
+        "            __syncthreads();",
+        f"            part[t] = {combine(op, 'y', 'part[t]', dtype)};",
+        "            __syncthreads();",
+        "        }",
+        f"        {ct} before = t > 0 ? {combine(op, 'carry', 'part[t - 1]', dtype)} : carry;",
+        f"        for (int j = 0; j < {items}; ++j)",
+        f"            tile[t * {items} + j] = {combine(op, 'before', f'tile[t * {items} + j]', dtype)};",
+        "        __syncthreads();",
+        f"        for (int j = 0; j < {items}; ++j) {{",
+        f"            long long k0 = base + j * {threads} + t;",
+        "            if (k0 < hi) {",
+        f"                long long {v} = p_s0 + k0 * p_t0;",
+        f"                {cname(out_array)}[{_index_of(scope, out_array, loop.var)}] = tile[j * {threads} + t];",
+        "            }",
+        "        }",
+        f"        if (t == 0) carry = tile[{width - 1}];",
         "        __syncthreads();",
         "    }",
     ]

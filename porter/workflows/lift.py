@@ -160,7 +160,7 @@ def lift_file(
             write_atomic(out / "report.md", markdown(report))
 
     save()
-    sources_by_function: dict[str, dict[str, str]] = {}
+    sources_by_function: dict[str, dict[str, tuple[str, dropin.Entries]]] = {}
     for lifted in analysis.lifted:
         say(f"{lifted.function}: {', '.join(lifted.patterns)}")
         try:
@@ -211,15 +211,16 @@ def lift_file(
     return report
 
 
-def _validated_sources(row: LiftedFunction, srcs: Mapping[str, validate.Source]) -> dict[str, str]:
-    """The dialects the drop-in module may use: those validated on some device and rejected on none."""
-    out = {}
+def _validated_sources(
+    row: LiftedFunction, srcs: Mapping[str, validate.Source]
+) -> dict[str, tuple[str, dropin.Entries]]:
+    """The dialects the drop-in module may use -- those validated on some device and rejected on none --
+    each with its kernels' entries and argument orders."""
+    out: dict[str, tuple[str, dropin.Entries]] = {}
     for t, s in srcs.items():
         mine = [v for v in row.verdicts if v.target == t]
-        if any(v.status is Status.VALIDATED for v in mine) and not any(
-            v.status is Status.FAILED for v in mine
-        ):
-            out[t] = s.text
+        if any(v.status is Status.VALIDATED for v in mine) and not any(v.status is Status.FAILED for v in mine):
+            out[t] = (s.text, {k: (entry, arg_map) for k, (entry, arg_map, _) in s.entries.items()})
     return out
 
 

@@ -208,3 +208,16 @@ def test_on_an_nvidia_gpu_the_lifted_kernels_validate_and_the_module_runs_throug
     run = subprocess.run([sys.executable, str(script), str(Path(doc["module"]).parent), str(tmp_path)],
                          capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
     assert "RUNTIME cupy" in run.stdout and "OK True" in run.stdout, run.stdout + run.stderr
+
+
+def test_large_sizes_take_the_multi_tile_scan_and_both_histogram_paths(tmp_path) -> None:
+    # the validation sizes above fit one scan tile per block and a histogram in shared memory; these
+    # sizes take a scan's tile loop (2.5 M elements: several 2048-element tiles per block) and the
+    # histogram's global atomics (9000 bins: more than a block keeps in shared memory)
+    shutil.copy(PATTERNS, tmp_path / "p.py")
+    for target, sizes in (("running_total", "n=2500000"), ("byte_histogram", "counts.shape[0]=9000")):
+        r = porter("lift", f"{tmp_path / 'p.py'}::{target}", "--to", "cuda", "--sizes", sizes, "--json",
+                   "--out", str(tmp_path / target))  # fmt: skip
+        assert r.returncode == 0, r.stderr + r.stdout[-2000:]
+        (f,) = json.loads(r.stdout)["functions"]
+        assert [v["status"] for v in f["verdicts"]] == ["validated"], f["verdicts"]

@@ -124,7 +124,7 @@ def measure(cp: Any, f: Any, case: dict[str, Any], repeat: int, py: Any) -> str:
     def lifted() -> None:
         for la in p.launches:
             a = [work[x] if isinstance(x, str) else x for x in la.args]
-            funcs[la.kernel](la.grid, la.block, tuple(a))
+            funcs[la.kernel](la.grid, la.block, tuple(a), shared_mem=la.shared)
 
     refresh()
     lifted()

@@ -464,8 +464,12 @@ def scan(
     items = int(cfg["scan_items"])
     width = threads * items
     v = cname(loop.var)
+
+    def at(i: str) -> str:  # a tile index skewed by one word per 32: a thread's run of `items` consecutive
+        return f"tile[({i}) + (({i}) >> 5)]"  # elements would otherwise fall in a few banks
+
     k3 = [
-        f"    __shared__ {ct} tile[{width}];",
+        f"    __shared__ {ct} tile[{width + width // 32}];",
         f"    __shared__ {ct} part[{threads}];",
         f"    __shared__ {ct} carry;",
         "    const int t = threadIdx.x;",
@@ -481,13 +485,13 @@ def scan(
         f"                long long {v} = p_s0 + k0 * p_t0;",
         f"                x = {value};",
         "            }",
-        f"            tile[j * {threads} + t] = x;",
+        f"            {at(f'j * {threads} + t')} = x;",
         "        }",
         "        __syncthreads();",
         f"        {ct} run = {ident};",
         f"        for (int j = 0; j < {items}; ++j) {{",
-        f"            run = {combine(op, 'run', f'tile[t * {items} + j]', dtype)};",
-        f"            tile[t * {items} + j] = run;",
+        f"            run = {combine(op, 'run', at(f't * {items} + j'), dtype)};",
+        f"            {at(f't * {items} + j')} = run;",
         "        }",
         "        part[t] = run;",
         "        __syncthreads();",
@@ -499,16 +503,16 @@ def scan(
         "        }",
         f"        {ct} before = t > 0 ? {combine(op, 'carry', 'part[t - 1]', dtype)} : carry;",
         f"        for (int j = 0; j < {items}; ++j)",
-        f"            tile[t * {items} + j] = {combine(op, 'before', f'tile[t * {items} + j]', dtype)};",
+        f"            {at(f't * {items} + j')} = {combine(op, 'before', at(f't * {items} + j'), dtype)};",
         "        __syncthreads();",
         f"        for (int j = 0; j < {items}; ++j) {{",
         f"            long long k0 = base + j * {threads} + t;",
         "            if (k0 < hi) {",
         f"                long long {v} = p_s0 + k0 * p_t0;",
-        f"                {cname(out_array)}[{_index_of(scope, out_array, loop.var)}] = tile[j * {threads} + t];",
+        f"                {cname(out_array)}[{_index_of(scope, out_array, loop.var)}] = {at(f'j * {threads} + t')};",
         "            }",
         "        }",
-        f"        if (t == 0) carry = tile[{width - 1}];",
+        f"        if (t == 0) carry = {at(str(width - 1))};",
         "        __syncthreads();",
         "    }",
     ]

@@ -16,7 +16,8 @@ runs porter's code only; the parent alone judges what comes back.  A spare that 
 discarded and the job starts cold.  Spares are killed when the ``with`` block ends, when porter exits,
 and, through their closed standard input or bubblewrap's ``--die-with-parent``, when porter dies.
 
-``PORTER_SPARES=0`` turns them off; ``PORTER_SPARES=N`` keeps up to N per key (default 1).
+``PORTER_SPARES=0`` turns them off; ``PORTER_SPARES=N`` keeps up to N per key (default: 1 on a machine of
+4 or more processors, 0 on a smaller one, where an unused spare only competes with the jobs).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from typing import IO, Any, TypeVar
 F = TypeVar("F", bound=Callable[..., Any])
 
 MAX_SPARES = 6  # over every key: older spares are stopped first
+MIN_CPUS = 4  # below this, spares are off unless PORTER_SPARES asks for them
 
 
 @dataclass
@@ -78,11 +80,15 @@ _STATS = {"taken": 0, "cold": 0, "started": 0}
 
 
 def per_key() -> int:
-    text = os.environ.get("PORTER_SPARES", "1").strip()
+    """Spares kept per key: ``PORTER_SPARES``, else one where the machine has processors to spare (4 or
+    more: a spare's start then overlaps porter's own work), none on smaller ones (where a spare that no
+    job takes would only compete with the jobs)."""
+    default = 1 if (os.cpu_count() or 1) >= MIN_CPUS else 0
+    text = os.environ.get("PORTER_SPARES", str(default)).strip()
     try:
         return max(0, int(text))
     except ValueError:
-        return 1
+        return default
 
 
 def enabled() -> bool:

@@ -48,6 +48,7 @@ def main() -> int:
     ap.add_argument("--replay-on", default="cpu", help="the backend whose devices replay the kernels")
     args = ap.parse_args()
     args.include = [os.path.abspath(d) for d in args.include]  # the replay's children run elsewhere
+    os.environ.setdefault("PORTER_SPARES", "1")  # measured with a warm child whatever the machine's size
     sys.path.insert(0, str(ROOT))
     from porter.backends import CompileOptions, isolate, spares
 

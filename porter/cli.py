@@ -586,6 +586,19 @@ def lift(
     ] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per child job.")] = 120.0,
     fresh: FreshOption = False,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model", help="anthropic:<name> or openai:<name>: a kernel for what the rules refuse."
+        ),
+    ] = None,
+    base_url: BaseUrlOption = None,
+    replay: ReplayOption = None,
+    record: RecordOption = None,
+    candidates: Annotated[int, typer.Option("--candidates", min=1, help="Independent conversations.")] = 1,
+    rounds: Annotated[int, typer.Option("--rounds", min=1, help="Rounds of each conversation.")] = 3,
+    request_timeout: RequestTimeoutOption = DEFAULT_REQUEST_TIMEOUT,
+    retries: RetriesOption = DEFAULT_RETRIES,
     json_out: Annotated[
         bool, typer.Option("--json", help="Print one JSON document instead of a table.")
     ] = False,
@@ -606,6 +619,16 @@ def lift(
         fresh=fresh,
         progress=(lambda msg: err.print(f"porter: {msg}", style="dim")) if sys.stderr.isatty() else None,
         markdown=lift_view.markdown,
+        model=model,
+        llm=dict(
+            base_url=base_url,
+            replay=str(replay) if replay else None,
+            record=str(record) if record else None,
+            candidates=candidates,
+            rounds=rounds,
+            request_timeout=request_timeout,
+            retries=retries,
+        ),  # fmt: skip
     )
     show(report, lift_view, json_out)
 

@@ -27,6 +27,7 @@ accumulation.
 from __future__ import annotations
 
 import ast
+import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,6 +86,37 @@ def analyze(
             continue
         lifted.append(Lifted(**{**got.__dict__, "imports": imports}))
     return Analysis(path, tuple(lifted), tuple(refused))
+
+
+def signature(
+    text: str, function: str, example: Mapping[str, Any] | None = None
+) -> tuple[tuple[Param, ...], tuple[tuple[str, str], ...]] | str:
+    """A function's parameters (dtypes, dimensions, the sizes that name them) and the sizes it binds,
+    whatever its loops are -- what a model's kernel for a refused function is held to -- or why not."""
+    module = ast.parse(text)
+    fn = next((n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == function), None)
+    if fn is None:
+        return f"no top-level function named {function}"
+    f = _Function(fn, text, example or {})
+    try:
+        f._params()
+        body = list(fn.body)
+        f._infer_dtypes(body)
+        for s in body:
+            if isinstance(s, ast.Assign) and len(s.targets) == 1 and not f._element_statement(s):
+                with contextlib.suppress(Unliftable):
+                    if f._size_expr(s.value) is not None or isinstance(s.targets[0], ast.Tuple):
+                        f._assign(s.targets[0], s.value, s)
+        labels = f._dims()
+    except Unliftable as err:
+        return err.reason
+    params = tuple(
+        Param(p.name, p.kind, p.dtype, p.ndim,
+              tuple(labels.get(f"{p.name}.shape[{k}]", f"{p.name}.shape[{k}]") for k in range(p.ndim)),
+              p.dtype_from, p.weak, f._index_bound(p.name, labels))
+        for p in f.params
+    )  # fmt: skip
+    return params, tuple(f.host_expr.items())
 
 
 # --------------------------------------------------------------------------- types of parameters

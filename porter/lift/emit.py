@@ -349,7 +349,9 @@ class Body:
         if not isinstance(base, ast.Name):
             raise Unliftable(node.lineno, f"{ast.unparse(node)} indexes {_kind_of(base)}, a Python object")
         if base.id not in self.scope.arrays:
-            raise Unliftable(node.lineno, f"{ast.unparse(node)} indexes {base.id}, which is not an array of the function")
+            raise Unliftable(
+                node.lineno, f"{ast.unparse(node)} indexes {base.id}, which is not an array of the function"
+            )
         array = self.scope.arrays[base.id]
         if any(isinstance(c, ast.Slice) for c in chain):
             raise Unliftable(node.lineno, f"{ast.unparse(node)} is a slice (an array value), not an element")

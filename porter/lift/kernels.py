@@ -138,7 +138,9 @@ def parallel(
         if lp.nonneg:
             scope.nonneg.add(lp.var)
     # a histogram into one small 1-D array of int32/float32: bins per block in shared memory, merged once
-    private = [a for a in scope.atomic if scope.arrays[a].ndim == 1 and scope.arrays[a].dtype in ("int32", "float32")]
+    private = [
+        a for a in scope.atomic if scope.arrays[a].ndim == 1 and scope.arrays[a].dtype in ("int32", "float32")
+    ]
     priv = private[0] if len(scope.atomic) == 1 and private else None
     cap = int(cfg["hist_private_bins"])
     if priv is not None:

@@ -109,11 +109,13 @@ def launches_for(src: Source, plan: hostexpr.Plan) -> Launches:
     return Launches(tuple(kernels), buffers, tuple(steps), tuple(keys))
 
 
-def job_for(src: Source, plans: Sequence[hostexpr.Plan], device: Device, runs: int = 2) -> Job:
-    """Every argument set's launches on `device`, in one child."""
+def job_for(
+    src: Source, plans: Sequence[hostexpr.Plan], device: Device, runs: int = 2, untrusted: bool = False
+) -> Job:
+    """Every argument set's launches on `device`, in one child (`untrusted`: a model wrote the code)."""
     return Job(
-        backend=device.backend, source="", entry="", options=CompileOptions(), device=device, runs=runs,
-        launches=tuple(launches_for(src, p) for p in plans),
+        backend=device.backend, source="", entry="", options=CompileOptions(untrusted=untrusted),
+        device=device, runs=runs, launches=tuple(launches_for(src, p) for p in plans),
     )  # fmt: skip
 
 
@@ -123,6 +125,7 @@ def judge(
     device: Device,
     sets: Sequence[tuple[str, Mapping[str, Any], PythonResult]],
     timeout_s: float = 120.0,
+    untrusted: bool = False,
 ) -> Verdict:
     """One verdict for `lifted` in `src`'s dialect on `device`, over every (label, arguments,
     reference) of `sets`."""
@@ -137,7 +140,7 @@ def judge(
     if checker:  # a simulator: the smallest size only, under its wrapper
         sets = sets[:1]
     plans = [hostexpr.plan(lifted, args, poison=True) for _, args, _ in sets]
-    job = job_for(src, plans, device, runs=1 if checker else 2)
+    job = job_for(src, plans, device, runs=1 if checker else 2, untrusted=untrusted)
     if checker:
         from dataclasses import replace
 

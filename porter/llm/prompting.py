@@ -25,7 +25,7 @@ from string import Template
 from porter.llm.base import PromptPart
 from porter.model import Hazard, Kernel, KernelSpec
 
-TASKS = ("optimize", "translate")
+TASKS = ("optimize", "translate", "lift")
 UNKNOWN = "unknown"
 LOG_LIMIT = 6000  # characters of a compiler log / mismatch detail sent back (head and tail kept)
 
@@ -46,7 +46,7 @@ class PromptContext:
     path: str  # the user's file
     source: str  # the original program text (quoted into the task message)
     dialect: str = "cuda"  # the dialect the reply must be written in
-    task: str = "optimize"  # "optimize" | "translate"
+    task: str = "optimize"  # "optimize" | "translate" | "lift" (a kernel for a Python function)
     hardware: Mapping[str, str] = field(default_factory=dict)  # hardware.md fields (missing: "unknown")
     spec: KernelSpec | None = None  # how the harness launches the kernel
     hazards: tuple[Hazard, ...] = ()
@@ -240,8 +240,10 @@ def task_message(ctx: PromptContext, candidate: int = 1, candidates: int = 1) ->
     fields: dict[str, object] = dict(
         kernel_name=ctx.kernel.name,
         constraints=ctx.constraints,
-        source_block=quote(ctx.source, "cuda"),
+        source_block=quote(ctx.source, "python" if ctx.task == "lift" else "cuda"),
     )
+    if ctx.task == "lift":  # the function the rules refused, and why
+        fields.update(untranslatable=ctx.untranslatable or "the loops are not a pattern they know")
     if ctx.task == "translate":
         fields.update(dialect_name=d.name, untranslatable=ctx.untranslatable or "see the hazards above")
     text = render(f"task_{ctx.task}", **fields)

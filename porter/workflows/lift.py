@@ -116,6 +116,8 @@ def lift_file(
     fresh: bool = False,
     progress: Progress | None = None,
     markdown: Callable[[LiftReport], str] | None = None,
+    model: str | None = None,
+    llm: Mapping[str, Any] | None = None,
 ) -> LiftReport:
     from porter.files import read_text
 
@@ -200,7 +202,28 @@ def lift_file(
         if row.validated and not row.failed:
             sources_by_function[lifted.function] = _validated_sources(row, srcs)
         save()
-    good = [f for f in analysis.lifted if f.function in sources_by_function]
+    written_by_model: list[Lifted] = []
+    if model is not None:
+        for refusal in list(report.refused):
+            got = _ask_model(
+                path, text, refusal, model, dict(llm or {}), targets, given, example_args, seed, timeout, say
+            )
+            if got is None:
+                continue
+            row, lifted_fn, srcs = got
+            report.functions.append(row)
+            if row.validated and not row.failed:
+                report.refused.remove(refusal)
+                written_by_model.append(lifted_fn)
+                sources_by_function[lifted_fn.function] = _validated_sources(row, srcs)
+                for t, s_ in srcs.items():
+                    from porter.backends import get_dialect
+
+                    dest = out / f"{lifted_fn.function}{get_dialect(t).suffix}"
+                    write_atomic(dest, s_.text)
+                    row.files[t] = str(dest)
+            save()
+    good = [f for f in (*analysis.lifted, *written_by_model) if f.function in sources_by_function]
     if good:
         module = out / f"{src_path.stem}_gpu.py"
         imports = good[0].imports
@@ -211,6 +234,123 @@ def lift_file(
     return report
 
 
+def _ask_model(
+    path: str,
+    text: str,
+    refusal: RefusedFunction,
+    model: str,
+    llm: dict[str, Any],
+    targets: Sequence[str],
+    given: Mapping[str, int],
+    example_args: Mapping[str, Any],
+    seed: int,
+    timeout: float,
+    say: Progress,
+) -> tuple[LiftedFunction, Lifted, dict[str, validate.Source]] | None:
+    """A kernel for a function the rules refused, from the model, validated against the Python; None
+    when the refusal is not one a kernel can address (side effects, Python objects)."""
+    from porter.backends import CompileOptions
+    from porter.harness.gate import device_build_check
+    from porter.lift import model as lm
+    from porter.lift.analyze import signature
+    from porter.llm.cache import open_provider
+    from porter.llm.loop import Budget, LoopOptions, run_loop
+    from porter.llm.prompting import PromptContext
+    from porter.llm.records import Evaluation, Screened, unvalidated
+    from porter.model import Variant
+
+    if not lm.eligible(refusal.reason):
+        return None
+    sig = signature(text, refusal.function, example_args)
+    if isinstance(sig, str):
+        return None
+    params, sizes = sig
+    import ast as _ast
+
+    fn = next(
+        n for n in _ast.parse(text).body if isinstance(n, _ast.FunctionDef) and n.name == refusal.function
+    )
+    source = _ast.get_source_segment(text, fn) or _ast.unparse(fn)
+    imports = tuple(
+        _ast.get_source_segment(text, n) or ""
+        for n in _ast.parse(text).body
+        if isinstance(n, (_ast.Import, _ast.ImportFrom))
+    )
+    shell = Lifted(
+        refusal.function, refusal.line, (), params, sizes, (), (), (), source=source, imports=imports
+    )
+    chosen = _sizes_from_example(shell, example_args) if example_args else {}
+    chosen.update({k: v for k, v in given.items() if k in inputs.size_names(shell)})
+    visible = inputs.default_sizes(shell, chosen)
+    hidden = inputs.hidden_sizes(visible)
+    sets = [(f"size {_fmt(visible)}", visible)] + [(f"hidden size {_fmt(h)}", h) for h in hidden]
+    say(f"{refusal.function}: asking {model} (the rules refused it: {refusal.reason})")
+    refs = validate.references(path, shell, sets, seed, timeout)
+    broken = next((r for _, _, r in refs if not r.ok), None)
+    row = LiftedFunction(refusal.function, refusal.line, (f"llm:{model}",), (f"{refusal.function}_model",),
+                         sizes=visible, hidden=hidden,
+                         notes=(f"the rules refused it (line {refusal.line}): {refusal.reason}; written by {model}",))  # fmt: skip
+    if broken is not None:
+        row.verdicts = [Verdict(refusal.function, "python", "", "", "", False, False, False, Status.FAILED,
+                                f"reference: the Python function failed: {broken.error}")]  # fmt: skip
+        return row, shell, {}
+    returned = refs[0][2].returned
+    returns = ""
+    if returned is not None:
+        if returned.ndim != 0 or returned.dtype.name not in ("float32", "float64", "int32", "int64"):
+            return None
+        returns = returned.dtype.name
+    c = lm.contract(refusal.function, params, sizes, returns, source, imports)
+    if isinstance(c, str):
+        return None
+    devices = {t: [*run_devices(t), *wavefront_devices(t)] for t in targets}
+    ctx = PromptContext(
+        kernel=lm.prompt_kernel(c), path=Path(path).name, source=source, dialect="cuda", task="lift",
+        trials=len(sets), constraints=lm.constraints(c, {}), untranslatable=refusal.reason,
+    )  # fmt: skip
+    found: dict[str, Any] = {}
+
+    def evaluate(screened: Screened) -> Evaluation:
+        variant = Variant(refusal.function, "cuda", screened.code, c.entry, f"llm:{model}")
+        gate = device_build_check(variant, CompileOptions(untrusted=True))
+        if not gate.ok:
+            return Evaluation(False, "compile", gate.reason, gate.log)
+        candidate = lm.lifted(c, screened.code, model)
+        srcs = validate.sources(candidate, list(targets))
+        verdicts = tuple(
+            validate.judge(candidate, srcs[t], d, refs, timeout, untrusted=True)
+            for t in targets
+            for d in devices[t]
+        )
+        bad = unvalidated(verdicts)
+        if bad is not None:
+            return bad
+        found[screened.code] = (candidate, srcs, verdicts)
+        return Evaluation(True, "done", f"validated on {len(verdicts)} device(s)", verdicts=verdicts,
+                          sizes=tuple(dict(s) for _, s in sets[:1]))  # fmt: skip
+
+    provider = open_provider(
+        model, base_url=llm.get("base_url"), replay=llm.get("replay"), record=llm.get("record"),
+        timeout=float(llm.get("request_timeout", 60.0)), max_retries=int(llm.get("retries", 2)),
+    )  # fmt: skip
+    options = LoopOptions(
+        candidates=int(llm.get("candidates", 1)), budget=Budget(rounds=int(llm.get("rounds", 3)))
+    )
+    result = run_loop(provider, ctx, evaluate, options)
+    best = result.best
+    row.notes = (*row.notes, f"{result.totals.requests} request(s), {result.totals.usage.input_tokens} input and "
+                 f"{result.totals.usage.output_tokens} output tokens, "
+                 f"${result.totals.cost_usd:.4f}; {result.stop_reason}")  # fmt: skip
+    if best is None or best.code not in found:
+        last = result.attempts[-1].reason if result.attempts else result.stop_reason
+        row.verdicts = [Verdict(refusal.function, "cuda", "", "", "", False, False, False, Status.FAILED,
+                                f"the model's kernels were not validated: {last}")]  # fmt: skip
+        return row, shell, {}
+    candidate, srcs, verdicts = found[best.code]
+    row.verdicts = list(verdicts)
+    return row, candidate, srcs
+
+
 def _validated_sources(
     row: LiftedFunction, srcs: Mapping[str, validate.Source]
 ) -> dict[str, tuple[str, dropin.Entries]]:
@@ -219,7 +359,9 @@ def _validated_sources(
     out: dict[str, tuple[str, dropin.Entries]] = {}
     for t, s in srcs.items():
         mine = [v for v in row.verdicts if v.target == t]
-        if any(v.status is Status.VALIDATED for v in mine) and not any(v.status is Status.FAILED for v in mine):
+        if any(v.status is Status.VALIDATED for v in mine) and not any(
+            v.status is Status.FAILED for v in mine
+        ):
             out[t] = (s.text, {k: (entry, arg_map) for k, (entry, arg_map, _) in s.entries.items()})
     return out
 

@@ -221,3 +221,50 @@ def test_large_sizes_take_the_multi_tile_scan_and_both_histogram_paths(tmp_path)
         assert r.returncode == 0, r.stderr + r.stdout[-2000:]
         (f,) = json.loads(r.stdout)["functions"]
         assert [v["status"] for v in f["verdicts"]] == ["validated"], f["verdicts"]
+
+
+DECAY_RIGHT = """
+extern "C" __global__ void decay_model(double a, double* x, long long d_x_0, double* y, long long d_y_0)
+{
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;  // a recurrence: one thread walks it
+    y[0] = x[0];
+    for (long long i = 1; i < d_x_0; ++i) y[i] = a * y[i - 1] + x[i];
+}
+"""
+DECAY_WRONG = DECAY_RIGHT.replace("a * y[i - 1] + x[i]", "a * x[i - 1] + x[i]")
+
+
+def test_with_a_model_a_refused_recurrence_gets_a_validated_kernel(tmp_path) -> None:
+    pytest.importorskip("openai")
+    from fakes.llm_server import FakeLLMServer
+
+    shutil.copy(PATTERNS, tmp_path / "p.py")
+    key = "sk-proj-LIFT1234SECRET5678value"
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    env.update(OPENAI_API_KEY=key, PORTER_CACHE_DIR=str(tmp_path / "cache"))
+    with FakeLLMServer() as server:
+        server.script(
+            f"A wrong first try.\n\n```cuda\n{DECAY_WRONG}```\n", f"Serial.\n\n```cuda\n{DECAY_RIGHT}```\n"
+        )
+        r = subprocess.run(
+            [sys.executable, "-m", "porter", "lift", f"{tmp_path / 'p.py'}::decay", "--to", "cuda", "--model",
+             "openai:gpt-4o-mini", "--base-url", server.url + "/v1", "--json"],
+            capture_output=True, text=True, timeout=900, env=env,
+        )  # fmt: skip
+        requests = list(server.requests)
+    assert r.returncode == 0, r.stderr + r.stdout[-2000:]
+    doc = json.loads(r.stdout)
+    (f,) = doc["functions"]
+    assert f["function"] == "decay" and f["patterns"] == ["llm:openai:gpt-4o-mini"]
+    assert [v["status"] for v in f["verdicts"]] == ["validated"] and not doc["refused"]
+    assert any("loop-carried dependence" in n for n in f["notes"])
+    # the wrong kernel's mismatch went back to the model as the second request's last message
+    second = json.dumps(requests[1].body)
+    assert "matches-reference" in second and "decay_model" in json.dumps(requests[0].body)
+    assert "def decay" in json.dumps(requests[0].body)  # the Python function, quoted
+    module = Path(doc["module"]).read_text()
+    assert "def decay(a, x, y):" in module and "decay_model" in module
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert key.encode() not in path.read_bytes(), path
+    assert key not in r.stdout + r.stderr

@@ -1173,6 +1173,7 @@ class _Function:
                     line,
                     f"{array}[{', '.join(ast.unparse(i) for i in index)}] is not an element of its own outer iteration",
                 )
+        self._row_dependences(body)
         loops = list(reversed([K.ploop(x) for x in chain]))
         scope = self._scope()
         built = K.rows(
@@ -1189,6 +1190,21 @@ class _Function:
                     if op == "+" and scope.locals.get(a, PY_INT).is_float:
                         self.out.reorders.append(a)
         self._add(built, "row-reduction")
+
+    def _row_dependences(self, body: list[ast.stmt]) -> None:
+        """An array a row writes may be read only at the elements that row writes: ``x[i] += x[j]`` over
+        ``j < i`` reads what earlier rows left (a dependence between rows, not a reduction)."""
+        written: dict[str, set[tuple[str, ...]]] = {}
+        for array, index, _, _ in _writes(body):
+            written.setdefault(array, set()).add(tuple(ast.unparse(i) for i in index))
+        for array, index, line in _reads(body):
+            if array in written and tuple(ast.unparse(i) for i in index) not in written[array]:
+                mine = ", ".join(f"{array}[{', '.join(k)}]" for k in sorted(written[array]))
+                raise Unliftable(
+                    line,
+                    f"loop-carried dependence: {array}[{', '.join(ast.unparse(i) for i in index)}] reads an element "
+                    f"other iterations write ({mine}); not a reduction within one iteration",
+                )
 
     def _inner_independent(self, loop: ast.For, vars_: list[str], accs: list[str]) -> None:
         writes = _writes(loop.body)

@@ -92,6 +92,11 @@ def test_a_map_over_the_outer_index_with_a_reduction_inside_is_not_a_reduction()
         ("for i in range(n):\n        x[0] = x[i]", "several iterations write the same element"),
         ("t = 0.0\n    for i in range(n):\n        t = t * 0.5 + x[i]", "not an accumulation"),
         ("for i in range(n):\n        x[i] = [1, 2][0]", "a list"),
+        # a row that reads what other rows write is a dependence, not a reduction within the row
+        (
+            "for i in range(n):\n        for j in range(i):\n            x[i] += x[j]",
+            "x[j] reads an element other iterations write",
+        ),
     ],
 )
 def test_what_is_not_parallel_is_refused(body: str, reason: str) -> None:

@@ -637,10 +637,21 @@ def lift(
 def optimize(
     file: Annotated[Path, typer.Argument(help="A CUDA source file (.cu).")],
     model: Annotated[
-        str, typer.Option("--model", help="anthropic:<model> or openai:<model> (keys from the environment).")
-    ],
+        str | None,
+        typer.Option(
+            "--model",
+            help="anthropic:<model> or openai:<model> (keys from the environment); without it, porter's "
+            "autotuner searches launch geometries instead.",
+        ),
+    ] = None,
     kernel: Annotated[
         str | None, typer.Option("--kernel", help="The kernel (when FILE has several).")
+    ] = None,
+    capture: Annotated[
+        Path | None,
+        typer.Option(
+            "--capture", help="Tune on the launches of a capture of the program's run (porter capture)."
+        ),
     ] = None,
     candidates: Annotated[int, typer.Option("--candidates", help="Concurrent candidates per round.")] = 2,
     rounds: Annotated[int, typer.Option("--rounds", help="Rounds of generate, validate, repair.")] = 3,
@@ -675,8 +686,24 @@ def optimize(
     """Ask a model for faster versions of a CUDA kernel; validate and time every candidate against the
     original, and keep the best validated rewrite and the trade-offs (fastest, least memory, most precise)."""
     from porter.report import optimize_view
+
+    if model is None:  # the autotuner: no model, no key
+        from porter.report import tune_view
+        from porter.workflows.tune import tune_file
+
+        tuned = tune_file(
+            str(file),
+            kernel=kernel,
+            capture_dir=str(capture) if capture is not None else None,
+            include_dirs=[str(p) for p in include or []],
+            out_dir=str(out) if out is not None else None,
+            markdown=tune_view.markdown,
+        )
+        show(tuned, tune_view, json_out)
     from porter.workflows.optimize import optimize_file
 
+    if capture is not None:
+        raise UsageError("--capture is for the autotuner (without --model)")
     report = optimize_file(
         str(file),
         model=model,

@@ -34,6 +34,7 @@ SCHEMAS = {
     "optimize": "porter-optimize-report/1",
     "program": "porter-program-report/1",
     "lift": "porter-lift-report/1",
+    "tune": "porter-tune-report/1",
 }
 
 
@@ -856,3 +857,42 @@ class LiftReport:
         if not self.functions:
             return 1
         return 0 if all(f.validated and not f.failed for f in self.functions) else 1
+
+
+# --------------------------------------------------------------------------- tune
+
+
+@dataclass
+class TunedConfig:
+    label: str
+    block: list[str]
+    grid: list[str]
+    validated: bool
+    time_ms: float | None
+    reason: str
+    original: bool = False
+
+
+@dataclass
+class TuneReport:
+    """`porter optimize` without a model: each launch configuration tried, validated and timed."""
+
+    source: str
+    kernel: str
+    device: str  # where the times were taken
+    out_dir: str
+    spec_source: str  # "capture" | "spec-file" | "inferred"
+    configs: list[TunedConfig] = field(default_factory=list)
+    best: str = ""
+    speedup: float | None = None  # the original's time / the best's, on `device`
+    files: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when the original's configuration (at least) validated and was timed."""
+        return 0 if self.best else 1
+
+    def document(self) -> dict[str, Any]:
+        doc: dict[str, Any] = to_jsonable(self)
+        return {"schema": SCHEMAS["tune"], **doc, "exit_code": self.exit_code}

@@ -1,0 +1,195 @@
+"""`porter optimize FILE [--kernel K] [--capture DIR]` without ``--model``: the autotuner.
+
+The kernel's launches -- a capture's (the program's own sizes and data), else the spec porter infers
+from the host code (or the spec file) -- are the inputs; the original kernel at its own geometry gives
+the expected outputs; every configuration of :func:`porter.harness.tune.configurations` is validated
+on every device here and the validated ones are timed on the first GPU (else the first device, whose
+times are then only a ranking on that device).  The output folder (default ``<file>.tuned/`` beside the
+file) holds ``report.json`` / ``report.md`` and, when the fastest configuration is not the original's and
+the file launches the kernel with ``<<<grid, block>>>`` expressions, the file with that launch rewritten
+and ``launch.diff``.  The user's file is never written.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from porter.backends import CompileOptions, Device
+from porter.backends.spares import warm
+from porter.errors import UsageError
+from porter.files import reads_once
+from porter.harness import tune as T
+from porter.harness.trial import Instance, ValidateOptions
+from porter.model import KernelSpec, Variant
+from porter.plan import make_plan
+from porter.results import TunedConfig, TuneReport
+from porter.workflows.resume import REPORT_NAME, write_atomic
+
+
+def _instances(spec: KernelSpec, seed: int) -> list[Instance]:
+    from porter.harness.trial import all_sizes
+
+    return [
+        Instance.draw(spec, size, label, seed + k)
+        for k, (size, label) in enumerate(all_sizes(spec, ValidateOptions()))
+    ]
+
+
+def _expected(original: Variant, spec: KernelSpec, instances: Sequence[Instance], devices: Sequence[Device],
+              options: ValidateOptions) -> dict[str, list[Any]]:  # fmt: skip
+    """What the original leaves at its own geometry, per instance label."""
+    from porter.harness.reference import Reference, reference_outputs
+
+    ref = Reference(
+        original=original, devices=tuple(d for d in devices if d.kind != "checker"), options=options.compile
+    )
+    from porter.harness.trial import Reject
+
+    out: dict[str, list[Any]] = {}
+    for inst in instances:
+        logs: list[str] = []
+        try:
+            expected, _ = reference_outputs(ref, spec, inst, devices[0], options, logs)
+        except Reject as rej:  # the original itself does not run at the inferred launches
+            raise UsageError(
+                f"the original kernel does not run at the launches porter inferred ({rej.reason}); give "
+                "--capture DIR (porter capture) or a spec file"
+            ) from None
+        out[inst.label] = expected
+    return out
+
+
+def _rewrite(text: str, line: int, grid: str, block: str, new_grid: str, new_block: str) -> str | None:
+    """The file with the launch on `line` given the new configuration, or None when its text is not the
+    ``<<<grid, block ...`` the scan read."""
+    lines = text.splitlines(keepends=True)
+    if not 1 <= line <= len(lines):
+        return None
+    pattern = re.compile(r"<<<\s*" + re.escape(grid) + r"\s*,\s*" + re.escape(block) + r"(?=\s*[,>])")
+    new, n = pattern.subn(f"<<<{new_grid}, {new_block}", lines[line - 1], count=1)
+    if n != 1:
+        return None
+    lines[line - 1] = new
+    return "".join(lines)
+
+
+@reads_once
+@warm
+def tune_file(
+    path: str,
+    *,
+    kernel: str | None = None,
+    capture_dir: str | None = None,
+    include_dirs: Sequence[str] = (),
+    out_dir: str | None = None,
+    seed: int = 20241202,
+    timer: T.Timer | None = None,
+    devices: Sequence[Device] | None = None,
+    progress: Callable[[str], None] | None = None,
+    markdown: Callable[[TuneReport], str] | None = None,
+) -> TuneReport:
+    from porter.harness.bench import benchmark, plan_for
+    from porter.harness.spec import split_instance
+    from porter.workflows.optimize import _pick, run_devices
+
+    say = progress or (lambda _m: None)
+    dirs = (str(Path(path).resolve().parent), *(str(Path(d).resolve()) for d in include_dirs))
+    source_plan = make_plan(path, "optimize", dirs)
+    k = _pick(source_plan.scan, kernel, path)
+    run_on = list(devices) if devices is not None else run_devices()
+    if not run_on:
+        raise UsageError(
+            "no device here can run CUDA kernels (no NVIDIA GPU, and the CPU emulator needs g++)"
+        )
+    options = ValidateOptions(compile=CompileOptions(include_dirs=dirs))
+    original = replace(source_plan.original(k.name, "file"), entry=k.qualified)
+    if capture_dir is not None:
+        from porter import capture
+        from porter.harness.replay import build
+
+        launches = capture.by_kernel(capture.load(capture_dir).launches)
+        found = launches.get(k.name) or next(
+            (v for n, v in launches.items() if split_instance(n)[0] == k.name), None
+        )
+        if found is None:
+            raise UsageError(f"the capture has no launch of {k.name}", path=capture_dir)
+        rep = build(found[0].kernel, found, tuple(k.atomics))
+        if rep.spec is None:
+            raise UsageError(
+                f"the capture's launches of {k.name} cannot be replayed: {rep.problem}", path=capture_dir
+            )
+        spec, instances, expected = rep.spec, list(rep.instances), dict(rep.recorded)
+    else:
+        spec = source_plan.spec(k.name, dirs)
+        instances = _instances(spec, seed)
+        expected = _expected(original, spec, instances, run_on, options)
+    timing_device = next((d for d in run_on if d.kind == "gpu"), run_on[0])
+    facts = timing_device.facts
+    configs = T.configurations(
+        spec, T.grid_stride(k, source_plan.text), facts.max_threads_per_block, facts.multiprocessors,
+        T.used_dims(spec, [i.size for i in instances]),
+    )  # fmt: skip
+    say(f"{k.name}: {len(configs)} configuration(s), timed on {timing_device.label}")
+    largest = max(instances, key=lambda i: sum(getattr(v, "nbytes", 0) for v in i.values))
+
+    def bench(c: T.Config, shaped: KernelSpec, device: Device) -> tuple[float | None, str]:
+        inst = Instance.given(shaped, largest.size, largest.label, largest.values, largest.constants)
+        r = benchmark(original, shaped, device, largest.size, replace(plan_for(device), compile=options.compile),
+                      instance=inst)  # fmt: skip
+        if not r.ok or r.timing is None:
+            return None, f"not timed: {r.reason}"
+        return r.timing.median_ms, ("suspect: " + "; ".join(r.notes)) if r.suspect else ""
+
+    validate_at = T.replay_validator(original, instances, expected, run_on, options)
+    result = T.tune(k.name, spec, configs, validate_at, timer or bench, timing_device)
+    src = Path(path)
+    out = Path(out_dir) if out_dir else src.parent / f"{src.stem}.tuned"
+    if out.exists() and not out.is_dir():
+        raise UsageError("--out exists and is not a folder", path=str(out))
+    out.mkdir(parents=True, exist_ok=True)
+    report = TuneReport(
+        source=str(src), kernel=k.name, device=result.device, out_dir=str(out),
+        spec_source="capture" if capture_dir else spec.source,
+        configs=[TunedConfig(t.config.label, list(t.config.block), list(t.config.grid), t.validated, t.time_ms,
+                             t.reason, t.config.original) for t in result.trials],
+        best=result.best.config.label if result.best else "", speedup=result.speedup,
+    )  # fmt: skip
+    if timing_device.kind != "gpu":
+        report.notes.append(
+            f"no GPU here: the times are {timing_device.label}'s, a ranking on that device, not a GPU's"
+        )
+    best = result.best
+    if best is not None and not best.config.original:
+        site = [s for s in source_plan.scan.launches if s.base == k.name and s.via == "chevrons"]
+        text = source_plan.text
+        if len(site) == 1 and all(b == "1" for b in best.config.block[1:]) and best.config.block[0].isdigit():
+            s = site[0]
+            new_grid = f"(({s.grid}) * ({s.block}) + {best.config.block[0]} - 1) / {best.config.block[0]}"
+            if best.config.grid[0].startswith("min("):
+                cap = best.config.grid[0].rsplit(",", 1)[1].strip(" )")
+                new_grid = f"min({new_grid}, {cap})"
+            rewritten = _rewrite(text, s.line, s.grid, s.block, new_grid, best.config.block[0])
+            if rewritten is not None:
+                write_atomic(out / src.name, rewritten)
+                diff = difflib.unified_diff(text.splitlines(keepends=True), rewritten.splitlines(keepends=True),
+                                            f"a/{src.name}", f"b/{src.name}")  # fmt: skip
+                write_atomic(out / "launch.diff", "".join(diff))
+                report.files = [str(out / src.name), str(out / "launch.diff")]
+        if not report.files:
+            report.notes.append(
+                "the launch is not one <<<grid, block>>> of 1-D expressions in this file: apply the configuration "
+                "from report.json by hand"
+            )
+    write_atomic(out / REPORT_NAME, json.dumps(report.document(), indent=2) + "\n")
+    if markdown is not None:
+        write_atomic(out / "report.md", markdown(report))
+    return report
+
+
+__all__ = ["tune_file"]

@@ -1,0 +1,73 @@
+"""`porter optimize FILE` without --model: the autotuner, end to end on the CPU emulator."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "samples" / "cuda"
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+def porter(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "porter", *args], capture_output=True, text=True, timeout=900
+    )
+
+
+@pytest.fixture(autouse=True)
+def _emulator() -> None:
+    if shutil.which("g++") is None:
+        pytest.skip("the CPU emulator needs g++")
+
+
+def test_every_validated_configuration_is_timed_and_the_best_launch_written_as_a_diff(tmp_path: Path) -> None:
+    for name in ("vector_add.cu", "common.cuh"):
+        shutil.copy(SAMPLES / name, tmp_path)
+    before = (tmp_path / "vector_add.cu").read_bytes()
+    r = porter("optimize", str(tmp_path / "vector_add.cu"), "--json", "--out", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr + r.stdout[-2000:]
+    doc = json.loads(r.stdout)
+    assert doc["schema"] == "porter-tune-report/1" and doc["configs"][0]["original"]
+    assert all(c["validated"] and c["time_ms"] for c in doc["configs"]), doc["configs"]
+    assert any("no GPU here" in n for n in doc["notes"])
+    assert (tmp_path / "vector_add.cu").read_bytes() == before  # the user's file is never written
+    if doc["best"] != "the original's":
+        diff = (tmp_path / "out" / "launch.diff").read_text()
+        assert "-    vector_add<<<grid, block>>>" in diff and "+    vector_add<<<" in diff
+
+
+def test_a_kernel_that_assumes_its_block_size_keeps_it(tmp_path: Path) -> None:
+    shutil.copy(FIXTURES / "cuda" / "block_sum_256.cu", tmp_path)
+    r = porter("optimize", str(tmp_path / "block_sum_256.cu"), "--json", "--out", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    by = {c["label"]: c for c in doc["configs"]}
+    assert by["the original's"]["validated"] and by["block 256"]["validated"]
+    for label in ("block 64", "block 128", "block 512", "block 1024"):
+        assert not by[label]["validated"] and by[label]["time_ms"] is None, by[label]
+    assert doc["best"] in ("the original's", "block 256")
+
+
+def test_tuning_on_a_capture_uses_the_programs_launches(tmp_path: Path) -> None:
+    shutil.copytree(FIXTURES / "programs" / "capture_tour", tmp_path / "tour")
+    r = porter(
+        "capture", str(tmp_path / "tour"), "--run", "./main", "--mib", "2", "--out", str(tmp_path / "cap")
+    )
+    assert r.returncode == 0, r.stderr + r.stdout
+    t = porter("optimize", str(tmp_path / "tour" / "main.cu"), "--kernel", "scale", "--capture", str(tmp_path / "cap"),
+               "--json", "--out", str(tmp_path / "out"))  # fmt: skip
+    assert t.returncode == 0, t.stderr + t.stdout[-2000:]
+    doc = json.loads(t.stdout)
+    assert doc["spec_source"] == "capture" and sum(c["validated"] for c in doc["configs"]) >= 2
+    both = porter("optimize", str(tmp_path / "tour" / "main.cu"), "--kernel", "scale", "--capture",
+                  str(tmp_path / "cap"), "--model", "openai:x")  # fmt: skip
+    assert both.returncode == 2 and "--capture is for the autotuner" in both.stderr

@@ -1,0 +1,74 @@
+"""porter.harness.tune: the configurations the autotuner tries and how it picks one (fake timings)."""
+
+from __future__ import annotations
+
+from porter.backends import Device, HardwareFacts
+
+from porter.harness.tune import Config, configurations, grid_stride, tune
+from porter.model import ArgSpec, KernelSpec, Role, Status, Verdict
+from porter.workflows.tune import _rewrite
+
+SPEC = KernelSpec("k", (ArgSpec("x", "float32", Role.INOUT, ("n",)),), ("(n + 255) / 256",), ("256",))
+GPU = Device("cuda", "Fake GPU", "sm_90", "gpu", facts=HardwareFacts(32, 1024, 48 * 1024, multiprocessors=4))
+
+
+def _verdict(ok: bool) -> Verdict:
+    return Verdict("k", "cuda", "cuda:Fake GPU", "cuda", "t", True, True, ok, Status.VALIDATED if ok else Status.FAILED,
+                   "fine" if ok else "matches-reference: wrong")  # fmt: skip
+
+
+def test_one_dimension_tries_every_block_size_keeping_the_thread_count_and_the_original_first() -> None:
+    configs = configurations(SPEC, stride=False, max_threads=512, multiprocessors=4)
+    assert configs[0].original and configs[0].block == ("256",)
+    assert [c.block[0] for c in configs[1:]] == ["64", "128", "256", "512"]  # 1024 is over the device's limit
+    assert configs[1].grid == ("(((n + 255) / 256) * (256) + 63) / 64",)
+    strided = configurations(SPEC, stride=True, max_threads=256, multiprocessors=4)
+    assert any(c.grid[0].startswith("min(") and c.grid[0].endswith(", 64)") for c in strided)  # 16 per SM
+
+
+def test_two_dimensions_try_block_shapes() -> None:
+    spec = KernelSpec("k", (), ("(w + 15) / 16", "(h + 15) / 16"), ("16", "16"))
+    configs = configurations(spec, stride=False, max_threads=1024, multiprocessors=None)
+    shapes = {c.block for c in configs}
+    assert ("32", "8") in shapes and ("16", "16") in shapes
+    c = next(c for c in configs if c.block == ("32", "8"))
+    assert c.grid == ("(((w + 15) / 16) * (16) + 31) / 32", "(((h + 15) / 16) * (16) + 7) / 8")
+
+
+def test_the_fastest_validated_configuration_wins_and_rejected_ones_are_never_timed() -> None:
+    configs = configurations(SPEC, stride=False, max_threads=1024, multiprocessors=4)
+    timed: list[str] = []
+    times = {"the original's": 2.0, "block 64": 1.0, "block 128": 1.5, "block 512": 0.5, "block 1024": 3.0}
+
+    def validate_at(spec: KernelSpec) -> list[Verdict]:
+        return [_verdict(spec.block[0] != "512")]  # 512 computes wrong: never chosen, however fast
+
+    def timer(c: Config, spec: KernelSpec, device: Device) -> tuple[float | None, str]:
+        timed.append(c.label)
+        return times.get(c.label), ""
+
+    result = tune("k", SPEC, configs, validate_at, timer, GPU)
+    assert result.best is not None and result.best.config.label == "block 64"
+    assert "block 512" not in timed and result.speedup == 2.0
+    assert next(t for t in result.trials if t.config.label == "block 512").reason.startswith("rejected")
+
+
+def test_a_tie_keeps_the_original() -> None:
+    configs = configurations(SPEC, stride=False, max_threads=128, multiprocessors=None)
+    result = tune("k", SPEC, configs, lambda s: [_verdict(True)], lambda c, s, d: (1.0, ""), GPU)
+    assert result.best is not None and result.best.config.original
+
+
+def test_grid_stride_is_read_from_the_kernel_body_and_the_launch_is_rewritten_in_place() -> None:
+    from porter.scan import scan_source
+
+    src = (
+        "__global__ void k(float* x, int n) {\n"
+        "  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) x[i] += 1; }\n"
+        "void run(float* x, int n) { k<<<(n + 255) / 256, 256>>>(x, n); }\n"
+    )
+    (kernel,) = scan_source(src.encode(), "k.cu", "cuda").kernels
+    assert grid_stride(kernel, src)
+    out = _rewrite(src, 3, "(n + 255) / 256", "256", "((n + 255) / 256 * 256 + 63) / 64", "64")
+    assert out is not None and "k<<<((n + 255) / 256 * 256 + 63) / 64, 64>>>(x, n)" in out
+    assert _rewrite(src, 3, "grid", "256", "g", "64") is None  # not the text the scan read

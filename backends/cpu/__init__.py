@@ -64,6 +64,13 @@ def _header_text() -> str:
     return resources.files(PACKAGE).joinpath(HEADER).read_text(encoding="utf-8")
 
 
+FP16_HEADER = "porter_fp16.h"  # half precision and bfloat16 (the stubs of cuda_fp16.h and friends)
+
+
+def _fp16_text() -> str:
+    return resources.files(PACKAGE).joinpath(FP16_HEADER).read_text(encoding="utf-8")
+
+
 @cache
 def _compiler_version(compiler: str) -> str:
     from porter.toolcache import tool_output
@@ -388,7 +395,7 @@ class CpuBackend(BackendBase):
         return flags
 
     def toolchain_id(self, device: Device | None = None, arch: str | None = None) -> str:
-        digest = hashlib.sha256(_header_text().encode()).hexdigest()[:12]
+        digest = hashlib.sha256((_header_text() + _fp16_text()).encode()).hexdigest()[:12]
         flags = " ".join(self._flags(CompileOptions()))
         # the wavefront device (arch "wave64") builds for its width; otherwise the arch asked for
         warp = warp_size_for(arch or (device.arch if device is not None else None))
@@ -478,10 +485,17 @@ class CpuBackend(BackendBase):
     def _write_headers(self, inc: Path) -> None:
         inc.mkdir(parents=True, exist_ok=True)
         (inc / HEADER).write_text(_header_text(), encoding="utf-8")
+        (inc / FP16_HEADER).write_text(_fp16_text(), encoding="utf-8")
         for name in self.dialect.includes["stub"]:
             path = inc / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(f'#pragma once\n#include "{HEADER}"\n', encoding="utf-8")
+        for name in self.dialect.includes.get("half", ()):
+            path = inc / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(
+                f'#pragma once\n#include "{HEADER}"\n#include "{FP16_HEADER}"\n', encoding="utf-8"
+            )
 
     def load(self, binary: Binary, device: Device | None = None) -> CpuProgram:
         """dlopen a private copy of the binary (each load has its own globals and shared memory)."""

@@ -135,6 +135,55 @@ def test_a_kernel_named_kernel(be: CpuBackend) -> None:
     assert be.to_host(x, np.float32, (4,)).tolist() == [1.0] * 4
 
 
+def test_half_and_bfloat16_round_as_a_gpu_does(be: CpuBackend) -> None:
+    # binary16 through porter's cuda_fp16.h: every float class (normal, subnormal, overflow, ties,
+    # inf, NaN) rounds to nearest-even, bit for bit as NumPy's float16; bfloat16 keeps the upper half
+    src = """
+    #include <cuda_fp16.h>
+    #include <cuda_bf16.h>
+    __global__ void k(const float* x, float* h, float* b, float* s, int n) {
+        int i = threadIdx.x + blockIdx.x * blockDim.x;
+        if (i >= n) return;
+        h[i] = __half2float(__float2half(x[i]));
+        b[i] = __bfloat162float(__float2bfloat16(x[i]));
+        __half a = __float2half(x[i]);
+        s[i] = __half2float(__hadd(a, __hmul(a, __float2half(0.5f))));
+    }
+    """
+    rng = np.random.default_rng(3)
+    special = [
+        0.0,
+        -0.0,
+        1.0,
+        65504.0,
+        65520.0,
+        1e6,
+        6e-8,
+        3e-8,
+        2.98e-8,
+        1e-5,
+        2049.0,
+        2051.0,
+        np.inf,
+        -np.inf,
+    ]
+    x = np.concatenate([np.array(special, np.float32), rng.standard_normal(100).astype(np.float32) * 100,
+                        rng.standard_normal(50).astype(np.float32) * 1e-6]).astype(np.float32)  # fmt: skip
+    n = x.size
+    prog = build(be, src, "k")
+    h, b, sd = (be.to_device(np.zeros(n, np.float32)) for _ in range(3))
+    prog(be.to_device(x), h, b, sd, np.int32(n), grid=((n + 127) // 128,), block=(128,))
+    with np.errstate(over="ignore", invalid="ignore"):  # 1e6 and inf overflow binary16 on purpose
+        want_h = x.astype(np.float16).astype(np.float32)
+        a16 = x.astype(np.float16)
+        want_s = (a16 + (a16 * np.float16(0.5)).astype(np.float16)).astype(np.float16).astype(np.float32)
+    np.testing.assert_array_equal(be.to_host(h, np.float32, (n,)), want_h)
+    bits = x.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16).astype(np.uint32).view(np.float32)
+    np.testing.assert_array_equal(be.to_host(b, np.float32, (n,)), rounded)
+    np.testing.assert_array_equal(be.to_host(sd, np.float32, (n,)), want_s)
+
+
 def test_vector_add_grid_stride(be: CpuBackend) -> None:
     prog = build(be, SAXPY, "vector_add")
     n = 5000
@@ -652,7 +701,7 @@ def test_wave64_semantics_for_amd_arch(be: CpuBackend) -> None:
         ("child<<<1, 1>>>(p);", "dynamic parallelism"),
         ("__nanosleep(100);", "spin waits"),
         ("wmma::fill_fragment(frag, 0.0f);", "tensor-core"),
-        ("__half h = __float2half(1.0f);", "half"),
+        ("__nv_fp8_e4m3 h = __nv_fp8_e4m3(1.0f);", "fp8"),
     ],
 )
 def test_unemulatable_constructs_are_refused(be: CpuBackend, snippet: str, what: str) -> None:
@@ -662,8 +711,8 @@ def test_unemulatable_constructs_are_refused(be: CpuBackend, snippet: str, what:
 
 
 def test_refused_header_and_comment_mentions(be: CpuBackend) -> None:
-    with pytest.raises(CannotEmulate, match="cannot emulate: half precision"):
-        be.compile("#include <cuda_fp16.h>\n__global__ void k() {}\n", "k")
+    with pytest.raises(CannotEmulate, match=r"cannot emulate: fp8 \(cuda_fp8.h\)"):
+        be.compile("#include <cuda_fp8.h>\n__global__ void k() {}\n", "k")
     ok = '// uses no asm("...") here\n__global__ void k(int* p) { const char* s = "asm"; p[0] = s[0]; }\n'
     be.compile(ok, "k")
 

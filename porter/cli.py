@@ -634,6 +634,74 @@ def lift(
 
 
 @app.command()
+def generate(
+    description: Annotated[str, typer.Argument(help="What the kernel computes, in your words.")],
+    reference: Annotated[
+        str | None,
+        typer.Option(
+            "--reference", help="The specification of correctness: a Python function, FILE.py::FUNCTION."
+        ),
+    ] = None,
+    requirements: Annotated[
+        str,
+        typer.Option(
+            "--requirements", help="Speed, memory or precision requirements (fp16/bf16 allows them)."
+        ),
+    ] = "",
+    to: Annotated[
+        str, typer.Option("--to", help="Targets, comma-separated: cuda, hip, opencl.")
+    ] = "cuda,hip,opencl",
+    model: Annotated[str | None, typer.Option("--model", help="anthropic:<name> or openai:<name>.")] = None,
+    candidates: Annotated[int, typer.Option("--candidates", min=1, help="Concurrent conversations.")] = 2,
+    rounds: Annotated[int, typer.Option("--rounds", min=1, help="Rounds of each conversation.")] = 3,
+    sizes: Annotated[
+        list[str] | None, typer.Option("--sizes", help="Sizes the reference runs at: n=1000,m=64.")
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Output folder (default: <file>.generated/ beside the reference)."),
+    ] = None,
+    base_url: BaseUrlOption = None,
+    replay: ReplayOption = None,
+    record: RecordOption = None,
+    request_timeout: RequestTimeoutOption = DEFAULT_REQUEST_TIMEOUT,
+    retries: RetriesOption = DEFAULT_RETRIES,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document instead of tables.")
+    ] = False,
+) -> None:
+    """Kernels from a description, each validated against a Python reference on every device here, timed
+    beside the performance model's floor, with the fastest / least-memory / most-precise trade-offs."""
+    from porter.report import generate_view, plain_console
+    from porter.workflows.generate import generate as run_generate
+    from porter.workflows.lift import parse_sizes
+
+    err = plain_console(stderr=True)
+    report = run_generate(
+        description,
+        reference=reference,
+        requirements=requirements,
+        to=[t.strip() for t in to.split(",") if t.strip()],
+        model=model,
+        llm=dict(
+            base_url=base_url,
+            replay=str(replay) if replay else None,
+            record=str(record) if record else None,
+            candidates=candidates,
+            rounds=rounds,
+            request_timeout=request_timeout,
+            retries=retries,
+        ),  # fmt: skip
+        sizes=parse_sizes(sizes or []),
+        out_dir=str(out) if out is not None else None,
+        progress=(lambda msg: err.print(f"porter: {msg}", style="dim")) if sys.stderr.isatty() else None,
+        markdown=generate_view.markdown,
+        chart=generate_view.chart,
+    )
+    show(report, generate_view, json_out)
+
+
+@app.command()
 def optimize(
     file: Annotated[Path, typer.Argument(help="A CUDA source file (.cu).")],
     model: Annotated[

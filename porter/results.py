@@ -35,6 +35,7 @@ SCHEMAS = {
     "program": "porter-program-report/1",
     "lift": "porter-lift-report/1",
     "tune": "porter-tune-report/1",
+    "generate": "porter-generate-report/1",
 }
 
 
@@ -896,3 +897,65 @@ class TuneReport:
     def document(self) -> dict[str, Any]:
         doc: dict[str, Any] = to_jsonable(self)
         return {"schema": SCHEMAS["tune"], **doc, "exit_code": self.exit_code}
+
+
+# --------------------------------------------------------------------------- generate
+
+
+@dataclass
+class Estimate:
+    """The performance model's floor for the reference's work on one device of the table, before any
+    candidate runs."""
+
+    device: str
+    floor_ms: float | None
+    bound: str
+    note: str = ""
+
+
+@dataclass
+class Candidate:
+    """One kernel `porter generate` judged: who wrote it, where it is, and what it measured."""
+
+    label: str
+    provenance: str  # "rules" (porter lift's) | "llm:<model>"
+    validated: bool
+    reason: str
+    file: str = ""
+    time_ms: float | None = None  # median on `device`
+    device: str = ""
+    floor_ms: float | None = None  # the model's floor on `device`
+    suspect: bool = False  # a time under the floor: never reported as a speed
+    memory_bytes: int | None = None  # device bytes allocated + static shared memory per block
+    max_rel_err: float | None = None  # against the Python reference
+    precision: str = ""  # "" (the reference's) | "float16" | "bfloat16"
+    verdicts: list[Verdict] = field(default_factory=list)
+
+
+@dataclass
+class GenerateReport:
+    description: str
+    reference: str
+    requirements: str
+    out_dir: str
+    targets: tuple[str, ...]
+    estimates: list[Estimate] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
+    tradeoffs: dict[str, str] = field(default_factory=dict)  # fastest / least_memory / most_precise -> label
+    chart: str = ""
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    notes: list[str] = field(default_factory=list)
+    rejected: list[Candidate] = field(default_factory=list)  # the model's candidates that did not validate
+
+    @property
+    def exit_code(self) -> int:
+        """0 when at least one candidate validated."""
+        return 0 if any(c.validated for c in self.candidates) else 1
+
+    def document(self) -> dict[str, Any]:
+        doc: dict[str, Any] = to_jsonable(self)
+        doc.pop("rejected", None)  # (they are among the candidates)
+        return {"schema": SCHEMAS["generate"], **doc, "exit_code": self.exit_code}

@@ -119,6 +119,9 @@ class Lifted:
     # tolerance, as a float atomic kernel is
     reorders: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()  # the parameters and locals whose elements the function writes
+    # a model's kernel that computes in reduced precision where the user allowed it ("float16",
+    # "bfloat16"): its float results are judged with that dtype's tolerance
+    precision: str = ""
     source: str = ""  # the function's own text, for the generated module's fallback
     imports: tuple[str, ...] = ()  # the module's import lines the function's text needs
 

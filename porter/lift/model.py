@@ -104,8 +104,9 @@ def contract(
                     grid, returns, source, tuple(imports))  # fmt: skip
 
 
-def lifted(c: Contract, code: str, model: str) -> Lifted:
-    """The model's kernel as a lifted function (one kernel, one launch), ready to judge."""
+def lifted(c: Contract, code: str, model: str, precision: str = "") -> Lifted:
+    """The model's kernel as a lifted function (one kernel, one launch), ready to judge (`precision`:
+    the reduced precision its results are judged at, where the user allowed it)."""
     kernel = Kernel(c.entry, f"llm:{model}", code, tuple((a.value, a.kind) for a in c.args), 0)
     launch = Launch(c.entry, (c.grid,), (BLOCK,), c.args)
     temps = (Local("__result", c.returns, ("1",), "zeros", 0),) if c.returns else ()
@@ -113,7 +114,7 @@ def lifted(c: Contract, code: str, model: str) -> Lifted:
         function=c.function, line=0, patterns=(f"llm:{model}",), params=c.params, sizes=c.sizes, locals=(),
         kernels=(kernel,), steps=(launch,), returns="scalar:__result" if c.returns else "",
         temporaries=temps, writes=tuple(p.name for p in c.params if p.kind == "array"), source=c.source,
-        imports=c.imports, reorders=("__result",) if c.returns else (),
+        imports=c.imports, reorders=("__result",) if c.returns else (), precision=precision,
     )  # fmt: skip
 
 
@@ -125,8 +126,9 @@ def prompt_kernel(c: Contract) -> Any:
     return next(k for k in scan.kernels if k.name == c.entry)
 
 
-def constraints(c: Contract, params: Mapping[str, Any]) -> str:
-    """The task's constraints paragraph: how the kernel is called."""
+def constraints(c: Contract, params: Mapping[str, Any], reduced: bool = False) -> str:
+    """The task's constraints paragraph: how the kernel is called (`reduced`: the user allows half or
+    bfloat16 arithmetic)."""
     lines = [
         f"Write one CUDA kernel with exactly this signature: `{c.stub().splitlines()[0]}`.",
         f"Porter launches it once with gridDim.x = {c.grid.replace('//', '/')} blocks of {BLOCK} threads "
@@ -138,7 +140,103 @@ def constraints(c: Contract, params: Mapping[str, Any]) -> str:
     ]
     if c.returns:
         lines.append(f"The function returns a number: write it to result[0] (a {C_TYPES[c.returns]}).")
-    lines.append(
-        "Compute in the precision NumPy uses for the same expressions (float32 arrays stay float32)."
-    )
+    if reduced:
+        lines.append(
+            "The arrays keep their types, but the user allows half (cuda_fp16.h) or bfloat16 (cuda_bf16.h) "
+            "arithmetic inside the kernel; its error is measured and shown beside the others'."
+        )
+    else:
+        lines.append(
+            "Compute in the precision NumPy uses for the same expressions (float32 arrays stay float32)."
+        )
     return " ".join(lines)
+
+
+@dataclass
+class Judged:
+    """A model's kernel judged: the lifted function it makes, its sources per target, its verdicts."""
+
+    lifted: Lifted
+    sources: dict[str, Any]
+    verdicts: tuple[Any, ...]
+
+
+def judge(
+    c: Contract,
+    code: str,
+    model: str,
+    refs: Sequence[tuple[str, Mapping[str, Any], Any]],
+    targets: Sequence[str],
+    devices: Mapping[str, Sequence[Any]],
+    timeout: float,
+    precision: str = "",
+) -> tuple[Any, Judged | None]:
+    """The evaluation of one screened reply (porter.llm.records.Evaluation): built as device code for a
+    real GPU compiler first, then judged against the Python on every device of every target; the Judged
+    candidate when it validated everywhere."""
+    from porter.backends import CompileOptions
+    from porter.harness.gate import device_build_check
+    from porter.lift import validate
+    from porter.llm.records import Evaluation, unvalidated
+    from porter.model import Variant
+
+    variant = Variant(c.function, "cuda", code, c.entry, f"llm:{model}")
+    gate = device_build_check(variant, CompileOptions(untrusted=True))
+    if not gate.ok:
+        return Evaluation(False, "compile", gate.reason, gate.log), None
+    candidate = lifted(c, code, model, precision)
+    srcs = validate.sources(candidate, list(targets))
+    verdicts = tuple(
+        validate.judge(candidate, srcs[t], d, refs, timeout, untrusted=True)
+        for t in targets
+        for d in devices[t]
+    )
+    bad = unvalidated(verdicts)
+    if bad is not None:
+        return bad, None
+    errs = [v.max_rel_err for v in verdicts if v.max_rel_err is not None]
+    return (
+        Evaluation(True, "done", f"validated on {len(verdicts)} device(s)", verdicts=verdicts,
+                   max_rel_err=max(errs, default=None)),
+        Judged(candidate, srcs, verdicts),
+    )  # fmt: skip
+
+
+def time_on(
+    lifted_fn: Lifted, src: Any, device: Any, args: Mapping[str, Any], untrusted: bool, repeats: int = 20
+) -> float | None:
+    """Median ms of one call's launches on `device` (device events where the backend has them), or
+    None when it cannot be timed."""
+    import statistics
+    from dataclasses import replace
+
+    from porter.backends.isolate import TimingPlan, run_job
+    from porter.lift import hostexpr, validate
+
+    plan = hostexpr.plan(lifted_fn, args, poison=False)
+    job = validate.job_for(src, [plan], device, runs=1, untrusted=untrusted)
+    job = replace(job, timing=TimingPlan(warmup=2, repeats=repeats, max_seconds=5.0))
+    res = run_job(job, 300.0)
+    return statistics.median(res.times_ms) if res.ok and res.times_ms else None
+
+
+def reduced_precision(code: str) -> str:
+    """The reduced-precision type a kernel computes with ("" when none): "float16" or "bfloat16"."""
+    import re
+
+    from porter.lift.kernels import settings
+    from porter.llm.records import strip_comments
+
+    code = strip_comments(code)  # a comment that says "half" computes nothing
+    for name in settings()["generate"]["reduced_precision_types"]:
+        if re.search(rf"\b{re.escape(name)}\b", code):
+            return "bfloat16" if "bf" in name.lower() else "float16"
+    return ""
+
+
+def allowed(requirements: str) -> bool:
+    """Whether the user's requirements permit reduced precision."""
+    from porter.lift.kernels import settings
+
+    text = requirements.lower()
+    return any(word in text for word in settings()["generate"]["allow_words"])

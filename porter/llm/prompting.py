@@ -25,7 +25,7 @@ from string import Template
 from porter.llm.base import PromptPart
 from porter.model import Hazard, Kernel, KernelSpec
 
-TASKS = ("optimize", "translate", "lift")
+TASKS = ("optimize", "translate", "lift", "generate")
 UNKNOWN = "unknown"
 LOG_LIMIT = 6000  # characters of a compiler log / mismatch detail sent back (head and tail kept)
 
@@ -60,6 +60,9 @@ class PromptContext:
     # parameters mapped to OpenCL plus the arguments the rule-based translation adds).
     entry: str = ""
     signature: tuple[str, ...] = ()
+    # For task "generate": the user's description of the operation and their requirements
+    description: str = ""
+    requirements: str = ""
 
 
 # --------------------------------------------------------------------------- the parts
@@ -240,10 +243,12 @@ def task_message(ctx: PromptContext, candidate: int = 1, candidates: int = 1) ->
     fields: dict[str, object] = dict(
         kernel_name=ctx.kernel.name,
         constraints=ctx.constraints,
-        source_block=quote(ctx.source, "python" if ctx.task == "lift" else "cuda"),
+        source_block=quote(ctx.source, "python" if ctx.task in ("lift", "generate") else "cuda"),
     )
     if ctx.task == "lift":  # the function the rules refused, and why
         fields.update(untranslatable=ctx.untranslatable or "the loops are not a pattern they know")
+    if ctx.task == "generate":  # what the user asked for, in their words (quoted data, like the source)
+        fields.update(description=ctx.description, requirements=ctx.requirements or "none")
     if ctx.task == "translate":
         fields.update(dialect_name=d.name, untranslatable=ctx.untranslatable or "see the hazards above")
     text = render(f"task_{ctx.task}", **fields)

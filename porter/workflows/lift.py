@@ -249,15 +249,12 @@ def _ask_model(
 ) -> tuple[LiftedFunction, Lifted, dict[str, validate.Source]] | None:
     """A kernel for a function the rules refused, from the model, validated against the Python; None
     when the refusal is not one a kernel can address (side effects, Python objects)."""
-    from porter.backends import CompileOptions
-    from porter.harness.gate import device_build_check
     from porter.lift import model as lm
     from porter.lift.analyze import signature
     from porter.llm.cache import open_provider
     from porter.llm.loop import Budget, LoopOptions, run_loop
     from porter.llm.prompting import PromptContext
-    from porter.llm.records import Evaluation, Screened, unvalidated
-    from porter.model import Variant
+    from porter.llm.records import Evaluation, Screened
 
     if not lm.eligible(refusal.reason):
         return None
@@ -311,23 +308,10 @@ def _ask_model(
     found: dict[str, Any] = {}
 
     def evaluate(screened: Screened) -> Evaluation:
-        variant = Variant(refusal.function, "cuda", screened.code, c.entry, f"llm:{model}")
-        gate = device_build_check(variant, CompileOptions(untrusted=True))
-        if not gate.ok:
-            return Evaluation(False, "compile", gate.reason, gate.log)
-        candidate = lm.lifted(c, screened.code, model)
-        srcs = validate.sources(candidate, list(targets))
-        verdicts = tuple(
-            validate.judge(candidate, srcs[t], d, refs, timeout, untrusted=True)
-            for t in targets
-            for d in devices[t]
-        )
-        bad = unvalidated(verdicts)
-        if bad is not None:
-            return bad
-        found[screened.code] = (candidate, srcs, verdicts)
-        return Evaluation(True, "done", f"validated on {len(verdicts)} device(s)", verdicts=verdicts,
-                          sizes=tuple(dict(s) for _, s in sets[:1]))  # fmt: skip
+        evaluation, judged = lm.judge(c, screened.code, model, refs, targets, devices, timeout)
+        if judged is not None:
+            found[screened.code] = (judged.lifted, judged.sources, judged.verdicts)
+        return evaluation
 
     provider = open_provider(
         model, base_url=llm.get("base_url"), replay=llm.get("replay"), record=llm.get("record"),

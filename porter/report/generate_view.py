@@ -1,0 +1,126 @@
+"""Rendering of `porter generate`: the estimates before running, every candidate with its verdict, time,
+memory and error, the trade-off set, and the chart (time against error, point size = memory)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from porter.report import plain_console, short
+from porter.results import GenerateReport
+
+
+def to_json(report: GenerateReport) -> dict[str, Any]:
+    return report.document()
+
+
+def exit_code(report: GenerateReport) -> int:
+    return report.exit_code
+
+
+def _ms(v: float | None) -> str:
+    return f"{v:.4g} ms" if v is not None else "-"
+
+
+def _bytes(v: int | None) -> str:
+    if v is None:
+        return "-"
+    for scale, unit in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+        if v >= scale:
+            return f"{v / scale:.3g} {unit}"
+    return f"{v} B"
+
+
+def _err(v: float | None) -> str:
+    return f"{v:.2g}" if v is not None else "-"
+
+
+def _marks(report: GenerateReport, label: str) -> str:
+    return ", ".join(k.replace("_", " ") for k, v in report.tradeoffs.items() if v == label)
+
+
+def render(report: GenerateReport) -> None:
+    console = plain_console()
+    console.print(f"porter generate: {report.description}")
+    est = Table(title="floors before running (the performance model, from the reference's bytes and FLOPs)")
+    for col in ("device", "floor", "bound"):
+        est.add_column(col)
+    for e in report.estimates:
+        est.add_row(e.device, _ms(e.floor_ms), e.bound or e.note)
+    console.print(est)
+    table = Table(title="candidates")
+    for col in ("candidate", "status", "time", "floor", "memory", "max rel err", "trade-off", "reason"):
+        table.add_column(col)
+    for c in report.candidates:
+        status = "validated" if c.validated else "rejected"
+        time = _ms(c.time_ms) + (" (suspect)" if c.suspect else "")
+        table.add_row(
+            c.label + (f" [{c.precision}]" if c.precision else ""), Text(status, style="green" if c.validated else "red"),
+            time, _ms(c.floor_ms), _bytes(c.memory_bytes), _err(c.max_rel_err), _marks(report, c.label), short(c.reason, 60),
+        )  # fmt: skip
+    console.print(table)
+    if report.requests:
+        console.print(f"model: {report.requests} request(s), {report.input_tokens} input and "
+                      f"{report.output_tokens} output tokens, ${report.cost_usd:.4f}")  # fmt: skip
+    for n in report.notes:
+        console.print(f"note: {n}", style="dim")
+    if report.chart:
+        console.print(f"chart: {report.chart}")
+    console.print(f"report: {report.out_dir}/report.json, {report.out_dir}/report.md")
+
+
+def markdown(report: GenerateReport) -> str:
+    lines = ["# porter generate", "", f"> {report.description}", "",
+             f"Reference `{report.reference}`; requirements: {report.requirements or 'none'}.", "",
+             "## Floors before running", "", "| device | floor | bound |", "|---|---:|---|"]  # fmt: skip
+    lines += [f"| {e.device} | {_ms(e.floor_ms)} | {e.bound or e.note} |" for e in report.estimates]
+    lines += ["", "## Candidates", "",
+              "| candidate | status | time | floor | memory | max rel err | trade-off | file / reason |",
+              "|---|---|---:|---:|---:|---:|---|---|"]  # fmt: skip
+    for c in report.candidates:
+        status = "validated" if c.validated else "rejected"
+        where = f"`{Path(c.file).name}`" if c.file and c.validated else c.reason.replace("|", "/")
+        lines.append(
+            f"| {c.label}{f' [{c.precision}]' if c.precision else ''} | {status} | {_ms(c.time_ms)}"
+            f"{' (suspect)' if c.suspect else ''} | {_ms(c.floor_ms)} | {_bytes(c.memory_bytes)} | {_err(c.max_rel_err)} | "
+            f"{_marks(report, c.label)} | {where} |"
+        )
+    if report.requests:
+        lines += ["", f"Model: {report.requests} request(s), {report.input_tokens} input and {report.output_tokens} "
+                      f"output tokens, ${report.cost_usd:.4f}."]  # fmt: skip
+    if report.chart:
+        lines += ["", f"![time against error]({Path(report.chart).name})"]
+    lines += ["", *(f"- {n}" for n in report.notes)]
+    return "\n".join(lines) + "\n"
+
+
+def chart(report: GenerateReport, path: Path) -> str:
+    """tradeoffs.png: each validated, timed candidate at (time, error), its area the memory it uses; ''
+    when matplotlib is missing or nothing was timed."""
+    points = [c for c in report.candidates if c.validated and c.time_ms]
+    if not points:
+        return ""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return ""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    most = max((c.memory_bytes or 1) for c in points)
+    for c in points:
+        size = 40 + 400 * (c.memory_bytes or 0) / most
+        ax.scatter([c.time_ms or 0.0], [max(c.max_rel_err or 0.0, 1e-17)], s=size, alpha=0.6)
+        ax.annotate(c.label, (c.time_ms or 0.0, max(c.max_rel_err or 0.0, 1e-17)), fontsize=8)
+    ax.set_xlabel(f"time (ms) on {points[0].device}")
+    ax.set_ylabel("max relative error against the reference")
+    ax.set_yscale("log")
+    ax.set_title("candidates: time against error (area: memory)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return str(path)

@@ -1,0 +1,316 @@
+"""`porter generate "DESCRIPTION" --reference FILE.py::FUNC`: kernels from a description, each proven
+against a Python reference, with the trade-offs between them and the performance model's floors.
+
+The reference is the specification of correctness; without one porter refuses (exit 2): an
+unvalidated kernel is not a result.  Then:
+
+1. **estimates before anything runs**: the reference's compulsory bytes and FLOPs
+   (:mod:`porter.lift.estimate`) at the chosen size, and the floor they put under any kernel on each
+   GPU of the performance model's device table;
+2. **candidates**: the kernels porter's own rules make of the reference (:mod:`porter.lift`), when they
+   lift it; and, with ``--model``, the model's, asked under the contract of :mod:`porter.lift.model`
+   with the description, the requirements and the reference, screened, built for a real GPU compiler and
+   judged against the Python on every device at every size (held-back ones included), mismatches and
+   compiler logs fed back;
+3. a candidate that computes in reduced precision (fp16/bf16 types) is kept only when the requirements
+   allow it (``lift.toml [generate]``), judged with that precision's tolerance, its error shown;
+4. every validated candidate is timed on the first GPU here (else the first device) and set beside its
+   floor (a time under it is suspect, never a speed); its memory is the device bytes its launch
+   allocates plus its static shared memory per block;
+5. the trade-off set: the fastest, the least memory, the most precise; ``report.json``, ``report.md``,
+   ``tradeoffs.png`` (time against error, point size = memory) and each candidate's CUDA (with its HIP
+   and OpenCL translations) in the output folder (default ``<file>.generated/``).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from porter.backends.spares import warm
+from porter.errors import UsageError
+from porter.files import reads_once
+from porter.lift import inputs, validate
+from porter.lift import model as lm
+from porter.lift.ir import Lifted
+from porter.model import Status
+from porter.plan import run_devices, wavefront_devices
+from porter.results import Candidate, Estimate, GenerateReport
+from porter.workflows.lift import TARGETS, _fmt, _targets, split_target
+from porter.workflows.resume import REPORT_NAME, write_atomic
+
+Progress = Callable[[str], None]
+
+
+def _estimates(
+    lifted: Lifted, args: Mapping[str, Any], changed: set[str], text: str
+) -> tuple[Any, list[Estimate]]:
+    from porter.harness import perfmodel
+    from porter.lift.estimate import cost
+
+    c = cost(lifted, args, changed, text)
+    out = []
+    for entry in perfmodel.gpu_entries():
+        roof = perfmodel.roofline(c, entry)
+        out.append(Estimate(entry.name, roof.floor_ms, roof.bound, roof.note))
+    return c, out
+
+
+def _memory(plan_buffers: Mapping[str, np.ndarray], code: str, entry: str) -> int | None:
+    """Device bytes a launch allocates plus the kernel's static shared memory per block."""
+    from porter.harness.evaluate import static_shared
+    from porter.scan import scan_source
+
+    try:
+        kernel = next(k for k in scan_source(code.encode(), "c.cu", "cuda").kernels if k.name == entry)
+    except (StopIteration, Exception):  # noqa: BLE001 - a kernel porter cannot scan has no shared figure
+        return None
+    shared = static_shared(kernel, {})
+    return sum(int(a.nbytes) for a in plan_buffers.values()) + (shared or 0)
+
+
+@reads_once
+@warm
+def generate(
+    description: str,
+    *,
+    reference: str | None,
+    requirements: str = "",
+    to: Sequence[str] = TARGETS,
+    model: str | None = None,
+    llm: Mapping[str, Any] | None = None,
+    sizes: Mapping[str, int] | None = None,
+    out_dir: str | None = None,
+    seed: int = 20241202,
+    timeout: float = 120.0,
+    progress: Progress | None = None,
+    markdown: Callable[[GenerateReport], str] | None = None,
+    chart: Callable[[GenerateReport, Path], str] | None = None,
+) -> GenerateReport:
+    from porter.files import read_text
+    from porter.lift.analyze import analyze, signature
+
+    say = progress or (lambda _m: None)
+    if not description.strip():
+        raise UsageError("generate needs a description of the operation")
+    if not reference:
+        raise UsageError(
+            "generate needs --reference FILE.py::FUNCTION: a kernel no reference validates is not a result"
+        )
+    path, func = split_target(reference)
+    if not path.endswith(".py") or not func:
+        raise UsageError("--reference takes a Python function: FILE.py::FUNCTION", path=path)
+    text = read_text(path)
+    targets = _targets(to)
+    sig = signature(text, func)
+    if isinstance(sig, str):
+        raise UsageError(f"--reference: {sig}", path=path)
+    params, bound = sig
+    fn = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == func)
+    source = ast.get_source_segment(text, fn) or ast.unparse(fn)
+    imports = tuple(ast.get_source_segment(text, n) or "" for n in ast.parse(text).body
+                    if isinstance(n, (ast.Import, ast.ImportFrom)))  # fmt: skip
+    shell = Lifted(func, fn.lineno, (), params, bound, (), (), (), source=source, imports=imports)
+    try:
+        visible = inputs.default_sizes(shell, dict(sizes or {}))
+    except KeyError as err:
+        raise UsageError(str(err).strip("\"'"), path=path) from None
+    hidden = inputs.hidden_sizes(visible)
+    sets = [(f"size {_fmt(visible)}", visible)] + [(f"hidden size {_fmt(h)}", h) for h in hidden]
+    src = Path(path)
+    out = Path(out_dir) if out_dir else src.parent / f"{src.stem}.generated"
+    if out.exists() and not out.is_dir():
+        raise UsageError("--out exists and is not a folder", path=str(out))
+    report = GenerateReport(description, reference, requirements, str(out), targets)
+
+    def save() -> None:
+        write_atomic(out / REPORT_NAME, json.dumps(report.document(), indent=2) + "\n")
+        if markdown is not None:
+            write_atomic(out / "report.md", markdown(report))
+
+    say("running the reference")
+    refs = validate.references(path, shell, sets, seed, timeout)
+    broken = next((r for _, _, r in refs if not r.ok), None)
+    if broken is not None:
+        raise UsageError(f"--reference: the Python function failed: {broken.error}", path=path)
+    first_args, first_ref = refs[0][1], refs[0][2]
+    changed = {k for k, v in first_ref.arrays.items() if not np.array_equal(v, first_args[k])}
+    returns = ""
+    if first_ref.returned is not None:
+        if first_ref.returned.ndim != 0:
+            raise UsageError("--reference returns an array: porter generates kernels for functions that write their "
+                             "arrays in place or return a number", path=path)  # fmt: skip
+        returns = first_ref.returned.dtype.name
+    cost_c, report.estimates = _estimates(shell, first_args, changed, text)
+    out.mkdir(parents=True, exist_ok=True)  # only once the reference ran: a refused request writes nothing
+    save()
+    devices = {t: [*run_devices(t), *wavefront_devices(t)] for t in targets}
+    pairs = [(t, d) for t in targets for d in devices[t]]
+    timing_target, timing_device = next((p for p in pairs if p[1].kind == "gpu"), None) or next(
+        (p for p in pairs if p[1].kind != "checker"), (None, None)
+    )
+    from porter.harness import perfmodel
+
+    entry = perfmodel.entry_for(timing_device) if timing_device is not None else None
+    floor = perfmodel.roofline(cost_c, entry).floor_ms if entry is not None else None
+
+    def measure(cand: Candidate, lifted_fn: Lifted, srcs: Mapping[str, Any]) -> None:
+        """Time and size a validated candidate on the timing device (a time under the floor: suspect)."""
+        if timing_device is None or timing_target is None or srcs.get(timing_target) is None:
+            return
+        t_src = srcs[timing_target]
+        cand.time_ms = lm.time_on(lifted_fn, t_src, timing_device, first_args, cand.provenance != "rules")
+        cand.device = timing_device.label
+        cand.floor_ms = floor
+        cand.suspect = bool(floor and cand.time_ms and cand.time_ms < perfmodel.SUSPECT_FACTOR * floor)
+        from porter.lift import hostexpr
+
+        plan = hostexpr.plan(lifted_fn, first_args, poison=False)
+        code = srcs["cuda"].text if srcs.get("cuda") is not None else ""
+        cand.memory_bytes = _memory(plan.buffers, code, lifted_fn.kernels[0].name) if code else None
+
+    judged: list[tuple[Candidate, Lifted, dict[str, Any]]] = []
+
+    # the rules' kernels, when they lift the reference
+    rules = analyze(path, text, func)
+    if rules.lifted:
+        (lifted_fn,) = rules.lifted
+        srcs = validate.sources(lifted_fn, targets)
+        say("judging the kernels porter's rules make of the reference")
+        verdicts = [validate.judge(lifted_fn, srcs[t], d, refs, timeout) for t in targets for d in devices[t]]
+        ok = bool(verdicts) and all(v.status is Status.VALIDATED for v in verdicts)
+        errs = [v.max_rel_err for v in verdicts if v.max_rel_err is not None]
+        cand = Candidate("rules", "rules", ok, "validated" if ok else next(v.reason for v in verdicts
+                         if v.status is not Status.VALIDATED), max_rel_err=max(errs, default=None),
+                         verdicts=verdicts)  # fmt: skip
+        if ok:
+            say("timing it")
+            measure(cand, lifted_fn, srcs)
+        judged.append((cand, lifted_fn, srcs))
+        report.candidates.append(cand)  # on disk at once: an interrupted run keeps what was verified
+        save()
+    else:
+        report.notes.append(
+            f"porter's rules do not lift the reference: {rules.refused[0].reason if rules.refused else '-'}"
+        )
+
+    c = lm.contract(func, params, bound, returns, source, imports)
+    if model is not None and isinstance(c, str):
+        raise UsageError(f"--reference: no kernel contract for it: {c}", path=path)
+    if model is not None and not isinstance(c, str):
+        baseline = judged[0][0].time_ms if judged else None
+        judged += _ask(c, model, dict(llm or {}), description, requirements, refs, targets, devices, timeout,
+                       report, say, measure, baseline, save)  # fmt: skip
+    if not judged:
+        raise UsageError(
+            "porter's rules do not lift the reference and no --model was given: nothing to judge"
+        )
+
+    # every candidate's source (with its translations) in the output folder
+    for k, (cand, _lifted_fn, srcs) in enumerate(judged, 1):
+        name = f"candidate-{k}-{cand.provenance.replace(':', '-')}"
+        for t, s_ in srcs.items():
+            if s_ is not None and s_.text:
+                from porter.backends import get_dialect
+
+                suffix = ".cu" if t == "cuda" else get_dialect(t).suffix
+                write_atomic(out / f"{name}{suffix}", s_.text)
+                if t == "cuda":
+                    cand.file = str(out / f"{name}.cu")
+    good = [c_ for c_, _, _ in judged if c_.validated]
+    timed = [c_ for c_ in good if c_.time_ms and not c_.suspect]
+    if timed:
+        report.tradeoffs["fastest"] = min(timed, key=lambda c_: c_.time_ms or 0.0).label
+    sized = [c_ for c_ in good if c_.memory_bytes is not None]
+    if sized:
+        report.tradeoffs["least_memory"] = min(sized, key=lambda c_: c_.memory_bytes or 0).label
+    if good:
+        report.tradeoffs["most_precise"] = min(good, key=lambda c_: c_.max_rel_err or 0.0).label
+    report.candidates = [c_ for c_, _, _ in judged] + report.rejected
+    if chart is not None and good:
+        report.chart = chart(report, out / "tradeoffs.png")
+    if timing_device is not None and timing_device.kind != "gpu":
+        report.notes.append(f"no GPU here: times are {timing_device.label}'s, a ranking on that device")
+    save()
+    return report
+
+
+def _ask(
+    c: lm.Contract,
+    model: str,
+    llm: dict[str, Any],
+    description: str,
+    requirements: str,
+    refs: Sequence[Any],
+    targets: Sequence[str],
+    devices: Mapping[str, Sequence[Any]],
+    timeout: float,
+    report: GenerateReport,
+    say: Progress,
+    measure: Callable[[Candidate, Lifted, Mapping[str, Any]], None],
+    baseline_ms: float | None,
+    save: Callable[[], None],
+) -> list[tuple[Candidate, Lifted, dict[str, Any]]]:
+    """Every validated kernel the model wrote (and the rejected ones, as records).  Each validated one is
+    timed at once, and its time, the floor and the rules' kernel's time go back to the model."""
+    from porter.llm.cache import open_provider
+    from porter.llm.loop import Budget, LoopOptions, run_loop
+    from porter.llm.prompting import PromptContext
+    from porter.llm.records import Evaluation, Screened
+
+    ctx = PromptContext(
+        kernel=lm.prompt_kernel(c), path=c.function, source=c.source, dialect="cuda", task="generate",
+        trials=len(refs), constraints=lm.constraints(c, {}, lm.allowed(requirements)), description=description, requirements=requirements,
+    )  # fmt: skip
+    kept: dict[str, tuple[Candidate, Lifted, dict[str, Any]]] = {}
+
+    def evaluate(screened: Screened) -> Evaluation:
+        precision = lm.reduced_precision(screened.code)
+        if precision and not lm.allowed(requirements):
+            return Evaluation(False, "validate", f"it computes in {precision}, which the requirements do not allow "
+                              "(say fp16 or bf16 in --requirements to allow it)")  # fmt: skip
+        evaluation, judged = lm.judge(c, screened.code, model, refs, targets, devices, timeout, precision)
+        if judged is not None:
+            errs = [v.max_rel_err for v in judged.verdicts if v.max_rel_err is not None]
+            cand = Candidate(f"{model} #{len(kept) + 1}", f"llm:{model}", True, "validated",
+                             max_rel_err=max(errs, default=None), precision=precision, verdicts=list(judged.verdicts))  # fmt: skip
+            if screened.code not in kept:
+                measure(cand, judged.lifted, judged.sources)
+                kept[screened.code] = (cand, judged.lifted, judged.sources)
+                report.candidates.append(cand)
+                save()
+            else:
+                cand = kept[screened.code][0]
+            evaluation = replace(evaluation, time_ms=cand.time_ms, floor_ms=cand.floor_ms, device=cand.device,
+                                 baseline_ms=baseline_ms, memory_bytes=cand.memory_bytes)  # fmt: skip
+        return evaluation
+
+    provider = open_provider(
+        model, base_url=llm.get("base_url"), replay=llm.get("replay"), record=llm.get("record"),
+        timeout=float(llm.get("request_timeout", 60.0)), max_retries=int(llm.get("retries", 2)),
+    )  # fmt: skip
+    options = LoopOptions(
+        candidates=int(llm.get("candidates", 2)), budget=Budget(rounds=int(llm.get("rounds", 3))),
+        stop_when_validated=False,
+    )  # fmt: skip
+    say(f"asking {model}")
+    result = run_loop(provider, ctx, evaluate, options)
+    report.requests += result.totals.requests
+    report.input_tokens += result.totals.usage.input_tokens
+    report.output_tokens += result.totals.usage.output_tokens
+    report.cost_usd += result.totals.cost_usd
+    report.rejected += [
+        Candidate(f"{model} (round {a.round}, candidate {a.candidate})", f"llm:{model}", False, a.reason)
+        for a in result.attempts if a.status != "validated"
+    ]  # fmt: skip
+    report.notes.append(f"{model}: {len(result.attempts)} attempt(s), {result.stop_reason}")
+    return list(kept.values())
+
+
+__all__ = ["generate"]

@@ -1,0 +1,159 @@
+"""`porter generate`: kernels from a description, proven against a Python reference.  Driven through the
+real OpenAI and Anthropic SDKs against the loopback fake server: a wrong kernel and one that only holds
+at the sizes the model saw are rejected with their mismatches fed back; a correct one is validated,
+timed beside porter's own kernel and the floor; a half-precision one is refused unless the requirements
+allow it, and then kept with its error shown.  Bad input exits 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+PATTERNS = ROOT / "samples" / "python" / "lift_patterns.py"
+
+RIGHT = """
+extern "C" __global__ void sum_of_squares_model(double* x, long long d_x_0, double* result)
+{
+    __shared__ double part[256];
+    double acc = 0.0;
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < d_x_0; i += stride)
+        acc += x[i] * x[i];
+    part[threadIdx.x] = acc;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) atomicAdd(result, part[0]);
+}
+"""
+WRONG = RIGHT.replace("acc += x[i] * x[i];", "acc += x[i];")  # forgets the square
+VISIBLE_ONLY = RIGHT.replace("i < d_x_0;", "i < 600;")  # right at the size in the prompt only
+HALF = "#include <cuda_fp16.h>\n" + RIGHT.replace(
+    "acc += x[i] * x[i];",
+    "{ __half h = __float2half((float)x[i]); acc += (double)__half2float(__hmul(h, h)); }",
+)
+
+
+def reply(code: str) -> str:
+    return f"One thread per element, a shared-memory tree, one atomic per block.\n\n```cuda\n{code}```\n"
+
+
+def generate(tmp: Path, server_url: str, model: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    env.update(OPENAI_API_KEY=KEY, ANTHROPIC_API_KEY=KEY, PORTER_CACHE_DIR=str(tmp / "cache"))
+    return subprocess.run(
+        [sys.executable, "-m", "porter", "generate", "the sum of the squares of a vector", "--reference",
+         f"{tmp / 'p.py'}::sum_of_squares", "--to", "cuda", "--model", model, "--base-url", server_url,
+         "--candidates", "1", "--out", str(tmp / "out"), "--json", *extra],
+        capture_output=True, text=True, timeout=900, env=env,
+    )  # fmt: skip
+
+
+KEY = "sk-GEN1234SECRET5678value-abcdef"
+
+
+@pytest.fixture
+def tmp(tmp_path: Path) -> Path:
+    if shutil.which("g++") is None:
+        pytest.skip("the CPU emulator needs g++")
+    shutil.copy(PATTERNS, tmp_path / "p.py")
+    return tmp_path
+
+
+def _no_key_anywhere(tmp: Path, r: subprocess.CompletedProcess[str]) -> None:
+    for path in tmp.rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+    assert KEY not in r.stdout + r.stderr
+
+
+def test_wrong_and_visible_size_only_kernels_are_rejected_and_half_is_refused_unasked(tmp: Path) -> None:
+    pytest.importorskip("openai")
+    from fakes.llm_server import FakeLLMServer
+
+    with FakeLLMServer() as server:
+        server.script(reply(WRONG), reply(VISIBLE_ONLY), reply(RIGHT), reply(HALF))
+        r = generate(tmp, server.url + "/v1", "openai:gpt-4o-mini", "--rounds", "4")
+        bodies = [json.dumps(q.body) for q in server.requests]
+    assert r.returncode == 0, r.stderr + r.stdout[-2000:]
+    doc = json.loads(r.stdout)
+    by = {c["label"]: c for c in doc["candidates"]}
+    rules, model = by["rules"], by["openai:gpt-4o-mini #1"]
+    assert rules["validated"] and model["validated"] and model["precision"] == ""
+    assert model["max_rel_err"] < 1e-10  # judged with float64's tolerance
+    for c in (rules, model):
+        assert c["time_ms"] > 0 and c["device"] == "cpu:cpu-emulator" and c["memory_bytes"] > 0
+        assert Path(c["file"]).is_file()
+    assert "sum_of_squares_model" in Path(model["file"]).read_text()
+    rejected = [c for c in doc["candidates"] if not c["validated"]]
+    assert len(rejected) == 3
+    assert "matches-reference" in rejected[0]["reason"] and "size x.shape[0]=600" in rejected[0]["reason"]
+    assert "hidden size" in rejected[1]["reason"]  # right only at the size the model saw
+    assert "float16" in rejected[2]["reason"] and "requirements do not allow" in rejected[2]["reason"]
+    # each verdict went back: the mismatch, the held-back size's failure, then the measured time
+    assert len(bodies) == 4
+    assert "matches-reference" in bodies[1] and "hidden size" in bodies[2]
+    assert "Measured on cpu:cpu-emulator" in bodies[3] and "unknown ms" not in bodies[3]
+    assert "def sum_of_squares" in bodies[0] and "the sum of the squares of a vector" in bodies[0]
+    assert set(doc["tradeoffs"]) == {"fastest", "least_memory", "most_precise"}
+    assert len(doc["estimates"]) >= 3 and all(e["floor_ms"] > 0 for e in doc["estimates"])
+    out = tmp / "out"
+    assert (out / "report.md").is_file() and (out / "tradeoffs.png").stat().st_size > 1000
+    assert json.loads((out / "report.json").read_text())["candidates"] == doc["candidates"]
+    _no_key_anywhere(tmp, r)
+
+
+def test_half_precision_is_kept_with_its_error_when_the_requirements_allow_it(tmp: Path) -> None:
+    pytest.importorskip("anthropic")
+    from fakes.llm_server import FakeLLMServer
+
+    with FakeLLMServer() as server:
+        server.script(reply(HALF))
+        r = generate(tmp, server.url, "anthropic:claude-sonnet-4-5", "--rounds", "1", "--requirements",
+                     "fp16 arithmetic is fine; least memory")  # fmt: skip
+        bodies = [json.dumps(q.body) for q in server.requests]
+    assert r.returncode == 0, r.stderr + r.stdout[-2000:]
+    doc = json.loads(r.stdout)
+    (half,) = [c for c in doc["candidates"] if c["provenance"].startswith("llm:")]
+    assert half["validated"] and half["precision"] == "float16"
+    # its error is binary16's rounding: far past float64's tolerance, inside half precision's
+    assert 1e-8 < half["max_rel_err"] < 1e-2
+    assert "cuda_fp16.h" in bodies[0] and "fp16 arithmetic is fine" in bodies[0]
+    md = (tmp / "out" / "report.md").read_text()
+    assert "[float16]" in md and "most precise" in md
+    assert doc["tradeoffs"]["most_precise"] == "rules"
+    _no_key_anywhere(tmp, r)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "generate needs --reference FILE.py::FUNCTION"),
+        (("--reference", "{tmp}/p.cu::k"), "--reference takes a Python function"),
+        (("--reference", "{tmp}/p.py::no_such"), "no_such"),
+        (("--reference", "{tmp}/missing.py::f"), "missing.py"),
+        (("--reference", "{tmp}/bad.py::boom"), "the Python function failed"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp: Path, args: tuple[str, ...], message: str) -> None:
+    (tmp / "p.cu").write_text("__global__ void k() {}\n")
+    (tmp / "bad.py").write_text("def boom(x):\n    for i in range(x.shape[0]):\n        x[i] = 1 / 0\n")
+    r = subprocess.run(
+        [sys.executable, "-m", "porter", "generate", "anything", *(a.format(tmp=tmp) for a in args)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 2, r.stderr + r.stdout
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and "Traceback" not in r.stderr, r.stderr
+    assert not any(tmp.glob("*.generated"))  # nothing written for a refused request

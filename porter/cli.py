@@ -639,7 +639,9 @@ def generate(
     reference: Annotated[
         str | None,
         typer.Option(
-            "--reference", help="The specification of correctness: a Python function, FILE.py::FUNCTION."
+            "--reference",
+            help="The specification of correctness: a Python function, FILE.py::FUNCTION, or a CUDA "
+            "kernel, FILE.cu::KERNEL.",
         ),
     ] = None,
     requirements: Annotated[
@@ -671,12 +673,37 @@ def generate(
     ] = False,
 ) -> None:
     """Kernels from a description, each validated against a Python reference on every device here, timed
-    beside the performance model's floor, with the fastest / least-memory / most-precise trade-offs."""
+    beside the performance model's floor, with the fastest / least-memory / most-precise trade-offs.
+    With a CUDA kernel as the reference, the model's kernels are judged against it as `optimize` does
+    (without --model: porter's autotuner over its launch geometry)."""
     from porter.report import generate_view, plain_console
+    from porter.workflows.generate import cuda_reference
     from porter.workflows.generate import generate as run_generate
     from porter.workflows.lift import parse_sizes
 
     err = plain_console(stderr=True)
+    kernel_ref = cuda_reference(reference)
+    if kernel_ref is not None:
+        if not description.strip():
+            raise UsageError("generate needs a description of the operation")
+        if model is None:
+            from porter.report import tune_view
+            from porter.workflows.tune import tune_file
+
+            tuned = tune_file(kernel_ref[0], kernel=kernel_ref[1], markdown=tune_view.markdown,
+                              out_dir=str(out) if out is not None else None)  # fmt: skip
+            show(tuned, tune_view, json_out)
+        from porter.report import optimize_view
+        from porter.workflows.optimize import optimize_file
+
+        optimized = optimize_file(
+            kernel_ref[0], model=model, kernel=kernel_ref[1], candidates=candidates, rounds=rounds,
+            out_dir=str(out) if out is not None else None, base_url=base_url,
+            replay=str(replay) if replay is not None else None, record=str(record) if record is not None else None,
+            progress=optimize_view.progress_printer(), markdown=optimize_view.markdown, timeout=request_timeout,
+            max_retries=retries, description=description, requirements=requirements,
+        )  # fmt: skip
+        show(optimized, optimize_view, json_out)
     report = run_generate(
         description,
         reference=reference,

@@ -11,6 +11,7 @@ that is not a checker beside the original on the same device, with the static co
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Sequence
 from dataclasses import replace
@@ -74,6 +75,13 @@ class Evaluator:
         self._lock = threading.Lock()
         self._baselines: dict[str, BenchResult | None] = {}
         self._costs: dict[str, KernelCost | None] = {}
+
+    def with_spec(self, spec: KernelSpec) -> Evaluator:
+        """The same evaluator judging with `spec` (another tolerance); the original's timings and costs,
+        which the tolerance does not change, are shared rather than measured again."""
+        twin = copy.copy(self)
+        twin.spec = spec
+        return twin
 
     @property
     def original(self) -> Variant | None:

@@ -228,9 +228,9 @@ def reduced_precision(code: str) -> str:
     from porter.llm.records import strip_comments
 
     code = strip_comments(code)  # a comment that says "half" computes nothing
-    for name in settings()["generate"]["reduced_precision_types"]:
-        if re.search(rf"\b{re.escape(name)}\b", code):
-            return "bfloat16" if "bf" in name.lower() else "float16"
+    for precision, pattern in settings()["generate"]["reduced_precision"]:
+        if re.search(pattern, code):
+            return str(precision)
     return ""
 
 

@@ -252,6 +252,12 @@ def task_message(ctx: PromptContext, candidate: int = 1, candidates: int = 1) ->
     if ctx.task == "translate":
         fields.update(dialect_name=d.name, untranslatable=ctx.untranslatable or "see the hazards above")
     text = render(f"task_{ctx.task}", **fields)
+    if ctx.description and ctx.task != "generate":  # `generate` with a CUDA reference: the user's request
+        text = (
+            render("request", description=ctx.description, requirements=ctx.requirements or "none")
+            + "\n"
+            + text
+        )
     if candidates > 1:
         text += (
             f"\nYou are candidate {candidate} of {candidates} working on this kernel independently; "

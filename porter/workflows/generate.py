@@ -75,6 +75,20 @@ def _memory(plan_buffers: Mapping[str, np.ndarray], code: str, entry: str) -> in
     return sum(int(a.nbytes) for a in plan_buffers.values()) + (shared or 0)
 
 
+def cuda_reference(reference: str | None) -> tuple[str, str] | None:
+    """(file, kernel) when `reference` names a CUDA kernel (FILE.cu::KERNEL); None for a Python one."""
+    from porter.backends import SOURCE_DIALECT, dialect_of_suffix
+
+    if not reference:
+        return None
+    path, name = split_target(reference)
+    if dialect_of_suffix(Path(path).suffix) != SOURCE_DIALECT:
+        return None
+    if not name:
+        raise UsageError("--reference takes a kernel: FILE.cu::KERNEL", path=path)
+    return path, name
+
+
 @reads_once
 @warm
 def generate(
@@ -105,7 +119,10 @@ def generate(
         )
     path, func = split_target(reference)
     if not path.endswith(".py") or not func:
-        raise UsageError("--reference takes a Python function: FILE.py::FUNCTION", path=path)
+        raise UsageError(
+            "--reference takes a Python function (FILE.py::FUNCTION) or a CUDA kernel (FILE.cu::KERNEL)",
+            path=path,
+        )
     text = read_text(path)
     targets = _targets(to)
     sig = signature(text, func)

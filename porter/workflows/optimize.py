@@ -145,6 +145,8 @@ def optimize_file(
     | None = None,
     fresh: bool = False,
     markdown: Callable[[OptimizeReport], str] | None = None,
+    description: str = "",
+    requirements: str = "",
 ) -> OptimizeReport:
     """Run the loop on one kernel of `path`; see the module docstring.
 
@@ -154,7 +156,9 @@ def optimize_file(
     candidate it validated is not run again (the reply cache brings the same candidates back), and one
     this run does not meet again is kept.  ``fresh`` ignores the previous report.  ``markdown`` renders
     ``report.md`` from the report (the CLI passes :func:`porter.report.optimize_view.markdown`); without
-    it no ``report.md`` is written."""
+    it no ``report.md`` is written.  ``description`` and ``requirements`` (``porter generate`` with a CUDA
+    reference) go into the prompt; a candidate computing in half or bfloat16 is refused unless the
+    requirements allow it, and then judged with that precision's tolerance."""
     if candidates < 1:
         raise UsageError("--candidates must be at least 1")
     if rounds < 1:
@@ -220,6 +224,8 @@ def optimize_file(
         trials=opts.trials,
         rtol=f"{rtol:g}",
         original_includes=includes(text),
+        description=description,
+        requirements=requirements,
     )
     loop_options = LoopOptions(
         candidates=candidates,
@@ -229,9 +235,11 @@ def optimize_file(
         max_reply_tokens=max_reply_tokens,
         stream=stream,
     )
-    identity = _identity(device_text, k.name, spec, model, opts, plan, bench_size, run_on)
+    identity = _identity(
+        device_text, k.name, spec, model, opts, plan, bench_size, run_on, (description, requirements)
+    )
     known, kept = _previous_validated(previous, identity, out)
-    reusing = _Resumed(evaluator, known)
+    reusing = _Resumed(_Precision(evaluator, requirements), known)
     evaluate: Callable[[Screened], Evaluation] = reusing
     if wrap_evaluator is not None:
         evaluate = wrap_evaluator(reusing)
@@ -292,6 +300,7 @@ def _identity(
     plan: BenchPlan | None,
     bench_size: dict[str, int] | None,
     devices: Sequence[Device],
+    request: tuple[str, str] = ("", ""),
 ) -> str:
     """The key of everything a candidate's evaluation depends on besides its code ("" when a toolchain
     cannot be told: then nothing is reused)."""
@@ -312,7 +321,43 @@ def _identity(
         to_jsonable(plan) if plan is not None else None,
         bench_size,
         chains,
+        *([list(request)] if any(request) else []),  # (unchanged keys for plain `optimize`)
     )
+
+
+class _Precision:
+    """The evaluator behind a precision policy: a candidate computing in half or bfloat16 is refused
+    unless the requirements allow it; an allowed one is judged by an evaluator whose tolerance is that
+    precision's (made once, on first need)."""
+
+    def __init__(self, evaluator: Evaluator, requirements: str) -> None:
+        self.evaluator, self.requirements = evaluator, requirements
+        self.loose: dict[str, Evaluator] = {}
+        self.lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:  # known_baselines, cost, size: the strict evaluator's
+        return getattr(self.evaluator, name)
+
+    def __call__(self, screened: Screened) -> Evaluation:
+        from porter.harness.checks import tolerances
+        from porter.lift import model as lm
+
+        precision = lm.reduced_precision(screened.code)
+        if not precision:
+            return self.evaluator(screened)
+        if not lm.allowed(self.requirements):
+            return Evaluation(False, "validate", f"it computes in {precision}, which the requirements do "
+                              "not allow (say fp16 or bf16 in the requirements to allow it)")  # fmt: skip
+        with self.lock:
+            if precision not in self.loose:
+                low = tolerances()[precision]
+                ev = self.evaluator
+                spec = ev.spec
+                spec = replace(spec, rtol=max(spec.rtol or 0.0, float(low["rtol"])),
+                               atol=max(spec.atol or 0.0, float(low["atol"])))  # fmt: skip
+                self.loose[precision] = ev.with_spec(spec)
+        judged = self.loose[precision](screened)
+        return replace(judged, reason=f"{judged.reason} [{precision}, allowed by the requirements]")
 
 
 def _inside(path: Path, folder: Path) -> bool:

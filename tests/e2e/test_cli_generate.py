@@ -140,7 +140,8 @@ def test_half_precision_is_kept_with_its_error_when_the_requirements_allow_it(tm
     ("args", "message"),
     [
         ((), "generate needs --reference FILE.py::FUNCTION"),
-        (("--reference", "{tmp}/p.cu::k"), "--reference takes a Python function"),
+        (("--reference", "{tmp}/p.txt::k"), "--reference takes a Python function"),
+        (("--reference", "{tmp}/p.cu"), "--reference takes a kernel: FILE.cu::KERNEL"),
         (("--reference", "{tmp}/p.py::no_such"), "no_such"),
         (("--reference", "{tmp}/missing.py::f"), "missing.py"),
         (("--reference", "{tmp}/bad.py::boom"), "the Python function failed"),
@@ -148,6 +149,7 @@ def test_half_precision_is_kept_with_its_error_when_the_requirements_allow_it(tm
 )
 def test_bad_input_is_one_line_and_exit_2(tmp: Path, args: tuple[str, ...], message: str) -> None:
     (tmp / "p.cu").write_text("__global__ void k() {}\n")
+    (tmp / "p.txt").write_text("k\n")
     (tmp / "bad.py").write_text("def boom(x):\n    for i in range(x.shape[0]):\n        x[i] = 1 / 0\n")
     r = subprocess.run(
         [sys.executable, "-m", "porter", "generate", "anything", *(a.format(tmp=tmp) for a in args)],
@@ -157,3 +159,85 @@ def test_bad_input_is_one_line_and_exit_2(tmp: Path, args: tuple[str, ...], mess
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in r.stderr, r.stderr
     assert not any(tmp.glob("*.generated"))  # nothing written for a refused request
+
+
+ADD_CU = """
+__global__ void add(const float* a, const float* b, float* c, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i];
+}
+
+int main()
+{
+    const int n = 1 << 16;
+    float *a, *b, *c;
+    cudaMalloc(&a, n * sizeof(float));
+    cudaMalloc(&b, n * sizeof(float));
+    cudaMalloc(&c, n * sizeof(float));
+    add<<<(n + 255) / 256, 256>>>(a, b, c, n);
+    cudaDeviceSynchronize();
+    return 0;
+}
+"""
+ADD_STRIDED = """
+__global__ void add(const float* a, const float* b, float* c, int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) c[i] = b[i] + a[i];
+}
+"""
+ADD_HALF = """#include <cuda_fp16.h>
+__global__ void add(const float* a, const float* b, float* c, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = __half2float(__hadd(__float2half(a[i]), __float2half(b[i])));
+}
+"""
+
+
+@pytest.mark.parametrize("allowed", [False, True])
+def test_a_cuda_kernel_as_the_reference(tmp: Path, allowed: bool) -> None:
+    pytest.importorskip("openai")
+    from fakes.llm_server import FakeLLMServer
+
+    (tmp / "add.cu").write_text(ADD_CU)
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    env.update(OPENAI_API_KEY=KEY, PORTER_CACHE_DIR=str(tmp / "cache"))
+    with FakeLLMServer() as server:
+        server.script(reply(ADD_STRIDED), reply(ADD_HALF))
+        r = subprocess.run(
+            [sys.executable, "-m", "porter", "generate", "add two float vectors", "--reference",
+             f"{tmp / 'add.cu'}::add", "--model", "openai:gpt-4o-mini", "--base-url", server.url + "/v1",
+             "--candidates", "1", "--rounds", "2", "--out", str(tmp / "out"), "--json",
+             *(["--requirements", "fp16 is acceptable"] if allowed else [])],
+            capture_output=True, text=True, timeout=900, env=env,
+        )  # fmt: skip
+        first = json.dumps(server.requests[0].body)
+    assert r.returncode == 0, r.stderr + r.stdout[-2000:]
+    assert "The user asked for: add two float vectors" in first and "__global__ void add" in first
+    report = json.loads((tmp / "out" / "report.json").read_text())
+    attempts = report["attempts"]
+    assert [a["status"] for a in attempts][0] == "validated" and attempts[0]["max_rel_err"] == 0.0
+    half = attempts[1]
+    if allowed:  # judged at half precision's tolerance, the rounding it made on the record
+        assert half["status"] == "validated" and "[float16, allowed by the requirements]" in half["reason"]
+        assert half["max_rel_err"] > 1e-5
+    else:
+        assert half["status"] != "validated" and "requirements do not allow" in half["reason"]
+    doc = json.loads(r.stdout)
+    assert {v["role"] for v in doc["kernels"][0]["variants"]} >= {"fastest", "least_memory", "most_precise"}
+    _no_key_anywhere(tmp, r)
+
+
+def test_a_cuda_reference_without_a_model_is_autotuned(tmp: Path) -> None:
+    (tmp / "add.cu").write_text(ADD_CU)
+    r = subprocess.run(
+        [sys.executable, "-m", "porter", "generate", "add two float vectors", "--reference", f"{tmp / 'add.cu'}::add",
+         "--out", str(tmp / "out"), "--json"],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr + r.stdout[-2000:]
+    doc = json.loads(r.stdout)
+    assert doc["schema"] == "porter-tune-report/1" and doc["kernel"] == "add" and len(doc["configs"]) > 1
+    assert doc["configs"][0]["original"] and all(c["validated"] for c in doc["configs"])
+    assert (tmp / "out" / "report.json").is_file()

@@ -50,6 +50,15 @@ def test_reduced_precision_is_found_and_only_allowed_when_asked() -> None:
     assert lm.reduced_precision("__half h = __float2half(x[i]);") == "float16"
     assert lm.reduced_precision("__nv_bfloat16 b = __float2bfloat16(v);") == "bfloat16"
     assert lm.reduced_precision("float halfway = 0.5f; // no half here") == ""
+    # intrinsics alone give it away (no __half declared)
+    assert (
+        lm.reduced_precision("c[i] = __half2float(__hadd(__float2half(a[i]), __float2half(b[i])));")
+        == "float16"
+    )
+    assert lm.reduced_precision("y[i] = __bfloat162float(__hadd(__float2bfloat16(x), b));") == "bfloat16"
+    assert lm.reduced_precision("x = __hadd_sat(a, b);") == "float16"
+    assert lm.reduced_precision("half h = x; half2* p = q;") == "float16"
+    assert lm.reduced_precision("int half = blockDim.x / 2; if (t < half) s[t] += s[t + half];") == ""
     assert lm.allowed("FP16 is fine for this") and lm.allowed("bf16 ok") and lm.allowed("mixed precision")
     assert not lm.allowed("as fast as possible, least memory") and not lm.allowed("")
 

@@ -748,6 +748,12 @@ def optimize(
             "--capture", help="Tune on the launches of a capture of the program's run (porter capture)."
         ),
     ] = None,
+    size: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--size", help="Autotuner: time at this size symbol's value, e.g. --size n=1<<26; repeatable."
+        ),
+    ] = None,
     candidates: Annotated[int, typer.Option("--candidates", help="Concurrent candidates per round.")] = 2,
     rounds: Annotated[int, typer.Option("--rounds", help="Rounds of generate, validate, repair.")] = 3,
     out: Annotated[
@@ -784,6 +790,7 @@ def optimize(
 
     if model is None:  # the autotuner: no model, no key
         from porter.report import tune_view
+        from porter.workflows.bench import parse_sizes
         from porter.workflows.tune import tune_file
 
         tuned = tune_file(
@@ -792,13 +799,14 @@ def optimize(
             capture_dir=str(capture) if capture is not None else None,
             include_dirs=[str(p) for p in include or []],
             out_dir=str(out) if out is not None else None,
+            sizes=parse_sizes(size or []),
             markdown=tune_view.markdown,
         )
         show(tuned, tune_view, json_out)
     from porter.workflows.optimize import optimize_file
 
-    if capture is not None:
-        raise UsageError("--capture is for the autotuner (without --model)")
+    if capture is not None or size:
+        raise UsageError("--capture and --size are for the autotuner (without --model)")
     report = optimize_file(
         str(file),
         model=model,

@@ -872,6 +872,11 @@ class TunedConfig:
     time_ms: float | None
     reason: str
     original: bool = False
+    flags: list[str] = field(default_factory=list)  # compile options beside the geometry
+    suspect: bool = False  # timed below the performance model's floor: never chosen
+    achieved_bandwidth: float | None = None  # bytes/s of compulsory traffic
+    pct_bandwidth: float | None = None  # of the device's datasheet bandwidth
+    pct_measured_bandwidth: float | None = None  # of its measured device copy
 
 
 @dataclass
@@ -883,6 +888,9 @@ class TuneReport:
     device: str  # where the times were taken
     out_dir: str
     spec_source: str  # "capture" | "spec-file" | "inferred"
+    size: dict[str, int] = field(default_factory=dict)  # where the times were taken
+    floor_ms: float | None = None  # the performance model's floor there, on the timing device
+    bound: str = ""  # "memory" | "compute": what sets the floor
     configs: list[TunedConfig] = field(default_factory=list)
     best: str = ""
     speedup: float | None = None  # the original's time / the best's, on `device`
@@ -923,8 +931,10 @@ class Candidate:
     reason: str
     file: str = ""
     time_ms: float | None = None  # median on `device`
-    device: str = ""
+    device: str = ""  # the first GPU, else the first device that times
     floor_ms: float | None = None  # the model's floor on `device`
+    times: dict[str, float] = field(default_factory=dict)  # median ms on each device that timed it
+    pct_of_peak: dict[str, float] = field(default_factory=dict)  # floor / time, on devices of the table
     suspect: bool = False  # a time under the floor: never reported as a speed
     memory_bytes: int | None = None  # device bytes allocated + static shared memory per block
     max_rel_err: float | None = None  # against the Python reference
@@ -939,6 +949,7 @@ class GenerateReport:
     requirements: str
     out_dir: str
     targets: tuple[str, ...]
+    timing_size: dict[str, int] = field(default_factory=dict)  # where GPUs time (and the estimates hold)
     estimates: list[Estimate] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
     tradeoffs: dict[str, str] = field(default_factory=dict)  # fastest / least_memory / most_precise -> label

@@ -10,7 +10,11 @@ guards, two runs, tolerance); a kernel that hard-codes its block size, or sizes 
 fails there and is never timed.  The validated configurations are timed (device events, warm-up, L2
 flush; :func:`porter.harness.bench.benchmark`, or the ``timer`` a test injects) and the fastest kept;
 the original's own geometry is always among them, so the result is never slower than the original by
-the measurement.
+the measurement.  A time below the performance model's floor is suspect: shown, never chosen.
+
+Then compile options that keep semantics (the timing device's backend lists them as ``tune_flags`` in
+its ``facts.toml``: more vectorisation, another load-cache policy) are tried on the fastest geometry,
+each validated again with those options on the devices of that backend before it is timed.
 """
 
 from __future__ import annotations
@@ -40,14 +44,35 @@ class Config:
     grid: tuple[str, ...]
     label: str
     original: bool = False
+    flags: tuple[str, ...] = ()  # compile options on the timing device's backend
+
+
+@dataclass(frozen=True)
+class Timed:
+    """One configuration's measurement: the median, a note, and where it stands against the floor."""
+
+    time_ms: float | None
+    note: str = ""
+    suspect: bool = False  # below the performance model's floor: shown, never chosen
+    achieved_bandwidth: float | None = None  # bytes/s of compulsory traffic
+    pct_bandwidth: float | None = None  # of the datasheet bandwidth
+    pct_measured_bandwidth: float | None = None  # of the measured device copy
 
 
 @dataclass
 class Trial:
     config: Config
     verdicts: list[Verdict] = field(default_factory=list)
-    time_ms: float | None = None  # on the timing device
+    timed: Timed | None = None  # on the timing device
     reason: str = ""
+
+    @property
+    def time_ms(self) -> float | None:
+        return self.timed.time_ms if self.timed is not None else None
+
+    @property
+    def eligible(self) -> bool:
+        return self.validated and bool(self.time_ms) and not (self.timed and self.timed.suspect)
 
     @property
     def validated(self) -> bool:
@@ -67,6 +92,20 @@ class TuneResult:
         if self.best is None or base is None or not self.best.time_ms or base.time_ms is None:
             return None
         return base.time_ms / self.best.time_ms
+
+
+def flag_sets(backend: str) -> list[tuple[str, ...]]:
+    """The semantics-keeping compile options a backend offers the autotuner (its facts.toml's
+    ``tune_flags``; none when it has no such file)."""
+    from importlib import resources
+
+    try:
+        text = (
+            resources.files(f"porter.backends.{backend}").joinpath("facts.toml").read_text(encoding="utf-8")
+        )
+    except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError):
+        return []
+    return [tuple(str(f) for f in fs) for fs in tomllib.loads(text).get("tune_flags", [])]
 
 
 def grid_stride(kernel: Kernel | None, source: str) -> bool:
@@ -138,8 +177,13 @@ def configurations(
     return unique
 
 
-Timer = Callable[[Config, KernelSpec, Device], tuple[float | None, str]]
-Validator = Callable[[KernelSpec], list[Verdict]]
+Timer = Callable[[Config, KernelSpec, Device], Timed]
+Validator = Callable[[KernelSpec, tuple[str, ...]], list[Verdict]]  # (shaped spec, compile flags)
+
+
+def _fastest(trials: Sequence[Trial]) -> Trial | None:
+    eligible = [t for t in trials if t.eligible]
+    return min(eligible, key=lambda t: (t.time_ms or 0.0, not t.config.original)) if eligible else None
 
 
 def tune(
@@ -149,29 +193,36 @@ def tune(
     validate_at: Validator,
     timer: Timer,
     device: Device,
+    flags: Sequence[tuple[str, ...]] = (),
 ) -> TuneResult:
-    """Validate every configuration, time the validated ones on `device`, keep the fastest."""
-    trials: list[Trial] = []
-    for c in configs:
+    """Validate every configuration, time the validated ones on `device`, keep the fastest; then each
+    set of `flags` on the fastest geometry, validated and timed the same way."""
+
+    def trial(c: Config) -> Trial:
         shaped = replace(spec, block=c.block, grid=c.grid)
         t = Trial(c)
         try:
-            t.verdicts = validate_at(shaped)
+            t.verdicts = validate_at(shaped, c.flags)
         except Exception as err:  # noqa: BLE001 - a configuration porter cannot even set up is a record
             t.reason = f"not validated: {err}"
-            trials.append(t)
-            continue
+            return t
         if not t.validated:
             bad = next((v for v in t.verdicts if v.status is not Status.VALIDATED), None)
             t.reason = f"rejected: {bad.reason if bad else 'no device ran it'}"
-            trials.append(t)
-            continue
-        t.time_ms, why = timer(c, shaped, device)
-        t.reason = why or "validated"
-        trials.append(t)
-    timed = [t for t in trials if t.validated and t.time_ms]
-    best = min(timed, key=lambda t: (t.time_ms or 0.0, not t.config.original)) if timed else None
-    return TuneResult(kernel, device.label, trials, best)
+            return t
+        t.timed = timer(c, shaped, device)
+        t.reason = t.timed.note or "validated"
+        if t.timed.suspect:
+            t.reason = f"suspect, not chosen: {t.reason}"
+        return t
+
+    trials = [trial(c) for c in configs]
+    geometry = _fastest(trials)
+    if geometry is not None:
+        for fs in flags:
+            c = geometry.config
+            trials.append(trial(Config(c.block, c.grid, f"{c.label} + {' '.join(fs)}", flags=tuple(fs))))
+    return TuneResult(kernel, device.label, trials, _fastest(trials))
 
 
 def replay_validator(
@@ -183,9 +234,13 @@ def replay_validator(
     from porter.harness.reference import Reference
     from porter.harness.validate import validate
 
-    def run(spec: KernelSpec) -> list[Verdict]:
+    def run(spec: KernelSpec, flags: tuple[str, ...]) -> list[Verdict]:
         given = tuple(Instance.given(spec, i.size, i.label, i.values, i.constants) for i in instances)
         opts = replace(options, given=given, trials=1)
-        return validate(variant, spec, Reference(recorded=recorded), list(devices), opts)
+        on = list(devices)
+        if flags:  # the options are the timing device's backend's: validated where they apply
+            opts = replace(opts, compile=replace(opts.compile, flags=(*opts.compile.flags, *flags)))
+            on = [d for d in devices if d.backend == devices[0].backend and d.kind == devices[0].kind]
+        return validate(variant, spec, Reference(recorded=recorded), on, opts)
 
     return run

@@ -66,6 +66,21 @@ def hidden_sizes(sizes: Mapping[str, int]) -> list[dict[str, int]]:
     return out
 
 
+def timing_sizes(lifted: Lifted, sizes: Mapping[str, int], elements: int) -> dict[str, int]:
+    """`sizes` with every array dimension scaled alike so that the largest array holds about `elements`
+    (never smaller than given); int scalars that are no array's dimension (a step count) keep theirs."""
+    arrays = [p.shape for p in lifted.params if p.kind == "array" and p.shape]
+    if not arrays:
+        return dict(sizes)
+    largest = max(arrays, key=lambda shape: int(np.prod([sizes[d] for d in shape])))
+    now = int(np.prod([sizes[d] for d in largest]))
+    if now >= elements:
+        return dict(sizes)
+    scale = (elements / now) ** (1.0 / len(largest))
+    dims = {d for shape in arrays for d in shape}
+    return {k: max(v, int(round(v * scale))) if k in dims else v for k, v in sizes.items()}
+
+
 def draw(lifted: Lifted, sizes: Mapping[str, int], seed: int) -> dict[str, Any]:
     """Seeded arguments at `sizes`, by parameter name."""
     rng = np.random.default_rng(seed)

@@ -42,10 +42,25 @@ def _marks(report: GenerateReport, label: str) -> str:
     return ", ".join(k.replace("_", " ") for k, v in report.tradeoffs.items() if v == label)
 
 
+def _at(report: GenerateReport) -> str:
+    return ", ".join(f"{k}={v}" for k, v in report.timing_size.items())
+
+
+def _per_device(report: GenerateReport) -> list[tuple[str, str, str, str]]:
+    """(candidate, device, time, % of peak) for every time a validated candidate took."""
+    rows = []
+    for c in report.candidates:
+        for dev, ms in c.times.items():
+            pct = c.pct_of_peak.get(dev)
+            rows.append((c.label, dev, _ms(ms), f"{pct:.1f}%" if pct is not None else "-"))
+    return rows
+
+
 def render(report: GenerateReport) -> None:
     console = plain_console()
     console.print(f"porter generate: {report.description}")
-    est = Table(title="floors before running (the performance model, from the reference's bytes and FLOPs)")
+    est = Table(title="floors before running (the performance model, from the reference's bytes and FLOPs, "
+                      f"at {_at(report)})")  # fmt: skip
     for col in ("device", "floor", "bound"):
         est.add_column(col)
     for e in report.estimates:
@@ -62,6 +77,12 @@ def render(report: GenerateReport) -> None:
             time, _ms(c.floor_ms), _bytes(c.memory_bytes), _err(c.max_rel_err), _marks(report, c.label), short(c.reason, 60),
         )  # fmt: skip
     console.print(table)
+    times = Table(title=f"times on each device (GPUs at {_at(report)}; CPU devices at the reference's size)")
+    for col in ("candidate", "device", "time", "% of peak (floor / time)"):
+        times.add_column(col)
+    for row in _per_device(report):
+        times.add_row(*row)
+    console.print(times)
     if report.requests:
         console.print(f"model: {report.requests} request(s), {report.input_tokens} input and "
                       f"{report.output_tokens} output tokens, ${report.cost_usd:.4f}")  # fmt: skip
@@ -75,7 +96,8 @@ def render(report: GenerateReport) -> None:
 def markdown(report: GenerateReport) -> str:
     lines = ["# porter generate", "", f"> {report.description}", "",
              f"Reference `{report.reference}`; requirements: {report.requirements or 'none'}.", "",
-             "## Floors before running", "", "| device | floor | bound |", "|---|---:|---|"]  # fmt: skip
+             "## Floors before running", "", f"At {_at(report)}, from the reference's bytes and FLOPs.", "",
+             "| device | floor | bound |", "|---|---:|---|"]  # fmt: skip
     lines += [f"| {e.device} | {_ms(e.floor_ms)} | {e.bound or e.note} |" for e in report.estimates]
     lines += ["", "## Candidates", "",
               "| candidate | status | time | floor | memory | max rel err | trade-off | file / reason |",
@@ -88,6 +110,10 @@ def markdown(report: GenerateReport) -> str:
             f"{' (suspect)' if c.suspect else ''} | {_ms(c.floor_ms)} | {_bytes(c.memory_bytes)} | {_err(c.max_rel_err)} | "
             f"{_marks(report, c.label)} | {where} |"
         )
+    lines += ["", "## Times on each device", "",
+              f"GPUs at {_at(report)}; CPU devices at the reference's size. % of peak: the floor over the time.", "",
+              "| candidate | device | time | % of peak |", "|---|---|---:|---:|"]  # fmt: skip
+    lines += [f"| {' | '.join(row)} |" for row in _per_device(report)]
     if report.requests:
         lines += ["", f"Model: {report.requests} request(s), {report.input_tokens} input and {report.output_tokens} "
                       f"output tokens, ${report.cost_usd:.4f}."]  # fmt: skip

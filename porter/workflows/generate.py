@@ -164,28 +164,41 @@ def generate(
             raise UsageError("--reference returns an array: porter generates kernels for functions that write their "
                              "arrays in place or return a number", path=path)  # fmt: skip
         returns = first_ref.returned.dtype.name
-    cost_c, report.estimates = _estimates(shell, first_args, changed, text)
+    from porter.harness.spec.sizes import GPU_ELEMENTS
+
+    report.timing_size = inputs.timing_sizes(shell, visible, GPU_ELEMENTS)
+    gpu_args = inputs.draw(shell, report.timing_size, seed)
+    cost_gpu, report.estimates = _estimates(shell, gpu_args, changed, text)  # before any candidate runs
+    cost_cpu = _estimates(shell, first_args, changed, text)[0]
     out.mkdir(parents=True, exist_ok=True)  # only once the reference ran: a refused request writes nothing
     save()
     devices = {t: [*run_devices(t), *wavefront_devices(t)] for t in targets}
-    pairs = [(t, d) for t in targets for d in devices[t]]
-    timing_target, timing_device = next((p for p in pairs if p[1].kind == "gpu"), None) or next(
-        (p for p in pairs if p[1].kind != "checker"), (None, None)
-    )
+    # every device that runs a target times it once (a GPU at the timing size, a CPU device at the visible
+    # size); the first GPU's time is the candidate's headline
+    timers = [(t, d) for t in targets for d in run_devices(t) if d.kind != "checker"]
+    timers.sort(key=lambda p: p[1].kind != "gpu")
+    timing_device = timers[0][1] if timers else None
     from porter.harness import perfmodel
 
-    entry = perfmodel.entry_for(timing_device) if timing_device is not None else None
-    floor = perfmodel.roofline(cost_c, entry).floor_ms if entry is not None else None
-
     def measure(cand: Candidate, lifted_fn: Lifted, srcs: Mapping[str, Any]) -> None:
-        """Time and size a validated candidate on the timing device (a time under the floor: suspect)."""
-        if timing_device is None or timing_target is None or srcs.get(timing_target) is None:
-            return
-        t_src = srcs[timing_target]
-        cand.time_ms = lm.time_on(lifted_fn, t_src, timing_device, first_args, cand.provenance != "rules")
-        cand.device = timing_device.label
-        cand.floor_ms = floor
-        cand.suspect = bool(floor and cand.time_ms and cand.time_ms < perfmodel.SUSPECT_FACTOR * floor)
+        """Time a validated candidate on every device and size it; a time under the floor: suspect."""
+        for t, d in timers:
+            if srcs.get(t) is None or d.label in cand.times:
+                continue
+            gpu = d.kind == "gpu"
+            ms = lm.time_on(
+                lifted_fn, srcs[t], d, gpu_args if gpu else first_args, cand.provenance != "rules"
+            )
+            if ms is None:
+                continue
+            cand.times[d.label] = ms
+            entry = perfmodel.entry_for(d)
+            floor = perfmodel.roofline(cost_gpu if gpu else cost_cpu, entry).floor_ms if entry else None
+            if floor:
+                cand.pct_of_peak[d.label] = 100.0 * floor / ms
+            if cand.time_ms is None:
+                cand.time_ms, cand.device, cand.floor_ms = ms, d.label, floor
+                cand.suspect = bool(floor and ms < perfmodel.SUSPECT_FACTOR * floor)
         from porter.lift import hostexpr
 
         plan = hostexpr.plan(lifted_fn, first_args, poison=False)

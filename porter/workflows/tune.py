@@ -4,7 +4,9 @@ The kernel's launches -- a capture's (the program's own sizes and data), else th
 from the host code (or the spec file) -- are the inputs; the original kernel at its own geometry gives
 the expected outputs; every configuration of :func:`porter.harness.tune.configurations` is validated
 on every device here and the validated ones are timed on the first GPU (else the first device, whose
-times are then only a ranking on that device).  The output folder (default ``<file>.tuned/`` beside the
+times are then only a ranking on that device): at a capture's largest launch, else at the benchmark size
+``porter bench`` uses (``--size`` overrides), beside the performance model's floor -- a time below the
+floor is suspect and never chosen.  The output folder (default ``<file>.tuned/`` beside the
 file) holds ``report.json`` / ``report.md`` and, when the fastest configuration is not the original's and
 the file launches the kernel with ``<<<grid, block>>>`` expressions, the file with that launch rewritten
 and ``launch.diff``.  The user's file is never written.
@@ -15,7 +17,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -79,6 +81,24 @@ def _rewrite(text: str, line: int, grid: str, block: str, new_grid: str, new_blo
     return "".join(lines)
 
 
+def _row(t: T.Trial) -> TunedConfig:
+    m = t.timed
+    return TunedConfig(
+        t.config.label, list(t.config.block), list(t.config.grid), t.validated, t.time_ms, t.reason,
+        t.config.original, list(t.config.flags), bool(m and m.suspect),
+        m.achieved_bandwidth if m else None, m.pct_bandwidth if m else None,
+        m.pct_measured_bandwidth if m else None,
+    )  # fmt: skip
+
+
+def _roofline(cost: Any, device: Device) -> Any:
+    """The performance model's floor for the timed launch on the timing device (None without one)."""
+    from porter.harness import perfmodel
+
+    entry = perfmodel.entry_for(device) if cost is not None else None
+    return perfmodel.roofline(cost, entry) if entry is not None else None
+
+
 @reads_once
 @warm
 def tune_file(
@@ -89,13 +109,17 @@ def tune_file(
     include_dirs: Sequence[str] = (),
     out_dir: str | None = None,
     seed: int = 20241202,
+    sizes: Mapping[str, int] | None = None,
+    gpu_elements: int | None = None,
     timer: T.Timer | None = None,
     devices: Sequence[Device] | None = None,
     progress: Callable[[str], None] | None = None,
     markdown: Callable[[TuneReport], str] | None = None,
 ) -> TuneReport:
     from porter.harness.bench import benchmark, plan_for
+    from porter.harness.cost import estimate
     from porter.harness.spec import split_instance
+    from porter.workflows.bench import GPU_ELEMENTS, _bench_size
     from porter.workflows.optimize import _pick, run_devices
 
     say = progress or (lambda _m: None)
@@ -128,26 +152,54 @@ def tune_file(
     else:
         spec = source_plan.spec(k.name, dirs)
         instances = _instances(spec, seed)
-        expected = _expected(original, spec, instances, run_on, options)
+        try:
+            expected = _expected(original, spec, instances, run_on, options)
+        except UsageError:  # the file's other device code does not build or run (a removed API): alone
+            original = replace(source_plan.original(k.name, "alone"), entry=k.qualified)
+            expected = _expected(original, spec, instances, run_on, options)
     timing_device = next((d for d in run_on if d.kind == "gpu"), run_on[0])
     facts = timing_device.facts
     configs = T.configurations(
         spec, T.grid_stride(k, source_plan.text), facts.max_threads_per_block, facts.multiprocessors,
         T.used_dims(spec, [i.size for i in instances]),
     )  # fmt: skip
-    say(f"{k.name}: {len(configs)} configuration(s), timed on {timing_device.label}")
     largest = max(instances, key=lambda i: sum(getattr(v, "nbytes", 0) for v in i.values))
+    if capture_dir is not None:
+        if sizes:
+            raise UsageError("--size is for inferred launches; a capture's are timed at their own size")
+        timed_at: Instance | None = largest
+        size = dict(largest.size)
+    else:  # validated at small sizes, timed where the device's memory system shows
+        timed_at, size = (
+            None,
+            _bench_size(spec, timing_device.kind, sizes or {}, gpu_elements or GPU_ELEMENTS),
+        )
+    try:
+        cost = estimate(source_plan.text, spec, size, source_plan.scan, kernel=k.name)
+    except (ValueError, ArithmeticError):
+        cost = None
+    flags = T.flag_sets(timing_device.backend)
+    say(f"{k.name}: {len(configs)} configuration(s) and {len(flags)} option set(s), timed on "
+        f"{timing_device.label} at {', '.join(f'{n}={v}' for n, v in size.items())}")  # fmt: skip
 
-    def bench(c: T.Config, shaped: KernelSpec, device: Device) -> tuple[float | None, str]:
-        inst = Instance.given(shaped, largest.size, largest.label, largest.values, largest.constants)
-        r = benchmark(original, shaped, device, largest.size, replace(plan_for(device), compile=options.compile),
-                      instance=inst)  # fmt: skip
+    def bench(c: T.Config, shaped: KernelSpec, device: Device) -> T.Timed:
+        inst = None
+        if timed_at is not None:
+            inst = Instance.given(shaped, timed_at.size, timed_at.label, timed_at.values, timed_at.constants)
+        compile_with = replace(options.compile, flags=(*options.compile.flags, *c.flags))
+        r = benchmark(original, shaped, device, size, replace(plan_for(device), compile=compile_with),
+                      instance=inst, cost=cost)  # fmt: skip
         if not r.ok or r.timing is None:
-            return None, f"not timed: {r.reason}"
-        return r.timing.median_ms, ("suspect: " + "; ".join(r.notes)) if r.suspect else ""
+            return T.Timed(None, f"not timed: {r.reason}")
+        a = r.assessment
+        return T.Timed(
+            r.timing.median_ms, ("; ".join(r.notes) if r.suspect else ""), r.suspect,
+            a.achieved_bandwidth if a else None, a.pct_bandwidth if a else None,
+            a.pct_measured_bandwidth if a else None,
+        )  # fmt: skip
 
     validate_at = T.replay_validator(original, instances, expected, run_on, options)
-    result = T.tune(k.name, spec, configs, validate_at, timer or bench, timing_device)
+    result = T.tune(k.name, spec, configs, validate_at, timer or bench, timing_device, flags)
     src = Path(path)
     out = Path(out_dir) if out_dir else src.parent / f"{src.stem}.tuned"
     if out.exists() and not out.is_dir():
@@ -155,11 +207,14 @@ def tune_file(
     out.mkdir(parents=True, exist_ok=True)
     report = TuneReport(
         source=str(src), kernel=k.name, device=result.device, out_dir=str(out),
-        spec_source="capture" if capture_dir else spec.source,
-        configs=[TunedConfig(t.config.label, list(t.config.block), list(t.config.grid), t.validated, t.time_ms,
-                             t.reason, t.config.original) for t in result.trials],
+        spec_source="capture" if capture_dir else spec.source, size=size,
+        floor_ms=(r.floor_ms if (r := _roofline(cost, timing_device)) else None), bound=r.bound if r else "",
+        configs=[_row(t) for t in result.trials],
         best=result.best.config.label if result.best else "", speedup=result.speedup,
     )  # fmt: skip
+    if result.best is not None and result.best.config.flags:
+        report.notes.append(f"the fastest needs the compile options {' '.join(result.best.config.flags)}: "
+                            "build the kernel with them")  # fmt: skip
     if timing_device.kind != "gpu":
         report.notes.append(
             f"no GPU here: the times are {timing_device.label}'s, a ranking on that device, not a GPU's"

@@ -95,6 +95,7 @@ def test_wrong_and_visible_size_only_kernels_are_rejected_and_half_is_refused_un
     for c in (rules, model):
         assert c["time_ms"] > 0 and c["device"] == "cpu:cpu-emulator" and c["memory_bytes"] > 0
         assert Path(c["file"]).is_file()
+        assert c["times"]["cpu:cpu-emulator"] == c["time_ms"]  # and every other device that runs cuda
     assert "sum_of_squares_model" in Path(model["file"]).read_text()
     rejected = [c for c in doc["candidates"] if not c["validated"]]
     assert len(rejected) == 3
@@ -241,3 +242,42 @@ def test_a_cuda_reference_without_a_model_is_autotuned(tmp: Path) -> None:
     assert doc["schema"] == "porter-tune-report/1" and doc["kernel"] == "add" and len(doc["configs"]) > 1
     assert doc["configs"][0]["original"] and all(c["validated"] for c in doc["configs"])
     assert (tmp / "out" / "report.json").is_file()
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_candidates_are_timed_at_the_timing_size_beside_the_floor(tmp: Path) -> None:
+    if shutil.which("nvidia-smi") is None:
+        pytest.skip("no NVIDIA GPU (nvidia-smi not found)")
+    r = subprocess.run(
+        [sys.executable, "-m", "porter", "generate", "the sum of the squares of a vector", "--reference",
+         f"{tmp / 'p.py'}::sum_of_squares", "--to", "cuda", "--out", str(tmp / "out"), "--json"],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr + r.stdout[-2000:]
+    doc = json.loads(r.stdout)
+    assert doc["timing_size"]["x.shape[0]"] >= 1 << 23
+    (rules,) = [c for c in doc["candidates"] if c["validated"]]
+    assert rules["device"].startswith("cuda:") and rules["floor_ms"] and rules["time_ms"] > 0
+    assert 0 < rules["pct_of_peak"][rules["device"]] <= 100 / 0.9 and not rules["suspect"]
+    assert "cpu:cpu-emulator" in rules["times"]  # the CPU devices time it too, at the reference's size
+
+
+def test_without_a_model_the_rules_kernel_is_timed_on_every_device_that_runs_it(tmp: Path) -> None:
+    pytest.importorskip("pyopencl")
+    import pyopencl as cl
+
+    if not any(p.get_devices() for p in cl.get_platforms()):
+        pytest.skip("no OpenCL device")
+    r = subprocess.run(
+        [sys.executable, "-m", "porter", "generate", "y = a * x + y", "--reference", f"{tmp / 'p.py'}::saxpy",
+         "--to", "cuda,opencl", "--out", str(tmp / "out"), "--json"],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr + r.stdout[-2000:]
+    doc = json.loads(r.stdout)
+    (rules,) = doc["candidates"]
+    assert rules["validated"] and rules["times"]["cpu:cpu-emulator"] > 0
+    assert any(d.startswith("opencl:") for d in rules["times"]), rules["times"]
+    assert "oclgrind" not in " ".join(rules["times"])  # a checker validates; it does not time
+    md = (tmp / "out" / "report.md").read_text()
+    assert "## Times on each device" in md and "opencl:" in md.split("## Times on each device")[1]

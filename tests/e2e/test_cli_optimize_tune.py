@@ -33,10 +33,12 @@ def test_every_validated_configuration_is_timed_and_the_best_launch_written_as_a
     for name in ("vector_add.cu", "common.cuh"):
         shutil.copy(SAMPLES / name, tmp_path)
     before = (tmp_path / "vector_add.cu").read_bytes()
-    r = porter("optimize", str(tmp_path / "vector_add.cu"), "--json", "--out", str(tmp_path / "out"))
+    r = porter("optimize", str(tmp_path / "vector_add.cu"), "--json", "--out", str(tmp_path / "out"),
+               "--size", "n=100000")  # fmt: skip
     assert r.returncode == 0, r.stderr + r.stdout[-2000:]
     doc = json.loads(r.stdout)
     assert doc["schema"] == "porter-tune-report/1" and doc["configs"][0]["original"]
+    assert doc["size"] == {"n": 100000}  # validated at small sizes, timed at the one asked for
     assert all(c["validated"] and c["time_ms"] for c in doc["configs"]), doc["configs"]
     assert any("no GPU here" in n for n in doc["notes"])
     assert (tmp_path / "vector_add.cu").read_bytes() == before  # the user's file is never written
@@ -70,4 +72,24 @@ def test_tuning_on_a_capture_uses_the_programs_launches(tmp_path: Path) -> None:
     assert doc["spec_source"] == "capture" and sum(c["validated"] for c in doc["configs"]) >= 2
     both = porter("optimize", str(tmp_path / "tour" / "main.cu"), "--kernel", "scale", "--capture",
                   str(tmp_path / "cap"), "--model", "openai:x")  # fmt: skip
-    assert both.returncode == 2 and "--capture is for the autotuner" in both.stderr
+    assert both.returncode == 2 and "--capture and --size are for the autotuner" in both.stderr
+    sized = porter("optimize", str(tmp_path / "tour" / "main.cu"), "--kernel", "scale", "--capture",
+                   str(tmp_path / "cap"), "--size", "n=5")  # fmt: skip
+    assert sized.returncode == 2 and "a capture's are timed at their own size" in sized.stderr
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_each_time_stands_beside_the_floor_and_compile_options_are_tried(tmp_path: Path) -> None:
+    if shutil.which("nvidia-smi") is None:
+        pytest.skip("no NVIDIA GPU (nvidia-smi not found)")
+    for name in ("vector_add.cu", "common.cuh"):
+        shutil.copy(SAMPLES / name, tmp_path)
+    r = porter("optimize", str(tmp_path / "vector_add.cu"), "--json", "--out", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr + r.stdout[-2000:]
+    doc = json.loads(r.stdout)
+    assert doc["device"].startswith("cuda:") and doc["floor_ms"] and doc["bound"] == "memory"
+    assert doc["size"]["n"] >= 1 << 24  # the benchmark size, not the validation sizes
+    timed = [c for c in doc["configs"] if c["time_ms"]]
+    assert all(c["pct_bandwidth"] and c["achieved_bandwidth"] for c in timed)
+    assert all(c["time_ms"] >= 0.9 * doc["floor_ms"] or c["suspect"] for c in timed)
+    assert any(c["flags"] for c in doc["configs"])  # the backend's option sets, on the fastest geometry

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from porter.backends import Device, HardwareFacts
 
-from porter.harness.tune import Config, configurations, grid_stride, tune
+from porter.harness.tune import Config, Timed, configurations, flag_sets, grid_stride, tune
 from porter.model import ArgSpec, KernelSpec, Role, Status, Verdict
 from porter.workflows.tune import _rewrite
 
@@ -40,12 +40,12 @@ def test_the_fastest_validated_configuration_wins_and_rejected_ones_are_never_ti
     timed: list[str] = []
     times = {"the original's": 2.0, "block 64": 1.0, "block 128": 1.5, "block 512": 0.5, "block 1024": 3.0}
 
-    def validate_at(spec: KernelSpec) -> list[Verdict]:
+    def validate_at(spec: KernelSpec, flags: tuple[str, ...]) -> list[Verdict]:
         return [_verdict(spec.block[0] != "512")]  # 512 computes wrong: never chosen, however fast
 
-    def timer(c: Config, spec: KernelSpec, device: Device) -> tuple[float | None, str]:
+    def timer(c: Config, spec: KernelSpec, device: Device) -> Timed:
         timed.append(c.label)
-        return times.get(c.label), ""
+        return Timed(times.get(c.label))
 
     result = tune("k", SPEC, configs, validate_at, timer, GPU)
     assert result.best is not None and result.best.config.label == "block 64"
@@ -55,8 +55,47 @@ def test_the_fastest_validated_configuration_wins_and_rejected_ones_are_never_ti
 
 def test_a_tie_keeps_the_original() -> None:
     configs = configurations(SPEC, stride=False, max_threads=128, multiprocessors=None)
-    result = tune("k", SPEC, configs, lambda s: [_verdict(True)], lambda c, s, d: (1.0, ""), GPU)
+    result = tune("k", SPEC, configs, lambda s, f: [_verdict(True)], lambda c, s, d: Timed(1.0), GPU)
     assert result.best is not None and result.best.config.original
+
+
+def test_a_time_below_the_floor_is_shown_but_never_chosen() -> None:
+    configs = configurations(SPEC, stride=False, max_threads=128, multiprocessors=None)
+
+    def timer(c: Config, spec: KernelSpec, device: Device) -> Timed:
+        fast = c.label == "block 64"
+        return Timed(0.01 if fast else 1.0, "below the floor" if fast else "", suspect=fast)
+
+    result = tune("k", SPEC, configs, lambda s, f: [_verdict(True)], timer, GPU)
+    assert result.best is not None and result.best.config.original and result.speedup == 1.0
+    shown = next(t for t in result.trials if t.config.label == "block 64")
+    assert shown.time_ms == 0.01 and shown.reason.startswith("suspect, not chosen")
+
+
+def test_compile_options_are_tried_on_the_fastest_geometry_each_validated_with_them() -> None:
+    configs = configurations(SPEC, stride=False, max_threads=256, multiprocessors=None)
+    validated_with: list[tuple[str, ...]] = []
+    times = {"block 128": 1.0, "block 128 + -fast": 0.8, "block 128 + -wrong": 0.1}
+
+    def validate_at(spec: KernelSpec, flags: tuple[str, ...]) -> list[Verdict]:
+        validated_with.append(flags)
+        return [_verdict(flags != ("-wrong",))]  # an option that changes the results: rejected, never timed
+
+    def timer(c: Config, spec: KernelSpec, device: Device) -> Timed:
+        return Timed(times.get(c.label, 2.0))
+
+    result = tune("k", SPEC, configs, validate_at, timer, GPU, flags=[("-fast",), ("-wrong",)])
+    assert result.best is not None and result.best.config.label == "block 128 + -fast"
+    assert result.best.config.flags == ("-fast",) and result.best.config.block == ("128",)
+    assert validated_with[-2:] == [("-fast",), ("-wrong",)]
+    assert next(t for t in result.trials if t.config.flags == ("-wrong",)).time_ms is None
+    assert result.speedup == 2.0 / 0.8
+
+
+def test_the_option_sets_are_the_backends_data() -> None:
+    cuda = flag_sets("cuda")
+    assert ("--extra-device-vectorization",) in cuda and all(isinstance(f, tuple) for f in cuda)
+    assert flag_sets("cpu") == [] and flag_sets("no-such-backend") == []
 
 
 def test_grid_stride_is_read_from_the_kernel_body_and_the_launch_is_rewritten_in_place() -> None:

@@ -73,3 +73,19 @@ def test_the_model_is_told_whether_half_precision_is_allowed() -> None:
     assert "result[0]" in strict and "precision NumPy uses" in strict and "cuda_fp16.h" not in strict
     assert "cuda_fp16.h" in loose and "precision NumPy uses" not in loose
     assert "sum_of_squares_model(double* x, long long d_x_0, double* result)" in c.stub()
+
+
+def test_gpus_time_where_the_largest_array_fills_the_memory_system_step_counts_kept() -> None:
+    from porter.lift.inputs import timing_sizes
+    from porter.lift.ir import Lifted, Param
+
+    params = (Param("a", "array", "float32", 2, ("rows", "cols")), Param("v", "array", "float32", 1, ("cols",)),
+              Param("steps", "scalar", "int64"))  # fmt: skip
+    fn = Lifted("f", 1, (), params, (), (), (), ())
+    sized = timing_sizes(fn, {"rows": 600, "cols": 70, "steps": 5}, 1 << 24)
+    assert sized["steps"] == 5  # not a dimension: a step count means the same work at any size
+    assert abs(sized["rows"] * sized["cols"] / (1 << 24) - 1) < 0.01  # the 2-D array scaled on both axes
+    assert abs(sized["rows"] / sized["cols"] - 600 / 70) < 0.01
+    assert (
+        timing_sizes(fn, {"rows": 8192, "cols": 4096, "steps": 5}, 1 << 24)["rows"] == 8192
+    )  # never smaller

@@ -91,6 +91,16 @@ def _row(t: T.Trial) -> TunedConfig:
     )  # fmt: skip
 
 
+def _same_geometry(spec: KernelSpec, config: T.Config, size: Mapping[str, int]) -> bool:
+    """Whether `config` launches as the original does at `size` (only compile options differ)."""
+    from porter.harness.spec import geometry
+
+    try:
+        return geometry(spec, size) == geometry(replace(spec, block=config.block, grid=config.grid), size)
+    except (ValueError, ArithmeticError):
+        return False
+
+
 def _roofline(cost: Any, device: Device) -> Any:
     """The performance model's floor for the timed launch on the timing device (None without one)."""
     from porter.harness import perfmodel
@@ -220,7 +230,9 @@ def tune_file(
             f"no GPU here: the times are {timing_device.label}'s, a ranking on that device, not a GPU's"
         )
     best = result.best
-    if best is not None and not best.config.original:
+    if best is not None and not best.config.original and _same_geometry(spec, best.config, size):
+        report.notes.append("the fastest keeps the original's launch geometry: the launch is not rewritten")
+    elif best is not None and not best.config.original:
         site = [s for s in source_plan.scan.launches if s.base == k.name and s.via == "chevrons"]
         text = source_plan.text
         if len(site) == 1 and all(b == "1" for b in best.config.block[1:]) and best.config.block[0].isdigit():

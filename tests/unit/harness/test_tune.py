@@ -111,3 +111,11 @@ def test_grid_stride_is_read_from_the_kernel_body_and_the_launch_is_rewritten_in
     out = _rewrite(src, 3, "(n + 255) / 256", "256", "((n + 255) / 256 * 256 + 63) / 64", "64")
     assert out is not None and "k<<<((n + 255) / 256 * 256 + 63) / 64, 64>>>(x, n)" in out
     assert _rewrite(src, 3, "grid", "256", "g", "64") is None  # not the text the scan read
+
+
+def test_a_configuration_that_launches_as_the_original_does_is_not_written_as_a_new_launch() -> None:
+    from porter.workflows.tune import _same_geometry
+
+    configs = {c.label: c for c in configurations(SPEC, stride=False, max_threads=1024, multiprocessors=None)}
+    assert _same_geometry(SPEC, configs["block 256"], {"n": 1000})  # other text, the same launch
+    assert not _same_geometry(SPEC, configs["block 128"], {"n": 1000})

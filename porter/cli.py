@@ -783,6 +783,14 @@ def optimize(
     request_timeout: RequestTimeoutOption = DEFAULT_REQUEST_TIMEOUT,
     retries: RetriesOption = DEFAULT_RETRIES,
     fresh: FreshOption = False,
+    tune: Annotated[
+        bool,
+        typer.Option(
+            "--tune",
+            help="With --model: then search launch geometries and compile options over the "
+            "original and the model's fastest rewrite together (the autotuner's search).",
+        ),
+    ] = False,
 ) -> None:
     """Ask a model for faster versions of a CUDA kernel; validate and time every candidate against the
     original, and keep the best validated rewrite and the trade-offs (fastest, least memory, most precise)."""
@@ -807,6 +815,8 @@ def optimize(
 
     if capture is not None or size:
         raise UsageError("--capture and --size are for the autotuner (without --model)")
+    from porter.report.tune_view import markdown as tune_markdown
+
     report = optimize_file(
         str(file),
         model=model,
@@ -826,6 +836,8 @@ def optimize(
         timeout=request_timeout,
         max_retries=retries,
         fresh=fresh,
+        tune=tune,
+        tune_markdown=tune_markdown,
     )
     show(report, optimize_view, json_out)
 

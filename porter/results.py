@@ -652,6 +652,8 @@ class OptimizeReport:
     kept_paths: dict[str, str] = field(default_factory=dict)
     resumed: set[str] = field(default_factory=set)
     identity: str = ""
+    # `--tune`: the launch-geometry search over the original and the model's fastest rewrite
+    tuned: TuneReport | None = None
 
     def tradeoffs(self) -> dict[str, Attempt]:
         """fastest / least_memory / most_precise among this run's validated candidates and the kept ones."""
@@ -733,11 +735,14 @@ class OptimizeReport:
     def document(self) -> dict[str, Any]:
         """The JSON of ``porter optimize --json``: port's schema plus time_ms, speedup and usage."""
         provider, _, model = self.model.partition(":")
-        return {
+        doc = {
             "source": self.source,
             "kernels": [{"name": self.kernel, "variants": self.rows()}],
             "usage": usage_doc(self.loop.totals, provider, model),
         }
+        if self.tuned is not None:
+            doc["tuned"] = self.tuned.document()
+        return doc
 
     def full_document(self) -> dict[str, Any]:
         """``report.json``: the document plus every attempt, the budget outcome and the baselines."""

@@ -20,7 +20,7 @@ each validated again with those options on the devices of that backend before it
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -45,6 +45,7 @@ class Config:
     label: str
     original: bool = False
     flags: tuple[str, ...] = ()  # compile options on the timing device's backend
+    source: str = ""  # whose kernel: "" the original's, else the label of a rewrite joining the search
 
 
 @dataclass(frozen=True)
@@ -178,7 +179,7 @@ def configurations(
 
 
 Timer = Callable[[Config, KernelSpec, Device], Timed]
-Validator = Callable[[KernelSpec, tuple[str, ...]], list[Verdict]]  # (shaped spec, compile flags)
+Validator = Callable[[KernelSpec, Config], list[Verdict]]  # (shaped spec, the configuration)
 
 
 def _fastest(trials: Sequence[Trial]) -> Trial | None:
@@ -202,7 +203,7 @@ def tune(
         shaped = replace(spec, block=c.block, grid=c.grid)
         t = Trial(c)
         try:
-            t.verdicts = validate_at(shaped, c.flags)
+            t.verdicts = validate_at(shaped, c)
         except Exception as err:  # noqa: BLE001 - a configuration porter cannot even set up is a record
             t.reason = f"not validated: {err}"
             return t
@@ -221,26 +222,36 @@ def tune(
     if geometry is not None:
         for fs in flags:
             c = geometry.config
-            trials.append(trial(Config(c.block, c.grid, f"{c.label} + {' '.join(fs)}", flags=tuple(fs))))
+            label = f"{c.label} + {' '.join(fs)}"
+            trials.append(trial(Config(c.block, c.grid, label, flags=tuple(fs), source=c.source)))
     return TuneResult(kernel, device.label, trials, _fastest(trials))
 
 
+def joined(configs: Sequence[Config], source: str) -> list[Config]:
+    """`configs` for a rewrite of the kernel joining the search (labelled with it; never "the original")."""
+    return [replace(c, label=f"{source}, {c.label}", source=source, original=False) for c in configs]
+
+
 def replay_validator(
-    variant: Variant, instances: Sequence[Instance], recorded: dict[str, list[Any]], devices: Sequence[Device],
-    options: ValidateOptions,
+    variants: Mapping[str, Variant], instances: Sequence[Instance], recorded: dict[str, list[Any]],
+    devices: Sequence[Device], options: ValidateOptions,
 ) -> Validator:  # fmt: skip
     """Validation of a configuration on given inputs against what the original left (a capture's, or
-    the original's own run at its own geometry)."""
+    the original's own run at its own geometry).  `variants`: the kernel of each configuration's
+    ``source`` ("" the original); a rewrite (not the user's code) is built as untrusted code."""
     from porter.harness.reference import Reference
     from porter.harness.validate import validate
 
-    def run(spec: KernelSpec, flags: tuple[str, ...]) -> list[Verdict]:
+    def run(spec: KernelSpec, config: Config) -> list[Verdict]:
         given = tuple(Instance.given(spec, i.size, i.label, i.values, i.constants) for i in instances)
         opts = replace(options, given=given, trials=1)
+        if config.source:
+            opts = replace(opts, compile=replace(opts.compile, untrusted=True))
         on = list(devices)
+        flags = config.flags
         if flags:  # the options are the timing device's backend's: validated where they apply
             opts = replace(opts, compile=replace(opts.compile, flags=(*opts.compile.flags, *flags)))
             on = [d for d in devices if d.backend == devices[0].backend and d.kind == devices[0].kind]
-        return validate(variant, spec, Reference(recorded=recorded), on, opts)
+        return validate(variants[config.source], spec, Reference(recorded=recorded), on, opts)
 
     return run

@@ -98,10 +98,39 @@ def render(report: OptimizeReport) -> None:
     )
     for note in [*report.loop.notes, *report.notes]:
         console.print(f"note: {note}", markup=False, highlight=False)
+    if report.tuned is not None:
+        console.print(_tuned_summary(report), markup=False, highlight=False)
     outcome = (
         "validated rewrite written to " + report.out_dir if report.exit_code == 0 else "no validated rewrite"
     )
     console.print(f"{report.kernel}: {outcome}", markup=False, highlight=False)
+
+
+def _tuned_summary(report: OptimizeReport) -> str:
+    """One sentence on `--tune`'s search: its fastest configuration, against the original's geometry."""
+    t = report.tuned
+    if t is None:
+        return ""
+    best = next((c for c in t.configs if c.label == t.best), None)
+    if best is None:
+        return f"launch search (--tune): nothing validated and timed on {t.device}"
+    speed = f", {t.speedup:.2f}x the original at its own launch" if t.speedup else ""
+    return (f"launch search (--tune) over the original and the model's fastest rewrite: fastest is "
+            f"{best.label} at {_num(best.time_ms)} ms on {t.device}{speed} ({t.out_dir}/report.json)")  # fmt: skip
+
+
+def _tuned_lines(report: OptimizeReport) -> list[str]:
+    t = report.tuned
+    if t is None:
+        return []
+    size = ", ".join(f"{k}={v}" for k, v in t.size.items())
+    lines = ["", "## Launch search (--tune): the original and the model's fastest rewrite", "",
+             _tuned_summary(report) + ".", "", f"Timed at {size}.", "",
+             "| configuration | validated | time ms | note |", "|---|---|---:|---|"]  # fmt: skip
+    for c in t.configs:
+        lines.append(f"| {c.label} | {'yes' if c.validated else 'no'} | {_num(c.time_ms)} | "
+                     f"{c.reason.replace('|', '/')[:120]} |")  # fmt: skip
+    return lines
 
 
 def markdown(report: OptimizeReport) -> str:
@@ -135,6 +164,7 @@ def markdown(report: OptimizeReport) -> str:
                 )
     else:
         lines.append("No candidate was validated.")
+    lines += _tuned_lines(report)
     lines += ["", "## Attempts", "", "| candidate | round | status | reason |", "|---:|---:|---|---|"]
     for a in doc["attempts"]:
         reason = str(a["reason"]).splitlines()[0] if a["reason"] else ""

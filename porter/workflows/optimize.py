@@ -43,7 +43,7 @@ from porter.llm.records import VALIDATED, Attempt, Evaluation, LoopResult, Scree
 from porter.llm.redact import redact
 from porter.model import FileScan, Kernel, KernelSpec, Role, Variant, to_jsonable
 from porter.plan import make_plan
-from porter.results import OptimizeReport, Selected, code_sha, file_digest
+from porter.results import OptimizeReport, Selected, TuneReport, code_sha, file_digest
 from porter.workflows.resume import (
     check_out_dir,
     code_fingerprint,
@@ -147,6 +147,8 @@ def optimize_file(
     markdown: Callable[[OptimizeReport], str] | None = None,
     description: str = "",
     requirements: str = "",
+    tune: bool = False,
+    tune_markdown: Callable[[TuneReport], str] | None = None,
 ) -> OptimizeReport:
     """Run the loop on one kernel of `path`; see the module docstring.
 
@@ -158,7 +160,9 @@ def optimize_file(
     ``report.md`` from the report (the CLI passes :func:`porter.report.optimize_view.markdown`); without
     it no ``report.md`` is written.  ``description`` and ``requirements`` (``porter generate`` with a CUDA
     reference) go into the prompt; a candidate computing in half or bfloat16 is refused unless the
-    requirements allow it, and then judged with that precision's tolerance."""
+    requirements allow it, and then judged with that precision's tolerance.  ``tune``: afterwards, the
+    autotuner's search over launch geometries and compile options, with the model's fastest validated
+    rewrite joining the original in it (its report in ``<out>/tuned/`` and under ``tuned``)."""
     if candidates < 1:
         raise UsageError("--candidates must be at least 1")
     if rounds < 1:
@@ -288,7 +292,17 @@ def optimize_file(
                     )
                 )
         raise
-    return outputs.save(result)
+    report = outputs.save(result)
+    if tune:
+        from porter.workflows.tune import tune_file
+
+        best = report.best
+        rewrites = {f"the model's fastest (candidate {best.candidate}, round {best.round})": best.code} if (
+            best is not None and best.code) else {}  # fmt: skip
+        outputs.tuned = tune_file(path, kernel=k.name, include_dirs=include_dirs, out_dir=str(out / "tuned"),
+                                  devices=run_on, rewrites=rewrites, markdown=tune_markdown)  # fmt: skip
+        report = outputs.save(result)
+    return report
 
 
 def _identity(
@@ -453,6 +467,7 @@ class _Outputs:
         self.previous = previous  # the previous report, when made for the same inputs
         self.earlier_outputs = earlier_outputs  # role -> file, of the previous report whatever its inputs
         self.markdown = markdown  # renders report.md (a view, handed in by the caller)
+        self.tuned: TuneReport | None = None  # --tune's search, once it ran
         self.written: dict[Path, str] = {}
 
     def _put(self, path: Path, text: str) -> None:
@@ -472,6 +487,7 @@ class _Outputs:
             kept=[a for a in self.kept if code_sha(a.code) not in met],
             resumed=self.resumer.taken(),
             identity=self.identity,
+            tuned=self.tuned,
         )
         for a in result.attempts:
             if a.code is not None:

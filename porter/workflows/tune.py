@@ -121,6 +121,7 @@ def tune_file(
     seed: int = 20241202,
     sizes: Mapping[str, int] | None = None,
     gpu_elements: int | None = None,
+    rewrites: Mapping[str, str] | None = None,
     timer: T.Timer | None = None,
     devices: Sequence[Device] | None = None,
     progress: Callable[[str], None] | None = None,
@@ -188,6 +189,11 @@ def tune_file(
         cost = estimate(source_plan.text, spec, size, source_plan.scan, kernel=k.name)
     except (ValueError, ArithmeticError):
         cost = None
+    variants = {"": original}
+    base = list(configs)
+    for label, code in (rewrites or {}).items():  # a model's validated rewrites join the search
+        variants[label] = replace(original, source=code, entry=k.name, provenance="llm")
+        configs += T.joined(base, label)
     flags = T.flag_sets(timing_device.backend)
     say(f"{k.name}: {len(configs)} configuration(s) and {len(flags)} option set(s), timed on "
         f"{timing_device.label} at {', '.join(f'{n}={v}' for n, v in size.items())}")  # fmt: skip
@@ -196,8 +202,10 @@ def tune_file(
         inst = None
         if timed_at is not None:
             inst = Instance.given(shaped, timed_at.size, timed_at.label, timed_at.values, timed_at.constants)
-        compile_with = replace(options.compile, flags=(*options.compile.flags, *c.flags))
-        r = benchmark(original, shaped, device, size, replace(plan_for(device), compile=compile_with),
+        compile_with = replace(
+            options.compile, flags=(*options.compile.flags, *c.flags), untrusted=bool(c.source)
+        )
+        r = benchmark(variants[c.source], shaped, device, size, replace(plan_for(device), compile=compile_with),
                       instance=inst, cost=cost)  # fmt: skip
         if not r.ok or r.timing is None:
             return T.Timed(None, f"not timed: {r.reason}")
@@ -208,7 +216,7 @@ def tune_file(
             a.pct_measured_bandwidth if a else None,
         )  # fmt: skip
 
-    validate_at = T.replay_validator(original, instances, expected, run_on, options)
+    validate_at = T.replay_validator(variants, instances, expected, run_on, options)
     result = T.tune(k.name, spec, configs, validate_at, timer or bench, timing_device, flags)
     src = Path(path)
     out = Path(out_dir) if out_dir else src.parent / f"{src.stem}.tuned"

@@ -321,3 +321,37 @@ def test_a_garbled_reply_is_explained_in_plain_words(tmp_path, server, program, 
     assert [a["status"] for a in report["attempts"]] == ["error", "error"]  # asked again in round 2
     for text in (out.stdout, out.stderr, (tmp_path / "out" / "report.json").read_text()):
         assert "NoneType" not in text and "openai:None" not in text and "TypeError" not in text
+
+
+SLOW_BLOCK = """Each thread also recomputes its index from a 256-thread block; the same values.
+
+```cuda
+__global__ void vector_add(const float* a, const float* b, float* c, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { float s = a[i]; c[i] = s + b[i]; }
+}
+```
+"""
+
+
+def test_with_tune_the_models_fastest_rewrite_joins_the_launch_search(tmp_path, server, program, emulator):
+    server.script(SLOW_BLOCK)
+    out_dir = tmp_path / "out"
+    out = porter(tmp_path, "optimize", str(program), "--model", "openai:gpt-4o-mini", "--base-url",
+                 server.url + "/v1", "--candidates", "1", "--rounds", "1", "--out", str(out_dir), "--json",
+                 "--tune")  # fmt: skip
+    assert out.returncode == 0, out.stderr + out.stdout
+    tuned = json.loads(out.stdout)["tuned"]
+    labels = [c["label"] for c in tuned["configs"]]
+    rewrite = [c for c in tuned["configs"] if c["label"].startswith("the model's fastest (candidate 1, round 1)")]
+    # every geometry of the original, and the same geometries of the model's kernel, each validated then timed
+    assert labels[0] == "the original's" and len(rewrite) >= 5
+    assert all(c["validated"] and c["time_ms"] for c in rewrite), rewrite
+    assert tuned["best"] in labels and tuned["device"] in {"cpu:cpu-emulator"} | {
+        r["device"] for r in json.loads(out.stdout)["kernels"][0]["variants"]
+    }
+    assert (out_dir / "tuned" / "report.json").is_file()
+    md = (out_dir / "report.md").read_text()
+    assert "## Launch search (--tune)" in md and "the model's fastest (candidate 1, round 1), block 128" in md
+    _no_secret_anywhere(tmp_path, out)

@@ -40,7 +40,7 @@ def test_the_fastest_validated_configuration_wins_and_rejected_ones_are_never_ti
     timed: list[str] = []
     times = {"the original's": 2.0, "block 64": 1.0, "block 128": 1.5, "block 512": 0.5, "block 1024": 3.0}
 
-    def validate_at(spec: KernelSpec, flags: tuple[str, ...]) -> list[Verdict]:
+    def validate_at(spec: KernelSpec, c: Config) -> list[Verdict]:
         return [_verdict(spec.block[0] != "512")]  # 512 computes wrong: never chosen, however fast
 
     def timer(c: Config, spec: KernelSpec, device: Device) -> Timed:
@@ -55,7 +55,7 @@ def test_the_fastest_validated_configuration_wins_and_rejected_ones_are_never_ti
 
 def test_a_tie_keeps_the_original() -> None:
     configs = configurations(SPEC, stride=False, max_threads=128, multiprocessors=None)
-    result = tune("k", SPEC, configs, lambda s, f: [_verdict(True)], lambda c, s, d: Timed(1.0), GPU)
+    result = tune("k", SPEC, configs, lambda s, c: [_verdict(True)], lambda c, s, d: Timed(1.0), GPU)
     assert result.best is not None and result.best.config.original
 
 
@@ -66,7 +66,7 @@ def test_a_time_below_the_floor_is_shown_but_never_chosen() -> None:
         fast = c.label == "block 64"
         return Timed(0.01 if fast else 1.0, "below the floor" if fast else "", suspect=fast)
 
-    result = tune("k", SPEC, configs, lambda s, f: [_verdict(True)], timer, GPU)
+    result = tune("k", SPEC, configs, lambda s, c: [_verdict(True)], timer, GPU)
     assert result.best is not None and result.best.config.original and result.speedup == 1.0
     shown = next(t for t in result.trials if t.config.label == "block 64")
     assert shown.time_ms == 0.01 and shown.reason.startswith("suspect, not chosen")
@@ -77,9 +77,9 @@ def test_compile_options_are_tried_on_the_fastest_geometry_each_validated_with_t
     validated_with: list[tuple[str, ...]] = []
     times = {"block 128": 1.0, "block 128 + -fast": 0.8, "block 128 + -wrong": 0.1}
 
-    def validate_at(spec: KernelSpec, flags: tuple[str, ...]) -> list[Verdict]:
-        validated_with.append(flags)
-        return [_verdict(flags != ("-wrong",))]  # an option that changes the results: rejected, never timed
+    def validate_at(spec: KernelSpec, c: Config) -> list[Verdict]:
+        validated_with.append(c.flags)
+        return [_verdict(c.flags != ("-wrong",))]  # an option that changes the results: rejected, never timed
 
     def timer(c: Config, spec: KernelSpec, device: Device) -> Timed:
         return Timed(times.get(c.label, 2.0))
@@ -119,3 +119,24 @@ def test_a_configuration_that_launches_as_the_original_does_is_not_written_as_a_
     configs = {c.label: c for c in configurations(SPEC, stride=False, max_threads=1024, multiprocessors=None)}
     assert _same_geometry(SPEC, configs["block 256"], {"n": 1000})  # other text, the same launch
     assert not _same_geometry(SPEC, configs["block 128"], {"n": 1000})
+
+
+def test_a_rewrite_joins_the_search_with_every_geometry_and_can_win() -> None:
+    from porter.harness.tune import joined
+
+    base = configurations(SPEC, stride=False, max_threads=256, multiprocessors=None)
+    configs = base + joined(base, "rewrite")
+    assert len(configs) == 2 * len(base) and not any(c.original for c in configs[len(base) :])
+    assert configs[len(base)].label == "rewrite, the original's" and configs[-1].source == "rewrite"
+    judged: list[str] = []
+
+    def validate_at(spec: KernelSpec, c: Config) -> list[Verdict]:
+        judged.append(c.source)
+        return [_verdict(True)]
+
+    def timer(c: Config, spec: KernelSpec, device: Device) -> Timed:
+        return Timed((0.5 if c.source == "rewrite" else 1.0) * (0.9 if spec.block == ("128",) else 1.0))
+
+    result = tune("k", SPEC, configs, validate_at, timer, GPU)
+    assert result.best is not None and result.best.config.label == "rewrite, block 128"
+    assert judged.count("rewrite") == len(base) and result.speedup == 1.0 / 0.45

@@ -59,6 +59,14 @@ def _expected(original: Variant, spec: KernelSpec, instances: Sequence[Instance]
         try:
             expected, _ = reference_outputs(ref, spec, inst, devices[0], options, logs)
         except Reject as rej:  # the original itself does not run at the inferred launches
+            if "does not compile" in rej.reason:
+                first = next((ln.strip() for ln in rej.log.splitlines() if "error" in ln.lower()), "")
+                if original.path:  # the build's own name for the file -> the user's (lines are kept)
+                    first = re.sub(r"^[\w.-]*kernel\.cu(?=[:(])", Path(original.path).name, first)
+                raise UsageError(
+                    f"the original kernel does not compile here ({first or rej.reason}); if it includes headers "
+                    "from elsewhere, give their folders with -I DIR"
+                ) from None
             raise UsageError(
                 f"the original kernel does not run at the launches porter inferred ({rej.reason}); give "
                 "--capture DIR (porter capture) or a spec file"

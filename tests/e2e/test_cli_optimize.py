@@ -344,7 +344,9 @@ def test_with_tune_the_models_fastest_rewrite_joins_the_launch_search(tmp_path, 
     assert out.returncode == 0, out.stderr + out.stdout
     tuned = json.loads(out.stdout)["tuned"]
     labels = [c["label"] for c in tuned["configs"]]
-    rewrite = [c for c in tuned["configs"] if c["label"].startswith("the model's fastest (candidate 1, round 1)")]
+    rewrite = [
+        c for c in tuned["configs"] if c["label"].startswith("the model's fastest (candidate 1, round 1)")
+    ]
     # every geometry of the original, and the same geometries of the model's kernel, each validated then timed
     assert labels[0] == "the original's" and len(rewrite) >= 5
     assert all(c["validated"] and c["time_ms"] for c in rewrite), rewrite

@@ -93,3 +93,15 @@ def test_on_a_gpu_each_time_stands_beside_the_floor_and_compile_options_are_trie
     assert all(c["pct_bandwidth"] and c["achieved_bandwidth"] for c in timed)
     assert all(c["time_ms"] >= 0.9 * doc["floor_ms"] or c["suspect"] for c in timed)
     assert any(c["flags"] for c in doc["configs"])  # the backend's option sets, on the fastest geometry
+
+
+def test_a_header_from_elsewhere_is_named_with_the_flag_that_finds_it(tmp_path: Path) -> None:
+    (tmp_path / "k.cu").write_text(
+        '#include "helpers_from_elsewhere.h"\n'
+        "__global__ void twice(float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= 2; }\n"
+        "int main() { int n = 1 << 10; float* x; cudaMalloc(&x, n * 4); twice<<<(n + 255) / 256, 256>>>(x, n); }\n"
+    )
+    r = porter("optimize", str(tmp_path / "k.cu"), "--out", str(tmp_path / "out"))
+    assert r.returncode == 2, r.stderr + r.stdout
+    (line,) = r.stderr.strip().splitlines()
+    assert "k.cu:1:" in line and "helpers_from_elsewhere.h" in line and "-I DIR" in line

@@ -838,6 +838,7 @@ def optimize(
         fresh=fresh,
         tune=tune,
         tune_markdown=tune_markdown,
+        chart=optimize_view.chart,
     )
     show(report, optimize_view, json_out)
 

@@ -654,6 +654,7 @@ class OptimizeReport:
     identity: str = ""
     # `--tune`: the launch-geometry search over the original and the model's fastest rewrite
     tuned: TuneReport | None = None
+    chart: str = ""  # tradeoffs.png, when a rewrite was validated and timed
 
     def tradeoffs(self) -> dict[str, Attempt]:
         """fastest / least_memory / most_precise among this run's validated candidates and the kept ones."""
@@ -756,6 +757,7 @@ class OptimizeReport:
             baselines_ms=dict(self.baselines),
             floors_ms=dict(self.floors),
             outputs={s.role: s.path for s in self.selected},
+            chart=self.chart,
             attempts=[
                 attempt_doc(a)
                 | {"path": self.path_of(a)}

@@ -126,27 +126,9 @@ def markdown(report: GenerateReport) -> str:
 def chart(report: GenerateReport, path: Path) -> str:
     """tradeoffs.png: each validated, timed candidate at (time, error), its area the memory it uses; ''
     when matplotlib is missing or nothing was timed."""
-    points = [c for c in report.candidates if c.validated and c.time_ms]
-    if not points:
-        return ""
-    try:
-        import matplotlib
+    from porter.report.charts import time_error
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return ""
-    fig, ax = plt.subplots(figsize=(6, 4))
-    most = max((c.memory_bytes or 1) for c in points)
-    for c in points:
-        size = 40 + 400 * (c.memory_bytes or 0) / most
-        ax.scatter([c.time_ms or 0.0], [max(c.max_rel_err or 0.0, 1e-17)], s=size, alpha=0.6)
-        ax.annotate(c.label, (c.time_ms or 0.0, max(c.max_rel_err or 0.0, 1e-17)), fontsize=8)
-    ax.set_xlabel(f"time (ms) on {points[0].device}")
-    ax.set_ylabel("max relative error against the reference")
-    ax.set_yscale("log")
-    ax.set_title("candidates: time against error (area: memory)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return str(path)
+    points = [(c.label, c.time_ms, c.max_rel_err, c.memory_bytes) for c in report.candidates
+              if c.validated and c.time_ms]  # fmt: skip
+    device = next((c.device for c in report.candidates if c.validated and c.time_ms), "")
+    return time_error(points, device, path)

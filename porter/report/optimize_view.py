@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.text import Text
 
 from porter.llm.loop import Event, Progress
+from porter.llm.records import VALIDATED
 from porter.llm.redact import redact
 from porter.report import plain_console
 from porter.results import OptimizeReport
@@ -133,6 +135,21 @@ def _tuned_lines(report: OptimizeReport) -> list[str]:
     return lines
 
 
+def chart(report: OptimizeReport, path: Path) -> str:
+    """tradeoffs.png: the original and every validated rewrite at (time, error) on the first device that
+    timed them, area = shared memory (+ registers) per block; '' when nothing was timed."""
+    from porter.report.charts import time_error
+
+    validated = [a for a in (*report.loop.attempts, *report.kept) if a.status == VALIDATED and a.evaluation]
+    device = next((a.evaluation.device for a in validated if a.evaluation and a.evaluation.time_ms), "")
+    points: list[tuple[str, float | None, float | None, int | None]] = []
+    if device:
+        points.append(("original", report.baselines.get(device), 0.0, None))
+    points += [(f"candidate {a.candidate} (round {a.round})", a.evaluation.time_ms, a.evaluation.max_rel_err,
+                a.evaluation.memory_bytes) for a in validated if a.evaluation and a.evaluation.device == device]  # fmt: skip
+    return time_error(points, device, path) if len(points) > 1 else ""
+
+
 def markdown(report: OptimizeReport) -> str:
     """``report.md``: the outcome, the trade-off set, every attempt, usage and cost."""
     doc = report.full_document()
@@ -164,6 +181,8 @@ def markdown(report: OptimizeReport) -> str:
                 )
     else:
         lines.append("No candidate was validated.")
+    if report.chart:
+        lines += ["", f"![time against error]({Path(report.chart).name})"]
     lines += _tuned_lines(report)
     lines += ["", "## Attempts", "", "| candidate | round | status | reason |", "|---:|---:|---|---|"]
     for a in doc["attempts"]:

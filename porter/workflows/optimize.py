@@ -149,6 +149,7 @@ def optimize_file(
     requirements: str = "",
     tune: bool = False,
     tune_markdown: Callable[[TuneReport], str] | None = None,
+    chart: Callable[[OptimizeReport, Path], str] | None = None,
 ) -> OptimizeReport:
     """Run the loop on one kernel of `path`; see the module docstring.
 
@@ -260,6 +261,7 @@ def optimize_file(
         previous=previous if known else None,
         earlier_outputs=(earlier or {}).get("outputs") or {},
         markdown=markdown,
+        chart=chart,
     )
     outputs.save(LoopResult((), 0, "running", Totals()))
     seen: list[Attempt] = []
@@ -460,6 +462,7 @@ class _Outputs:
         previous: dict[str, Any] | None,
         earlier_outputs: dict[str, Any],
         markdown: Callable[[OptimizeReport], str] | None = None,
+        chart: Callable[[OptimizeReport, Path], str] | None = None,
     ):
         self.out, self.src, self.model, self.kernel = out, src, model, kernel
         self.run_on, self.evaluator, self.identity = list(run_on), evaluator, identity
@@ -468,6 +471,7 @@ class _Outputs:
         self.earlier_outputs = earlier_outputs  # role -> file, of the previous report whatever its inputs
         self.markdown = markdown  # renders report.md (a view, handed in by the caller)
         self.tuned: TuneReport | None = None  # --tune's search, once it ran
+        self.chart = chart  # draws tradeoffs.png (a view, handed in by the caller)
         self.written: dict[Path, str] = {}
 
     def _put(self, path: Path, text: str) -> None:
@@ -531,6 +535,9 @@ class _Outputs:
 
     def save(self, result: LoopResult) -> OptimizeReport:
         report = self.report(result)
+        if self.chart is not None and result.stop_reason != "running":  # once, when the loop has ended
+            with contextlib.suppress(Exception):  # a chart that cannot be drawn costs only the chart
+                report.chart = self.chart(report, self.out / "tradeoffs.png")
         doc = redact(json.dumps(to_jsonable(report.full_document()), indent=2)) + "\n"
         _write(self.out / REPORT_JSON, doc, self.src)
         if self.markdown is not None:

@@ -125,6 +125,12 @@ def test_optimize_writes_the_validated_rewrite_and_the_report(tmp_path, server, 
     report = json.loads((out_dir / "report.json").read_text())
     assert report["exit_code"] == 0 and report["attempts"][0]["status"] == "validated"
     assert "# porter optimize" in (out_dir / "report.md").read_text()
+    # the original and the validated rewrite side by side: time against error, area = memory
+    assert (
+        report["chart"] == str(out_dir / "tradeoffs.png")
+        and (out_dir / "tradeoffs.png").stat().st_size > 1000
+    )
+    assert "![time against error](tradeoffs.png)" in (out_dir / "report.md").read_text()
     headers = server.requests[0].headers
     assert len(server.requests) == 1
     assert (headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")) == KEY

@@ -41,7 +41,7 @@ from porter.llm.loop import Budget, Event, LoopOptions, Progress, run_loop
 from porter.llm.prompting import PromptContext
 from porter.llm.records import VALIDATED, Attempt, Evaluation, LoopResult, Screened, Totals
 from porter.llm.redact import redact
-from porter.model import FileScan, Kernel, KernelSpec, Role, Variant, to_jsonable
+from porter.model import KernelSpec, Role, Variant, to_jsonable
 from porter.plan import make_plan
 from porter.results import OptimizeReport, Selected, TuneReport, code_sha, file_digest
 from porter.workflows.resume import (
@@ -53,7 +53,7 @@ from porter.workflows.resume import (
     toolchain_of,
     write_atomic,
 )
-from porter.workflows.source import includes, sibling_dir, squeeze
+from porter.workflows.source import includes, pick_kernel, sibling_dir, squeeze
 
 REPORT_JSON = "report.json"
 REPORT_MD = "report.md"
@@ -65,20 +65,6 @@ ROLES = ("best", "fastest", "least_memory", "most_precise")
 
 def default_out_dir(source: str | Path) -> Path:
     return sibling_dir(source, "optimized")
-
-
-def _pick(scan: FileScan, kernel: str | None, path: str) -> Kernel:
-    names = [k.name for k in scan.kernels]
-    if not names:
-        raise UsageError("no __global__ kernel found", path=path)
-    if kernel is None:
-        if len(names) > 1:
-            raise UsageError(f"several kernels ({', '.join(names)}); choose one with --kernel", path=path)
-        kernel = names[0]
-    found = next((k for k in scan.kernels if k.name == kernel), None)
-    if found is None:
-        raise UsageError(f"no kernel named {kernel!r} (kernels: {', '.join(names)})", path=path)
-    return found
 
 
 def run_devices() -> list[Device]:
@@ -175,7 +161,7 @@ def optimize_file(
     dirs = (src_dir, *(str(Path(d).resolve()) for d in include_dirs))
     source_plan = make_plan(path, "optimize", dirs)
     text, scan = source_plan.text, source_plan.scan
-    k = _pick(scan, kernel, path)
+    k = pick_kernel(scan, kernel, path)
     out = Path(out_dir) if out_dir is not None else default_out_dir(path)
     check_out_dir(out, Path(path), "optimize")  # before any request is paid for
     earlier = load_report(out, "optimize")

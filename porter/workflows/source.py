@@ -7,6 +7,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from porter.errors import UsageError
+from porter.model import FileScan, Kernel
 from porter.scan.macros import MacroTable
 
 
@@ -36,3 +38,18 @@ def includes(text: str) -> tuple[str, ...]:
 def squeeze(text: str) -> str:
     """Device code without the blank runs where host code was."""
     return re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
+
+
+def pick_kernel(scan: FileScan, kernel: str | None, path: str) -> Kernel:
+    """The kernel named `kernel`, or the file's only one; a UsageError naming the choices otherwise."""
+    names = [k.name for k in scan.kernels]
+    if not names:
+        raise UsageError("no __global__ kernel found", path=path)
+    if kernel is None:
+        if len(names) > 1:
+            raise UsageError(f"several kernels ({', '.join(names)}); choose one with --kernel", path=path)
+        kernel = names[0]
+    found = next((k for k in scan.kernels if k.name == kernel), None)
+    if found is None:
+        raise UsageError(f"no kernel named {kernel!r} (kernels: {', '.join(names)})", path=path)
+    return found

@@ -138,14 +138,15 @@ def tune_file(
     from porter.harness.bench import benchmark, plan_for
     from porter.harness.cost import estimate
     from porter.harness.spec import split_instance
+    from porter.plan import reference_devices
     from porter.workflows.bench import GPU_ELEMENTS, _bench_size
-    from porter.workflows.optimize import _pick, run_devices
+    from porter.workflows.source import pick_kernel
 
     say = progress or (lambda _m: None)
     dirs = (str(Path(path).resolve().parent), *(str(Path(d).resolve()) for d in include_dirs))
     source_plan = make_plan(path, "optimize", dirs)
-    k = _pick(source_plan.scan, kernel, path)
-    run_on = list(devices) if devices is not None else run_devices()
+    k = pick_kernel(source_plan.scan, kernel, path)
+    run_on = list(devices) if devices is not None else list(reference_devices())
     if not run_on:
         raise UsageError(
             "no device here can run CUDA kernels (no NVIDIA GPU, and the CPU emulator needs g++)"

@@ -98,15 +98,13 @@ class TuneResult:
 def flag_sets(backend: str) -> list[tuple[str, ...]]:
     """The semantics-keeping compile options a backend offers the autotuner (its facts.toml's
     ``tune_flags``; none when it has no such file)."""
-    from importlib import resources
+    from porter.backends import load_data
 
     try:
-        text = (
-            resources.files(f"porter.backends.{backend}").joinpath("facts.toml").read_text(encoding="utf-8")
-        )
+        facts = load_data(f"porter.backends.{backend}", "facts.toml")
     except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError):
         return []
-    return [tuple(str(f) for f in fs) for fs in tomllib.loads(text).get("tune_flags", [])]
+    return [tuple(str(f) for f in fs) for fs in facts.get("tune_flags", [])]
 
 
 def grid_stride(kernel: Kernel | None, source: str) -> bool:

@@ -165,11 +165,12 @@ def generate(
                              "arrays in place or return a number", path=path)  # fmt: skip
         returns = first_ref.returned.dtype.name
     from porter.harness.spec.sizes import GPU_ELEMENTS
+    from porter.lift.estimate import cost as lift_cost
 
     report.timing_size = inputs.timing_sizes(shell, visible, GPU_ELEMENTS)
     gpu_args = inputs.draw(shell, report.timing_size, seed)
     cost_gpu, report.estimates = _estimates(shell, gpu_args, changed, text)  # before any candidate runs
-    cost_cpu = _estimates(shell, first_args, changed, text)[0]
+    cost_cpu = lift_cost(shell, first_args, changed, text)  # CPU devices time at the reference's size
     out.mkdir(parents=True, exist_ok=True)  # only once the reference ran: a refused request writes nothing
     save()
     devices = {t: [*run_devices(t), *wavefront_devices(t)] for t in targets}

@@ -247,7 +247,12 @@ def tune_file(
             f"no GPU here: the times are {timing_device.label}'s, a ranking on that device, not a GPU's"
         )
     best = result.best
-    if best is not None and not best.config.original and _same_geometry(spec, best.config, size):
+    if best is not None and best.config.source:  # this file holds the original kernel, not the rewrite
+        report.notes.append(
+            f"the fastest is {best.config.source} launched with block ({', '.join(best.config.block)}) and grid "
+            f"({', '.join(best.config.grid)}): this file is not rewritten, its kernel is the original"
+        )
+    elif best is not None and not best.config.original and _same_geometry(spec, best.config, size):
         report.notes.append("the fastest keeps the original's launch geometry: the launch is not rewritten")
     elif best is not None and not best.config.original:
         site = [s for s in source_plan.scan.launches if s.base == k.name and s.via == "chevrons"]

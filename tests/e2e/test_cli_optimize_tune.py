@@ -42,7 +42,10 @@ def test_every_validated_configuration_is_timed_and_the_best_launch_written_as_a
     assert all(c["validated"] and c["time_ms"] for c in doc["configs"]), doc["configs"]
     assert any("no GPU here" in n for n in doc["notes"])
     assert (tmp_path / "vector_add.cu").read_bytes() == before  # the user's file is never written
-    if doc["best"] != "the original's":
+    if doc["best"] == "block 256":  # launches as the original does (256 threads): no new launch written
+        assert any("keeps the original's launch geometry" in n for n in doc["notes"]), doc["notes"]
+        assert not (tmp_path / "out" / "launch.diff").exists()
+    elif doc["best"] != "the original's":
         diff = (tmp_path / "out" / "launch.diff").read_text()
         assert "-    vector_add<<<grid, block>>>" in diff and "+    vector_add<<<" in diff
 
@@ -105,3 +108,25 @@ def test_a_header_from_elsewhere_is_named_with_the_flag_that_finds_it(tmp_path: 
     assert r.returncode == 2, r.stderr + r.stdout
     (line,) = r.stderr.strip().splitlines()
     assert "k.cu:1:" in line and "helpers_from_elsewhere.h" in line and "-I DIR" in line
+
+
+def test_when_a_rewrite_wins_the_users_file_is_not_rewritten_with_its_geometry(tmp_path: Path) -> None:
+    from porter.harness.tune import Config, Timed
+    from porter.model import KernelSpec
+    from porter.workflows.tune import tune_file
+
+    for name in ("vector_add.cu", "common.cuh"):
+        shutil.copy(SAMPLES / name, tmp_path)
+    rewrite = (
+        "__global__ void vector_add(const float* a, const float* b, float* c, int n)\n"
+        "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] = b[i] + a[i]; }\n"
+    )
+
+    def timer(c: Config, spec: KernelSpec, device: object) -> Timed:  # the rewrite at block 128 is fastest
+        return Timed(0.5 if c.source and c.block == ("128",) else 1.0)
+
+    report = tune_file(str(tmp_path / "vector_add.cu"), out_dir=str(tmp_path / "out"), timer=timer,
+                       rewrites={"the rewrite": rewrite}, sizes={"n": 5000})  # fmt: skip
+    assert report.best == "the rewrite, block 128"
+    assert report.files == [] and not (tmp_path / "out" / "vector_add.cu").exists()
+    assert any("the rewrite launched with block (128)" in n for n in report.notes), report.notes

@@ -884,6 +884,9 @@ class TunedConfig:
     achieved_bandwidth: float | None = None  # bytes/s of compulsory traffic
     pct_bandwidth: float | None = None  # of the device's datasheet bandwidth
     pct_measured_bandwidth: float | None = None  # of its measured device copy
+    shared: str | None = (
+        None  # dynamic shared memory bytes when not the original's (in proportion to the block)
+    )
 
 
 @dataclass

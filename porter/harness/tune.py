@@ -6,8 +6,10 @@ The search is over what changes speed without changing the kernel's code: the bl
 at least as many threads run as in the original launch (a kernel that is not grid-stride needs them
 all).  Every configuration is validated against the original kernel at the original geometry -- on the
 launches a capture holds, or on drawn inputs -- with the validator's every check (poisoned outputs,
-guards, two runs, tolerance); a kernel that hard-codes its block size, or sizes shared memory by it,
-fails there and is never timed.  The validated configurations are timed (device events, warm-up, L2
+guards, two runs, tolerance); a kernel that hard-codes its block size fails there and is never timed.
+A larger block than the original's gets dynamic shared memory in proportion to its threads (a kernel
+that keeps one partial per warp or one element per thread needs that; one sized by a constant gets more
+than it uses); a smaller block keeps the original's amount.  The validated configurations are timed (device events, warm-up, L2
 flush; :func:`porter.harness.bench.benchmark`, or the ``timer`` a test injects) and the fastest kept;
 the original's own geometry is always among them, so the result is never slower than the original by
 the measurement.  A time below the performance model's floor is suspect: shown, never chosen.
@@ -19,6 +21,7 @@ each validated again with those options on the devices of that backend before it
 
 from __future__ import annotations
 
+import math
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -46,6 +49,12 @@ class Config:
     original: bool = False
     flags: tuple[str, ...] = ()  # compile options on the timing device's backend
     source: str = ""  # whose kernel: "" the original's, else the label of a rewrite joining the search
+    shared: str | None = None  # dynamic shared memory bytes (an expression); None: the original's
+
+    def shaped(self, spec: KernelSpec) -> KernelSpec:
+        """`spec` launched with this configuration."""
+        shared = spec.shared_bytes if self.shared is None else self.shared
+        return replace(spec, block=self.block, grid=self.grid, shared_bytes=shared)
 
 
 @dataclass(frozen=True)
@@ -134,13 +143,50 @@ def used_dims(spec: KernelSpec, sizes: Sequence[dict[str, int]]) -> int:
     return used
 
 
+def _block_shared(spec: KernelSpec, sizes: Sequence[Mapping[str, int]]) -> list[tuple[int, int]] | None:
+    """(threads per block, dynamic shared bytes) of the original launch at each size, when it asks for
+    dynamic shared memory at every one of them; else None (nothing to scale)."""
+    from porter.harness.spec import geometry
+
+    if spec.shared_bytes in ("", "0") or not sizes:
+        return None
+    out = []
+    for size in sizes:
+        try:
+            _, block, shared = geometry(spec, size)
+        except (ValueError, ArithmeticError):
+            return None
+        if shared <= 0:
+            return None
+        out.append((math.prod(block), shared))
+    return out
+
+
+def _shared_for(
+    spec: KernelSpec, threads: int, original: list[tuple[int, int]] | None
+) -> tuple[str | None, str]:
+    """The dynamic shared memory of a configuration of `threads` per block (None: the original's), and a
+    label's suffix.  A larger block than the original's gets the original's bytes in proportion (one
+    partial per warp, one element per thread), when that is a whole number of bytes at every size."""
+    larger = [(t, s) for t, s in (original or []) if threads > t]
+    if not larger or any(s * threads % t for t, s in larger):
+        return None, ""  # the original's amount: enough for a block no larger than the original's
+    scaled = f"({spec.shared_bytes}) * {threads} / ({') * ('.join(spec.block)})"
+    if len(larger) == len(original or []):
+        return scaled, ", shared memory in proportion"
+    return f"max({spec.shared_bytes}, {scaled})", ", shared memory in proportion"
+
+
 def configurations(
-    spec: KernelSpec, stride: bool, max_threads: int, multiprocessors: int | None, dims: int | None = None
-) -> list[Config]:
+    spec: KernelSpec, stride: bool, max_threads: int, multiprocessors: int | None, dims: int | None = None,
+    sizes: Sequence[Mapping[str, int]] = (),
+) -> list[Config]:  # fmt: skip
     """The original geometry first, then the alternatives (deduplicated).  `dims`: the dimensions the
-    launches use (:func:`used_dims`; default all the spec spells); the others stay as they are."""
+    launches use (:func:`used_dims`; default all the spec spells); the others stay as they are.  `sizes`:
+    where the launches are validated, to scale dynamic shared memory with the block."""
     cfg = settings()
     dims = dims or len(spec.block)
+    per_size = _block_shared(spec, sizes)
     out = [Config(tuple(spec.block), tuple(spec.grid), "the original's", original=True)]
     if dims == 1:
         total = f"({spec.grid[0]}) * ({spec.block[0]})"
@@ -148,12 +194,16 @@ def configurations(
         for b in cfg["blocks_1d"]:
             if b > max_threads:
                 continue
-            out.append(Config((str(b), *rest_b), (f"({total} + {b - 1}) / {b}", *rest_g), f"block {b}"))
+            shared, more = _shared_for(spec, b * _product(rest_b, sizes), per_size)
+            block = (str(b), *rest_b)
+            out.append(
+                Config(block, (f"({total} + {b - 1}) / {b}", *rest_g), f"block {b}{more}", shared=shared)
+            )
             if stride and multiprocessors:
                 for per_sm in cfg["blocks_per_sm"]:
                     g = multiprocessors * per_sm
                     grid = (f"min(({total} + {b - 1}) / {b}, {g})", *rest_g)
-                    out.append(Config((str(b), *rest_b), grid, f"block {b}, at most {g} blocks"))
+                    out.append(Config(block, grid, f"block {b}, at most {g} blocks{more}", shared=shared))
     elif dims in (2, 3):
         for shape in cfg["blocks_2d"]:
             bx, by = shape
@@ -165,7 +215,8 @@ def configurations(
                 f"(({spec.grid[1]}) * ({spec.block[1]}) + {by - 1}) / {by}",
                 *spec.grid[2:],
             )
-            out.append(Config(blocks, grids, f"block {bx}x{by}"))
+            shared, more = _shared_for(spec, bx * by * _product(spec.block[2:], sizes), per_size)
+            out.append(Config(blocks, grids, f"block {bx}x{by}{more}", shared=shared))
     seen: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()
     unique = []
     for c in out:
@@ -174,6 +225,24 @@ def configurations(
             seen.add(key)
             unique.append(c)
     return unique
+
+
+def _product(extents: Sequence[str], sizes: Sequence[Mapping[str, int]]) -> int:
+    """The product of block extents the tuner keeps (1 when they are not one constant at every size)."""
+    from porter.scan import cexpr
+
+    total = 1
+    for e in extents:
+        values = set()
+        for size in sizes or [{}]:
+            try:
+                values.add(int(cexpr.eval_text(e, size)))
+            except (cexpr.ExprError, ValueError, ZeroDivisionError, OverflowError):
+                return 1
+        if len(values) != 1:
+            return 1
+        total *= values.pop()
+    return total
 
 
 Timer = Callable[[Config, KernelSpec, Device], Timed]
@@ -198,7 +267,7 @@ def tune(
     set of `flags` on the fastest geometry, validated and timed the same way."""
 
     def trial(c: Config) -> Trial:
-        shaped = replace(spec, block=c.block, grid=c.grid)
+        shaped = c.shaped(spec)
         t = Trial(c)
         try:
             t.verdicts = validate_at(shaped, c)
@@ -221,7 +290,7 @@ def tune(
         for fs in flags:
             c = geometry.config
             label = f"{c.label} + {' '.join(fs)}"
-            trials.append(trial(Config(c.block, c.grid, label, flags=tuple(fs), source=c.source)))
+            trials.append(trial(replace(c, label=label, flags=tuple(fs), original=False)))
     return TuneResult(kernel, device.label, trials, _fastest(trials))
 
 

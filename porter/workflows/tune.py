@@ -75,14 +75,24 @@ def _expected(original: Variant, spec: KernelSpec, instances: Sequence[Instance]
     return out
 
 
-def _rewrite(text: str, line: int, grid: str, block: str, new_grid: str, new_block: str) -> str | None:
+def _rewrite(
+    text: str, line: int, grid: str, block: str, new_grid: str, new_block: str,
+    shared: str | None = None, new_shared: str | None = None,
+) -> str | None:  # fmt: skip
     """The file with the launch on `line` given the new configuration, or None when its text is not the
-    ``<<<grid, block ...`` the scan read."""
+    ``<<<grid, block ...`` (``<<<grid, block, shared ...`` when `new_shared` is given) the scan read."""
     lines = text.splitlines(keepends=True)
     if not 1 <= line <= len(lines):
         return None
-    pattern = re.compile(r"<<<\s*" + re.escape(grid) + r"\s*,\s*" + re.escape(block) + r"(?=\s*[,>])")
-    new, n = pattern.subn(f"<<<{new_grid}, {new_block}", lines[line - 1], count=1)
+    head = r"<<<\s*" + re.escape(grid) + r"\s*,\s*" + re.escape(block)
+    replacement = f"<<<{new_grid}, {new_block}"
+    if new_shared is not None:
+        if shared is None:
+            return None
+        head += r"\s*,\s*" + re.escape(shared)
+        replacement += f", {new_shared}"
+    pattern = re.compile(head + r"(?=\s*[,>])")
+    new, n = pattern.subn(lambda _m: replacement, lines[line - 1], count=1)
     if n != 1:
         return None
     lines[line - 1] = new
@@ -95,7 +105,7 @@ def _row(t: T.Trial) -> TunedConfig:
         t.config.label, list(t.config.block), list(t.config.grid), t.validated, t.time_ms, t.reason,
         t.config.original, list(t.config.flags), bool(m and m.suspect),
         m.achieved_bandwidth if m else None, m.pct_bandwidth if m else None,
-        m.pct_measured_bandwidth if m else None,
+        m.pct_measured_bandwidth if m else None, t.config.shared,
     )  # fmt: skip
 
 
@@ -104,7 +114,7 @@ def _same_geometry(spec: KernelSpec, config: T.Config, size: Mapping[str, int]) 
     from porter.harness.spec import geometry
 
     try:
-        return geometry(spec, size) == geometry(replace(spec, block=config.block, grid=config.grid), size)
+        return geometry(spec, size) == geometry(config.shaped(spec), size)
     except (ValueError, ArithmeticError):
         return False
 
@@ -181,7 +191,7 @@ def tune_file(
     facts = timing_device.facts
     configs = T.configurations(
         spec, T.grid_stride(k, source_plan.text), facts.max_threads_per_block, facts.multiprocessors,
-        T.used_dims(spec, [i.size for i in instances]),
+        T.used_dims(spec, [i.size for i in instances]), [i.size for i in instances],
     )  # fmt: skip
     largest = max(instances, key=lambda i: sum(getattr(v, "nbytes", 0) for v in i.values))
     if capture_dir is not None:
@@ -263,7 +273,18 @@ def tune_file(
             if best.config.grid[0].startswith("min("):
                 cap = best.config.grid[0].rsplit(",", 1)[1].strip(" )")
                 new_grid = f"min({new_grid}, {cap})"
-            rewritten = _rewrite(text, s.line, s.grid, s.block, new_grid, best.config.block[0])
+            new_shared = None
+            if best.config.shared is not None:  # in proportion, at a block larger than the original's
+                new_shared = f"({s.shared_bytes}) * {best.config.block[0]} / ({s.block})"
+            # shared memory larger than only some launches' (a max() of two) is no one launch expression
+            by_hand = (best.config.shared or "").startswith("max(")
+            rewritten = (
+                None
+                if by_hand
+                else _rewrite(
+                    text, s.line, s.grid, s.block, new_grid, best.config.block[0], s.shared_bytes, new_shared
+                )
+            )
             if rewritten is not None:
                 write_atomic(out / src.name, rewritten)
                 diff = difflib.unified_diff(text.splitlines(keepends=True), rewritten.splitlines(keepends=True),

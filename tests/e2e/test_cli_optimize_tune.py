@@ -130,3 +130,31 @@ def test_when_a_rewrite_wins_the_users_file_is_not_rewritten_with_its_geometry(t
     assert report.best == "the rewrite, block 128"
     assert report.files == [] and not (tmp_path / "out" / "vector_add.cu").exists()
     assert any("the rewrite launched with block (128)" in n for n in report.notes), report.notes
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_a_larger_block_of_a_reduction_gets_its_shared_memory_in_proportion(tmp_path: Path) -> None:
+    """reduce_shfl keeps one float per warp in dynamic shared memory sized at the launch (64 bytes at 512
+    threads): at 1024 threads it needs 128, which the GPU's bounds checks would catch if it were not given."""
+    from porter.harness.tune import Config, Timed
+    from porter.model import KernelSpec
+    from porter.plan import reference_devices
+    from porter.workflows.tune import tune_file
+
+    gpus = [d for d in reference_devices() if d.kind == "gpu"]
+    if not gpus:
+        pytest.skip("no NVIDIA GPU porter can run kernels on")
+    for name in ("reduce_shfl.cu", "common.cuh"):
+        shutil.copy(SAMPLES / name, tmp_path)
+
+    def timer(c: Config, spec: KernelSpec, device: object) -> Timed:  # 1024 threads fastest
+        return Timed(0.5 if c.block == ("1024",) else 1.0)
+
+    report = tune_file(str(tmp_path / "reduce_shfl.cu"), out_dir=str(tmp_path / "out"), timer=timer,
+                       devices=gpus[:1], sizes={"n": 1 << 16})  # fmt: skip
+    by = {c.label: c for c in report.configs}
+    big = by["block 1024, shared memory in proportion"]
+    assert big.validated and big.shared and "1024" in big.shared, big
+    assert report.best.startswith("block 1024, shared memory in proportion"), report.best
+    diff = (tmp_path / "out" / "launch.diff").read_text()
+    assert "+    reduce_sum<<<" in diff and "(smem) * 1024 / (threads)>>>" in diff, diff

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from porter.backends import Device, HardwareFacts
 
 from porter.harness.tune import Config, Timed, configurations, flag_sets, grid_stride, tune
@@ -140,3 +142,72 @@ def test_a_rewrite_joins_the_search_with_every_geometry_and_can_win() -> None:
     result = tune("k", SPEC, configs, validate_at, timer, GPU)
     assert result.best is not None and result.best.config.label == "rewrite, block 128"
     assert judged.count("rewrite") == len(base) and result.speedup == 1.0 / 0.45
+
+
+def test_a_larger_block_gets_dynamic_shared_memory_in_proportion_and_a_smaller_keeps_the_originals() -> None:
+    from porter.harness.spec import geometry
+
+    # one float per warp, as a block reduction sizes it: 64 bytes at 512 threads
+    spec = replace(
+        SPEC, grid=("min((n + 511) / 512, 2048)",), block=("512",), shared_bytes="(512 / 32) * sizeof(float)"
+    )
+    sizes = [{"n": 5000}, {"n": 70000}]
+    configs = {
+        c.label: c
+        for c in configurations(spec, stride=True, max_threads=1024, multiprocessors=None, sizes=sizes)
+    }
+    big = configs["block 1024, shared memory in proportion"]
+    assert geometry(big.shaped(spec), sizes[0])[1:] == ((1024,), 128)
+    assert (
+        configs["block 128"].shared is None and geometry(configs["block 128"].shaped(spec), sizes[0])[2] == 64
+    )
+    assert configs["block 512"].shared is None
+    # not a whole number of bytes in proportion (100 bytes at 384 threads, 512 asked): the original's amount
+    odd = replace(SPEC, block=("384",), shared_bytes="100")
+    assert all(c.shared is None for c in configurations(odd, stride=False, max_threads=512, multiprocessors=None,
+                                                        sizes=[{"n": 10}]))  # fmt: skip
+    # the block depends on the size (256 at one, 1024 at the other): larger than some launches' only
+    varying = replace(SPEC, block=("n < 1000 ? 256 : 1024",), shared_bytes="(n < 1000 ? 256 : 1024) * 4")
+    c = next(c for c in configurations(varying, stride=False, max_threads=1024, multiprocessors=None,
+                                       sizes=[{"n": 10}, {"n": 5000}]) if c.block == ("512",))  # fmt: skip
+    assert c.shared is not None and c.shared.startswith("max(")
+    assert (
+        geometry(c.shaped(varying), {"n": 10})[2] == 2048
+        and geometry(c.shaped(varying), {"n": 5000})[2] == 4096
+    )
+
+
+def test_the_tuner_validates_and_times_a_configuration_with_its_shared_memory_and_keeps_it_under_options() -> (
+    None
+):
+    spec = replace(SPEC, shared_bytes="256 * 4")
+    configs = configurations(spec, stride=False, max_threads=1024, multiprocessors=None, sizes=[{"n": 4096}])
+    seen: dict[str, str] = {}
+
+    def validate_at(shaped: KernelSpec, c: Config) -> list[Verdict]:
+        seen[c.label] = shaped.shared_bytes
+        return [_verdict(True)]
+
+    def timer(c: Config, shaped: KernelSpec, device: Device) -> Timed:
+        return Timed(0.5 if shaped.block == ("1024",) else 1.0)
+
+    result = tune("k", spec, configs, validate_at, timer, GPU, flags=[("-fast",)])
+    assert (
+        seen["block 64"] == "256 * 4"
+        and seen["block 1024, shared memory in proportion"] == "(256 * 4) * 1024 / (256)"
+    )
+    best = result.best
+    assert best is not None and best.config.label == "block 1024, shared memory in proportion"
+    flagged = next(t for t in result.trials if t.config.flags)
+    assert (
+        flagged.config.shared == "(256 * 4) * 1024 / (256)"
+        and seen[flagged.config.label] == flagged.config.shared
+    )
+
+
+def test_a_launch_with_shared_memory_is_rewritten_with_its_third_argument() -> None:
+    src = "void run(float* x, int n) {\n  k<<<blocks, threads, smem>>>(x, n);\n}\n"
+    out = _rewrite(src, 2, "blocks", "threads", "g", "1024", "smem", "(smem) * 1024 / (threads)")
+    assert out is not None and "k<<<g, 1024, (smem) * 1024 / (threads)>>>(x, n);" in out
+    assert _rewrite(src, 2, "blocks", "threads", "g", "1024", None, "x") is None  # no third argument read
+    assert _rewrite(src, 2, "blocks", "threads", "g", "64") == src.replace("<<<blocks, threads", "<<<g, 64")

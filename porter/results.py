@@ -884,9 +884,8 @@ class TunedConfig:
     achieved_bandwidth: float | None = None  # bytes/s of compulsory traffic
     pct_bandwidth: float | None = None  # of the device's datasheet bandwidth
     pct_measured_bandwidth: float | None = None  # of its measured device copy
-    shared: str | None = (
-        None  # dynamic shared memory bytes when not the original's (in proportion to the block)
-    )
+    # dynamic shared memory bytes when not the original's (in proportion to a larger block)
+    shared: str | None = None
 
 
 @dataclass

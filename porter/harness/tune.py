@@ -143,8 +143,10 @@ def used_dims(spec: KernelSpec, sizes: Sequence[dict[str, int]]) -> int:
     return used
 
 
-def _block_shared(spec: KernelSpec, sizes: Sequence[Mapping[str, int]]) -> list[tuple[int, int]] | None:
-    """(threads per block, dynamic shared bytes) of the original launch at each size, when it asks for
+def _block_shared(
+    spec: KernelSpec, sizes: Sequence[Mapping[str, int]]
+) -> list[tuple[tuple[int, ...], int]] | None:
+    """(block extents, dynamic shared bytes) of the original launch at each size, when it asks for
     dynamic shared memory at every one of them; else None (nothing to scale)."""
     from porter.harness.spec import geometry
 
@@ -158,21 +160,24 @@ def _block_shared(spec: KernelSpec, sizes: Sequence[Mapping[str, int]]) -> list[
             return None
         if shared <= 0:
             return None
-        out.append((math.prod(block), shared))
+        out.append((block, shared))
     return out
 
 
 def _shared_for(
-    spec: KernelSpec, threads: int, original: list[tuple[int, int]] | None
+    spec: KernelSpec, lead: tuple[int, ...], original: list[tuple[tuple[int, ...], int]] | None
 ) -> tuple[str | None, str]:
-    """The dynamic shared memory of a configuration of `threads` per block (None: the original's), and a
-    label's suffix.  A larger block than the original's gets the original's bytes in proportion (one
-    partial per warp, one element per thread), when that is a whole number of bytes at every size."""
-    larger = [(t, s) for t, s in (original or []) if threads > t]
-    if not larger or any(s * threads % t for t, s in larger):
+    """The dynamic shared memory of a configuration whose leading block extents are `lead` (the others
+    stay the original's) -- None: the original's -- and a label's suffix.  A larger block than the
+    original's gets the original's bytes in proportion (one partial per warp, one element per thread),
+    when that is a whole number of bytes at every size."""
+    counts = [(math.prod(b), math.prod(lead) * math.prod(b[len(lead) :]), s) for b, s in original or []]
+    larger = [(old, new, s) for old, new, s in counts if new > old]
+    if not larger or any(s * new % old for old, new, s in larger):
         return None, ""  # the original's amount: enough for a block no larger than the original's
-    scaled = f"({spec.shared_bytes}) * {threads} / ({') * ('.join(spec.block)})"
-    if len(larger) == len(original or []):
+    kept = "".join(f" * ({e})" for e in spec.block[len(lead) :])
+    scaled = f"({spec.shared_bytes}) * {math.prod(lead)}{kept} / ({') * ('.join(spec.block)})"
+    if len(larger) == len(counts):
         return scaled, ", shared memory in proportion"
     return f"max({spec.shared_bytes}, {scaled})", ", shared memory in proportion"
 
@@ -194,7 +199,7 @@ def configurations(
         for b in cfg["blocks_1d"]:
             if b > max_threads:
                 continue
-            shared, more = _shared_for(spec, b * _product(rest_b, sizes), per_size)
+            shared, more = _shared_for(spec, (b,), per_size)
             block = (str(b), *rest_b)
             out.append(
                 Config(block, (f"({total} + {b - 1}) / {b}", *rest_g), f"block {b}{more}", shared=shared)
@@ -215,7 +220,7 @@ def configurations(
                 f"(({spec.grid[1]}) * ({spec.block[1]}) + {by - 1}) / {by}",
                 *spec.grid[2:],
             )
-            shared, more = _shared_for(spec, bx * by * _product(spec.block[2:], sizes), per_size)
+            shared, more = _shared_for(spec, (bx, by), per_size)
             out.append(Config(blocks, grids, f"block {bx}x{by}{more}", shared=shared))
     seen: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()
     unique = []
@@ -225,24 +230,6 @@ def configurations(
             seen.add(key)
             unique.append(c)
     return unique
-
-
-def _product(extents: Sequence[str], sizes: Sequence[Mapping[str, int]]) -> int:
-    """The product of block extents the tuner keeps (1 when they are not one constant at every size)."""
-    from porter.scan import cexpr
-
-    total = 1
-    for e in extents:
-        values = set()
-        for size in sizes or [{}]:
-            try:
-                values.add(int(cexpr.eval_text(e, size)))
-            except (cexpr.ExprError, ValueError, ZeroDivisionError, OverflowError):
-                return 1
-        if len(values) != 1:
-            return 1
-        total *= values.pop()
-    return total
 
 
 Timer = Callable[[Config, KernelSpec, Device], Timed]

@@ -14,18 +14,18 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from porter import sandbox
-from porter.llm.records import VALIDATED, Totals, attempt_doc, usage_doc
+from porter.llm.records import VALIDATED, Totals, attempt_doc, trade_off, usage_doc
 from porter.llm.redact import redact
 from porter.model import Status, to_jsonable
 
 if TYPE_CHECKING:
     from porter.backends import Availability
-    from porter.llm.records import Attempt, LoopResult
+    from porter.llm.records import Attempt, Evaluation, LoopResult
     from porter.model import Diagnostic, KernelSpec, Timing, Verdict
 
 # The "schema" field of each command's report.json (reports written before it are recognised by shape).
@@ -625,11 +625,48 @@ class BenchReport:
 # --------------------------------------------------------------------------- optimize
 
 
+ORIGINAL, REWRITE, TUNED = "original", "rewrite", "tuned"
+
+
+@dataclass(frozen=True)
+class Contender:
+    """One entry of optimize's trade-off pool, all timed by the same evaluator (device, size, timing
+    plan): the original kernel (the reference: error 0), a validated rewrite of the model's, or a
+    configuration of the launch search (``--tune``: the original's kernel or the model's fastest rewrite
+    at another launch geometry or with other compile options, validated by the search)."""
+
+    kind: str  # ORIGINAL | REWRITE | TUNED
+    label: str
+    code: str  # the kernel's device code (the original's: the input file's device code)
+    evaluation: Evaluation
+    attempt: Attempt | None = None  # the model's attempt: a rewrite's, or the one a tuned rewrite is of
+    launch: TunedConfig | None = None  # a tuned configuration: its block, grid, shared memory and options
+
+    def document(self) -> dict[str, Any]:
+        ev = self.evaluation
+        doc: dict[str, Any] = {
+            "kind": self.kind,
+            "label": self.label,
+            "time_ms": ev.time_ms,
+            "speedup": ev.speedup,
+            "memory_bytes": ev.memory_bytes,
+            "max_rel_err": ev.max_rel_err,
+            "device": ev.device,
+            "timings": to_jsonable(ev.timings),
+        }
+        if self.attempt is not None:
+            doc.update(candidate=self.attempt.candidate, round=self.attempt.round)
+        if self.launch is not None:
+            doc["launch"] = {"block": self.launch.block, "grid": self.launch.grid, "shared": self.launch.shared,
+                             "flags": self.launch.flags}  # fmt: skip
+        return doc
+
+
 @dataclass(frozen=True)
 class Selected:
     role: str  # one of ROLES
-    attempt: Attempt
-    path: str  # the file written
+    contender: Contender
+    path: str  # its file (the original's: the input file, never written)
 
 
 @dataclass
@@ -655,74 +692,109 @@ class OptimizeReport:
     # `--tune`: the launch-geometry search over the original and the model's fastest rewrite
     tuned: TuneReport | None = None
     chart: str = ""  # tradeoffs.png, when a rewrite was validated and timed
+    # the original timed as every candidate is (None before it was), and --tune's fastest configurations
+    # timed the same way: both join the validated rewrites in the trade-off set
+    original: Contender | None = None
+    configurations: list[Contender] = field(default_factory=list)
 
-    def tradeoffs(self) -> dict[str, Attempt]:
-        """fastest / least_memory / most_precise among this run's validated candidates and the kept ones."""
-        if not self.kept:
-            return self.loop.tradeoffs()
-        return replace(self.loop, attempts=(*self.loop.attempts, *self.kept)).tradeoffs()
+    def rewrites(self) -> list[Contender]:
+        """This run's distinct validated candidates, then the kept ones."""
+        seen: dict[str, Contender] = {}
+        for a in (*self.loop.attempts, *self.kept):
+            if a.status == VALIDATED and a.evaluation is not None and (a.code or "") not in seen:
+                label = f"candidate {a.candidate} (round {a.round})" + (", kept" if self.is_kept(a) else "")
+                seen[a.code or ""] = Contender(REWRITE, label, a.code or "", a.evaluation, attempt=a)
+        return list(seen.values())
+
+    def pool(self) -> list[Contender]:
+        """What the trade-off set is chosen from: the rewrites and the tuned configurations, then the
+        original (which wins a role only by being strictly better); empty without a rewrite or
+        configuration, as the original alone is no trade-off."""
+        proposals = [*self.rewrites(), *self.configurations]
+        return [*proposals, *([self.original] if proposals and self.original is not None else [])]
+
+    def roles(self) -> dict[str, Contender]:
+        """best (the fastest rewrite or configuration: what this run proposes), fastest, least_memory and
+        most_precise (of the whole pool, the original included)."""
+        pool = self.pool()
+        proposals = [c for c in pool if c.kind != ORIGINAL]
+        if not proposals:
+            return {}
+        return {"best": trade_off(proposals)["fastest"], **trade_off(pool)}
 
     @property
     def best(self) -> Attempt | None:
-        return self.tradeoffs().get("fastest")
+        """The model's fastest validated rewrite (what ``--tune`` adds to its search)."""
+        fastest = trade_off(self.rewrites()).get("fastest")
+        return fastest.attempt if fastest is not None else None
+
+    def is_kept(self, attempt: Attempt) -> bool:
+        return any(attempt is k for k in self.kept)
 
     def path_of(self, attempt: Attempt) -> str:
-        if any(attempt is k for k in self.kept):
+        if self.is_kept(attempt):
             return self.kept_paths.get(code_sha(attempt.code), "")
         return self.attempt_paths.get((attempt.candidate, attempt.round), "")
 
     def is_resumed(self, attempt: Attempt) -> bool:
         """Whether the attempt's verdict comes from the previous run's report (not run again)."""
-        if any(attempt is k for k in self.kept):
+        if self.is_kept(attempt):
             return True
         return attempt.evaluation is not None and code_sha(attempt.code) in self.resumed
 
     @property
     def exit_code(self) -> int:
-        """0: a validated candidate exists; 1: none."""
-        return 0 if self.best is not None else 1
+        """0: a validated rewrite or configuration exists; 1: none."""
+        return 0 if self.roles() else 1
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per (selected file, device); without a validated candidate, each candidate's last
         attempt as a failed row."""
         rows: list[dict[str, Any]] = []
         for sel in self.selected:
-            ev = sel.attempt.evaluation
-            timings = {str(t["device"]): t for t in (ev.timings if ev else ())}
-            for v in ev.verdicts if ev else ():
-                t = timings.get(v.device, {})
-                rows.append(
-                    {
-                        "target": "cuda",
-                        "path": sel.path,
-                        "status": v.status.value,
-                        "device": v.device,
-                        "max_rel_err": v.max_rel_err,
-                        "trials": v.trials,
-                        "reason": v.reason,
-                        "time_ms": t.get("time_ms"),
-                        "speedup": t.get("speedup"),
-                        "role": sel.role,
-                        "candidate": sel.attempt.candidate,
-                        "round": sel.attempt.round,
-                        **({"resumed": True} if self.is_resumed(sel.attempt) else {}),
-                    }
-                )
+            c = sel.contender
+            ev = c.evaluation
+            timings = {str(t["device"]): t for t in ev.timings}
+            common: dict[str, Any] = {
+                "target": "cuda",
+                "path": sel.path,
+                "role": sel.role,
+                "kind": c.kind,
+                "label": c.label,
+            }
+            if c.attempt is not None:
+                common.update(candidate=c.attempt.candidate, round=c.attempt.round)
+                if self.is_resumed(c.attempt):
+                    common["resumed"] = True
+            if c.kind == REWRITE:
+                for v in ev.verdicts:
+                    t = timings.get(v.device, {})
+                    rows.append(common | {"status": v.status.value, "device": v.device, "max_rel_err": v.max_rel_err,
+                                          "trials": v.trials, "reason": v.reason, "time_ms": t.get("time_ms"),
+                                          "speedup": t.get("speedup")})  # fmt: skip
+                continue
+            # the original (the reference) and a tuned configuration (validated by the launch search): a
+            # row per device that timed it
+            for t in ev.timings:
+                rows.append(common | {"status": "original" if c.kind == ORIGINAL else Status.VALIDATED.value,
+                                      "device": t["device"], "max_rel_err": ev.max_rel_err, "trials": 0,
+                                      "reason": ev.reason, "time_ms": t.get("time_ms"),
+                                      "speedup": t.get("speedup")})  # fmt: skip
         if self.selected:
             return rows
         last: dict[int, Attempt] = {}
         for a in self.loop.attempts:
             last[a.candidate] = a
         for a in last.values():
-            ev = a.evaluation
+            got = a.evaluation
             rows.append(
                 {
                     "target": "cuda",
                     "path": self.attempt_paths.get((a.candidate, a.round), ""),
                     "status": Status.FAILED.value,
-                    "device": ev.device if ev else "",
-                    "max_rel_err": ev.max_rel_err if ev else None,
-                    "trials": max((v.trials for v in ev.verdicts), default=0) if ev else 0,
+                    "device": got.device if got else "",
+                    "max_rel_err": got.max_rel_err if got else None,
+                    "trials": max((v.trials for v in got.verdicts), default=0) if got else 0,
                     "reason": redact(f"{a.status}: {a.reason}"),
                     "time_ms": None,
                     "speedup": None,
@@ -757,12 +829,14 @@ class OptimizeReport:
             baselines_ms=dict(self.baselines),
             floors_ms=dict(self.floors),
             outputs={s.role: s.path for s in self.selected},
+            tradeoffs={s.role: s.contender.label for s in self.selected},
+            contenders=[c.document() | {"path": self.contender_path(c)} for c in self.pool()],
             chart=self.chart,
             attempts=[
                 attempt_doc(a)
                 | {"path": self.path_of(a)}
                 | ({"resumed": True} if self.is_resumed(a) else {})
-                | ({"kept": True} if any(a is k for k in self.kept) else {})
+                | ({"kept": True} if self.is_kept(a) else {})
                 for a in (*self.loop.attempts, *self.kept)
             ],
             notes=[*self.loop.notes, *self.notes],
@@ -772,6 +846,15 @@ class OptimizeReport:
             sandbox=sandbox.summary(),  # the layers the children that ran model code had
         )
         return doc
+
+    def contender_path(self, c: Contender) -> str:
+        """A contender's file: its role's, else a rewrite's attempt file, the original's input file."""
+        chosen = next((s.path for s in self.selected if s.contender.label == c.label), "")
+        if chosen or c.kind == TUNED:
+            return chosen
+        if c.kind == ORIGINAL:
+            return self.source
+        return self.path_of(c.attempt) if c.attempt is not None else ""
 
     def _validated_docs(self) -> list[dict[str, Any]]:
         """Every distinct validated candidate with its evaluation and file: what a re-run keeps."""
@@ -886,6 +969,8 @@ class TunedConfig:
     pct_measured_bandwidth: float | None = None  # of its measured device copy
     # dynamic shared memory bytes when not the original's (in proportion to a larger block)
     shared: str | None = None
+    source: str = ""  # whose kernel: "" the original's, else the label of a rewrite joining the search
+    max_rel_err: float | None = None  # the largest relative error against the original, where validated
 
 
 @dataclass

@@ -132,6 +132,56 @@ class Evaluator:
         with self._lock:
             return {k: v for k, v in self._baselines.items() if v is not None}
 
+    def measure(
+        self, variant: Variant, spec: KernelSpec | None = None, flags: Sequence[str] = ()
+    ) -> tuple[list[dict[str, Any]], int | None, tuple[Device, BenchResult] | None]:
+        """Time `variant` -- launched as `spec` says (default: the evaluator's), built with the extra compile
+        `flags` -- on every device that is not a checker, beside the original's time there: a timing
+        per device, the memory it uses per block where the device reports it (shared memory plus
+        registers), and the first device where it could not be timed, with that result (None: timed
+        everywhere).  After a device it cannot be timed on, the evaluator that must time stops."""
+        timings: list[dict[str, Any]] = []
+        memory: int | None = None
+        untimed: tuple[Device, BenchResult] | None = None
+        for device in self.devices if self.bench else ():
+            if device.kind == "checker":
+                continue
+            base = self.baseline(device)
+            plan = self.plan_for(device)
+            if flags:
+                plan = replace(plan, compile=replace(plan.compile, flags=(*plan.compile.flags, *flags)))
+            r = benchmark(
+                variant,
+                spec or self.spec,
+                device,
+                self.size(device),
+                plan,
+                reference=self.reference,
+                cost=self.cost(device),
+                baseline=base if base is not None and base.ok else None,
+            )
+            if not r.ok and untimed is None:
+                untimed = (device, r)
+                if self.must_time:
+                    break
+            if r.ok and r.occupancy is not None and r.occupancy.registers is not None:
+                memory = r.occupancy.shared_bytes + r.occupancy.registers * 4 * r.occupancy.block_threads
+            timings.append(
+                {
+                    "device": device.label,
+                    "time_ms": r.timing.median_ms if r.ok and r.timing else None,
+                    "iqr_ms": r.timing.iqr_ms if r.ok and r.timing else None,
+                    "baseline_ms": r.baseline_ms if r.ok else None,
+                    "speedup": r.speedup if r.ok else None,
+                    "floor_ms": r.roofline.floor_ms if r.ok and r.roofline else None,
+                    "pct_of_floor": r.assessment.pct_of_floor if r.ok and r.assessment else None,
+                    "representative": r.representative,
+                    "suspect": r.suspect,
+                    "notes": [*r.notes, *([] if r.ok else [f"not timed: {r.reason}"])],
+                }
+            )
+        return timings, memory, untimed
+
     def __call__(self, cand: Screened) -> Evaluation:
         variant = self.variant(cand.code)
         gate = device_build_check(variant, self.options.compile)  # before anything runs model code
@@ -148,48 +198,19 @@ class Evaluator:
             if variant.target == SOURCE_DIALECT  # the screened scan is the candidate's own
             else None
         )
-        timings: list[dict[str, Any]] = []
-        for device in self.devices if self.bench else ():
-            if device.kind == "checker":
-                continue
-            base = self.baseline(device)
-            r = benchmark(
-                variant,
-                self.spec,
-                device,
-                self.size(device),
-                self.plan_for(device),
-                reference=self.reference,
-                cost=self.cost(device),
-                baseline=base if base is not None and base.ok else None,
-            )
-            if not r.ok and self.must_time:
-                return Evaluation(
-                    ok=False,
-                    stage="bench",
-                    reason=f"{device.label}: {r.reason}",
-                    log="\n".join(r.logs),
-                    sizes=first.sizes,
-                    max_rel_err=max(errs, default=None),
-                    device=device.label,
-                    verdicts=verdicts,
-                )
-            if r.ok and r.occupancy is not None and r.occupancy.registers is not None:
-                regs = r.occupancy.registers * 4 * r.occupancy.block_threads
-                memory = r.occupancy.shared_bytes + regs
-            timings.append(
-                {
-                    "device": device.label,
-                    "time_ms": r.timing.median_ms if r.ok and r.timing else None,
-                    "iqr_ms": r.timing.iqr_ms if r.ok and r.timing else None,
-                    "baseline_ms": r.baseline_ms if r.ok else None,
-                    "speedup": r.speedup if r.ok else None,
-                    "floor_ms": r.roofline.floor_ms if r.ok and r.roofline else None,
-                    "pct_of_floor": r.assessment.pct_of_floor if r.ok and r.assessment else None,
-                    "representative": r.representative,
-                    "suspect": r.suspect,
-                    "notes": [*r.notes, *([] if r.ok else [f"not timed: {r.reason}"])],
-                }
+        timings, occupied, untimed = self.measure(variant)
+        memory = occupied if occupied is not None else memory
+        if untimed is not None and self.must_time:
+            device, r = untimed
+            return Evaluation(
+                ok=False,
+                stage="bench",
+                reason=f"{device.label}: {r.reason}",
+                log="\n".join(r.logs),
+                sizes=first.sizes,
+                max_rel_err=max(errs, default=None),
+                device=device.label,
+                verdicts=verdicts,
             )
         t0: dict[str, Any] = timings[0] if timings else {}
         return Evaluation(

@@ -10,8 +10,9 @@ library, never the backends, the prompts or the loop.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from porter.llm.base import Usage
 from porter.llm.pricing import pricing_note
@@ -160,29 +161,36 @@ class LoopResult:
         seen: dict[str, Attempt] = {}
         for a in self.validated:
             seen.setdefault(a.code or "", a)
-        pool = list(seen.values())
-        if not pool:
-            return {}
-        out: dict[str, Attempt] = {}
+        return trade_off(list(seen.values()))
 
-        def time_of(a: Attempt) -> float:
-            t = a.evaluation.time_ms if a.evaluation else None
-            return t if t is not None else float("inf")
 
-        out["fastest"] = min(pool, key=time_of)
-        with_memory = [a for a in pool if a.evaluation and a.evaluation.memory_bytes is not None]
-        if with_memory:
-            out["least_memory"] = min(
-                with_memory,
-                key=lambda a: (a.evaluation.memory_bytes, time_of(a)),  # type: ignore[union-attr]
-            )
-        with_err = [a for a in pool if a.evaluation and a.evaluation.max_rel_err is not None]
-        if with_err:
-            out["most_precise"] = min(
-                with_err,
-                key=lambda a: (a.evaluation.max_rel_err, time_of(a)),  # type: ignore[union-attr]
-            )
-        return out
+class Evaluated(Protocol):
+    @property
+    def evaluation(self) -> Evaluation | None: ...
+
+
+_E = TypeVar("_E", bound=Evaluated)
+
+
+def trade_off(pool: Sequence[_E]) -> dict[str, _E]:
+    """The trade-off set of `pool`: the fastest (by the first timed device's median; untimed last), the
+    least memory and the most precise (each where known; the faster on a tie); on a full tie the
+    earlier in `pool`.  Empty when `pool` is."""
+    if not pool:
+        return {}
+
+    def time_of(a: _E) -> float:
+        t = a.evaluation.time_ms if a.evaluation else None
+        return t if t is not None else float("inf")
+
+    out: dict[str, _E] = {"fastest": min(pool, key=time_of)}
+    with_memory = [a for a in pool if a.evaluation and a.evaluation.memory_bytes is not None]
+    if with_memory:
+        out["least_memory"] = min(with_memory, key=lambda a: (a.evaluation.memory_bytes, time_of(a)))  # type: ignore[union-attr]
+    with_err = [a for a in pool if a.evaluation and a.evaluation.max_rel_err is not None]
+    if with_err:
+        out["most_precise"] = min(with_err, key=lambda a: (a.evaluation.max_rel_err, time_of(a)))  # type: ignore[union-attr]
+    return out
 
 
 def usage_doc(totals: Totals, provider: str = "", model: str = "") -> dict[str, object]:
@@ -242,6 +250,7 @@ __all__ = [
     "Totals",
     "attempt_doc",
     "strip_comments",
+    "trade_off",
     "unvalidated",
     "usage_doc",
 ]

@@ -8,7 +8,6 @@ from typing import Any
 from rich.text import Text
 
 from porter.llm.loop import Event, Progress
-from porter.llm.records import VALIDATED
 from porter.llm.redact import redact
 from porter.report import plain_console
 from porter.results import OptimizeReport
@@ -74,11 +73,12 @@ def render(report: OptimizeReport) -> None:
 
     console = plain_console()
     table = Table(title=f"porter optimize: {report.source} ({report.kernel}) with {report.model}")
-    for col in ("role", "file", "device", "status", "time ms", "speedup", "max rel err"):
+    for col in ("role", "what", "file", "device", "status", "time ms", "speedup", "max rel err"):
         table.add_column(col, justify="right" if col in ("time ms", "speedup", "max rel err") else "left")
     for row in report.rows():
         table.add_row(
             row["role"],
+            row.get("label") or f"candidate {row['candidate']}",
             row["path"] or "-",
             row["device"] or "-",
             Text(row["status"], style=_STYLE.get(row["status"], "white")),
@@ -136,17 +136,15 @@ def _tuned_lines(report: OptimizeReport) -> list[str]:
 
 
 def chart(report: OptimizeReport, path: Path) -> str:
-    """tradeoffs.png: the original and every validated rewrite at (time, error) on the first device that
-    timed them, area = shared memory (+ registers) per block; '' when nothing was timed."""
+    """tradeoffs.png: the trade-off pool (the original, every validated rewrite, the launch search's
+    configurations) at (time, error) on the first device that timed them, area = shared memory (+
+    registers) per block; '' when fewer than two were timed there."""
     from porter.report.charts import time_error
 
-    validated = [a for a in (*report.loop.attempts, *report.kept) if a.status == VALIDATED and a.evaluation]
-    device = next((a.evaluation.device for a in validated if a.evaluation and a.evaluation.time_ms), "")
-    points: list[tuple[str, float | None, float | None, int | None]] = []
-    if device:
-        points.append(("original", report.baselines.get(device), 0.0, None))
-    points += [(f"candidate {a.candidate} (round {a.round})", a.evaluation.time_ms, a.evaluation.max_rel_err,
-                a.evaluation.memory_bytes) for a in validated if a.evaluation and a.evaluation.device == device]  # fmt: skip
+    pool = report.pool()
+    device = next((c.evaluation.device for c in pool if c.evaluation.time_ms), "")
+    points = [(c.label, c.evaluation.time_ms, c.evaluation.max_rel_err, c.evaluation.memory_bytes)
+              for c in pool if device and c.evaluation.device == device]  # fmt: skip
     return time_error(points, device, path) if len(points) > 1 else ""
 
 
@@ -167,18 +165,26 @@ def markdown(report: OptimizeReport) -> str:
     ]
     for dev in report.devices:
         lines.append(f"| {dev} | {_num(report.baselines.get(dev))} | {_num(report.floors.get(dev))} |")
-    lines += ["", "## Validated rewrites and trade-offs", ""]
-    if report.selected:
-        lines += ["| role | file | candidate | device | time ms | speedup | % of floor | max rel err |"]
-        lines += ["|---|---|---:|---|---:|---:|---:|---:|"]
-        for sel in report.selected:
-            ev = sel.attempt.evaluation
-            for t in ev.timings if ev else ({},):
+    lines += ["", "## Trade-off set", ""]
+    pool = report.pool()
+    if pool:
+        lines += ["The validated rewrites, the launch search's fastest configurations (`--tune`) and the original, "
+                  "each timed alike on every device; % of floor: the performance model's floor over the time.", "",
+                  "| role | what | file | device | time ms | speedup | % of floor | memory B/block | max rel err |",
+                  "|---|---|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+        for c in pool:
+            roles = ", ".join(
+                sel.role.replace("_", " ") for sel in report.selected if sel.contender.label == c.label
+            )
+            ev = c.evaluation
+            for t in ev.timings or ({},):
                 lines.append(
-                    f"| {sel.role} | `{sel.path}` | {sel.attempt.candidate} (round {sel.attempt.round}) | "
-                    f"{t.get('device', '-')} | {_num(t.get('time_ms'))} | {_num(t.get('speedup'), '.2f')} | "
-                    f"{_num(t.get('pct_of_floor'), '.0f')} | {_num(ev.max_rel_err if ev else None, '.3g')} |"
-                )
+                    f"| {roles or '-'} | {c.label} | `{report.contender_path(c) or '-'}` | {t.get('device', '-')} | "
+                    f"{_num(t.get('time_ms'))} | {_num(t.get('speedup'), '.2f')} | {_num(t.get('pct_of_floor'), '.0f')} | "
+                    f"{_num(ev.memory_bytes, 'd')} | {_num(ev.max_rel_err, '.3g')} |"
+                )  # fmt: skip
+        if any(sel.contender.kind == "original" for sel in report.selected if sel.role == "fastest"):
+            lines += ["", "No validated rewrite or configuration is faster than the original."]
     else:
         lines.append("No candidate was validated.")
     if report.chart:

@@ -8,8 +8,14 @@ CPU emulator), then benchmarked there (:func:`porter.harness.bench.benchmark`) a
 original's time on the same device, beside the roofline floor of the performance model.  All of it
 runs in the harness's isolated child processes.
 
+The trade-off set is chosen from one pool measured alike: the validated rewrites, the original (timed as
+the baseline; error 0: it is the reference) and, with ``tune``, the autotuner's fastest configuration of
+each kernel it searched (timed again here, at the evaluator's size, not the search's).  ``best`` is the
+fastest rewrite or configuration; fastest, least memory and most precise are of the whole pool, the
+original winning one only by being strictly better (on a full tie, the proposal).
+
 Outputs (default ``<stem>.optimized/`` beside the input; the user's files are never written): the
-best validated rewrite and the trade-off set (fastest, least memory, most precise) as ``.cu`` files,
+best and each trade-off role as ``.cu`` files (a role the original holds names the input file),
 every attempt's code under ``attempts/``, ``report.json`` and ``report.md`` -- all rewritten
 (atomically) after every attempt and when the run is interrupted, so a validated candidate is never
 lost; a re-run resumes what the previous report validated for the same inputs (``fresh``: not).  Exit
@@ -41,9 +47,19 @@ from porter.llm.loop import Budget, Event, LoopOptions, Progress, run_loop
 from porter.llm.prompting import PromptContext
 from porter.llm.records import VALIDATED, Attempt, Evaluation, LoopResult, Screened, Totals
 from porter.llm.redact import redact
-from porter.model import KernelSpec, Role, Variant, to_jsonable
+from porter.model import Kernel, KernelSpec, Role, Variant, to_jsonable
 from porter.plan import make_plan
-from porter.results import OptimizeReport, Selected, TuneReport, code_sha, file_digest
+from porter.results import (
+    ORIGINAL,
+    TUNED,
+    Contender,
+    OptimizeReport,
+    Selected,
+    TunedConfig,
+    TuneReport,
+    code_sha,
+    file_digest,
+)
 from porter.workflows.resume import (
     check_out_dir,
     code_fingerprint,
@@ -81,21 +97,30 @@ def _write(path: Path, text: str, source: Path) -> None:
     write_atomic(path, redact(text))  # model output too: a key it echoes is never written
 
 
-def _header(attempt: Attempt, model: str, role: str, kernel: str) -> str:
-    ev = attempt.evaluation
-    lines = [
-        f"// {kernel}: {role.replace('_', ' ')} validated rewrite by {model} (candidate {attempt.candidate}, "
-        f"round {attempt.round}), written by porter optimize.",
-    ]
-    if ev is not None:
-        for t in ev.timings:
-            sp = t.get("speedup")
-            lines.append(
-                f"// {t['device']}: {t['time_ms']} ms median"
-                + (f", {float(sp):.2f}x the original" if isinstance(sp, (int, float)) else "")
-            )
-        if ev.max_rel_err is not None:
-            lines.append(f"// max relative error against the original: {ev.max_rel_err:.3g}")
+def _header(c: Contender, model: str, role: str, kernel: str) -> str:
+    """The comment a role's file starts with: what it is, how to launch and build it, and its times."""
+    ev, what = c.evaluation, role.replace("_", " ")
+    if c.kind == TUNED and c.launch is not None:
+        lines = [f"// {kernel}: {what} -- {c.label}: a configuration of porter optimize's launch search (--tune).",
+                 f"// Launch with block ({', '.join(c.launch.block)}), grid ({', '.join(c.launch.grid)})"
+                 + (f", dynamic shared memory {c.launch.shared} bytes" if c.launch.shared is not None else "")
+                 + "."]  # fmt: skip
+        if c.launch.flags:
+            lines.append(f"// Build with {' '.join(c.launch.flags)}.")
+    else:
+        a = c.attempt
+        lines = [f"// {kernel}: {what} validated rewrite by {model}"
+                 + (f" (candidate {a.candidate}, round {a.round})" if a is not None else "")
+                 + ", written by porter optimize."]  # fmt: skip
+    for t in ev.timings:
+        sp = t.get("speedup")
+        lines.append(
+            f"// {t['device']}: "
+            + (f"{t['time_ms']:.4g} ms median" if t.get("time_ms") else "not timed")
+            + (f", {float(sp):.2f}x the original" if isinstance(sp, (int, float)) else "")
+        )
+    if ev.max_rel_err is not None:
+        lines.append(f"// max relative error against the original: {ev.max_rel_err:.3g}")
     return "\n".join(lines) + "\n"
 
 
@@ -248,6 +273,7 @@ def optimize_file(
         earlier_outputs=(earlier or {}).get("outputs") or {},
         markdown=markdown,
         chart=chart,
+        scan_kernel=k,
     )
     outputs.save(LoopResult((), 0, "running", Totals()))
     seen: list[Attempt] = []
@@ -289,6 +315,7 @@ def optimize_file(
             best is not None and best.code) else {}  # fmt: skip
         outputs.tuned = tune_file(path, kernel=k.name, include_dirs=include_dirs, out_dir=str(out / "tuned"),
                                   devices=run_on, rewrites=rewrites, markdown=tune_markdown)  # fmt: skip
+        outputs.configurations = _configurations(outputs.tuned, evaluator, best, outputs.static_memory())
         report = outputs.save(result)
     return report
 
@@ -403,6 +430,59 @@ def _previous_validated(
     return known, kept
 
 
+def _configurations(
+    tuned: TuneReport, evaluator: Evaluator, rewrite: Attempt | None, original_memory: int | None = None
+) -> list[Contender]:
+    """The launch search's fastest configuration of each kernel it tried (the original's, the model's
+    rewrite), timed again by `evaluator` -- as every candidate and the original were -- to join the
+    trade-off set; a kernel's fastest is left out when it is that kernel as the pool already holds it
+    (the original's own launch, the rewrite at the original's launch without other options).  Where no
+    device reports the memory a block uses, the kernel's own figure stands (the original's
+    `original_memory`, the rewrite's evaluation's): its static shared memory, as for every candidate."""
+    from porter.harness.tune import Config
+
+    at_origin = next((c for c in tuned.configs if c.original), None)
+    fastest: dict[str, TunedConfig] = {}
+    for c in tuned.configs:
+        eligible = c.validated and c.time_ms and not c.suspect
+        if eligible and (c.source not in fastest or (c.time_ms or 0.0) < (fastest[c.source].time_ms or 0.0)):
+            fastest[c.source] = c
+    out: list[Contender] = []
+    for source, c in fastest.items():
+        same = at_origin is not None and (c.block, c.grid, c.shared) == (
+            at_origin.block,
+            at_origin.grid,
+            None,
+        )
+        if c.original or (same and not c.flags):
+            continue
+        if source and rewrite is None:
+            continue  # (a rewrite this run does not know)
+        original = evaluator.original
+        variant = evaluator.variant(rewrite.code or "") if source and rewrite else original
+        if variant is None:
+            continue
+        config = Config(tuple(c.block), tuple(c.grid), c.label, flags=tuple(c.flags), shared=c.shared)
+        timings, memory, _ = evaluator.measure(variant, config.shaped(evaluator.spec), c.flags)
+        if memory is None:
+            memory = (
+                rewrite.evaluation.memory_bytes
+                if source and rewrite and rewrite.evaluation
+                else original_memory
+            )
+        first: dict[str, Any] = timings[0] if timings else {}
+        label = c.label if source else f"the original kernel, {c.label}"
+        evaluation = Evaluation(
+            ok=True, stage="done",
+            reason=f"validated by the launch search; {c.time_ms:.4g} ms there on {tuned.device}",
+            max_rel_err=c.max_rel_err, time_ms=first.get("time_ms"), baseline_ms=first.get("baseline_ms"),
+            speedup=first.get("speedup"), floor_ms=first.get("floor_ms"), memory_bytes=memory,
+            device=str(first.get("device", "")), timings=tuple(timings),
+        )  # fmt: skip
+        out.append(Contender(TUNED, label, variant.source, evaluation, rewrite if source else None, c))
+    return out
+
+
 _NO_GPU = "no GPU here: times come from the CPU emulator and say little about GPU speed"
 
 
@@ -449,14 +529,18 @@ class _Outputs:
         earlier_outputs: dict[str, Any],
         markdown: Callable[[OptimizeReport], str] | None = None,
         chart: Callable[[OptimizeReport, Path], str] | None = None,
+        scan_kernel: Kernel,
     ):
         self.out, self.src, self.model, self.kernel = out, src, model, kernel
+        self.scan_kernel = scan_kernel  # the original kernel's scan (its static shared memory)
+        self.original_code = evaluator.original.source if evaluator.original is not None else ""
         self.run_on, self.evaluator, self.identity = list(run_on), evaluator, identity
         self.kept, self.resumer = kept, resumer
         self.previous = previous  # the previous report, when made for the same inputs
         self.earlier_outputs = earlier_outputs  # role -> file, of the previous report whatever its inputs
         self.markdown = markdown  # renders report.md (a view, handed in by the caller)
         self.tuned: TuneReport | None = None  # --tune's search, once it ran
+        self.configurations: list[Contender] = []  # its fastest configurations, timed as the candidates
         self.chart = chart  # draws tradeoffs.png (a view, handed in by the caller)
         self.written: dict[Path, str] = {}
 
@@ -489,18 +573,6 @@ class _Outputs:
             p = self.out / "attempts" / f"kept_{key[:16]}.cu"
             self._put(p, a.code or "")
             report.kept_paths[key] = str(p)
-        trade = report.tradeoffs()
-        chosen = {"best": trade["fastest"], **trade} if trade else {}
-        for role in ROLES:
-            att = chosen.get(role)
-            p = self.out / f"{self.src.stem}.{role}.cu"
-            if att is None or att.code is None:
-                if p in self.written or self._stale(role, p):
-                    p.unlink(missing_ok=True)  # never a rewrite the report does not vouch for
-                    self.written.pop(p, None)
-                continue
-            self._put(p, _header(att, self.model, role, self.kernel) + att.code)
-            report.selected.append(Selected(role, att, str(p)))
         old = self.previous or {}
         for d in self.run_on:
             base = self.evaluator.known_baselines().get(d.label)
@@ -510,9 +582,59 @@ class _Outputs:
             elif d.label in (old.get("baselines_ms") or {}):  # measured by the previous run, same inputs
                 report.baselines[d.label] = old["baselines_ms"][d.label]
                 report.floors[d.label] = (old.get("floors_ms") or {}).get(d.label)
+        report.original = self._original(report)
+        report.configurations = list(self.configurations)
+        for role in ROLES:
+            c = report.roles().get(role)
+            p = self.out / f"{self.src.stem}.{role}.cu"
+            if c is None or c.kind == ORIGINAL:  # the original's file is the input, never copied or written
+                if p in self.written or self._stale(role, p):
+                    p.unlink(missing_ok=True)  # never a rewrite the report does not vouch for
+                    self.written.pop(p, None)
+                if c is not None:
+                    report.selected.append(Selected(role, c, str(self.src)))
+                continue
+            self._put(p, _header(c, self.model, role, self.kernel) + c.code)
+            report.selected.append(Selected(role, c, str(p)))
         if not any(d.kind == "gpu" for d in self.run_on):
             report.notes.append(_NO_GPU)
         return report
+
+    def static_memory(self) -> int | None:
+        """The original kernel's static shared memory (what a candidate's memory is where no device
+        reports occupancy)."""
+        from porter.harness.evaluate import static_shared
+
+        spec = self.evaluator.spec
+        return static_shared(self.scan_kernel, dict(spec.sizes[0]) if spec.sizes else {})
+
+    def _original(self, report: OptimizeReport) -> Contender | None:
+        """The original, timed (by the evaluator, or by the previous run for the same inputs) as every
+        candidate is; None before it was.  Its error is 0: it is the reference."""
+        from porter.harness.bench import representative
+
+        measured = self.evaluator.known_baselines()
+        timings: list[dict[str, Any]] = []
+        memory: int | None = None
+        for d in self.run_on:
+            if d.kind == "checker" or d.label not in report.baselines:
+                continue
+            ms, floor = report.baselines[d.label], report.floors.get(d.label)
+            base = measured.get(d.label)
+            occ = base.occupancy if base is not None and base.ok else None
+            if occ is not None and occ.registers is not None:
+                memory = occ.shared_bytes + occ.registers * 4 * occ.block_threads
+            timings.append({"device": d.label, "time_ms": ms, "baseline_ms": ms, "speedup": 1.0 if ms else None,
+                            "floor_ms": floor, "pct_of_floor": 100.0 * floor / ms if floor and ms else None,
+                            "representative": representative(d), "suspect": False, "notes": []})  # fmt: skip
+        if not timings:
+            return None
+        first = timings[0]
+        return Contender(ORIGINAL, "the original", self.original_code, Evaluation(
+            ok=True, stage="done", reason=f"the original kernel of {self.src.name} (the reference)", max_rel_err=0.0,
+            time_ms=first["time_ms"], baseline_ms=first["time_ms"], speedup=first["speedup"],
+            floor_ms=first["floor_ms"], memory_bytes=memory if memory is not None else self.static_memory(), device=first["device"], timings=tuple(timings),
+        ))  # fmt: skip
 
     def _stale(self, role: str, path: Path) -> bool:
         """The role's file as an earlier run in this folder wrote it (its report names it)."""

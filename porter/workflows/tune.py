@@ -105,7 +105,8 @@ def _row(t: T.Trial) -> TunedConfig:
         t.config.label, list(t.config.block), list(t.config.grid), t.validated, t.time_ms, t.reason,
         t.config.original, list(t.config.flags), bool(m and m.suspect),
         m.achieved_bandwidth if m else None, m.pct_bandwidth if m else None,
-        m.pct_measured_bandwidth if m else None, t.config.shared,
+        m.pct_measured_bandwidth if m else None, t.config.shared, t.config.source,
+        max((v.max_rel_err for v in t.verdicts if v.max_rel_err is not None), default=None) if t.validated else None,
     )  # fmt: skip
 
 

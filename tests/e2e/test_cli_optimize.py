@@ -110,7 +110,9 @@ def test_optimize_writes_the_validated_rewrite_and_the_report(tmp_path, server, 
             "speedup",
         } <= set(row)
         # one row per device that runs CUDA here (the GPU too, when there is one)
-        assert row["status"] == "validated" and row["device"] in shown_on
+        # the rewrite validated; the original (the reference, its own file) when it holds a role
+        assert row["status"] == ("original" if row["kind"] == "original" else "validated")
+        assert row["device"] in shown_on
         assert row["time_ms"] > 0 and Path(row["path"]).is_file()
     assert set(doc["usage"]) >= {
         "input_tokens",
@@ -362,4 +364,28 @@ def test_with_tune_the_models_fastest_rewrite_joins_the_launch_search(tmp_path, 
     assert (out_dir / "tuned" / "report.json").is_file()
     md = (out_dir / "report.md").read_text()
     assert "## Launch search (--tune)" in md and "the model's fastest (candidate 1, round 1), block 128" in md
+    # one trade-off set: the original, the rewrite, and each kernel's fastest configuration of the search
+    # when it is not that kernel as launched already -- all timed by optimize's evaluator, on its devices
+    report = json.loads((out_dir / "report.json").read_text())
+    pool = report["contenders"]
+    assert {c["kind"] for c in pool} >= {"original", "rewrite"}
+    searched = {c["label"] for c in tuned["configs"] if c["validated"]}
+    for c in pool:
+        assert c["time_ms"] and c["device"] in report["devices"], c
+        if c["kind"] == "tuned":
+            assert c["label"].removeprefix("the original kernel, ") in searched and c["launch"]["block"], c
+            assert c["label"] not in ("the original kernel, the original's", f"{rewrite[0]['label']}")
+    assert set(report["tradeoffs"]) == {"best", "fastest", "least_memory", "most_precise"}
+    assert report["tradeoffs"]["best"] != "the original"  # best: what the run proposes, never the input
+    for role, label in report["tradeoffs"].items():
+        (c,) = [c for c in pool if c["label"] == label]
+        path = Path(report["outputs"][role])
+        if c["kind"] == "original":
+            assert path == program  # the input itself: never copied, never written
+        else:
+            head = path.read_text().splitlines()[0]
+            assert ("a configuration of porter optimize's launch search" in head) == (c["kind"] == "tuned"), (
+                head
+            )
+    assert "## Trade-off set" in md
     _no_secret_anywhere(tmp_path, out)

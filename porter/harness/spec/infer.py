@@ -522,9 +522,11 @@ def _run_hint(scan: FileScan) -> str:
     if not defines_main(_source_text(scan)):
         return ""
     name = Path(scan.path).name
+    run = f'--run "./{Path(name).stem} ARGS"'
     return (
-        f'. Give the program\'s run instead (porter port {name} --run "./{Path(name).stem} ARGS"): '
-        "its launches are captured and every kernel is replayed from them"
+        f". Give the program's run instead (porter port {name} {run}; for porter optimize: porter capture "
+        f"{name} {run} --out CAP, then porter optimize {name} --capture CAP): its launches are captured and "
+        "every kernel is replayed from them"
     )
 
 

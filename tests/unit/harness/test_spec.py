@@ -308,3 +308,6 @@ def test_a_size_from_argv_says_which_run_would_settle_it():
     text = str(err.value)
     assert "no host value for n" in text
     assert 'porter port main.cu --run "./main ARGS"' in text and "replayed" in text
+    # optimize takes a capture instead: the two commands that give it one
+    assert 'porter capture main.cu --run "./main ARGS" --out CAP' in text
+    assert "porter optimize main.cu --capture CAP" in text

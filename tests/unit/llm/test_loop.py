@@ -172,7 +172,9 @@ def test_compile_error_then_mismatch_then_correct(provider, stream, llm_server, 
     assert report.exit_code == 0
     doc = report.document()
     rows = doc["kernels"][0]["variants"]
-    assert rows and all(r["status"] == "validated" for r in rows)
+    # the rewrite's rows validated; the original (the reference) takes a role only by being strictly better
+    assert rows and all(r["status"] == ("original" if r["kind"] == "original" else "validated") for r in rows)
+    assert any(r["kind"] == "rewrite" and r["role"] == "best" for r in rows)
     assert rows[0]["time_ms"] is not None and rows[0]["time_ms"] > 0
     assert Path(rows[0]["path"]).read_text().endswith(best.code)
     usage = doc["usage"]
@@ -498,7 +500,8 @@ def test_on_an_nvidia_gpu_the_candidate_is_validated_and_timed_there(llm_server,
     llm_server.script(CORRECT)
     report = run("anthropic", llm_server, program, None, tmp_path, rounds=1, plan=None)  # type: ignore[arg-type]
     gpu_rows = [r for r in report.document()["kernels"][0]["variants"] if r["device"].startswith("cuda:")]
-    assert gpu_rows and all(r["status"] == "validated" for r in gpu_rows), report.document()
+    assert gpu_rows and all(r["status"] == ("original" if r["kind"] == "original" else "validated")
+                            for r in gpu_rows), report.document()  # fmt: skip
     assert all(r["time_ms"] is not None and r["time_ms"] > 0 for r in gpu_rows)
     gpu = next(d for d in report.devices if d.startswith("cuda:"))
     system = "".join(b["text"] for b in llm_server.requests[0].body["system"])

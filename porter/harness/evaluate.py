@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -133,10 +133,14 @@ class Evaluator:
             return {k: v for k, v in self._baselines.items() if v is not None}
 
     def measure(
-        self, variant: Variant, spec: KernelSpec | None = None, flags: Sequence[str] = ()
+        self,
+        variant: Variant,
+        spec: KernelSpec | None = None,
+        flags: Sequence[str] = (),
+        on: Collection[str] | None = None,
     ) -> tuple[list[dict[str, Any]], int | None, tuple[Device, BenchResult] | None]:
         """Time `variant` -- launched as `spec` says (default: the evaluator's), built with the extra compile
-        `flags` -- on every device that is not a checker, beside the original's time there: a timing
+        `flags` -- on every device that is not a checker (of those labelled in `on`, when given), beside the original's time there: a timing
         per device, the memory it uses per block where the device reports it (shared memory plus
         registers), and the first device where it could not be timed, with that result (None: timed
         everywhere).  After a device it cannot be timed on, the evaluator that must time stops."""
@@ -144,7 +148,7 @@ class Evaluator:
         memory: int | None = None
         untimed: tuple[Device, BenchResult] | None = None
         for device in self.devices if self.bench else ():
-            if device.kind == "checker":
+            if device.kind == "checker" or (on is not None and device.label not in on):
                 continue
             base = self.baseline(device)
             plan = self.plan_for(device)

@@ -56,6 +56,16 @@ class Config:
         shared = spec.shared_bytes if self.shared is None else self.shared
         return replace(spec, block=self.block, grid=self.grid, shared_bytes=shared)
 
+    def launches_as(self, spec: KernelSpec, sizes: Sequence[Mapping[str, int]]) -> bool:
+        """Whether this configuration launches as `spec` does (grid, block, shared memory) at every one of
+        `sizes` (then only compile options can differ); False where either cannot be evaluated."""
+        from porter.harness.spec import geometry
+
+        try:
+            return bool(sizes) and all(geometry(spec, s) == geometry(self.shaped(spec), s) for s in sizes)
+        except (ValueError, ArithmeticError):
+            return False
+
 
 @dataclass(frozen=True)
 class Timed:

@@ -441,20 +441,17 @@ def _configurations(
     `original_memory`, the rewrite's evaluation's): its static shared memory, as for every candidate."""
     from porter.harness.tune import Config
 
-    at_origin = next((c for c in tuned.configs if c.original), None)
     fastest: dict[str, TunedConfig] = {}
     for c in tuned.configs:
         eligible = c.validated and c.time_ms and not c.suspect
         if eligible and (c.source not in fastest or (c.time_ms or 0.0) < (fastest[c.source].time_ms or 0.0)):
             fastest[c.source] = c
+    spec = evaluator.spec
+    sizes = [*spec.sizes, *spec.hidden_sizes, *spec.bench_sizes, tuned.size]
     out: list[Contender] = []
     for source, c in fastest.items():
-        same = at_origin is not None and (c.block, c.grid, c.shared) == (
-            at_origin.block,
-            at_origin.grid,
-            None,
-        )
-        if c.original or (same and not c.flags):
+        config = Config(tuple(c.block), tuple(c.grid), c.label, flags=tuple(c.flags), shared=c.shared)
+        if c.original or (not c.flags and config.launches_as(spec, sizes)):
             continue
         if source and rewrite is None:
             continue  # (a rewrite this run does not know)
@@ -462,8 +459,9 @@ def _configurations(
         variant = evaluator.variant(rewrite.code or "") if source and rewrite else original
         if variant is None:
             continue
-        config = Config(tuple(c.block), tuple(c.grid), c.label, flags=tuple(c.flags), shared=c.shared)
-        timings, memory, _ = evaluator.measure(variant, config.shaped(evaluator.spec), c.flags)
+        # options are the search's timing device's backend's: timed where they apply, as they were validated
+        on = {tuned.device} if c.flags else None
+        timings, memory, _ = evaluator.measure(variant, config.shaped(spec), c.flags, on)
         if memory is None:
             memory = (
                 rewrite.evaluation.memory_bytes

@@ -110,16 +110,6 @@ def _row(t: T.Trial) -> TunedConfig:
     )  # fmt: skip
 
 
-def _same_geometry(spec: KernelSpec, config: T.Config, size: Mapping[str, int]) -> bool:
-    """Whether `config` launches as the original does at `size` (only compile options differ)."""
-    from porter.harness.spec import geometry
-
-    try:
-        return geometry(spec, size) == geometry(config.shaped(spec), size)
-    except (ValueError, ArithmeticError):
-        return False
-
-
 def _roofline(cost: Any, device: Device) -> Any:
     """The performance model's floor for the timed launch on the timing device (None without one)."""
     from porter.harness import perfmodel
@@ -263,7 +253,7 @@ def tune_file(
             f"the fastest is {best.config.source} launched with block ({', '.join(best.config.block)}) and grid "
             f"({', '.join(best.config.grid)}): this file is not rewritten, its kernel is the original"
         )
-    elif best is not None and not best.config.original and _same_geometry(spec, best.config, size):
+    elif best is not None and not best.config.original and best.config.launches_as(spec, [size]):
         report.notes.append("the fastest keeps the original's launch geometry: the launch is not rewritten")
     elif best is not None and not best.config.original:
         site = [s for s in source_plan.scan.launches if s.base == k.name and s.via == "chevrons"]

@@ -389,3 +389,29 @@ def test_with_tune_the_models_fastest_rewrite_joins_the_launch_search(tmp_path, 
             )
     assert "## Trade-off set" in md
     _no_secret_anywhere(tmp_path, out)
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_tuned_configurations_join_the_tradeoffs_timed_there(tmp_path, server, program):
+    """optimize --model --tune on an NVIDIA GPU: the original, the rewrite and the search's fastest
+    configurations in one trade-off set, each timed on the GPU by optimize's evaluator."""
+    server.script(SLOW_BLOCK)
+    out_dir = tmp_path / "out"
+    out = porter(tmp_path, "optimize", str(program), "--model", "openai:gpt-4o-mini", "--base-url",
+                 server.url + "/v1", "--candidates", "1", "--rounds", "1", "--out", str(out_dir), "--tune")  # fmt: skip
+    assert out.returncode == 0, out.stderr + out.stdout
+    report = json.loads((out_dir / "report.json").read_text())
+    gpu = next((d for d in report["devices"] if d.startswith("cuda:")), None)
+    if gpu is None:
+        pytest.skip("no NVIDIA GPU porter can run kernels on")
+    pool = report["contenders"]
+    assert {c["kind"] for c in pool} >= {"original", "rewrite"}
+    assert all(c["device"] == gpu for c in pool), pool  # the first timing: the GPU's, for every contender
+    on_gpu = {c["label"]: next(t for t in c["timings"] if t["device"] == gpu) for c in pool}
+    assert all(t["time_ms"] and t["time_ms"] > 0 for t in on_gpu.values()), on_gpu
+    assert on_gpu["the original"]["time_ms"] == report["baselines_ms"][gpu]
+    for c in pool:
+        if c["kind"] == "tuned":  # at optimize's size, beside the original there: a speedup on the record
+            assert c["memory_bytes"] and on_gpu[c["label"]]["speedup"], c
+    fastest = report["tradeoffs"]["fastest"]
+    assert fastest in on_gpu and on_gpu[fastest]["time_ms"] == min(t["time_ms"] for t in on_gpu.values())

@@ -116,11 +116,10 @@ def test_grid_stride_is_read_from_the_kernel_body_and_the_launch_is_rewritten_in
 
 
 def test_a_configuration_that_launches_as_the_original_does_is_not_written_as_a_new_launch() -> None:
-    from porter.workflows.tune import _same_geometry
-
     configs = {c.label: c for c in configurations(SPEC, stride=False, max_threads=1024, multiprocessors=None)}
-    assert _same_geometry(SPEC, configs["block 256"], {"n": 1000})  # other text, the same launch
-    assert not _same_geometry(SPEC, configs["block 128"], {"n": 1000})
+    assert configs["block 256"].launches_as(SPEC, [{"n": 1000}, {"n": 3}])  # other text, the same launch
+    assert not configs["block 128"].launches_as(SPEC, [{"n": 1000}])
+    assert not configs["block 256"].launches_as(SPEC, [])  # nowhere to tell
 
 
 def test_a_rewrite_joins_the_search_with_every_geometry_and_can_win() -> None:

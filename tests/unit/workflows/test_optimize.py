@@ -24,17 +24,19 @@ class Measuring:
 
     spec: KernelSpec = SPEC
     original: Variant = ORIGINAL
-    asked: list[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = field(default_factory=list)
+    asked: list[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...], Any]] = field(
+        default_factory=list
+    )
     occupancy: bool = True  # whether a device reports the memory a block uses (a GPU's does)
 
     def variant(self, code: str) -> Variant:
         return Variant("k", "cuda", code, "k", "llm:openai:m")
 
     def measure(
-        self, variant: Variant, spec: KernelSpec | None = None, flags: Any = ()
+        self, variant: Variant, spec: KernelSpec | None = None, flags: Any = (), on: Any = None
     ) -> tuple[list[dict[str, Any]], int | None, None]:
         assert spec is not None
-        self.asked.append((variant.provenance, spec.block, spec.grid, tuple(flags)))
+        self.asked.append((variant.provenance, spec.block, spec.grid, tuple(flags), on))
         ms = 10.0 / int(spec.block[0])  # its own measurement, not the tuner's
         memory = 1024 + int(spec.block[0]) if self.occupancy else None
         return [{"device": "gpu:0", "time_ms": ms, "speedup": 0.04 / ms}], memory, None
@@ -66,13 +68,9 @@ def test_each_kernels_fastest_configuration_joins_timed_by_the_evaluator() -> No
     assert all(c.kind == TUNED for c in got)
     original, rewrite = got
     assert ev.asked == [
-        ("original", ("512",), ("(n + 511) / 512",), ()),
-        (
-            "llm:openai:m",
-            ("128",),
-            ("(n + 127) / 128",),
-            ("-Xptxas=-dlcm=cs",),
-        ),  # untrusted: the model's code
+        ("original", ("512",), ("(n + 511) / 512",), (), None),  # on every device
+        # the model's code (built as untrusted); options timed only where the search validated them
+        ("llm:openai:m", ("128",), ("(n + 127) / 128",), ("-Xptxas=-dlcm=cs",), {"gpu:0"}),
     ]
     assert original.evaluation.time_ms == 10.0 / 512 and original.evaluation.memory_bytes == 1024 + 512
     assert original.code == ORIGINAL.source and original.attempt is None
@@ -89,6 +87,10 @@ def test_a_kernels_fastest_at_its_own_launch_is_not_a_second_contender() -> None
         row(f"{BY_THE_MODEL}, the original's", "256", 0.02, source=BY_THE_MODEL),
     )
     assert _configurations(tuned, ev, REWRITE) == [] and ev.asked == []  # type: ignore[arg-type]
+    # the same launch spelled another way (the search derives its grid from the original's threads)
+    respelled = row(f"{BY_THE_MODEL}, block 256", "256", 0.01, source=BY_THE_MODEL)
+    respelled.grid = ["(((n + 255) / 256) * (256) + 255) / 256"]
+    assert _configurations(search(tuned.configs[0], respelled), ev, REWRITE) == []  # type: ignore[arg-type]
     # with compile options, the original's launch is another configuration
     flagged = search(row("the original's", "256", 0.03, original=True),
                      row("the original's + -Xptxas=-dlcm=cs", "256", 0.02, flags=("-Xptxas=-dlcm=cs",)))  # fmt: skip

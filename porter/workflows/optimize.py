@@ -469,7 +469,7 @@ def _configurations(
                 else original_memory
             )
         first: dict[str, Any] = timings[0] if timings else {}
-        label = c.label if source else f"the original kernel, {c.label}"
+        label = f"tuned: {c.label}"  # (a rewrite's label names it; the original's is plain)
         evaluation = Evaluation(
             ok=True, stage="done",
             reason=f"validated by the launch search; {c.time_ms:.4g} ms there on {tuned.device}",

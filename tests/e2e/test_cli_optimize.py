@@ -373,8 +373,8 @@ def test_with_tune_the_models_fastest_rewrite_joins_the_launch_search(tmp_path, 
     for c in pool:
         assert c["time_ms"] and c["device"] in report["devices"], c
         if c["kind"] == "tuned":
-            assert c["label"].removeprefix("the original kernel, ") in searched and c["launch"]["block"], c
-            assert c["label"] not in ("the original kernel, the original's", f"{rewrite[0]['label']}")
+            assert c["label"].removeprefix("tuned: ") in searched and c["launch"]["block"], c
+            assert c["label"] not in ("tuned: the original's", f"tuned: {rewrite[0]['label']}")
     assert set(report["tradeoffs"]) == {"best", "fastest", "least_memory", "most_precise"}
     assert report["tradeoffs"]["best"] != "the original"  # best: what the run proposes, never the input
     for role, label in report["tradeoffs"].items():

@@ -48,9 +48,7 @@ def test_the_original_takes_a_role_only_by_being_strictly_better_and_never_the_b
 
 
 def test_a_tuned_configuration_joins_the_pool_and_can_be_the_fastest() -> None:
-    tuned = Contender(
-        TUNED, "the original kernel, block 512", "orig", evaluation(1.5, 6144, 0.0), launch=CONFIG
-    )
+    tuned = Contender(TUNED, "tuned: block 512", "orig", evaluation(1.5, 6144, 0.0), launch=CONFIG)
     r = report([attempt(1, 1.8, 2048, 1e-7)], ORIG, [tuned])
     roles = r.roles()
     assert roles["fastest"] is tuned and roles["best"] is tuned
@@ -77,13 +75,11 @@ def test_the_same_code_validated_twice_is_one_contender_and_untimed_ones_rank_la
 
 
 def test_the_report_documents_every_contender_and_the_roles() -> None:
-    tuned = Contender(
-        TUNED, "the original kernel, block 512", "orig", evaluation(1.5, 6144, 0.0), launch=CONFIG
-    )
+    tuned = Contender(TUNED, "tuned: block 512", "orig", evaluation(1.5, 6144, 0.0), launch=CONFIG)
     r = report([attempt(1, 1.8, 2048, 1e-7)], ORIG, [tuned])
     doc = r.full_document()
     kinds = {c["label"]: c["kind"] for c in doc["contenders"]}
-    assert kinds == {"candidate 1 (round 1)": REWRITE, "the original kernel, block 512": TUNED,
+    assert kinds == {"candidate 1 (round 1)": REWRITE, "tuned: block 512": TUNED,
                      "the original": ORIGINAL}  # fmt: skip
     launch = next(c["launch"] for c in doc["contenders"] if c["kind"] == TUNED)
     assert launch == {"block": ["512"], "grid": ["(n + 511) / 512"], "shared": None, "flags": []}

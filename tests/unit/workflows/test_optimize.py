@@ -64,7 +64,7 @@ def test_each_kernels_fastest_configuration_joins_timed_by_the_evaluator() -> No
         row(f"{BY_THE_MODEL}, block 128", "128", 0.035, source=BY_THE_MODEL, flags=("-Xptxas=-dlcm=cs",)),
     )
     got = _configurations(tuned, ev, REWRITE)  # type: ignore[arg-type]
-    assert [c.label for c in got] == ["the original kernel, block 512", f"{BY_THE_MODEL}, block 128"]
+    assert [c.label for c in got] == ["tuned: block 512", f"tuned: {BY_THE_MODEL}, block 128"]
     assert all(c.kind == TUNED for c in got)
     original, rewrite = got
     assert ev.asked == [

@@ -278,6 +278,11 @@ class Backend(Protocol):
         """Evict the device's last-level cache between timed runs (write a buffer larger than L2)."""
         ...
 
+    def adopt(self, device: Device) -> None:
+        """In a job's child process, before anything else of the job: `device` is as the parent found
+        and probed it, so the child need not discover and probe every device again."""
+        ...
+
 
 class BackendBase:
     """Defaults of the optional abilities of :class:`Backend` (none of them present)."""
@@ -320,6 +325,9 @@ class BackendBase:
         raise LaunchError(f"backend {self.name} cannot set module globals (__constant__ symbols)")
 
     def scrub_shared(self, device: Device) -> None:
+        return None
+
+    def adopt(self, device: Device) -> None:
         return None
 
     def program_toolchains(self) -> tuple[Any, ...]:

@@ -114,6 +114,9 @@ def _execute(job: Job, progress: Progress, result: JobResult) -> None:
     except Exception as err:  # noqa: BLE001 - an import error in a backend is "unavailable"
         raise Failed("unavailable", f"backend {job.backend} cannot be loaded: {_one_line(err)}") from None
 
+    if job.device is not None:  # found and probed by the parent (trusted): not again here
+        with contextlib.suppress(Exception):
+            backend.adopt(job.device)
     if job.launches:
         _execute_launches(job, job.launches, backend, progress, result)
         return

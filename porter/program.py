@@ -22,7 +22,6 @@ from pathlib import Path
 from porter.errors import UsageError
 from porter.files import decode_text, read_header, read_text
 from porter.scan import SKIP_DIRS
-from porter.workflows.resume import is_porter_output
 
 SOURCE_SUFFIXES = frozenset({".cu", ".hip", ".cpp", ".cc", ".cxx", ".c++", ".c"})
 HEADER_SUFFIXES = frozenset({".cuh", ".h", ".hpp", ".hh", ".hxx", ".inl", ".inc", ".tcc"})
@@ -77,6 +76,8 @@ def _kind(path: Path) -> str:
 
 
 def _walk(root: Path, skip: set[Path]) -> tuple[list[Path], list[str]]:
+    from porter.workflows.resume import is_porter_output  # (not at import: job children import this module)
+
     found: list[Path] = []
     skipped: list[str] = []
     for here, dirs, names in os.walk(root, followlinks=False):

@@ -46,12 +46,14 @@ from porter.files import decode_text, printable
 from . import requirements
 from .devices import (
     Live,
+    adopt,
     build_quietly,
     capabilities,
     icd_registration,
     inventory,
     listed_devices,
     live,
+    opened,
     pyopencl,
 )
 from .oclgrind import oclgrind_wrapper, parse_oclgrind_log
@@ -275,6 +277,10 @@ class OpenCLBackend(BackendBase):
             hint=hint,
             details=details,
         )
+
+    def adopt(self, device: Device) -> None:
+        """A job's child takes its device as the parent probed it (:func:`devices.adopt`)."""
+        adopt(device)
 
     def devices(self) -> list[Device]:
         try:
@@ -512,7 +518,7 @@ def _build_log(cl: Any, program: Any, cl_device: Any) -> str:
 def _queue_of(buffer: Any) -> Any:
     """The queue of the device whose context owns `buffer`."""
     context = buffer.context
-    for entry in inventory().live:
+    for entry in opened():
         if entry.context is not None and entry.context == context:
             return entry.queue
     raise LaunchError("to_host: the buffer does not belong to an OpenCL device opened by porter")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import re
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from types import ModuleType
@@ -172,13 +173,18 @@ def _run_ints(cl: ModuleType, program: Any, ctx: Any, queue: Any, entry: str, lo
     return out
 
 
-def _capabilities(cl: ModuleType, cl_device: Any) -> Capabilities:
-    """Extensions, features, OpenCL C versions and the sub-group sizes that really run."""
-    caps = Capabilities(
+def _declared(cl_device: Any) -> Capabilities:
+    """What the device says it offers (extensions, features, OpenCL C versions): nothing is run."""
+    return Capabilities(
         extensions=frozenset(str(cl_device.extensions).split()),
         features=_features(cl_device),
         c_versions=_c_versions(cl_device),
     )
+
+
+def _capabilities(cl: ModuleType, cl_device: Any) -> Capabilities:
+    """Extensions, features, OpenCL C versions and the sub-group sizes that really run."""
+    caps = _declared(cl_device)
     if not any(n in caps.extensions or n in caps.features for n in _SUBGROUP_MARKS):
         return caps
     options = " ".join(build_options(replace(caps, sub_group_sizes=frozenset()), ["subgroups"]))
@@ -307,8 +313,46 @@ def capabilities(device: Device) -> Capabilities:
     return entry.caps if entry is not None else NONE
 
 
+_adopted: dict[tuple[str, str, int], Live] = {}
+
+
+def adopt(device: Device) -> None:
+    """In a job's child process: take `device` as its parent found and probed it -- the handles of that
+    one device, no probe kernels built or run on any device (with the runtimes' caches in the child's
+    scratch folder, the probes cost more than the job's own launches).  Its capabilities are the ones
+    the device declares (the child plans nothing by them).  Nothing happens for the checker device, or
+    when the device is not found here (the job then reports it as every other failure)."""
+    cl = pyopencl()
+    if cl is None or device.kind == "checker":
+        return
+    key = (device.platform, device.name, device.index)
+    if key in _adopted:
+        return
+    try:
+        for cl_platform in cl.get_platforms():
+            if str(cl_platform.name).strip() != device.platform:
+                continue
+            named = [d for d in cl_platform.get_devices() if str(d.name).strip() == device.name]
+            if device.index < len(named):
+                cl_device = named[device.index]
+                _adopted[key] = Live(device=device, cl_device=cl_device, cl_platform=cl_platform,
+                                     info=_info(cl_platform, cl_device), caps=_declared(cl_device))  # fmt: skip
+                return
+    except Exception:  # noqa: BLE001 - then the device is found as in any process
+        return
+
+
+def opened() -> Iterator[Live]:
+    """The live devices of this process: the adopted ones, then (only if asked for more) the inventory."""
+    yield from list(_adopted.values())
+    yield from inventory().live
+
+
 def live(device: Device) -> Live | None:
     """The live handles for `device` in this process, or None when it is not reachable here."""
+    adopted = _adopted.get((device.platform, device.name, device.index))
+    if adopted is not None:
+        return adopted
     for entry in inventory().live:
         d = entry.device
         if (d.platform, d.name, d.index) == (device.platform, device.name, device.index):

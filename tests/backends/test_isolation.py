@@ -299,13 +299,13 @@ def test_compile_error_is_stage_compile_with_the_log(name: str) -> None:
 def test_no_cache_environment_reaches_the_child(
     monkeypatch: pytest.MonkeyPatch, _private_cache: Path
 ) -> None:
+    monkeypatch.setenv("PORTER_NO_CACHE", "1")  # what `porter --no-cache` sets (before anything runs)
     try:
         found = get_backend("cuda").availability()
     except Exception as err:  # noqa: BLE001
         pytest.skip(f"cuda backend cannot be loaded: {err}")
     if not found.compile:
         pytest.skip(f"cuda cannot compile here: {found.hint}")
-    monkeypatch.setenv("PORTER_NO_CACHE", "1")  # what `porter --no-cache` sets
     j = Job(backend="cuda", source=CUDA["axpy"], entry="axpy")
     results = [run_job(j, timeout_s=300) for _ in range(2)]
     assert all(r.ok and not r.cached for r in results), [r.error for r in results]

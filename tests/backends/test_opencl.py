@@ -347,3 +347,43 @@ def test_job_through_the_isolation_layer(backend, device):
     for (out,) in result.outputs:  # each run starts from fresh copies of the inputs
         np.testing.assert_array_equal(out, 2 * x + y)
     assert len(result.times_ms) == 3 and all(t > 0 for t in result.times_ms)
+
+
+CHILD = """
+import pickle, sys
+import numpy as np
+from porter.backends import CompileOptions, get_backend
+from porter.backends.opencl import devices
+
+device = pickle.loads(bytes.fromhex(sys.argv[1]))
+backend = get_backend("opencl")
+backend.adopt(device)
+assert devices.live(device) is not None
+prog = backend.load(backend.compile(sys.argv[2], "saxpy", CompileOptions(), device), device)
+x = np.arange(100, dtype=np.float32)
+y = backend.to_device(np.ones(100, np.float32), device)
+prog(y, backend.to_device(x, device), np.float32(2), np.int32(100), grid=(2,), block=(64,), shared_bytes=0)
+backend.synchronize(device)
+out = backend.to_host(y, np.float32, (100,))
+assert np.array_equal(out, 2 * x + 1), out
+print("probed", devices.inventory.cache_info().currsize)
+"""
+
+
+def test_a_jobs_child_takes_its_device_as_the_parent_probed_it(backend, device):
+    """A child adopts the device of its job: it compiles, launches and reads back there without
+    discovering and probing every device again (each probe builds kernels from source, and a child's
+    runtime caches start empty)."""
+    import pickle
+    import subprocess
+    import sys
+
+    run = [sys.executable, "-c", CHILD, pickle.dumps(device).hex(), SAXPY]
+    out = subprocess.run(run, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-2:] == ["probed", "0"]  # no inventory was made in that process
+    missing = Device(**{**device.__dict__, "name": "no such device"})
+    from porter.backends.opencl import devices
+
+    backend.adopt(missing)  # nothing to adopt: found (or not) as in any process
+    assert devices.live(missing) is None

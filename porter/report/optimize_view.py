@@ -88,7 +88,7 @@ def render(report: OptimizeReport) -> None:
         )
     console.print(table)
     for row in report.rows():
-        if row["status"] != "validated":
+        if row["status"] == "failed":  # (without a validated candidate: each candidate's last attempt)
             console.print(f"candidate {row['candidate']}: {row['reason']}", markup=False, highlight=False)
     usage = report.document()["usage"]
     console.print(

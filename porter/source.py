@@ -71,7 +71,9 @@ def load(
                 raise UsageError(
                     f"no __global__ kernel found (parse error: {first.message})", path=name, line=first.line
                 )
-            raise NoKernelError("no __global__ kernel found", path=name)
+            raise NoKernelError(
+                "no __global__ kernel found" + _kernels_in_headers(name, data, dirs, command), path=name
+            )
         me = os.path.abspath(name)
         reached = reachable([(name, data)], dirs, strict=True)
         headers = {os.path.abspath(p): b for p, b in reached if os.path.abspath(p) != me}
@@ -83,4 +85,30 @@ def load(
         macros=macros,
         scan=scan,
         headers=MappingProxyType(headers),
+    )
+
+
+def _kernels_in_headers(name: str, data: bytes, dirs: Sequence[str], command: str) -> str:
+    """'; the headers it includes define ...' naming the local headers with kernels (where a program's
+    kernels usually live), or '' when none does."""
+    from porter.includes import reachable
+    from porter.scan import scan_source
+
+    found: list[str] = []
+    try:
+        for path, body in reachable([(name, data)], dirs, strict=False):
+            if os.path.abspath(path) == os.path.abspath(name) or b"__global__" not in body:
+                continue
+            kernels = sorted({k.name for k in scan_source(body, path).kernels})
+            if kernels:
+                found.append(
+                    f"{os.path.relpath(path, os.path.dirname(os.path.abspath(name)))} ({', '.join(kernels)})"
+                )
+    except (OSError, UsageError, ValueError):
+        return ""
+    if not found:
+        return ""
+    return (
+        f"; the headers it includes define {'; '.join(found)}: give porter {command} that header "
+        "(its launches from this file's run: porter capture, then --capture)"
     )

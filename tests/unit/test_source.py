@@ -63,6 +63,18 @@ def test_load_refuses_bad_input_naming_the_file(tmp_path: Path, content: bytes |
     assert err.value.path == str(target)
 
 
+def test_a_file_whose_kernels_live_in_its_headers_is_told_which_header_to_give(tmp_path: Path) -> None:
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "k.cuh").write_text("__global__ void scale(float* x, int n) { x[0] *= 2; }\n")
+    (tmp_path / "helpers.h").write_text("inline int twice(int v) { return 2 * v; }\n")  # no kernel: not named
+    main = tmp_path / "main.cu"
+    main.write_text('#include "inc/k.cuh"\n#include "helpers.h"\nint main() { return 0; }\n')
+    with pytest.raises(UsageError) as err:
+        load(main, "optimize")
+    assert "no __global__ kernel found; the headers it includes define inc/k.cuh (scale)" in str(err.value)
+    assert "give porter optimize that header" in str(err.value) and "helpers.h" not in str(err.value)
+
+
 def test_a_snapshot_serves_the_first_read_of_a_file(tmp_path: Path) -> None:
     path = tmp_path / "k.cu"
     path.write_bytes(b"first")

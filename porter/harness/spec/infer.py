@@ -461,7 +461,7 @@ def infer_spec(
         snippet = spec_snippet(_skeleton(k), missing=True, name=kernel)
         raise PorterError(
             f"cannot infer how to run {kernel}: the file never launches it (no <<<>>> or cudaLaunchKernel "
-            f"site){_run_hint(scan)}; or write {Path(scan.path).name}{SPEC_SUFFIX}:\n{snippet}",
+            f"site){_run_hint(scan, launched=False)}; or write {Path(scan.path).name}{SPEC_SUFFIX}:\n{snippet}",
             path=scan.path,
             line=k.line,
         )
@@ -515,13 +515,20 @@ def infer_spec(
     return spec
 
 
-def _run_hint(scan: FileScan) -> str:
-    """What settles it without a spec: the program's own run, when the file has a main()."""
+def _run_hint(scan: FileScan, launched: bool = True) -> str:
+    """What settles it without a spec: the program's own run -- this file's, when it has a main(); else,
+    for a kernel the file never launches (a header's), the run of the program that does."""
     from porter.backends.programs import defines_main
 
-    if not defines_main(_source_text(scan)):
-        return ""
     name = Path(scan.path).name
+    if not defines_main(_source_text(scan)):
+        if launched:
+            return ""
+        return (
+            ". If another file of the program launches it, capture the program's run (porter capture PROGRAM "
+            f'--run "./PROG ARGS" --out CAP) and give --capture CAP (porter optimize {name} --capture CAP; '
+            "check and bench take it too)"
+        )
     run = f'--run "./{Path(name).stem} ARGS"'
     return (
         f". Give the program's run instead (porter port {name} {run}; for porter optimize: porter capture "

@@ -249,6 +249,20 @@ def test_kernels_in_namespaces_are_inferred_from_qualified_launches():
         infer_spec(replace(scan, launches=elsewhere), "square_in_place")
 
 
+def test_a_kernel_its_file_never_launches_is_pointed_at_a_capture_of_the_programs_run(tmp_path):
+    from porter.scan import scan_file
+
+    header = tmp_path / "k.cuh"
+    header.write_text(
+        "__global__ void scale(float* x, int n) { int i = threadIdx.x; if (i < n) x[i] *= 2; }\n"
+    )
+    with pytest.raises(PorterError) as err:
+        infer_spec(scan_file(str(header)), "scale")
+    text = str(err.value)
+    assert "the file never launches it" in text and "porter capture PROGRAM" in text
+    assert "porter optimize k.cuh --capture CAP" in text and "k.cuh.porter.toml" in text
+
+
 def test_unknown_kernel():
     with pytest.raises(PorterError, match="no kernel named 'nope'"):
         infer_spec(_scan("vector_add.cu"), "nope")

@@ -21,11 +21,6 @@ LIFTED = ("saxpy", "blend_2d", "gaussian_3d", "sum_of_squares", "peak", "matvec"
           "heat_step", "byte_histogram", "diffuse", "running_total")  # fmt: skip
 
 
-# PoCL and Oclgrind are the OpenCL CPU devices of the whole-sample lift: Intel's runtime (no sub-groups
-# needed by a lifted kernel) would double its OpenCL work; its own tests: tests/backends/test_opencl_intel.py
-NO_INTEL = {"PORTER_NO_INTEL_OCL": "1"}
-
-
 def porter(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "porter", *args], capture_output=True, text=True, timeout=1800,
@@ -40,7 +35,7 @@ def lifted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     pytest.importorskip("pyopencl", reason="the OpenCL targets need pyopencl")
     tmp = tmp_path_factory.mktemp("lift")
     shutil.copy(PATTERNS, tmp / "lift_patterns.py")
-    r = porter("lift", str(tmp / "lift_patterns.py"), "--json", env=NO_INTEL)
+    r = porter("lift", str(tmp / "lift_patterns.py"), "--json")
     assert r.returncode == 0, r.stderr + r.stdout[-3000:]
     return tmp, json.loads(r.stdout)
 
@@ -110,7 +105,7 @@ def test_the_drop_in_module_is_imported_and_called_in_place_of_the_original(
 
 def test_a_second_run_keeps_every_verdict_of_the_first(lifted) -> None:
     tmp, first = lifted
-    r = porter("lift", str(tmp / "lift_patterns.py::saxpy"), "--json", env=NO_INTEL)  # the same devices
+    r = porter("lift", str(tmp / "lift_patterns.py::saxpy"), "--json")
     assert r.returncode == 0, r.stderr
     (f,) = json.loads(r.stdout)["functions"]
     assert f["resumed"] and [v["status"] for v in f["verdicts"]] == [

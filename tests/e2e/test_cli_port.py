@@ -19,12 +19,6 @@ SAMPLES = ROOT / "samples" / "cuda"
 VARIANT_KEYS = ["target", "path", "status", "device", "max_rel_err", "trials", "reason"]
 
 
-# Intel's CPU runtime roughly doubles a port's OpenCL work on this machine; the sweeps leave it out
-# where nothing needs it (a kernel without sub-groups validates on PoCL the same way), and the tests
-# of what only it can run (32-wide sub-groups, its registration) keep it.
-NO_INTEL = {"PORTER_NO_INTEL_OCL": "1"}
-
-
 def porter(
     *args: str, timeout: int = 900, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
@@ -212,7 +206,6 @@ def test_include_dir_in_another_folder(tmp_path: Path) -> None:
         "--json",
         "--trials",
         "1",
-        env=NO_INTEL,
     )
     assert res.returncode == 0, res.stdout + res.stderr
     rows = _rows(json.loads(res.stdout), "scale")
@@ -256,7 +249,6 @@ def test_untranslatable_kernel_exit_1_other_kernel_validates(tmp_path: Path) -> 
         "--json",
         "--trials",
         "1",
-        env=NO_INTEL,
     )
     assert res.returncode == 1, res.stdout + res.stderr
     doc = json.loads(res.stdout)
@@ -280,9 +272,7 @@ QUICK = {"vector_add.cu", "legacy_texture.cu"}  # run above already
 @pytest.mark.parametrize("name", [n for n in SAMPLE_FILES if n not in QUICK])
 def test_every_sample_ports_and_validates(tmp_path: Path, name: str) -> None:
     _need_runtimes()
-    shuffles = "__shfl" in (SAMPLES / name).read_text()  # OpenCL needs 32-wide sub-groups: Intel's
-    res = porter("port", str(SAMPLES / name), "--out", str(tmp_path / "out"), "--json", "--trials", "1",
-                 env=None if shuffles else NO_INTEL)  # fmt: skip
+    res = porter("port", str(SAMPLES / name), "--out", str(tmp_path / "out"), "--json", "--trials", "1")
     assert res.returncode in (0, 1), res.stdout + res.stderr
     doc = json.loads(res.stdout)
     assert doc["kernels"], doc
@@ -376,7 +366,7 @@ def _port_macro_fixture(
     src_dir.mkdir()
     for name in (program, header):
         shutil.copy2(ROOT / "tests" / "fixtures" / "cuda" / "macros" / name, src_dir / name)
-    return porter("port", str(src_dir / program), "--out", str(out), "--json", "--trials", "1", env=NO_INTEL)
+    return porter("port", str(src_dir / program), "--out", str(out), "--json", "--trials", "1")
 
 
 def test_kernels_declared_through_qualifier_macros_port_and_validate(tmp_path: Path) -> None:
@@ -475,7 +465,7 @@ def test_a_latin1_source_round_trips_byte_for_byte_and_validates(tmp_path: Path)
     src.write_bytes(raw)
     shutil.copy(SAMPLES / "common.cuh", tmp_path)
     out = tmp_path / "out"
-    r = porter("port", str(src), "--out", str(out), "--json", "--trials", "1", env=NO_INTEL)
+    r = porter("port", str(src), "--out", str(out), "--json", "--trials", "1")
     assert r.returncode == 0, r.stderr + r.stdout
     doc = json.loads(r.stdout)  # valid JSON although the source is not UTF-8
     assert src.read_bytes() == raw  # the input untouched
@@ -491,7 +481,7 @@ def test_a_cooperative_groups_block_kernel_validates_on_hip_and_opencl(tmp_path:
     _need_runtimes()
     src = tmp_path / "cg_block_sum.cu"
     shutil.copy(ROOT / "tests" / "fixtures" / "cuda" / "cg_block_sum.cu", src)
-    r = porter("port", str(src), "--out", str(tmp_path / "out"), "--json", "--trials", "1", env=NO_INTEL)
+    r = porter("port", str(src), "--out", str(tmp_path / "out"), "--json", "--trials", "1")
     assert r.returncode == 0, r.stderr + r.stdout
     rows = [row for k in json.loads(r.stdout)["kernels"] for row in k["variants"]]
     for target in ("hip", "opencl"):

@@ -9,7 +9,6 @@ fails the test."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -61,12 +60,7 @@ def test_every_kernel_of_a_corpus_program_is_validated_from_its_own_run(name: st
         args += ["-I", str(CORPUS / inc)]
     for run in prog["runs"]:
         args += ["--run", run]
-    # PoCL and Oclgrind: none of these kernels needs Intel's sub-groups, and its runtime would double the
-    # OpenCL replays (its own tests: tests/backends/test_opencl_intel.py, test_cli_port's shuffles)
-    env = {**os.environ, "PORTER_NO_INTEL_OCL": "1"}
-    r = subprocess.run(
-        [sys.executable, "-m", "porter", *args], capture_output=True, text=True, timeout=2400, env=env
-    )
+    r = subprocess.run([sys.executable, "-m", "porter", *args], capture_output=True, text=True, timeout=2400)
     assert r.returncode in (0, 1), r.stderr[-2000:]
     doc = json.loads(r.stdout)
     replays = [(k["name"], row) for k in doc["kernels"] for row in k.get("replays", [])]

@@ -566,6 +566,12 @@ class Occupancy:
     shared_bytes: int  # static + dynamic per block
     block_threads: int
 
+    @property
+    def block_bytes(self) -> int | None:
+        """Shared memory plus registers (4 bytes each, per thread) of one block; None when the
+        registers are not known."""
+        return None if self.registers is None else self.shared_bytes + self.registers * 4 * self.block_threads
+
 
 @dataclass(frozen=True)
 class BenchResult:

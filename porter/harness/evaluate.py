@@ -168,8 +168,8 @@ class Evaluator:
                 untimed = (device, r)
                 if self.must_time:
                     break
-            if r.ok and r.occupancy is not None and r.occupancy.registers is not None:
-                memory = r.occupancy.shared_bytes + r.occupancy.registers * 4 * r.occupancy.block_threads
+            if r.ok and r.occupancy is not None and r.occupancy.block_bytes is not None:
+                memory = r.occupancy.block_bytes
             timings.append(
                 {
                     "device": device.label,

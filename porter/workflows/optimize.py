@@ -38,7 +38,7 @@ from porter.backends.spares import warm
 from porter.errors import PorterError, UsageError
 from porter.files import reads_once
 from porter.harness.bench import BenchPlan
-from porter.harness.evaluate import Evaluator
+from porter.harness.evaluate import Evaluator, static_shared
 from porter.harness.validate import Reference, ValidateOptions, tolerance_for
 from porter.llm.base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, Provider
 from porter.llm.cache import ReplyCache, open_provider
@@ -315,7 +315,7 @@ def optimize_file(
             best is not None and best.code) else {}  # fmt: skip
         outputs.tuned = tune_file(path, kernel=k.name, include_dirs=include_dirs, out_dir=str(out / "tuned"),
                                   devices=run_on, rewrites=rewrites, markdown=tune_markdown)  # fmt: skip
-        outputs.configurations = _configurations(outputs.tuned, evaluator, best, outputs.static_memory())
+        outputs.configurations = _configurations(outputs.tuned, evaluator, best, outputs.static_memory)
         report = outputs.save(result)
     return report
 
@@ -530,7 +530,9 @@ class _Outputs:
         scan_kernel: Kernel,
     ):
         self.out, self.src, self.model, self.kernel = out, src, model, kernel
-        self.scan_kernel = scan_kernel  # the original kernel's scan (its static shared memory)
+        spec = evaluator.spec
+        # the original kernel's static shared memory: its memory where no device reports occupancy
+        self.static_memory = static_shared(scan_kernel, dict(spec.sizes[0]) if spec.sizes else {})
         self.original_code = evaluator.original.source if evaluator.original is not None else ""
         self.run_on, self.evaluator, self.identity = list(run_on), evaluator, identity
         self.kept, self.resumer = kept, resumer
@@ -582,8 +584,9 @@ class _Outputs:
                 report.floors[d.label] = (old.get("floors_ms") or {}).get(d.label)
         report.original = self._original(report)
         report.configurations = list(self.configurations)
+        roles = report.roles()
         for role in ROLES:
-            c = report.roles().get(role)
+            c = roles.get(role)
             p = self.out / f"{self.src.stem}.{role}.cu"
             if c is None or c.kind == ORIGINAL:  # the original's file is the input, never copied or written
                 if p in self.written or self._stale(role, p):
@@ -597,14 +600,6 @@ class _Outputs:
         if not any(d.kind == "gpu" for d in self.run_on):
             report.notes.append(_NO_GPU)
         return report
-
-    def static_memory(self) -> int | None:
-        """The original kernel's static shared memory (what a candidate's memory is where no device
-        reports occupancy)."""
-        from porter.harness.evaluate import static_shared
-
-        spec = self.evaluator.spec
-        return static_shared(self.scan_kernel, dict(spec.sizes[0]) if spec.sizes else {})
 
     def _original(self, report: OptimizeReport) -> Contender | None:
         """The original, timed (by the evaluator, or by the previous run for the same inputs) as every
@@ -620,8 +615,8 @@ class _Outputs:
             ms, floor = report.baselines[d.label], report.floors.get(d.label)
             base = measured.get(d.label)
             occ = base.occupancy if base is not None and base.ok else None
-            if occ is not None and occ.registers is not None:
-                memory = occ.shared_bytes + occ.registers * 4 * occ.block_threads
+            if occ is not None and occ.block_bytes is not None:
+                memory = occ.block_bytes
             timings.append({"device": d.label, "time_ms": ms, "baseline_ms": ms, "speedup": 1.0 if ms else None,
                             "floor_ms": floor, "pct_of_floor": 100.0 * floor / ms if floor and ms else None,
                             "representative": representative(d), "suspect": False, "notes": []})  # fmt: skip
@@ -631,7 +626,7 @@ class _Outputs:
         return Contender(ORIGINAL, "the original", self.original_code, Evaluation(
             ok=True, stage="done", reason=f"the original kernel of {self.src.name} (the reference)", max_rel_err=0.0,
             time_ms=first["time_ms"], baseline_ms=first["time_ms"], speedup=first["speedup"],
-            floor_ms=first["floor_ms"], memory_bytes=memory if memory is not None else self.static_memory(), device=first["device"], timings=tuple(timings),
+            floor_ms=first["floor_ms"], memory_bytes=memory if memory is not None else self.static_memory, device=first["device"], timings=tuple(timings),
         ))  # fmt: skip
 
     def _stale(self, role: str, path: Path) -> bool:

@@ -437,12 +437,14 @@ def child_plan(
 
 
 def _child_env(extra: dict[str, str], work: Path, plan: sandbox.Plan) -> dict[str, str]:
+    """The child's environment: the sandbox's allow-list (never porter's own environment, where API
+    keys live), then what porter sets for the job."""
+    from porter.sandbox.environment import scrubbed
+
     scratch = work / "tmp"
-    return {
-        **os.environ,
+    return scrubbed(str(scratch), {
         **extra,
         sandbox.PLAN_ENV: plan.to_env(),
-        "TMPDIR": str(scratch),
         # caches of the runtimes go to the scratch folder (porter's own compile cache is separate)
         "POCL_CACHE_DIR": str(scratch / "pocl"),
         "CUPY_CACHE_DIR": str(scratch / "cupy"),
@@ -452,7 +454,7 @@ def _child_env(extra: dict[str, str], work: Path, plan: sandbox.Plan) -> dict[st
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONFAULTHANDLER": "1",  # a Python stack in the log when the child dies of a signal
         "PYTHONUNBUFFERED": "1",  # and everything it printed before
-    }
+    })  # fmt: skip
 
 
 def _spawn(

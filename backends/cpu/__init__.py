@@ -124,6 +124,29 @@ def _rewritten_headers(source: str, include_dirs: Sequence[str], into: Path) -> 
     return into if wrote else None
 
 
+def _check_imports(
+    built: Path, rules: Any, compiler: str, source: str, shown: Sequence[str], entry: str
+) -> None:
+    """CompileError when an untrusted kernel's shared object takes a symbol device code has no use for
+    from the process it will be loaded into (``environ``, ``stdout``, a libc function reached by an
+    alias), or when that cannot be checked here."""
+    from porter.backends.cpu.imports import ImportCheckUnavailable, refused_imports
+
+    try:
+        refused = refused_imports(built, rules, compiler)
+    except (ImportCheckUnavailable, OSError, subprocess.TimeoutExpired) as err:
+        raise CompileError(
+            "cpu", f"cannot check what the kernel takes from the host process, so it is not run: {err}",
+            source, list(shown), entry,
+        ) from None  # fmt: skip
+    if refused:
+        raise CompileError(
+            "cpu", f"the kernel refers to host symbol(s) device code cannot use: {', '.join(refused)} "
+            "(only the emulator's runtime, the math library and what a GPU offers device code are allowed)",
+            source, list(shown), entry,
+        )  # fmt: skip
+
+
 def asan_environment() -> dict[str, str]:
     """Environment a child process needs to run binaries compiled with CompileOptions(debug=True)."""
     compiler = str(_dialect().compiler["command"])
@@ -465,6 +488,8 @@ class CpuBackend(BackendBase):
                 raise CompileError(
                     self.name, log or f"g++ exited with {proc.returncode}", source, shown, entry
                 )
+            if options.untrusted:
+                _check_imports(out, dialect.untrusted, compiler, source, shown, entry)
             data = out.read_bytes()
         return Binary(
             backend=self.name,

@@ -107,6 +107,46 @@ def signature_mismatch(original: Kernel, candidate: Kernel) -> str | None:
     return None
 
 
+# Attribute-like groups that may stand in a declaration without making it a function's.
+_ATTRIBUTE = re.compile(
+    r"\b(?:__attribute__|__declspec|asm|__asm__|__asm|alignas|__align__|__launch_bounds__|__maxnreg__)"
+    r"\s*\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)"
+)
+_EXTERN = re.compile(r'\bextern\b\s*(?:"C(?:\+\+)?"\s*)?')
+
+
+def extern_variable(text: str, host_globals: Sequence[str]) -> str | None:
+    """Why `text` (comments stripped) reaches for data outside the kernel, or None: a name of the host
+    process's globals (``environ``, ``stdout``...), or an ``extern`` declaration of a variable --
+    whatever its qualifiers (``extern "C" __device__ char** environ;``) -- other than ``extern
+    __shared__`` (dynamic shared memory).  ``extern "C"`` on a function or a block is fine."""
+    names = (
+        re.search(r"\b(" + "|".join(map(re.escape, host_globals)) + r")\b", text) if host_globals else None
+    )
+    if names is not None:
+        return (
+            f"the block names `{names.group(1)}`, a global of the host process: device code only reads "
+            "its parameters and its own variables"
+        )
+    for m in _EXTERN.finditer(text):
+        rest = text[m.end() :]
+        if rest.startswith("{"):  # extern "C" { ... }: its declarations are checked like any other
+            continue
+        declaration = re.split(r"[;{=]", rest, maxsplit=1)[0]
+        if "__shared__" in declaration:
+            continue
+        declaration = _ATTRIBUTE.sub(" ", declaration)
+        function = re.search(r"\b[A-Za-z_]\w*\s*(?:<[^;{}]*>\s*)?\(", declaration)
+        if function is not None and not re.search(r"\(\s*\*", declaration):
+            continue
+        shown = " ".join((text[m.start() : m.end()] + declaration).split())
+        return (
+            f"`{shown}` declares a variable defined outside the kernel: only `extern __shared__` arrays "
+            "are accepted (a kernel's data comes through its parameters)"
+        )
+    return None
+
+
 def screen(
     code: str,
     original: Kernel,
@@ -149,6 +189,9 @@ def screen(
             f"`{load_time.group(0)}` makes code run when the program is loaded or exits, outside any kernel: "
             "not accepted"
         )
+    external = extern_variable(text, [str(n) for n in rules["host_globals"]])
+    if external is not None:
+        return Rejection(external)
     forbidden = [str(n) for n in rules["forbidden_calls"]]
     calls = re.findall(r"\b(" + "|".join(map(re.escape, forbidden)) + r")\s*\(", text)
     if calls:

@@ -456,12 +456,31 @@ def _original():
         ("__global__ void vector_add(float* c, const float* a, const float* b, int n) { }\n", "parameter 1"),
         ("__global__ void vector_add(const float* a, const float* b, float* c) { }\n", "4 parameters"),
         ("__global__ void other(const float* a) { }\n", "no __global__ kernel named"),
+        # the host process's data, however it is declared
+        (f'extern "C" __device__ char** environ;\n{SIGNATURE} {{ }}\n', "`environ`"),
+        (f'extern "C" {{ __device__ char** __environ; }}\n{SIGNATURE} {{ }}\n', "`__environ`"),
+        (f"{SIGNATURE} {{ if (stdout) c[0] = 1; }}\n", "`stdout`"),
+        (f"extern __device__ int counter;\n{SIGNATURE} {{ c[0] = counter; }}\n", "declares a variable"),
+        (f'extern "C" __device__ char** e __attribute__((weak));\n{SIGNATURE} {{ }}\n', "declares a variable"),
+        (f"extern const __constant__ float table[4];\n{SIGNATURE} {{ }}\n", "declares a variable"),
+        (f"extern int (*hook)(int);\n{SIGNATURE} {{ }}\n", "declares a variable"),
     ],
 )
 def test_screen_rejects_host_code_foreign_includes_asm_and_signature_changes(code, why):
     result = screen(code, _original(), original_includes=("common.cuh",))
     assert isinstance(result, Rejection), result
     assert why in result.reason
+
+
+def test_screen_accepts_extern_shared_and_extern_c_functions():
+    code = (
+        'extern "C" __device__ float twice(float x) { return 2.0f * x; }\n'
+        f'extern "C" {SIGNATURE}\n'
+        "{ extern __shared__ float tile[]; int i = threadIdx.x; tile[i] = a[i];"
+        " if (i < n) c[i] = twice(tile[i]) + b[i]; }\n"
+    )
+    result = screen(code, _original(), original_includes=("common.cuh",))
+    assert not isinstance(result, Rejection), result
 
 
 def test_screen_keeps_device_code_and_drops_harmless_host_code():

@@ -33,7 +33,7 @@ from porter.errors import UsageError
 from porter.files import reads_once
 from porter.harness.spec import find_spec_file, split_instance
 from porter.harness.validate import Reference, ValidateOptions, compile_only, validate
-from porter.model import Variant, Verdict
+from porter.model import KernelSpec, Variant, Verdict
 from porter.plan import devices_of, make_plan, reference_devices
 from porter.results import CheckResult
 
@@ -114,6 +114,24 @@ def _pick_kernel(names: Sequence[str], kernel: str | None, original: str, varian
     raise UsageError(f"several kernels ({', '.join(names)}); choose one with --kernel", path=original)
 
 
+def _gate(variant: Variant, spec: KernelSpec, options: ValidateOptions) -> Verdict | None:
+    """A failed verdict when the variant does not build as device code for a real GPU compiler of its
+    dialect (or none is here to tell); None when it does, or when its dialect is compiled by device
+    compilers only (OpenCL C)."""
+    from porter.harness.gate import device_build_check
+    from porter.harness.trial import entry_name
+    from porter.model import Status
+
+    gate = device_build_check(replace(variant, entry=entry_name(variant, spec)), options.compile)
+    if gate.ok:
+        return None
+    return Verdict(
+        kernel=spec.kernel, target=variant.target, device="", backend=variant.target, toolchain=gate.toolchain,
+        compiled=False, executed=False, correct=False, status=Status.FAILED, reason=gate.reason,
+        logs=(gate.log,) if gate.log.strip() else (),
+    )  # fmt: skip
+
+
 @reads_once
 @warm
 def run_check(
@@ -182,6 +200,15 @@ def run_check(
                 path=variant_path,
             )
         runners = (backend,)
+    # the variant is code porter did not write: built as untrusted code everywhere, and only once a
+    # real GPU compiler has built it as device code (nothing runs what that compiler refuses)
+    options = replace(options, compile=replace(options.compile, untrusted=True))
+    refused = _gate(variant, spec, options)
+    if refused is not None:
+        return CheckResult(
+            variant=variant_path, original=original_path, kernel=name, language=language, spec=spec,
+            spec_file=str(spec_file) if spec_file else None, verdicts=(refused,),
+        )  # fmt: skip
     reference = Reference(
         original=original, devices=reference_devices(), options=CompileOptions(include_dirs=dirs)
     )

@@ -91,6 +91,6 @@ def test_what_device_code_uses_imports_fine() -> None:
     src = (
         "#include <cstdio>\n#include <cmath>\n#include <cassert>\n"
         "__global__ void k(float* a) { assert(a); float* p = (float*)malloc(4); *p = expf(a[0]);"
-        " a[0] = powf(*p, 2.0f) + (float)erf((double)a[1]) + lgammaf(a[2]); free(p); printf(\"%f\", a[0]); }\n"
+        ' a[0] = powf(*p, 2.0f) + (float)erf((double)a[1]) + lgammaf(a[2]); free(p); printf("%f", a[0]); }\n'
     )
     assert get_backend("cpu").compile(src, "k", UNTRUSTED).data

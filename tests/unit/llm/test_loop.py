@@ -461,7 +461,10 @@ def _original():
         (f'extern "C" {{ __device__ char** __environ; }}\n{SIGNATURE} {{ }}\n', "`__environ`"),
         (f"{SIGNATURE} {{ if (stdout) c[0] = 1; }}\n", "`stdout`"),
         (f"extern __device__ int counter;\n{SIGNATURE} {{ c[0] = counter; }}\n", "declares a variable"),
-        (f'extern "C" __device__ char** e __attribute__((weak));\n{SIGNATURE} {{ }}\n', "declares a variable"),
+        (
+            f'extern "C" __device__ char** e __attribute__((weak));\n{SIGNATURE} {{ }}\n',
+            "declares a variable",
+        ),
         (f"extern const __constant__ float table[4];\n{SIGNATURE} {{ }}\n", "declares a variable"),
         (f"extern int (*hook)(int);\n{SIGNATURE} {{ }}\n", "declares a variable"),
     ],

@@ -6,17 +6,26 @@ the CUDA backend: nvcc; the HIP backend: hipcc for AMD GPUs and nvcc through por
 headers).  :func:`toolchains_for` asks every registered backend, so the program workflow never names
 a target.  A build never raises for a program that does not build: it returns a
 :class:`BuiltProgram` whose ``ok`` is false and whose ``log`` says why.
+
+Every command a build runs -- each compiler run over the program's files, a user's ``--build`` command
+(a Makefile's recipes) -- runs in the program jail (:mod:`porter.sandbox.jail`, :func:`build_jail`): the
+system and the toolchains read-only, the program's tree and the include folders the user named
+read-only, only the build's own folder writable, no network, a scrubbed environment, its output capped
+(``ProgramSource.max_output``).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import subprocess
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
+
+from porter.sandbox.jail import DEFAULT_MAX_OUTPUT, Jail, read_tail
+from porter.sandbox.jail import run as run_jailed
 
 if TYPE_CHECKING:
     from porter.backends import Device
@@ -36,6 +45,7 @@ class ProgramSource:
     # build it so its runs can record their launches, where the toolchain can (the original program);
     # False: as written (a port, whose runs are compared, not captured)
     capture: bool = True
+    max_output: int = DEFAULT_MAX_OUTPUT  # bytes a build command may print (stdout and stderr, each)
 
 
 @dataclass(frozen=True)
@@ -104,24 +114,74 @@ def defines_main(text: str) -> bool:
     return bool(_MAIN.search(blank_comments_and_strings(text)))
 
 
-def run_tool(cmd: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None) -> tuple[int, str]:
-    """(exit code, stdout + stderr) of a compiler command; a timeout or a missing tool is a code too."""
+LOG_CHARS = 64_000  # the end of a build command's log a BuiltProgram keeps (the whole log stays on disk)
+
+
+def build_jail(source: ProgramSource, out: Path) -> Jail:
+    """The jail of every command building `source` into `out`: `out` writable (its ``tmp/`` is HOME,
+    TMPDIR and /tmp), the tree and its include folders read-only, the toolchains' folders read-only."""
+    readable = [str(source.tree), *source.include_dirs, *mapped_include_dirs(source)]
+    if source.original_root is not None:
+        readable.append(str(source.original_root))
+    out.mkdir(parents=True, exist_ok=True)
+    return Jail(writable=(str(out),), readable=tuple(readable), home=str(out / "tmp"), toolchain=True)
+
+
+def run_tool(
+    cmd: Sequence[str],
+    cwd: Path,
+    jail: Jail,
+    env: Mapping[str, str] | None = None,
+    *,
+    max_output: int = DEFAULT_MAX_OUTPUT,
+    timeout: float = BUILD_TIMEOUT_S,
+) -> tuple[int, str]:
+    """(exit code, stdout + stderr) of a compiler command run in `jail` (`env`: what the toolchain sets
+    on top of the scrubbed environment); a timeout (124), output past `max_output` (125), a refusal or
+    a missing tool (127) is a code too, with the reason ending the text."""
+    home = Path(jail.home_dir)
+    home.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=".tool-", suffix=".log", dir=home)
+    os.close(fd)
+    log = Path(name)
     try:
-        proc = subprocess.run(
-            list(cmd), capture_output=True, text=True, errors="replace", timeout=BUILD_TIMEOUT_S, cwd=cwd,
-            env=None if env is None else {**os.environ, **env},
-        )  # fmt: skip
-    except subprocess.TimeoutExpired:
-        return 124, f"{cmd[0]} timed out after {BUILD_TIMEOUT_S} s"
-    except OSError as err:
-        return 127, f"{cmd[0]}: {err}"
-    return proc.returncode, proc.stdout + proc.stderr
+        ran = run_jailed(cmd, jail, cwd, stdout=log, env=env, timeout=timeout, max_output=max_output)
+        text = log.read_bytes().decode("utf-8", "replace")
+    finally:
+        log.unlink(missing_ok=True)
+    if ran.error:
+        return 127, f"{cmd[0]}: {ran.error}"
+    if ran.timed_out:
+        return 124, text + f"\n{cmd[0]} timed out after {timeout:g} s"
+    if ran.overflow:
+        return 125, text + f"\n{cmd[0]}: {ran.reason(timeout, max_output)}"
+    return (ran.exit if ran.exit is not None else 1), text
+
+
+def run_build_command(
+    command: str, tree: Path, out: Path, jail: Jail, env: Mapping[str, str], source: ProgramSource,
+    timeout: float,
+) -> tuple[int | None, str, str]:  # fmt: skip
+    """(exit code, the end of its log, why it did not finish) of a user's ``--build`` command run by
+    bash in `tree`, jailed; the whole log is ``out/build.log``.  The exit code is None and the reason
+    says why when it timed out, printed past ``source.max_output`` or could not run."""
+    log_path = out / "build.log"
+    ran = run_jailed(
+        ["bash", "-c", command], jail, tree, stdout=log_path, env=env, timeout=timeout,
+        max_output=source.max_output,
+    )  # fmt: skip
+    why = ran.reason(timeout, source.max_output, "the build's time limit")
+    return ran.exit, read_tail(log_path, LOG_CHARS), f"--build {command!r}: {why}" if why else ""
 
 
 def is_executable(path: Path) -> bool:
-    """An ELF executable (what a build makes), not a script or a data file with the x bit."""
+    """An ELF executable (what a build makes), not a script, a data file with the x bit or a symbolic
+    link (a jailed build could point one anywhere)."""
+    import stat
+
     try:
-        if not (path.is_file() and os.access(path, os.X_OK)):
+        st = path.lstat()
+        if not (stat.S_ISREG(st.st_mode) and st.st_mode & 0o111):
             return False
         with path.open("rb") as f:
             return f.read(4) == b"\x7fELF"
@@ -222,19 +282,13 @@ class DriverToolchain:
                 shutil.copy2(src, tree / rel)
         before = {p for p in tree.rglob("*") if is_executable(p)}
         env = {**self.env, **dict.fromkeys(self.command_vars, self.compiler)}
-        try:
-            proc = subprocess.run(
-                ["bash", "-c", command], cwd=tree, env={**os.environ, **env}, capture_output=True, text=True,
-                errors="replace", timeout=timeout,
-            )  # fmt: skip
-            code, log = proc.returncode, proc.stdout + proc.stderr
-        except subprocess.TimeoutExpired:
-            code, log = 124, f"--build {command!r} timed out after {timeout:g} s"
+        code, log, stopped = run_build_command(
+            command, tree, out, build_jail(source, out), env, source, timeout
+        )
         made = sorted(p for p in tree.rglob("*") if is_executable(p) and p not in before)
         if code != 0:
-            return BuiltProgram(
-                False, chain, log=log, commands=(command,), reason=f"--build {command!r} exited with {code}"
-            )
+            why = stopped or f"--build {command!r} exited with {code}"
+            return BuiltProgram(False, chain, log=log, commands=(command,), reason=why)
         if not made:
             return BuiltProgram(
                 False, chain, log=log, commands=(command,), reason=f"--build {command!r} made no executable"
@@ -297,6 +351,7 @@ class DriverToolchain:
             return BuiltProgram(False, chain, reason=self.missing)
         obj_dir = out / "obj"
         obj_dir.mkdir(parents=True, exist_ok=True)
+        jail = build_jail(source, out)
         extra = list(self.prepare(out)) if self.prepare is not None else []
         incs = [f"-I{d}" for d in (*extra, *self.include_dirs, *mapped_include_dirs(source))]
         defines = [f"-D{d}" for d in source.defines]
@@ -318,7 +373,7 @@ class DriverToolchain:
             cmd += incs
             cmd += ["-c", str(path), "-o", str(obj)]
             commands.append(" ".join(cmd))
-            code, log = run_tool(cmd, path.parent, self.env)
+            code, log = run_tool(cmd, path.parent, jail, self.env, max_output=source.max_output)
             if log.strip():
                 logs.append(log)
             if code != 0:
@@ -339,7 +394,7 @@ class DriverToolchain:
             cmd = [self.compiler, *self.flags, str(objects[main]), *others, "-o", str(exe), *self.link_flags]
             cmd += extra_link
             commands.append(" ".join(cmd))
-            code, log = run_tool(cmd, out, self.env)
+            code, log = run_tool(cmd, out, jail, self.env, max_output=source.max_output)
             if log.strip():
                 logs.append(log)
             if code != 0:
@@ -355,6 +410,7 @@ class DriverToolchain:
 
 
 __all__ = [
+    "LOG_CHARS",
     "BuiltProgram",
     "DriverToolchain",
     "ProgramSource",
@@ -362,6 +418,8 @@ __all__ = [
     "defines_main",
     "is_executable",
     "mapped_include_dirs",
+    "build_jail",
+    "run_build_command",
     "run_tool",
     "toolchains_for",
 ]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from porter import files
@@ -38,6 +38,7 @@ def reachable(
     *,
     quoted_only: bool = False,
     strict: bool = False,
+    allow: Callable[[str], bool] | None = None,
 ) -> Iterator[tuple[str, bytes]]:
     """(path, bytes) of ``files_`` (bytes None: read it) and of every header they reach, each once.
 
@@ -45,7 +46,8 @@ def reachable(
     file given with the path "" (text with no file behind it) finds its headers in ``include_dirs``
     only.  ``quoted_only``: follow ``#include "..."`` (the program's own headers) and not ``<...>``.
     A header that is not a regular file is never read: a warning, or with ``strict`` a UsageError
-    naming the including file and line; one larger than the cap is skipped with a warning.
+    naming the including file and line; one larger than the cap is skipped with a warning.  ``allow``:
+    a header for which it is false is neither read nor followed (a program's headers outside its folder).
     """
     dirs = [os.fspath(d) for d in include_dirs]
     seen: set[str] = set()  # absolute paths (no realpath: a header behind a symlink is read twice)
@@ -85,6 +87,8 @@ def reachable(
             if header is None or header in queued:
                 continue
             queued.add(header)
+            if allow is not None and not allow(header):
+                continue
             why = files.refusal(header)
             if why is not None:
                 _refuse(

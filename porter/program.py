@@ -7,6 +7,13 @@ and every other file under the root (Makefiles, data files, READMEs), which a mi
 unchanged.  A ``compile_commands.json`` names the units and brings their ``-I`` folders and ``-D``
 macros.  Folders porter never enters: version control, virtual environments, build folders, and
 earlier porter outputs (a folder holding a porter ``report.json``).
+
+What lies outside the root is read only where the user named it on the command line (an ``-I``
+folder): a compile_commands.json is data, so an entry whose source lies outside the root (the
+json's folder and the other paths given) is a usage error naming the entry, its ``-I`` folders outside
+the root are not used, and a header reached through ``#include "../x.h"`` outside the root and the
+named folders is not read (each left out with a note in ``Program.skipped``).  Every file's output
+path is its path relative to the root, never one with ``..``.
 """
 
 from __future__ import annotations
@@ -45,6 +52,11 @@ class Program:
     defines: tuple[str, ...] = ()
     flags_from: str = ""  # where -I/-D came from: "compile_commands.json", "command line", ""
     skipped: tuple[str, ...] = field(default_factory=tuple)  # "path: why" of what was left out
+    named_dirs: tuple[str, ...] = ()  # the -I folders the user named: read even outside the root
+
+    def may_read(self, path: str | Path) -> bool:
+        """Whether a header at `path` may be read: under the root or a folder the user named."""
+        return _inside(str(path), [str(self.root), *self.named_dirs])
 
     @property
     def units(self) -> tuple[ProgramFile, ...]:
@@ -103,8 +115,17 @@ def _walk(root: Path, skip: set[Path]) -> tuple[list[Path], list[str]]:
     return found, skipped
 
 
-def _from_compile_commands(path: Path) -> tuple[list[Path], list[str], list[str]]:
-    """(units, -I folders, -D macros) of a compile_commands.json."""
+@dataclass(frozen=True)
+class _Entry:
+    index: int  # in the json's list (0-based)
+    file: Path  # absolute, normalised (no "..")
+    written: str  # the entry's "file" as written
+    includes: tuple[str, ...]
+    defines: tuple[str, ...]
+
+
+def _from_compile_commands(path: Path) -> list[_Entry]:
+    """The entries of a compile_commands.json: each unit with its -I folders and -D macros."""
     # a regular file of a sane size, UTF-8 as JSON must be (UsageError otherwise)
     text = read_text(path, "compile_commands.json", strict=True)
     try:
@@ -113,15 +134,16 @@ def _from_compile_commands(path: Path) -> tuple[list[Path], list[str], list[str]
         raise UsageError(f"not a readable compile_commands.json ({err})", path=str(path)) from None
     if not isinstance(entries, list):
         raise UsageError("compile_commands.json must hold a list of entries", path=str(path))
-    units: list[Path] = []
-    includes: list[str] = []
-    defines: list[str] = []
+    found: list[_Entry] = []
     for i, e in enumerate(entries):
         if not isinstance(e, dict) or "file" not in e:
             raise UsageError(f"entry {i + 1} has no 'file'", path=str(path))
         folder = Path(str(e.get("directory") or path.parent))
+        if not folder.is_absolute():
+            folder = path.parent / folder
         args = e.get("arguments") or shlex.split(str(e.get("command") or ""))
-        units.append(Path(os.path.abspath(folder / str(e["file"]))))
+        includes: list[str] = []
+        defines: list[str] = []
         it = iter(args)
         for a in it:
             a = str(a)
@@ -134,7 +156,17 @@ def _from_compile_commands(path: Path) -> tuple[list[Path], list[str], list[str]
                 includes.append(os.path.abspath(folder / a[2:]))
             elif a.startswith("-D"):
                 defines.append(a[2:])
-    return units, list(dict.fromkeys(includes)), list(dict.fromkeys(defines))
+        unit = Path(os.path.abspath(folder / str(e["file"])))
+        found.append(_Entry(i, unit, str(e["file"]), tuple(includes), tuple(defines)))
+    return found
+
+
+def _inside(path: str, folders: Sequence[str]) -> bool:
+    """Whether `path` lies in one of `folders`, as written and once every link is resolved."""
+    here, real = Path(os.path.abspath(path)), Path(os.path.realpath(path))
+    return any(
+        here.is_relative_to(os.path.abspath(f)) and real.is_relative_to(os.path.realpath(f)) for f in folders
+    )
 
 
 _MAKE_INCLUDE = re.compile(r"(?<![\w$])-I\s*([^\s$()]+)")
@@ -171,28 +203,47 @@ def discover(
     given: list[Path] = []
     anchors: list[Path] = []
     units: list[Path] | None = None
-    includes = [os.path.abspath(d) for d in include_dirs]
+    named = [os.path.abspath(d) for d in include_dirs]  # the user's: read wherever they are
+    includes = list(named)
     defines: list[str] = []
+    databases: list[tuple[Path, list[_Entry]]] = []
     flags_from = "command line" if include_dirs else ""
     for given_path in paths:
         path = Path(os.path.abspath(given_path))
         if not path.exists():
             raise UsageError("no such file or folder", path=str(given_path))
         if path.name == "compile_commands.json":
-            found, inc, defs = _from_compile_commands(path)
-            units = [*(units or []), *found]
-            includes += inc
-            defines += defs
+            databases.append((path, _from_compile_commands(path)))
             flags_from = "compile_commands.json"
-            given.extend(found)
             anchors.append(path.parent)  # the project's folder: its headers are part of the program
             continue
         given.append(path)
     anchors += [g if g.is_dir() else g.parent for g in given]
     root = Path(os.path.commonpath([str(a) for a in anchors]))
+    skipped: list[str] = []
+    for db, entries in databases:  # a compile_commands.json is data: it names nothing outside the root
+        for e in entries:
+            if not _inside(str(e.file), [str(root)]):
+                raise UsageError(
+                    f"entry {e.index + 1} (index {e.index}): its file {e.written!r} lies outside the "
+                    f"program's folder {root}; porter reads nothing outside it that you did not name "
+                    "(give the project's folder too: porter port compile_commands.json PROJECT_DIR)",
+                    path=str(db),
+                )
+        units = [*(units or []), *(e.file for e in entries)]
+        given.extend(e.file for e in entries)
+        defines += [d for e in entries for d in e.defines]
+        for e in entries:
+            for d in e.includes:
+                if _inside(d, [str(root), *named]):
+                    includes.append(d)
+                else:
+                    skipped.append(
+                        f"{db}: entry {e.index + 1}: -I {d}: outside the program's folder, not read "
+                        "(name it with -I to use it)"
+                    )
     skip_set = {Path(os.path.abspath(s)).resolve() for s in skip}
     files: dict[Path, ProgramFile] = {}
-    skipped: list[str] = []
     for g in given:
         if g.is_dir():
             found, why = _walk(g, skip_set)
@@ -221,26 +272,47 @@ def discover(
     from porter.includes import reachable
 
     # (``<helper.h>`` too when an -I folder holds it: a project's own headers, found where its build finds them)
+    readable = [str(root), *named]
+    outside: list[str] = []
+
+    def allow(header: str) -> bool:  # a header outside the root and the named folders is not read
+        if _inside(header, readable):
+            return True
+        outside.append(os.path.abspath(header))
+        return False
+
     reached = [
         Path(os.path.abspath(name))
         for name, _data in reachable(
             [(str(pf.path), None) for pf in files.values() if pf.kind == "source"],
             includes,
             quoted_only=False,
+            allow=allow,
         )
     ]
+    skipped += [
+        f"{h}: included by the program but outside its folder; not read (name its folder with -I to use it)"
+        for h in dict.fromkeys(outside)
+    ]
     extra = [at for at in reached if at not in files and not str(at).startswith(_SYSTEM_PREFIXES)]
-    if extra:  # the program's own headers beside its folder (`../include/x.cuh`): the root grows to them
-        root = Path(os.path.commonpath([str(root), *(str(at.parent) for at in extra)]))
+    # the headers of a folder the user named, beside the program's (cuda-samples' Common/): the root
+    # grows to them -- never to the file system's root
+    grown = Path(os.path.commonpath([str(root), *(str(at.parent) for at in extra)])) if extra else root
+    if extra and grown != Path(grown.anchor):
+        root = grown
         files = {at: replace(pf, rel=at.relative_to(root)) for at, pf in files.items()}
         for at in extra:
             files[at] = ProgramFile(at, at.relative_to(root), "header")
+    elif extra:
+        skipped += [
+            f"{at}: read from -I, not part of the port (too far from the program's folder)" for at in extra
+        ]
     # a source another unit includes (Rodinia's `#include "kernel.cu"`) is part of that unit, not a unit
     included = {
         Path(os.path.abspath(name))
         for pf in files.values()
         if pf.kind == "source"
-        for name, _ in list(reachable([(str(pf.path), None)], includes, quoted_only=True))[1:]
+        for name, _ in list(reachable([(str(pf.path), None)], includes, quoted_only=True, allow=allow))[1:]
     }
     for at in included:
         if at in files and files[at].kind == "source":
@@ -256,5 +328,6 @@ def discover(
         include_dirs=tuple(dict.fromkeys(includes)),
         defines=tuple(dict.fromkeys(defines)),
         flags_from=flags_from,
-        skipped=tuple(skipped),
+        skipped=tuple(dict.fromkeys(skipped)),
+        named_dirs=tuple(dict.fromkeys(named)),
     )

@@ -349,6 +349,7 @@ class CaptureReport:
     build: str  # the build's status and reason
     runs: list[CapturedRun] = field(default_factory=list)
     device: str = ""  # the device the runs were captured on
+    notes: list[str] = field(default_factory=list)  # how the build and runs were confined, when not fully
 
     @property
     def exit_code(self) -> int:

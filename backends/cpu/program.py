@@ -23,7 +23,6 @@ import hashlib
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +31,17 @@ from porter.backends import load_data
 from porter.backends.cpu import source as src_mod
 from porter.backends.hip.names import NAMES_HEADER, hip_names_header
 from porter.backends.launches import files_of, instrumented_copy, register_symbols, rewrite_launches
-from porter.backends.programs import BuiltProgram, ProgramSource, defines_main, is_executable, run_tool
+from porter.backends.programs import (
+    BuiltProgram,
+    ProgramSource,
+    build_jail,
+    defines_main,
+    is_executable,
+    run_build_command,
+    run_tool,
+)
+
+from porter.sandbox.jail import Jail
 
 if TYPE_CHECKING:
     from porter.backends import Device
@@ -182,6 +191,7 @@ def active_refusal(preprocessed: str, facts: Any, within: str, skip_prefix: str,
     return ""
 
 
+PREPROCESSED_MAX = 512 << 20  # what a unit's preprocessing may print (porter reads it for refusals)
 _REFUSED_INCLUDE = re.compile(
     r"(?:In file included from|from) ([^:\n]+):(\d+)[:,]?[^\n]*\n[^\n]*#error porter-refuses: ([^\n]*)"
 )
@@ -243,7 +253,9 @@ class CpuProgramToolchain:
         )  # fmt: skip
         return scratch, inc, include_dirs, texts
 
-    def _refusal(self, units: Sequence[Path], scratch: Path, inc: Path, out: Path, cmd: Sequence[str]) -> str:
+    def _refusal(
+        self, units: Sequence[Path], scratch: Path, inc: Path, out: Path, cmd: Sequence[str], jail: Jail
+    ) -> str:
         """The first construct the runtime cannot provide in the code the units really compile."""
         facts = self._backend.dialect
 
@@ -256,7 +268,9 @@ class CpuProgramToolchain:
         for unit in units:
             if unit.suffix == ".c":
                 continue
-            code, pre = run_tool([*cmd, "-E", "-fdirectives-only", str(unit)], unit.parent)
+            code, pre = run_tool(
+                [*cmd, "-E", "-fdirectives-only", str(unit)], unit.parent, jail, max_output=PREPROCESSED_MAX
+            )
             why = (
                 _refused_include(pre, shown)
                 if code != 0
@@ -293,7 +307,8 @@ class CpuProgramToolchain:
             "-x",
             "c++",
         ]
-        why = self._refusal([scratch / u for u in source.units], scratch, inc, out, base)
+        jail = build_jail(source, out)
+        why = self._refusal([scratch / u for u in source.units], scratch, inc, out, base, jail)
         if why:
             return BuiltProgram(False, chain, reason=why, refused=True)
         drivers = out / "drivers"
@@ -312,28 +327,21 @@ class CpuProgramToolchain:
         for name, role in (("nvcc", "nvcc"), ("hipcc", "nvcc"), ("c++", "c++"), ("cc", "cc")):
             script = drivers / name
             script.write_text(
-                f'#!/bin/sh\nexec "{sys.executable}" -m porter.backends.cpu.driver {role} "$@"\n',
+                f'#!/bin/sh\nexec "{sys.executable}" -P -m porter.backends.cpu.driver {role} "$@"\n',
                 encoding="utf-8",
             )
             script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
             env[{"nvcc": "NVCC", "hipcc": "HIPCC", "c++": "CXX", "cc": "CC"}[name]] = str(script)
         env["PATH"] = f"{drivers}{os.pathsep}{os.environ.get('PATH', '')}"  # `nvcc` and `hipcc` by name too
         before = {p for p in files_of(scratch) if is_executable(p)}
-        try:
-            proc = subprocess.run(
-                ["bash", "-c", command], cwd=scratch, env={**os.environ, **env}, capture_output=True,
-                text=True, errors="replace", timeout=timeout,
-            )  # fmt: skip
-            code, log = proc.returncode, proc.stdout + proc.stderr
-        except subprocess.TimeoutExpired:
-            code, log = 124, f"--build {command!r} timed out after {timeout:g} s"
+        code, log, stopped = run_build_command(command, scratch, out, jail, env, source, timeout)
         made = sorted(p for p in files_of(scratch) if is_executable(p) and p not in before)
         log = log.replace(str(scratch) + os.sep, "")
         if code != 0:
-            missing = _undeclared(log, _runtime_data()["program"].get("undeclared", {}))
+            missing = "" if stopped else _undeclared(log, _runtime_data()["program"].get("undeclared", {}))
             return BuiltProgram(
                 False, chain, log=log, commands=(command,),
-                reason=missing or f"--build {command!r} exited with {code}", refused=bool(missing),
+                reason=missing or stopped or f"--build {command!r} exited with {code}", refused=bool(missing),
             )  # fmt: skip
         if not made:
             return BuiltProgram(
@@ -358,7 +366,8 @@ class CpuProgramToolchain:
         objects: dict[Path, Path] = {}
         commands: list[str] = []
         cxx = [compiler, *flags, "-include", "porter_runtime.h", *defines, *incs, "-x", "c++"]
-        why = self._refusal(units, scratch, inc, out, cxx)  # before anything is built
+        jail = build_jail(source, out)
+        why = self._refusal(units, scratch, inc, out, cxx, jail)  # before anything is built
         if why:
             return BuiltProgram(False, chain, reason=why, refused=True)
         logs: list[str] = []
@@ -381,7 +390,7 @@ class CpuProgramToolchain:
             )
             cmd += ["-c", str(unit), "-o", str(obj)]
             commands.append(" ".join(cmd))
-            proc = run_tool(cmd, unit.parent)
+            proc = run_tool(cmd, unit.parent, jail, max_output=source.max_output)
             log = proc[1].replace(str(scratch) + os.sep, "").replace(str(out) + os.sep, "")
             if log.strip():
                 logs.append(log)
@@ -406,7 +415,7 @@ class CpuProgramToolchain:
                 str(shim),
             ]
             commands.append(" ".join(cmd))
-            code, log = run_tool(cmd, out)
+            code, log = run_tool(cmd, out, jail, max_output=source.max_output)
             if code != 0:
                 return BuiltProgram(
                     False,
@@ -423,7 +432,7 @@ class CpuProgramToolchain:
             exe.parent.mkdir(parents=True, exist_ok=True)
             cmd = [compiler, str(objects[main]), *map(str, others), "-o", str(exe), *libs]
             commands.append(" ".join(cmd))
-            code, log = run_tool(cmd, out)
+            code, log = run_tool(cmd, out, jail, max_output=source.max_output)
             if log.strip():
                 logs.append(log.replace(str(out) + os.sep, ""))
             if code != 0:

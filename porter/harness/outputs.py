@@ -13,24 +13,36 @@ The rule (data: ``outputs.toml``; documented in docs/REPORT_FORMAT.md):
 
 Each difference is one line naming where it is (``stdout line 12``, ``file out.txt line 3``) with both
 values, so a report shows the line.
+
+A run's stdout and written files are read from where they lie on disk (:class:`RunOutput` holds their
+paths), a line or a chunk at a time: comparing two runs never holds a whole output in memory (a run's
+stdout is capped where it is written, ``--max-output``; a written file larger than ``max_file_bytes``
+is compared by size and digest only).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import math
+import os
 import re
+import stat
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import resources
+from itertools import zip_longest
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 _NUMBER = re.compile(
     r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|Inf|INF)(?![A-Za-z])"
 )
+_CHUNK = 1 << 20
+_SHOWN_WORDS = 30  # verdict words shown per run in a difference (the count says how many there were)
+_DESCRIBED = 20  # lines that vary between two runs of the original, listed one by one
 
 
 @dataclass(frozen=True)
@@ -43,6 +55,7 @@ class Rule:
     fail_words: tuple[str, ...]
     max_file_bytes: int
     max_differences: int
+    max_varying_lines: int = 10_000
 
     @functools.cached_property
     def masked(self) -> re.Pattern[str]:
@@ -75,6 +88,7 @@ def rule_from(values: Mapping[str, Any]) -> Rule:
         fail_words=tuple(values["fail_words"]),
         max_file_bytes=int(values["max_file_bytes"]),
         max_differences=int(values["max_differences"]),
+        max_varying_lines=int(values.get("max_varying_lines", 10_000)),
     )
 
 
@@ -84,27 +98,48 @@ def with_tolerance(rtol: float | None = None, atol: float | None = None) -> Rule
     return replace(base, rtol=base.rtol if rtol is None else rtol, atol=base.atol if atol is None else atol)
 
 
+# A written file: its bytes, the file holding them, or (size, sha256) of one larger than the rule's cap.
+Written = bytes | Path | tuple[int, str]
+
+
 @dataclass
 class RunOutput:
-    """What one run left: its exit code, stdout, and the files it wrote (relative path -> bytes, or the
-    size and digest of a file larger than the rule's cap)."""
+    """What one run left: its exit code, stdout (the text, or the file it was streamed to), and the files
+    it wrote (relative path -> bytes or the file holding them, or the size and digest of a file larger
+    than the rule's cap)."""
 
     exit: int | None  # None: it did not finish (timed out, killed)
-    stdout: str
-    files: dict[str, bytes | tuple[int, str]] = field(default_factory=dict)
+    stdout: str | Path
+    files: dict[str, Written] = field(default_factory=dict)
 
 
 def is_masked(line: str, rule: Rule) -> bool:
     return bool(rule.masked.search(line))
 
 
+def _lines(source: str | bytes | Path) -> Iterator[str]:
+    """The lines of a text, of bytes or of a file (UTF-8, undecodable bytes kept as surrogates), one at a
+    time; ``\\n``, ``\\r\\n`` and ``\\r`` end a line."""
+    stream: IO[str]
+    if isinstance(source, str):
+        stream = io.StringIO(source, newline=None)
+    else:
+        raw: IO[bytes] = io.BytesIO(source) if isinstance(source, bytes) else source.open("rb")
+        stream = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline=None)
+    with stream:
+        for line in stream:
+            yield line[:-1] if line.endswith("\n") else line
+
+
+def _verdicts(lines: Iterable[str], rule: Rule) -> Iterator[str]:
+    for line in lines:
+        if not is_masked(line, rule):
+            for m in rule.verdicts.finditer(line):
+                yield m.group(1)
+
+
 def verdict_words(text: str, rule: Rule) -> list[str]:
-    return [
-        m.group(1)
-        for line in text.splitlines()
-        if not is_masked(line, rule)
-        for m in rule.verdicts.finditer(line)
-    ]
+    return list(_verdicts(_lines(text), rule))
 
 
 def _split(line: str) -> tuple[list[str], list[str]]:
@@ -138,35 +173,85 @@ def _close(a: str, b: str, rule: Rule) -> bool:
 
 
 def _lines_differ(a: str, b: str, rule: Rule) -> bool:
+    if a == b:
+        return False
     ta, na = _split(a)
     tb, nb = _split(b)
     return ta != tb or len(na) != len(nb) or not all(_close(x, y, rule) for x, y in zip(na, nb, strict=True))
 
 
-def _kept(text: str, rule: Rule) -> list[tuple[int, str]]:
+def _kept(source: str | bytes | Path, rule: Rule) -> Iterator[tuple[int, str]]:
     """(line number, line) of the lines compared: the masked ones left out."""
-    return [(n, line) for n, line in enumerate(text.splitlines(), 1) if not is_masked(line, rule)]
+    return ((n, line) for n, line in enumerate(_lines(source), 1) if not is_masked(line, rule))
+
+
+def _text_differences(
+    original: str | bytes | Path,
+    other: str | bytes | Path,
+    where: str,
+    rule: Rule,
+    skip: frozenset[int] = frozenset(),
+) -> Iterator[str]:
+    for k, (a, b) in enumerate(zip_longest(_kept(original, rule), _kept(other, rule))):
+        if k in skip:
+            continue
+        if a is None:
+            yield f"{where}: extra line in the port: {b[1].strip()[:200]!r}"
+        elif b is None:
+            yield f"{where} line {a[0]}: missing in the port: {a[1].strip()[:200]!r}"
+        elif _lines_differ(a[1], b[1], rule):
+            yield f"{where} line {a[0]}: original {a[1].strip()[:200]!r}, port {b[1].strip()[:200]!r}"
 
 
 def compare_text(
-    original: str, other: str, where: str, rule: Rule, skip: frozenset[int] = frozenset()
+    original: str | Path, other: str | Path, where: str, rule: Rule, skip: frozenset[int] = frozenset()
 ) -> list[str]:
-    """Differences between two texts, line by line, with masked lines skipped on both sides and the
-    compared lines whose index is in `skip` (lines that vary between runs of the original) ignored."""
-    a, b = _kept(original, rule), _kept(other, rule)
-    out: list[str] = []
-    for k in range(max(len(a), len(b))):
-        if k in skip:
-            continue
-        if k >= len(a):
-            out.append(f"{where}: extra line in the port: {b[k][1].strip()[:200]!r}")
-        elif k >= len(b):
-            out.append(f"{where} line {a[k][0]}: missing in the port: {a[k][1].strip()[:200]!r}")
-        elif _lines_differ(a[k][1], b[k][1], rule):
-            out.append(
-                f"{where} line {a[k][0]}: original {a[k][1].strip()[:200]!r}, port {b[k][1].strip()[:200]!r}"
-            )
-    return out
+    """Differences between two texts (or text files), line by line, with masked lines skipped on both
+    sides and the compared lines whose index is in `skip` (lines that vary between runs of the original)
+    ignored; at most ``rule.max_differences`` and a last line with how many more there were."""
+    found = _Differences(rule.max_differences)
+    found.extend(_text_differences(original, other, where, rule, skip))
+    return found.lines()
+
+
+class _Differences:
+    """The first `limit` differences, and how many more there were."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.kept, self.more = limit, list[str](), 0
+
+    def extend(self, found: Iterable[str]) -> None:
+        for line in found:
+            if len(self.kept) < self.limit:
+                self.kept.append(line)
+            else:
+                self.more += 1
+
+    def lines(self) -> list[str]:
+        return [*self.kept, f"... and {self.more} more difference(s)"] if self.more else list(self.kept)
+
+    def absorb(self, other: _Differences) -> None:
+        """`other`'s differences after these."""
+        self.extend(other.kept)
+        self.more += other.more
+
+
+class _Printed:
+    """The verdict words one run printed, in order: a digest of them all, the first few and the count."""
+
+    def __init__(self) -> None:
+        self.digest, self.shown, self.count = hashlib.sha256(), list[str](), 0
+
+    def add(self, words: list[str]) -> None:
+        for word in words:
+            self.digest.update(word.encode("utf-8", "surrogateescape") + b"\0")
+            self.count += 1
+            if len(self.shown) < _SHOWN_WORDS:
+                self.shown.append(word)
+
+    def __str__(self) -> str:
+        more = f" ... ({self.count} in all)" if self.count > len(self.shown) else ""
+        return (" ".join(self.shown) or "none") + more
 
 
 @dataclass(frozen=True)
@@ -175,47 +260,152 @@ class Unstable:
     iterations): never compared, and said in the report."""
 
     lines: frozenset[int] = frozenset()  # indexes among the compared (unmasked) stdout lines
-    numbers: tuple[int, ...] = ()  # their line numbers in the original's stdout
+    numbers: tuple[int, ...] = ()  # their line numbers in the original's stdout (the first ones)
     files: frozenset[str] = frozenset()
     exit: bool = False
+    stdout: bool = False  # more lines vary than the rule's max_varying_lines: stdout is not compared
+    count: int = 0  # how many compared lines vary
 
     def describe(self) -> list[str]:
-        out = [f"stdout line {n} varies between two runs of the original: not compared" for n in self.numbers]
+        if self.stdout:
+            out = [
+                f"stdout: {self.count} or more lines vary between two runs of the original: stdout not compared"
+            ]
+        else:
+            out = [
+                f"stdout line {n} varies between two runs of the original: not compared" for n in self.numbers
+            ]
+            if self.count > len(self.numbers):
+                out.append(f"... and {self.count - len(self.numbers)} more stdout line(s) that vary")
         out += [f"file {f} varies between two runs of the original: not compared" for f in sorted(self.files)]
         if self.exit:
             out.append("the exit code varies between two runs of the original: not compared")
         return out
 
+    def skips(self, k: int) -> bool:
+        return self.stdout or k in self.lines
+
 
 def unstable(first: RunOutput, second: RunOutput, rule: Rule | None = None) -> Unstable:
     """What differs between two runs of the same original build."""
     rule = rule or default_rule()
-    a, b = _kept(first.stdout, rule), _kept(second.stdout, rule)
-    lines = {
-        k
-        for k in range(max(len(a), len(b)))
-        if k >= len(a) or k >= len(b) or _lines_differ(a[k][1], b[k][1], rule)
-    }
+    lines: set[int] = set()
+    numbers: list[int] = []
+    count = 0
+    for k, (a, b) in enumerate(zip_longest(_kept(first.stdout, rule), _kept(second.stdout, rule))):
+        if a is None or b is None or _lines_differ(a[1], b[1], rule):
+            count += 1
+            if count > rule.max_varying_lines:
+                break
+            lines.add(k)
+            if a is not None and len(numbers) < _DESCRIBED:
+                numbers.append(a[0])
     files = {
         name
         for name in set(first.files) | set(second.files)
-        if first.files.get(name) != second.files.get(name)
+        if name not in first.files
+        or name not in second.files
+        or _size_digest(first.files[name]) != _size_digest(second.files[name])
     }
+    if count > rule.max_varying_lines:
+        return Unstable(frozenset(), (), frozenset(files), first.exit != second.exit, True, count - 1)
     return Unstable(
-        frozenset(lines),
-        tuple(a[k][0] for k in sorted(lines) if k < len(a)),
-        frozenset(files),
-        first.exit != second.exit,
+        frozenset(lines), tuple(numbers), frozenset(files), first.exit != second.exit, False, count
     )
 
 
-def _as_text(data: bytes) -> str | None:
-    if b"\0" in data:
-        return None
+# ------------------------------------------------------------------------------------- written files
+
+
+def _size(data: Written) -> int:
+    if isinstance(data, tuple):
+        return data[0]
+    return len(data) if isinstance(data, bytes) else data.stat().st_size
+
+
+@functools.lru_cache(maxsize=4096)
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _size_digest(data: Written) -> tuple[int, str]:
+    if isinstance(data, tuple):
+        return data
+    if isinstance(data, bytes):
+        return len(data), hashlib.sha256(data).hexdigest()
+    st = data.stat()
+    return st.st_size, _file_digest(str(data), st.st_size, st.st_mtime_ns)
+
+
+def _chunks(data: bytes | Path) -> Iterator[bytes]:
+    if isinstance(data, bytes):
+        for at in range(0, len(data), _CHUNK):
+            yield data[at : at + _CHUNK]
+        return
+    with data.open("rb") as f:
+        yield from iter(lambda: f.read(_CHUNK), b"")
+
+
+def _is_text(data: bytes | Path) -> bool:
+    """No NUL byte and valid UTF-8, read a chunk at a time."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
     try:
-        return data.decode("utf-8")
+        for chunk in _chunks(data):
+            if b"\0" in chunk:
+                return False
+            decoder.decode(chunk)
+        decoder.decode(b"", final=True)
     except UnicodeDecodeError:
-        return None
+        return False
+    return True
+
+
+def _first_difference(a: bytes | Path, b: bytes | Path) -> int | None:
+    """The offset of the first byte where `a` and `b` differ (the shorter one's length when one is a
+    prefix of the other), None when they are equal; read a chunk at a time."""
+    at = 0
+    ia, ib = _chunks(a), _chunks(b)
+    pending_a, pending_b = b"", b""
+    while True:
+        if not pending_a:
+            pending_a = next(ia, b"")
+        if not pending_b:
+            pending_b = next(ib, b"")
+        if not pending_a or not pending_b:
+            return None if pending_a == pending_b else at
+        n = min(len(pending_a), len(pending_b))
+        if pending_a[:n] != pending_b[:n]:
+            return at + next(i for i in range(n) if pending_a[i] != pending_b[i])
+        at += n
+        pending_a, pending_b = pending_a[n:], pending_b[n:]
+
+
+def _file_differences(name: str, fa: Written, fb: Written, rule: Rule) -> Iterator[str]:
+    if (
+        isinstance(fa, tuple)
+        or isinstance(fb, tuple)
+        or _size(fa) > rule.max_file_bytes
+        or _size(fb) > rule.max_file_bytes
+    ):
+        da, db = _size_digest(fa), _size_digest(fb)
+        if da != db:
+            yield f"file {name}: differs ({da[0]} bytes in the original, {db[0]} in the port)"
+        return
+    if _is_text(fa) and _is_text(fb):
+        yield from _text_differences(fa, fb, f"file {name}", rule)
+        return
+    at = _first_difference(fa, fb)
+    if at is not None:
+        yield (
+            f"file {name}: bytes differ from offset {at} ({_size(fa)} bytes in the original, "
+            f"{_size(fb)} in the port)"
+        )
 
 
 def compare(
@@ -226,79 +416,71 @@ def compare(
     compared."""
     rule = rule or default_rule()
     varies = varies or Unstable()
-    out: list[str] = []
+    found = _Differences(rule.max_differences)
     if original.exit != other.exit and not varies.exit:
-        out.append(f"exit code: original {original.exit}, port {other.exit}")
-    stable_a = "\n".join(
-        line for k, (_n, line) in enumerate(_kept(original.stdout, rule)) if k not in varies.lines
-    )
-    stable_b = "\n".join(
-        line for k, (_n, line) in enumerate(_kept(other.stdout, rule)) if k not in varies.lines
-    )
-    va, vb = verdict_words(stable_a, rule), verdict_words(stable_b, rule)
-    if va != vb:
-        out.append(
-            f"verdict: the original prints {' '.join(va) or 'none'}, the port {' '.join(vb) or 'none'}"
-        )
-    out += compare_text(original.stdout, other.stdout, "stdout", rule, varies.lines)
+        found.extend([f"exit code: original {original.exit}, port {other.exit}"])
+    # one pass over both outputs: the verdict words of the lines compared (their sequences hashed, the
+    # first ones kept to be shown) and the lines that differ
+    printed = (_Printed(), _Printed())
+    lines = _Differences(rule.max_differences)
+    for k, (a, b) in enumerate(zip_longest(_kept(original.stdout, rule), _kept(other.stdout, rule))):
+        if varies.skips(k):
+            continue
+        for side, line in zip(printed, (a, b), strict=True):
+            if line is not None:
+                side.add(rule.verdicts.findall(line[1]))
+        if a is None:
+            lines.extend([f"stdout: extra line in the port: {b[1].strip()[:200]!r}"])
+        elif b is None:
+            lines.extend([f"stdout line {a[0]}: missing in the port: {a[1].strip()[:200]!r}"])
+        elif _lines_differ(a[1], b[1], rule):
+            lines.extend(
+                [f"stdout line {a[0]}: original {a[1].strip()[:200]!r}, port {b[1].strip()[:200]!r}"]
+            )
+    if printed[0].digest.digest() != printed[1].digest.digest():
+        found.extend([f"verdict: the original prints {printed[0]}, the port {printed[1]}"])
+    found.absorb(lines)
     for name in sorted(set(original.files) | set(other.files)):
         if name in varies.files:
             continue
         fa, fb = original.files.get(name), other.files.get(name)
         if fb is None:
-            out.append(f"file {name}: written by the original only")
+            found.extend([f"file {name}: written by the original only"])
         elif fa is None:
-            out.append(f"file {name}: written by the port only")
-        elif isinstance(fa, tuple) or isinstance(fb, tuple):
-            da = fa if isinstance(fa, tuple) else (len(fa), hashlib.sha256(fa).hexdigest())
-            db = fb if isinstance(fb, tuple) else (len(fb), hashlib.sha256(fb).hexdigest())
-            if da != db:
-                out.append(f"file {name}: differs ({da[0]} bytes in the original, {db[0]} in the port)")
+            found.extend([f"file {name}: written by the port only"])
         else:
-            ta, tb = _as_text(fa), _as_text(fb)
-            if ta is not None and tb is not None:
-                out += compare_text(ta, tb, f"file {name}", rule)
-            elif fa != fb:
-                at = next(
-                    (i for i, (x, y) in enumerate(zip(fa, fb, strict=False)) if x != y), min(len(fa), len(fb))
-                )
-                out.append(
-                    f"file {name}: bytes differ from offset {at} ({len(fa)} bytes in the original, {len(fb)} in the port)"
-                )
-    if len(out) > rule.max_differences:
-        extra = len(out) - rule.max_differences
-        out = [*out[: rule.max_differences], f"... and {extra} more difference(s)"]
-    return out
+            found.extend(_file_differences(name, fa, fb, rule))
+    return found.lines()
 
 
 def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
-    """(size, mtime_ns) of every file under `folder`, by relative path."""
+    """(size, mtime_ns) of every regular file under `folder` (symbolic links neither listed nor
+    followed), by relative path."""
     found: dict[str, tuple[int, int]] = {}
-    for p in folder.rglob("*"):
-        if p.is_file() and not p.is_symlink():
-            st = p.stat()
-            found[str(p.relative_to(folder))] = (st.st_size, st.st_mtime_ns)
+    for here, _dirs, names in os.walk(folder):  # symbolic links to folders are not entered
+        for name in names:
+            p = Path(here, name)
+            try:
+                st = p.lstat()
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                found[str(p.relative_to(folder))] = (st.st_size, st.st_mtime_ns)
     return found
 
 
 def written_files(
     folder: Path, before: Mapping[str, tuple[int, int]], rule: Rule, skip: Sequence[str] = ()
-) -> dict[str, bytes | tuple[int, str]]:
-    """The files under `folder` that are new or changed since `before` (their bytes, or size and digest
-    beyond the cap); paths under `skip` are left out."""
-    out: dict[str, bytes | tuple[int, str]] = {}
-    for rel, stat in snapshot(folder).items():
-        if before.get(rel) == stat or any(rel == s or rel.startswith(s.rstrip("/") + "/") for s in skip):
+) -> dict[str, Written]:
+    """The files under `folder` that are new or changed since `before`: each file's path (its bytes
+    stay on disk until compared), or its size and digest beyond the rule's cap; paths under `skip` are
+    left out."""
+    out: dict[str, Written] = {}
+    for rel, seen in snapshot(folder).items():
+        if before.get(rel) == seen or any(rel == s or rel.startswith(s.rstrip("/") + "/") for s in skip):
             continue
         path = folder / rel
-        if stat[0] > rule.max_file_bytes:
-            digest = hashlib.sha256()
-            with path.open("rb") as f:
-                for chunk in iter(lambda: f.read(1 << 20), b""):
-                    digest.update(chunk)
-            out[rel] = (stat[0], digest.hexdigest())
-        else:
-            out[rel] = path.read_bytes()
+        out[rel] = _size_digest(path) if seen[0] > rule.max_file_bytes else path
     return out
 
 
@@ -306,6 +488,7 @@ __all__ = [
     "Rule",
     "RunOutput",
     "Unstable",
+    "Written",
     "compare",
     "compare_text",
     "default_rule",

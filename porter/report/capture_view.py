@@ -35,3 +35,5 @@ def render(report: CaptureReport) -> None:
         )  # fmt: skip
     console.print(table)
     console.print(f"capture: {report.out_dir} (format: docs/CAPTURE_FORMAT.md)")
+    for note in report.notes:
+        console.print(f"note: {note}")

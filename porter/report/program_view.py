@@ -180,7 +180,9 @@ def markdown(report: ProgramReport) -> str:
     build = report.build
     out += ["## Build", "", f"- flags from: {build.get('flags_from', 'none')}"]
     out += [f"- include folders: {', '.join(build.get('include_dirs') or []) or 'none'}"]
-    out += [f"- built: {build.get('built', '')}", ""]
+    out += [f"- built: {build.get('built', '')}"]
+    out += [f"- jail: {build['jail']}"] if build.get("jail") else []
+    out.append("")
     if report.builds:
         out += [
             "| variant | toolchain | status | runs on | toolchain version / reason | seconds |",

@@ -23,6 +23,7 @@ from porter.backends.programs import ProgramToolchain
 from porter.errors import UsageError
 from porter.program import Program, discover
 from porter.results import CapturedRun, CaptureReport, ProgramReport
+from porter.sandbox.jail import DEFAULT_MAX_OUTPUT
 
 Progress = Callable[[str], None]
 FALLBACK = "cpu-runtime"  # runs everywhere
@@ -86,16 +87,31 @@ def capture_program(
     timeout: float | None = None,
     toolchain: str | None = None,
     progress: Progress | None = None,
+    max_output: int = DEFAULT_MAX_OUTPUT,
+    data: Sequence[str] = (),
 ) -> CaptureReport:
-    """Build the program with a capturing toolchain and capture each of `runs`; see the module docstring."""
+    """Build the program with a capturing toolchain and capture each of `runs`; see the module docstring.
+    ``max_output``: bytes a run (or the build) may print per stream; ``data``: folders the runs may read.
+    The build and the runs are jailed as ``port --run``'s are (:mod:`porter.sandbox.jail`)."""
     from porter.harness.outputs import default_rule
-    from porter.workflows.program_run import DEFAULT_TIMEOUT_S, _Runner, main_units
+    from porter.sandbox import jail
+    from porter.workflows.program_run import (
+        DEFAULT_TIMEOUT_S,
+        _Runner,
+        check_data,
+        check_max_output,
+        main_units,
+        require_jail,
+    )
 
     say = progress or (lambda _m: None)
     if not runs:
         raise UsageError('capture needs a run of the program: --run "ARGS"')
     if launches < 1 or mib < 1:
         raise UsageError("--launches and --mib must be at least 1")
+    folders = check_data(data)
+    check_max_output(max_output)
+    require_jail()
     skip = [out_dir] if out_dir is not None else []
     program = discover(paths, include_dirs, skip=skip)
     language = program_language(program)
@@ -125,6 +141,7 @@ def capture_program(
         [Path(p) for p in skip], lambda: None,
     )  # fmt: skip
     runner.repeat = False  # one run each: what varies between runs is not compared here
+    runner.max_output, runner.data = max_output, folders
     runner.capture_limits = (launches, mib)
     runner.language = language
     chosen = toolchain or capturing_toolchain(language)
@@ -148,6 +165,7 @@ def capture_program(
         notes.append(f"{name}: {why}")
     result = CaptureReport(str(program.root), str(out), "not built" if build is None else build.status)
     result.device = build.device if build is not None else ""
+    result.notes = [n for n in [jail.note()] if n]
     if build is None or build.status != "built" or not build.captures:
         result.build = "; ".join(notes)
         return result

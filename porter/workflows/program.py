@@ -41,6 +41,7 @@ from porter.harness.gate import compile_check
 from porter.model import Translation, to_jsonable
 from porter.program import Program, ProgramFile, discover
 from porter.results import FileTarget, ProgramFileResult, ProgramKernel, ProgramReport
+from porter.sandbox.jail import DEFAULT_MAX_OUTPUT
 from porter.scan import has_cuda
 from porter.workflows.resume import (
     check_out_dir,
@@ -322,7 +323,12 @@ class _Porter:
             return
         reached = {
             os.path.relpath(os.path.abspath(p), self.program.root)
-            for p, _ in reachable([(str(f.path), None)], self.program.include_dirs, quoted_only=True)
+            for p, _ in reachable(
+                [(str(f.path), None)],
+                self.program.include_dirs,
+                quoted_only=True,
+                allow=self.program.may_read,
+            )
         }
         entry = self._instance_entry(target, f) or next(
             (e for e, where in self.entries.get(target, {}).values() if where in reached), None
@@ -471,6 +477,8 @@ def port_program(
     toolchains: Sequence[str] | None = None,
     build_command: str = "",
     capture_limits: tuple[int, int] | None = None,
+    max_output: int | None = None,
+    data: Sequence[str] = (),
 ) -> ProgramReport:
     """Port the program `paths` make to each target; see the module docstring.  ``translate_only``:
     write the translations, compile nothing.  ``markdown`` renders report.md (the CLI passes the view's).
@@ -482,7 +490,9 @@ def port_program(
     with every program toolchain here, and each of ``runs`` (a command line: ``"./prog ARGS"`` or the
     arguments alone) is run and compared (:mod:`porter.workflows.program_run`; ``timeout`` seconds per
     run, ``rtol``/``atol`` for numbers; ``toolchains``: which program toolchains, by name, None: all).
-    ``chart`` draws the run times (the CLI passes the view's)."""
+    ``chart`` draws the run times (the CLI passes the view's).  ``max_output``: bytes a run or a build
+    command may print per stream (default 64 MiB); ``data``: folders every run may read (``--data``).
+    Builds and runs are jailed (:mod:`porter.sandbox.jail`)."""
     from porter.workflows.port import parse_targets
 
     say = progress or (lambda _msg: None)
@@ -526,6 +536,14 @@ def port_program(
         raise UsageError("--run builds and runs the program; it cannot go with --translate-only")
     if timeout is not None and timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
+    if data and translate_only:
+        raise UsageError("--data is what --run reads; it cannot go with --translate-only")
+    if not translate_only:
+        from porter.workflows.program_run import check_data, check_max_output, require_jail
+
+        check_data(data)
+        check_max_output(DEFAULT_MAX_OUTPUT if max_output is None else max_output)
+        require_jail()  # --require-sandbox: before anything is translated or built
     report = ProgramReport(root=str(program.root), out_dir=str(out), targets=chosen)
     report.build = {
         "flags_from": program.flags_from or "none",
@@ -551,7 +569,8 @@ def port_program(
         build_and_run(
             program, out, report, runs, timeout=timeout or DEFAULT_TIMEOUT_S, rule=with_tolerance(rtol, atol),
             say=say, fresh=fresh, skip=[Path(p) for p in skip_dirs], save=porter.save, jobs=jobs, earlier=porter.earlier, toolchains=toolchains, build_command=build_command,
-            capture_limits=capture_limits,
+            capture_limits=capture_limits, max_output=DEFAULT_MAX_OUTPUT if max_output is None else max_output,
+            data=data,
         )  # fmt: skip
         from porter.workflows.program_replay import replay_program
 

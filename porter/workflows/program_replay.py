@@ -229,7 +229,12 @@ class _Variants:
         if f is None or f.kind == "source" or f.path.suffix not in SOURCE_SUFFIXES:
             return pk.file
         for unit in self.program.units:
-            found = reachable([(str(unit.path), None)], self.program.include_dirs, quoted_only=True)
+            found = reachable(
+                [(str(unit.path), None)],
+                self.program.include_dirs,
+                quoted_only=True,
+                allow=self.program.may_read,
+            )
             if any(Path(p).resolve() == f.path.resolve() for p, _ in found):
                 return str(unit.rel)
         return pk.file

@@ -4,8 +4,11 @@ The original (written in CUDA) and every port whose dialect is single-source (a 
 with every program toolchain here that builds their language (:func:`porter.backends.programs.
 toolchains_for`: the CPU runtime always; nvcc, HIP-on-CUDA or hipcc where they exist).  Then, for each
 ``--run "ARGS"``, each build that can run here is run in a scratch copy of its tree (data files beside
-the sources are visible; writes go to the copy), with a timeout, in the sandbox's process jail (no
-network, the file system read-only but the copy, where bubblewrap works).  Each port's run is compared
+the sources are visible; writes go to the copy), with a timeout, in the program jail
+(:mod:`porter.sandbox.jail`: no network; it sees the system read-only, its copy, and the folders given
+with ``--data`` read-only -- not the rest of the file system).  Its stdout and stderr are streamed to
+files in its run folder, each capped (``--max-output``: past it the run is stopped and failed), and
+compared from there; report.json keeps only their last lines, with secret values masked.  Each port's run is compared
 (:mod:`porter.harness.outputs`) with the original's run on the same device where there is one, else
 with the first original run: ``matches``, ``differs`` (each difference with its line), ``failed``
 (a build or a run that failed, with the log) or ``not-run`` (with the reason).
@@ -16,16 +19,14 @@ the previous report.json (``--fresh`` does everything again).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
+import json
 import os
 import re
-import resource
 import shlex
 import shutil
 import signal
 import stat
-import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -40,31 +41,45 @@ from porter.backends.programs import (
     toolchains_for,
 )
 from porter.capture import DEFAULT_LAUNCHES, DEFAULT_MIB, MANIFEST, capture_env, finish
-from porter.errors import UsageError
+from porter.errors import PorterError, UsageError
 from porter.files import decode_text, read_input
 from porter.harness.outputs import (
     Rule,
     RunOutput,
     Unstable,
+    Written,
     compare,
     default_rule,
     snapshot,
     unstable,
     written_files,
 )
+from porter.llm.redact import redact
 from porter.program import Program, ProgramFile
 from porter.results import ProgramBuild, ProgramReport, ProgramRun, RunResult
-from porter.workflows.resume import code_fingerprint, load_report, sha
+from porter.sandbox import SandboxError
+from porter.sandbox import jail as program_jail
+from porter.sandbox.jail import DEFAULT_MAX_OUTPUT, Jail, read_tail
+from porter.workflows.resume import code_fingerprint, load_report, seal, sealed, sha
 
 Progress = Callable[[str], None]
 DEFAULT_TIMEOUT_S = 300.0
 _RULE = re.compile(r"^([A-Za-z_][\w.+-]*)\s*:(?!=)(.*)$")
 _ASSIGN = re.compile(r"^([A-Za-z_]\w*)\s*[:?]?=\s*([^\s#]+)\s*$", re.MULTILINE)
-TAIL_CHARS = 4000
+TAIL_CHARS = 4000  # of a run's stdout and stderr, kept in report.json (the whole is in its run folder)
+LOG_CHARS = 20_000  # of a build's log, kept in report.json (the whole is in its build folder)
+_STOPPED = ("timed out", "printed more than")  # how a run porter stopped is said (jail.Ran.reason)
+MAX_DATA_FILES = 100_000  # files of the --data folders a run's key lists (beyond: the run is never reused)
 
 
-def _tail(text: str) -> str:
-    return text if len(text) <= TAIL_CHARS else "..." + text[-TAIL_CHARS:]
+def _tail(text: str, chars: int = TAIL_CHARS) -> str:
+    """The end of `text` (at most `chars` characters), secret values of porter's environment masked."""
+    text = redact(text)
+    return text if len(text) <= chars else "..." + text[-chars:]
+
+
+def _file_tail(path: Path) -> str:
+    return _tail(read_tail(path, TAIL_CHARS))
 
 
 def main_units(program: Program) -> list[ProgramFile]:
@@ -221,6 +236,8 @@ class _Runner:
         self.capture_limits = (DEFAULT_LAUNCHES, DEFAULT_MIB)  # launches kept per kernel, MiB per launch
         self.language = "cuda"  # what the original program is written in (`porter capture` of a HIP one)
         self.repeat = True  # the original run twice: what varies between its own runs is not compared
+        self.max_output = DEFAULT_MAX_OUTPUT  # bytes a run (or a build command) may print, per stream
+        self.data: tuple[str, ...] = ()  # folders every run may read (--data), absolute
         self.outputs: dict[int, RunOutput] = {}  # id(RunResult) -> what that run printed and wrote
         self.varies: dict[int, Unstable] = {}  # id(an original's RunResult) -> what varies between its runs
         self.previous_builds: dict[tuple[str, str], Mapping[str, Any]] = {}
@@ -276,11 +293,12 @@ class _Runner:
             tree, tuple(str(u.rel) for u in self.program.units), self.program.include_dirs,
             self.program.defines, language, self.program.root, tuple(str(f.rel) for f in self.program.files),
             capture=variant == "original",  # only the original's runs are captured
+            max_output=self.max_output,
         )  # fmt: skip
         ident = getattr(chain, "toolchain_id", lambda: chain.name)()
         key = sha(
             "program", code_fingerprint(), variant, chain.name, ident, language, source.units, self.command,
-            source.include_dirs, source.defines,
+            source.include_dirs, source.defines, self.max_output,
             _tree_digest(tree, source.files, source.include_dirs, self.program.root),
         )  # fmt: skip
         old = self.previous_builds.get((variant, chain.name))
@@ -288,13 +306,17 @@ class _Runner:
             old is not None
             and old.get("key") == key
             and old.get("status") in ("built", "failed", "refused")
-            and all(Path(p).is_file() for p in (old.get("executables") or {}).values())
+            and all(_is_built_here(Path(str(p)), self.out) for p in (old.get("executables") or {}).values())
+            and sealed(
+                self.out / "build" / variant / chain.name,
+                [Path(str(p)) for p in (old.get("executables") or {}).values()],
+            )
         ):
             self.say(f"{variant}: {chain.name} build {old['status']} earlier, same inputs; kept")
             return ProgramBuild(
                 variant, chain.name, str(old["status"]), label, str(old.get("reason", "")), ident,
                 dict(old.get("executables") or {}), float(old.get("seconds") or 0.0),
-                list(old.get("commands") or ()), str(old.get("log", "")), key, True,
+                list(old.get("commands") or ()), _tail(str(old.get("log", "")), LOG_CHARS), key, True,
                 bool(old.get("captures", False)),
             )  # fmt: skip
         self.say(f"building the {variant} with {chain.name}" + (f": {self.command}" if self.command else ""))
@@ -321,9 +343,11 @@ class _Runner:
             else ("refused" if result.refused else "unavailable" if result.unavailable else "failed")
         )
         captures = getattr(chain, "captures", False) if result.captures is None else result.captures
+        if result.ok:  # what a re-run reuses, signed (issue #37)
+            seal(where, [Path(str(p)) for p in result.executables.values()])
         return ProgramBuild(
-            variant, chain.name, status, label, result.reason, result.toolchain or ident,
-            dict(result.executables), seconds, list(result.commands), result.log, key,
+            variant, chain.name, status, label, redact(result.reason), result.toolchain or ident,
+            dict(result.executables), seconds, list(result.commands), _tail(result.log, LOG_CHARS), key,
             captures=bool(captures and result.ok),
         )  # fmt: skip
 
@@ -373,14 +397,15 @@ class _Runner:
                     )
                 for build, chain in mine:
                     ref = _reference(run, build.device)
-                    if ref is not None and ref.exit is None and ref.reason.startswith("timed out"):
+                    if ref is not None and ref.exit is None and ref.reason.startswith(_STOPPED):
+                        option = "--timeout" if ref.reason.startswith("timed out") else "--max-output"
                         run.variants.append(
                             RunResult(
                                 variant,
                                 build.toolchain,
                                 build.device,
                                 "not-run",
-                                reason=f"the original {ref.reason} on {ref.device}: give a larger --timeout or "
+                                reason=f"the original {ref.reason} on {ref.device}: give a larger {option} or "
                                 "smaller arguments",
                             )  # fmt: skip
                         )
@@ -436,7 +461,7 @@ class _Runner:
             if exe is None and len(build.executables) == 1:
                 exe = next(iter(build.executables.values()))
         base = RunResult(build.variant, build.toolchain, build.device, "failed")
-        if exe is None or not Path(exe).is_file():
+        if exe is None or not _is_built_here(Path(exe), self.out):
             base.reason = f"the {build.toolchain} build has no executable for {main.rel}"
             return base
         tree = self.program.root if build.variant == "original" else self.out / build.variant
@@ -445,7 +470,8 @@ class _Runner:
         capturing = build.variant == "original" and not repeat and build.captures
         key = sha(
             "program-run", build.key, argv, name, str(run_folder(self.program, main)), self.timeout, repeat,
-            capture_env(Path("capture"), *self.capture_limits) if capturing else None,
+            capture_env(Path("capture"), *self.capture_limits) if capturing else None, self.max_output,
+            self.data, _data_digest(self.data),
         )  # fmt: skip
         old = self.previous_runs.get(key)
         if repeat and build.resumed and (self.out / "runs" / key[:16] / "run.json").is_file():
@@ -465,7 +491,8 @@ class _Runner:
                     build.variant, build.toolchain, build.device,
                     "ran" if build.variant == "original" else str(old["status"]),
                     exit=old.get("exit"), seconds=old.get("seconds"), reason=str(old.get("reason", "")),
-                    stdout_tail=str(old.get("stdout_tail", "")), stderr_tail=str(old.get("stderr_tail", "")),
+                    stdout_tail=_tail(str(old.get("stdout_tail", ""))),
+                    stderr_tail=_tail(str(old.get("stderr_tail", ""))),
                     key=key, resumed=True, capture=str(captured) if old.get("capture") else "",
                     capture_kind=str(old.get("capture_kind", "")) if old.get("capture") else "",
                 )  # fmt: skip
@@ -486,28 +513,38 @@ class _Runner:
         )  # run as ./name: argv[0] (which programs print) is the same for every build
         before = snapshot(scratch / "tree")
         env = dict(getattr(chain, "run_env", lambda: {})())
+        home = scratch / "home"  # HOME, TMPDIR and /tmp of the run: not compared, removed after it
+        writable = [scratch / "tree"]
         if capturing:  # beside the tree, so the program's written files are not mixed with it
+            (scratch / "capture").mkdir(parents=True, exist_ok=True)
+            writable.append(scratch / "capture")
             env.update(capture_env(scratch / "capture", *self.capture_limits))
-        exit_code, out, err, seconds, timed_out = _execute(
-            [f"./{name}", *argv], cwd, scratch, self.timeout, env
-        )
-        output = RunOutput(exit_code, out, written_files(scratch / "tree", before, self.rule))
-        _save_output(scratch, output)
+        device = chain.device()
+        on_gpu = device is not None and device.kind == "gpu"
+        jail = Jail(tuple(map(str, writable)), readable=self.data, home=str(home), gpu=on_gpu)
+        ran = program_jail.run(
+            [f"./{name}", *argv], jail, cwd, stdout=scratch / "stdout.txt", stderr=scratch / "stderr.txt",
+            env=env, timeout=self.timeout, max_output=self.max_output,
+        )  # fmt: skip
+        exit_code = ran.exit
+        output = _keep_output(scratch, exit_code, written_files(scratch / "tree", before, self.rule))
         shutil.rmtree(scratch / "tree", ignore_errors=True)
+        shutil.rmtree(home, ignore_errors=True)
         rec = RunResult(
-            build.variant, build.toolchain, build.device, "ran", exit=exit_code, seconds=round(seconds, 4),
-            stdout_tail=_tail(out), stderr_tail=_tail(err), key=key,
+            build.variant, build.toolchain, build.device, "ran", exit=exit_code, seconds=round(ran.seconds, 4),
+            stdout_tail=_file_tail(scratch / "stdout.txt"), stderr_tail=_file_tail(scratch / "stderr.txt"),
+            key=key,
         )  # fmt: skip
         if capturing and (scratch / "capture" / "launches").is_dir():
-            device = chain.device()
             finish(
                 scratch / "capture", shlex.join([f"./{name}", *argv]), n, exit_code, str(self.program.root),
                 build.device,
             )  # fmt: skip
             rec.capture = str(scratch / "capture")
             rec.capture_kind = device.kind if device is not None else ""
-        if timed_out:
-            rec.status, rec.reason = "failed", f"timed out after {self.timeout:g} s (--timeout)"
+        stopped = ran.reason(self.timeout, self.max_output)
+        if stopped:
+            rec.status, rec.reason = "failed", stopped
         elif exit_code is not None and exit_code < 0:
             rec.status, rec.reason = "failed", f"killed by signal {-exit_code} ({_signal_name(-exit_code)})"
         self.outputs[id(rec)] = output
@@ -535,92 +572,97 @@ def _signal_name(number: int) -> str:
         return "unknown"
 
 
-def _save_output(scratch: Path, output: RunOutput) -> None:
-    """The run's stdout, exit code and written files, kept under runs/<key>/ for a re-run to compare."""
-    import json
+def _is_built_here(exe: Path, out: Path) -> bool:
+    """Whether `exe` is an executable a build of this output folder made (a path read back from an
+    earlier report.json is never taken on trust)."""
+    from porter.backends.programs import is_executable
 
-    files = scratch / "files"
-    for rel, data in output.files.items():
-        if isinstance(data, bytes):
-            (files / rel).parent.mkdir(parents=True, exist_ok=True)
-            (files / rel).write_bytes(data)
+    try:
+        inside = exe.resolve().is_relative_to((out / "build").resolve())
+    except OSError:
+        return False
+    return inside and is_executable(exe)
+
+
+def _data_digest(folders: Sequence[str]) -> str:
+    """What a run reads from the --data folders, as a key can hold it: each file's path, size and
+    modification time (a folder of more than MAX_DATA_FILES files: a fresh value, so the run is redone)."""
+    h = hashlib.sha256()
+    count = 0
+    for folder in folders:
+        for here, dirs, names in os.walk(folder):
+            dirs.sort()
+            for name in sorted(names):
+                count += 1
+                if count > MAX_DATA_FILES:
+                    return os.urandom(16).hex()
+                try:
+                    st = os.lstat(os.path.join(here, name))
+                except OSError:
+                    continue
+                h.update(
+                    f"{here}/{name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode("utf-8", "surrogateescape")
+                )
+    return h.hexdigest()
+
+
+def _keep_output(scratch: Path, exit_code: int | None, written: Mapping[str, Written]) -> RunOutput:
+    """The run's output as kept under runs/<key>/ for comparisons and a re-run: stdout.txt (streamed
+    there by the run), the files it wrote moved from its tree to files/ (never read into memory), and
+    run.json (exit code, the files, the size and digest of those over the rule's cap)."""
+    files: dict[str, Written] = {}
+    for rel, data in written.items():
+        if isinstance(data, Path):
+            dest = scratch / "files" / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(data, dest)
+            files[rel] = dest
+        elif isinstance(data, tuple):
+            files[rel] = data
     meta = {
-        "exit": output.exit,
-        "big": {rel: list(v) for rel, v in output.files.items() if isinstance(v, tuple)},
-        "files": sorted(output.files),
+        "exit": exit_code,
+        "big": {rel: list(v) for rel, v in files.items() if isinstance(v, tuple)},
+        "files": sorted(files),
     }
-    (scratch / "stdout.txt").write_bytes(output.stdout.encode("utf-8", "surrogateescape"))
     (scratch / "run.json").write_text(json.dumps(meta), encoding="utf-8")
+    seal(
+        scratch,
+        [scratch / "run.json", scratch / "stdout.txt", *(p for p in files.values() if isinstance(p, Path))],
+    )
+    return RunOutput(exit_code, scratch / "stdout.txt", files)
 
 
 def _load_output(scratch: Path) -> RunOutput | None:
-    import json
-
+    """What :func:`_keep_output` kept, or None when it is not all there (or names a file outside the
+    run's folder: run.json is read back, never trusted)."""
     try:
         meta = json.loads((scratch / "run.json").read_text(encoding="utf-8"))
-        stdout = (scratch / "stdout.txt").read_bytes().decode("utf-8", "surrogateescape")
-        files: dict[str, bytes | tuple[int, str]] = {}
+        stdout = scratch / "stdout.txt"
+        if not stdout.is_file() or stdout.is_symlink():
+            return None
+        files: dict[str, Written] = {}
+        kept = (scratch / "files").resolve()
         for rel in meta["files"]:
             big = meta["big"].get(rel)
-            files[rel] = (int(big[0]), str(big[1])) if big else (scratch / "files" / rel).read_bytes()
-    except (OSError, ValueError, KeyError, TypeError):
+            if big:
+                files[str(rel)] = (int(big[0]), str(big[1]))
+                continue
+            path = scratch / "files" / str(rel)
+            if os.path.isabs(str(rel)) or ".." in Path(str(rel)).parts or path.is_symlink():
+                return None
+            if not path.resolve().is_relative_to(kept) or not path.is_file():
+                return None
+            files[str(rel)] = path
+        exit_code = meta.get("exit")
+        if exit_code is not None and not isinstance(exit_code, int):
+            return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    return RunOutput(meta.get("exit"), stdout, files)
-
-
-def _limits() -> None:  # in the child, before exec
-    os.setsid()
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (4 << 30, 4 << 30))
-
-
-def _execute(
-    cmd: list[str], cwd: Path, scratch: Path, timeout: float, extra_env: Mapping[str, str]
-) -> tuple[int | None, str, str, float, bool]:
-    """(exit code, stdout, stderr, seconds, timed out) of `cmd` run in `cwd`, jailed where it can be."""
-    from porter import sandbox
-
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(scratch),
-        "LANG": "C.UTF-8",
-        "TMPDIR": str(scratch),
-        **{
-            k: v
-            for k, v in os.environ.items()
-            if k in ("LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
-        },
-        **extra_env,
-    }
-    plan = sandbox.Plan(scratch=str(scratch), disabled=sandbox.disabled())
-    wrapped, _plan = sandbox.wrap_command(cmd, plan)
-    if wrapped and wrapped[0].endswith("bwrap"):  # run where the copy is, inside the jail too
-        k = wrapped.index("--chdir")
-        wrapped[k + 1] = str(cwd)
-    start = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            wrapped, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL, preexec_fn=_limits,  # noqa: PLW1509 - limits before exec, no threads
-        )  # fmt: skip
-    except OSError as error:
-        return None, "", f"could not start {cmd[0]}: {error}", 0.0, False
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        timed_out = True
-    seconds = time.monotonic() - start
-    return (
-        None if timed_out else proc.returncode,
-        out.decode("utf-8", "surrogateescape"),
-        err.decode("utf-8", "surrogateescape"),
-        seconds,
-        timed_out,
-    )
+    if not sealed(
+        scratch, [scratch / "run.json", stdout, *(p for p in files.values() if isinstance(p, Path))]
+    ):
+        return None
+    return RunOutput(exit_code, stdout, files)
 
 
 def check_toolchains(names: Sequence[str], targets: Sequence[str]) -> None:
@@ -651,6 +693,8 @@ def build_and_run(
     toolchains: Sequence[str] | None = None,
     build_command: str = "",
     capture_limits: tuple[int, int] | None = None,
+    max_output: int = DEFAULT_MAX_OUTPUT,
+    data: Sequence[str] = (),
 ) -> None:
     """Build the original and each port as programs, run each ``--run``, compare; fill `report`.
     ``save`` writes the report (called after every build and run, so an interrupted run keeps them);
@@ -658,11 +702,22 @@ def build_and_run(
     their keys match; None with ``fresh``, or read here); ``toolchains``: the program toolchains to use by
     name (None: every one here; UsageError for a name no backend has); ``build_command``: build with the
     user's own command (``make``) instead, run in a copy of each tree with ``NVCC``/``HIPCC``/``CXX``
-    naming the toolchain's compiler (porter's drivers for the CPU runtime)."""
+    naming the toolchain's compiler (porter's drivers for the CPU runtime); ``max_output``: bytes a run
+    or a build command may print to stdout, and to stderr (past it, it is stopped and failed);
+    ``data``: folders every run may read (nothing else outside its copy).  Every build and run is jailed
+    (:mod:`porter.sandbox.jail`); where the jail is weaker here the report's notes say so, and with
+    ``--require-sandbox`` a PorterError (exit 2) refuses before anything is built."""
     mains = main_units(program)
     for args in runs:  # a bad --run is a usage error before anything is built
         if mains:
             choose(program, mains, args)
+    folders = check_data(data)
+    check_max_output(max_output)
+    require_jail()
+    report.build["jail"] = program_jail.describe()
+    note = program_jail.note()
+    if note and note not in report.notes:
+        report.notes.append(note)
     if earlier is None and not fresh:
         earlier = load_report(out, "program")
     runner = _Runner(
@@ -673,6 +728,8 @@ def build_and_run(
         check_toolchains(toolchains, report.targets)
         runner.only = set(toolchains)
     runner.command = build_command
+    runner.max_output = max_output
+    runner.data = folders
     if capture_limits is not None:  # (launches kept per kernel, MiB of arrays per launch)
         runner.capture_limits = capture_limits
     built = runner.build_all(jobs if jobs > 0 else (os.cpu_count() or 1))
@@ -681,12 +738,38 @@ def build_and_run(
     runner.save()
 
 
+def require_jail() -> None:
+    """PorterError (exit 2) when ``--require-sandbox`` refuses the program jail here."""
+    try:
+        program_jail.require()
+    except SandboxError as err:
+        raise PorterError(str(err), exit_code=2) from None
+
+
+def check_data(folders: Sequence[str]) -> tuple[str, ...]:
+    """The ``--data`` folders as absolute paths; UsageError for one that is not a folder."""
+    found = []
+    for d in folders:
+        if not Path(d).is_dir():
+            raise UsageError("--data: not a folder", path=str(d))
+        found.append(os.path.abspath(d))
+    return tuple(dict.fromkeys(found))
+
+
+def check_max_output(max_output: int) -> None:
+    if max_output < 1:
+        raise UsageError("--max-output must be a positive number of MiB")
+
+
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "build_and_run",
+    "check_data",
+    "check_max_output",
     "check_toolchains",
     "choose",
     "main_units",
     "program_names",
+    "require_jail",
     "run_folder",
 ]

@@ -239,3 +239,33 @@ def test_the_readme_main_command_ports_the_sample_program_and_prints_its_verdict
     )
     assert r.returncode == 0, r.stderr + r.stdout
     assert "program verdict, hip: matches" in " ".join(r.stdout.split())
+
+
+def test_a_compilation_database_entry_outside_the_program_is_refused_naming_it(tmp_path: Path) -> None:
+    """The probe's compile_commands.json: ``../../../etc/passwd`` made the root ``/`` and copied
+    /etc/passwd to out/hip/etc/passwd, exit 0."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "main.cu").write_text(
+        "__global__ void k(float* x) { x[0] = 1; }\n"
+        "int main() { float* d; cudaMalloc(&d, 4); k<<<1, 1>>>(d); return 0; }\n"
+    )
+    db = proj / "compile_commands.json"
+    db.write_text(
+        json.dumps(
+            [
+                {"directory": str(proj), "file": "main.cu", "command": "nvcc -c main.cu"},
+                {
+                    "directory": str(proj),
+                    "file": "../../../etc/passwd",
+                    "command": "nvcc -c ../../../etc/passwd",
+                },
+            ]
+        )
+    )
+    out = tmp_path / "out"
+    r = porter("port", str(db), "--to", "hip", "--out", str(out))
+    assert r.returncode == 2, r.stderr + r.stdout
+    assert f"{db}: entry 2 (index 1)" in r.stderr and "outside the program's folder" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not out.exists() and not list(tmp_path.rglob("passwd"))

@@ -89,3 +89,59 @@ def test_nothing_to_port_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "compile_commands.json").write_text("{not json")
     with pytest.raises(UsageError, match="compile_commands.json"):
         discover([str(tmp_path / "compile_commands.json")])
+
+
+def _database(folder: Path, *entries: dict[str, object]) -> Path:
+    db = folder / "compile_commands.json"
+    db.write_text(json.dumps(list(entries)))
+    return db
+
+
+def test_a_compilation_database_naming_a_file_outside_the_program_is_refused(tmp_path: Path) -> None:
+    """The probe's database: an entry ``../../../etc/passwd`` made the root ``/`` and copied /etc/passwd
+    into the output."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "main.cu").write_text("__global__ void k(float* x) { x[0] = 1; }\n")
+    db = _database(
+        proj,
+        {"directory": str(proj), "file": "main.cu", "command": "nvcc -c main.cu"},
+        {"directory": str(proj), "file": "../../../etc/passwd", "command": "nvcc -c ../../../etc/passwd"},
+    )
+    with pytest.raises(UsageError) as err:
+        discover([str(db)])
+    message = str(err.value)
+    assert message.startswith(f"{db}: entry 2 (index 1): its file '../../../etc/passwd' lies outside")
+    assert err.value.exit_code == 2
+    # a link inside the folder to a file outside is outside too
+    (proj / "link.cu").symlink_to(tmp_path / "elsewhere.cu")
+    (tmp_path / "elsewhere.cu").write_text("__global__ void k2() {}\n")
+    db = _database(proj, {"directory": str(proj), "file": "link.cu", "command": "nvcc -c link.cu"})
+    with pytest.raises(UsageError, match=r"entry 1 \(index 0\)"):
+        discover([str(db)])
+
+
+def test_folders_and_headers_outside_the_program_are_read_only_when_named(tmp_path: Path) -> None:
+    proj, shared = tmp_path / "proj", tmp_path / "shared"
+    proj.mkdir()
+    shared.mkdir()
+    (shared / "k.cuh").write_text("__global__ void k(float* x) { x[0] = 1; }\n")
+    (shared / "secret.h").write_text("#define KEY 1\n")
+    (proj / "main.cu").write_text(
+        '#include "../shared/k.cuh"\n#include <secret.h>\nint main() { return 0; }\n'
+    )
+    db = _database(
+        proj, {"directory": str(proj), "file": "main.cu", "command": f"nvcc -I{shared} -c main.cu"}
+    )
+    program = discover([str(db)])
+    assert program.root == proj and [str(f.rel) for f in program.files] == ["main.cu"]
+    assert program.include_dirs == ()  # the database's -I outside the program is not used
+    assert any(f"-I {shared}: outside the program's folder, not read" in s for s in program.skipped)
+    assert any(
+        s.startswith(f"{shared / 'k.cuh'}: included by the program but outside") for s in program.skipped
+    )
+    # named on the command line, the folder is read, and its headers the program reaches come with it
+    named = discover([str(db)], include_dirs=[str(shared)])
+    assert named.root == tmp_path and named.include_dirs == (str(shared),)
+    assert {str(f.rel) for f in named.files} == {"proj/main.cu", "shared/k.cuh", "shared/secret.h"}
+    assert not any(".." in f.rel.parts for f in named.files)

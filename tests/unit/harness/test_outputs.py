@@ -99,3 +99,62 @@ def test_the_number_of_differences_listed_is_capped() -> None:
     diff = compare(a, b, rule)
     assert len(diff) == rule.max_differences + 1
     assert diff[-1] == f"... and {100 - rule.max_differences} more difference(s)"
+
+
+def test_runs_are_compared_from_their_files_a_line_at_a_time(tmp_path: Path) -> None:
+    """A run's stdout is the file it was streamed to: comparing two outputs holds a line, not the
+    output (the probe's 1 GB program took 5.5 GB of porter's memory, the output held whole)."""
+    import tracemalloc
+
+    lines = [f"value {i} = {i * 0.5}\n" for i in range(20_000)]
+    (tmp_path / "a.txt").write_text("".join(lines))
+    lines[12_345] = "value 12345 = 7.25\n"
+    (tmp_path / "b.txt").write_text("".join(lines))
+    assert (tmp_path / "a.txt").stat().st_size > 350_000
+    a, b = RunOutput(0, tmp_path / "a.txt"), RunOutput(0, tmp_path / "b.txt")
+    tracemalloc.start()
+    try:
+        diff = compare(a, b)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert diff == ["stdout line 12346: original 'value 12345 = 6172.5', port 'value 12345 = 7.25'"]
+    assert peak < 64 << 10
+    assert compare(a, RunOutput(0, "".join(lines))) == diff  # a file and a text compare alike
+
+
+def test_written_files_stay_on_disk_and_large_ones_are_compared_by_digest(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    rule = replace(default_rule(), max_file_bytes=1000)
+    before = snapshot(tmp_path)
+    (tmp_path / "small.txt").write_text("x = 1\n")
+    (tmp_path / "big.bin").write_bytes(b"\x01" * 5000)
+    (tmp_path / "link").symlink_to(tmp_path / "small.txt")  # a link is never read through
+    mine = written_files(tmp_path, before, rule)
+    assert mine["small.txt"] == tmp_path / "small.txt" and "link" not in mine  # its path, not its bytes
+    assert isinstance(mine["big.bin"], tuple) and mine["big.bin"][0] == 5000
+    other = {"small.txt": b"x = 2\n", "big.bin": tmp_path / "big.bin"}
+    (tmp_path / "big.bin").write_bytes(b"\x01" * 4999 + b"\x02")
+    assert compare(RunOutput(0, "", mine), RunOutput(0, "", other), rule) == [
+        "file big.bin: differs (5000 bytes in the original, 5000 in the port)",
+        "file small.txt line 1: original 'x = 1', port 'x = 2'",
+    ]
+
+
+def test_what_varies_between_runs_of_the_original_is_bounded() -> None:
+    from dataclasses import replace
+
+    from porter.harness.outputs import unstable
+
+    rule = replace(default_rule(), max_varying_lines=100)
+    first = RunOutput(0, "".join(f"seed {i}\n" for i in range(5000)))
+    second = RunOutput(0, "".join(f"seed {i + 1}\n" for i in range(5000)))
+    few = unstable(first, RunOutput(0, "".join(f"seed {i + (i < 30)}\n" for i in range(5000))), rule)
+    assert few.count == 30 and len(few.describe()) == 21  # 20 lines named, then how many more
+    many = unstable(first, second, rule)
+    assert many.stdout and not many.lines
+    assert many.describe() == [
+        "stdout: 100 or more lines vary between two runs of the original: stdout not compared"
+    ]
+    assert compare(first, RunOutput(0, "other\n"), rule, many) == []  # stdout is not compared then

@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -155,6 +155,8 @@ def run_job(job: Job, timeout_s: float = 60.0) -> JobResult:
     earlier for a job like this one (same backend, device, limits, folders, environment) and waiting
     for it; it still runs this job only.
     """
+    from porter.cache import ENV_DISABLE, settle_outbox
+
     start = time.monotonic()
     key = _spare_key(job, timeout_s)
     spare = spares.take(key) if key is not None else None
@@ -197,9 +199,12 @@ def run_job(job: Job, timeout_s: float = 60.0) -> JobResult:
         progress = _read_progress(progress_file)
         result = read_result(result_dir, job) if rc is not None else None
         files = {name: read_bounded(work / name) for name in job.collect if (work / name).is_file()}
+        forged = settle_outbox(plan.cache)  # what it compiled signed into the cache; what it used checked
         wall = time.monotonic() - start
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    if forged and job.env.get(ENV_DISABLE) != "1":  # it ran on a cache entry that failed its signature
+        return run_job(replace(job, use_cache=False, env={**job.env, ENV_DISABLE: "1"}), timeout_s)
 
     where = _where(progress)
     if rc is None:
@@ -313,7 +318,7 @@ def run_python(
     with tempfile.TemporaryDirectory(prefix="porter-py-", ignore_cleanup_errors=True) as tmp:
         work = Path(tmp)
         (work / "args.pkl").write_bytes(pickle.dumps(args, protocol=pickle.HIGHEST_PROTOCOL))
-        plan = child_plan(work, "cpu", timeout_s, memory_mb, (folder,))
+        plan = child_plan(work, "cpu", timeout_s, memory_mb, (folder,), outbox=False)
         cmd = [
             sys.executable,
             "-m",
@@ -390,7 +395,7 @@ def probe_backend(name: str, timeout_s: float = 60.0) -> Availability:
         work = Path(tmp)
         result_file, log_file = work / "result.json", work / "output.log"
         # a probe opens GPU drivers for the first time, which fails under Landlock and seccomp
-        plan = child_plan(work, "gpu", timeout_s, None, (), without=sandbox.PROBE_WITHOUT)
+        plan = child_plan(work, "gpu", timeout_s, None, (), without=sandbox.PROBE_WITHOUT, outbox=False)
         cmd = [sys.executable, "-m", CHILD_MODULE, "probe", name, str(result_file)]
         rc = _spawn(cmd, {}, work, timeout_s, log_file, plan)
         found = _read_json(result_file)
@@ -416,17 +421,20 @@ def child_plan(
     memory_mb: int | None,
     include_dirs: Sequence[str],
     without: Sequence[str] = (),
+    outbox: bool = True,
 ) -> sandbox.Plan:
-    """The sandbox plan of one child: its scratch folder, the compile cache, the headers it may read."""
-    from porter.cache import default_root
+    """The sandbox plan of one child: its scratch folder, the compile cache, the headers it may read.
+    The shared compile cache is only read; what the child compiles goes to its private outbox (`outbox`:
+    it compiles), which the parent signs into the cache afterwards (:func:`porter.cache.settle_outbox`)."""
+    from porter.cache import default_root, make_outbox
 
     cache = default_root()
-    with contextlib.suppress(OSError):  # a rule needs the folder to exist: the child writes it there
+    with contextlib.suppress(OSError):  # a rule needs the folder to exist: the child reads it
         cache.mkdir(parents=True, exist_ok=True)
     return sandbox.Plan(
         scratch=str(work),
-        cache=str(cache),
-        readable=tuple(str(Path(d).resolve()) for d in include_dirs),
+        cache=make_outbox() if outbox else "",
+        readable=(*(str(Path(d).resolve()) for d in include_dirs), *([str(cache)] if cache.is_dir() else [])),
         limits=sandbox.limits_for(kind, timeout_s, memory_mb),
         disabled=(*sandbox.disabled(), *without),
         required=sandbox.required_by_env(),
@@ -439,6 +447,7 @@ def child_plan(
 def _child_env(extra: dict[str, str], work: Path, plan: sandbox.Plan) -> dict[str, str]:
     """The child's environment: the sandbox's allow-list (never porter's own environment, where API
     keys live), then what porter sets for the job."""
+    from porter.cache import child_env as cache_env
     from porter.sandbox.environment import scrubbed
 
     scratch = work / "tmp"
@@ -447,10 +456,14 @@ def _child_env(extra: dict[str, str], work: Path, plan: sandbox.Plan) -> dict[st
         sandbox.PLAN_ENV: plan.to_env(),
         # caches of the runtimes go to the scratch folder (porter's own compile cache is separate)
         "POCL_CACHE_DIR": str(scratch / "pocl"),
+        # PoCL finishes a kernel by starting a linker, which the seccomp filter forbids once code is
+        # loaded: its kernels are linked at build time (the compile step asks for the program's
+        # binaries, before the filter) for any work-group size, and not again per launch geometry
+        "POCL_WORK_GROUP_SPECIALIZATION": "0",
         "CUPY_CACHE_DIR": str(scratch / "cupy"),
         "CUDA_CACHE_PATH": str(scratch / "nv"),
         "XDG_CACHE_HOME": str(scratch / "xdg"),  # pytools' (pyopencl's) invoker cache and the like
-        **({"PORTER_CACHE_DIR": plan.cache} if plan.cache else {}),
+        **cache_env(plan.cache),  # the shared cache (read) and the child's outbox
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONFAULTHANDLER": "1",  # a Python stack in the log when the child dies of a signal
         "PYTHONUNBUFFERED": "1",  # and everything it printed before

@@ -70,6 +70,8 @@ class Spare:
         with contextlib.suppress(OSError):
             self.log.close()
         shutil.rmtree(self.work, ignore_errors=True)
+        if getattr(self.plan, "cache", ""):  # its compile-cache outbox (porter.cache.make_outbox)
+            shutil.rmtree(self.plan.cache, ignore_errors=True)
 
 
 _LOCK = threading.Lock()

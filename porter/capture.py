@@ -9,14 +9,23 @@ Format (``docs/CAPTURE_FORMAT.md``, schema ``porter-capture/1``)::
 The program itself (``backends/porter_capture.h``, in the CPU runtime or the capturing nvcc build)
 writes the launch records and arrays while it runs; :func:`finish` adds ``manifest.json`` once the run is over (the launches sorted by their place in
 the run, the run's command line, exit code and which launches of each kernel were kept) and removes
-array files no record names.  :func:`load` reads a capture folder back; a damaged record is reported
-as a problem of the capture, never raised.
+array files no record names, recording each array file's size and sha256.  :func:`load` reads a capture
+folder back and holds it to that: a record the run itself left damaged (the manifest's ``problems``) is
+reported as a problem of the capture; anything else that does not match -- a manifest entry naming a
+file outside the folder (``/etc/shadow``, ``../..``), a record the manifest does not list or that does not
+parse, an array whose size, dtype or hash is not what its record and the manifest say, a symbolic link
+-- is a :class:`UsageError` (exit 2) naming the file and the record: a changed capture, never a verdict
+on the variant judged against it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -131,6 +140,13 @@ def capture_env(folder: Path, launches: int = DEFAULT_LAUNCHES, mib: int = DEFAU
 
 
 _ARRAY_NAME = re.compile(r"arrays/[A-Za-z0-9_.-]+\.bin")
+_RECORD_NAME = re.compile(r"launches/[A-Za-z0-9_.-]+\.json")
+# what backends/porter_capture.h writes as a dtype (dtype_name): an arithmetic type's NumPy name, or ""
+DTYPES = frozenset(
+    ("bool", "float16", "float32", "float64", "int8", "uint8", "int16", "uint16")
+    + ("int32", "uint32", "int64", "uint64")
+)
+KINDS = ("pointer", "scalar", "value")
 
 
 def _array_name(value: Any) -> str | None:
@@ -143,7 +159,74 @@ def _array_name(value: Any) -> str | None:
     return value
 
 
+def _count(value: Any, what: str) -> int:
+    """A whole number >= 0 from a record (a bool, a float or a negative number is not one)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{what} is {value!r}, not a whole number >= 0")
+    return value
+
+
+def _dtype(value: Any, what: str) -> str:
+    if value in (None, ""):
+        return ""
+    if value not in DTYPES:
+        raise ValueError(f"{what} dtype {value!r} is not one a capture records")
+    return str(value)
+
+
+def _hex(value: Any, nbytes: int, what: str) -> str:
+    text = str(value or "")
+    try:
+        raw = bytes.fromhex(text)
+    except ValueError:
+        raise ValueError(f"{what} bytes {text[:40]!r} are not hexadecimal") from None
+    if len(raw) != nbytes:
+        raise ValueError(f"{what} has {len(raw)} bytes, its record says {nbytes}")
+    return text
+
+
+def _check_launch(la: Launch) -> None:
+    """What a record must say of itself to be read as the runtime wrote it (ValueError otherwise)."""
+    if not la.kernel:
+        raise ValueError("the record names no kernel")
+    for n in (*la.grid, *la.block, la.shared_bytes, la.launch, la.sequence):
+        _count(n, "a launch's geometry or number")
+    for i, al in enumerate(la.allocations):
+        if al.index != i:
+            raise ValueError(f"allocation {i} is numbered {al.index}")
+        _count(al.bytes, f"allocation {i}'s size")
+    for a in la.args:
+        what = f"argument {a.index}"
+        if a.kind not in KINDS:
+            raise ValueError(f"{what} is of kind {a.kind!r} (pointer, scalar or value)")
+        _dtype(a.dtype, what)
+        if a.kind == "pointer":
+            _count(a.element_bytes, f"{what}'s element size")
+            if a.dtype and np.dtype(a.dtype).itemsize != a.element_bytes:
+                raise ValueError(f"{what} is {a.dtype} but its elements are {a.element_bytes} bytes")
+            if a.allocation is not None:
+                if not 0 <= a.allocation < len(la.allocations):
+                    raise ValueError(f"{what} points into allocation {a.allocation}, which the record lacks")
+                if not 0 <= a.offset <= la.allocations[a.allocation].bytes:
+                    raise ValueError(f"{what} points {a.offset} bytes into an allocation of fewer")
+        else:
+            _hex(a.hex, _count(a.bytes, f"{what}'s size"), what)
+            if a.kind == "scalar" and a.dtype and np.dtype(a.dtype).itemsize != a.bytes:
+                raise ValueError(f"{what} is {a.dtype} in {a.bytes} bytes")
+    for y in la.symbols:
+        _dtype(y.dtype, f"variable {y.name}")
+        _count(y.bytes, f"variable {y.name}'s size")
+        if y.dtype and np.dtype(y.dtype).itemsize != _count(y.element_bytes, f"variable {y.name}"):
+            raise ValueError(f"variable {y.name} is {y.dtype} but its elements are {y.element_bytes} bytes")
+
+
 def _launch(doc: Mapping[str, Any], run: int, folder: str) -> Launch:
+    la = _parse_launch(doc, run, folder)
+    _check_launch(la)
+    return la
+
+
+def _parse_launch(doc: Mapping[str, Any], run: int, folder: str) -> Launch:
     def tri(v: Any) -> tuple[int, int, int]:
         x, y, z = (int(n) for n in v)
         return (x, y, z)
@@ -205,12 +288,21 @@ def _launch(doc: Mapping[str, Any], run: int, folder: str) -> Launch:
 
 
 def _records(folder: Path, run: int, device: str = "") -> tuple[list[Launch], list[str]]:
+    """The records of the run just captured into `folder` (for its manifest): one that does not parse,
+    or names an array file that is missing, not a plain file or not its size, is a problem of the run."""
     launches, problems = [], []
     for path in sorted((folder / "launches").glob("*.json")):
         try:
             launch = _launch(json.loads(path.read_text(encoding="utf-8")), run, str(folder))
+            for name, nbytes in [
+                *((n, a.bytes) for a in launch.allocations for n in (a.before, a.after) if n is not None),
+                *((n, y.bytes) for y in launch.symbols for n in (y.before, y.after)),
+            ]:
+                st = os.lstat(folder / name)
+                if not stat.S_ISREG(st.st_mode) or st.st_size != nbytes:
+                    raise ValueError(f"{name} is not a file of {nbytes} bytes")
             launches.append(replace(launch, device=device) if device else launch)
-        except (OSError, ValueError, KeyError, TypeError) as err:
+        except (OSError, ValueError, KeyError, TypeError, IndexError) as err:
             problems.append(f"{path}: damaged launch record ({type(err).__name__}: {err})")
     launches.sort(key=lambda la: la.sequence)
     return launches, problems
@@ -230,6 +322,10 @@ def finish(
     kernels: dict[str, list[int]] = {}
     for la in launches:
         kernels.setdefault(la.kernel, []).append(la.launch)
+    arrays = {}
+    for name in sorted(named):
+        with contextlib.suppress(OSError):
+            arrays[name] = {"bytes": (folder / name).stat().st_size, "sha256": _sha256(folder / name)}
     manifest = {
         "schema": SCHEMA,
         "program": program,
@@ -240,6 +336,7 @@ def finish(
         "kernels": kernels,
         "launches": [f"launches/{p.name}" for p in sorted((folder / "launches").glob("*.json"))],
         "problems": problems,
+        "arrays": arrays,
     }
     (folder / "launches").mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{MANIFEST}.tmp"
@@ -250,7 +347,8 @@ def finish(
 
 def load(folder: str | Path) -> Capture:
     """A capture folder written by porter (one run), or a folder of them (``run-1/``, ``run-2/``...):
-    every launch, in run order.  Not a capture: UsageError naming the folder."""
+    every launch, in run order.  Not a capture, or a capture changed since porter wrote it: UsageError
+    naming the file (and the record)."""
     root = Path(folder)
     runs = (
         [root]
@@ -263,18 +361,132 @@ def load(folder: str | Path) -> Capture:
         raise UsageError(f"not a porter capture (no {MANIFEST})", path=str(root))
     out = Capture(str(root))
     for n, folder_ in enumerate(runs, 1):
+        manifest_path = folder_ / MANIFEST
+        if not _inside(folder_, root) or not _inside(manifest_path, folder_):
+            raise UsageError("a symbolic link or a folder outside the capture", path=str(manifest_path))
         try:
-            manifest = json.loads((folder_ / MANIFEST).read_text(encoding="utf-8"))
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as err:
-            raise UsageError(f"unreadable capture manifest: {err}", path=str(folder_ / MANIFEST)) from None
+            raise UsageError(f"unreadable capture manifest: {err}", path=str(manifest_path)) from None
         if not isinstance(manifest, dict) or manifest.get("schema") != SCHEMA:
-            raise UsageError(f"not a {SCHEMA} manifest", path=str(folder_ / MANIFEST))
-        run = int(manifest.get("run") or n)
-        launches, problems = _records(folder_, run, str(manifest.get("device") or ""))
+            raise UsageError(f"not a {SCHEMA} manifest", path=str(manifest_path))
+        try:
+            run = int(manifest.get("run") or n)
+        except (TypeError, ValueError):
+            raise UsageError(
+                f"run is {manifest.get('run')!r}, not a number", path=str(manifest_path)
+            ) from None
+        launches, problems = _listed(folder_, manifest, run, str(manifest.get("device") or ""))
         out.launches += launches
         out.problems += [*manifest.get("problems", ()), *problems]
         out.command = out.command or str(manifest.get("command", ""))
     return out
+
+
+def _listed(
+    folder: Path, manifest: Mapping[str, Any], run: int, device: str
+) -> tuple[list[Launch], list[str]]:
+    """The launch records `manifest` lists, each read and checked against the files it names; the
+    damaged ones the run itself left (named in its ``problems``) as problems."""
+    where = str(folder / MANIFEST)
+
+    def refuse(message: str, path: str = where) -> UsageError:
+        return UsageError(f"{message}: the capture was changed after porter wrote it", path=path)
+
+    listed, known, kernels, arrays = (manifest.get(k) for k in ("launches", "problems", "kernels", "arrays"))
+    if not isinstance(listed, list) or not all(isinstance(x, str) for x in listed):
+        raise refuse("'launches' is not a list of record files")
+    if not isinstance(known, list) or not all(isinstance(x, str) for x in known):
+        raise refuse("'problems' is not a list of lines")
+    if not isinstance(kernels, dict) or not all(
+        isinstance(v, list) and all(isinstance(x, int) for x in v) for v in kernels.values()
+    ):
+        raise refuse("'kernels' is not each kernel's launch numbers")
+    if arrays is not None and not isinstance(arrays, dict):
+        raise refuse("'arrays' is not a table of array files")
+    for i, name in enumerate(listed):
+        if not _RECORD_NAME.fullmatch(name) or ".." in name or not _inside(folder / name, folder):
+            raise refuse(
+                f"launches[{i}] names {name!r}, not a record inside the capture (launches/<name>.json)"
+            )
+    on_disk = {f"launches/{p.name}" for p in (folder / "launches").glob("*.json")}
+    if on_disk - set(listed):
+        raise refuse(f"{sorted(on_disk - set(listed))[0]} is a record the manifest does not list")
+    launches: list[Launch] = []
+    problems: list[str] = []
+    for i, name in enumerate(listed):
+        path = folder / name
+        if any(f"{name}:" in line for line in known):  # the run itself left it damaged: never used
+            continue
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(doc, dict):
+                raise ValueError("not a JSON object")
+            la = _launch(doc, run, str(folder))
+        except (OSError, ValueError, KeyError, TypeError, IndexError) as err:
+            why = f"damaged launch record ({type(err).__name__}: {err})"
+            raise refuse(f"record {i} ({name}): {why}", str(path)) from None
+        label = f"launch {la.launch} of {la.kernel} (record {i}, {name})"
+        for a in la.allocations:
+            for when, file in (("before", a.before), ("after", a.after)):
+                if file is not None:
+                    _check_array(
+                        folder, file, a.bytes, arrays, f"{label}: allocation {a.index} {when}", refuse
+                    )
+        for y in la.symbols:
+            for when, file in (("before", y.before), ("after", y.after)):
+                _check_array(folder, file, y.bytes, arrays, f"{label}: variable {y.name} {when}", refuse)
+        launches.append(replace(la, device=device) if device else la)
+    kept = {(la.kernel, la.launch) for la in launches}
+    said = {(k, int(n)) for k, ns in kernels.items() for n in ns}
+    if kept != said:
+        odd = sorted(kept ^ said)[0]
+        raise refuse(f"'kernels' and the records disagree on launch {odd[1]} of {odd[0]}")
+    launches.sort(key=lambda la: la.sequence)
+    return launches, problems
+
+
+def _check_array(
+    folder: Path, name: str, nbytes: int, arrays: Mapping[str, Any] | None, what: str, refuse: Any
+) -> None:
+    """The array file `name` is a regular file inside `folder` of `nbytes` bytes, with the hash the
+    manifest records for it (when it records hashes: captures before them have sizes only)."""
+    path = folder / name
+    try:
+        st = os.lstat(path)
+    except OSError as err:
+        raise refuse(f"{what}: {name} is missing ({err.strerror})", str(path)) from None
+    if not stat.S_ISREG(st.st_mode) or not _inside(path, folder):
+        raise refuse(f"{what}: {name} is not a file of the capture (a link or a device)", str(path))
+    if st.st_size != nbytes:
+        raise refuse(f"{what}: {name} holds {st.st_size} bytes, its record says {nbytes}", str(path))
+    if arrays is None:
+        return
+    entry = arrays.get(name)
+    if (
+        not isinstance(entry, dict)
+        or entry.get("bytes") != nbytes
+        or not isinstance(entry.get("sha256"), str)
+    ):
+        raise refuse(f"{what}: {name} is not in the manifest's arrays, or with another size", str(path))
+    if _sha256(path) != entry["sha256"]:
+        raise refuse(f"{what}: {name} does not match the sha256 the manifest records", str(path))
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """`path` is no symbolic link and lies inside `folder`."""
+    try:
+        return not path.is_symlink() and path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):
+        return False
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def _run_number(name: str) -> int:

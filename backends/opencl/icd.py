@@ -17,7 +17,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
 import site
+import stat
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -127,19 +129,41 @@ def build_vendors_dir(runtime: Path | None, entries: Sequence[tuple[str, str]], 
         files[ICD_NAME] = str(runtime)
     digest = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:16]
     target = root / "opencl-icd" / digest
-    if all((target / name).is_file() and _library_of(target / name) == lib for name, lib in files.items()):
+    if _holds(target, files):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".icd-", dir=target.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=".icd-", dir=target.parent))  # 0700: nobody else adds a file
     for name, library in files.items():
         (tmp / name).write_text(library + "\n", encoding="utf-8")
+    if os.path.lexists(target) and not _holds(target, files):
+        # a folder that says more or other than porter wrote (an .icd planted beside porter's makes
+        # the loader open any library): never used, replaced when it can be, else this run's is used
+        shutil.rmtree(target, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            target.unlink()
+        if os.path.lexists(target):
+            return tmp
     try:
         os.replace(tmp, target)
     except OSError:  # another process made it first (a non-empty folder cannot be replaced)
-        for leftover in tmp.iterdir():
-            leftover.unlink()
-        tmp.rmdir()
+        if not _holds(target, files):
+            return tmp
+        shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def _holds(folder: Path, files: dict[str, str]) -> bool:
+    """Whether `folder` is the user's own private folder holding exactly `files` (name -> library)."""
+    try:
+        st = os.lstat(folder)
+        names = set(os.listdir(folder))
+    except OSError:
+        return False
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022 or names != set(files):
+        return False
+    return all(
+        not (folder / name).is_symlink() and _library_of(folder / name) == lib for name, lib in files.items()
+    )
 
 
 def _cache_root() -> Path:

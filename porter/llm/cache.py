@@ -3,7 +3,9 @@
 A reply is keyed by sha256 over (provider, model, the full system prompt and message history as JSON,
 max_tokens, temperature) -- never by anything secret, and not by the base URL, so a reply recorded
 against one server replays anywhere.  :class:`ReplyCache` keeps replies in porter's generic disk cache
-(:class:`porter.cache.Cache`, namespace ``llm``; ``--no-cache`` / ``PORTER_NO_CACHE=1`` disable it).
+(:class:`porter.cache.Cache`, namespace ``llm``, signed with porter's state key so an edited reply is
+never served; ``--no-cache`` / ``PORTER_NO_CACHE=1`` disable it).  ``--replay DIR`` serves what the user
+chose to record, as the user's own input (not signed).
 :class:`RecordingProvider` also writes each reply as ``<DIR>/<key>.json`` (``--record DIR``) and
 :class:`ReplayProvider` serves only such files (``--replay DIR``), failing with :class:`ReplayMiss` on a
 miss.  Everything written passes through :func:`porter.llm.redact.redact`.

@@ -3,7 +3,8 @@
 * Reports are written atomically (:func:`write_atomic`: a temporary file beside the target, then
   :func:`os.replace`), so an interrupted or killed run leaves the last complete report, never half of one.
 * A re-run reads the previous ``report.json`` of its output folder (:func:`load_report`, only a report
-  with porter's schema for the same command) and keeps what it verified for the *same inputs*: every
+  with porter's schema for the same command, signed with porter's state key: see
+  :mod:`porter.signing`; an edited one is not used at all) and keeps what it verified for the *same inputs*: every
   verdict is stored with a key over everything it depends on (the source text, the headers it reaches,
   the spec, the options, the toolchain and device, porter's own validation code); a verdict whose key
   differs from the one this run computes is never reused.  ``--fresh`` ignores the previous report.
@@ -19,11 +20,12 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from porter import signing
 from porter.errors import UsageError
 from porter.results import SCHEMAS
 
@@ -94,7 +96,11 @@ def toolchain_of(backend: str, device: Any = None, arch: str | None = None) -> s
 
 def write_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` through a temporary file in the same folder and :func:`os.replace`:
-    a reader (or a run killed half-way) sees the old file or the new one, never a part."""
+    a reader (or a run killed half-way) sees the old file or the new one, never a part.  A
+    ``report.json`` is signed on its way out (:func:`porter.signing.sign_json_text`): what a re-run
+    resumes from it is what porter wrote, not an edit."""
+    if path.name == REPORT_NAME:
+        text = signing.sign_json_text(text)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -119,7 +125,23 @@ def is_porter_report(doc: object, kind: str) -> bool:
 
 
 def load_report(out: Path, kind: str) -> dict[str, Any] | None:
-    """The previous ``porter <kind>`` report in `out`, or None (none, unreadable, or not porter's)."""
+    """The previous ``porter <kind>`` report in `out` whose signature checks under the state key
+    (:mod:`porter.signing`), without it; None when there is none, it is unreadable or not porter's --
+    or it fails the check (edited, unsigned, another key's): then nothing in it is reused, and a
+    ``porter: warning`` line says so."""
+    doc = _read_report(out, kind)
+    if doc is None:
+        return None
+    problem = signing.json_problem(doc)
+    if problem is not None:
+        signing.warn(f"{out / REPORT_NAME} {problem}: nothing in it is reused; every row is recomputed")
+        return None
+    del doc[signing.SIGNATURE_FIELD]
+    return doc
+
+
+def _read_report(out: Path, kind: str) -> dict[str, Any] | None:
+    """The ``porter <kind>`` report in `out` as it stands (its signature unchecked), or None."""
     try:
         doc = json.loads((out / REPORT_NAME).read_text(encoding="utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
@@ -127,9 +149,58 @@ def load_report(out: Path, kind: str) -> dict[str, Any] | None:
     return doc if is_porter_report(doc, kind) else None
 
 
+# --------------------------------------------------------------------------- sealed files
+
+# in a folder of kept files a re-run reuses (a build's executables, a run's output)
+SEAL_NAME = ".porter-seal"
+
+
+def seal(folder: Path, files: Sequence[Path]) -> None:
+    """Sign `files` (their names and sha256) into ``folder/.porter-seal``: what a re-run finds there is
+    what porter kept (:func:`sealed`).  A file that cannot be read leaves no seal (nothing is reused)."""
+    try:
+        doc = {"files": _digests(folder, files)}
+        text = signing.sign_json_text(json.dumps(doc, indent=1))
+        write_atomic(folder / SEAL_NAME, text)
+    except OSError:
+        with contextlib.suppress(OSError):
+            (folder / SEAL_NAME).unlink()
+
+
+def sealed(folder: Path, files: Sequence[Path]) -> bool:
+    """Whether `files` are, byte for byte, what :func:`seal` signed into `folder` (always, for none).
+    When not -- a file or the seal edited, a seal missing -- a ``porter: warning`` says so and the
+    caller does the work again."""
+    if not files:
+        return True
+    try:
+        doc = json.loads((folder / SEAL_NAME).read_text(encoding="utf-8"))
+        problem = signing.json_problem(doc) if isinstance(doc, dict) else "is not a seal"
+        if problem is None and doc.get("files") != _digests(folder, files):
+            problem = "does not match the files it seals (one was changed)"
+    except (OSError, ValueError, UnicodeDecodeError):
+        problem = "is missing or unreadable"
+    if problem is not None:
+        signing.warn(f"{folder / SEAL_NAME} {problem}: what it kept is not reused; it is done again")
+    return problem is None
+
+
+def _digests(folder: Path, files: Sequence[Path]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for path in files:
+        name = os.path.relpath(os.path.abspath(path), os.path.abspath(folder))
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+        out[name] = h.hexdigest()
+    return out
+
+
 def is_porter_output(out: Path) -> bool:
-    """Whether the folder holds a report.json that a porter command wrote."""
-    return any(load_report(out, kind) is not None for kind in SCHEMAS)
+    """Whether the folder holds a report.json that a porter command wrote (by its shape: this decides
+    only that porter may write there again, never what is reused)."""
+    return any(_read_report(out, kind) is not None for kind in SCHEMAS)
 
 
 def check_out_dir(out: Path, source: Path, kind: str) -> None:

@@ -67,3 +67,31 @@ def test_bench_with_a_capture_times_each_kernel_at_the_programs_own_launches(tmp
     assert both.returncode == 2 and "exclude each other" in both.stderr
     none = porter("bench", src, "--kernel", "fill", "--capture", cap, "--backend", "cpu")
     assert none.returncode == 1 and "not replayable" in " ".join(none.stdout.split())  # nothing timed
+
+
+@pytest.mark.parametrize("command", ["check", "bench", "optimize"])
+def test_a_tampered_capture_exits_2_naming_the_record_not_the_variant(tmp_path: Path, command: str) -> None:
+    """Issue #37, item 10: an array of the capture changed after it was written used to be judged as the
+    variant's mismatch (check: exit 1); now every command that reads a capture refuses it before
+    anything runs, in one line naming the file and the launch."""
+    from fakes.captures import KERNEL, make
+    from fakes.programs import run_porter
+
+    original = tmp_path / "orig.cu"
+    original.write_text(KERNEL)
+    cap = make(tmp_path / "cap")
+    if command == "check":  # as written, the capture judges the original itself validated
+        ok = run_porter(tmp_path, "check", str(original), "--against", str(original), "--capture", str(cap))
+        assert ok.returncode == 0, ok.stdout + ok.stderr
+    after = cap / "arrays" / "k0-2-a0-after.bin"
+    after.write_bytes(b"\x00\x00\x40\x40" + after.read_bytes()[4:])  # x[0] = 3.0 after launch 2, not 1.0
+    args = {
+        "check": ["check", str(original), "--against", str(original), "--capture", str(cap)],
+        "bench": ["bench", str(original), "--kernel", "scale", "--capture", str(cap), "--backend", "cpu"],
+        "optimize": ["optimize", str(original), "--capture", str(cap), "--out", str(tmp_path / "opt")],
+    }[command]
+    r = run_porter(tmp_path, *args)
+    assert r.returncode == 2, r.stdout + r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(after) in lines[0] and "launch 2 of scale" in lines[0], r.stderr
+    assert "does not match the sha256" in lines[0]

@@ -273,7 +273,8 @@ def test_optimize_stopped_in_round_2_keeps_round_1_and_reruns_resume(
     _, err = _terminate_when(run, lambda: len(server.requests) >= 2)
     assert run.returncode == 143, err
     assert time.monotonic() - started < 120  # the hanging request was not waited for
-    assert "interrupted" in err and "Traceback" not in err and KEY not in err
+    assert "porter: terminated (SIGTERM)" in err and "Traceback" not in err and KEY not in err
+    assert f"what was validated so far is in {out / 'report.json'}" in err
     doc = _report(out)
     assert doc is not None and doc["stop_reason"].startswith("interrupted") and doc["exit_code"] == 0
     (attempt,) = doc["attempts"]

@@ -10,6 +10,9 @@ Modes:
   backend of the Job in WARM_PICKLE and warm up its device, wait for ``go`` on standard input, then run
   the job in JOB_PICKLE exactly as ``job`` mode does (sandbox entered after the warm-up, as there).
 * ``probe NAME RESULT_JSON``: write ``get_backend(NAME).availability()`` (or a one-line reason).
+* ``python FILE FUNCTION ARGS RESULT_DIR``: call a user's Python function (:func:`isolate.run_python`).
+* ``calls CALLS RESULT_DIR``: import a Python module once and call its functions in turn, each stage
+  announced and its stack dumped before its limit (:mod:`porter.backends.pycall`).
 
 The child confines itself as the parent's :class:`porter.sandbox.Plan` says: limits, network and the
 compile-time file-system layer first (:func:`porter.sandbox.enter`), then, right before the binary is
@@ -445,8 +448,6 @@ def _run(job: Job, result_dir: str) -> int:
 def _run_python(path: str, function: str, args_file: str, result_dir: str) -> int:
     """Import the user's file and call `function` (the module's own code runs after lock-down, like a
     kernel); write every array argument after the call and the return value as ``.npy``."""
-    import importlib.util
-
     args = pickle.loads(Path(args_file).read_bytes())  # written by the parent: trusted
     out = Path(result_dir)
     part = out.with_name(out.name + ".part")
@@ -459,42 +460,132 @@ def _run_python(path: str, function: str, args_file: str, result_dir: str) -> in
             raise RuntimeError(refused)
         if plan is not None:
             sandbox.lock_down(plan)
-        spec = importlib.util.spec_from_file_location("porter_lift_reference", path)
-        if spec is None or spec.loader is None:
-            raise RuntimeError(f"cannot import {path}")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        fn = getattr(module, function)
-        returned = fn(**args)
-        for name, value in args.items():
-            if isinstance(value, np.ndarray):
-                np.save(part / f"arg-{name}.npy", value, allow_pickle=False)
-        if isinstance(returned, dict):  # an example's arguments, by name
-            keys = []
-            for k, v in returned.items():
-                value = np.asarray(v)
-                if not isinstance(k, str) or not k.isidentifier() or value.dtype == object:
-                    raise TypeError(
-                        f"{function} returned {k!r}: not an array or a number under a parameter's name"
-                    )
-                np.save(part / f"ret-{k}.npy", value, allow_pickle=False)
-                keys.append(k)
-            doc["keys"] = keys
-            # Python numbers stay Python numbers (NumPy promotes them as weak scalars)
-            doc["python"] = [k for k, v in returned.items() if type(v) in (int, float, bool)]
-        elif returned is not None:
-            value = np.asarray(returned)
-            if value.dtype == object:
-                raise TypeError(f"{function} returned a {type(returned).__name__}, not an array or a number")
-            np.save(part / "return.npy", value, allow_pickle=False)
-            doc["returned"] = True
-        doc["ok"] = True
+        module = _import_file(path, "porter_lift_reference")
+        returned = getattr(module, function)(**args)
+        _save_call(part, function, args, returned, doc)
     except BaseException as err:  # noqa: BLE001 - the reference's failure is the parent's data
         doc["error"] = f"{type(err).__name__}: {err}"
         traceback.print_exc()
     sys.stdout.flush()
     (part / "result.json").write_text(json.dumps(doc), encoding="utf-8")
     os.replace(part, out)
+    return 0
+
+
+def _import_file(path: str, name: str) -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _save_call(part: Path, function: str, args: dict[str, Any], returned: Any, doc: dict[str, Any]) -> None:
+    """Every array argument after the call and what it returned (an array or a number; a dict: an
+    example's arguments by name) as ``.npy`` in `part`; `doc` says what is there."""
+    for name, value in args.items():
+        if isinstance(value, np.ndarray):
+            np.save(part / f"arg-{name}.npy", value, allow_pickle=False)
+    if isinstance(returned, dict):  # an example's arguments, by name
+        keys = []
+        for k, v in returned.items():
+            value = np.asarray(v)
+            if not isinstance(k, str) or not k.isidentifier() or value.dtype == object:
+                raise TypeError(
+                    f"{function} returned {k!r}: not an array or a number under a parameter's name"
+                )
+            np.save(part / f"ret-{k}.npy", value, allow_pickle=False)
+            keys.append(k)
+        doc["keys"] = keys
+        # Python numbers stay Python numbers (NumPy promotes them as weak scalars)
+        doc["python"] = [k for k, v in returned.items() if type(v) in (int, float, bool)]
+    elif returned is not None:
+        value = np.asarray(returned)
+        if value.dtype == object:
+            raise TypeError(f"{function} returned a {type(returned).__name__}, not an array or a number")
+        np.save(part / "return.npy", value, allow_pickle=False)
+        doc["returned"] = True
+    doc["ok"] = True
+
+
+class _Stage:
+    """Each stage of a ``calls`` child announced in the progress file (what, since when) with a stack dump
+    armed a little before its limit, so the parent, which kills a stage that runs past it, finds where it
+    hung in the log."""
+
+    def __init__(self, progress: Progress, limit: float):
+        self.progress = progress
+        self.dump_after = max(0.1, limit - min(1.0, 0.25 * limit))
+
+    def start(self, **fields: Any) -> None:
+        self.progress.update(since=time.time(), **fields)
+        with contextlib.suppress(Exception):
+            faulthandler.dump_traceback_later(self.dump_after, exit=False)
+
+    def end(self) -> None:
+        with contextlib.suppress(Exception):
+            faulthandler.cancel_dump_traceback_later()
+
+
+def _run_calls(calls_file: str, result_dir: str) -> int:
+    """``calls``: import a module once, then make each call in turn (:mod:`porter.backends.pycall`); each
+    call's result in ``call-N/`` as soon as it returned, the import's failure in ``import.json``."""
+    import warnings
+
+    from porter.backends.pycall import Calls
+
+    spec = pickle.loads(Path(calls_file).read_bytes())  # written by the parent: trusted
+    if not isinstance(spec, Calls):
+        print(f"not a Calls: {type(spec).__name__}", file=sys.stderr)
+        return 2
+    for job in spec.warm:  # the devices the module runs on, opened by porter's code before the sandbox
+        if job.device is not None:
+            with contextlib.suppress(Exception):  # one that cannot open: the module's calls say so
+                get_backend(job.backend).synchronize(job.device)
+    out = Path(result_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stage = _Stage(Progress(os.environ.get("PORTER_PROGRESS_FILE")), spec.stage_timeout_s)
+    refused = _enter_sandbox()
+    plan = sandbox.current_plan()
+    try:
+        if refused:
+            raise RuntimeError(refused)
+        if plan is not None:
+            sandbox.lock_down(plan)
+        stage.start(stage="import")
+        module = _import_file(spec.module, Path(spec.module).stem)
+    except BaseException as err:  # noqa: BLE001 - the module's failure is the parent's data
+        stage.end()
+        traceback.print_exc()
+        sys.stdout.flush()
+        _write_json(out / "import.json", {"ok": False, "error": f"{type(err).__name__}: {err}"})
+        return 0
+    stage.end()
+    _write_json(out / "import.json", {"ok": True})
+    for i, call in enumerate(spec.calls):
+        part = out / f"call-{i}.part"
+        part.mkdir(parents=True, exist_ok=True)
+        doc: dict[str, Any] = {"ok": False}
+        stage.start(stage="call", index=i, function=call.function)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                fn = getattr(module, call.function)
+                returned = fn(*call.args.values()) if call.positional else fn(**call.args)
+                _save_call(part, call.function, call.args, returned, doc)
+            except BaseException as err:  # noqa: BLE001 - the call's failure is the parent's data
+                doc["ok"] = False
+                doc["error"] = f"{type(err).__name__}: {err}"
+                traceback.print_exc()
+        stage.end()
+        doc["warnings"] = [f"{w.category.__name__}: {w.message}" for w in caught][:20]
+        sys.stdout.flush()
+        (part / "result.json").write_text(json.dumps(doc), encoding="utf-8")
+        os.replace(part, out / f"call-{i}")
+    stage.progress.update(stage="done", since=time.time())
     return 0
 
 
@@ -524,13 +615,15 @@ def main(argv: list[str]) -> int:
         return _run(job, argv[3])
     if len(argv) == 5 and argv[0] == "python":  # isolate.run_python: the user's function, confined
         return _run_python(*argv[1:])
+    if len(argv) == 3 and argv[0] == "calls":  # pycall.run_calls: a module's functions, confined
+        return _run_calls(argv[1], argv[2])
     if len(argv) == 3 and argv[0] == "probe":
         refused = _enter_sandbox()
         _write_json(Path(argv[2]), {"error": refused} if refused else _probe(argv[1]))
         return 0
     print(
         "usage: python -m porter.backends._child job JOB RESULT_DIR | serve WARM JOB RESULT_DIR"
-        " | probe NAME RESULT",
+        " | probe NAME RESULT | calls CALLS RESULT_DIR",
         file=sys.stderr,
     )
     return 2

@@ -38,6 +38,12 @@ _FUNCS: dict[str, Callable[..., Any]] = {
     "bool": bool, "round": round,
 }  # fmt: skip
 _MATH = {"sqrt", "exp", "log", "log2", "log10", "sin", "cos", "tan", "floor", "ceil", "pow", "hypot", "fabs"}
+_CONSTANTS = ("pi", "e", "inf", "nan")
+# what a host expression's names mean whatever the function's own names are (the drop-in module calls
+# them through its own names too): these calls are Python's builtins, these attributes the math module's
+BUILTINS = frozenset(_FUNCS)
+MATH_MODULES = ("math", "np", "numpy")
+MATH_NAMES = frozenset(_MATH) | frozenset(_CONSTANTS)
 
 
 def evaluate(text: str, env: Mapping[str, Any]) -> Any:
@@ -80,11 +86,7 @@ def _eval(n: ast.expr, env: Mapping[str, Any]) -> Any:
     if isinstance(n, ast.IfExp):
         return _eval(n.body, env) if _eval(n.test, env) else _eval(n.orelse, env)
     if isinstance(n, ast.Attribute):
-        if (
-            isinstance(n.value, ast.Name)
-            and n.value.id in ("math", "np", "numpy")
-            and n.attr in ("pi", "e", "inf", "nan")
-        ):
+        if isinstance(n.value, ast.Name) and n.value.id in MATH_MODULES and n.attr in _CONSTANTS:
             return getattr(math, n.attr)
         base = _eval(n.value, env)
         if isinstance(base, np.ndarray) and n.attr in ("shape", "size", "ndim"):
@@ -111,7 +113,7 @@ def _eval(n: ast.expr, env: Mapping[str, Any]) -> Any:
         if (
             isinstance(f, ast.Attribute)
             and isinstance(f.value, ast.Name)
-            and f.value.id in ("math", "np", "numpy")
+            and f.value.id in MATH_MODULES
             and f.attr in _MATH
         ):
             return getattr(math, f.attr)(*args)

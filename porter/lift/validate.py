@@ -1,7 +1,7 @@
 """A lifted function judged against the Python function itself.
 
 For each size (the visible ones, then the held-back ones), seeded arguments are drawn; the Python
-function runs on them in a sandboxed child (:func:`porter.backends.isolate.run_python`); the kernels run
+function runs on them in a sandboxed child (:func:`porter.backends.pycall.run_calls`); the kernels run
 on every device of every target, the whole sequence of launches in one child (``Job.launches``), twice
 from fresh copies.  The parent then checks, in order (the first failure names the verdict's reason):
 
@@ -15,18 +15,26 @@ from fresh copies.  The parent then checks, in order (the first failure names th
 
 Arrays a function allocates empty are poisoned on the device (NaN), so an element a kernel forgets to
 write is a mismatch, not a coincidence.
+
+The Python function's module is imported once per function, each call limited on its own: a module that
+hangs at import, or a call that hangs, is stopped once with its line (:class:`References`).  Then the
+deliverable itself: :func:`check_dropin` imports the written drop-in module from disk and calls each
+function through it, on every stack it offers that runs here and its Python fallback, and compares what
+it did with the Python function's results.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from porter.backends import CompileOptions, Device, get_dialect
-from porter.backends.isolate import Job, Launches, LocalBuffer, PythonResult, run_job, run_python
+from porter.backends.isolate import Job, Launches, LocalBuffer, PythonResult, run_job
+from porter.backends.pycall import NOT_RUN, Call, Hang, run_calls
 from porter.harness.checks import Tolerance, bits_equal, compare, tolerance_for, tolerances
 from porter.harness.inputs import guard_value
 from porter.lift import hostexpr, inputs
@@ -35,6 +43,7 @@ from porter.lift.kernels import unit
 from porter.model import Status, Verdict
 
 GUARD = 256
+DROPIN = "drop-in"  # the target of the verdicts of the written module's calls (device: the stack)
 
 
 @dataclass(frozen=True)
@@ -289,12 +298,193 @@ def _check(
     return None
 
 
+Sets = list[tuple[str, dict[str, Any], PythonResult]]
+Say = Callable[[str], None]
+
+
+@dataclass
+class References:
+    """What the Python function did at each size set (label, arguments, result), from one child that
+    imported its module once; `hang`: the import or a call ran past the limit (later calls not run)."""
+
+    sets: Sets
+    hang: Hang | None = None
+
+    def broken(self) -> tuple[str, PythonResult] | None:
+        """The first set the function failed at (label, result), or None."""
+        return next(((label, r) for label, _, r in self.sets if not r.ok), None)
+
+
+def reference_run(
+    path: str,
+    lifted: Lifted,
+    size_sets: Sequence[tuple[str, Mapping[str, int]]],
+    seed: int,
+    timeout_s: float,
+    say: Say | None = None,
+    given: Sequence[tuple[str, dict[str, Any]]] = (),
+) -> References:
+    """The Python function at each size set (seeded arguments) and at each `given` (label, arguments),
+    given ones first: one sandboxed child, the module imported once, each call limited to `timeout_s`;
+    a hang is stopped once and reported with its line (:mod:`porter.backends.pycall`)."""
+    labelled = [
+        *given,
+        *((label, inputs.draw(lifted, sizes, seed + k)) for k, (label, sizes) in enumerate(size_sets)),
+    ]
+    calls = [Call(lifted.function, args) for _, args in labelled]
+
+    def waiting(what: str, seconds: float) -> None:
+        if say is not None:
+            say(f"running the Python reference of {lifted.function} ({what})... {seconds:.0f} s")
+
+    got = run_calls(path, calls, timeout_s, progress=waiting)
+    sets = [(label, args, r) for (label, args), r in zip(labelled, got.results, strict=True)]
+    return References(sets, got.hang)
+
+
 def references(
     path: str, lifted: Lifted, size_sets: Sequence[tuple[str, Mapping[str, int]]], seed: int, timeout_s: float
-) -> list[tuple[str, dict[str, Any], PythonResult]]:
+) -> Sets:
     """(label, arguments, what the Python function did) for each size set."""
-    out = []
-    for k, (label, sizes) in enumerate(size_sets):
-        args = inputs.draw(lifted, sizes, seed + k)
-        out.append((label, args, run_python(path, lifted.function, args, timeout_s)))
+    return reference_run(path, lifted, size_sets, seed, timeout_s).sets
+
+
+# ------------------------------------------------------------------------------- the drop-in module
+
+
+@dataclass(frozen=True)
+class DropinTarget:
+    """A function of the written module as it is checked: the lifted function, its reference sets and the
+    stacks its kernels are offered through (dropin.STACKS names)."""
+
+    lifted: Lifted
+    refs: Sets
+    stacks: tuple[str, ...]
+
+
+def check_dropin(
+    module: str,
+    targets: Sequence[DropinTarget],
+    timeout_s: float,
+    devices: Mapping[str, Sequence[Device]] | None = None,
+    say: Say | None = None,
+) -> dict[str, list[Verdict]]:
+    """Each function of the written module `module` called through the file on disk, as a user calls it
+    (``import``, then ``f(*args)``), in a sandboxed child per stack it offers
+    (``PORTER_LIFT_BACKEND=<stack>``), and its Python fallback; what it leaves in its arrays and returns
+    compared with the Python function's results with the validation's per-dtype tolerance (read-only
+    arrays bit for bit).  GPU stacks get every size set, the fallback (the original) the first.  A stack
+    this machine cannot run (its package missing, no device: the module says it fell back) is a
+    ``compiled`` verdict that says so; `devices`: stack -> the devices its child opens before its sandbox,
+    as a kernel job's child does.
+    Returns function -> one verdict per stack (target ``drop-in``, device the stack); a function whose
+    calls were not made because another function's call hung or crashed has none for that stack (the
+    caller checks it again without that function)."""
+    import importlib.util
+
+    from porter.lift import dropin
+
+    out: dict[str, list[Verdict]] = {t.lifted.function: [] for t in targets}
+    name = Path(module).name
+    stuck = ""  # the module hangs at import: no other stack waits again
+    for stack in (*(s for s, _ in dropin.STACKS), "python"):
+        mine = [t for t in targets if stack == "python" or stack in t.stacks]
+        if not mine:
+            continue
+        base: dict[str, Any] = dict(target=DROPIN, device=stack, backend="", toolchain="")
+        package = dropin.PACKAGES.get(stack)
+        if package is not None and importlib.util.find_spec(package) is None:
+            for t in mine:
+                out[t.lifted.function].append(Verdict(kernel=t.lifted.function, **base, compiled=True, executed=False,
+                    correct=False, status=Status.COMPILED, reason=f"not run here: {package} is not installed"))  # fmt: skip
+            continue
+        if stuck:
+            for t in mine:
+                out[t.lifted.function].append(Verdict(kernel=t.lifted.function, **base, compiled=False, executed=False,
+                    correct=False, status=Status.FAILED, reason=f"drop-in: not run: {stuck}"))  # fmt: skip
+            continue
+        calls: list[Call] = []
+        which: list[tuple[DropinTarget, str, dict[str, Any], PythonResult]] = []
+        for t in mine:
+            order = [p.name for p in t.lifted.params]
+            for label, args, ref in t.refs if stack != "python" else t.refs[:1]:
+                calls.append(Call(t.lifted.function, {n: args[n] for n in order}, positional=True))
+                which.append((t, label, args, ref))
+
+        def waiting(what: str, seconds: float, stack: str = stack) -> None:
+            if say is not None:
+                say(f"calling the drop-in module through {stack} ({what})... {seconds:.0f} s")
+
+        if say is not None:
+            say(f"calling every function of {name} through {stack}")
+        got = run_calls(module, calls, timeout_s, env={"PORTER_LIFT_BACKEND": stack},
+                        devices=(devices or {}).get(stack, ()), progress=waiting)  # fmt: skip
+        if got.hang is not None and got.hang.stage != "call":
+            stuck = got.hang.describe()
+        verdicts: dict[str, Verdict] = {}
+        done: dict[str, int] = {}
+        waiting_on: set[str] = set()  # stopped by another function's call: judged once that one is gone
+        for (t, label, args, ref), r, warned in zip(which, got.results, got.warnings, strict=True):
+            f = t.lifted.function
+            if f in verdicts or f in waiting_on:
+                continue
+            if got.imported and not r.ok and r.error.startswith(NOT_RUN):
+                waiting_on.add(f)
+                continue
+            fallback = dropin.fell_back(warned) if stack != "python" else ""
+            if fallback:
+                verdicts[f] = Verdict(kernel=f, **base, compiled=True, executed=False, correct=False,
+                                      status=Status.COMPILED, reason=f"not run here: {fallback}")  # fmt: skip
+                continue
+            why = f"{r.error}" if not r.ok else _differs(t.lifted, args, ref, r)
+            if why:
+                verdicts[f] = Verdict(kernel=f, **base, compiled=True, executed=r.ok, correct=False,
+                                      status=Status.FAILED, reason=f"drop-in: {f}(...) through {name} ({label}): {why}",
+                                      logs=(r.log[-4000:],) if not r.ok else ())  # fmt: skip
+                continue
+            done[f] = done.get(f, 0) + 1
+        for t in mine:
+            f = t.lifted.function
+            if f in waiting_on and f not in verdicts:
+                continue
+            if f not in verdicts:
+                n = done.get(f, 0)
+                verdicts[f] = Verdict(kernel=f, **base, compiled=True, executed=True, correct=True,
+                                      status=Status.VALIDATED, trials=n,
+                                      reason=f"{name} imported and {f} called at {n} size(s): matches the Python function",
+                                      checks=("import", "call", "matches-reference"))  # fmt: skip
+            out[f].append(verdicts[f])
     return out
+
+
+def _differs(lifted: Lifted, args: Mapping[str, Any], ref: PythonResult, got: PythonResult) -> str:
+    """How the drop-in call's arrays and value differ from the Python function's ('' when they match)."""
+    for p in lifted.params:
+        if p.kind != "array" or p.name not in ref.arrays:
+            continue
+        want, have = ref.arrays[p.name], got.arrays.get(p.name)
+        if have is None or have.shape != want.shape:
+            return f"{p.name} came back in another shape"
+        if p.name not in lifted.writes:  # only read: untouched, bit for bit
+            same = bits_equal(have, np.asarray(args[p.name]))
+            if not np.all(same):
+                return f"{p.name} was modified at element {int(np.flatnonzero(~same)[0])} though the function only reads it"
+            continue
+        c = compare(have, want, _tolerance(lifted, p.name, have.dtype.name))
+        if not c.ok:
+            return f"{p.name}[{c.index}] = {c.got!r}, the Python function gives {c.expected!r} ({c.bad} element(s) out of tolerance)"
+    if ref.returned is None:
+        return "" if got.returned is None else "it returns a value, the Python function None"
+    if got.returned is None:
+        return "it returns None, the Python function a value"
+    have = np.asarray(got.returned).reshape(-1)
+    want = np.asarray(ref.returned).reshape(-1)
+    if have.size != want.size:
+        return f"it returns {have.size} value(s), the Python function {want.size}"
+    if want.dtype != have.dtype and have.dtype.kind in "biuf":
+        want = want.astype(have.dtype)
+    name = lifted.returns[7:] if lifted.returns.startswith("scalar:") else lifted.returns
+    c = compare(have, want, _tolerance(lifted, name, have.dtype.name))
+    if not c.ok:
+        return f"it returns {c.got!r}, the Python function {c.expected!r}"
+    return ""

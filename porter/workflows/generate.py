@@ -42,6 +42,7 @@ from porter.lift.ir import Lifted
 from porter.model import Status
 from porter.plan import run_devices, wavefront_devices
 from porter.results import Candidate, Estimate, GenerateReport
+from porter.workflows import written
 from porter.workflows.lift import TARGETS, _fmt, _targets, split_target
 from porter.workflows.resume import REPORT_NAME, write_atomic
 
@@ -152,10 +153,14 @@ def generate(
             write_atomic(out / "report.md", markdown(report))
 
     say("running the reference")
-    refs = validate.references(path, shell, sets, seed, timeout)
-    broken = next((r for _, _, r in refs if not r.ok), None)
+    ran = validate.reference_run(path, shell, sets, seed, timeout, say)
+    refs = ran.sets
+    broken = ran.broken()
     if broken is not None:
-        raise UsageError(f"--reference: the Python function failed: {broken.error}", path=path)
+        why = (
+            ran.hang.describe() if ran.hang is not None else f"the Python function failed: {broken[1].error}"
+        )
+        raise UsageError(f"--reference: {why}", path=path)
     first_args, first_ref = refs[0][1], refs[0][2]
     changed = {k for k, v in first_ref.arrays.items() if not np.array_equal(v, first_args[k])}
     returns = ""
@@ -243,7 +248,8 @@ def generate(
             "porter's rules do not lift the reference and no --model was given: nothing to judge"
         )
 
-    # every candidate's source (with its translations) in the output folder
+    # every candidate's source (with its translations) in the output folder, each read back: a validated
+    # candidate whose file is not the text that was validated is not one (porter.workflows.written)
     for k, (cand, _lifted_fn, srcs) in enumerate(judged, 1):
         name = f"candidate-{k}-{cand.provenance.replace(':', '-')}"
         for t, s_ in srcs.items():
@@ -251,9 +257,14 @@ def generate(
                 from porter.backends import get_dialect
 
                 suffix = ".cu" if t == "cuda" else get_dialect(t).suffix
-                write_atomic(out / f"{name}{suffix}", s_.text)
-                if t == "cuda":
-                    cand.file = str(out / f"{name}.cu")
+                dest = out / f"{name}{suffix}"
+                write_atomic(dest, s_.text)
+                wrong = written.differs(dest, s_.text)
+                if wrong and cand.validated:
+                    dest.unlink(missing_ok=True)
+                    cand.validated, cand.reason = False, f"not kept: {wrong}"
+                if t == "cuda" and dest.is_file():
+                    cand.file = str(dest)
     good = [c_ for c_, _, _ in judged if c_.validated]
     timed = [c_ for c_ in good if c_.time_ms and not c_.suspect]
     if timed:

@@ -15,7 +15,15 @@ lifts it -- kernels and the launches that run them -- or refuses it with the lin
    original (:mod:`porter.lift.dropin`) -- and ``report.json`` / ``report.md`` (``markdown``: the view the
    CLI passes), rewritten atomically as
    each function is judged, so an interrupted run keeps what it verified; a re-run keeps every verdict
-   whose inputs are unchanged (``--fresh`` starts over).
+   whose inputs are unchanged (``--fresh`` starts over);
+5. the drop-in module as users run it: the written file imported and every function called through it
+   on each stack it offers that runs here and its Python fallback, compared with the Python function
+   (:func:`porter.lift.validate.check_dropin`); a function whose call fails or differs is not validated
+   (a ``drop-in`` verdict says why) and the module is written again without it.
+
+The user's module runs in a sandboxed child, imported once per function, each call limited to
+``--timeout``: a module that hangs at import is stopped once and reported with its line, and nothing of
+it runs again; a call that hangs fails that function only.
 
 The user's file is read, never written; the output folder is refused when it holds files porter did not
 write.
@@ -32,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from porter.backends import dialect_names
+from porter.backends.pycall import Hang
 from porter.backends.spares import warm
 from porter.errors import UsageError
 from porter.files import reads_once
@@ -45,6 +54,7 @@ from porter.workflows.resume import REPORT_NAME, code_fingerprint, load_report, 
 
 Progress = Callable[[str], None]
 TARGETS = ("cuda", "hip", "opencl")
+DROPIN = validate.DROPIN
 
 
 def split_target(target: str) -> tuple[str, str | None]:
@@ -53,10 +63,10 @@ def split_target(target: str) -> tuple[str, str | None]:
     return path, (func or None) if sep else None
 
 
-def _example(spec: str, timeout: float) -> dict[str, Any]:
+def _example(spec: str, timeout: float, say: Progress) -> dict[str, Any]:
     """The arguments an ``--example FILE.py::FUNC`` (or ``FILE.py:FUNC``) call returns: a dict by
-    parameter name, run in a sandboxed child like the reference."""
-    from porter.backends.isolate import run_python
+    parameter name, run in a sandboxed child like the reference (a hang stopped once, with its line)."""
+    from porter.backends.pycall import Call, run_calls
 
     path, sep, func = spec.partition("::")
     if not sep:
@@ -65,10 +75,36 @@ def _example(spec: str, timeout: float) -> dict[str, Any]:
         raise UsageError(f"--example {spec!r}: expected FILE.py::FUNCTION returning a dict of arguments")
     if not Path(path).is_file():
         raise UsageError("--example: no such file", path=path)
-    got = run_python(path, func, {}, timeout, mapping=True)
-    if not got.ok:
-        raise UsageError(f"--example {spec}: {got.error}", path=path)
+    ran = run_calls(
+        path,
+        [Call(func, {})],
+        timeout,
+        progress=lambda what, s: say(f"running the example ({what})... {s:.0f} s"),
+    )
+    (got,) = ran.results
+    if not got.ok or (not got.mapping and got.returned is not None):
+        error = got.error or f"{func} did not return a dict of arguments by name"
+        raise UsageError(f"--example {spec}: {error}", path=path)
     return dict(got.mapping)
+
+
+class _Run:
+    """What one `lift` learns of the user's module as it goes: the Python function's results by
+    function (the drop-in module is checked against them), and whether the module hangs at import (then
+    nothing of it is run again: one wait in all)."""
+
+    def __init__(self) -> None:
+        self.refs: dict[str, validate.Sets] = {}
+        self.hung: Hang | None = None
+
+    def learn(self, refs: validate.References) -> None:
+        if refs.hang is not None and refs.hang.stage != "call":
+            self.hung = refs.hang
+
+    def not_run(self, function: str) -> Verdict:
+        assert self.hung is not None
+        return Verdict(function, "python", "", "", "", False, False, False, Status.FAILED,
+                       f"reference: not run: {self.hung.describe()}")  # fmt: skip
 
 
 def _sizes_from_example(lifted: Lifted, example: Mapping[str, Any]) -> dict[str, int]:
@@ -128,7 +164,7 @@ def lift_file(
     text = read_text(path)  # UsageError: missing, not a regular file, too large, not UTF-8
     targets = _targets(to)
     given = dict(sizes or {})
-    example_args = _example(example, timeout) if example else {}
+    example_args = _example(example, timeout, say) if example else {}
     analysis = analyze(path, text, only, example_args)
     if (
         only is not None
@@ -162,6 +198,7 @@ def lift_file(
             write_atomic(out / "report.md", markdown(report))
 
     save()
+    run = _Run()
     sources_by_function: dict[str, dict[str, tuple[str, dropin.Entries]]] = {}
     for lifted in analysis.lifted:
         say(f"{lifted.function}: {', '.join(lifted.patterns)}")
@@ -189,15 +226,18 @@ def lift_file(
             sorted(example_args) if example_args else [],
         )  # fmt: skip
         old = kept.get(lifted.function)
-        if old and old.get("key") == key and old.get("verdicts"):
-            row.verdicts = [_verdict(v) for v in old["verdicts"]]
+        if old and old.get("key") == key and old.get("verdicts"):  # (the drop-in is checked again below)
+            row.verdicts = [_verdict(v) for v in old["verdicts"] if v.get("target") != DROPIN]
             row.key, row.resumed, row.reference_s = key, True, float(old.get("reference_s") or 0.0)
             say(f"{lifted.function}: verdicts of an earlier run with the same inputs kept")
+        elif run.hung is not None:  # the module hangs at import: not waited on again
+            row.verdicts = [run.not_run(lifted.function)]
         else:
-            row.key = key
             row.verdicts = _judge(
-                path, lifted, srcs, devices, visible, hidden, example_args, seed, timeout, row, say
+                path, lifted, srcs, devices, visible, hidden, example_args, seed, timeout, row, say, run
             )
+            # a reference that failed may fail for what the key does not cover (the module's top level)
+            row.key = key if lifted.function in run.refs else ""
         report.functions.append(row)
         if row.validated and not row.failed:
             sources_by_function[lifted.function] = _validated_sources(row, srcs)
@@ -205,8 +245,21 @@ def lift_file(
     written_by_model: list[Lifted] = []
     if model is not None:
         for refusal in list(report.refused):
+            if run.hung is not None:
+                break
             got = _ask_model(
-                path, text, refusal, model, dict(llm or {}), targets, given, example_args, seed, timeout, say
+                path,
+                text,
+                refusal,
+                model,
+                dict(llm or {}),
+                targets,
+                given,
+                example_args,
+                seed,
+                timeout,
+                say,
+                run,
             )
             if got is None:
                 continue
@@ -224,14 +277,120 @@ def lift_file(
                     row.files[t] = str(dest)
             save()
     good = [f for f in (*analysis.lifted, *written_by_model) if f.function in sources_by_function]
+    module = out / f"{src_path.stem}_gpu.py"
     if good:
-        module = out / f"{src_path.stem}_gpu.py"
-        imports = good[0].imports
-        write_atomic(module, dropin.module(src_path.name, tuple(good), sources_by_function, imports))
+        good = _write_checked_module(
+            module, src_path, good, sources_by_function, report, run, path, example_args, seed, timeout, say
+        )
+    if good:
         report.module = str(module)
+    else:  # (porter's own output folder) no module here vouches for a function it does not hold
+        module.unlink(missing_ok=True)
     report.complete = True
     save()
     return report
+
+
+def _write_checked_module(
+    module: Path,
+    src_path: Path,
+    good: list[Lifted],
+    sources_by_function: Mapping[str, dict[str, tuple[str, dropin.Entries]]],
+    report: LiftReport,
+    run: _Run,
+    path: str,
+    example_args: Mapping[str, Any],
+    seed: int,
+    timeout: float,
+    say: Progress,
+) -> list[Lifted]:
+    """Write the drop-in module and call every function through the written file, as a user does
+    (:func:`porter.lift.validate.check_dropin`); a function whose call fails or differs is left out with
+    its row saying why, and the module is written again without it and checked again.  The functions the
+    module finally holds."""
+    rows = {r.function: r for r in report.functions}
+
+    def fail(f: Lifted, reason: str) -> None:
+        rows[f.function].verdicts.append(
+            Verdict(f.function, DROPIN, "", "", "", False, False, False, Status.FAILED, reason)
+        )
+
+    kept: list[Lifted] = []
+    for f in good:
+        why = dropin.clash(f)
+        if why:
+            fail(f, f"drop-in: {why}")
+            continue
+        if f.function not in run.refs:  # a resumed row: its reference is run again for the module's check
+            if run.hung is not None:
+                fail(f, f"drop-in: not run: {run.hung.describe()}")
+                continue
+            row = rows[f.function]
+            refs = _references(path, f, row.sizes, row.hidden, example_args, seed, timeout, say)
+            run.learn(refs)
+            broken = refs.broken()
+            if broken is not None:
+                fail(f, f"drop-in: the Python function failed at {broken[0]}: {broken[1].error}")
+                continue
+            run.refs[f.function] = refs.sets
+        kept.append(f)
+    devices = _stack_devices()
+    while kept:
+        text = dropin.module(src_path.name, tuple(kept), sources_by_function, kept[0].imports)
+        write_atomic(module, text)
+        offered = {f.function: tuple(stack for stack, dialect in dropin.STACKS
+                                     if dialect in sources_by_function[f.function]) for f in kept}  # fmt: skip
+        checked = validate.check_dropin(
+            str(module),
+            [validate.DropinTarget(f, run.refs[f.function], offered[f.function]) for f in kept],
+            timeout,
+            devices,
+            say,
+        )
+        for f in kept:
+            row = rows[f.function]
+            row.verdicts = [v for v in row.verdicts if v.target != DROPIN] + checked[f.function]
+        bad = {name for name, vs in checked.items() if any(v.status is Status.FAILED for v in vs)}
+        if not bad:
+            break
+        kept = [f for f in kept if f.function not in bad]
+    return kept
+
+
+def _stack_devices() -> dict[str, list[Any]]:
+    """Per stack of the drop-in module, the devices here its dialect's own backend runs (GPUs, OpenCL CPU
+    devices; not the emulator, not a checker): the child that calls the module through that stack opens
+    them before its sandbox, as a kernel job's child does."""
+    return {
+        stack: [d for d in run_devices(dialect) if d.backend == dialect and d.kind in ("gpu", "cpu")]
+        for stack, dialect in dropin.STACKS
+    }
+
+
+def _sets(
+    visible: Mapping[str, int], hidden: Sequence[Mapping[str, int]]
+) -> list[tuple[str, Mapping[str, int]]]:
+    return [(f"size {_fmt(visible)}", visible)] + [(f"hidden size {_fmt(h)}", h) for h in hidden]
+
+
+def _references(
+    path: str,
+    lifted: Lifted,
+    visible: Mapping[str, int],
+    hidden: Sequence[Mapping[str, int]],
+    example_args: Mapping[str, Any],
+    seed: int,
+    timeout: float,
+    say: Progress,
+) -> validate.References:
+    """The Python function at the example's arguments (when they are all of its arguments) and at each
+    size set, in one child."""
+    given: list[tuple[str, dict[str, Any]]] = []
+    if example_args:
+        args = {p.name: example_args[p.name] for p in lifted.params if p.name in example_args}
+        if len(args) == len(lifted.params):
+            given.append(("the example's arguments", args))
+    return validate.reference_run(path, lifted, _sets(visible, hidden), seed, timeout, say, given)
 
 
 def _ask_model(
@@ -246,6 +405,7 @@ def _ask_model(
     seed: int,
     timeout: float,
     say: Progress,
+    run: _Run,
 ) -> tuple[LiftedFunction, Lifted, dict[str, validate.Source]] | None:
     """A kernel for a function the rules refused, from the model, validated against the Python; None
     when the refusal is not one a kernel can address (side effects, Python objects)."""
@@ -280,9 +440,11 @@ def _ask_model(
     chosen.update({k: v for k, v in given.items() if k in inputs.size_names(shell)})
     visible = inputs.default_sizes(shell, chosen)
     hidden = inputs.hidden_sizes(visible)
-    sets = [(f"size {_fmt(visible)}", visible)] + [(f"hidden size {_fmt(h)}", h) for h in hidden]
+    sets = _sets(visible, hidden)
     say(f"{refusal.function}: asking {model} (the rules refused it: {refusal.reason})")
-    refs = validate.references(path, shell, sets, seed, timeout)
+    ran = validate.reference_run(path, shell, sets, seed, timeout, say)
+    run.learn(ran)
+    refs = ran.sets
     broken = next((r for _, _, r in refs if not r.ok), None)
     row = LiftedFunction(refusal.function, refusal.line, (f"llm:{model}",), (f"{refusal.function}_model",),
                          sizes=visible, hidden=hidden,
@@ -332,6 +494,7 @@ def _ask_model(
         return row, shell, {}
     candidate, srcs, verdicts = found[best.code]
     row.verdicts = list(verdicts)
+    run.refs[candidate.function] = refs
     return row, candidate, srcs
 
 
@@ -362,26 +525,26 @@ def _judge(
     timeout: float,
     row: LiftedFunction,
     say: Progress,
+    run: _Run,
 ) -> list[Verdict]:
-    sets = [(f"size {_fmt(visible)}", visible)] + [(f"hidden size {_fmt(h)}", h) for h in hidden]
     start = time.monotonic()
-    refs = validate.references(path, lifted, sets, seed, timeout)
-    if example_args:
-        from porter.backends.isolate import run_python
-
-        args = {p.name: example_args[p.name] for p in lifted.params if p.name in example_args}
-        if len(args) == len(lifted.params):
-            refs.insert(
-                0, ("the example's arguments", args, run_python(path, lifted.function, args, timeout))
-            )
+    ran = _references(path, lifted, visible, hidden, example_args, seed, timeout, say)
+    run.learn(ran)
+    refs = ran.sets
     row.reference_s = round(time.monotonic() - start, 3)
-    broken = next(((label, r) for label, _, r in refs if not r.ok), None)
+    broken = ran.broken()
     if broken is not None:
         label, r = broken
+        why = (
+            ran.hang.describe()
+            if ran.hang is not None
+            else f"the Python function failed at {label}: {r.error}"
+        )
         return [
             Verdict(lifted.function, "python", "", "", "", False, False, False, Status.FAILED,
-                    f"reference: the Python function failed at {label}: {r.error}", logs=(r.log[-4000:],))
+                    f"reference: {why}", logs=(r.log[-4000:],))
         ]  # fmt: skip
+    run.refs[lifted.function] = refs
     verdicts = []
     for t in srcs:
         if not devices[t]:

@@ -60,6 +60,7 @@ from porter.results import (
     code_sha,
     file_digest,
 )
+from porter.workflows import written
 from porter.workflows.resume import (
     check_out_dir,
     code_fingerprint,
@@ -121,7 +122,13 @@ def _header(c: Contender, model: str, role: str, kernel: str) -> str:
         )
     if ev.max_rel_err is not None:
         lines.append(f"// max relative error against the original: {ev.max_rel_err:.3g}")
-    return "\n".join(lines) + "\n"
+    # plain line comments whatever a name holds: none reaches into the code below (a newline, a trailing
+    # backslash)
+    safe = []
+    for line in "\n".join(lines).replace("??/", "?? /").splitlines():
+        line = line.rstrip().rstrip("\\").rstrip()
+        safe.append(line if line.startswith("//") else f"// {line}")
+    return "\n".join(safe) + "\n"
 
 
 @reads_once
@@ -302,7 +309,8 @@ def optimize_file(
                         "stop",
                         state["round"],
                         totals=state["totals"],
-                        text=f"interrupted; what was validated so far is in {out / REPORT_JSON}",
+                        # the command line says "interrupted" (or "terminated"), once
+                        text=f"what was validated so far is in {out / REPORT_JSON}",
                     )
                 )
         raise
@@ -371,6 +379,10 @@ class _Precision:
         from porter.harness.checks import tolerances
         from porter.lift import model as lm
 
+        if redact(screened.code) != screened.code:  # every file porter writes is redacted: not this code
+            return Evaluation(False, "validate", "it contains text shaped like an API key (e.g. `api_key = ...` "
+                              "or `sk-...`), which porter masks in every file it writes: written out, it would "
+                              "not be the code that was validated; name it otherwise")  # fmt: skip
         precision = lm.reduced_precision(screened.code)
         if not precision:
             return self.evaluator(screened)
@@ -595,7 +607,15 @@ class _Outputs:
                 if c is not None:
                     report.selected.append(Selected(role, c, str(self.src)))
                 continue
-            self._put(p, _header(c, self.model, role, self.kernel) + c.code)
+            header = _header(c, self.model, role, self.kernel)
+            self._put(p, header + c.code)
+            # the file is the deliverable: only comment lines before exactly the validated code
+            wrong = written.comment_only(header) or written.differs(p, header + c.code)
+            if wrong:
+                p.unlink(missing_ok=True)
+                self.written.pop(p, None)
+                report.notes.append(f"{role}: {c.label} is not written: {wrong}")
+                continue
             report.selected.append(Selected(role, c, str(p)))
         if not any(d.kind == "gpu" for d in self.run_on):
             report.notes.append(_NO_GPU)

@@ -281,3 +281,33 @@ def test_without_a_model_the_rules_kernel_is_timed_on_every_device_that_runs_it(
     assert "oclgrind" not in " ".join(rules["times"])  # a checker validates; it does not time
     md = (tmp / "out" / "report.md").read_text()
     assert "## Times on each device" in md and "opencl:" in md.split("## Times on each device")[1]
+
+
+def test_a_candidate_whose_written_file_is_not_the_validated_text_is_not_kept(tmp: Path, monkeypatch) -> None:
+    from porter.workflows import generate as workflow
+
+    real = workflow.write_atomic
+
+    def garbling(path: Path, text: str) -> None:  # a writer that does not write what was validated
+        real(path, text.replace("*", "+") if path.suffix == ".cu" else text)
+
+    monkeypatch.setattr(workflow, "write_atomic", garbling)
+    report = workflow.generate("y = a * x + y", reference=f"{tmp / 'p.py'}::saxpy", to=["cuda"],
+                               out_dir=str(tmp / "out"))  # fmt: skip
+    (rules,) = report.candidates
+    assert not rules.validated and rules.reason.startswith(
+        "not kept: candidate-1-rules.cu as written differs"
+    )
+    assert not rules.file and not (tmp / "out" / "candidate-1-rules.cu").exists() and not report.tradeoffs
+
+
+def test_a_reference_that_hangs_at_import_is_stopped_once_with_its_line(tmp: Path) -> None:
+    shutil.copy(ROOT / "tests" / "fixtures" / "python" / "hang_at_import.py", tmp / "h.py")
+    r = subprocess.run(
+        [sys.executable, "-m", "porter", "generate", "twice x", "--reference", f"{tmp / 'h.py'}::scale",
+         "--to", "cuda", "--timeout", "3", "--out", str(tmp / "out")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 2, r.stderr + r.stdout
+    (line,) = r.stderr.strip().splitlines()
+    assert "--reference: h.py hangs at import (at line" in line and "stopped after 3 s" in line, line

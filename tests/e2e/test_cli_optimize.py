@@ -164,6 +164,33 @@ def test_no_validated_candidate_exits_1(tmp_path, server, program, emulator):
     _no_secret_anywhere(tmp_path, out)
 
 
+KEY_SHAPED = """Same, with the index under another name.
+
+```cuda
+__global__ void vector_add(const float* a, const float* b, float* c, int n)
+{
+    int api_key = blockIdx.x * blockDim.x + threadIdx.x;
+    if (api_key < n) c[api_key] = b[api_key] + a[api_key];
+}
+```
+"""
+
+
+def test_a_rewrite_that_would_not_be_written_as_validated_is_not_validated(
+    tmp_path, server, program, emulator
+):
+    # every file optimize writes is redacted: `api_key = blockIdx.x` became `api_key = [REDACTED]` in the
+    # best file, which no longer compiles, while the report called it the validated best rewrite
+    server.script(KEY_SHAPED)
+    out_dir = tmp_path / "out"
+    out = porter(tmp_path, "optimize", str(program), "--model", "openai:gpt-4o-mini", "--base-url",
+                 server.url + "/v1", "--candidates", "1", "--rounds", "1", "--out", str(out_dir), "--json")  # fmt: skip
+    assert out.returncode == 1, out.stderr + out.stdout
+    (row,) = json.loads(out.stdout)["kernels"][0]["variants"]
+    assert row["status"] == "failed" and "shaped like an API key" in row["reason"], row
+    assert not (out_dir / "vector_add.best.cu").exists()
+
+
 def test_missing_key_is_a_one_line_usage_error(tmp_path, program):
     out = porter(tmp_path, "optimize", str(program), "--model", "anthropic:claude-sonnet-4-5", keys=False)
     assert out.returncode == 2

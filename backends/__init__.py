@@ -142,20 +142,31 @@ class BackendError(Exception):
 
 
 class CompileError(BackendError):
-    def __init__(self, backend: str, log: str, source: str, options: Sequence[str] = (), entry: str = ""):
+    """`summary`, when given, is the first line instead of 'compile of ... failed': a refusal the
+    backend can name in one line (a kernel name its compiler cannot take)."""
+
+    def __init__(
+        self,
+        backend: str,
+        log: str,
+        source: str,
+        options: Sequence[str] = (),
+        entry: str = "",
+        *,
+        summary: str = "",
+    ):
         self.backend = backend
         self.log = log
         self.source = source
         self.options = tuple(options)
         self.entry = entry
+        self.summary = summary
         super().__init__(self.render())
 
     def render(self) -> str:
         opts = " ".join(self.options)
-        return (
-            f"{self.backend}: compile of {self.entry or 'source'} failed (options: {opts or '-'})\n"
-            f"{self.log.rstrip()}\n--- source ---\n{number_source(self.source)}"
-        )
+        first = self.summary or f"compile of {self.entry or 'source'} failed (options: {opts or '-'})"
+        return f"{self.backend}: {first}\n{self.log.rstrip()}\n--- source ---\n{number_source(self.source)}"
 
 
 class LaunchError(BackendError):

@@ -15,7 +15,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from porter import __version__
+from porter import __version__, tempdirs
 from porter.errors import PorterError, UsageError
 
 app = typer.Typer(
@@ -76,6 +76,24 @@ ReplayOption = Annotated[
     Path | None, typer.Option("--replay", help="Serve replies recorded with --record; no network, no key.")
 ]
 RecordOption = Annotated[Path | None, typer.Option("--record", help="Record every reply to this folder.")]
+# Options of the commands that build and run whole programs (port --run, capture).
+MaxOutputOption = Annotated[
+    int,
+    typer.Option(
+        "--max-output",
+        min=1,
+        help="MiB a run (or a build command) may print to stdout, and to stderr: past it, it is stopped and "
+        "failed.",
+    ),
+]
+DataOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--data",
+        help="A folder the program's runs may read (read-only; repeatable). Runs see only their own copy "
+        "of the program, the system and these.",
+    ),
+]
 FreshOption = Annotated[
     bool,
     typer.Option(
@@ -167,11 +185,25 @@ def doctor(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print one JSON document instead of a table.")
     ] = False,
+    rotate_state_key: Annotated[
+        bool,
+        typer.Option(
+            "--rotate-state-key",
+            help="Make a new state key (the secret that signs caches and reports) and exit: everything "
+            "signed with the old one is recomputed.",
+        ),
+    ] = False,
 ) -> None:
     """Every backend: the toolchains and devices found, whether it can compile and run, what to install."""
     from porter.report import doctor_view
     from porter.workflows.doctor import doctor as run_doctor
 
+    if rotate_state_key:
+        from porter.signing import rotate
+
+        typer.echo(f"porter: a new state key is in {rotate()}; cache entries and reports signed with the "
+                   "old one will be recomputed")  # fmt: skip
+        return
     report = run_doctor()
     show(report, doctor_view, json_out)
 
@@ -375,6 +407,8 @@ def port(
             "--capture-mib", min=1, help="With --run: at most this many MiB of arrays per captured launch."
         ),
     ] = 64,
+    max_output: MaxOutputOption = 64,
+    data: DataOption = None,
 ) -> None:
     """Scan, translate, compile and validate every kernel of a CUDA FILE for each target on every device
     here (exit 0: every variant at least compiled, none failed; 1: some failed or untranslatable; 2: bad
@@ -409,7 +443,7 @@ def port(
     chains = [c.strip() for c in toolchains.split(",") if c.strip()] if toolchains is not None else None
     _port_program(
         paths, to, include, out, translate_only, json_out, options, err, fresh, run or [], timeout, rtol, atol,
-        chains, build or "", (capture_launches, capture_mib),
+        chains, build or "", (capture_launches, capture_mib), max_output, data,
     )  # fmt: skip
 
 
@@ -430,6 +464,8 @@ def _port_program(
     toolchains: list[str] | None = None,
     build_command: str = "",
     capture_limits: tuple[int, int] | None = None,
+    max_output: int = 64,
+    data: list[Path] | None = None,
 ) -> None:
     from porter.report import program_view
     from porter.workflows.program import port_program
@@ -453,6 +489,8 @@ def _port_program(
         toolchains=toolchains,
         build_command=build_command,
         capture_limits=capture_limits,
+        max_output=max_output << 20,
+        data=[str(d) for d in data or []],
     )
     show(report, program_view, json_out)
 
@@ -539,6 +577,8 @@ def capture(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print one JSON document instead of a table.")
     ] = False,
+    max_output: MaxOutputOption = 64,
+    data: DataOption = None,
 ) -> None:
     """Run a program and record every kernel launch: grid, block, arguments, each pointer's allocation
     before and after (docs/CAPTURE_FORMAT.md), on a GPU here (an instrumented nvcc build) or on
@@ -556,6 +596,8 @@ def capture(
         mib=mib,
         timeout=timeout,
         toolchain=toolchain,
+        max_output=max_output << 20,
+        data=[str(d) for d in data or []],
         progress=(lambda msg: err.print(f"porter: {msg}", style="dim")) if sys.stderr.isatty() else None,
     )
     show(report, capture_view, json_out)
@@ -584,7 +626,13 @@ def lift(
     out: Annotated[
         Path | None, typer.Option("--out", help="Output folder (default: <file>.lifted/ beside the file).")
     ] = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per child job.")] = 120.0,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            help="Seconds per child job, and per import or call of your Python (a hang is stopped there).",
+        ),
+    ] = 120.0,
     fresh: FreshOption = False,
     model: Annotated[
         str | None,
@@ -668,6 +716,10 @@ def generate(
     record: RecordOption = None,
     request_timeout: RequestTimeoutOption = DEFAULT_REQUEST_TIMEOUT,
     retries: RetriesOption = DEFAULT_RETRIES,
+    timeout: Annotated[
+        float,
+        typer.Option("--timeout", help="Seconds per child job, and per call of the Python reference."),
+    ] = 120.0,
     json_out: Annotated[
         bool, typer.Option("--json", help="Print one JSON document instead of tables.")
     ] = False,
@@ -721,6 +773,7 @@ def generate(
         ),  # fmt: skip
         sizes=parse_sizes(sizes or []),
         out_dir=str(out) if out is not None else None,
+        timeout=timeout,
         progress=(lambda msg: err.print(f"porter: {msg}", style="dim")) if sys.stderr.isatty() else None,
         markdown=generate_view.markdown,
         chart=generate_view.chart,
@@ -882,6 +935,7 @@ def _interrupted() -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
+    tempdirs.finish()  # os._exit runs no atexit handler
     os._exit(code)
 
 
@@ -925,6 +979,7 @@ def main() -> None:
             reconfigure(errors="surrogateescape")
     install_signal_handlers()
     show_input_warnings()
+    tempdirs.start()  # leftovers of killed porters removed; this run's temporary files in one folder
     try:
         code = app(standalone_mode=False)  # click returns typer.Exit's code instead of raising it
         if code == 130:  # typer's code for a KeyboardInterrupt (Ctrl-C, or SIGTERM through the handler)

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MULTILINE)
-_ENTRY = re.compile(r"^\s*(::)?[A-Za-z_][\w:]*\s*(<[^;{}\"'\\]*>)?\s*$")
+# a kernel name: C++ identifiers (Unicode letters and universal character names too), ::, template args
+_UCN_CHAR = r"\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8}"
+_ENTRY = re.compile(rf"^\s*(::)?(?:[^\W\d]|{_UCN_CHAR})(?:[\w:]|{_UCN_CHAR})*\s*(<[^;{{}}\"'\\]*>)?\s*$")
 _HIP_HINT = re.compile(r"\bhip(ThreadIdx|BlockIdx|BlockDim|GridDim)_[xyz]\b|#\s*include\s*[<\"]hip/")
 _UNDECLARED = re.compile(
     r"^[^:\n]*:(\d+):\d+: error: ['\u2018](__\w+)['\u2019] was not declared in this scope", re.MULTILINE

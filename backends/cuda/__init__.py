@@ -28,6 +28,7 @@ from porter.backends import (
     LaunchError,
     Program,
     ToolchainMissing,
+    identifiers,
 )
 from porter.backends.cuda import cupy_runtime, nvcc, nvrtc, ptxas, toolchain
 from porter.backends.dialect import DialectFacts, load_facts
@@ -176,6 +177,9 @@ class CudaBackend(BackendBase):
         cubins only), `extra_include_dirs` (searched after options.include_dirs, before the
         toolkit), `backend_name`/`toolchain_suffix` (used by the hip backend's hip-on-cuda).
         """
+        if not identifiers.is_ascii(entry):
+            hint = str(toolchain.facts()["hints"]["unicode_name"]).format(entry=entry)
+            raise CompileError(backend_name or self.name, hint, source, (), entry, summary=hint)
         flag_compiler, flags = split_compiler_flag(options.flags)
         chosen = self._compiler(compiler or flag_compiler)
         arch = self.default_arch(device, options)

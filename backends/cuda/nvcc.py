@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from porter.backends import CompileError, ToolchainMissing
+from porter.backends import CompileError, ToolchainMissing, identifiers
 from porter.backends.cuda import ptxas
 from porter.backends.cuda.nvrtc import Compiled
 from porter.backends.cuda.toolchain import nvcc_path
@@ -68,14 +68,16 @@ def _plain(name: str) -> str:
 
 def lowered_entry(entry: str, candidates: list[str]) -> str | None:
     """The candidate symbol that is `entry` (extern "C" name, or a mangled C++ name that demangles to it)."""
+    entry = identifiers.symbol(entry)  # k\u00e9rnel is the symbol kérnel
     if entry in candidates:
         return entry
     wanted = entry.replace(" ", "")
     for mangled, demangled in zip(candidates, _demangle(candidates), strict=True):
         if _plain(demangled) == wanted:
             return mangled
-    base = entry.split("<", 1)[0].split("::")[-1]
-    tagged = [c for c in candidates if f"{len(base)}{base}" in c]
+    # the Itanium ABI counts a name's bytes (UTF-8), and the demanglers give up on non-ASCII names
+    base = entry.split("<", 1)[0].split("::")[-1].strip()
+    tagged = [c for c in candidates if f"{len(base.encode('utf-8'))}{base}" in c]
     return tagged[0] if len(tagged) == 1 else None
 
 

@@ -257,7 +257,9 @@ class HipBackend(BackendBase):
                         backend_name=self.name,
                     )
                 except CompileError as err:  # show the user's source, whose line numbers the log uses
-                    raise CompileError(self.name, err.log, source, err.options, entry) from None
+                    raise CompileError(
+                        self.name, err.log, source, err.options, entry, summary=err.summary
+                    ) from None
             return dataclasses.replace(
                 binary,
                 toolchain=f"{HIP_ON_CUDA}-{header_digest()}|{binary.toolchain}",

@@ -236,6 +236,22 @@ def _device_libs(arch: str, tmp: str, clang: str) -> str:
     return str(overlay)
 
 
+_KERNEL_DIRECTIVE = re.compile(r"^(\s*\.amdhsa_kernel\s+)([^\s\"]+)[ \t]*$", re.MULTILINE)
+
+
+def _quote_kernel_names(asm: Path) -> None:
+    """Quote the symbol of each ``.amdhsa_kernel`` directive that is not a plain identifier: clang
+    writes a Unicode kernel's (``_Z7kérnelPfi``) bare there, and its own assembler then refuses it."""
+    if not asm.is_file():
+        return
+    text = asm.read_text(encoding="utf-8", errors="surrogateescape")
+    quoted = _KERNEL_DIRECTIVE.sub(
+        lambda m: m.group(0) if m.group(2).isascii() else f'{m.group(1)}"{m.group(2)}"', text
+    )
+    if quoted != text:
+        asm.write_text(quoted, encoding="utf-8", errors="surrogateescape")
+
+
 def compile_source(
     source: str,
     entry: str,
@@ -282,6 +298,8 @@ def compile_source(
             env = None
         logs = []
         for step in steps:
+            if len(steps) > 1 and step is steps[1]:  # clang's assembly, before its assembler reads it
+                _quote_kernel_names(Path(tmp, "kernel.s"))
             try:
                 proc = _run(step, tmp, env)
             except (OSError, subprocess.TimeoutExpired) as err:

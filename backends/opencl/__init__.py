@@ -37,6 +37,7 @@ from porter.backends import (
     LaunchError,
     Program,
     ToolchainMissing,
+    identifiers,
 )
 from porter.backends.dialect import DialectFacts, load_facts
 from porter.backends.isolate import LocalBuffer
@@ -214,24 +215,16 @@ def _default_toolchain_id(backend: OpenCLBackend) -> str:
     """The default device's toolchain id, remembered on disk under the cache root by what is installed
     (:func:`_installed_key`): enumerating the platforms (0.3-0.7 s) is paid once, not by every command
     that only needs the id (a re-run whose build verdicts are kept)."""
-    from porter.cache import default_root, disabled_by_env
+    from porter.cache import Cache
 
-    if disabled_by_env():
-        return backend._device_toolchain_id(None)
-    path = default_root() / "tools" / f"opencl-default-{_installed_key()}.txt"
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError:
-        pass
+    cache = Cache()  # signed (an id is part of every cache key): an edited one is never believed
+    key = Cache.key("opencl-default", _installed_key())
+    saved = cache.get("tools", key)
+    if saved is not None:
+        return saved.decode("utf-8", "replace")
     found = backend._device_toolchain_id(None)
     if found:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}")
-            tmp.write_text(found, encoding="utf-8")
-            os.replace(tmp, path)
-        except OSError:
-            pass
+        cache.put("tools", key, found.encode("utf-8"))
     return found
 
 
@@ -400,11 +393,12 @@ class OpenCLBackend(BackendBase):
             names = [n.strip() for n in str(program.get_info(cl.program_info.KERNEL_NAMES)).split(";")]
         except cl.Error:  # OpenCL 1.1 cannot list kernels; some runtimes refuse for an empty program
             try:
-                cl.Kernel(program, entry)
-                names = [entry]
+                cl.Kernel(program, identifiers.symbol(entry))
+                names = [identifiers.symbol(entry)]
             except cl.Error:
                 names = []
-        if entry not in names:
+        symbol = identifiers.symbol(entry)  # k\u00e9rnel is the kernel kérnel
+        if symbol not in names:
             log = f"{log}\nkernel {entry!r} not found; the program defines: {', '.join(n for n in names if n) or '-'}"
             raise CompileError(self.name, log.strip(), source, opts, entry)
         try:
@@ -414,7 +408,7 @@ class OpenCLBackend(BackendBase):
         fmt = FORMAT_BINARY if data else FORMAT_SOURCE
         return Binary(
             backend=self.name,
-            entry=entry,
+            entry=symbol,
             arch=target.device.arch,
             format=fmt,
             data=data or source.encode("utf-8", "surrogateescape"),

@@ -11,11 +11,12 @@ import sys
 from typing import Any, Protocol
 
 from rich.console import Console
+from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
 from porter.model import FileScan, Kernel, Param, to_jsonable
-from porter.report import plain_console
+from porter.report import PIPED_WIDTH, plain_console
 
 
 class _Result(Protocol):  # porter.scan.ScanResult (kept structural: report does not import scan)
@@ -153,7 +154,10 @@ def render(result: _Result, out: Console | None = None, err: Console | None = No
             if f.language == "cuda"
             else f"{len(f.loops)} loop nests, {len(f.hazards)} hazards"
         )
-        out.rule(Text(f"{f.path} ({f.language}): {counts}", style="bold"), align="left")
+        title = Text(f"{f.path} ({f.language}): {counts}", style="bold")
+        # a rule spans the console: an unbounded one (printing to a pipe) gets its title's width
+        width = out.width if out.width < PIPED_WIDTH else max(80, title.cell_len + 4)
+        out.print(Rule(title, align="left"), width=width)
         tables = _file_tables(f)
         if not tables:
             out.print("nothing to report")

@@ -135,6 +135,20 @@ def test_a_kernel_named_kernel(be: CpuBackend) -> None:
     assert be.to_host(x, np.float32, (4,)).tolist() == [1.0] * 4
 
 
+@pytest.mark.parametrize(("entry", "added"), [("kérnel", 1.0), ("ñadir", 2.0), ("sc\\u00e4le", 3.0)])
+def test_unicode_kernel_names(be: CpuBackend, entry: str, added: float) -> None:
+    # C++ identifiers may be Unicode, first letter included, or universal character names (scäle)
+    src = (
+        "__global__ void kérnel(float* x) { x[threadIdx.x] += 1.0f; }\n"
+        "__global__ void ñadir(float* x) { x[threadIdx.x] += 2.0f; }\n"
+        "__global__ void sc\\u00e4le(float* x) { x[threadIdx.x] += 3.0f; }\n"
+    )
+    prog = build(be, src, entry)
+    x = be.to_device(np.zeros(4, np.float32))
+    prog(x, grid=(1,), block=(4,))
+    assert be.to_host(x, np.float32, (4,)).tolist() == [added] * 4
+
+
 def test_half_and_bfloat16_round_as_a_gpu_does(be: CpuBackend) -> None:
     # binary16 through porter's cuda_fp16.h: every float class (normal, subnormal, overflow, ties,
     # inf, NaN) rounds to nearest-even, bit for bit as NumPy's float16; bfloat16 keeps the upper half

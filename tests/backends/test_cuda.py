@@ -151,6 +151,22 @@ def test_unknown_template_entry_is_a_compile_error(cuda: CudaBackend) -> None:
         cuda.compile(SOURCE, "no_such_kernel<int>", CompileOptions(arch="sm_90"))
 
 
+@pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
+@pytest.mark.parametrize("entry", ["kérnel", "sc\\u00e4le"])
+@pytest.mark.integration
+def test_a_unicode_kernel_name_is_refused_in_one_line(cuda: CudaBackend, compiler: str, entry: str) -> None:
+    # nvcc: "Universal character is not allowed in device entity name"; NVRTC: "unrecognized token"
+    if compiler not in cuda.compilers():
+        pytest.skip(f"{compiler} not installed")
+    src = "__global__ void kérnel(float* x) { x[0] = 1.0f; }\n__global__ void sc\\u00e4le(float* x) { x[0] = 2.0f; }\n"
+    with pytest.raises(CompileError) as info:
+        cuda.compile(src, entry, CompileOptions(arch="sm_90"), compiler=compiler)
+    assert str(info.value).splitlines()[0] == (
+        f"cuda: kernel name {entry!r} is not ASCII: nvcc and NVRTC refuse Unicode names in device code "
+        "(rename the kernel to build it for NVIDIA GPUs)"
+    )
+
+
 @pytest.mark.integration
 def test_toolchain_id_differs_per_arch_and_names_compiler(cuda: CudaBackend) -> None:
     ids = {arch: cuda.toolchain_id(arch=arch) for arch in ("sm_80", "sm_90", "sm_90a")}

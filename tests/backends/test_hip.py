@@ -108,6 +108,28 @@ def test_amd_template_entry_is_lowered(hip: HipBackend, arch: str) -> None:
     assert b"_Z5axpbyIfEviT_PKS0_S0_PS0_" in binary.data
 
 
+UNICODE_SOURCE = r"""
+__global__ void kérnel(float* x) { x[hipThreadIdx_x] *= 2.0f; }
+__global__ void sc\u00e4le(float* x) { x[hipThreadIdx_x] *= 3.0f; }
+template <typename T> __global__ void tkérnel(T* x) { x[hipThreadIdx_x] += T(1); }
+"""
+
+
+@pytest.mark.parametrize("arch", ["gfx90a", "gfx942"])
+@pytest.mark.parametrize(
+    ("entry", "symbol"),
+    [("kérnel", "_Z7kérnelPf"), ("sc\\u00e4le", "_Z6scälePf"), ("tkérnel<float>", "_Z8tkérnelIfEvPT_")],
+)
+@pytest.mark.integration
+def test_amd_unicode_kernel_names_are_found(hip: HipBackend, arch: str, entry: str, symbol: str) -> None:
+    """A Unicode kernel name (as written or as a universal character name) is its UTF-8 symbol, whose
+    length the mangling counts in bytes; clang-19's assembly needs the name quoted (gfx942)."""
+    _need(arch)
+    binary = hip.compile(UNICODE_SOURCE, entry, CompileOptions(arch=arch))
+    assert binary.entry == symbol and symbol.encode() in binary.data
+    assert binary.report is not None and binary.report.registers
+
+
 @pytest.mark.integration
 def test_amd_compile_error_has_log_and_numbered_source(hip: HipBackend) -> None:
     _need("gfx90a")
@@ -164,6 +186,20 @@ def test_hip_on_cuda_error_keeps_user_line_numbers(on_cuda: HipBackend) -> None:
     with pytest.raises(CompileError) as info:
         on_cuda.compile(bad, "k", CompileOptions(arch="sm_90"))
     assert "kernel.hip(3)" in info.value.log and info.value.source == bad and info.value.backend == "hip"
+
+
+@pytest.mark.parametrize("entry", ["kérnel", "sc\\u00e4le"])
+@pytest.mark.integration
+def test_hip_on_cuda_refuses_a_unicode_kernel_name_in_one_line(on_cuda: HipBackend, entry: str) -> None:
+    """nvcc and NVRTC refuse Unicode device names: one line naming the kernel, not their token errors."""
+    with pytest.raises(CompileError) as info:
+        on_cuda.compile(UNICODE_SOURCE, entry, CompileOptions(arch="sm_90"))
+    first = str(info.value).splitlines()[0]
+    assert first == (
+        f"hip: kernel name {entry!r} is not ASCII: nvcc and NVRTC refuse Unicode names in device "
+        "code (rename the kernel to build it for NVIDIA GPUs)"
+    )
+    assert info.value.backend == "hip" and info.value.source == UNICODE_SOURCE
 
 
 @pytest.mark.integration

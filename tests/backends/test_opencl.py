@@ -265,6 +265,22 @@ def test_missing_entry_is_a_compile_error(backend, device):
 
 
 @pytest.mark.integration
+def test_unicode_kernel_names_as_written_and_as_universal_character_names(backend, device):
+    # C99 (so OpenCL C) takes Unicode identifiers; `sc\u00e4le` is the kernel the program lists as scäle
+    src = (
+        "__kernel void k\u00e9rnel(__global float *y) { y[get_global_id(0)] += 1.0f; }\n"
+        "__kernel void sc\\u00e4le(__global float *y) { y[get_global_id(0)] *= 3.0f; }\n"
+    )
+    y = np.ones(4, np.float32)
+    buf = backend.to_device(y, device)
+    for entry in ("k\u00e9rnel", "sc\\u00e4le"):
+        prog = build(backend, device, src, entry)
+        prog(buf, grid=(1,), block=(4,))
+    backend.synchronize(device)
+    assert backend.to_host(buf, np.float32, (4,)).tolist() == [6.0] * 4
+
+
+@pytest.mark.integration
 def test_compile_without_device_uses_first_working_device(backend, device):
     binary = backend.compile(SAXPY, "saxpy")
     first = next(d for d in backend.devices() if d.kind != "checker")

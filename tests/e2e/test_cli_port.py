@@ -487,3 +487,35 @@ def test_a_cooperative_groups_block_kernel_validates_on_hip_and_opencl(tmp_path:
     for target in ("hip", "opencl"):
         assert any(row["target"] == target and row["status"] == "validated" for row in rows), rows
     assert not any(row["status"] in ("failed", "untranslatable") for row in rows), rows
+
+
+def test_unicode_kernel_names_validate_on_hip_and_opencl(tmp_path: Path) -> None:
+    # `kérnel` and `sc\u00e4le` (C++11 identifiers): the HIP builds for AMD looked the kernel up by a
+    # mangled name counted in characters, and clang-19's assembly of it did not assemble -- a false
+    # "does not compile"; where a toolchain refuses such names (nvcc, NVRTC) the row says so in one line
+    _need_runtimes()
+    src = tmp_path / "unicode_kernels.cu"
+    shutil.copy(ROOT / "tests" / "fixtures" / "cuda" / "unicode_kernels.cu", src)
+    r = porter(
+        "port", str(src), "--to", "hip,opencl", "--out", str(tmp_path / "out"), "--json", "--trials", "1"
+    )
+    doc = json.loads(r.stdout)
+    assert [k["name"] for k in doc["kernels"]] == ["kérnel", "sc\\u00e4le"]
+    refused = []
+    for kernel in doc["kernels"]:
+        rows = kernel["variants"]
+        assert any(row["target"] == "hip" and row["device"] == "cpu:cpu-emulator" and row["status"] == "validated"
+                   for row in rows), rows  # fmt: skip
+        for arch in ("gfx90a", "gfx942"):
+            if _hipcc_reaches(arch):
+                assert [row["status"] for row in rows if row["device"] == f"hip:{arch}"] == ["compiled"], rows
+        # on an NVIDIA GPU, HIP-on-CUDA and the original (the reference there) go through NVRTC, which
+        # refuses the name: said in one line naming the kernel
+        failed = [row for row in rows if row["status"] not in ("validated", "compiled")]
+        assert all(f"kernel name {kernel['name']!r} is not ASCII" in row["reason"] for row in failed), rows
+        opencl = [row for row in rows if row["target"] == "opencl"]
+        assert opencl and all(row["status"] == "validated" or row in failed for row in opencl), rows
+        if not failed:  # no NVIDIA toolchain in the way: validated on an OpenCL device too
+            assert any(row["status"] == "validated" for row in opencl), rows
+        refused += failed
+    assert r.returncode == (1 if refused else 0), r.stderr + r.stdout

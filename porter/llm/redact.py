@@ -2,8 +2,9 @@
 
 :func:`redact` replaces
 
-* the exact value of every environment variable whose name ends in ``_API_KEY``, ``_TOKEN``,
-  ``_SECRET`` or ``_SECRET_KEY`` (read at call time, so keys set later are covered too), and values
+* the exact value of every environment variable whose name looks like a secret's -- the rule that also
+  keeps it from every child (:func:`porter.sandbox.environment.looks_secret`: ``KEY``, ``TOKEN``,
+  ``SECRET``, ``PASSWORD``...; read at call time, so keys set later are covered too), and values
   registered with :func:`add_secret` (a provider registers the key it was built with);
 * anything shaped like a key: ``sk-ant-...``, ``sk-...``, ``Bearer <token>``, and the values of
   ``x-api-key`` / ``api_key`` / ``authorization`` fields in header dumps and JSON.
@@ -20,9 +21,10 @@ import logging
 import os
 import re
 
+from porter.sandbox.environment import looks_secret
+
 REDACTED = "[REDACTED]"
 MIN_SECRET_LEN = 8
-_SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_SECRET_KEY")
 KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")  # redacted whatever their length
 # What may not touch a short secret for it to count as a whole token.
 _TOKEN_CHARS = r"A-Za-z0-9_\-"
@@ -58,9 +60,7 @@ def secrets_in_env() -> list[str]:
     found: set[str] = set()
     for name, raw in os.environ.items():
         value, key = raw.strip(), name.upper()
-        if value and (
-            key in KEY_VARIABLES or (key.endswith(_SECRET_SUFFIXES) and len(value) >= MIN_SECRET_LEN)
-        ):
+        if value and (key in KEY_VARIABLES or (looks_secret(key) and len(value) >= MIN_SECRET_LEN)):
             found.add(value)
     return sorted(found | _extra, key=len, reverse=True)
 

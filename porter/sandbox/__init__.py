@@ -106,6 +106,10 @@ class Plan:
     required: bool = False
     in_bubblewrap: bool = False
     in_netns: bool = False  # the whole command (a checker wrapper included) already runs in a new netns
+    # the seccomp filter also on the threads the child has before lock_down (a runtime's workers); off
+    # only for a child whose runtime must start a process from one of them (PoCL's linker, called when a
+    # user's module builds its kernels after the sandbox is complete: backends/pycall.py)
+    filter_existing_threads: bool = True
 
     def to_env(self) -> str:
         return json.dumps(asdict(self))
@@ -299,9 +303,20 @@ def wrap_command(cmd: Sequence[str], plan: Plan) -> tuple[list[str], Plan]:
     for path in (plan.scratch, plan.cache):  # both exist: the job's folder, made by child_plan
         if path:
             binds += ["--bind", path, path]
+    binds += [arg for path in _hidden() for arg in ("--tmpfs", path)]  # the state key's folder
+    if os.geteuid() == 0:  # root keeps every capability inside bubblewrap unless told (mounts, raw I/O)
+        binds += ["--cap-drop", "ALL"]
     # /dev/shm stays the host's under --dev-bind; shared memory of the job goes to a private tmpfs
     wrapped = [exe, *_BWRAP_BASE, "--tmpfs", "/dev/shm", *binds, "--chdir", plan.scratch, "--", *cmd]
     return wrapped, replace(plan, in_bubblewrap=True)
+
+
+def _hidden() -> list[str]:
+    """Folders a child never sees, even read-only: porter's config folder, where the state key that
+    signs caches and reports lives (:func:`porter.signing.config_dir`, which imports this module)."""
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    folder = Path(xdg).expanduser() / "porter" if xdg else Path.home() / ".config" / "porter"
+    return [str(folder)] if folder.is_dir() else []
 
 
 # ------------------------------------------------------------------------------------- the child side
@@ -417,8 +432,14 @@ def lock_down(plan: Plan) -> State:
         )
     if "seccomp" not in plan.disabled:
         try:
-            seccomp.install()
-            st.note("seccomp", True, "installed before load")
+            seccomp.install(all_threads=plan.filter_existing_threads)
+            st.note(
+                "seccomp",
+                True,
+                "installed before load"
+                if plan.filter_existing_threads
+                else "installed before load (threads started before it, the OpenCL runtime's, unfiltered)",
+            )
         except seccomp.SeccompUnavailable as err:
             st.note("seccomp", False, str(err))
     _check_required(plan, st, REQUIRED)

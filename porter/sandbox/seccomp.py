@@ -1,6 +1,7 @@
 """The seccomp filter a child installs before it loads code it did not write (libseccomp via pyseccomp).
 
-Denied (EPERM unless said otherwise), for the process and every thread it starts:
+Denied (EPERM unless said otherwise), for the process -- every thread it already has (the filter is
+synchronised to them: ``SCMP_FLTATR_CTL_TSYNC``) and every thread it starts:
 
 * process creation: ``execve``, ``execveat``, ``fork``, ``vfork``, ``clone`` without ``CLONE_THREAD``
   (threads stay allowed), ``clone3`` (ENOSYS, so the C library falls back to ``clone``, which is filtered);
@@ -109,12 +110,17 @@ def available() -> str:
     return ""
 
 
-def install() -> None:
-    """Install the filter on this process; irrevocable.  Raises SeccompUnavailable when it cannot."""
+def install(all_threads: bool = True) -> None:
+    """Install the filter on this process -- every thread it has (`all_threads`), else the calling one
+    and the threads it starts from now on; irrevocable.  Raises SeccompUnavailable when it cannot."""
     sc = _library()
     deny = sc.ERRNO(errno.EPERM)
     try:
         f = sc.SyscallFilter(defaction=sc.ALLOW)
+        # every thread of the process, not only the caller: runtimes (PoCL's workers, CUDA's) start
+        # threads before the untrusted code is loaded, and that code may run on them
+        if all_threads:
+            f.set_attr(sc.Attr.CTL_TSYNC, 1)
         for name in DENIED:
             try:
                 f.add_rule(deny, name)

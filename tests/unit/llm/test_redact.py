@@ -18,6 +18,16 @@ def test_environment_secrets_are_removed(monkeypatch: pytest.MonkeyPatch) -> Non
     assert redact(text) == f"a {REDACTED} b {REDACTED} c {REDACTED} d"
 
 
+def test_every_name_kept_from_children_is_masked(monkeypatch: pytest.MonkeyPatch) -> None:
+    # one rule for both: a variable porter keeps from its children (environment.looks_secret) is also
+    # masked in the program output a report keeps
+    monkeypatch.setenv("DB_PASSWORD", "hunter2-hunter2")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG")
+    monkeypatch.setenv("GITHUB_AUTH", "ghauth-0123456789")
+    text = "pw=hunter2-hunter2 aws wJalrXUtnFEMI/K7MDENG gh ghauth-0123456789"
+    assert redact(text) == f"pw={REDACTED} aws {REDACTED} gh {REDACTED}"
+
+
 def test_short_and_unrelated_values_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TINY_TOKEN", "abc")  # too short to be a secret: would blank ordinary words
     monkeypatch.setenv("HOME_DIR_PATH", "/home/someone/long/path")  # not a secret-named variable

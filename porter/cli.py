@@ -86,6 +86,21 @@ MaxOutputOption = Annotated[
         "failed.",
     ),
 ]
+DefineOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "-D",
+        "--define",
+        help="Define a macro for every unit, as nvcc -D does: NAME or NAME=VALUE (repeatable); it "
+        "replaces the same macro of a compile_commands.json.",
+    ),
+]
+UndefineOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "-U", "--undefine", help="Drop a macro a compile_commands.json defines, as nvcc -U does (repeatable)."
+    ),
+]
 DataOption = Annotated[
     list[Path] | None,
     typer.Option(
@@ -409,6 +424,8 @@ def port(
     ] = 64,
     max_output: MaxOutputOption = 64,
     data: DataOption = None,
+    define: DefineOption = None,
+    undefine: UndefineOption = None,
 ) -> None:
     """Scan, translate, compile and validate every kernel of a CUDA FILE for each target on every device
     here (exit 0: every variant at least compiled, none failed; 1: some failed or untranslatable; 2: bad
@@ -428,6 +445,13 @@ def port(
     single = len(paths) == 1 and not paths[0].is_dir() and paths[0].name != "compile_commands.json"
     if run and model is not None:
         raise UsageError("--run ports and runs a whole program; it cannot go with --model")
+    if single and not run and (define or undefine):
+        raise UsageError(
+            "-D/-U apply to a program's builds and replays: give --run (or a folder, several files or a "
+            "compile_commands.json); a single file without --run is validated kernel by kernel, which "
+            "does not take macros yet",
+            path=str(paths[0]),
+        )
     if single and not run:
         try:  # a file that defines its kernels: every kernel validated (exits here)
             _port_one(
@@ -443,7 +467,7 @@ def port(
     chains = [c.strip() for c in toolchains.split(",") if c.strip()] if toolchains is not None else None
     _port_program(
         paths, to, include, out, translate_only, json_out, options, err, fresh, run or [], timeout, rtol, atol,
-        chains, build or "", (capture_launches, capture_mib), max_output, data,
+        chains, build or "", (capture_launches, capture_mib), max_output, data, define or [], undefine or [],
     )  # fmt: skip
 
 
@@ -466,6 +490,8 @@ def _port_program(
     capture_limits: tuple[int, int] | None = None,
     max_output: int = 64,
     data: list[Path] | None = None,
+    defines: list[str] | None = None,
+    undefines: list[str] | None = None,
 ) -> None:
     from porter.report import program_view
     from porter.workflows.program import port_program
@@ -491,6 +517,8 @@ def _port_program(
         capture_limits=capture_limits,
         max_output=max_output << 20,
         data=[str(d) for d in data or []],
+        defines=defines or [],
+        undefines=undefines or [],
     )
     show(report, program_view, json_out)
 
@@ -579,6 +607,8 @@ def capture(
     ] = False,
     max_output: MaxOutputOption = 64,
     data: DataOption = None,
+    define: DefineOption = None,
+    undefine: UndefineOption = None,
 ) -> None:
     """Run a program and record every kernel launch: grid, block, arguments, each pointer's allocation
     before and after (docs/CAPTURE_FORMAT.md), on a GPU here (an instrumented nvcc build) or on
@@ -598,6 +628,8 @@ def capture(
         toolchain=toolchain,
         max_output=max_output << 20,
         data=[str(d) for d in data or []],
+        defines=define or [],
+        undefines=undefine or [],
         progress=(lambda msg: err.print(f"porter: {msg}", style="dim")) if sys.stderr.isatty() else None,
     )
     show(report, capture_view, json_out)

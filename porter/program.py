@@ -49,7 +49,8 @@ class Program:
     root: Path
     files: tuple[ProgramFile, ...]
     include_dirs: tuple[str, ...] = ()
-    defines: tuple[str, ...] = ()
+    defines: tuple[str, ...] = ()  # -D of every unit: a compilation database's, then the command line's
+    define_origins: tuple[tuple[str, str], ...] = ()  # (NAME, "command line" | "compile_commands.json")
     flags_from: str = ""  # where -I/-D came from: "compile_commands.json", "command line", ""
     skipped: tuple[str, ...] = field(default_factory=tuple)  # "path: why" of what was left out
     named_dirs: tuple[str, ...] = ()  # the -I folders the user named: read even outside the root
@@ -193,11 +194,49 @@ def _from_makefiles(root: Path, files: Sequence[Path]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def merge_defines(
+    found: Sequence[str], defines: Sequence[str], undefines: Sequence[str], origin: str
+) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """``-D`` macros `found` in a build's flags (from `origin`) merged with the command line's, as a
+    compiler takes them: a command-line ``-D NAME[=VALUE]`` replaces the same NAME, ``-U NAME`` removes
+    it.  Returns the macros and, for each NAME, where its value came from."""
+    merged: dict[str, tuple[str, str]] = {}
+    for d in found:
+        merged[define_name(d)] = (d, origin)
+    for d in defines:
+        merged[define_name(d)] = (d, "command line")
+    for name in undefines:
+        merged.pop(name, None)
+    return tuple(d for d, _ in merged.values()), tuple((n, o) for n, (_d, o) in merged.items())
+
+
+def define_name(define: str) -> str:
+    """The macro a ``-D`` argument defines: ``N`` of ``N=1024``."""
+    return define.split("=", 1)[0].strip()
+
+
+def check_defines(defines: Sequence[str], undefines: Sequence[str]) -> None:
+    """UsageError for a ``-D``/``-U`` whose name is not a C identifier."""
+    for flag, values in (("-D", defines), ("-U", undefines)):
+        for v in values:
+            name = define_name(v) if flag == "-D" else v.strip()
+            if not re.fullmatch(r"[A-Za-z_]\w*", name):
+                raise UsageError(f"{flag} {v!r}: {name!r} is not a macro name (NAME or NAME=VALUE)")
+
+
 def discover(
-    paths: Sequence[str | Path], include_dirs: Sequence[str] = (), skip: Sequence[str | Path] = ()
+    paths: Sequence[str | Path],
+    include_dirs: Sequence[str] = (),
+    skip: Sequence[str | Path] = (),
+    defines: Sequence[str] = (),
+    undefines: Sequence[str] = (),
 ) -> Program:
     """The program the paths make (see the module docstring); UsageError for a path that is missing
-    or names nothing porter can port.  ``skip``: folders left out (the output folder)."""
+    or names nothing porter can port.  ``skip``: folders left out (the output folder).  ``defines``
+    (``NAME[=VALUE]``) and ``undefines`` (``NAME``): the command line's ``-D``/``-U``, merged over a
+    compilation database's (:func:`merge_defines`)."""
+    check_defines(defines, undefines)
+    command_line = list(defines)
     if not paths:
         raise UsageError("no input given")
     given: list[Path] = []
@@ -205,7 +244,7 @@ def discover(
     units: list[Path] | None = None
     named = [os.path.abspath(d) for d in include_dirs]  # the user's: read wherever they are
     includes = list(named)
-    defines: list[str] = []
+    db_defines: list[str] = []  # the compilation database's, merged with the command line's at the end
     databases: list[tuple[Path, list[_Entry]]] = []
     flags_from = "command line" if include_dirs else ""
     for given_path in paths:
@@ -232,7 +271,7 @@ def discover(
                 )
         units = [*(units or []), *(e.file for e in entries)]
         given.extend(e.file for e in entries)
-        defines += [d for e in entries for d in e.defines]
+        db_defines += [d for e in entries for d in e.defines]
         for e in entries:
             for d in e.includes:
                 if _inside(d, [str(root), *named]):
@@ -322,11 +361,15 @@ def discover(
             "no translation unit (.cu, .cpp, .cc, .cxx, .c) among the inputs", path=str(paths[0])
         )
     ordered = tuple(sorted(files.values(), key=lambda f: str(f.rel)))
+    merged, origins = merge_defines(
+        list(dict.fromkeys(db_defines)), command_line, undefines, "compile_commands.json"
+    )
     return Program(
         root=root,
         files=ordered,
         include_dirs=tuple(dict.fromkeys(includes)),
-        defines=tuple(dict.fromkeys(defines)),
+        defines=merged,
+        define_origins=origins,
         flags_from=flags_from,
         skipped=tuple(dict.fromkeys(skipped)),
         named_dirs=tuple(dict.fromkeys(named)),

@@ -89,10 +89,13 @@ def capture_program(
     progress: Progress | None = None,
     max_output: int = DEFAULT_MAX_OUTPUT,
     data: Sequence[str] = (),
+    defines: Sequence[str] = (),
+    undefines: Sequence[str] = (),
 ) -> CaptureReport:
     """Build the program with a capturing toolchain and capture each of `runs`; see the module docstring.
     ``max_output``: bytes a run (or the build) may print per stream; ``data``: folders the runs may read.
-    The build and the runs are jailed as ``port --run``'s are (:mod:`porter.sandbox.jail`)."""
+    The build and the runs are jailed as ``port --run``'s are (:mod:`porter.sandbox.jail`).
+    ``defines``/``undefines``: the command line's ``-D``/``-U``, over a compilation database's."""
     from porter.harness.outputs import default_rule
     from porter.sandbox import jail
     from porter.workflows.program_run import (
@@ -113,7 +116,7 @@ def capture_program(
     check_max_output(max_output)
     require_jail()
     skip = [out_dir] if out_dir is not None else []
-    program = discover(paths, include_dirs, skip=skip)
+    program = discover(paths, include_dirs, skip=skip, defines=defines, undefines=undefines)
     language = program_language(program)
     if toolchain is not None:
         chains = {c.name: c for c in _capturing(language)}

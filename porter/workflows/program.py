@@ -403,6 +403,7 @@ class _Porter:
                 entry,
                 headers_digest(source, dirs),
                 chains,
+                list(self.program.defines),
             )
         )
         old = self.previous.get((rel, target))
@@ -413,7 +414,9 @@ class _Porter:
                 str(old.get("toolchain", "")), str(old.get("log", "")), key, True,
             )  # fmt: skip
         self.say(f"compiling {rel}")
-        gate = compile_check(target, source, entry, CompileOptions(include_dirs=dirs))
+        gate = compile_check(
+            target, source, entry, CompileOptions(include_dirs=dirs, defines=self.program.defines)
+        )
         if gate.ok:
             return FileTarget(
                 result.path, "compiled", gate.reason, result.diagnostics, gate.toolchain, key=key
@@ -479,6 +482,8 @@ def port_program(
     capture_limits: tuple[int, int] | None = None,
     max_output: int | None = None,
     data: Sequence[str] = (),
+    defines: Sequence[str] = (),
+    undefines: Sequence[str] = (),
 ) -> ProgramReport:
     """Port the program `paths` make to each target; see the module docstring.  ``translate_only``:
     write the translations, compile nothing.  ``markdown`` renders report.md (the CLI passes the view's).
@@ -492,7 +497,9 @@ def port_program(
     run, ``rtol``/``atol`` for numbers; ``toolchains``: which program toolchains, by name, None: all).
     ``chart`` draws the run times (the CLI passes the view's).  ``max_output``: bytes a run or a build
     command may print per stream (default 64 MiB); ``data``: folders every run may read (``--data``).
-    Builds and runs are jailed (:mod:`porter.sandbox.jail`)."""
+    Builds and runs are jailed (:mod:`porter.sandbox.jail`).  ``defines``/``undefines``: the command
+    line's ``-D NAME[=VALUE]``/``-U NAME``, over a compilation database's; every build of the program and
+    every kernel replay gets the merged macros."""
     from porter.workflows.port import parse_targets
 
     say = progress or (lambda _msg: None)
@@ -508,7 +515,7 @@ def port_program(
     # a given --out is never walked as part of the program; the default one lies beside the root (or is
     # a porter output the walk leaves out), so the program is discovered once
     skip_dirs = [out_dir] if out_dir is not None else []
-    program = discover(paths, include_dirs, skip=skip_dirs)
+    program = discover(paths, include_dirs, skip=skip_dirs, defines=defines, undefines=undefines)
     if out_dir is not None:
         out = Path(out_dir)
     elif len(paths) == 1 and Path(paths[0]).is_file() and Path(paths[0]).name != "compile_commands.json":
@@ -549,6 +556,7 @@ def port_program(
         "flags_from": program.flags_from or "none",
         "include_dirs": list(program.include_dirs),
         "defines": list(program.defines),
+        "define_origins": dict(program.define_origins),  # NAME -> "command line" | "compile_commands.json"
         "built": "translations only (--translate-only)"
         if translate_only
         else "each output with a kernel compiled; the original and each single-source port built as programs",

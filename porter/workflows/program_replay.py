@@ -123,7 +123,7 @@ def _key(
         return ""
     return sha(
         "kernel-replay", code_fingerprint(), name, list(run_keys), variant.target, variant.source, variant.entry,
-        list(variant.arg_map or ()), list(variant.extra_args), list(copts.include_dirs),
+        list(variant.arg_map or ()), list(variant.extra_args), list(copts.include_dirs), list(copts.defines),
         headers_digest(variant.source, copts.include_dirs), [d.label for d in devices], chains,
     )  # fmt: skip
 
@@ -248,7 +248,7 @@ class _Variants:
             return f"cannot read {pk.file}"
         dirs = self.program.mirrored_dirs(self.program.root, path)  # the tree as it is: its own folders
         return Variant(name, "cuda", device_code(text), name, "original", str(path)), CompileOptions(
-            include_dirs=dirs
+            include_dirs=dirs, defines=self.program.defines
         )
 
     def port(
@@ -279,7 +279,7 @@ class _Variants:
             if "<" in name and "<" not in entry:
                 entry = name
             variant = Variant(name, target, device_code(text), entry, "translate", str(dest))
-            return variant, CompileOptions(include_dirs=dirs), ()
+            return variant, CompileOptions(include_dirs=dirs, defines=self.program.defines), ()
         cl = self.out / target / Path(rel).with_name(Path(rel).stem + dialect.suffix)
         mapping_path = cl.with_name(cl.stem + ".launch.json")
         text = _text(cl)
@@ -296,7 +296,8 @@ class _Variants:
             name, target, text, str(tk.get("entry") or pk.name), "translate", str(cl),
             arg_map=tuple(tk.get("arg_map") or ()), extra_args=tuple(tk.get("extra_args") or ()),
         )  # fmt: skip
-        return variant, CompileOptions(), tuple(tk.get("requires") or ())
+        # the program's -D macros: a size the kernel takes from one is the same in the OpenCL build
+        return variant, CompileOptions(defines=self.program.defines), tuple(tk.get("requires") or ())
 
 
 def replay_program(

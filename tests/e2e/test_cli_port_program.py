@@ -269,3 +269,81 @@ def test_a_compilation_database_entry_outside_the_program_is_refused_naming_it(t
     assert f"{db}: entry 2 (index 1)" in r.stderr and "outside the program's folder" in r.stderr
     assert "Traceback" not in r.stderr
     assert not out.exists() and not list(tmp_path.rglob("passwd"))
+
+
+SIZED = ROOT / "tests" / "fixtures" / "programs" / "sized_by_macro"
+
+
+def _replays(doc: dict) -> dict[str, set[str]]:  # type: ignore[type-arg]
+    """variant -> the statuses of its kernel replays."""
+    found: dict[str, set[str]] = {}
+    for k in doc["kernels"]:
+        for r in k.get("replays", ()):
+            found.setdefault(r["variant"], set()).add(r["status"])
+    return found
+
+
+def test_a_size_only_a_command_line_define_gives_builds_runs_and_replays(tmp_path: Path) -> None:
+    """N comes from -D N=1000 alone: the per-file compile checks, the program builds and every kernel
+    replay (original, HIP, OpenCL) are built with it (the replay used to compile without it)."""
+    src = tmp_path / "sized"
+    shutil.copytree(SIZED, src)
+    out = tmp_path / "out"
+    r = porter(
+        "port", str(src), "--to", "hip,opencl", "--run", "", "-D", "N=1000",
+        "--toolchains", "cpu-runtime", "--out", str(out), "--json",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr + r.stdout[-3000:]
+    doc = json.loads(r.stdout)
+    build = doc["program"]["build"]
+    assert build["defines"] == ["N=1000"] and build["define_origins"] == {"N": "command line"}
+    assert {f["targets"]["hip"]["status"] for f in doc["program"]["files"]} == {"compiled"}
+    assert all(b["status"] == "built" for b in build["programs"] if b["status"] != "unavailable")
+    run = doc["program"]["runs"][0]
+    assert "N=1000 " in run["original"]["stdout_tail"]
+    replays = _replays(doc)
+    assert replays["original"] == {"validated"} and replays["hip"] == {"validated"}
+    assert replays["opencl"] == {"validated"}, doc["kernels"]
+
+
+def test_a_compilation_databases_define_is_used_and_the_command_line_wins(tmp_path: Path) -> None:
+    """N and SCALE come from compile_commands.json; -U SCALE drops the database's (the source's own
+    default, 3.0f, applies), -D N=640 replaces its N: what runs and what is replayed agree."""
+    src = tmp_path / "sized"
+    shutil.copytree(SIZED, src)
+    db = [{"directory": str(src), "file": "main.cu", "command": "nvcc -DN=777 -DSCALE=2.0f -c main.cu"}]
+    (src / "compile_commands.json").write_text(json.dumps(db))
+    out = tmp_path / "out"
+    r = porter(
+        "port", str(src / "compile_commands.json"), "--to", "hip,opencl", "--run", "", "--toolchains",
+        "cpu-runtime", "--out", str(out), "--json",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr + r.stdout[-3000:]
+    doc = json.loads(r.stdout)
+    assert doc["program"]["build"]["define_origins"] == {
+        "N": "compile_commands.json",
+        "SCALE": "compile_commands.json",
+    }
+    assert "N=777 " in doc["program"]["runs"][0]["original"]["stdout_tail"]
+    assert set().union(*_replays(doc).values()) == {"validated"}
+    out2 = tmp_path / "out2"
+    r = porter(
+        "port", str(src / "compile_commands.json"), "--to", "hip", "--run", "", "-D", "N=640", "-U", "SCALE",
+        "--toolchains", "cpu-runtime", "--out", str(out2), "--json",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr + r.stdout[-3000:]
+    doc = json.loads(r.stdout)
+    assert doc["program"]["build"]["define_origins"] == {"N": "command line"}
+    tail = doc["program"]["runs"][0]["original"]["stdout_tail"]
+    assert "N=640 " in tail and "last=" in tail
+    assert set().union(*_replays(doc).values()) == {"validated"}
+
+
+def test_a_define_that_is_not_a_macro_name_is_a_usage_error(tmp_path: Path) -> None:
+    src = tmp_path / "sized"
+    shutil.copytree(SIZED, src)
+    r = porter("port", str(src), "--run", "", "-D", "1N=4", "--out", str(tmp_path / "out"))
+    assert r.returncode == 2
+    assert "'1N' is not a macro name" in r.stderr and "Traceback" not in r.stderr
+    r = porter("port", str(src / "main.cu"), "-D", "N=4", "--out", str(tmp_path / "out"))
+    assert r.returncode == 2 and "-D/-U apply to a program's builds" in r.stderr

@@ -145,3 +145,25 @@ def test_folders_and_headers_outside_the_program_are_read_only_when_named(tmp_pa
     assert named.root == tmp_path and named.include_dirs == (str(shared),)
     assert {str(f.rel) for f in named.files} == {"proj/main.cu", "shared/k.cuh", "shared/secret.h"}
     assert not any(".." in f.rel.parts for f in named.files)
+
+
+def test_command_line_defines_replace_and_undefine_a_databases() -> None:
+    from porter.program import merge_defines
+
+    merged, origins = merge_defines(
+        ["N=777", "SCALE=2.0f", "FAST"], ["N=640", "EXTRA"], ["SCALE"], "compile_commands.json"
+    )
+    assert merged == ("N=640", "FAST", "EXTRA")
+    assert dict(origins) == {"N": "command line", "FAST": "compile_commands.json", "EXTRA": "command line"}
+
+
+@pytest.mark.parametrize(
+    ("defines", "undefines"), [(["1N=4"], []), (["A B"], []), ([], ["X-Y"]), (["=3"], [])]
+)
+def test_a_define_or_undefine_that_is_not_a_macro_name_is_refused(
+    defines: list[str], undefines: list[str]
+) -> None:
+    from porter.program import check_defines
+
+    with pytest.raises(UsageError, match="is not a macro name"):
+        check_defines(defines, undefines)

@@ -256,8 +256,11 @@ def check(
             help="Judge the variant on the launches of this capture of ORIGINAL's program (porter capture).",
         ),
     ] = None,
+    define: DefineOption = None,
 ) -> None:
     """Validate VARIANT against ORIGINAL on every device that can run it (exit 0: validated, 1: rejected)."""
+    from porter.backends import CompileOptions
+    from porter.harness.validate import ValidateOptions
     from porter.report import check_view
     from porter.workflows.check import run_check
 
@@ -267,6 +270,7 @@ def check(
         kernel=kernel,
         backend=backend,
         include_dirs=tuple(str(p) for p in include or ()),
+        options=ValidateOptions(compile=CompileOptions(defines=tuple(define or ()))),
         capture_dir=str(capture) if capture is not None else None,
     )
     if json_out:
@@ -298,6 +302,7 @@ def bench(
             help="Time each kernel at the launches a program's run captured (porter capture's folder), with their data.",
         ),
     ] = None,
+    define: DefineOption = None,
 ) -> None:
     """Predicted roofline floor of each kernel on every device of the table, then measured time,
     % of peak and the suspect flag on each device here that can run it; with --capture, at the sizes
@@ -312,6 +317,7 @@ def bench(
         sizes=parse_sizes(size or []),
         include_dirs=[str(p) for p in include or []],
         capture=str(capture) if capture is not None else None,
+        defines=define or [],
     )
     show(report, bench_view, json_out)
 
@@ -445,11 +451,9 @@ def port(
     single = len(paths) == 1 and not paths[0].is_dir() and paths[0].name != "compile_commands.json"
     if run and model is not None:
         raise UsageError("--run ports and runs a whole program; it cannot go with --model")
-    if single and not run and (define or undefine):
+    if single and not run and undefine:
         raise UsageError(
-            "-D/-U apply to a program's builds and replays: give --run (or a folder, several files or a "
-            "compile_commands.json); a single file without --run is validated kernel by kernel, which "
-            "does not take macros yet",
+            "-U drops a macro a compile_commands.json defines; a single file has none (leave out its -D)",
             path=str(paths[0]),
         )
     if single and not run:
@@ -457,7 +461,7 @@ def port(
             _port_one(
                 paths[0], to, include, out, translate_only, trials, json_out, model, base_url,
                 candidates, rounds, replay, record, max_dollars, request_timeout, retries, fresh,
-                options, err,
+                options, err, define or [],
             )  # fmt: skip
         except NoKernelError:  # its kernels live in its headers, or it is host code: a program
             if model is not None:
@@ -543,7 +547,9 @@ def _port_one(
     fresh: bool,
     options: dict[str, dict[str, str]],
     err: Any,
+    defines: list[str] | None = None,
 ) -> None:
+    from porter.backends import CompileOptions
     from porter.harness.validate import ValidateOptions
     from porter.report import port_view
     from porter.workflows.port import port_file
@@ -554,7 +560,7 @@ def _port_one(
         include_dirs=[str(p) for p in include or []],
         out_dir=str(out) if out is not None else None,
         translate_only=translate_only,
-        options=ValidateOptions(trials=trials),
+        options=ValidateOptions(trials=trials, compile=CompileOptions(defines=tuple(defines or ()))),
         progress=lambda msg: err.print(f"porter: {msg}", style="dim"),
         model=model,
         base_url=base_url,
@@ -876,6 +882,7 @@ def optimize(
             "original and the model's fastest rewrite together (the autotuner's search).",
         ),
     ] = False,
+    define: DefineOption = None,
 ) -> None:
     """Ask a model for faster versions of a CUDA kernel; validate and time every candidate against the
     original, and keep the best validated rewrite and the trade-offs (fastest, least memory, most precise)."""
@@ -894,12 +901,15 @@ def optimize(
             out_dir=str(out) if out is not None else None,
             sizes=parse_sizes(size or []),
             markdown=tune_view.markdown,
+            defines=define or [],
         )
         show(tuned, tune_view, json_out)
     from porter.workflows.optimize import optimize_file
 
     if capture is not None or size:
         raise UsageError("--capture and --size are for the autotuner (without --model)")
+    from porter.backends import CompileOptions
+    from porter.harness.validate import ValidateOptions
     from porter.report.tune_view import markdown as tune_markdown
 
     report = optimize_file(
@@ -924,6 +934,7 @@ def optimize(
         tune=tune,
         tune_markdown=tune_markdown,
         chart=optimize_view.chart,
+        options=ValidateOptions(compile=CompileOptions(defines=tuple(define))) if define else None,
     )
     show(report, optimize_view, json_out)
 

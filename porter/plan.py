@@ -258,6 +258,16 @@ class Plan:
         return self.unit.include_dirs
 
     @property
+    def defines(self) -> tuple[str, ...]:
+        """The build's ``-D NAME[=VALUE]``: every compile of the original and its variants gets them."""
+        return self.unit.defines
+
+    def compile_options(self, include_dirs: Sequence[str]) -> CompileOptions:
+        """How a compile of this unit (the original, or a variant of it) is made: `include_dirs` and the
+        build's macros."""
+        return CompileOptions(include_dirs=tuple(include_dirs), defines=self.defines)
+
+    @property
     def compile_dirs(self) -> tuple[str, ...]:
         """Where the compiles of the original look for headers: its folder, then the include dirs."""
         return (str(self.src_dir), *(str(Path(d).resolve()) for d in self.include_dirs))
@@ -331,7 +341,7 @@ class Plan:
         inference (:func:`porter.harness.spec.spec_for`); PorterError with the inference message."""
         name = kernel.name if isinstance(kernel, Instance) else kernel
         dirs = self.include_dirs if include_dirs is None else tuple(include_dirs)
-        spec = spec_for(self.path, self.scan, name, dirs, specs=self.file_specs())
+        spec = spec_for(self.path, self.scan, name, dirs, specs=self.file_specs(), defines=self.defines)
         if (
             isinstance(kernel, Instance)
             and kernel.template_args
@@ -380,7 +390,7 @@ class Plan:
         """The original with `base` kept (:meth:`original_unit`) as the reference on `devices`."""
         original = self._original(base, self.original_unit(base, targets))
         return Reference(
-            original=original, devices=tuple(devices), options=CompileOptions(include_dirs=self.compile_dirs)
+            original=original, devices=tuple(devices), options=self.compile_options(self.compile_dirs)
         )
 
     # ------------------------------------------------------------------ variants
@@ -438,7 +448,7 @@ class Plan:
                     continue  # the translation has no such kernel, or could not take it
                 requires[t] = tuple(tk.requires)
                 variants[t] = self.variant(tk, inst, t, sources[t], (paths or {}).get(t, ""))
-                options[t] = CompileOptions(include_dirs=self.variant_dirs(t, out_dir))
+                options[t] = self.compile_options(self.variant_dirs(t, out_dir))
             reference = self.reference(inst.base, targets, ref_devices)
             planned.append(PlannedKernel(inst.name, spec, why, reference, variants, options, requires))
         return planned
@@ -449,12 +459,14 @@ def make_plan(
     command: str,
     include_dirs: Sequence[str] = (),
     options: Mapping[str, Mapping[str, str]] | None = None,
+    defines: Sequence[str] = (),
 ) -> Plan:
     """The plan of the CUDA source at `path` (:func:`porter.source.load`: UsageError for bad input);
-    ``options``: translator options per target (UsageError for one its translator does not take)."""
+    ``options``: translator options per target (UsageError for one its translator does not take);
+    ``defines``: the build's ``-D NAME[=VALUE]``."""
     for target, opts in (options or {}).items():
         try:
             get_dialect(target).check_options(opts)
         except ValueError as err:
             raise UsageError(str(err)) from None
-    return Plan(load(path, command, include_dirs), options)
+    return Plan(load(path, command, include_dirs, defines), options)

@@ -33,6 +33,7 @@ class SourceUnit:
     scan: FileScan
     # every header reached through #include (absolute path -> bytes), the input itself excluded
     headers: Mapping[str, bytes] = field(default_factory=lambda: MappingProxyType({}))
+    defines: tuple[str, ...] = ()  # the build's -D NAME[=VALUE] (the command line's)
 
     @property
     def name(self) -> str:
@@ -40,11 +41,18 @@ class SourceUnit:
 
 
 def load(
-    path: str | os.PathLike[str], command: str, include_dirs: Sequence[str | os.PathLike[str]] = ()
+    path: str | os.PathLike[str],
+    command: str,
+    include_dirs: Sequence[str | os.PathLike[str]] = (),
+    defines: Sequence[str] = (),
 ) -> SourceUnit:
     """The CUDA source at `path` with at least one kernel, as one unit; UsageError (exit 2) naming the
     file (and line) when it is missing, not a regular file, too large, not UTF-8, not CUDA or without
-    a kernel; ``command`` names the porter command in those messages."""
+    a kernel; ``command`` names the porter command in those messages.  ``defines``: the build's
+    ``-D NAME[=VALUE]`` (UsageError for one that is not a macro name)."""
+    from porter.defines import check_defines
+
+    check_defines(defines, ())
     from porter.includes import reachable
     from porter.scan import binary_reason, language_for, scan_source
     from porter.scan.macros import collect
@@ -85,6 +93,7 @@ def load(
         macros=macros,
         scan=scan,
         headers=MappingProxyType(headers),
+        defines=tuple(defines),
     )
 
 

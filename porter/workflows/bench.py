@@ -162,10 +162,11 @@ def bench_file(
     plan: BenchPlan = GPU_PLAN,
     gpu_elements: int = GPU_ELEMENTS,
     capture: str | None = None,
+    defines: Sequence[str] = (),
 ) -> BenchReport:
     """Every kernel of `path` (or `kernel`) timed on every device here: at seeded inputs of the
     benchmark size, or with `capture` (``porter capture``'s folder) at the launches the program's own
-    run made, with their data (:func:`_bench_captured`)."""
+    run made, with their data (:func:`_bench_captured`).  ``defines``: the build's ``-D NAME[=VALUE]``."""
     if backends is not None:
         bad = [b for b in backends if b not in backend_names()]
         if bad:
@@ -174,11 +175,11 @@ def bench_file(
         raise UsageError("porter bench takes a CUDA source (.cu)", path=path)
     # the compiles search the source's folder and the include dirs: so does the macro table
     dirs = (str(Path(path).resolve().parent), *(str(Path(d).resolve()) for d in include_dirs))
-    source_plan = make_plan(path, "bench", dirs)
+    source_plan = make_plan(path, "bench", dirs, defines=defines)
     names = source_plan.kernel_names()
     if kernel is not None and kernel not in names:
         raise UsageError(f"no kernel named {kernel!r} (kernels: {', '.join(names) or 'none'})", path=path)
-    options = CompileOptions(include_dirs=dirs)
+    options = source_plan.compile_options(dirs)
     if devices is None:
         devices = present_devices(tuple(backends) if backends else None)
     elif backends:

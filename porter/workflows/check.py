@@ -20,7 +20,6 @@ from typing import Any
 
 from porter.backends import (
     SOURCE_DIALECT,
-    CompileOptions,
     dialect_names,
     dialect_of_suffix,
     dialect_of_text,
@@ -160,7 +159,7 @@ def run_check(
         variant_dirs = (str(Path(variant_path).resolve().parent), *dirs)
         options = replace(options, compile=replace(options.compile, include_dirs=variant_dirs))
     _prestart(language, backend, options, capture_dir is not None)  # up while porter reads and plans
-    plan = make_plan(original_path, "check", include_dirs)
+    plan = make_plan(original_path, "check", include_dirs, defines=options.compile.defines)
     macros = plan.macros
     name = _pick_kernel(plan.kernel_names(), kernel, original_path, variant_text)
     base, instance_args = split_instance(name)
@@ -209,9 +208,7 @@ def run_check(
             variant=variant_path, original=original_path, kernel=name, language=language, spec=spec,
             spec_file=str(spec_file) if spec_file else None, verdicts=(refused,),
         )  # fmt: skip
-    reference = Reference(
-        original=original, devices=reference_devices(), options=CompileOptions(include_dirs=dirs)
-    )
+    reference = Reference(original=original, devices=reference_devices(), options=plan.compile_options(dirs))
     verdicts: list[Verdict] = []
     if replayed is not None:
         from porter.harness.replay import replay

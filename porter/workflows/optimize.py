@@ -191,7 +191,7 @@ def optimize_file(
             raise UsageError("include directory not found (-I)", path=str(d))
     src_dir = str(Path(path).resolve().parent)
     dirs = (src_dir, *(str(Path(d).resolve()) for d in include_dirs))
-    source_plan = make_plan(path, "optimize", dirs)
+    source_plan = make_plan(path, "optimize", dirs, defines=options.compile.defines if options else ())
     text, scan = source_plan.text, source_plan.scan
     k = pick_kernel(scan, kernel, path)
     out = Path(out_dir) if out_dir is not None else default_out_dir(path)

@@ -712,7 +712,7 @@ def port_file(
     for d in include_dirs:
         if not Path(d).is_dir():
             raise UsageError("include directory not found (-I)", path=str(d))
-    plan = plan or make_plan(path, "port", include_dirs, translate_options)
+    plan = plan or make_plan(path, "port", include_dirs, translate_options, defines=options.compile.defines)
     macros, source, scan = plan.macros, plan.text, plan.scan
     src_path = Path(path)
     out = Path(out_dir) if out_dir is not None else default_out_dir(src_path)
@@ -802,7 +802,7 @@ def port_file(
         written[t] = replace(w, source=plan.variant_source(t))
         # each kernel alone, for when a construct of one stops the compiler for all
         units[t] = _SharedUnit(w.source, [i.base for i in instances if i.base not in drop], macros)
-    ref_options = CompileOptions(include_dirs=plan.compile_dirs)
+    ref_options = plan.compile_options(plan.compile_dirs)
     asker = (
         _ModelPort(
             provider=provider,

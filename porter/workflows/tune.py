@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from porter.backends import CompileOptions, Device
+from porter.backends import Device
 from porter.backends.spares import warm
 from porter.errors import UsageError
 from porter.files import reads_once
@@ -135,6 +135,7 @@ def tune_file(
     devices: Sequence[Device] | None = None,
     progress: Callable[[str], None] | None = None,
     markdown: Callable[[TuneReport], str] | None = None,
+    defines: Sequence[str] = (),  # the build's -D NAME[=VALUE]: in every compile and in size inference
 ) -> TuneReport:
     from porter.harness.bench import benchmark, plan_for
     from porter.harness.cost import estimate
@@ -145,14 +146,14 @@ def tune_file(
 
     say = progress or (lambda _m: None)
     dirs = (str(Path(path).resolve().parent), *(str(Path(d).resolve()) for d in include_dirs))
-    source_plan = make_plan(path, "optimize", dirs)
+    source_plan = make_plan(path, "optimize", dirs, defines=defines)
     k = pick_kernel(source_plan.scan, kernel, path)
     run_on = list(devices) if devices is not None else list(reference_devices())
     if not run_on:
         raise UsageError(
             "no device here can run CUDA kernels (no NVIDIA GPU, and the CPU emulator needs g++)"
         )
-    options = ValidateOptions(compile=CompileOptions(include_dirs=dirs))
+    options = ValidateOptions(compile=source_plan.compile_options(dirs))
     original = replace(source_plan.original(k.name, "file"), entry=k.qualified)
     if capture_dir is not None:
         from porter import capture

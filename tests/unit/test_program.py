@@ -148,7 +148,7 @@ def test_folders_and_headers_outside_the_program_are_read_only_when_named(tmp_pa
 
 
 def test_command_line_defines_replace_and_undefine_a_databases() -> None:
-    from porter.program import merge_defines
+    from porter.defines import merge_defines
 
     merged, origins = merge_defines(
         ["N=777", "SCALE=2.0f", "FAST"], ["N=640", "EXTRA"], ["SCALE"], "compile_commands.json"
@@ -163,7 +163,7 @@ def test_command_line_defines_replace_and_undefine_a_databases() -> None:
 def test_a_define_or_undefine_that_is_not_a_macro_name_is_refused(
     defines: list[str], undefines: list[str]
 ) -> None:
-    from porter.program import check_defines
+    from porter.defines import check_defines
 
     with pytest.raises(UsageError, match="is not a macro name"):
         check_defines(defines, undefines)

@@ -46,6 +46,7 @@ def spec_for(
     include_dirs: Sequence[str] = (),
     *,
     specs: Mapping[str, KernelSpec] | None = None,
+    defines: Sequence[str] = (),
 ) -> KernelSpec:
     """The spec file's entry for `kernel` when there is one, else the inferred spec: the one
     precedence rule every workflow follows.
@@ -55,7 +56,8 @@ def spec_for(
     those template arguments.  ``specs``: the spec file's entries when the caller has loaded them
     already (else the file beside `source` is found and loaded).  A spec-file entry that lists no
     ``constants`` gets the ``__constant__`` symbols the kernel reads, inferred from the source (when
-    they can be: else it stays as written)."""
+    they can be: else it stays as written).  ``defines``: the build's ``-D NAME[=VALUE]``, which win over
+    the file's ``#define``s in inference."""
     base, wanted = split_instance(kernel)
     if specs is None:
         spec_path = find_spec_file(source)
@@ -75,7 +77,7 @@ def spec_for(
         spec = specs[base]
     if spec is not None:
         if not spec.constants:
-            consts, missing = infer_constants(scan, base, include_dirs=include_dirs)
+            consts, missing = infer_constants(scan, base, include_dirs=include_dirs, defines=defines)
             if consts and not missing:
                 names = ", ".join(c.name for c in consts)
                 spec = replace(spec, constants=consts, notes=(*spec.notes, f"constants inferred: {names}"))
@@ -88,7 +90,7 @@ def spec_for(
         )
         if same:
             scan = replace(scan, launches=same + tuple(ls for ls in scan.launches if ls.base != base))
-    return infer_spec(scan, kernel, include_dirs=include_dirs)
+    return infer_spec(scan, kernel, include_dirs=include_dirs, defines=defines)
 
 
 __all__ = [

@@ -388,9 +388,16 @@ def _read_params(scan: FileScan, kernel: Kernel) -> frozenset[str]:
     return pointers_read(_kernel_body(scan, kernel), frozenset(p.name for p in kernel.params if p.pointer))
 
 
-def _collect_defines(env: _Env, include_dirs: Sequence[str]) -> None:
-    """#defines of the file and of the local headers it includes (the file's own win)."""
+def _collect_defines(env: _Env, include_dirs: Sequence[str], defines: Sequence[str] = ()) -> None:
+    """#defines of the file and of the local headers it includes (the file's own win), after the
+    build's ``-D NAME[=VALUE]`` `defines`, which win over both (a size an ``#ifndef N`` only defaults)."""
     seen: set[Path] = set()
+    for d in defines:
+        name, _, value = d.partition("=")
+        try:
+            env.defines[name.strip()] = cexpr.parse(value if "=" in d else "1")
+        except cexpr.ExprError:
+            continue
 
     def add(scan: FileScan) -> None:
         for d in scan.defines:
@@ -444,6 +451,7 @@ def infer_spec(
     *,
     include_dirs: Sequence[str] = (),
     target_elements: int = DEFAULT_TARGET_ELEMENTS,
+    defines: Sequence[str] = (),
 ) -> KernelSpec:
     """Infer how to run `kernel` from the host code of its own file (see the module docstring).
 
@@ -475,7 +483,7 @@ def infer_spec(
     for launch in launches:
         for frames in _call_chains(host, launch):
             env = _Env(scan, launch, frames=frames)
-            _collect_defines(env, include_dirs)
+            _collect_defines(env, include_dirs, defines)
             inf = _Inference(env, k, scan.path, aliases=aliases)
             spec = _infer_at(inf, launch, target_elements)
             if wanted is not None:
@@ -722,14 +730,19 @@ def _infer_at(inf: _Inference, launch: LaunchSite, target_elements: int) -> Kern
     except ValueError as err:
         inf.missing.append(f"no runnable validation size ({err})")
         return spec
-    return replace(spec, sizes=sizes, hidden_sizes=hidden)
+    return replace(spec, sizes=sizes, hidden_sizes=hidden, fixed=tuple(sorted(fixed & set(program))))
 
 
 _CONSTANT_SPACES = ("__constant__", "__device__")
 
 
 def infer_constants(
-    scan: FileScan, kernel: str, *, include_dirs: Sequence[str] = (), env: _Env | None = None
+    scan: FileScan,
+    kernel: str,
+    *,
+    include_dirs: Sequence[str] = (),
+    env: _Env | None = None,
+    defines: Sequence[str] = (),
 ) -> tuple[tuple[ArgSpec, ...], list[str]]:
     """The namespace-scope ``__constant__`` / ``__device__`` arrays `kernel` (or a device function it
     calls) references, as input specs sized from their declarations (#defines resolved to numbers),
@@ -752,7 +765,7 @@ def infer_constants(
                 kernel=kernel, line=1 << 30, grid="1", block="1", shared_bytes=None, stream=None, args=()
             ),
         )
-        _collect_defines(env, include_dirs)
+        _collect_defines(env, include_dirs, defines)
     out: list[ArgSpec] = []
     missing: list[str] = []
     where = f"{Path(scan.path).name}"

@@ -155,14 +155,15 @@ def choose_sizes(
 
 def scalable_symbols(spec: KernelSpec, size: Mapping[str, int]) -> set[str]:
     """Size symbols safe to scale: those passed to the kernel as scalars or used in the grid (a
-    symbol only in a shape, like a #define'd bin count, is a compile-time constant of the kernel)."""
+    symbol only in a shape, like a #define'd bin count, is a compile-time constant of the kernel), and
+    not one the kernel's body holds itself (``spec.fixed``: a #define it reads, though the grid uses it)."""
     names: set[str] = set()
     for arg in spec.args:
         if arg.role is Role.SCALAR and arg.value:
             names |= _names(arg.value)
     for g in spec.grid:
         names |= _names(g)
-    return {n for n in names if n in size and size[n] >= MIN_SCALABLE}
+    return {n for n in names if n in size and size[n] >= MIN_SCALABLE and n not in spec.fixed}
 
 
 def _names(text: str) -> set[str]:

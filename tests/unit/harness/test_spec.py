@@ -325,3 +325,44 @@ def test_a_size_from_argv_says_which_run_would_settle_it():
     # optimize takes a capture instead: the two commands that give it one
     assert 'porter capture main.cu --run "./main ARGS" --out CAP' in text
     assert "porter optimize main.cu --capture CAP" in text
+
+
+# ----------------------------------------------------------------------------- sizes from the build's -D
+
+SIZED_BY_DEFINE = ROOT / "tests" / "fixtures" / "cuda" / "sized_by_define.cu"
+
+
+def _scan_fixture(path: Path):  # type: ignore[no-untyped-def]
+    from porter.scan import scan_file
+
+    return scan_file(str(path))
+
+
+def test_a_size_only_a_command_line_define_gives_is_inferred_from_it() -> None:
+    scan = _scan_fixture(SIZED_BY_DEFINE)
+    with pytest.raises(PorterError, match="no host value for N"):
+        spec_for(str(SIZED_BY_DEFINE), scan, "saxpy_n", specs={})
+    spec = spec_for(str(SIZED_BY_DEFINE), scan, "saxpy_n", specs={}, defines=["N=5000"])
+    assert spec.sizes == ({"N": 5000},) and not spec.hidden_sizes  # the kernel holds N: one size
+    assert spec.fixed == ("N",)
+
+
+def test_the_command_lines_define_wins_over_the_files_default(tmp_path: Path) -> None:
+    text = SIZED_BY_DEFINE.read_text().replace("#ifndef N\n", "#ifndef N\n#define N 300\n", 1)
+    src = tmp_path / "defaulted.cu"
+    src.write_text(text.replace('#error "build with -DN=<elements>"\n', ""))
+    scan = _scan_fixture(src)
+    assert spec_for(str(src), scan, "saxpy_n", specs={}).sizes == ({"N": 300},)
+    assert spec_for(str(src), scan, "saxpy_n", specs={}, defines=["N=4000"]).sizes == ({"N": 4000},)
+
+
+@pytest.mark.parametrize("kind", ["cpu", "gpu"])
+def test_a_size_the_kernel_body_holds_is_never_scaled_for_timing(kind: str) -> None:
+    """The grid uses N too, so N looked scalable: timed at 2^24 elements on a GPU while the kernel,
+    built with N=5000, touched 5000 of them (a time for work never done)."""
+    from porter.harness.spec.sizes import timing_size
+
+    spec = spec_for(
+        str(SIZED_BY_DEFINE), _scan_fixture(SIZED_BY_DEFINE), "saxpy_n", specs={}, defines=["N=5000"]
+    )
+    assert timing_size(spec, kind, gpu_elements=1 << 24) == {"N": 5000}

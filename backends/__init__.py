@@ -76,6 +76,42 @@ class Device:
         """Stable, human-readable id used in verdicts and reports: backend:name[index]."""
         return f"{self.backend}:{self.name}" + (f"#{self.index}" if self.index else "")
 
+    # What the harness may ask of a device -- its role -- so that no code outside ``backends/`` reads
+    # ``kind`` (tests/unit/test_device_roles.py holds it to that).
+
+    @property
+    def role(self) -> str:
+        """``"times"`` (a GPU: its times say something about GPU speed; it runs and is timed),
+        ``"checks"`` (a memory/race checker: it runs kernels to find their faults, never as a reference
+        or a timer) or ``"runs"`` (a CPU device or the emulator: it runs and validates)."""
+        return {"gpu": "times", "checker": "checks"}.get(self.kind, "runs")
+
+    @property
+    def times(self) -> bool:
+        """Its timings stand for GPU speed: benchmarked with the GPU plan at GPU sizes."""
+        return self.role == "times"
+
+    @property
+    def checks(self) -> bool:
+        """A checker (compute-sanitizer, Oclgrind): not a reference, not timed."""
+        return self.role == "checks"
+
+    @property
+    def native(self) -> bool:
+        """A real device (a GPU or a CPU's own runtime), not porter's emulator or a checker: what a
+        generated module's GPU stacks (CuPy, HIP Python, pyopencl) open."""
+        return self.kind in ("gpu", "cpu")
+
+    @property
+    def host_cores(self) -> int | None:
+        """A CPU device's cores (its compute units), for a CPU roofline; None for any other device."""
+        return self.facts.multiprocessors if self.kind == "cpu" else None
+
+    @property
+    def size_class(self) -> str:
+        """``"gpu"`` or ``"cpu"``: which problem sizes suit it (:func:`porter.harness.spec.timing_size`)."""
+        return "gpu" if self.times else "cpu"
+
 
 @dataclass(frozen=True)
 class CompileOptions:

@@ -63,7 +63,7 @@ CPU_PLAN = BenchPlan(warmup=1, min_runs=5, max_runs=20, max_seconds=2.0, rotate=
 def plan_for(device: Device) -> BenchPlan:
     """The default timing plan on `device`: full on a GPU, short on CPU devices (their times say
     nothing about GPU speed; they show that the variant runs)."""
-    return GPU_PLAN if device.kind == "gpu" else CPU_PLAN
+    return GPU_PLAN if device.times else CPU_PLAN
 
 
 def summarize(times_ms: Sequence[float]) -> tuple[float, float]:
@@ -77,7 +77,7 @@ def summarize(times_ms: Sequence[float]) -> tuple[float, float]:
 
 def representative(device: Device) -> bool:
     """Whether times on the device say anything about GPU speed."""
-    return device.kind == "gpu"
+    return device.times
 
 
 def _label(size: Mapping[str, int]) -> str:
@@ -86,7 +86,7 @@ def _label(size: Mapping[str, int]) -> str:
 
 def _occupancy(device: Device, spec: KernelSpec, size: Mapping[str, int], res: JobResult) -> Occupancy | None:
     entry = perfmodel.entry_for(device)
-    if entry is None or entry.registers_per_sm is None or device.kind != "gpu":
+    if entry is None or entry.registers_per_sm is None or not device.times:
         return None
     _, block, dynamic = geometry(spec, size)
     threads = int(np.prod(block))
@@ -282,7 +282,7 @@ def benchmark(
 
     roof = assessment = None
     entry = perfmodel.entry_for(device)
-    cores = device.facts.multiprocessors if device.kind == "cpu" else None
+    cores = device.host_cores
     if cost is not None and entry is not None:
         roof = perfmodel.roofline(cost, entry, cores)
         assessment = perfmodel.assess(cost, entry, med, cores)

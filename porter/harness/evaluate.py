@@ -91,7 +91,7 @@ class Evaluator:
         return replace(self.template, source=code)
 
     def size(self, device: Device) -> dict[str, int]:
-        return timing_size(self.spec, device.kind, self.override)
+        return timing_size(self.spec, device.size_class, self.override)
 
     def cost(self, device: Device) -> KernelCost | None:
         """The original's static cost at the timing size on `device` (None when it cannot be told)."""
@@ -148,7 +148,7 @@ class Evaluator:
         memory: int | None = None
         untimed: tuple[Device, BenchResult] | None = None
         for device in self.devices if self.bench else ():
-            if device.kind == "checker" or (on is not None and device.label not in on):
+            if device.checks or (on is not None and device.label not in on):
                 continue
             base = self.baseline(device)
             plan = self.plan_for(device)

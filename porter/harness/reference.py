@@ -116,9 +116,9 @@ def reference_outputs(
 
 def reference_device(ref: Reference, device: Device) -> Device | None:
     for d in ref.devices:
-        if d.label == device.label and d.kind != "checker":
+        if d.label == device.label and not d.checks:
             return d
-    usable = [d for d in ref.devices if d.kind != "checker"]
+    usable = [d for d in ref.devices if not d.checks]
     return usable[0] if usable else None
 
 

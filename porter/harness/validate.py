@@ -83,7 +83,7 @@ def validate(
         verdict = compile_only(variant, spec, options)
         return [verdict] if verdict else []
     for device in devices[1:]:  # their children come up while the first device's jobs run
-        if device.kind != "checker":  # (a checker's job starts under its wrapper)
+        if not device.checks:  # (a checker's job starts under its wrapper)
             prestart(Job(device.backend, "", "", options.compile, device), options.timeout_s)
     return [_validate_on(variant, spec, reference, d, options) for d in devices]
 
@@ -138,7 +138,7 @@ def _validate_on(
     compiled = executed = False
     tested: list[dict[str, int]] = []
     trials_done = 0
-    checker = device.kind == "checker"
+    checker = device.checks
     sizes = all_sizes(spec, opts)
     given = {inst.label: inst for inst in opts.given}  # captured inputs: each run once, never redrawn
     trials = 1 if given else opts.checker_trials if checker else opts.trials

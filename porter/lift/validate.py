@@ -152,7 +152,7 @@ def judge(
         return Verdict(**base, toolchain="", compiled=False, executed=False, correct=False, status=Status.FAILED,
                        reason=f"translate: {src.problem}")  # fmt: skip
     stats = {"max_abs": 0.0, "max_rel": 0.0}
-    checker = device.kind == "checker"
+    checker = device.checks
     if checker:  # a simulator: the smallest size only (held back or not), under its wrapper
         sets = [smallest(sets)]
     plans = [hostexpr.plan(lifted, args, poison=True) for _, args, _ in sets]

@@ -37,7 +37,7 @@ def hardware_fields(device: Device, cost: KernelCost | None, size: dict[str, int
         "bench_size": ", ".join(f"{k}={v}" for k, v in size.items()) or "unknown",
     }
     notes: list[str] = []
-    if device.kind != "gpu":
+    if not device.times:
         notes.append(
             f"Note: this is a {device.kind} device; its times say little about GPU speed, so favour "
             "changes that help real GPUs (coalescing, fewer memory passes, occupancy)."
@@ -57,9 +57,7 @@ def hardware_fields(device: Device, cost: KernelCost | None, size: dict[str, int
     if cost is not None:
         fields.update(bytes=str(cost.bytes), flops=str(cost.total_flops))
         if entry is not None:
-            roof = perfmodel.roofline(
-                cost, entry, device.facts.multiprocessors if device.kind == "cpu" else None
-            )
+            roof = perfmodel.roofline(cost, entry, device.host_cores)
             if roof.floor_ms is not None:
                 fields.update(floor=f"{roof.floor_ms:.4g} ms", bound=roof.bound)
             elif roof.note:

@@ -85,7 +85,7 @@ def present_devices(backends: Sequence[str] | None = None) -> list[Device]:
     names = [b for b in backend_order() if backends is None or b in backends]
     with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
         found = list(pool.map(lambda n: probe_backend(n, PROBE_TIMEOUT_S), names))
-    return [d for a in found if a.run for d in a.devices if d.kind != "checker"]
+    return [d for a in found if a.run for d in a.devices if not d.checks]
 
 
 def _variant_for(device: Device, original: Variant, plan: Plan, spec: KernelSpec) -> Variant | str:
@@ -237,13 +237,13 @@ def _bench_kernel(
     results: list[BenchResult] = []
     baselines: dict[str, BenchResult] = {}
     for device in devices:
-        size = gpu_size if device.kind == "gpu" else _bench_size(spec, device.kind, overrides, gpu_elements)
+        size = gpu_size if device.times else _bench_size(spec, device.size_class, overrides, gpu_elements)
         variant = _variant_for(device, original, source_plan, spec)
         if isinstance(variant, str):
             results.append(_not_timed(name, device, size, variant))
             continue
         dev_cost = cost if size == gpu_size else estimate(device_text, spec, size, scan, kernel=name)
-        dev_plan = replace(plan if device.kind == "gpu" else CPU_PLAN, compile=options)
+        dev_plan = replace(plan if device.times else CPU_PLAN, compile=options)
         base = baselines.get(device.name) if variant is not original else None
         result = benchmark(
             variant, spec, device, size, dev_plan, reference=reference, cost=dev_cost, baseline=base
@@ -266,7 +266,7 @@ def _not_timed(kernel: str, device: Device, size: dict[str, int], why: str) -> B
     return BenchResult(
         kernel=kernel, target=device.backend, provenance="translate", backend=device.backend,
         device=device.label, device_name=device.name, device_kind=device.kind, size=size, ok=False,
-        reason=why, representative=device.kind == "gpu",
+        reason=why, representative=device.times,
     )  # fmt: skip
 
 
@@ -328,7 +328,7 @@ def _bench_captured(
                 continue
             if get_dialect(variant.target).single_source and "<" in instance and "<" not in variant.entry:
                 variant = replace(variant, entry=instance)  # OpenCL names its instances itself
-            dev_plan = replace(plan if device.kind == "gpu" else CPU_PLAN, compile=options)
+            dev_plan = replace(plan if device.times else CPU_PLAN, compile=options)
             results += replaying.timed(
                 variant, rep, device, dev_plan, original=original if variant is not original else None,
                 original_options=options, reference_devices=ref_devices, cost_at=cost_at,

@@ -45,7 +45,7 @@ def capturing_toolchain(language: str = "cuda") -> str:
     """The program toolchain a capture is made with: the first capturing one that runs on a GPU here,
     else the first that runs on anything (the CPU runtime)."""
     usable = [
-        (d.kind != "gpu", c.name) for c in _capturing(language) if not c.unavailable() and (d := c.device())
+        (not d.times, c.name) for c in _capturing(language) if not c.unavailable() and (d := c.device())
     ]
     return sorted(usable, key=lambda u: u[0])[0][1] if usable else FALLBACK  # stable: registration order
 

@@ -90,7 +90,7 @@ def _prestart(language: str, backend: str | None, options: ValidateOptions, repl
     if replaying:
         devices += [d for d in wavefront_devices(language) if d.backend in runners]
     for d in devices:
-        if d.kind != "checker":
+        if not d.checks:
             prestart(Job(d.backend, "", "", options.compile, d), options.timeout_s)
 
 

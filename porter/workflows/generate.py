@@ -181,8 +181,8 @@ def generate(
     devices = {t: [*run_devices(t), *wavefront_devices(t)] for t in targets}
     # every device that runs a target times it once (a GPU at the timing size, a CPU device at the visible
     # size); the first GPU's time is the candidate's headline
-    timers = [(t, d) for t in targets for d in run_devices(t) if d.kind != "checker"]
-    timers.sort(key=lambda p: p[1].kind != "gpu")
+    timers = [(t, d) for t in targets for d in run_devices(t) if not d.checks]
+    timers.sort(key=lambda p: not p[1].times)
     timing_device = timers[0][1] if timers else None
     from porter.harness import perfmodel
 
@@ -191,7 +191,7 @@ def generate(
         for t, d in timers:
             if srcs.get(t) is None or d.label in cand.times:
                 continue
-            gpu = d.kind == "gpu"
+            gpu = d.times
             ms = lm.time_on(
                 lifted_fn, srcs[t], d, gpu_args if gpu else first_args, cand.provenance != "rules"
             )
@@ -277,7 +277,7 @@ def generate(
     report.candidates = [c_ for c_, _, _ in judged] + report.rejected
     if chart is not None and good:
         report.chart = chart(report, out / "tradeoffs.png")
-    if timing_device is not None and timing_device.kind != "gpu":
+    if timing_device is not None and not timing_device.times:
         report.notes.append(f"no GPU here: times are {timing_device.label}'s, a ranking on that device")
     save()
     return report

@@ -362,7 +362,7 @@ def _stack_devices() -> dict[str, list[Any]]:
     devices; not the emulator, not a checker): the child that calls the module through that stack opens
     them before its sandbox, as a kernel job's child does."""
     return {
-        stack: [d for d in run_devices(dialect) if d.backend == dialect and d.kind in ("gpu", "cpu")]
+        stack: [d for d in run_devices(dialect) if d.backend == dialect and d.native]
         for stack, dialect in dropin.STACKS
     }
 

@@ -232,7 +232,7 @@ def optimize_file(
         bench_size=bench_size,
         must_time=True,
     )
-    shown = next((d for d in run_on if d.kind == "gpu"), run_on[0])
+    shown = next((d for d in run_on if d.times), run_on[0])
     out_arg = next((a for a in spec.args if a.role is not Role.SCALAR and a.role is not Role.IN), None)
     rtol = tolerance_for(out_arg.dtype if out_arg else "float32", spec).rtol
     ctx = PromptContext(
@@ -617,7 +617,7 @@ class _Outputs:
                 report.notes.append(f"{role}: {c.label} is not written: {wrong}")
                 continue
             report.selected.append(Selected(role, c, str(p)))
-        if not any(d.kind == "gpu" for d in self.run_on):
+        if not any(d.times for d in self.run_on):
             report.notes.append(_NO_GPU)
         return report
 
@@ -630,7 +630,7 @@ class _Outputs:
         timings: list[dict[str, Any]] = []
         memory: int | None = None
         for d in self.run_on:
-            if d.kind == "checker" or d.label not in report.baselines:
+            if d.checks or d.label not in report.baselines:
                 continue
             ms, floor = report.baselines[d.label], report.floors.get(d.label)
             base = measured.get(d.label)

@@ -165,7 +165,7 @@ def _timed(
         except Exception:  # noqa: BLE001 - a launch the model cannot cost: the time stands alone
             return None
 
-    plan = replace(GPU_PLAN if device.kind == "gpu" else CPU_PLAN, compile=copts)
+    plan = replace(GPU_PLAN if device.times else CPU_PLAN, compile=copts)
     same = variant.source == source.source and variant.entry == source.entry
     found = replaying.timed(
         variant, rep, device, plan, original=None if same else source, original_options=options,

@@ -520,7 +520,7 @@ class _Runner:
             writable.append(scratch / "capture")
             env.update(capture_env(scratch / "capture", *self.capture_limits))
         device = chain.device()
-        on_gpu = device is not None and device.kind == "gpu"
+        on_gpu = device is not None and device.times
         jail = Jail(tuple(map(str, writable)), readable=self.data, home=str(home), gpu=on_gpu)
         ran = program_jail.run(
             [f"./{name}", *argv], jail, cwd, stdout=scratch / "stdout.txt", stderr=scratch / "stderr.txt",

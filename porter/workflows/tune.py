@@ -49,7 +49,7 @@ def _expected(original: Variant, spec: KernelSpec, instances: Sequence[Instance]
     from porter.harness.reference import Reference, reference_outputs
 
     ref = Reference(
-        original=original, devices=tuple(d for d in devices if d.kind != "checker"), options=options.compile
+        original=original, devices=tuple(d for d in devices if not d.checks), options=options.compile
     )
     from porter.harness.trial import Reject
 
@@ -179,7 +179,7 @@ def tune_file(
         except UsageError:  # the file's other device code does not build or run (a removed API): alone
             original = replace(source_plan.original(k.name, "alone"), entry=k.qualified)
             expected = _expected(original, spec, instances, run_on, options)
-    timing_device = next((d for d in run_on if d.kind == "gpu"), run_on[0])
+    timing_device = next((d for d in run_on if d.times), run_on[0])
     facts = timing_device.facts
     configs = T.configurations(
         spec, T.grid_stride(k, source_plan.text), facts.max_threads_per_block, facts.multiprocessors,
@@ -194,7 +194,7 @@ def tune_file(
     else:  # validated at small sizes, timed where the device's memory system shows
         timed_at, size = (
             None,
-            _bench_size(spec, timing_device.kind, sizes or {}, gpu_elements or GPU_ELEMENTS),
+            _bench_size(spec, timing_device.size_class, sizes or {}, gpu_elements or GPU_ELEMENTS),
         )
     try:
         cost = estimate(source_plan.text, spec, size, source_plan.scan, kernel=k.name)
@@ -244,7 +244,7 @@ def tune_file(
     if result.best is not None and result.best.config.flags:
         report.notes.append(f"the fastest needs the compile options {' '.join(result.best.config.flags)}: "
                             "build the kernel with them")  # fmt: skip
-    if timing_device.kind != "gpu":
+    if not timing_device.times:
         report.notes.append(
             f"no GPU here: the times are {timing_device.label}'s, a ranking on that device, not a GPU's"
         )

@@ -345,5 +345,5 @@ def test_a_define_that_is_not_a_macro_name_is_a_usage_error(tmp_path: Path) -> N
     r = porter("port", str(src), "--run", "", "-D", "1N=4", "--out", str(tmp_path / "out"))
     assert r.returncode == 2
     assert "'1N' is not a macro name" in r.stderr and "Traceback" not in r.stderr
-    r = porter("port", str(src / "main.cu"), "-D", "N=4", "--out", str(tmp_path / "out"))
-    assert r.returncode == 2 and "-D/-U apply to a program's builds" in r.stderr
+    r = porter("port", str(src / "main.cu"), "-U", "N", "--out", str(tmp_path / "out"))
+    assert r.returncode == 2 and "-U drops a macro a compile_commands.json defines" in r.stderr

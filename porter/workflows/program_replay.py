@@ -25,7 +25,7 @@ from typing import Any
 from porter import capture
 from porter.backends import CompileOptions, Device, get_dialect
 from porter.errors import UsageError
-from porter.files import decode_text
+from porter.files import decode_text, read_input
 from porter.harness import replay as replaying
 from porter.harness.trial import ValidateOptions
 from porter.model import Status, Variant, Verdict
@@ -59,9 +59,19 @@ def _launches(report: ProgramReport) -> tuple[list[capture.Launch], list[str]]:
 
 
 def _text(path: Path) -> str | None:
+    """One of porter's outputs (a port written earlier in this command), or None."""
     try:
         return decode_text(path.read_bytes())
     except OSError:
+        return None
+
+
+def _user_text(path: Path) -> str | None:
+    """One of the user's files, read as every other stage reads it (:func:`porter.files.read_input`:
+    regular files under the size cap, once per command), or None when it cannot be."""
+    try:
+        return decode_text(read_input(path))
+    except UsageError:
         return None
 
 
@@ -71,7 +81,7 @@ def _scanned(program: Program, kernels: Mapping[str, ProgramKernel]) -> dict[str
 
     found: dict[str, Any] = {}
     for pk in kernels.values():
-        text = _text(program.root / pk.file)
+        text = _user_text(program.root / pk.file)
         if text is None:
             continue
         path = str(program.root / pk.file)
@@ -243,7 +253,7 @@ class _Variants:
         from porter.scan.extract import device_code
 
         path = self.program.root / self.home(pk)
-        text = _text(path)
+        text = _user_text(path)
         if text is None:
             return f"cannot read {pk.file}"
         dirs = self.program.mirrored_dirs(self.program.root, path)  # the tree as it is: its own folders

@@ -46,6 +46,12 @@ class ProgramSource:
     # False: as written (a port, whose runs are compared, not captured)
     capture: bool = True
     max_output: int = DEFAULT_MAX_OUTPUT  # bytes a build command may print (stdout and stderr, each)
+    # units whose own build line (a compilation database's entry) has other -D than `defines`
+    unit_defines: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def defines_for(self, unit: str) -> tuple[str, ...]:
+        """The -D the unit `unit` (relative to the tree) is compiled with."""
+        return dict(self.unit_defines).get(unit, self.defines)
 
 
 @dataclass(frozen=True)
@@ -354,7 +360,6 @@ class DriverToolchain:
         jail = build_jail(source, out)
         extra = list(self.prepare(out)) if self.prepare is not None else []
         incs = [f"-I{d}" for d in (*extra, *self.include_dirs, *mapped_include_dirs(source))]
-        defines = [f"-D{d}" for d in source.defines]
         commands: list[str] = []
         logs: list[str] = []
         objects: dict[str, Path] = {}
@@ -369,6 +374,7 @@ class DriverToolchain:
                 path.suffix != ".c" and (self.all_device or has_cuda(data))
             )
             obj = obj_dir / (unit.replace(os.sep, "__") + ".o")
+            defines = [f"-D{d}" for d in source.defines_for(unit)]
             cmd = [self.compiler, *self.flags, *(self.device_flags if device else ()), *extra_flags, *defines]
             cmd += incs
             cmd += ["-c", str(path), "-o", str(obj)]

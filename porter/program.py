@@ -52,9 +52,16 @@ class Program:
     include_dirs: tuple[str, ...] = ()
     defines: tuple[str, ...] = ()  # -D of every unit: a compilation database's, then the command line's
     define_origins: tuple[tuple[str, str], ...] = ()  # (NAME, "command line" | "compile_commands.json")
+    # a compilation database's units, each with its own -D (merged with the command line's): a unit
+    # not listed, or a program without a database, gets `defines`
+    unit_defines: tuple[tuple[str, tuple[str, ...]], ...] = ()
     flags_from: str = ""  # where -I/-D came from: "compile_commands.json", "command line", ""
     skipped: tuple[str, ...] = field(default_factory=tuple)  # "path: why" of what was left out
     named_dirs: tuple[str, ...] = ()  # the -I folders the user named: read even outside the root
+
+    def defines_for(self, rel: str | Path) -> tuple[str, ...]:
+        """The -D of the unit at `rel` (relative to the root), as its own build line gives them."""
+        return dict(self.unit_defines).get(str(rel), self.defines)
 
     def may_read(self, path: str | Path) -> bool:
         """Whether a header at `path` may be read: under the root or a folder the user named."""
@@ -335,12 +342,19 @@ def discover(
     merged, origins = merge_defines(
         list(dict.fromkeys(db_defines)), command_line, undefines, "compile_commands.json"
     )
+    per_unit = {
+        str(e.file.relative_to(root)): merge_defines(e.defines, command_line, undefines, "")[0]
+        for _db, entries in databases
+        for e in entries
+        if e.file.is_relative_to(root)
+    }
     return Program(
         root=root,
         files=ordered,
         include_dirs=tuple(dict.fromkeys(includes)),
         defines=merged,
         define_origins=origins,
+        unit_defines=tuple(per_unit.items()),
         flags_from=flags_from,
         skipped=tuple(dict.fromkeys(skipped)),
         named_dirs=tuple(dict.fromkeys(named)),

@@ -375,6 +375,7 @@ class CpuProgramToolchain:
         for unit in units:
             obj = out / "obj" / (str(unit.relative_to(scratch)).replace(os.sep, "__") + ".o")
             is_c = unit.suffix == ".c"  # C stays C (its CUDA/HIP headers give it porter_runtime_c.h)
+            own = [f"-D{d}" for d in source.defines_for(str(unit.relative_to(scratch)))]  # its build line's
             cmd = (
                 [
                     compiler.replace("g++", "gcc") if "g++" in compiler else "gcc",
@@ -382,11 +383,11 @@ class CpuProgramToolchain:
                     "c",
                     "-O1",
                     "-w",
-                    *defines,
+                    *own,
                     *incs,
                 ]
                 if is_c
-                else list(cxx)
+                else [*(a for a in cxx if a not in defines), *own]
             )
             cmd += ["-c", str(unit), "-o", str(obj)]
             commands.append(" ".join(cmd))

@@ -380,6 +380,13 @@ class _Porter:
             result = self._build(target, tr.text, tk.entry or tk.name, result, ())
         return result
 
+    def _defines_of(self, rel: str) -> tuple[str, ...]:
+        """The -D of the unit whose output is `rel` (relative to the output folder: ``hip/src/a.cu``,
+        ``opencl/src/a.cl``), as the unit's own build line gives them."""
+        inner = Path(*Path(rel).parts[1:]).with_suffix("")
+        unit = next((u for u in self.program.units if u.rel.with_suffix("") == inner), None)
+        return self.program.defines_for(unit.rel) if unit is not None else self.program.defines
+
     def _build(
         self, target: str, text: str, entry: str, result: FileTarget, dirs: tuple[str, ...]
     ) -> FileTarget:
@@ -403,7 +410,7 @@ class _Porter:
                 entry,
                 headers_digest(source, dirs),
                 chains,
-                list(self.program.defines),
+                list(self._defines_of(rel)),
             )
         )
         old = self.previous.get((rel, target))
@@ -415,7 +422,7 @@ class _Porter:
             )  # fmt: skip
         self.say(f"compiling {rel}")
         gate = compile_check(
-            target, source, entry, CompileOptions(include_dirs=dirs, defines=self.program.defines)
+            target, source, entry, CompileOptions(include_dirs=dirs, defines=self._defines_of(rel))
         )
         if gate.ok:
             return FileTarget(

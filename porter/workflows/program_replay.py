@@ -258,7 +258,7 @@ class _Variants:
             return f"cannot read {pk.file}"
         dirs = self.program.mirrored_dirs(self.program.root, path)  # the tree as it is: its own folders
         return Variant(name, "cuda", device_code(text), name, "original", str(path)), CompileOptions(
-            include_dirs=dirs, defines=self.program.defines
+            include_dirs=dirs, defines=self.program.defines_for(self.home(pk))
         )
 
     def port(
@@ -289,7 +289,7 @@ class _Variants:
             if "<" in name and "<" not in entry:
                 entry = name
             variant = Variant(name, target, device_code(text), entry, "translate", str(dest))
-            return variant, CompileOptions(include_dirs=dirs, defines=self.program.defines), ()
+            return variant, CompileOptions(include_dirs=dirs, defines=self.program.defines_for(home)), ()
         cl = self.out / target / Path(rel).with_name(Path(rel).stem + dialect.suffix)
         mapping_path = cl.with_name(cl.stem + ".launch.json")
         text = _text(cl)
@@ -307,7 +307,8 @@ class _Variants:
             arg_map=tuple(tk.get("arg_map") or ()), extra_args=tuple(tk.get("extra_args") or ()),
         )  # fmt: skip
         # the program's -D macros: a size the kernel takes from one is the same in the OpenCL build
-        return variant, CompileOptions(defines=self.program.defines), tuple(tk.get("requires") or ())
+        own = self.program.defines_for(self.home(pk))
+        return variant, CompileOptions(defines=own), tuple(tk.get("requires") or ())
 
 
 def replay_program(

@@ -293,12 +293,12 @@ class _Runner:
             tree, tuple(str(u.rel) for u in self.program.units), self.program.include_dirs,
             self.program.defines, language, self.program.root, tuple(str(f.rel) for f in self.program.files),
             capture=variant == "original",  # only the original's runs are captured
-            max_output=self.max_output,
+            max_output=self.max_output, unit_defines=self.program.unit_defines,
         )  # fmt: skip
         ident = getattr(chain, "toolchain_id", lambda: chain.name)()
         key = sha(
             "program", code_fingerprint(), variant, chain.name, ident, language, source.units, self.command,
-            source.include_dirs, source.defines, self.max_output,
+            source.include_dirs, source.defines, list(source.unit_defines), self.max_output,
             _tree_digest(tree, source.files, source.include_dirs, self.program.root),
         )  # fmt: skip
         old = self.previous_builds.get((variant, chain.name))

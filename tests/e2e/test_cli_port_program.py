@@ -347,3 +347,27 @@ def test_a_define_that_is_not_a_macro_name_is_a_usage_error(tmp_path: Path) -> N
     assert "'1N' is not a macro name" in r.stderr and "Traceback" not in r.stderr
     r = porter("port", str(src / "main.cu"), "-U", "N", "--out", str(tmp_path / "out"))
     assert r.returncode == 2 and "-U drops a macro a compile_commands.json defines" in r.stderr
+
+
+PER_UNIT = ROOT / "tests" / "fixtures" / "programs" / "per_unit_macros"
+
+
+def test_each_unit_of_a_compilation_database_is_built_and_replayed_with_its_own_defines(
+    tmp_path: Path,
+) -> None:
+    """a.cu is compiled with -DSCALE=2.0f and b.cu with -DSCALE=10.0f: the program's output and each
+    kernel's replay follow its own unit's line (merged program-wide, both got SCALE=10)."""
+    src = tmp_path / "pu"
+    shutil.copytree(PER_UNIT, src)
+    r = porter(
+        "port", str(src / "compile_commands.json"), "--to", "hip,opencl", "--run", "", "--toolchains",
+        "cpu-runtime", "--out", str(tmp_path / "out"), "--json",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr + r.stdout[-3000:]
+    doc = json.loads(r.stdout)
+    expected = [2.0 * (1.0 + i % 7) + 10.0 for i in range(512)]
+    tail = doc["program"]["runs"][0]["original"]["stdout_tail"]
+    assert f"sum={sum(expected):.1f} first={expected[0]:.1f}" in tail, tail
+    assert doc["program"]["runs"][0]["variants"][0]["status"] == "matches"
+    replays = _replays(doc)
+    assert set(replays) == {"original", "hip", "opencl"} and set().union(*replays.values()) == {"validated"}

@@ -10,7 +10,6 @@ Modes:
   backend of the Job in WARM_PICKLE and warm up its device, wait for ``go`` on standard input, then run
   the job in JOB_PICKLE exactly as ``job`` mode does (sandbox entered after the warm-up, as there).
 * ``probe NAME RESULT_JSON``: write ``get_backend(NAME).availability()`` (or a one-line reason).
-* ``python FILE FUNCTION ARGS RESULT_DIR``: call a user's Python function (:func:`isolate.run_python`).
 * ``calls CALLS RESULT_DIR``: import a Python module once and call its functions in turn, each stage
   announced and its stack dumped before its limit (:mod:`porter.backends.pycall`).
 
@@ -445,33 +444,6 @@ def _run(job: Job, result_dir: str) -> int:
     return 0
 
 
-def _run_python(path: str, function: str, args_file: str, result_dir: str) -> int:
-    """Import the user's file and call `function` (the module's own code runs after lock-down, like a
-    kernel); write every array argument after the call and the return value as ``.npy``."""
-    args = pickle.loads(Path(args_file).read_bytes())  # written by the parent: trusted
-    out = Path(result_dir)
-    part = out.with_name(out.name + ".part")
-    part.mkdir(parents=True, exist_ok=True)
-    doc: dict[str, Any] = {"ok": False}
-    refused = _enter_sandbox()
-    plan = sandbox.current_plan()
-    try:
-        if refused:
-            raise RuntimeError(refused)
-        if plan is not None:
-            sandbox.lock_down(plan)
-        module = _import_file(path, "porter_lift_reference")
-        returned = getattr(module, function)(**args)
-        _save_call(part, function, args, returned, doc)
-    except BaseException as err:  # noqa: BLE001 - the reference's failure is the parent's data
-        doc["error"] = f"{type(err).__name__}: {err}"
-        traceback.print_exc()
-    sys.stdout.flush()
-    (part / "result.json").write_text(json.dumps(doc), encoding="utf-8")
-    os.replace(part, out)
-    return 0
-
-
 def _import_file(path: str, name: str) -> Any:
     import importlib.util
 
@@ -613,8 +585,6 @@ def main(argv: list[str]) -> int:
         if job is None:
             return 2
         return _run(job, argv[3])
-    if len(argv) == 5 and argv[0] == "python":  # isolate.run_python: the user's function, confined
-        return _run_python(*argv[1:])
     if len(argv) == 3 and argv[0] == "calls":  # pycall.run_calls: a module's functions, confined
         return _run_calls(argv[1], argv[2])
     if len(argv) == 3 and argv[0] == "probe":

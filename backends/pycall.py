@@ -14,7 +14,7 @@ environment).  Each stage -- the import, then each call -- has its own limit, ``
   is (``progress(what, seconds)``) every ``progress_every`` seconds.
 
 Results come back as JSON plus ``.npy`` files (never pickle), each array checked against the dtype and
-shape it went in with, as :func:`porter.backends.isolate.run_python` does.
+shape it went in with.
 """
 
 from __future__ import annotations

@@ -162,7 +162,7 @@ def test_sandboxed_children_cannot_read_the_state_key(
     reads only the toolchain's folders, and bubblewrap hides porter's config folder too (so it holds
     with the file-system layer off)."""
     import numpy as np
-    from porter.backends.isolate import run_python
+    from porter.backends.pycall import Call, run_calls
 
     from porter import sandbox, signing
 
@@ -180,6 +180,7 @@ def test_sandboxed_children_cannot_read_the_state_key(
         f"    data = open({str(signing.key_path())!r}, 'rb').read()\n"
         "    out[: len(data)] = np.frombuffer(data, np.uint8)\n"
     )
-    got = run_python(str(module), "peek", {"out": np.zeros(128, np.uint8)}, timeout_s=60)
+    ran = run_calls(str(module), [Call("peek", {"out": np.zeros(128, np.uint8)})], 60)
+    (got,) = ran.results
     assert not got.ok, "a sandboxed child read the state key"
-    assert key.hex() not in got.error + got.log
+    assert key.hex() not in got.error + got.log + ran.log

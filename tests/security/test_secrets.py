@@ -97,7 +97,7 @@ def test_a_kernel_jobs_child_holds_no_secret(planted: None, emulator: None) -> N
 
 def test_a_python_child_holds_no_secret(planted: None, tmp_path: Path) -> None:
     """The user's Python module (lift's and generate's reference) runs with the same environment."""
-    from porter.backends.isolate import run_python
+    from porter.backends.pycall import Call, run_calls
 
     module = tmp_path / "dump.py"
     module.write_text(
@@ -108,8 +108,9 @@ def test_a_python_child_holds_no_secret(planted: None, tmp_path: Path) -> None:
         "    out[: len(data)] = np.frombuffer(data, dtype=np.uint8)\n",
         encoding="utf-8",
     )
-    res = run_python(str(module), "dump", {"out": np.zeros(1 << 16, np.uint8)}, timeout_s=60)
-    assert res.ok, res.error + res.log
+    ran = run_calls(str(module), [Call("dump", {"out": np.zeros(1 << 16, np.uint8)})], 60)
+    (res,) = ran.results
+    assert res.ok, res.error + ran.log
     seen = res.arrays["out"].tobytes()
     assert b"PATH=" in seen
     assert leaks(seen) == []

@@ -55,3 +55,16 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def samples() -> Path:
     return SAMPLES
+
+
+@pytest.fixture(scope="session")
+def emulator() -> None:
+    """Skip a test that runs kernels where porter's CPU emulator cannot (no g++)."""
+    from porter.backends import get_backend
+
+    try:
+        found = bool(get_backend("cpu").devices())
+    except Exception:  # noqa: BLE001 - a backend that cannot load is an emulator that is not there
+        found = False
+    if not found:
+        pytest.skip("the CPU emulator is unavailable (g++ missing)")

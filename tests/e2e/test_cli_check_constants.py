@@ -26,18 +26,6 @@ def porter(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=timeout, env=env)
 
 
-@pytest.fixture(scope="module")
-def emulator() -> None:
-    from porter.backends import get_backend
-
-    try:
-        found = bool(get_backend("cpu").devices())
-    except Exception:  # noqa: BLE001
-        found = False
-    if not found:
-        pytest.skip("the CPU emulator is unavailable (g++ missing)")
-
-
 def _verdicts(out: subprocess.CompletedProcess[str]) -> list[dict]:
     try:
         return json.loads(out.stdout)["verdicts"]

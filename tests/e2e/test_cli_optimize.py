@@ -33,18 +33,6 @@ __global__ void vector_add(const float* a, const float* b, float* c, int n)
 """
 
 
-@pytest.fixture(scope="module")
-def emulator() -> None:
-    from porter.backends import get_backend
-
-    try:
-        ok = bool(get_backend("cpu").devices())
-    except Exception:  # noqa: BLE001
-        ok = False
-    if not ok:
-        pytest.skip("the CPU emulator is unavailable (g++ missing)")
-
-
 @pytest.fixture
 def server() -> Iterator[FakeLLMServer]:
     with FakeLLMServer() as s:

@@ -65,18 +65,6 @@ __global__ void scale(const float* x, float* y, int n)
 """
 
 
-@pytest.fixture(scope="module")
-def emulator() -> None:
-    from porter.backends import get_backend
-
-    try:
-        ok = any(d.kind != "checker" for d in get_backend("cpu").devices())
-    except Exception:  # noqa: BLE001
-        ok = False
-    if not ok:
-        pytest.skip("the CPU emulator is unavailable (g++ missing)")
-
-
 @pytest.fixture
 def same_porter() -> Callable[[], None]:
     """Call it after each run: a verdict reached by other porter code is never reused, so when porter's

@@ -37,18 +37,6 @@ __global__ void vector_add(const float* a, const float* b, float* c, int n)
 """
 
 
-@pytest.fixture(scope="module")
-def emulator() -> None:
-    from porter.backends import get_backend
-
-    try:
-        ok = any(d.kind != "checker" for d in get_backend("cpu").devices())
-    except Exception:  # noqa: BLE001
-        ok = False
-    if not ok:
-        pytest.skip("the CPU emulator is unavailable (g++ missing)")
-
-
 @pytest.fixture
 def tmpdir_(tmp_path: Path) -> Path:
     """The TMPDIR of the porter processes of one test (no other porter's folders in it)."""

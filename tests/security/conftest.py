@@ -14,14 +14,6 @@ from fakes.programs import run_porter, vector_add_program
 KEY = "sk-ant-api03-SECURITYfake0000SECRET1111value"
 
 
-@pytest.fixture(scope="session")
-def emulator() -> None:
-    from porter.backends import get_backend
-
-    if not get_backend("cpu").devices():
-        pytest.skip("the CPU emulator is unavailable (g++ missing)")
-
-
 @pytest.fixture
 def server() -> Iterator[FakeLLMServer]:
     pytest.importorskip("anthropic")

@@ -338,7 +338,7 @@ class _Porter:
         dest = Path(result.path)
         text = decode_text(dest.read_bytes())
         dirs = self.program.mirrored_dirs(self.out / target, dest)
-        built = self._build(target, text, entry, result, dirs)
+        built = self._build(target, f, text, entry, result, dirs)
         with self.lock:
             self.results[f.path].targets[target] = built
 
@@ -377,21 +377,16 @@ class _Porter:
         result = FileTarget(str(dest), status, diagnostics=tuple(tr.diagnostics))
         if status == "translated" and self.build:
             tk = next(tk for tk in tr.kernels if not tk.untranslatable)
-            result = self._build(target, tr.text, tk.entry or tk.name, result, ())
+            result = self._build(target, f, tr.text, tk.entry or tk.name, result, ())
         return result
 
-    def _defines_of(self, rel: str) -> tuple[str, ...]:
-        """The -D of the unit whose output is `rel` (relative to the output folder: ``hip/src/a.cu``,
-        ``opencl/src/a.cl``), as the unit's own build line gives them."""
-        inner = Path(*Path(rel).parts[1:]).with_suffix("")
-        unit = next((u for u in self.program.units if u.rel.with_suffix("") == inner), None)
-        return self.program.defines_for(unit.rel) if unit is not None else self.program.defines
-
     def _build(
-        self, target: str, text: str, entry: str, result: FileTarget, dirs: tuple[str, ...]
+        self, target: str, f: ProgramFile, text: str, entry: str, result: FileTarget, dirs: tuple[str, ...]
     ) -> FileTarget:
+        """Compile `f`'s `target` output (`text`) as device code, with `f`'s own -D (its build line's)."""
         from porter.cache import headers_digest
 
+        defines = self.program.defines_for(f.rel)
         source = text
         if get_dialect(target).single_source:
             from porter.scan.extract import device_code
@@ -410,7 +405,7 @@ class _Porter:
                 entry,
                 headers_digest(source, dirs),
                 chains,
-                list(self._defines_of(rel)),
+                list(defines),
             )
         )
         old = self.previous.get((rel, target))
@@ -421,9 +416,7 @@ class _Porter:
                 str(old.get("toolchain", "")), str(old.get("log", "")), key, True,
             )  # fmt: skip
         self.say(f"compiling {rel}")
-        gate = compile_check(
-            target, source, entry, CompileOptions(include_dirs=dirs, defines=self._defines_of(rel))
-        )
+        gate = compile_check(target, source, entry, CompileOptions(include_dirs=dirs, defines=defines))
         if gate.ok:
             return FileTarget(
                 result.path, "compiled", gate.reason, result.diagnostics, gate.toolchain, key=key

@@ -365,9 +365,9 @@ class CpuProgramToolchain:
         incs = [f"-I{inc}", *(f"-I{d}" for d in include_dirs)]
         objects: dict[Path, Path] = {}
         commands: list[str] = []
-        cxx = [compiler, *flags, "-include", "porter_runtime.h", *defines, *incs, "-x", "c++"]
+        cxx = [compiler, *flags, "-include", "porter_runtime.h", *incs, "-x", "c++"]  # each unit adds its -D
         jail = build_jail(source, out)
-        why = self._refusal(units, scratch, inc, out, cxx, jail)  # before anything is built
+        why = self._refusal(units, scratch, inc, out, [*cxx, *defines], jail)  # before anything is built
         if why:
             return BuiltProgram(False, chain, reason=why, refused=True)
         logs: list[str] = []
@@ -387,7 +387,7 @@ class CpuProgramToolchain:
                     *incs,
                 ]
                 if is_c
-                else [*(a for a in cxx if a not in defines), *own]
+                else [*cxx, *own]
             )
             cmd += ["-c", str(unit), "-o", str(obj)]
             commands.append(" ".join(cmd))

@@ -181,12 +181,20 @@ def scan(
             help="Where to look for included headers (for macros such as `#define KERNEL __global__`).",
         ),
     ] = None,
+    define: DefineOption = None,
+    undefine: UndefineOption = None,
 ) -> None:
     """Map kernels, launch sites, allocations, Python loop nests and portability hazards."""
     from porter.report import scan_view
     from porter.scan import scan_paths
 
-    result = scan_paths([str(p) for p in paths], jobs=jobs, include_dirs=include or ())
+    result = scan_paths(
+        [str(p) for p in paths],
+        jobs=jobs,
+        include_dirs=include or (),
+        defines=define or (),
+        undefines=undefine or (),
+    )
     if json_out:
         emit_json(scan_view.to_json(result))
         scan_view.render_problems(result)

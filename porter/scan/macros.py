@@ -200,6 +200,29 @@ def dead_ranges(source: bytes, known: Mapping[str, bool] | None = None) -> list[
     return dead
 
 
+def without_dead(source: bytes, command_line: CommandLine) -> bytes:
+    """``source`` with the branches the command line's -D/-U decide against (dead given them, and not
+    already dead without them) blanked: every byte but newlines a space, so that offsets and lines
+    stay those of the file.  What the build does not compile is then not scanned."""
+    if not command_line or b"#" not in source:
+        return source
+    before = dead_ranges(source)
+    out = bytearray(source)
+    blank = re.compile(rb"[^\n]")
+    for start, end in dead_ranges(source, command_line.known()):
+        for s, e in _minus((start, end), before):
+            out[s:e] = blank.sub(b" ", source[s:e])
+    return bytes(out)
+
+
+def _minus(span: tuple[int, int], ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of ``span`` outside every one of ``ranges``."""
+    parts = [span]
+    for a, b in ranges:
+        parts = [p for s, e in parts for p in ((s, min(e, a)), (max(s, b), e)) if p[0] < p[1]]
+    return parts
+
+
 _COND_TOKEN = re.compile(r"defined\s*\(\s*(\w+)\s*\)|defined\s+(\w+)|\d+[uUlL]*|\w+|&&|\|\||==|!=|[()!]|\S")
 
 
@@ -269,9 +292,10 @@ def _condition(text: str, defined: Mapping[str, bool]) -> bool | None:
     return value if pos == len(tokens) else None
 
 
-def definitions(source: bytes) -> dict[str, list[Body]]:
+def definitions(source: bytes, known: Mapping[str, bool] | None = None) -> dict[str, list[Body]]:
     """Every ``#define`` a preprocessor reading the source as CUDA may see (those in branches known to
-    be dead, :func:`dead_ranges`, left out): name -> the tokens of each definition (see :data:`Body`).
+    be dead, :func:`dead_ranges` given ``known``, left out): name -> the tokens of each definition (see
+    :data:`Body`).
 
     Bodies made of identifiers and scope braces (after dropping attributes) are kept as their
     tokens, an empty body as ``()``; any other body (``256``, ``a + b``, a function-like macro
@@ -280,7 +304,7 @@ def definitions(source: bytes) -> dict[str, list[Body]]:
     if b"define" not in source:
         return {}
     out: dict[str, list[Body]] = {}
-    dead = dead_ranges(source)
+    dead = dead_ranges(source, known)
     starts = [d[0] for d in dead]
     for m in _DEFINE.finditer(source):
         if not at_line_start(source, m.start()):
@@ -429,19 +453,52 @@ class _Marks:
     path: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class CommandLine:
+    """The build's ``-D NAME[=VALUE]`` and ``-U NAME``, as a preprocessor starts with them: each -D
+    defined (``NAME`` alone is ``1``) before any file is read, each -U not."""
+
+    defines: tuple[str, ...] = ()
+    undefines: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.defines or self.undefines)
+
+    def known(self) -> dict[str, bool]:
+        """:data:`KNOWN_MACROS` with the command line's macros decided: what :func:`dead_ranges` knows."""
+        out = dict(KNOWN_MACROS)
+        out.update({u.strip(): False for u in self.undefines})
+        out.update({d.split("=", 1)[0].strip(): True for d in self.defines})
+        return out
+
+    def source(self) -> bytes:
+        """The -D as the ``#define`` lines they stand for."""
+        lines = []
+        for d in self.defines:
+            name, eq, value = d.partition("=")
+            lines.append(f"#define {name.strip()} {value if eq else '1'}\n")
+        return "".join(lines).encode("utf-8", "surrogateescape")
+
+
 def collect(
     files: Iterable[tuple[str, bytes | None]],
     include_dirs: Iterable[str | Path] = (),
     *,
     strict: bool = False,
+    command_line: CommandLine | None = None,
 ) -> MacroTable:
     """The qualifier and scope macros visible to ``files`` ((path, bytes or None to read it)) and
     their headers.  ``strict``: a header that is not a regular file (a FIFO, ``/dev/zero``) is a
     UsageError naming the ``#include`` (else it is skipped with a warning), see
-    :func:`porter.includes.reachable`."""
+    :func:`porter.includes.reachable`.  ``command_line``: the build's -D (macros of their own, a
+    ``-DKERNEL=__global__`` a qualifier) and -U, which decide the conditionals that name them."""
     defs: dict[str, list[Body]] = {}
+    known = command_line.known() if command_line else None
+    if command_line:
+        for name, bodies in definitions(command_line.source(), known).items():
+            defs.setdefault(name, []).extend(bodies)
     for _, source in reachable(files, include_dirs, strict=strict):
-        for name, bodies in definitions(source).items():
+        for name, bodies in definitions(source, known).items():
             defs.setdefault(name, []).extend(bodies)
     return resolve(defs)
 

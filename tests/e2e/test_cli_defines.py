@@ -1,5 +1,6 @@
 """`-D NAME[=VALUE]` on the commands that build one CUDA file (port, check, bench, optimize's autotuner):
-a kernel sized by a macro only the build defines is inferred, compiled and judged with it."""
+a kernel sized by a macro only the build defines is inferred, compiled and judged with it; and on scan,
+which reads the file as that build compiles it."""
 
 from __future__ import annotations
 
@@ -68,3 +69,25 @@ def test_a_bad_define_and_an_undefine_without_a_database_are_usage_errors(sized:
     assert r.returncode == 2 and "is not a macro name" in r.stderr and "Traceback" not in r.stderr
     r = porter("port", str(sized), "-D", "N=5", "-U", "N", "--out", str(sized.parent / "o"))
     assert r.returncode == 2 and "-U drops a macro a compile_commands.json defines" in r.stderr
+
+
+def test_scan_decides_conditionals_macros_and_sizes_with_the_defines() -> None:
+    chosen = ROOT / "tests" / "fixtures" / "cuda" / "chosen_by_define.cu"
+    r = porter("scan", str(chosen), "--json")
+    assert r.returncode == 0, r.stderr
+    plain = json.loads(r.stdout)["files"][0]
+    # without the build's macros both branches are read, and KERNEL declares nothing
+    assert [k["name"] for k in plain["kernels"]] == ["scale_d", "scale_f"]
+    assert [(d["name"], d["value"]) for d in plain["defines"]] == [("BLOCK", "128")]
+    r = porter("scan", str(chosen), "-D", "USE_DOUBLE", "-D", "KERNEL=__global__", "-DBLOCK=256", "--json")
+    assert r.returncode == 0, r.stderr
+    built = json.loads(r.stdout)["files"][0]
+    assert [k["name"] for k in built["kernels"]] == ["scale_d", "fill"]
+    # the command line's macros are the file's: BLOCK is 256 (line 0), its #ifndef default is not compiled
+    assert [(d["name"], d["value"], d["line"]) for d in built["defines"]] == [
+        ("USE_DOUBLE", "1", 0), ("KERNEL", "__global__", 0), ("BLOCK", "256", 0)
+    ]  # fmt: skip
+    r = porter("scan", str(chosen), "-U", "USE_DOUBLE", "--json")
+    assert [k["name"] for k in json.loads(r.stdout)["files"][0]["kernels"]] == ["scale_f"]
+    r = porter("scan", str(chosen), "-D", "2X=1")
+    assert r.returncode == 2 and "is not a macro name" in r.stderr and "Traceback" not in r.stderr

@@ -14,6 +14,7 @@ from porter.scan import scan_file, scan_paths, scan_source
 from porter.scan.extract import device_code
 from porter.scan.macros import (
     OPAQUE,
+    CommandLine,
     MacroTable,
     ScopeMacro,
     collect,
@@ -21,6 +22,7 @@ from porter.scan.macros import (
     mask,
     resolve,
     spelled_out,
+    without_dead,
 )
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -351,3 +353,21 @@ def test_conditionals_are_decided_as_far_as_porter_knows() -> None:
     )
     assert sorted(definitions(src)) == ["B", "C", "F", "FAST", "H"]
     assert len(dead_ranges(src)) == 4
+
+
+def test_the_command_line_decides_its_conditionals_and_defines_macros() -> None:
+    src = (
+        b"#ifndef N\n#define N 1024\n#endif\n#ifdef FAST\n#define HD __device__\n#else\nint slow;\n#endif\n"
+        b"#if !defined(__CUDACC__)\nint host_only;\n#endif\n"
+    )
+    line = CommandLine(("N=5", "FAST", "KERNEL=__global__"), ("GONE",))
+    assert line.known()["N"] is True and line.known()["GONE"] is False and line.known()["__CUDACC__"] is True
+    assert line.source() == b"#define N 5\n#define FAST 1\n#define KERNEL __global__\n"
+    assert "N" not in definitions(src, line.known()) and "N" in definitions(src)
+    cut = without_dead(src, line)
+    assert len(cut) == len(src) and cut.count(b"\n") == src.count(b"\n")
+    # the #ifndef default and the #else branch go; a branch dead without the command line is left as it was
+    assert b"1024" not in cut and b"slow" not in cut and b"host_only" in cut and b"__device__" in cut
+    assert without_dead(src, CommandLine()) is src
+    table = collect([("k.cu", b"KERNEL void k(float* x) {}\n")], command_line=line)
+    assert table["KERNEL"] == ("__global__",)

@@ -35,6 +35,9 @@ def test_workers_give_the_sequential_result(tree: Path, monkeypatch: pytest.Monk
     # the macro table reaches the workers whole: kernels behind scope macros are found there too
     scoped = next(f for f in many.files if f.path.endswith("scoped.cu"))
     assert [k.name for k in scoped.kernels] == ["affine_clamp", "square_in_place"]
+    # and the build's -D/-U too
+    built = {"defines": ["USE_DOUBLE", "KERNEL=__global__"], "undefines": ["N"]}
+    assert scan_paths([str(tree)], jobs=3, **built) == scan_paths([str(tree)], jobs=1, **built)
 
 
 def test_small_inputs_stay_in_process(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -49,11 +52,13 @@ _PARENT = os.getpid()
 _REAL_SCAN_ONE = scan_mod._scan_one
 
 
-def _crash_on_big(name: str, explicit: bool, include_dirs: tuple[str, ...], shared: object) -> object:
+def _crash_on_big(
+    name: str, explicit: bool, include_dirs: tuple[str, ...], shared: object, command_line: object = None
+) -> object:
     """A worker that dies on one file, as a segfault in native code would end it."""
     if os.getpid() != _PARENT and name.endswith("big.cu"):
         os._exit(3)
-    return _REAL_SCAN_ONE(name, explicit, include_dirs, shared)
+    return _REAL_SCAN_ONE(name, explicit, include_dirs, shared, command_line)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the crash is injected through fork")

@@ -21,7 +21,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from porter.llm.records import Rejection, Screened
+    from porter.records import Rejection, Screened
     from porter.model import Kernel, TranslatedKernel, Translation
     from porter.source import SourceUnit
 

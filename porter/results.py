@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from porter import sandbox
-from porter.llm.records import VALIDATED, Totals, attempt_doc, trade_off, usage_doc
-from porter.llm.redact import redact
 from porter.model import Status, to_jsonable
+from porter.records import VALIDATED, Totals, attempt_doc, trade_off, usage_doc
+from porter.redact import redact
 
 if TYPE_CHECKING:
     from porter.backends import Availability
-    from porter.llm.records import Attempt, Evaluation, LoopResult
     from porter.model import Diagnostic, KernelSpec, Timing, Verdict
+    from porter.records import Attempt, Evaluation, LoopResult
 
 # The "schema" field of each command's report.json (reports written before it are recognised by shape).
 SCHEMAS = {

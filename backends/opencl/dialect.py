@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, ClassVar
 from porter.backends.dialect import Dialect
 
 if TYPE_CHECKING:
-    from porter.llm.records import Rejection, Screened
+    from porter.records import Rejection, Screened
     from porter.model import Kernel, TranslatedKernel, Translation
 
 
@@ -44,7 +44,7 @@ class OpenCLDialect(Dialect):
         them when it did, else the original's parameters in OpenCL spelling plus the added arguments."""
         from porter.backends.opencl.screen import opencl_params
 
-        from porter.llm.records import strip_comments
+        from porter.records import strip_comments
 
         found = opencl_params(strip_comments(translated), tk.entry)
         if found is not None:

@@ -8,8 +8,8 @@ import re
 from collections.abc import Sequence
 
 from porter.llm.prompting import settings
-from porter.llm.records import Rejection, Screened, strip_comments
 from porter.model import Kernel
+from porter.records import Rejection, Screened, strip_comments
 
 _CL_ADDRESS_SPACES = {
     "__global": "global",

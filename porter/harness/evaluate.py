@@ -1,6 +1,6 @@
 """The evaluator of model-written code: one for `porter port --model` and `porter optimize`.
 
-A screened candidate (:class:`porter.llm.records.Screened`: device code only) becomes a variant
+A screened candidate (:class:`porter.records.Screened`: device code only) becomes a variant
 from a template (the kernel, dialect, entry and argument mapping it must keep), must build as device
 code for a real GPU compiler before anything runs it (:func:`porter.harness.gate.device_build_check`),
 is validated against the ORIGINAL on every device given (:func:`porter.harness.validate.validate`,
@@ -24,8 +24,8 @@ from porter.harness.gate import device_build_check
 from porter.harness.inputs import ctype_size
 from porter.harness.spec import timing_size
 from porter.harness.validate import Reference, ValidateOptions, validate
-from porter.llm.records import Evaluation, Screened, unvalidated
 from porter.model import FileScan, Kernel, KernelSpec, Variant
+from porter.records import Evaluation, Screened, unvalidated
 from porter.results import BenchResult, KernelCost
 from porter.scan import cexpr
 

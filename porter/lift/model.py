@@ -171,14 +171,14 @@ def judge(
     timeout: float,
     precision: str = "",
 ) -> tuple[Any, Judged | None]:
-    """The evaluation of one screened reply (porter.llm.records.Evaluation): built as device code for a
+    """The evaluation of one screened reply (porter.records.Evaluation): built as device code for a
     real GPU compiler first, then judged against the Python on every device of every target; the Judged
     candidate when it validated everywhere."""
     from porter.backends import CompileOptions
     from porter.harness.gate import device_build_check
     from porter.lift import validate
-    from porter.llm.records import Evaluation, unvalidated
     from porter.model import Variant
+    from porter.records import Evaluation, unvalidated
 
     variant = Variant(c.function, "cuda", code, c.entry, f"llm:{model}")
     gate = device_build_check(variant, CompileOptions(untrusted=True))
@@ -225,7 +225,7 @@ def reduced_precision(code: str) -> str:
     import re
 
     from porter.lift.kernels import settings
-    from porter.llm.records import strip_comments
+    from porter.records import strip_comments
 
     code = strip_comments(code)  # a comment that says "half" computes nothing
     for precision, pattern in settings()["generate"]["reduced_precision"]:

@@ -12,13 +12,13 @@ from porter.llm.base import (
     Message,
     System,
     TextCallback,
-    Usage,
     check_deadline,
     parse_reply,
     send_with_retries,
     system_parts,
 )
-from porter.llm.redact import add_secret
+from porter.pricing import Usage
+from porter.redact import add_secret
 
 
 class AnthropicProvider:

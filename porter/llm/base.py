@@ -18,7 +18,8 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from porter.errors import PorterError
-from porter.llm.redact import redact
+from porter.pricing import Usage
+from porter.redact import redact
 
 
 @dataclass(frozen=True)
@@ -31,24 +32,6 @@ class PromptPart:
 class Message:
     role: str  # "user" | "assistant"
     content: str
-
-
-@dataclass(frozen=True)
-class Usage:
-    """Tokens of one call, normalised: ``input_tokens`` excludes the cached ones."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.cache_read_tokens + other.cache_read_tokens,
-            self.cache_write_tokens + other.cache_write_tokens,
-        )
 
 
 # More tokens than any model reads or writes in one call: a count above it (or below 0) is a broken server.

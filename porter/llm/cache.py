@@ -8,7 +8,7 @@ never served; ``--no-cache`` / ``PORTER_NO_CACHE=1`` disable it).  ``--replay DI
 chose to record, as the user's own input (not signed).
 :class:`RecordingProvider` also writes each reply as ``<DIR>/<key>.json`` (``--record DIR``) and
 :class:`ReplayProvider` serves only such files (``--replay DIR``), failing with :class:`ReplayMiss` on a
-miss.  Everything written passes through :func:`porter.llm.redact.redact`.
+miss.  Everything written passes through :func:`porter.redact.redact`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from porter.llm.base import (
     system_parts,
 )
 from porter.llm.providers import make_provider, parse_spec
-from porter.llm.redact import redact
+from porter.redact import redact
 
 NAMESPACE = "llm"
 RECORD_FORMAT = 1

@@ -31,8 +31,7 @@ from typing import Literal
 
 from porter.backends import get_dialect
 from porter.errors import PorterError
-from porter.llm.base import Completion, Message, PromptPart, Provider, ProviderError, Usage, checked_usage
-from porter.llm.pricing import cost, pricing_note
+from porter.llm.base import Completion, Message, PromptPart, Provider, ProviderError, checked_usage
 from porter.llm.prompting import (
     PromptContext,
     compile_feedback,
@@ -44,7 +43,10 @@ from porter.llm.prompting import (
     task_message,
     timing_feedback,
 )
-from porter.llm.records import (
+from porter.llm.replies import extract_code, missing_code_reason
+from porter.model import Kernel
+from porter.pricing import Usage, cost, pricing_note
+from porter.records import (
     ERROR,
     FAILED,
     NO_CODE,
@@ -59,9 +61,7 @@ from porter.llm.records import (
     Totals,
     strip_comments,
 )
-from porter.llm.redact import redact
-from porter.llm.replies import extract_code, missing_code_reason
-from porter.model import Kernel
+from porter.redact import redact
 
 log = logging.getLogger(__name__)
 

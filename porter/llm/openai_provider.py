@@ -15,13 +15,13 @@ from porter.llm.base import (
     Message,
     System,
     TextCallback,
-    Usage,
     check_deadline,
     parse_reply,
     send_with_retries,
     system_text,
 )
-from porter.llm.redact import add_secret
+from porter.pricing import Usage
+from porter.redact import add_secret
 
 
 class OpenAIProvider:

@@ -8,7 +8,7 @@ from typing import Any
 from rich.text import Text
 
 from porter.llm.loop import Event, Progress
-from porter.llm.redact import redact
+from porter.redact import redact
 from porter.report import plain_console
 from porter.results import OptimizeReport
 

@@ -304,7 +304,7 @@ def _ask(
     from porter.llm.cache import open_provider
     from porter.llm.loop import Budget, LoopOptions, run_loop
     from porter.llm.prompting import PromptContext
-    from porter.llm.records import Evaluation, Screened
+    from porter.records import Evaluation, Screened
 
     ctx = PromptContext(
         kernel=lm.prompt_kernel(c), path=c.function, source=c.source, dialect="cuda", task="generate",

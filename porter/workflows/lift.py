@@ -414,7 +414,7 @@ def _ask_model(
     from porter.llm.cache import open_provider
     from porter.llm.loop import Budget, LoopOptions, run_loop
     from porter.llm.prompting import PromptContext
-    from porter.llm.records import Evaluation, Screened
+    from porter.records import Evaluation, Screened
 
     if not lm.eligible(refusal.reason):
         return None

@@ -45,10 +45,10 @@ from porter.llm.cache import ReplyCache, open_provider
 from porter.llm.hardware import hardware_fields
 from porter.llm.loop import Budget, Event, LoopOptions, Progress, run_loop
 from porter.llm.prompting import PromptContext
-from porter.llm.records import VALIDATED, Attempt, Evaluation, LoopResult, Screened, Totals
-from porter.llm.redact import redact
 from porter.model import Kernel, KernelSpec, Role, Variant, to_jsonable
 from porter.plan import make_plan
+from porter.records import VALIDATED, Attempt, Evaluation, LoopResult, Screened, Totals
+from porter.redact import redact
 from porter.results import (
     ORIGINAL,
     TUNED,

@@ -59,14 +59,6 @@ from porter.llm.base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, Provider
 from porter.llm.cache import ReplyCache
 from porter.llm.loop import Budget, Event, LoopOptions, run_loop
 from porter.llm.prompting import PromptContext
-from porter.llm.records import (
-    Attempt,
-    LoopResult,
-    Totals,
-    attempt_doc,
-    usage_doc,
-)
-from porter.llm.redact import redact
 from porter.model import (
     Diagnostic,
     FileScan,
@@ -82,6 +74,14 @@ from porter.model import (
     to_jsonable,
 )
 from porter.plan import Plan, PlannedKernel, Units, make_plan
+from porter.records import (
+    Attempt,
+    LoopResult,
+    Totals,
+    attempt_doc,
+    usage_doc,
+)
+from porter.redact import redact
 from porter.results import KernelResult, PortReport, VariantRow, file_digest
 from porter.scan.instances import Instance
 from porter.scan.macros import MacroTable

@@ -258,10 +258,10 @@ def _create(resolved: Path, out: Path) -> None:
 
 
 def evaluation_from_json(doc: Mapping[str, Any]) -> Any:
-    """An :class:`porter.llm.records.Evaluation` back from its report.json form (``to_jsonable`` of it);
+    """An :class:`porter.records.Evaluation` back from its report.json form (``to_jsonable`` of it);
     TypeError / KeyError / ValueError when the document is not one."""
-    from porter.llm.records import Evaluation
     from porter.model import Status, Timing, Verdict
+    from porter.records import Evaluation
 
     def verdict(v: Mapping[str, Any]) -> Verdict:
         timing = v.get("timing")

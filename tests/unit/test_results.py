@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from porter.llm.records import FAILED, VALIDATED, Attempt, Evaluation, LoopResult, Totals
+from porter.records import FAILED, VALIDATED, Attempt, Evaluation, LoopResult, Totals
 from porter.results import ORIGINAL, REWRITE, TUNED, Contender, OptimizeReport, TunedConfig
 
 

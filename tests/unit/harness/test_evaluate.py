@@ -12,9 +12,9 @@ from porter.backends import CompileOptions, get_backend
 from porter.harness.evaluate import Evaluator, static_shared
 from porter.harness.spec import CPU_ELEMENTS, timing_size
 from porter.harness.validate import ValidateOptions
-from porter.llm.records import Screened
 from porter.model import ArgSpec, KernelSpec, Role, Variant
 from porter.plan import make_plan
+from porter.records import Screened
 from porter.scan import scan_source
 
 ROOT = Path(__file__).resolve().parents[3]

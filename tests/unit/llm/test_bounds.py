@@ -20,8 +20,6 @@ from porter.llm import (
     Provider,
     ProviderError,
     ProviderTimeout,
-    Usage,
-    cost,
     make_provider,
 )
 from porter.llm.base import (
@@ -33,7 +31,8 @@ from porter.llm.base import (
     checked_usage,
 )
 from porter.llm.cache import check_record_dir, open_provider
-from porter.llm.redact import REDACTED, discard_secret
+from porter.pricing import Usage, cost
+from porter.redact import REDACTED, discard_secret
 
 pytest.importorskip("anthropic")
 pytest.importorskip("openai")

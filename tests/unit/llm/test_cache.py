@@ -20,12 +20,12 @@ from porter.llm import (
     ReplayMiss,
     ReplayProvider,
     ReplyCache,
-    Usage,
     make_provider,
     open_provider,
     reply_key,
     request_doc,
 )
+from porter.pricing import Usage
 
 from .conftest import ANTHROPIC_KEY, OPENAI_KEY
 

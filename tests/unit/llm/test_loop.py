@@ -14,10 +14,10 @@ from porter.backends import get_backend
 from porter.cache import Cache
 from porter.harness.bench import BenchPlan
 from porter.harness.validate import ValidateOptions
-from porter.llm.base import Usage
 from porter.llm.cache import ReplyCache
 from porter.llm.loop import screen
-from porter.llm.records import ERROR, FAILED, NO_CODE, REJECTED, VALIDATED, Rejection, Screened
+from porter.pricing import Usage
+from porter.records import ERROR, FAILED, NO_CODE, REJECTED, VALIDATED, Rejection, Screened
 from porter.report import optimize_view
 from porter.results import OptimizeReport
 from porter.scan import scan_file

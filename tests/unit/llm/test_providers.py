@@ -32,16 +32,13 @@ from porter.llm import (
     Provider,
     ProviderError,
     ProviderTimeout,
-    Usage,
-    cost,
     extract_code,
     make_provider,
     missing_code_reason,
     parse_spec,
-    price,
-    pricing_note,
-    redact,
 )
+from porter.pricing import Usage, cost, price, pricing_note
+from porter.redact import redact
 
 from .conftest import ANTHROPIC_KEY, OPENAI_KEY
 

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from porter.llm.redact import REDACTED, RedactingFilter, add_secret, discard_secret, redact
+from porter.redact import REDACTED, RedactingFilter, add_secret, discard_secret, redact
 
 
 def test_environment_secrets_are_removed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from porter.llm.records import FAILED, VALIDATED, Attempt, Evaluation, LoopResult, Totals
 from porter.model import Status, Verdict
+from porter.records import FAILED, VALIDATED, Attempt, Evaluation, LoopResult, Totals
 from porter.report import optimize_view
 from porter.results import ORIGINAL, TUNED, Contender, OptimizeReport, Selected, TunedConfig
 

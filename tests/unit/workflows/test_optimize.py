@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from porter.llm.records import VALIDATED, Attempt, Evaluation
 from porter.model import KernelSpec, Variant
+from porter.records import VALIDATED, Attempt, Evaluation
 from porter.results import TUNED, TunedConfig, TuneReport
 from porter.workflows.optimize import _configurations
 

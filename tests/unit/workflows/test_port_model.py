@@ -13,8 +13,8 @@ from fakes.llm_server import FakeLLMServer
 from porter.backends.opencl.screen import opencl_param_key
 
 from porter.llm.loop import screen
-from porter.llm.records import Rejection, Screened
 from porter.model import Kernel
+from porter.records import Rejection, Screened
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLES = ROOT / "samples" / "cuda"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from porter.llm.records import Evaluation
+from porter.records import Evaluation
 from porter.results import REWRITE, Contender
 from porter.workflows import written
 from porter.workflows.optimize import _header

@@ -1,4 +1,8 @@
-"""What a call cost, from the price table in pricing.toml (data, not code)."""
+"""The tokens a model call used (:class:`Usage`) and what they cost, from the price table in
+pricing.toml (data, not code).
+
+Plain data below the LLM layer: the reports (:mod:`porter.results`) and the loop's records
+(:mod:`porter.records`) carry usage and price notes without importing :mod:`porter.llm`."""
 
 from __future__ import annotations
 
@@ -8,7 +12,24 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from porter.llm.base import Usage
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens of one call, normalised: ``input_tokens`` excludes the cached ones."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
+
 
 _FIELDS = ("input", "output", "cache_read", "cache_write")
 
@@ -26,7 +47,7 @@ class Price:
 
 @functools.cache
 def _table() -> dict[str, Any]:
-    return tomllib.loads(resources.files("porter.llm").joinpath("pricing.toml").read_text(encoding="utf-8"))
+    return tomllib.loads(resources.files("porter").joinpath("pricing.toml").read_text(encoding="utf-8"))
 
 
 def prices_as_of() -> str:
@@ -65,4 +86,6 @@ def pricing_note(provider: str, model: str) -> str | None:
     """A line for reports when the cost of `provider:model` is unknown, else None."""
     if price(provider, model) is not None:
         return None
-    return f"no price for {provider}:{model} in porter/llm/pricing.toml (as of {prices_as_of()}); cost not counted"
+    return (
+        f"no price for {provider}:{model} in porter/pricing.toml (as of {prices_as_of()}); cost not counted"
+    )

@@ -1,10 +1,11 @@
 """The loop's plain data: what a screened candidate, an evaluation, an attempt and a loop's result are,
 and their JSON forms.
 
-Below both the loop (:mod:`porter.llm.loop`) and the dialects (:mod:`porter.backends.dialect`, whose
-``screen`` returns these types) and the report types (:mod:`porter.results`): it imports only
-:mod:`porter.model`, the LLM layer's own leaf modules (usage, pricing, redaction) and the standard
-library, never the backends, the prompts or the loop.
+Below the LLM layer (:mod:`porter.llm.loop` fills these in), the dialects (:mod:`porter.backends.dialect`,
+whose ``screen`` returns these types), the harness (which evaluates a screened candidate) and the report
+types (:mod:`porter.results`): it imports only :mod:`porter.model`, the usage and price table
+(:mod:`porter.pricing`), redaction (:mod:`porter.redact`) and the standard library, never the
+backends, the prompts or the loop.
 """
 
 from __future__ import annotations
@@ -14,10 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from porter.llm.base import Usage
-from porter.llm.pricing import pricing_note
-from porter.llm.redact import redact
 from porter.model import Kernel, Status, Verdict
+from porter.pricing import Usage, pricing_note
+from porter.redact import redact
 
 # Attempt statuses.
 VALIDATED = "validated"

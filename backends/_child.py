@@ -45,10 +45,11 @@ from porter.backends import (
     ToolchainMissing,
     get_backend,
 )
+from porter.backends.binaries import compile_cached
 from porter.backends.isolate import Alias, Job, JobResult, Launches, availability_to_json, write_result
 
 from porter import sandbox
-from porter.cache import Cache, compile_cached
+from porter.cache import Cache
 
 
 class Progress:

@@ -37,9 +37,10 @@ from typing import Any
 
 import numpy as np
 from porter.backends import BACKEND_NAMES, Backend, CompileOptions, Device, get_backend
+from porter.backends.binaries import compile_cached
 from porter.backends.isolate import Job, run_job
 
-from porter.cache import Cache, compile_cached
+from porter.cache import Cache
 
 CUDA_COPY = """
 extern "C" __global__ void copy(const float *__restrict__ src, float *__restrict__ dst, long long n) {

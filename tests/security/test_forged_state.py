@@ -77,7 +77,7 @@ def forge(path: Path, payload: bytes) -> None:
 
 
 def test_a_forged_reference_binary_does_not_validate_a_wrong_port(tmp_path: Path) -> None:
-    from porter.cache import decode_binary
+    from porter.backends.binaries import decode_binary
 
     (tmp_path / "orig.cu").write_text(kernel("scale", "2.0f * x[i]"))
     (tmp_path / "orig.cu.porter.toml").write_text(SPEC.format(name="scale"))

@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from porter.backends import Binary, CompileOptions, Device, ResourceReport, get_backend
+from porter.backends import Binary, CompileOptions, Device, ResourceReport, binaries, get_backend
+from porter.backends.binaries import compile_cached, decode_binary, encode_binary, get_binary, put_binary
 
 from porter import cache as cache_mod
-from porter.cache import Cache, compile_cached, decode_binary, default_root, encode_binary
+from porter.cache import Cache, default_root
 from porter.signing import StateWarning
 
 
@@ -162,15 +163,15 @@ def test_binary_round_trip() -> None:
     odd = Binary("cpu", "k", "x86_64", "so", b"", "g++", meta={"handle": object()})
     assert encode_binary(odd) is None  # not plain data: not cached, never pickled
     assert encode_binary(Binary("cpu", "k", "x86_64", "so", b"", "g++", meta={"m": {1: "int key"}})) is None
-    assert Cache().put_binary(Cache.key("odd"), odd) is False
+    assert put_binary(Cache(), Cache.key("odd"), odd) is False
 
 
 def test_undecodable_binary_entry_is_a_miss(_private_cache: Path) -> None:
     c = Cache()
     k = Cache.key("b")
-    c.put(cache_mod.BINARY_NAMESPACE, k, b"valid envelope, invalid binary")
-    assert c.get_binary(k) is None
-    assert not c.path(cache_mod.BINARY_NAMESPACE, k).exists()
+    c.put(binaries.NAMESPACE, k, b"valid envelope, invalid binary")
+    assert get_binary(c, k) is None
+    assert not c.path(binaries.NAMESPACE, k).exists()
 
 
 # ------------------------------------------------------------------------------- compile_cached, real compilers
@@ -247,7 +248,7 @@ def test_compile_cached_hit_miss_and_invalidation(_private_cache: Path) -> None:
     be.upgrade = "+compiler-update"
     _, hit = compile_cached(be, src, "scale", opts, device, c)
     assert not hit and len(be.compiles) == 4
-    assert len(entries(_private_cache / cache_mod.BINARY_NAMESPACE)) == 4  # (tools/: compiler versions)
+    assert len(entries(_private_cache / binaries.NAMESPACE)) == 4  # (tools/: compiler versions)
 
     # a corrupt entry is a miss, recompiled and rewritten
     be.upgrade = ""
@@ -372,9 +373,9 @@ def test_swapped_binary_entry_is_rebuilt_not_served(_private_cache: Path) -> Non
     bin_a, _ = compile_cached(be, src_a, "scale", opts, device, c)
     bin_b, _ = compile_cached(be, src_b, "scale", opts, device, c)
     assert len(be.compiles) == 2 and bin_a.data != bin_b.data
-    key_a = cache_mod.binary_key(be, src_a, "scale", opts, device)
-    key_b = cache_mod.binary_key(be, src_b, "scale", opts, device)
-    path_a, path_b = (c.path(cache_mod.BINARY_NAMESPACE, k) for k in (key_a, key_b))
+    key_a = binaries.binary_key(be, src_a, "scale", opts, device)
+    key_b = binaries.binary_key(be, src_b, "scale", opts, device)
+    path_a, path_b = (c.path(binaries.NAMESPACE, k) for k in (key_a, key_b))
     path_b.write_bytes(path_a.read_bytes())
 
     got, hit = compile_cached(be, src_b, "scale", opts, device, c)

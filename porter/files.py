@@ -14,6 +14,7 @@ header porter skips is an :class:`InputWarning` (the CLI prints ``porter: warnin
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import os
 import stat
@@ -54,6 +55,18 @@ def reads_once(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         with snapshot():
             return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]  # functools.wraps keeps the signature
+
+
+def carried(fn: F) -> F:
+    """`fn`, to run on another thread inside this thread's :func:`snapshot` (a worker thread starts with
+    an empty context: without this, what it reads would be read from disk again)."""
+    context = contextvars.copy_context()
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return context.copy().run(fn, *args, **kwargs)  # a copy per call: calls may overlap
 
     return wrapper  # type: ignore[return-value]  # functools.wraps keeps the signature
 

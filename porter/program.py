@@ -22,7 +22,7 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -96,9 +96,7 @@ def _kind(path: Path) -> str:
     return "other"
 
 
-def _walk(root: Path, skip: set[Path]) -> tuple[list[Path], list[str]]:
-    from porter.workflows.resume import is_porter_output  # (not at import: job children import this module)
-
+def _walk(root: Path, skip: set[Path], is_output: Callable[[Path], bool]) -> tuple[list[Path], list[str]]:
     found: list[Path] = []
     skipped: list[str] = []
     for here, dirs, names in os.walk(root, followlinks=False):
@@ -108,7 +106,7 @@ def _walk(root: Path, skip: set[Path]) -> tuple[list[Path], list[str]]:
             sub = base / d
             if d in SKIP_DIRS or d.startswith(".") or sub.resolve() in skip:
                 continue
-            if is_porter_output(sub):
+            if is_output(sub):
                 skipped.append(f"{sub}: an earlier porter output")
                 continue
             keep.append(d)
@@ -208,11 +206,13 @@ def discover(
     skip: Sequence[str | Path] = (),
     defines: Sequence[str] = (),
     undefines: Sequence[str] = (),
+    is_output: Callable[[Path], bool] = lambda _folder: False,
 ) -> Program:
     """The program the paths make (see the module docstring); UsageError for a path that is missing
-    or names nothing porter can port.  ``skip``: folders left out (the output folder).  ``defines``
-    (``NAME[=VALUE]``) and ``undefines`` (``NAME``): the command line's ``-D``/``-U``, merged over a
-    compilation database's (:func:`merge_defines`)."""
+        or names nothing porter can port.  ``skip``: folders left out (the output folder).  ``defines``
+        (``NAME[=VALUE]``) and ``undefines`` (``NAME``): the command line's ``-D``/``-U``, merged over a
+        compilation database's (:func:`merge_defines`).  ``is_output``: whether a folder is an earlier porter
+    output (left out of the walk; the workflows pass :func:`porter.workflows.resume.is_porter_output`)."""
     check_defines(defines, undefines)
     command_line = list(defines)
     if not paths:
@@ -263,7 +263,7 @@ def discover(
     files: dict[Path, ProgramFile] = {}
     for g in given:
         if g.is_dir():
-            found, why = _walk(g, skip_set)
+            found, why = _walk(g, skip_set, is_output)
             skipped += why
             for f in found:
                 files.setdefault(f, ProgramFile(f, f.relative_to(root), _kind(f)))

@@ -24,6 +24,15 @@ from porter.scan.macros import MacroTable
 
 
 @dataclass(frozen=True)
+class Scanned:
+    """A file's scan with the macro table it was made with (the qualifier and scope macros of the file
+    and the headers it reaches): what a translator would otherwise make again."""
+
+    macros: MacroTable
+    scan: FileScan
+
+
+@dataclass(frozen=True)
 class SourceUnit:
     path: str  # as the user gave it
     data: bytes  # exactly as read
@@ -38,6 +47,10 @@ class SourceUnit:
     @property
     def name(self) -> str:
         return Path(self.path).name
+
+    @property
+    def scanned(self) -> Scanned:
+        return Scanned(self.macros, self.scan)
 
 
 def load(

@@ -12,7 +12,7 @@ from porter.backends.dialect import Dialect
 
 if TYPE_CHECKING:
     from porter.model import TranslatedKernel, Translation
-    from porter.source import SourceUnit
+    from porter.source import Scanned, SourceUnit
 
 
 class HipDialect(Dialect):
@@ -32,11 +32,14 @@ class HipDialect(Dialect):
         path: str,
         include_dirs: Sequence[str] = (),
         options: Mapping[str, str] | None = None,
+        *,
+        scanned: Scanned | None = None,
     ) -> Translation:
         from porter.backends.hip.translate import translate_to_hip
 
         launch = self.check_options(options or {})["launch"]
-        return translate_to_hip(source, path, include_dirs=include_dirs, launch=launch)
+        scan = scanned.scan if scanned is not None else None
+        return translate_to_hip(source, path, include_dirs=include_dirs, launch=launch, scan=scan)
 
     def translate_files(
         self, unit: SourceUnit, options: Mapping[str, str] | None = None
@@ -45,7 +48,9 @@ class HipDialect(Dialect):
 
         launch = self.check_options(options or {})["launch"]
         held = {unit.path: unit.data, **unit.headers}
-        files = translate_hip_files(unit.path, include_dirs=unit.include_dirs, held=held, launch=launch)
+        files = translate_hip_files(
+            unit.path, include_dirs=unit.include_dirs, held=held, launch=launch, scan=unit.scan
+        )
         main_key = next(iter(files))
         return files[main_key], {k: v for k, v in files.items() if k != main_key}
 

@@ -989,6 +989,7 @@ def translate_hip_files(
     launch: str = "chevrons",
     include_dirs: Sequence[str] = (),
     held: Mapping[str, bytes] | None = None,
+    scan: FileScan | None = None,
 ) -> dict[Path, Translation]:
     """Translate a file and, transitively, every local header it includes.
 
@@ -996,7 +997,8 @@ def translate_hip_files(
     translation beside the output under the input's name so the ``#include "x.cuh"`` lines hold.
     A header that cannot be read (see :mod:`porter.files`) is left out with a warning.  ``held``:
     the bytes of files already read (a :class:`porter.source.SourceUnit`'s, by path), used instead
-    of reading them again.
+    of reading them again; ``scan``: the file's own scan, when already made (its headers are scanned
+    here).
     """
     from porter.files import decode_text, read_text, warn
 
@@ -1022,6 +1024,9 @@ def translate_hip_files(
             # still finds the original beside the source
             warn(f"{err}; this header is not translated")
             continue
-        out[current] = translate_to_hip(source, str(current), launch=launch, include_dirs=include_dirs)
+        own = scan if not out else None  # the file itself: its scan is given
+        out[current] = translate_to_hip(
+            source, str(current), launch=launch, include_dirs=include_dirs, scan=own
+        )
         todo.extend(local_includes(source, str(current), include_dirs))
     return out

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, ClassVar
 from porter.backends.dialect import Dialect
 
 if TYPE_CHECKING:
-    from porter.records import Rejection, Screened
     from porter.model import Kernel, TranslatedKernel, Translation
+    from porter.records import Rejection, Screened
+    from porter.source import Scanned
 
 
 class OpenCLDialect(Dialect):
@@ -29,10 +30,12 @@ class OpenCLDialect(Dialect):
         path: str,
         include_dirs: Sequence[str] = (),
         options: Mapping[str, str] | None = None,
+        *,
+        scanned: Scanned | None = None,
     ) -> Translation:
         from porter.backends.opencl.translate import translate_to_opencl
 
-        return translate_to_opencl(source, path, include_dirs=include_dirs)
+        return translate_to_opencl(source, path, include_dirs=include_dirs, scanned=scanned)
 
     def instance_entry(self, kernel: str, template_args: Sequence[str]) -> str:
         from porter.backends.opencl.launch import instance_entry

@@ -42,8 +42,9 @@ from porter.backends.opencl.unit import Unit, build_unit
 from porter.grammars import parse
 from tree_sitter import Node
 
-from porter.model import Diagnostic, Severity, TranslatedKernel, Translation
+from porter.model import Diagnostic, FileScan, Severity, TranslatedKernel, Translation
 from porter.scan.instances import instance_name, template_instantiations
+from porter.source import Scanned
 from porter.translate.common import COMMENT, IDENT, NUMBER, c_tokens
 from porter.translate.edits import Edit, apply_edits
 
@@ -1561,29 +1562,37 @@ def translate_to_opencl(
     *,
     include_dirs: Sequence[str] = (),
     subgroups: bool = True,
+    scanned: Scanned | None = None,
 ) -> Translation:
     """Translate every kernel of a CUDA file into one self-contained OpenCL C program; UsageError
-    for a file nested too deeply to walk."""
+    for a file nested too deeply to walk.  ``scanned``: the file's scan and macro table, when the
+    caller holds them (else made here)."""
     from porter.errors import too_deeply_nested
 
     try:
-        return _translate_to_opencl(source, path, include_dirs=include_dirs, subgroups=subgroups)
+        return _translate_to_opencl(
+            source, path, include_dirs=include_dirs, subgroups=subgroups, scanned=scanned
+        )
     except RecursionError:
         raise too_deeply_nested(path) from None
 
 
 def _translate_to_opencl(
-    source: str, path: str, *, include_dirs: Sequence[str], subgroups: bool
+    source: str, path: str, *, include_dirs: Sequence[str], subgroups: bool, scanned: Scanned | None
 ) -> Translation:
     from porter.scan import scan_source
     from porter.scan.macros import collect, spelled_out
 
     t = tables()
-    macros = collect([(path, source.encode("utf-8", "surrogateescape"))], include_dirs)
-    try:
-        scan = scan_source(source.encode("utf-8", "surrogateescape"), path, "cuda", macros)
-    except Exception:  # the scan is only an aid here (launches, copies); translation goes on
-        scan = None
+    scan: FileScan | None
+    if scanned is not None:
+        macros, scan = scanned.macros, scanned.scan
+    else:
+        macros = collect([(path, source.encode("utf-8", "surrogateescape"))], include_dirs)
+        try:
+            scan = scan_source(source.encode("utf-8", "surrogateescape"), path, "cuda", macros)
+        except Exception:  # the scan is only an aid here (launches, copies); translation goes on
+            scan = None
     unit = build_unit(
         source,
         path,

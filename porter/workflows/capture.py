@@ -24,6 +24,7 @@ from porter.errors import UsageError
 from porter.program import Program, discover
 from porter.results import CapturedRun, CaptureReport, ProgramReport
 from porter.sandbox.jail import DEFAULT_MAX_OUTPUT
+from porter.workflows.resume import is_porter_output
 
 Progress = Callable[[str], None]
 FALLBACK = "cpu-runtime"  # runs everywhere
@@ -116,7 +117,9 @@ def capture_program(
     check_max_output(max_output)
     require_jail()
     skip = [out_dir] if out_dir is not None else []
-    program = discover(paths, include_dirs, skip=skip, defines=defines, undefines=undefines)
+    program = discover(
+        paths, include_dirs, skip=skip, defines=defines, undefines=undefines, is_output=is_porter_output
+    )
     language = program_language(program)
     if toolchain is not None:
         chains = {c.name: c for c in _capturing(language)}

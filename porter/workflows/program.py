@@ -35,24 +35,24 @@ from typing import Any
 
 from porter.backends import CompileOptions, get_dialect, runners, translation_targets
 from porter.backends.spares import warm
-from porter.errors import PorterError, UsageError
-from porter.files import decode_text, encode_text, read_input, reads_once
+from porter.errors import UsageError
+from porter.files import carried, encode_text, reads_once
 from porter.harness.gate import compile_check
 from porter.model import Translation, to_jsonable
-from porter.program import Program, ProgramFile, discover
+from porter.program import ProgramFile, discover
 from porter.results import FileTarget, ProgramFileResult, ProgramKernel, ProgramReport
 from porter.sandbox.jail import DEFAULT_MAX_OUTPUT
-from porter.scan import has_cuda
+from porter.workflows.program_plan import ProgramPlan
 from porter.workflows.resume import (
     check_out_dir,
     code_fingerprint,
+    is_porter_output,
     load_report,
     sha,
     toolchain_of,
     write_atomic,
 )
 from porter.workflows.source import sibling_dir
-from porter.workflows.translations import Facts, recall, remember, translation_key
 
 Progress = Callable[[str], None]
 REPORT_NAME = "report.json"
@@ -62,7 +62,6 @@ _NO_LAUNCHES = (
     "kernels are translated and built here; validating each one needs its launches: give --run to "
     "replay the launches of the program's own run"
 )
-PARALLEL_MIN_FILES = 6  # files to translate before worker processes pay for their start
 
 
 def default_out_dir(root: Path) -> Path:
@@ -88,19 +87,14 @@ def _write_bytes(path: Path, data: bytes) -> None:
 
 
 class _Porter:
+    """The writers and unit builds of a program port: each target's outputs written from the plan's
+    translations, each output holding a kernel compiled, the report kept up to date."""
+
     def __init__(
-        self,
-        program: Program,
-        out: Path,
-        report: ProgramReport,
-        options: Mapping[str, Mapping[str, str]],
-        build: bool,
-        say: Progress,
-        jobs: int = 1,
-        fresh: bool = False,
+        self, plan: ProgramPlan, out: Path, report: ProgramReport, build: bool, say: Progress, fresh: bool
     ) -> None:
-        self.program, self.out, self.report, self.options = program, out, report, options
-        self.build, self.say, self.jobs = build, say, jobs
+        self.plan, self.program, self.out, self.report = plan, plan.program, out, report
+        self.build, self.say, self.jobs = build, say, plan.jobs
         self.lock = threading.RLock()
         # the previous report's build verdicts in this folder, by (output path, target)
         self.previous: dict[tuple[str, str], Mapping[str, Any]] = {}
@@ -113,30 +107,10 @@ class _Porter:
                     except ValueError:
                         continue
                     self.previous[(rel, name)] = t
-        self.results = {f.path: ProgramFileResult(str(f.rel), f.kind) for f in program.files}
+        self.results = {f.path: ProgramFileResult(str(f.rel), f.kind) for f in self.program.files}
         report.files = list(self.results.values())
         self.kernels: dict[str, ProgramKernel] = {}
-        self.texts: dict[Path, str | None] = {}
-        self.pretranslated: dict[
-            tuple[str, Path], Translation | str
-        ] = {}  # (target, file) -> its translation
-        # target -> kernel -> (entry, file defining it): what a unit's build check launches
-        self.entries: dict[str, dict[str, tuple[str, str]]] = {}
         self.saved = ""  # report.json as last written
-        self.facts: dict[Path, Facts] = {}  # what the scan of each original file said
-        self.recalled: dict[tuple[str, Path], Translation | None] = {}  # remembered translations (None: none)
-        self.keys: dict[tuple[str, Path], str] = {}  # (target, file) -> its translation key
-
-    def text(self, f: ProgramFile) -> str | None:
-        """The file's text (None: binary or unreadable, copied as it is)."""
-        if f.path not in self.texts:
-            try:
-                data = read_input(f.path)
-            except UsageError:
-                self.texts[f.path] = None
-            else:
-                self.texts[f.path] = None if b"\0" in data else decode_text(data)
-        return self.texts[f.path]
 
     def save(self) -> None:
         with self.lock:
@@ -148,8 +122,7 @@ class _Porter:
         """Translate (mirror or per unit) for `target`; the builds run ``jobs`` at a time, each a
         sandboxed child compiler, and report.json is rewritten as each file is done."""
         dialect = get_dialect(target)
-        wanted = self.program.files if dialect.single_source else self.program.units
-        self._pretranslate(target, [f for f in wanted if f.kind != "other"])
+        self.plan.pretranslate(target, self.say)
         if dialect.single_source:
             for f in self.program.files:  # each translation is remembered (cache): saved once after
                 self.results[f.path].targets[target] = self.mirror(target, f)
@@ -173,7 +146,7 @@ class _Porter:
             return
         start = time.monotonic()
         with ThreadPoolExecutor(max_workers=max(1, min(self.jobs, len(files)))) as pool:
-            futures = [pool.submit(work, f) for f in files]
+            futures = [pool.submit(carried(work), f) for f in files]  # in this command's snapshot
             for n, fut in enumerate(as_completed(futures), 1):
                 fut.result()
                 self.save()
@@ -183,90 +156,6 @@ class _Porter:
                     + (f", about {left:.0f} s left" if n < len(files) else "")
                 )
 
-    def _pretranslate(self, target: str, files: Sequence[ProgramFile]) -> None:
-        """Translate the files that need it in ``jobs`` worker processes (the translators are pure
-        Python: threads would take turns), keeping each result for :meth:`_translate`.  Fewer than
-        PARALLEL_MIN_FILES such files (starting the workers costs more than they save), or one job: they
-        are translated where they are used."""
-        todo = []
-        for f in files:
-            text = self.text(f)
-            if text is not None and has_cuda(encode_text(text)) and self._recall(target, f, text) is None:
-                todo.append((f, text))
-        if len(todo) < PARALLEL_MIN_FILES or self.jobs < 2:
-            return
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        # fork shares the loaded grammars; only safe while no other thread runs here
-        method = (
-            "fork"
-            if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
-            else "spawn"
-        )
-        self.say(f"translating {len(todo)} file(s) to {target} in {min(self.jobs, len(todo))} processes")
-        options = dict(self.options.get(target) or {})
-        with ProcessPoolExecutor(
-            max_workers=min(self.jobs, len(todo)), mp_context=multiprocessing.get_context(method)
-        ) as pool:
-            futures = {
-                f.path: pool.submit(
-                    _translate_job, target, text, str(f.path), self.program.include_dirs, options
-                )
-                for f, text in todo
-            }
-            for path, fut in futures.items():
-                try:
-                    self.pretranslated[(target, path)] = fut.result()
-                except Exception as err:  # noqa: BLE001 - a worker that died: translated here instead
-                    self.say(
-                        f"a translation worker failed ({type(err).__name__}); {path.name} is translated here"
-                    )
-
-    def _key(self, target: str, f: ProgramFile, text: str) -> str:
-        """The file's translation key (it reads every header the file reaches: computed once)."""
-        if (target, f.path) not in self.keys:
-            self.keys[(target, f.path)] = translation_key(
-                target, encode_text(text), str(f.path), self.program.include_dirs, self.options.get(target)
-            )
-        return self.keys[(target, f.path)]
-
-    def _recall(self, target: str, f: ProgramFile, text: str) -> Translation | None:
-        """The translation an earlier port made of this very file (same bytes, headers, options,
-        porter), or None; asked of the cache once per file."""
-        if (target, f.path) not in self.recalled:
-            found = recall(self._key(target, f, text))
-            self.recalled[(target, f.path)] = None if found is None else found[0]
-            if found is not None:
-                self.facts[f.path] = found[1]
-        return self.recalled[(target, f.path)]
-
-    def _translate(self, target: str, f: ProgramFile, text: str) -> Translation | str:
-        recalled = self._recall(target, f, text)
-        if recalled is not None:
-            return recalled
-        done = self.pretranslated.pop((target, f.path), None)
-        if done is None:
-            done = _translate_job(
-                target, text, str(f.path), self.program.include_dirs, self.options.get(target)
-            )
-        if isinstance(done, Translation):  # a failure is not remembered: it may be this machine's
-            remember(self._key(target, f, text), done, self._facts(f, text))
-        return done
-
-    def _facts(self, f: ProgramFile, text: str) -> Facts:
-        """The original file's kernels and the instances its launches name (scanned once)."""
-        from porter.scan import scan_source
-        from porter.scan.instances import kernel_instances
-
-        if f.path not in self.facts:
-            scan = scan_source(encode_text(text), str(f.path), "cuda")
-            self.facts[f.path] = Facts(
-                tuple((k.name, k.line) for k in scan.kernels),
-                tuple((i.name, i.base, i.template_args) for i in kernel_instances(scan, text)),
-            )
-        return self.facts[f.path]
-
     def _note_kernels(self, target: str, tr: Translation, f: ProgramFile) -> None:
         """Each kernel of the translation, under its name, where it is defined (a unit's kernels may
         come from its headers: then the header that defines it, when a mirrored port saw it)."""
@@ -275,8 +164,6 @@ class _Porter:
 
     def _note(self, target: str, tr: Translation, f: ProgramFile) -> None:
         for tk in tr.kernels:
-            if not tk.untranslatable:
-                self.entries.setdefault(target, {}).setdefault(tk.name, (tk.entry or tk.name, str(f.rel)))
             k = self.kernels.get(tk.name)
             if k is None:
                 k = self.kernels[tk.name] = ProgramKernel(tk.name, str(f.rel), 0)
@@ -285,8 +172,8 @@ class _Porter:
                 "untranslatable: " + "; ".join(tk.untranslatable) if tk.untranslatable else "translated"
             )
 
-    def _locate_kernels(self, f: ProgramFile, text: str) -> None:
-        for name, line in self._facts(f, text).kernels:
+    def _locate_kernels(self, f: ProgramFile) -> None:
+        for name, line in self.plan.facts(f).kernels:
             with self.lock:
                 k = self.kernels.get(name)
                 if k is None:
@@ -298,18 +185,17 @@ class _Porter:
     def mirror(self, target: str, f: ProgramFile) -> FileTarget:
         dest = self.out / target / f.rel
         dest.parent.mkdir(parents=True, exist_ok=True)
-        text = self.text(f) if f.kind != "other" else None
-        if text is None or not has_cuda(encode_text(text)):
+        if not self.plan.uses_cuda(f):
             shutil.copyfile(f.path, dest)
             return FileTarget(str(dest), "copied")
         self.say(f"translating {f.rel} to {target}")
-        tr = self._translate(target, f, text)
+        tr = self.plan.translation(target, f)
         if isinstance(tr, str):
             shutil.copyfile(f.path, dest)
             return FileTarget(str(dest), "failed", reason=f"{tr}; the original was copied")
         _write_bytes(dest, encode_text(tr.text))
         self._note_kernels(target, tr, f)
-        self._locate_kernels(f, text)
+        self._locate_kernels(f)
         status = "untranslatable" if any(tk.untranslatable for tk in tr.kernels) else "translated"
         return FileTarget(str(dest), status, diagnostics=tuple(tr.diagnostics))
 
@@ -330,36 +216,22 @@ class _Porter:
                 allow=self.program.may_read,
             )
         }
-        entry = self._instance_entry(target, f) or next(
-            (e for e, where in self.entries.get(target, {}).values() if where in reached), None
+        entry = self.plan.instance_entry(target, f) or next(
+            (e for e, where in self.plan.entries(target).values() if where in reached), None
         )
-        if entry is None:
+        tr = self.plan.translation(target, f)
+        if entry is None or isinstance(tr, str):
             return
-        dest = Path(result.path)
-        text = decode_text(dest.read_bytes())
-        dirs = self.program.mirrored_dirs(self.out / target, dest)
-        built = self._build(target, f, text, entry, result, dirs)
+        dirs = self.program.mirrored_dirs(self.out / target, Path(result.path))
+        built = self._build(target, f, tr.text, entry, result, dirs)
         with self.lock:
             self.results[f.path].targets[target] = built
 
-    def _instance_entry(self, target: str, f: ProgramFile) -> str | None:
-        """The entry of the first kernel instance the unit itself defines and launches (a template
-        kernel is built as the instantiation its launch names: ``MatrixMulCUDA<16>``)."""
-        text = self.text(f)
-        if text is None:
-            return None
-        translated = self.entries.get(target, {})
-        for name, base, args in self._facts(f, text).instances:
-            if base in translated or name in translated:
-                return get_dialect(target).instance_entry(base, args)
-        return None
-
     def unit(self, target: str, f: ProgramFile) -> FileTarget:
-        text = self.text(f)
-        if text is None:
+        if self.plan.text(f) is None:
             return FileTarget("", "failed", reason="not a text file")
         self.say(f"translating {f.rel} to {target}")
-        tr = self._translate(target, f, text)
+        tr = self.plan.translation(target, f)
         if isinstance(tr, str):
             return FileTarget("", "failed", reason=tr)
         if not tr.kernels:
@@ -426,25 +298,6 @@ class _Porter:
         return FileTarget(
             result.path, "failed", gate.reason, result.diagnostics, gate.toolchain, gate.log, key=key
         )
-
-
-def _translate_job(
-    target: str, text: str, path: str, include_dirs: Sequence[str], options: Mapping[str, str] | None
-) -> Translation | str:
-    """One file's translation (in a worker process or here); a failure is its message, never raised."""
-    try:
-        return get_dialect(target).translate(text, path, include_dirs, options)
-    except UsageError as err:
-        return str(err)
-    except (PorterError, ImportError, RecursionError, ValueError, KeyError, IndexError) as err:
-        return f"{target} translation failed: {type(err).__name__}: {err}"
-
-
-def _uses_cuda(path: Path) -> bool:
-    try:
-        return has_cuda(read_input(path))
-    except UsageError:
-        return False
 
 
 def _diagnostic_lines(report: ProgramReport) -> list[str]:
@@ -515,7 +368,9 @@ def port_program(
     # a given --out is never walked as part of the program; the default one lies beside the root (or is
     # a porter output the walk leaves out), so the program is discovered once
     skip_dirs = [out_dir] if out_dir is not None else []
-    program = discover(paths, include_dirs, skip=skip_dirs, defines=defines, undefines=undefines)
+    program = discover(
+        paths, include_dirs, skip=skip_dirs, defines=defines, undefines=undefines, is_output=is_porter_output
+    )
     if out_dir is not None:
         out = Path(out_dir)
     elif len(paths) == 1 and Path(paths[0]).is_file() and Path(paths[0]).name != "compile_commands.json":
@@ -528,7 +383,9 @@ def port_program(
         f.path.resolve().is_relative_to(out.resolve()) for f in program.files
     ):
         raise UsageError("the output folder holds input files; choose another --out", path=str(out))
-    if not any(f.kind != "other" and _uses_cuda(f.path) for f in program.files):
+    jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
+    plan = ProgramPlan(program, translate_options, jobs)  # each file read and scanned once, from here on
+    if not any(plan.uses_cuda(f) for f in program.files):
         raise UsageError(
             "nothing to port: no kernel, launch, CUDA runtime call or CUDA header in the program",
             path=str(paths[0]),
@@ -563,8 +420,7 @@ def port_program(
     }
     report.notes += [f"skipped {s}" for s in program.skipped]
     report.notes.append(_NO_LAUNCHES)
-    jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
-    porter = _Porter(program, out, report, translate_options or {}, not translate_only, say, jobs, fresh)
+    porter = _Porter(plan, out, report, not translate_only, say, fresh)
     porter.save()
     say(f"porting {len(program.files)} file(s) ({len(program.units)} unit(s)) under {program.root}")
     for target in chosen:
@@ -582,9 +438,7 @@ def port_program(
         )  # fmt: skip
         from porter.workflows.program_replay import replay_program
 
-        replay_program(
-            program, out, report, porter.entries, say, porter.save, None if fresh else porter.earlier
-        )
+        replay_program(plan, out, report, say, porter.save, None if fresh else porter.earlier)
         if any(k.replays for k in report.kernels):
             report.notes = [n for n in report.notes if n != _NO_LAUNCHES]
         if chart is not None and report.runs:

@@ -16,21 +16,19 @@ Every verdict lands in the report's kernel (``kernels[].replays``); a failed one
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from porter import capture
-from porter.backends import CompileOptions, Device, get_dialect
+from porter.backends import SOURCE_DIALECT, CompileOptions, Device
 from porter.errors import UsageError
-from porter.files import decode_text, read_input
 from porter.harness import replay as replaying
 from porter.harness.trial import ValidateOptions
 from porter.model import Status, Variant, Verdict
-from porter.program import SOURCE_SUFFIXES, Program
-from porter.results import KernelReplay, ProgramKernel, ProgramReport
+from porter.results import KernelReplay, ProgramReport
+from porter.workflows.program_plan import ProgramPlan
 
 Progress = Callable[[str], None]
 LOG_TAIL = 4000  # characters of a failed replay's log kept in report.json
@@ -56,39 +54,6 @@ def _launches(report: ProgramReport) -> tuple[list[capture.Launch], list[str]]:
             keys.append(rec.key)
             break  # one capture per --run
     return found, keys
-
-
-def _text(path: Path) -> str | None:
-    """One of porter's outputs (a port written earlier in this command), or None."""
-    try:
-        return decode_text(path.read_bytes())
-    except OSError:
-        return None
-
-
-def _user_text(path: Path) -> str | None:
-    """One of the user's files, read as every other stage reads it (:func:`porter.files.read_input`:
-    regular files under the size cap, once per command), or None when it cannot be."""
-    try:
-        return decode_text(read_input(path))
-    except UsageError:
-        return None
-
-
-def _scanned(program: Program, kernels: Mapping[str, ProgramKernel]) -> dict[str, Any]:
-    """The scan of each kernel porter found, by name (template parameters, parameter types, atomics)."""
-    from porter.scan import scan_source
-
-    found: dict[str, Any] = {}
-    for pk in kernels.values():
-        text = _user_text(program.root / pk.file)
-        if text is None:
-            continue
-        path = str(program.root / pk.file)
-        for k in scan_source(text.encode("utf-8", "surrogateescape"), path, "cuda").kernels:
-            if k.name == pk.name:
-                found[k.name] = k
-    return found
 
 
 def resolved_launches(launches: Sequence[capture.Launch], scanned: Mapping[str, Any]) -> list[capture.Launch]:
@@ -153,10 +118,6 @@ def _row_from(doc: Mapping[str, Any], key: str) -> KernelReplay:
     )  # fmt: skip
 
 
-# The device kinds a validated replay is timed on: times elsewhere say nothing about GPU speed.
-TIMED_KINDS: tuple[str, ...] = ("gpu",)
-
-
 def _timed(
     row: KernelReplay, variant: Variant, copts: CompileOptions, device: Device, rep: replaying.Replay,
     original: tuple[Variant, CompileOptions],
@@ -194,6 +155,11 @@ def _timed(
     )  # fmt: skip
 
 
+def timed_on(device: Device) -> bool:
+    """Whether a validated replay is timed on `device`: where its times say something of GPU speed."""
+    return device.times
+
+
 def _verdict_row(variant: str, v: Verdict, rep: replaying.Replay) -> KernelReplay:
     if v.status is Status.VALIDATED:
         status = "validated"
@@ -210,112 +176,10 @@ def _verdict_row(variant: str, v: Verdict, rep: replaying.Replay) -> KernelRepla
     )
 
 
-class _Variants:
-    """The variant of one kernel for the original and for each target, from the port's outputs."""
-
-    def __init__(
-        self,
-        program: Program,
-        out: Path,
-        entries: Mapping[str, Mapping[str, tuple[str, str]]],
-        said: Mapping[str, Mapping[str, str]] | None = None,
-    ):
-        self.program, self.out, self.entries = program, out, entries
-        self.said = said or {}  # kernel or instance name -> target -> what its translation said
-        self.homes: dict[str, str] = {}  # kernel file -> home (each unit's includes walked once)
-
-    def home(self, pk: ProgramKernel) -> str:
-        if pk.file not in self.homes:
-            self.homes[pk.file] = self._home(pk)
-        return self.homes[pk.file]
-
-    def _home(self, pk: ProgramKernel) -> str:
-        """The file whose device code is built to run the kernel: the file defining it, unless that is
-        a source file another unit includes (a unity build: myocyte's kernel.cu needs main.cu's types),
-        then the first unit that reaches it."""
-        from porter.includes import reachable
-
-        f = self.program.by_path(self.program.root / pk.file)
-        if f is None or f.kind == "source" or f.path.suffix not in SOURCE_SUFFIXES:
-            return pk.file
-        for unit in self.program.units:
-            found = reachable(
-                [(str(unit.path), None)],
-                self.program.include_dirs,
-                quoted_only=True,
-                allow=self.program.may_read,
-            )
-            if any(Path(p).resolve() == f.path.resolve() for p, _ in found):
-                return str(unit.rel)
-        return pk.file
-
-    def original(self, pk: ProgramKernel, name: str) -> tuple[Variant, CompileOptions] | str:
-        from porter.scan.extract import device_code
-
-        path = self.program.root / self.home(pk)
-        text = _user_text(path)
-        if text is None:
-            return f"cannot read {pk.file}"
-        dirs = self.program.mirrored_dirs(self.program.root, path)  # the tree as it is: its own folders
-        return Variant(name, "cuda", device_code(text), name, "original", str(path)), CompileOptions(
-            include_dirs=dirs, defines=self.program.defines_for(self.home(pk))
-        )
-
-    def port(
-        self, target: str, pk: ProgramKernel, name: str
-    ) -> tuple[Variant, CompileOptions, tuple[str, ...]] | str:
-        """The port's variant, how to build it, and what it needs of a device (its launch mapping's
-        ``requires``; a single-source port needs nothing beyond its target)."""
-        dialect = get_dialect(target)
-        known = self.entries.get(target, {})
-        entry_file = known.get(name) or known.get(pk.name)
-        if entry_file is None:  # what the translator said of this instance, else of the kernel
-            said = self.said.get(name, {}).get(target, "") or pk.targets.get(target, "")
-            return (
-                f"the {target} port: {said}"
-                if said.startswith("untranslatable")
-                else (f"the {target} port has no translation of {pk.name}")
-            )
-        entry, rel = entry_file
-        if dialect.single_source:
-            from porter.scan.extract import device_code
-
-            home = self.home(pk)
-            dest = self.out / target / home
-            text = _text(dest)
-            if text is None:
-                return f"the {target} port has no {home}"
-            dirs = self.program.mirrored_dirs(self.out / target, dest)
-            if "<" in name and "<" not in entry:
-                entry = name
-            variant = Variant(name, target, device_code(text), entry, "translate", str(dest))
-            return variant, CompileOptions(include_dirs=dirs, defines=self.program.defines_for(home)), ()
-        cl = self.out / target / Path(rel).with_name(Path(rel).stem + dialect.suffix)
-        mapping_path = cl.with_name(cl.stem + ".launch.json")
-        text = _text(cl)
-        try:
-            mapping = json.loads(mapping_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return f"the {target} port has no launch mapping for {rel}"
-        tk: dict[str, Any] | None = next(
-            (k for k in mapping.get("kernels", ()) if k.get("name") in (name, pk.name)), None
-        )
-        if text is None or tk is None:
-            return f"the {target} output of {rel} does not hold {pk.name}"
-        variant = Variant(
-            name, target, text, str(tk.get("entry") or pk.name), "translate", str(cl),
-            arg_map=tuple(tk.get("arg_map") or ()), extra_args=tuple(tk.get("extra_args") or ()),
-        )  # fmt: skip
-        # the program's -D macros: a size the kernel takes from one is the same in the OpenCL build
-        own = self.program.defines_for(self.home(pk))
-        return variant, CompileOptions(defines=own), tuple(tk.get("requires") or ())
-
-
 def replay_program(
-    program: Program,
+    plan: ProgramPlan,
     out: Path,
     report: ProgramReport,
-    entries: Mapping[str, Mapping[str, tuple[str, str]]],
     say: Progress,
     save: Callable[[], None],
     earlier: Mapping[str, Any] | None = None,
@@ -363,16 +227,16 @@ def replay_program(
         by_label = {d.label: d for d in devices}
         for i, row in enumerate(rows):
             device = by_label.get(row.device)
-            if row.status == "validated" and device is not None and device.kind in TIMED_KINDS:
+            if row.status == "validated" and device is not None and timed_on(device):
                 say(f"{name}: timing {variant_name(variant)} on {device.label} at a captured launch")
                 rows[i] = _timed(row, variant, copts, device, rep, original)
         save()
         return rows
 
     kernels = {k.name: k for k in report.kernels}
-    scanned = _scanned(program, kernels)
+    scanned = {pk.name: found for pk in kernels.values() if (found := plan.kernel_scan(pk.name, pk.file))}
     launches = resolved_launches(launches, scanned)
-    variants = _Variants(program, out, entries, {k.name: k.targets for k in report.kernels})
+    said = {k.name: k.targets for k in report.kernels}  # what each translation said of a kernel
     grouped = capture.by_kernel(launches)
     for k in report.kernels:
         k.replays = []
@@ -387,12 +251,12 @@ def replay_program(
         atomics = tuple(k_scan.atomics) if k_scan is not None else ()
         replay_of = functools.cache(functools.partial(build_replay, name, las, atomics))  # on first need only
 
-        original = variants.original(pk, name)
-        if isinstance(original, str):
-            pk.replays.append(KernelReplay("original", "", "not-replayable", original, instance=name))
+        made = plan.original(name, pk.file)
+        if isinstance(made, str):
+            pk.replays.append(KernelReplay("original", "", "not-replayable", made, instance=name))
             continue
-        variant, copts = original
-        rows = judged(variant, copts, run_devices("cuda"), replay_of, name, original)
+        original = (made.variant, made.options)
+        rows = judged(made.variant, made.options, run_devices(SOURCE_DIALECT), replay_of, name, original)
         pk.replays += rows
         if not any(r.status == "validated" for r in rows):
             first = rows[0] if rows else None
@@ -406,18 +270,18 @@ def replay_program(
                 pk.replays.append(KernelReplay(target, "", "not-replayable", why, instance=name))
             continue
         for target in report.targets:
-            made = variants.port(target, pk, name)
-            if isinstance(made, str):
-                pk.replays.append(KernelReplay(target, "", "not-replayable", made, instance=name))
+            what = said.get(name, {}).get(target, "") or pk.targets.get(target, "")
+            port = plan.variant(target, name, pk.name, pk.file, out, what)
+            if isinstance(port, str):
+                pk.replays.append(KernelReplay(target, "", "not-replayable", port, instance=name))
                 continue
-            variant, copts, requires = made
             # every device of the target, and its other wavefront widths where emulated (HIP: 64 lanes)
             devices = [
                 d
                 for d in [*run_devices(target), *wavefront_devices(target)]
-                if not lacking(target, d, requires)
+                if not lacking(target, d, port.requires)
             ]
-            pk.replays += judged(variant, copts, devices, replay_of, name, original)
+            pk.replays += judged(port.variant, port.options, devices, replay_of, name, original)
     captured_on = {name: las[0].device for name, las in grouped.items() if las}
     for k in report.kernels:
         for row in k.replays:

@@ -54,8 +54,8 @@ from porter.harness.outputs import (
     unstable,
     written_files,
 )
-from porter.llm.redact import redact
 from porter.program import Program, ProgramFile
+from porter.redact import redact
 from porter.results import ProgramBuild, ProgramReport, ProgramRun, RunResult
 from porter.sandbox import SandboxError
 from porter.sandbox import jail as program_jail

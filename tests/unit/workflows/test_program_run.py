@@ -264,7 +264,7 @@ def test_validated_replays_are_timed_at_their_largest_captured_launch(
     # on a GPU the port report times every validated replay; here the emulator stands in for one
     from porter.workflows import program_replay
 
-    monkeypatch.setattr(program_replay, "TIMED_KINDS", ("emulator",))
+    monkeypatch.setattr(program_replay, "timed_on", lambda device: device.label == "cpu:cpu-emulator")
     report = port_program(
         [str(smooth)], ["hip"], out_dir=str(tmp_path / "out"), runs=[RUN], toolchains=CPU,
         markdown=program_view.markdown,

@@ -10,7 +10,7 @@ import pytest
 
 from porter.cache import Cache
 from porter.model import Diagnostic, Severity, TranslatedKernel, Translation
-from porter.workflows import program as program_mod
+from porter.workflows import program_plan as program_mod
 from porter.workflows.program import port_program
 from porter.workflows.translations import NAMESPACE, Facts, recall, remember, translation_key
 
@@ -36,9 +36,9 @@ def translated(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
     real = program_mod._translate_job
 
-    def counting(target, text, path, include_dirs, options):  # type: ignore[no-untyped-def]
+    def counting(target, text, path, include_dirs, options, scanned=None):  # type: ignore[no-untyped-def]
         calls.append(f"{target}:{Path(path).name}")
-        return real(target, text, path, include_dirs, options)
+        return real(target, text, path, include_dirs, options, scanned)
 
     monkeypatch.setattr(program_mod, "_translate_job", counting)
     return calls

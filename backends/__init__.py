@@ -487,6 +487,19 @@ def translation_targets() -> tuple[str, ...]:
     return tuple(n for n in dialect_names() if n != SOURCE_DIALECT and get_dialect(n).translates)
 
 
+def fence_labels() -> frozenset[str]:
+    """Every label a model's code block may carry, whatever dialect it was asked for: those of every
+    dialect (:meth:`porter.backends.dialect.Dialect.fence_labels`)."""
+    return frozenset(label for name in dialect_names() for label in get_dialect(name).fence_labels())
+
+
+def runtime_prefixes() -> tuple[str, ...]:
+    """How the host API calls of every dialect's runtime begin (``cuda``, ``hip``, ``cl``...), each once:
+    a model's code block calling one of them is host code, whatever dialect it was asked for."""
+    found = (prefix for name in dialect_names() for prefix in get_dialect(name).runtime_prefixes())
+    return tuple(dict.fromkeys(found))
+
+
 def install_hints(name: str) -> dict[str, str]:
     """Backend `name`'s install hints (``compile`` / ``run``), read from its folder's dialect.toml
     without importing it (a backend that cannot be imported still says what to install)."""

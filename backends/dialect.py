@@ -21,8 +21,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from porter.records import Rejection, Screened
     from porter.model import Kernel, TranslatedKernel, Translation
+    from porter.records import Rejection, Screened
     from porter.source import SourceUnit
 
 
@@ -119,6 +119,27 @@ class Dialect:
         facts = self.facts
         return str(facts.prompt.get("name", self.name)) if facts is not None else self.name
 
+    def prompt_rules(self) -> str:
+        """What a model writing code in this dialect is told of it: ``prompt.md`` of its folder, a
+        template whose ``$headers`` stands for the headers a reply may include ("" when it has none)."""
+        if not self.package:
+            return ""
+        found = resources.files(self.package).joinpath("prompt.md")
+        return found.read_text(encoding="utf-8") if found.is_file() else ""
+
+    def fence_labels(self) -> tuple[str, ...]:
+        """The labels a model's code block written in this dialect may carry: ``[prompt] fence_labels``
+        of its dialect.toml, else the one ``fence_label`` it is asked for (none without either)."""
+        row = self.facts.prompt if self.facts is not None else {}
+        labels = row.get("fence_labels") or ([row["fence_label"]] if "fence_label" in row else [])
+        return tuple(str(label).lower() for label in labels)
+
+    def runtime_prefixes(self) -> tuple[str, ...]:
+        """How the calls of its runtime's host API begin (``cuda`` of ``cudaMalloc``): a model's code
+        block calling one from host code is rejected.  ``[prompt] runtime_prefixes`` of its dialect.toml."""
+        row = self.facts.prompt if self.facts is not None else {}
+        return tuple(str(prefix) for prefix in row.get("runtime_prefixes", ()))
+
     def screen(
         self, code: str, original: Kernel, entry: str, signature: Sequence[str]
     ) -> Screened | Rejection | None:
@@ -170,7 +191,8 @@ class DialectFacts:
     # `porter port` variant is also compiled for these where a compiler reaches them
     device_check_archs: tuple[str, ...] = ()
     compile_archs: tuple[str, ...] = ()
-    # prompts: name ("HIP C++"), fence_label (of the reply's code block), headers (a reply may include)
+    # prompts: name ("HIP C++"), fence_label (asked for on the reply's code block), fence_labels (every
+    # label a reply's block may carry), headers (a reply may include), runtime_prefixes (of its host API)
     prompt: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     # `porter doctor`: compile / run -> what to install
     install_hints: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))

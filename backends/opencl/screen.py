@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from porter.llm.prompting import settings
+from porter.backends import runtime_prefixes
+
 from porter.model import Kernel
 from porter.records import Rejection, Screened, strip_comments
 
@@ -86,8 +87,7 @@ def screen(code: str, original: Kernel, entry: str, signature: Sequence[str]) ->
     cuda = _CUDA_IN_OPENCL.search(text)
     if cuda is not None:
         return Rejection(f"`{cuda.group(0)}` is CUDA, not OpenCL C: write the kernel in OpenCL C only")
-    prefixes = [str(p) for p in settings()["host"]["runtime_prefixes"]]  # type: ignore[index]
-    api = re.search(r"\b((?:" + "|".join(prefixes) + r")[A-Z]\w*)\s*\(", text)
+    api = re.search(r"\b((?:" + "|".join(runtime_prefixes()) + r")[A-Z]\w*)\s*\(", text)
     if api is not None:
         return Rejection(
             f"the block calls {api.group(1)}(): host code is not accepted, only OpenCL C device code"

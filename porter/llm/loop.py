@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from porter.backends import get_dialect
+from porter.backends import get_dialect, runtime_prefixes
 from porter.errors import PorterError
 from porter.llm.base import Completion, Message, PromptPart, Provider, ProviderError, checked_usage
 from porter.llm.prompting import (
@@ -213,7 +213,7 @@ def screen(
     dropped = "\n".join(
         line for line in strip_comments(code).splitlines() if line.strip() and line not in kept
     )
-    prefixes = [str(p) for p in rules["runtime_prefixes"]]
+    prefixes = runtime_prefixes()
     api = re.search(r"\b((?:" + "|".join(prefixes) + r")[A-Z]\w*)\s*\(", dropped)
     if api:
         return Rejection(f"the block has host code calling {api.group(1)}(): only device code is accepted")

@@ -1,4 +1,6 @@
-"""Prompts assembled from the parts in ``porter/llm/prompts/*.md``, ordered stable to volatile.
+"""Prompts assembled from the parts in ``porter/llm/prompts/*.md`` and the target dialect's own rules
+(``prompt.md`` of its backend folder, through :meth:`porter.backends.dialect.Dialect.prompt_rules`),
+ordered stable to volatile.
 
 The system prompt is four parts that stay the same for every request about one kernel (so vendors
 can cache them): the role and the target dialect's rules, the hardware from the performance model,
@@ -36,6 +38,7 @@ class Dialect:
     name: str  # "CUDA C++"
     fence_label: str  # the label asked for on the reply's code block
     headers: tuple[str, ...]  # headers a reply may include
+    rules: str = ""  # what the model is told of the dialect: a template of $headers (its prompt.md)
 
 
 @dataclass(frozen=True)
@@ -80,16 +83,19 @@ def settings() -> dict[str, object]:
 
 
 def dialect(key: str) -> Dialect:
-    """How prompts speak of dialect `key`: ``[prompt]`` of its folder's dialect.toml (the registry's)."""
+    """How prompts speak of dialect `key`: ``[prompt]`` of its folder's dialect.toml and the rules of
+    its folder's prompt.md (the registry's)."""
     from porter.backends import dialect_names, get_dialect
 
     if key not in dialect_names():
         raise ValueError(f"unknown dialect {key!r} (choose from {', '.join(dialect_names())})")
-    facts = get_dialect(key).facts
+    target = get_dialect(key)
+    facts = target.facts
     row = facts.prompt if facts is not None else {}
     if not row:
         raise ValueError(f"dialect {key!r} has no [prompt] table in its dialect.toml")
-    return Dialect(key, str(row["name"]), str(row["fence_label"]), tuple(str(h) for h in row["headers"]))
+    headers = tuple(str(h) for h in row["headers"])
+    return Dialect(key, str(row["name"]), str(row["fence_label"]), headers, target.prompt_rules())
 
 
 @cache
@@ -104,12 +110,17 @@ def part_names() -> list[str]:
 
 
 def render(name: str, **fields: object) -> str:
-    """``prompts/<name>.md`` with its ``$placeholders`` filled; KeyError names a missing field.  Text
-    from the user's files goes in printable (a Latin-1 byte as its character, never an escape)."""
+    """``prompts/<name>.md`` with its ``$placeholders`` filled (see :func:`fill`)."""
+    return fill(part(name), **fields)
+
+
+def fill(template: str, **fields: object) -> str:
+    """`template` with its ``$placeholders`` filled; KeyError names a missing field.  Text from the
+    user's files goes in printable (a Latin-1 byte as its character, never an escape)."""
     from porter.files import printable
 
     filled = {k: printable(str(v)) for k, v in fields.items()}
-    return Template(part(name)).substitute(filled).strip() + "\n"
+    return Template(template).substitute(filled).strip() + "\n"
 
 
 def placeholders(name: str) -> set[str]:
@@ -203,7 +214,9 @@ def system_parts(ctx: PromptContext) -> list[PromptPart]:
     d = dialect(ctx.dialect)
     headers = ", ".join(f"`{h}`" for h in d.headers) if d.headers else "none (do not #include anything)"
     role = render("role", dialect_name=d.name, fence_label=d.fence_label, kernel_name=ctx.kernel.name)
-    rules = render(f"dialect_{d.key}", headers=headers)
+    if not d.rules.strip():
+        raise ValueError(f"dialect {d.key!r} has no prompt.md in its folder")
+    rules = fill(d.rules, headers=headers)
     hardware_fields = {name: ctx.hardware.get(name, UNKNOWN) for name in HARDWARE_FIELDS}
     hardware_fields["hardware_notes"] = ctx.hardware.get("hardware_notes", "")
     hardware = render("hardware", **hardware_fields)

@@ -2,8 +2,8 @@
 
 The reply must hold the complete kernel in one fenced code block (```` ``` ```` or ``~~~`` fences, as in
 CommonMark: up to three spaces of indent, a closing fence of the same character at least as long as the
-opening one).  Accepted labels (the first word of the info string, any case): cuda, cu, cpp, c++, c, hip,
-opencl, cl, or none.
+opening one).  Accepted labels (the first word of the info string, any case): those of every dialect
+(``[prompt] fence_labels`` of its dialect.toml: cuda, cu, cpp, c++, c, hip, opencl, cl), or none.
 
 When several accepted blocks are present the LARGEST complete one wins (ties: the later one).  Models
 often follow the kernel with a short launch or build snippet, or precede it with the line they are
@@ -17,7 +17,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-ACCEPTED_LANGUAGES = frozenset({"", "cuda", "cu", "cpp", "c++", "c", "hip", "opencl", "cl"})
+
+def accepted_labels() -> frozenset[str]:
+    """The labels a kernel's code block may carry: every dialect's, and none ("")."""
+    from porter.backends import fence_labels
+
+    return fence_labels() | {""}
+
 
 _OPEN = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n]*)$")
 
@@ -59,8 +65,9 @@ def code_blocks(reply: str) -> list[CodeBlock]:
 def extract_code(reply: str) -> CodeBlock | None:
     """The kernel: the largest complete block with an accepted label (ties: the later); None if there is none."""
     best: CodeBlock | None = None
+    accepted = accepted_labels()
     for block in code_blocks(reply):
-        usable = block.complete and block.language in ACCEPTED_LANGUAGES and block.code.strip()
+        usable = block.complete and block.language in accepted and block.code.strip()
         if usable and (best is None or len(block.code) >= len(best.code)):
             best = block
     return best
@@ -71,13 +78,14 @@ def missing_code_reason(reply: str) -> str | None:
     if extract_code(reply) is not None:
         return None
     blocks = code_blocks(reply)
-    accepted = ", ".join(sorted(lang for lang in ACCEPTED_LANGUAGES if lang))
+    known = accepted_labels()
+    accepted = ", ".join(sorted(lang for lang in known if lang))
     if any(not b.complete for b in blocks):
         return (
             "Your reply's code block was never closed (the reply was cut off?). "
             "Reply with the complete kernel in one fenced code block."
         )
-    labels = sorted({b.language for b in blocks if b.language not in ACCEPTED_LANGUAGES})
+    labels = sorted({b.language for b in blocks if b.language not in known})
     if labels:
         return (
             f"Your reply's code block was labelled {', '.join(labels)}; put the complete kernel in one fenced "

@@ -19,11 +19,13 @@ from porter.backends import (
     backend_names,
     dialect_names,
     dialect_of_suffix,
+    fence_labels,
     get_backend,
     get_dialect,
     install_hints,
     register_backend,
     runners,
+    runtime_prefixes,
     translation_targets,
 )
 from porter.backends.dialect import Dialect, DialectFacts, DialectSchemaError, load_facts, parse_facts
@@ -123,6 +125,10 @@ def test_dialect_contract(name: str) -> None:
     assert isinstance(d.single_source, bool) and isinstance(d.templates, bool)
     spoken = prompt_dialect(name)  # a model can be asked for code in it, and told what to include
     assert spoken.name == d.prompt_name() and spoken.fence_label and isinstance(spoken.headers, tuple)
+    # what it is told of the dialect lives in the dialect's folder, and the label asked for is accepted
+    assert spoken.rules.strip() and spoken.rules == d.prompt_rules()
+    assert spoken.fence_label in d.fence_labels() and spoken.fence_label in fence_labels()
+    assert all(p and p.isidentifier() and p in runtime_prefixes() for p in d.runtime_prefixes())
     # translator options: each declares its values, the first the default; anything else is refused
     assert d.check_options({}) == {k: v[0] for k, v in d.translate_options.items()}
     for key, values in d.translate_options.items():
@@ -133,6 +139,13 @@ def test_dialect_contract(name: str) -> None:
         d.check_options({"no_such_option": "x"})
     line = d.comment("ported by porter")  # one comment line, as the dialect's files write it
     assert line.endswith("\n") and line.count("\n") == 1 and "ported by porter" in line
+
+
+def test_replies_are_screened_with_every_runtime_and_label() -> None:
+    """The labels a reply's code block may carry and the runtime API prefixes that make a function host
+    code are the dialects' together, each dialect listing its own in its dialect.toml."""
+    assert {"cuda", "cu", "nvrtc", "hip", "hiprtc", "cl"} <= set(runtime_prefixes())
+    assert {"cuda", "cu", "cpp", "c++", "c", "hip", "opencl", "cl"} <= fence_labels()
 
 
 @pytest.mark.parametrize("name", DIALECTS)

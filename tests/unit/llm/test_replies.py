@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from porter.llm.replies import ACCEPTED_LANGUAGES, code_blocks, extract_code, missing_code_reason
+from porter.llm.replies import accepted_labels, code_blocks, extract_code, missing_code_reason
 
 KERNEL = "__global__ void k(float* a) {\n  a[threadIdx.x] = 0.0f;\n}\n"
 
@@ -89,4 +89,4 @@ def test_inline_backticks_are_not_fences() -> None:
 
 def test_reason_is_none_when_a_kernel_is_found() -> None:
     assert missing_code_reason(f"```\n{KERNEL}```") is None
-    assert {"cuda", "cpp", "c++", "c", "hip", "opencl", "cl", ""} <= ACCEPTED_LANGUAGES
+    assert {"cuda", "cu", "cpp", "c++", "c", "hip", "opencl", "cl", ""} <= accepted_labels()

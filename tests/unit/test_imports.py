@@ -12,6 +12,13 @@ A cycle is a strongly connected component of more than one module, or a module i
 Cycles still waiting on the restructuring into one folder per target are listed in KNOWN_CYCLE_EDGES,
 each by the edge that points the wrong way; that list may only shrink: the test fails on a new cycle
 and also when a listed edge is gone or no longer closes a cycle, so the list stays honest.
+
+The same holds between folders (:func:`folder_of`): each module of porter/ is a node of its own, each
+folder of porter/ one node, and backends/ is split (its own modules one node,
+``porter.backends``, each target folder another).  No folder reaches back into one that imports it,
+so the layers can stand one on another; from the bottom: model, errors, files and the other plain
+modules; sandbox; grammars; scan; translate; records, redact, pricing; cache; toolcache; backends, root
+then targets; results; harness; llm; lift; plan; program; workflows; report; cli.
 """
 
 from __future__ import annotations
@@ -32,6 +39,9 @@ PACKAGES = {
 # (importer, imported) -> why it is still there.  Each edge points up the layers (or across targets) and
 # closes a cycle; removing it is the job of moving each target into its own folder (issue #12, item 2).
 KNOWN_CYCLE_EDGES: dict[tuple[str, str], str] = {}
+
+# Folders whose own modules form one node while each of their subfolders is a node of its own.
+SPLIT_FOLDERS = ("porter.backends",)
 
 Edge = tuple[str, str]
 
@@ -235,6 +245,61 @@ def problems(
     return found
 
 
+def folder_of(module: str, files: dict[str, Path], split: tuple[str, ...] = SPLIT_FOLDERS) -> str:
+    """The node of `module` in the folder graph: the root package, a module beside it (``porter.cache``)
+    or the folder below it that holds it (``porter.harness`` for ``porter.harness.spec.file``); in a
+    folder of `split`, the target folder that holds it (``porter.backends.cuda``), else the split folder
+    itself (``porter.backends`` for ``porter.backends.dialect``)."""
+    parts = module.split(".")
+    node = ".".join(parts[:2])
+    if node in split and len(parts) > 2:
+        sub = ".".join(parts[:3])
+        if files[sub].name == "__init__.py":
+            return sub
+    return node
+
+
+def folder_graph(
+    graph: dict[str, dict[str, int]], files: dict[str, Path], split: tuple[str, ...] = SPLIT_FOLDERS
+) -> tuple[dict[str, dict[str, int]], dict[Edge, list[str]]]:
+    """The module graph collapsed onto :func:`folder_of` (imports inside one node dropped), and for each
+    folder edge the imports that make it (``module -> imported  (file:line)``)."""
+    folders: dict[str, dict[str, int]] = {}
+    lines: dict[Edge, list[str]] = {}
+    for module, deps in sorted(graph.items()):
+        here = folder_of(module, files, split)
+        folders.setdefault(here, {})
+        for target, line in sorted(deps.items()):
+            there = folder_of(target, files, split)
+            if there == here:
+                continue
+            folders[here].setdefault(there, line)
+            path = files[module]
+            where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+            lines.setdefault((here, there), []).append(f"{module} -> {target}  ({where}:{line})")
+    return folders, lines
+
+
+def folder_problems(
+    graph: dict[str, dict[str, int]], files: dict[str, Path], split: tuple[str, ...] = SPLIT_FOLDERS
+) -> list[str]:
+    """Every cycle between folders: a path around it, then for each folder edge inside it the imports
+    that make it."""
+    folders, lines = folder_graph(graph, files, split)
+    found = []
+    for component in cycles(folders):
+        members = set(component)
+        around = shortest_cycle(folders, component[0], members)
+        text = [f"folder cycle of {len(component)}: " + " -> ".join(around)]
+        for here in component:
+            for there in sorted(folders[here]):
+                if there in members:
+                    text.append(f"  {here} -> {there}:")
+                    text += [f"    {line}" for line in lines[(here, there)]]
+        found.append("\n".join(text))
+    return found
+
+
 def _write_package(root: Path, files: dict[str, str]) -> dict[str, Path]:
     modules: dict[str, Path] = {}
     for name, text in files.items():
@@ -285,6 +350,65 @@ def test_the_graph_sees_every_kind_of_import(tmp_path: Path) -> None:
     assert cycles({"x": {"x": 1}, "y": {"x": 2}}) == [["x"]]  # a self-import alone is a cycle too
 
 
+def test_the_folder_graph_collapses_each_folder_to_one_node(tmp_path: Path) -> None:
+    """Modules beside the root package are nodes of their own, a folder is one node (however deep),
+    a split folder's own modules are one node and each of its subfolders another; imports inside a
+    node are no edges, and a folder cycle is reported with the import lines that make it."""
+    files = _write_package(
+        tmp_path,
+        {
+            "pkg.__init__": "",
+            "pkg.low": "",
+            "pkg.high": "from pkg.layer import deep\n",
+            "pkg.layer.__init__": "from pkg.layer import own\n",
+            "pkg.layer.own": "import pkg.low\n",
+            "pkg.layer.deep.__init__": "",
+            "pkg.layer.deep.leaf": "from pkg.layer.own import x\n",
+            "pkg.split.__init__": "",
+            "pkg.split.contract": "from pkg import low\n",
+            "pkg.split.t1.__init__": "from pkg.split import contract\nfrom pkg.split.t2 import y\n",
+            "pkg.split.t2.__init__": "from pkg.split import contract\n",
+        },
+    )
+    nodes = {module: folder_of(module, files, ("pkg.split",)) for module in files}
+    assert nodes == {
+        "pkg": "pkg",
+        "pkg.low": "pkg.low",
+        "pkg.high": "pkg.high",
+        "pkg.layer": "pkg.layer",
+        "pkg.layer.own": "pkg.layer",
+        "pkg.layer.deep": "pkg.layer",
+        "pkg.layer.deep.leaf": "pkg.layer",
+        "pkg.split": "pkg.split",
+        "pkg.split.contract": "pkg.split",
+        "pkg.split.t1": "pkg.split.t1",
+        "pkg.split.t2": "pkg.split.t2",
+    }
+    graph = import_graph(files)
+    folders, lines = folder_graph(graph, files, ("pkg.split",))
+    assert {node: set(deps) for node, deps in folders.items()} == {
+        "pkg": set(),
+        "pkg.low": set(),
+        "pkg.high": {"pkg.layer"},
+        "pkg.layer": {"pkg.low"},
+        "pkg.split": {"pkg.low"},
+        "pkg.split.t1": {"pkg.split", "pkg.split.t2"},
+        "pkg.split.t2": {"pkg.split"},
+    }
+    assert lines[("pkg.split.t1", "pkg.split")] == [
+        f"pkg.split.t1 -> pkg.split.contract  ({files['pkg.split.t1']}:1)"
+    ]
+    assert folder_problems(graph, files, ("pkg.split",)) == []
+    # the contract reaching into a target closes a cycle between the split folder and that target
+    (tmp_path / "pkg" / "split" / "contract.py").write_text("from pkg import low\nimport pkg.split.t2\n")
+    (report,) = folder_problems(import_graph(files), files, ("pkg.split",))
+    assert report.splitlines()[0] == "folder cycle of 2: pkg.split -> pkg.split.t2 -> pkg.split"
+    assert "pkg.split.contract -> pkg.split.t2" in report and "contract.py:2" in report
+    assert "pkg.split.t2 -> pkg.split.contract" in report
+    # unsplit, the same imports stay inside one node: no cycle
+    assert folder_problems(import_graph(files), files, ()) == []
+
+
 def test_known_cycles_may_only_shrink() -> None:
     graph = {"low": {"high": 3}, "high": {"low": 1}, "other": {"low": 1}}
     assert problems(graph, {("low", "high")}) == []
@@ -303,6 +427,16 @@ def test_no_import_cycles() -> None:
     files, graph = porter_graph()
     assert {"porter.backends", "porter.grammars", "porter.cli", "porter.results"} <= set(graph)
     found = problems(graph, set(KNOWN_CYCLE_EDGES), files)
+    assert not found, "\n".join(found)
+
+
+def test_no_import_cycles_between_folders() -> None:
+    files, graph = porter_graph()
+    folders, _ = folder_graph(graph, files)
+    assert {"porter.backends", "porter.backends.cuda", "porter.llm", "porter.cache", "porter.cli"} <= set(
+        folders
+    )
+    found = folder_problems(graph, files)
     assert not found, "\n".join(found)
 
 

@@ -4,7 +4,7 @@
 Run:  python bench/bench_translate.py [--mb 4] [--repeat 3]
 
 Two corpora built from the CUDA samples (samples/cuda/*.cu, common.cuh) and the HIP golden inputs
-(tests/unit/translate/golden/hip/*.cu): many small files (each sample as it is, repeated), and one
+(tests/backends/hip/golden/*.cu): many small files (each sample as it is, repeated), and one
 multi-MB file (the samples concatenated with their kernels renamed apart).  Each is timed end to end
 (parse + edits + the scan the translator runs for kernels and hazards) and, for the big file, also
 with the scan precomputed, which is the translator's own cost.  CPU time of this single-threaded
@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _inputs() -> list[tuple[str, str]]:
     files = sorted((ROOT / "samples" / "cuda").glob("*.cu*"))
-    files += sorted((ROOT / "tests" / "unit" / "translate" / "golden" / "hip").glob("*.cu"))
+    files += sorted((ROOT / "tests" / "backends" / "hip" / "golden").glob("*.cu"))
     return [(str(p), p.read_text(encoding="utf-8")) for p in files]
 
 

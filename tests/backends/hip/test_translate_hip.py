@@ -1,6 +1,6 @@
 """CUDA -> HIP translation: golden files, tables, one test per diagnostic kind, and hipcc compiles.
 
-Golden files live in tests/unit/translate/golden/hip/: ``<name>.cu`` is the input, ``<name>.hip``
+Golden files live in tests/backends/hip/golden/: ``<name>.cu`` is the input, ``<name>.hip``
 the expected output with the default ``<<<>>>`` launches, ``<name>.ggl.hip`` (when present) the
 expected output with ``launch="ggl"``, and ``<name>.diags`` the expected diagnostics (one
 ``line:severity:construct`` per line, default launch style).  To regenerate after a deliberate
@@ -29,7 +29,7 @@ from porter.errors import UsageError
 from porter.model import Severity, Translation
 from porter.translate.common import c_tokens, split_call_args
 
-GOLDEN = Path(__file__).parent / "golden" / "hip"
+GOLDEN = Path(__file__).parent / "golden"
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLES = ROOT / "samples" / "cuda"
 REGEN = os.environ.get("PORTER_REGEN_GOLDEN") == "1"

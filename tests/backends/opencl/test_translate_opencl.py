@@ -1,7 +1,7 @@
 """CUDA -> OpenCL C translation: golden rewrites, diagnostics, and real builds/runs on PoCL.
 
-Golden files: ``golden/opencl/<case>.cu`` translates to ``golden/opencl/<case>.cl``.  After an
-intended change, regenerate them with ``PORTER_UPDATE_GOLDEN=1 pytest tests/unit/translate`` and
+Golden files: ``golden/<case>.cu`` translates to ``golden/<case>.cl``.  After an intended change,
+regenerate them with ``PORTER_UPDATE_GOLDEN=1 pytest tests/backends/opencl/test_translate_opencl.py`` and
 review the diff.
 """
 
@@ -20,7 +20,7 @@ from porter.backends.opencl.translate import launch_geometry, requirements, tabl
 from porter.model import Severity, TranslatedKernel, Translation
 
 ROOT = Path(__file__).resolve().parents[3]
-GOLDEN = Path(__file__).resolve().parent / "golden" / "opencl"
+GOLDEN = Path(__file__).resolve().parent / "golden"
 SAMPLES = ROOT / "samples" / "cuda"
 CASES = sorted(p.stem for p in GOLDEN.glob("*.cu"))
 

@@ -251,6 +251,10 @@ class Backend(Protocol):
     sets_symbols: ClassVar[bool]
     # Whether a variant can be built here for its device without a device (a compile-only check).
     builds_without_device: ClassVar[bool]
+    # Whether its runtime builds code from worker threads it starts before a sandbox is complete (PoCL
+    # links each kernel by starting a linker from one): a child calling a user's module that builds
+    # such code cannot filter the system calls of threads that already exist.
+    builds_from_early_threads: ClassVar[bool]
 
     @property
     def dialect(self) -> DialectFacts:
@@ -338,6 +342,7 @@ class BackendBase:
     runs: ClassVar[tuple[str, ...]] = ()
     sets_symbols: ClassVar[bool] = False
     builds_without_device: ClassVar[bool] = True
+    builds_from_early_threads: ClassVar[bool] = False
     # The package its dialect.toml lives in (install hints, device_check_archs).
     package: ClassVar[str] = ""
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     from porter.model import Kernel, TranslatedKernel, Translation
     from porter.records import Rejection, Screened
-    from porter.source import SourceUnit
+    from porter.source import Scanned, SourceUnit
 
 
 class Dialect:
@@ -63,9 +63,12 @@ class Dialect:
         path: str,
         include_dirs: Sequence[str] = (),
         options: Mapping[str, str] | None = None,
+        *,
+        scanned: Scanned | None = None,
     ) -> Translation:
         """The rule-based translation of CUDA `source` (read from `path`) into this dialect, one file
-        alone (a header or a host-only file too); ``options`` as for :meth:`translate_files`."""
+        alone (a header or a host-only file too); ``options`` as for :meth:`translate_files`;
+        ``scanned``: the file's scan and macro table when the caller holds them (not made again)."""
         raise NotImplementedError(f"no translator into {self.name}")
 
     def translate_files(
@@ -74,7 +77,7 @@ class Dialect:
         """The unit's translation and, where ``translates_headers``, the translations of the local
         headers it reaches (by input path), from the bytes the unit holds (never a second read).
         ``options``: values of :attr:`translate_options` (checked by :meth:`check_options`)."""
-        return self.translate(unit.text, unit.path, unit.include_dirs), {}
+        return self.translate(unit.text, unit.path, unit.include_dirs, options, scanned=unit.scanned), {}
 
     def check_options(self, options: Mapping[str, str]) -> dict[str, str]:
         """`options` with every one of :attr:`translate_options` filled in (its default where not

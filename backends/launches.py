@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from porter.files import decode_text, encode_text
-from porter.program import HEADER_SUFFIXES, SOURCE_SUFFIXES
+from porter.includes import HEADER_SUFFIXES, SOURCE_SUFFIXES
 from porter.scan.cexpr import TYPE_WORDS
 
 

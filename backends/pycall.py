@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from porter.backends import Device, spares
+from porter.backends import Device, get_backend, spares
 from porter.backends.isolate import (
     CHILD_MODULE,
     Job,
@@ -147,15 +147,16 @@ def run_calls(
 
         (work / "calls.pkl").write_bytes(pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL))
         folders = (str(Path(path).parent), *readable)
-        kind = "gpu" if any(d.kind == "gpu" for d in devices) else "cpu"
+        kind = "gpu" if any(d.times for d in devices) else "cpu"  # a GPU's device nodes in the sandbox
         # the sandbox's CPU-time limit covers every stage; each stage's own limit is watched here
         plan = child_plan(
             work, kind, stage_timeout_s * (len(spec.calls) + 2), memory_mb, folders, outbox=False
         )
-        if any(d.backend == "opencl" for d in devices):
-            # the module builds its OpenCL kernels once the sandbox is complete, and PoCL links each by
-            # starting a linker from a worker thread it started before: those threads stay unfiltered
-            # (the report's sandbox layers say so); a kernel job builds before, and filters them all
+        if any(get_backend(d.backend).builds_from_early_threads for d in devices):
+            # the module builds its kernels once the sandbox is complete, and a runtime like PoCL links
+            # each by starting a linker from a worker thread it started before: those threads stay
+            # unfiltered (the report's sandbox layers say so); a kernel job builds before, and filters
+            # them all
             plan = replace(plan, filter_existing_threads=False)
         progress_file, log_file, result_dir = work / "progress.json", work / "output.log", work / "result"
         cmd = [sys.executable, "-m", CHILD_MODULE, "calls", str(work / "calls.pkl"), str(result_dir)]

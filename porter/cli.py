@@ -505,32 +505,37 @@ def _port_program(
     defines: list[str] | None = None,
     undefines: list[str] | None = None,
 ) -> None:
+    from porter.defines import BuildFlags
+    from porter.harness.outputs import with_tolerance
     from porter.report import program_view
-    from porter.workflows.program import port_program
+    from porter.workflows.program import Hooks, port_program
+    from porter.workflows.program_run import DEFAULT_TIMEOUT_S, ProgramRuns
 
+    run = ProgramRuns(
+        runs=tuple(runs or ()),
+        timeout=DEFAULT_TIMEOUT_S if timeout is None else timeout,
+        rule=with_tolerance(rtol, atol),
+        toolchains=None if toolchains is None else tuple(toolchains),
+        build_command=build_command,
+        max_output=max_output << 20,
+        data=tuple(str(d) for d in data or []),
+        capture_limits=capture_limits or ProgramRuns.capture_limits,
+    )
     report = port_program(
         [str(p) for p in paths],
         [to],
-        include_dirs=[str(p) for p in include or []],
+        flags=BuildFlags(tuple(str(p) for p in include or []), tuple(defines or ()), tuple(undefines or ())),
         out_dir=str(out) if out is not None else None,
         translate_only=translate_only,
         translate_options=options,
-        # counts and the time left on a terminal; quiet when piped (the report says it all)
-        progress=(lambda msg: err.print(f"porter: {msg}", style="dim")) if sys.stderr.isatty() else None,
-        markdown=program_view.markdown,
         fresh=fresh,
-        runs=runs or [],
-        timeout=timeout,
-        rtol=rtol,
-        atol=atol,
-        chart=program_view.chart,
-        toolchains=toolchains,
-        build_command=build_command,
-        capture_limits=capture_limits,
-        max_output=max_output << 20,
-        data=[str(d) for d in data or []],
-        defines=defines or [],
-        undefines=undefines or [],
+        run=run,
+        hooks=Hooks(
+            # counts and the time left on a terminal; quiet when piped (the report says it all)
+            progress=(lambda msg: err.print(f"porter: {msg}", style="dim")) if sys.stderr.isatty() else None,
+            markdown=program_view.markdown,
+            chart=program_view.chart,
+        ),
     )
     show(report, program_view, json_out)
 

@@ -5,8 +5,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from porter.errors import UsageError
+
+
+@dataclass(frozen=True)
+class BuildFlags:
+    """The build flags the command line gives (``-I``, ``-D NAME[=VALUE]``, ``-U NAME``), merged over a
+    compilation database's where there is one."""
+
+    include_dirs: tuple[str, ...] = ()
+    defines: tuple[str, ...] = ()
+    undefines: tuple[str, ...] = ()
 
 
 def merge_defines(

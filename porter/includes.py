@@ -22,6 +22,10 @@ from pathlib import Path
 from porter import files
 from porter.errors import UsageError
 
+# a C/C++/CUDA translation unit, and a header, by the file's suffix
+SOURCE_SUFFIXES = frozenset({".cu", ".hip", ".cpp", ".cc", ".cxx", ".c++", ".c"})
+HEADER_SUFFIXES = frozenset({".cuh", ".h", ".hpp", ".hh", ".hxx", ".inl", ".inc", ".tcc"})
+
 # Starts at the `#` (a literal prefix the regex engine finds fast); the line start is checked after.
 _INCLUDE = re.compile(rb'#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]')
 MAX_HEADERS = 20_000  # headers read in one walk at most (a guard against include mazes)

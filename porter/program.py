@@ -29,10 +29,9 @@ from pathlib import Path
 from porter.defines import check_defines, merge_defines
 from porter.errors import UsageError
 from porter.files import decode_text, read_header, read_text
+from porter.includes import HEADER_SUFFIXES, SOURCE_SUFFIXES
 from porter.scan import SKIP_DIRS
 
-SOURCE_SUFFIXES = frozenset({".cu", ".hip", ".cpp", ".cc", ".cxx", ".c++", ".c"})
-HEADER_SUFFIXES = frozenset({".cuh", ".h", ".hpp", ".hh", ".hxx", ".inl", ".inc", ".tcc"})
 # headers of the system and toolkits are never part of a program (nor grow its root to `/`)
 _SYSTEM_PREFIXES = ("/usr/", "/opt/", "/lib/", "/etc/")
 MAX_FILES = 20_000  # files under one program root at most (a guard against pointing at `/`)

@@ -233,6 +233,7 @@ class OpenCLBackend(BackendBase):
 
     name: ClassVar[str] = "opencl"
     runs: ClassVar[tuple[str, ...]] = ("opencl",)
+    builds_from_early_threads: ClassVar[bool] = True  # PoCL links each kernel from a worker thread
 
     @property
     def dialect(self) -> DialectFacts:

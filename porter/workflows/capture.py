@@ -24,7 +24,7 @@ from porter.errors import UsageError
 from porter.program import Program, discover
 from porter.results import CapturedRun, CaptureReport, ProgramReport
 from porter.sandbox.jail import DEFAULT_MAX_OUTPUT
-from porter.workflows.resume import is_porter_output
+from porter.workflows.resume import Ledger, is_porter_output
 
 Progress = Callable[[str], None]
 FALLBACK = "cpu-runtime"  # runs everywhere
@@ -97,10 +97,10 @@ def capture_program(
     ``max_output``: bytes a run (or the build) may print per stream; ``data``: folders the runs may read.
     The build and the runs are jailed as ``port --run``'s are (:mod:`porter.sandbox.jail`).
     ``defines``/``undefines``: the command line's ``-D``/``-U``, over a compilation database's."""
-    from porter.harness.outputs import default_rule
     from porter.sandbox import jail
     from porter.workflows.program_run import (
         DEFAULT_TIMEOUT_S,
+        ProgramRuns,
         _Runner,
         check_data,
         check_max_output,
@@ -142,13 +142,12 @@ def capture_program(
     work = out / "work"
     work.mkdir(parents=True, exist_ok=True)
     report = ProgramReport(root=str(program.root), out_dir=str(work), targets=())
-    runner = _Runner(
-        program, work, report, runs, timeout or DEFAULT_TIMEOUT_S, default_rule(), say, None,
-        [Path(p) for p in skip], lambda: None,
+    options = ProgramRuns(
+        tuple(runs), timeout or DEFAULT_TIMEOUT_S, capture_limits=(launches, mib), max_output=max_output,
+        data=folders,
     )  # fmt: skip
+    runner = _Runner(program, work, report, options, Ledger(), say, [Path(p) for p in skip])
     runner.repeat = False  # one run each: what varies between runs is not compared here
-    runner.max_output, runner.data = max_output, folders
-    runner.capture_limits = (launches, mib)
     runner.language = language
     chosen = toolchain or capturing_toolchain(language)
     # the GPU's build first; where it cannot capture (the instrumented copy does not compile), the CPU

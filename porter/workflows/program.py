@@ -30,25 +30,33 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from porter.backends import CompileOptions, get_dialect, runners, translation_targets
 from porter.backends.spares import warm
+from porter.defines import BuildFlags
 from porter.errors import UsageError
 from porter.files import carried, encode_text, reads_once
 from porter.harness.gate import compile_check
 from porter.model import Translation, to_jsonable
 from porter.program import ProgramFile, discover
 from porter.results import FileTarget, ProgramFileResult, ProgramKernel, ProgramReport
-from porter.sandbox.jail import DEFAULT_MAX_OUTPUT
 from porter.workflows.program_plan import ProgramPlan
+from porter.workflows.program_replay import replay_program
+from porter.workflows.program_run import (
+    ProgramRuns,
+    build_and_run,
+    check_data,
+    check_max_output,
+    check_toolchains,
+    require_jail,
+)
 from porter.workflows.resume import (
+    Ledger,
     check_out_dir,
-    code_fingerprint,
     is_porter_output,
-    load_report,
-    sha,
+    key_of,
     toolchain_of,
     write_atomic,
 )
@@ -91,22 +99,12 @@ class _Porter:
     translations, each output holding a kernel compiled, the report kept up to date."""
 
     def __init__(
-        self, plan: ProgramPlan, out: Path, report: ProgramReport, build: bool, say: Progress, fresh: bool
+        self, plan: ProgramPlan, out: Path, report: ProgramReport, build: bool, say: Progress, ledger: Ledger
     ) -> None:
         self.plan, self.program, self.out, self.report = plan, plan.program, out, report
         self.build, self.say, self.jobs = build, say, plan.jobs
+        self.ledger = ledger  # the previous report's rows in this folder: build verdicts reused by key
         self.lock = threading.RLock()
-        # the previous report's build verdicts in this folder, by (output path, target)
-        self.previous: dict[tuple[str, str], Mapping[str, Any]] = {}
-        earlier = self.earlier = None if fresh else load_report(out, "program")
-        for f_doc in ((earlier or {}).get("program") or {}).get("files") or ():
-            for name, t in (f_doc.get("targets") or {}).items():
-                if isinstance(t, dict) and t.get("path"):
-                    try:
-                        rel = str(Path(t["path"]).relative_to(out))
-                    except ValueError:
-                        continue
-                    self.previous[(rel, name)] = t
         self.results = {f.path: ProgramFileResult(str(f.rel), f.kind) for f in self.program.files}
         report.files = list(self.results.values())
         self.kernels: dict[str, ProgramKernel] = {}
@@ -269,9 +267,8 @@ class _Porter:
         key = (
             ""
             if any(c is None for c in chains)
-            else sha(
+            else key_of(
                 "program-build",
-                code_fingerprint(),
                 target,
                 source,
                 entry,
@@ -280,8 +277,8 @@ class _Porter:
                 list(defines),
             )
         )
-        old = self.previous.get((rel, target))
-        if key and old is not None and old.get("key") == key and old.get("status") in ("compiled", "failed"):
+        old = self.ledger.get(key)
+        if old is not None and old.get("status") in ("compiled", "failed"):
             self.say(f"{rel}: {old['status']} earlier, same inputs; kept")
             return FileTarget(
                 result.path, str(old["status"]), str(old.get("reason", "")), result.diagnostics,
@@ -311,51 +308,49 @@ def _diagnostic_lines(report: ProgramReport) -> list[str]:
     return lines
 
 
+@dataclass(frozen=True)
+class Hooks:
+    """What the caller plugs into a program port: ``progress`` lines, ``markdown`` (renders report.md)
+    and ``chart`` (draws the run times); the CLI passes its views'."""
+
+    progress: Progress | None = None
+    markdown: Callable[[ProgramReport], str] | None = None
+    chart: Callable[[ProgramReport, Path], str] | None = None
+
+
 @reads_once
 @warm
 def port_program(
     paths: Sequence[str],
     targets: Sequence[str] | None = None,
     *,
-    include_dirs: Sequence[str] = (),
+    flags: BuildFlags | None = None,
     out_dir: str | None = None,
     translate_only: bool = False,
     translate_options: Mapping[str, Mapping[str, str]] | None = None,
-    progress: Progress | None = None,
-    markdown: Callable[[ProgramReport], str] | None = None,
     jobs: int = 0,
     fresh: bool = False,
-    runs: Sequence[str] = (),
-    timeout: float | None = None,
-    rtol: float | None = None,
-    atol: float | None = None,
-    chart: Callable[[ProgramReport, Path], str] | None = None,
-    toolchains: Sequence[str] | None = None,
-    build_command: str = "",
-    capture_limits: tuple[int, int] | None = None,
-    max_output: int | None = None,
-    data: Sequence[str] = (),
-    defines: Sequence[str] = (),
-    undefines: Sequence[str] = (),
+    run: ProgramRuns | None = None,
+    hooks: Hooks | None = None,
 ) -> ProgramReport:
-    """Port the program `paths` make to each target; see the module docstring.  ``translate_only``:
-    write the translations, compile nothing.  ``markdown`` renders report.md (the CLI passes the view's).
-    ``jobs``: builds at a time (0: one per CPU).  A build verdict of the previous report.json in the
-    output folder is kept when everything it depends on is the same (the key: porter's code, the device
-    code, its headers, the toolchain); ``fresh`` builds everything again.
+    """Port the program `paths` make to each target; see the module docstring.  ``flags``: the command
+    line's ``-I``, ``-D NAME[=VALUE]`` and ``-U NAME``, over a compilation database's (every build of the
+    program and every kernel replay gets the merged macros).  ``translate_only``: write the
+    translations, compile nothing.  ``jobs``: builds at a time (0: one per CPU).  A build verdict of the
+    previous report.json in the output folder is kept when everything it depends on is the same (the
+    key: porter's code, the device code, its headers, the toolchain); ``fresh`` builds everything again.
 
     Unless ``translate_only``, the original and each single-source port are then built as whole programs
-    with every program toolchain here, and each of ``runs`` (a command line: ``"./prog ARGS"`` or the
-    arguments alone) is run and compared (:mod:`porter.workflows.program_run`; ``timeout`` seconds per
-    run, ``rtol``/``atol`` for numbers; ``toolchains``: which program toolchains, by name, None: all).
-    ``chart`` draws the run times (the CLI passes the view's).  ``max_output``: bytes a run or a build
-    command may print per stream (default 64 MiB); ``data``: folders every run may read (``--data``).
-    Builds and runs are jailed (:mod:`porter.sandbox.jail`).  ``defines``/``undefines``: the command
-    line's ``-D NAME[=VALUE]``/``-U NAME``, over a compilation database's; every build of the program and
-    every kernel replay gets the merged macros."""
+    with every program toolchain here, and each of ``run.runs`` is run and compared
+    (:mod:`porter.workflows.program_run`, :class:`ProgramRuns`: timeout, comparison rule, toolchains,
+    build command, capture limits, output cap, ``--data`` folders); every captured kernel is replayed
+    (:mod:`porter.workflows.program_replay`).  Builds and runs are jailed (:mod:`porter.sandbox.jail`)."""
     from porter.workflows.port import parse_targets
 
-    say = progress or (lambda _msg: None)
+    flags, hooks = flags or BuildFlags(), hooks or Hooks()
+    run = ProgramRuns(jobs=jobs) if run is None else replace(run, jobs=jobs)
+    runs, include_dirs = run.runs, flags.include_dirs
+    say = hooks.progress or (lambda _msg: None)
     chosen = parse_targets(list(translation_targets() if targets is None else targets))
     for target, opts in (translate_options or {}).items():
         try:
@@ -369,7 +364,12 @@ def port_program(
     # a porter output the walk leaves out), so the program is discovered once
     skip_dirs = [out_dir] if out_dir is not None else []
     program = discover(
-        paths, include_dirs, skip=skip_dirs, defines=defines, undefines=undefines, is_output=is_porter_output
+        paths,
+        include_dirs,
+        skip=skip_dirs,
+        defines=flags.defines,
+        undefines=flags.undefines,
+        is_output=is_porter_output,
     )
     if out_dir is not None:
         out = Path(out_dir)
@@ -383,30 +383,27 @@ def port_program(
         f.path.resolve().is_relative_to(out.resolve()) for f in program.files
     ):
         raise UsageError("the output folder holds input files; choose another --out", path=str(out))
-    jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
-    plan = ProgramPlan(program, translate_options, jobs)  # each file read and scanned once, from here on
+    plan = ProgramPlan(
+        program, translate_options, jobs if jobs > 0 else (os.cpu_count() or 1)
+    )  # each file read and scanned once, from here on
     if not any(plan.uses_cuda(f) for f in program.files):
         raise UsageError(
             "nothing to port: no kernel, launch, CUDA runtime call or CUDA header in the program",
             path=str(paths[0]),
         )
-    if toolchains is not None:
-        from porter.workflows.program_run import check_toolchains
-
-        check_toolchains(toolchains, chosen)
-    if build_command and translate_only:
+    if run.toolchains is not None:
+        check_toolchains(run.toolchains, chosen)
+    if run.build_command and translate_only:
         raise UsageError("--build builds the program; it cannot go with --translate-only")
     if runs and translate_only:
         raise UsageError("--run builds and runs the program; it cannot go with --translate-only")
-    if timeout is not None and timeout <= 0:
+    if run.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
-    if data and translate_only:
+    if run.data and translate_only:
         raise UsageError("--data is what --run reads; it cannot go with --translate-only")
     if not translate_only:
-        from porter.workflows.program_run import check_data, check_max_output, require_jail
-
-        check_data(data)
-        check_max_output(DEFAULT_MAX_OUTPUT if max_output is None else max_output)
+        check_data(run.data)
+        check_max_output(run.max_output)
         require_jail()  # --require-sandbox: before anything is translated or built
     report = ProgramReport(root=str(program.root), out_dir=str(out), targets=chosen)
     report.build = {
@@ -420,40 +417,34 @@ def port_program(
     }
     report.notes += [f"skipped {s}" for s in program.skipped]
     report.notes.append(_NO_LAUNCHES)
-    porter = _Porter(plan, out, report, not translate_only, say, fresh)
+    ledger = Ledger.of(out, "program", fresh)  # what the previous report in this folder may lend
+    porter = _Porter(plan, out, report, not translate_only, say, ledger)
     porter.save()
     say(f"porting {len(program.files)} file(s) ({len(program.units)} unit(s)) under {program.root}")
     for target in chosen:
         porter.port(target)
     report.kernels.sort(key=lambda k: (k.file, k.line, k.name))  # the same order however builds interleave
     if not translate_only:
-        from porter.harness.outputs import with_tolerance
-        from porter.workflows.program_run import DEFAULT_TIMEOUT_S, build_and_run
-
         build_and_run(
-            program, out, report, runs, timeout=timeout or DEFAULT_TIMEOUT_S, rule=with_tolerance(rtol, atol),
-            say=say, fresh=fresh, skip=[Path(p) for p in skip_dirs], save=porter.save, jobs=jobs, earlier=porter.earlier, toolchains=toolchains, build_command=build_command,
-            capture_limits=capture_limits, max_output=DEFAULT_MAX_OUTPUT if max_output is None else max_output,
-            data=data,
+            program, out, report, run, ledger=ledger, say=say, skip=[Path(p) for p in skip_dirs],
+            save=porter.save,
         )  # fmt: skip
-        from porter.workflows.program_replay import replay_program
-
-        replay_program(plan, out, report, say, porter.save, None if fresh else porter.earlier)
+        replay_program(plan, out, report, say, porter.save, ledger)
         if any(k.replays for k in report.kernels):
             report.notes = [n for n in report.notes if n != _NO_LAUNCHES]
-        if chart is not None and report.runs:
+        if hooks.chart is not None and report.runs:
             same = all(r.resumed for run in report.runs for r in [*run.originals, *run.variants] if r.key)
             kept = out / "runs.png"
             report.chart = (
-                str(kept) if same and kept.is_file() else chart(report, out)
+                str(kept) if same and kept.is_file() else hooks.chart(report, out)
             )  # nothing re-ran: kept
     lines = _diagnostic_lines(report)
     write_atomic(out / DIAGNOSTICS_NAME, "\n".join(lines) + ("\n" if lines else ""))
     report.complete = True
     porter.save()
-    if markdown is not None:
-        write_atomic(out / MARKDOWN_NAME, markdown(report))
+    if hooks.markdown is not None:
+        write_atomic(out / MARKDOWN_NAME, hooks.markdown(report))
     return report
 
 
-__all__ = ["default_out_dir", "port_program"]
+__all__ = ["Hooks", "default_out_dir", "port_program"]

@@ -27,8 +27,9 @@ from pathlib import Path
 from porter.backends import CompileOptions, get_dialect
 from porter.errors import PorterError, UsageError
 from porter.files import decode_text, encode_text, read_input
+from porter.includes import SOURCE_SUFFIXES
 from porter.model import FileScan, Kernel, TranslatedKernel, Translation, Variant
-from porter.program import SOURCE_SUFFIXES, Program, ProgramFile
+from porter.program import Program, ProgramFile
 from porter.scan import has_cuda
 from porter.source import Scanned
 from porter.workflows.translations import Facts, recall, remember, translation_key

@@ -29,6 +29,7 @@ from porter.harness.trial import ValidateOptions
 from porter.model import Status, Variant, Verdict
 from porter.results import KernelReplay, ProgramReport
 from porter.workflows.program_plan import ProgramPlan
+from porter.workflows.resume import Ledger, key_of, toolchain_of
 
 Progress = Callable[[str], None]
 LOG_TAIL = 4000  # characters of a failed replay's log kept in report.json
@@ -91,13 +92,12 @@ def _key(
     """Everything a replay verdict depends on: the captured runs (their keys), the variant's code and
     build, its headers, the devices' toolchains and porter's own code; "" when a toolchain is unknown."""
     from porter.cache import headers_digest
-    from porter.workflows.resume import code_fingerprint, sha, toolchain_of
 
     chains = [toolchain_of(d.backend, d) for d in devices]
     if any(c is None for c in chains):
         return ""
-    return sha(
-        "kernel-replay", code_fingerprint(), name, list(run_keys), variant.target, variant.source, variant.entry,
+    return key_of(
+        "kernel-replay", name, list(run_keys), variant.target, variant.source, variant.entry,
         list(variant.arg_map or ()), list(variant.extra_args), list(copts.include_dirs), list(copts.defines),
         headers_digest(variant.source, copts.include_dirs), [d.label for d in devices], chains,
     )  # fmt: skip
@@ -182,20 +182,17 @@ def replay_program(
     report: ProgramReport,
     say: Progress,
     save: Callable[[], None],
-    earlier: Mapping[str, Any] | None = None,
+    ledger: Ledger | None = None,
     timeout: float = 120.0,
 ) -> None:
-    """Validate every captured kernel's original and ports from the capture; see the module docstring."""
+    """Validate every captured kernel's original and ports from the capture; see the module docstring.
+    ``ledger``: the previous report's rows (a replay whose key matches is kept, not run again)."""
     from porter.plan import lacking, run_devices, wavefront_devices
 
     launches, run_keys = _launches(report)
     if not launches:
         return
-    previous: dict[str, list[Mapping[str, Any]]] = {}
-    for k_doc in (earlier or {}).get("kernels") or ():
-        for row in (k_doc.get("replays") if isinstance(k_doc, dict) else None) or ():
-            if isinstance(row, dict) and row.get("key"):
-                previous.setdefault(str(row["key"]), []).append(row)
+    ledger = ledger if ledger is not None else Ledger()
 
     def judged(
         variant: Variant,
@@ -208,7 +205,7 @@ def replay_program(
         """The verdicts of `variant` on `devices`, reused from the previous report when its key matches
         (then the capture's arrays are not even read: `replay_of` builds the replay on first need)."""
         key = _key(name, variant, copts, devices, run_keys)
-        old = previous.get(key) if key else None
+        old = ledger.rows(key)
         if old:
             say(f"{name}: {variant_name(variant)} replayed earlier with the same inputs; kept")
             return [replace(_row_from(d, key), instance=name) for d in old]

@@ -29,8 +29,8 @@ import signal
 import stat
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from porter.backends import get_dialect
 from porter.backends.programs import (
@@ -60,7 +60,7 @@ from porter.results import ProgramBuild, ProgramReport, ProgramRun, RunResult
 from porter.sandbox import SandboxError
 from porter.sandbox import jail as program_jail
 from porter.sandbox.jail import DEFAULT_MAX_OUTPUT, Jail, read_tail
-from porter.workflows.resume import code_fingerprint, load_report, seal, sealed, sha
+from porter.workflows.resume import Ledger, key_of, seal, sealed
 
 Progress = Callable[[str], None]
 DEFAULT_TIMEOUT_S = 300.0
@@ -214,42 +214,58 @@ def _tree_digest(tree: Path, files: Sequence[str], include_dirs: Sequence[str], 
     return h.hexdigest()
 
 
+@dataclass(frozen=True)
+class ProgramRuns:
+    """How a program is built and run (``port DIR --run``'s and ``capture``'s options).
+
+    ``runs``: each ``--run`` (a command line, ``"./prog ARGS"``, or the arguments alone); ``timeout``:
+    seconds per run; ``rule``: how outputs are compared (None: :func:`default_rule`); ``toolchains``: the
+    program toolchains by name (None: every one here); ``build_command``: the user's own build (``make``)
+    run with porter's compiler drivers; ``capture_limits``: launches kept per kernel and MiB per launch;
+    ``max_output``: bytes a run or build command may print per stream; ``data``: folders every run may
+    read; ``jobs``: builds at a time (0: one per CPU)."""
+
+    runs: tuple[str, ...] = ()
+    timeout: float = DEFAULT_TIMEOUT_S
+    rule: Rule | None = None
+    toolchains: tuple[str, ...] | None = None
+    build_command: str = ""
+    capture_limits: tuple[int, int] = (DEFAULT_LAUNCHES, DEFAULT_MIB)
+    max_output: int = DEFAULT_MAX_OUTPUT
+    data: tuple[str, ...] = ()
+    jobs: int = 0
+
+
 class _Runner:
     def __init__(
         self,
         program: Program,
         out: Path,
         report: ProgramReport,
-        runs: Sequence[str],
-        timeout: float,
-        rule: Rule,
+        options: ProgramRuns,
+        ledger: Ledger,
         say: Progress,
-        earlier: Mapping[str, Any] | None,
-        skip: Sequence[Path],
-        saver: Callable[[], None],
+        skip: Sequence[Path] = (),
+        saver: Callable[[], None] = lambda: None,
     ) -> None:
-        self.saver = saver
-        self.only: set[str] | None = None  # the toolchains to build with (None: every one here)
-        self.command = ""  # --build: the user's build command, run with porter's compiler drivers
-        self.program, self.out, self.report, self.runs = program, out, report, list(runs)
-        self.timeout, self.rule, self.say, self.skip = timeout, rule, say, list(skip)
-        self.capture_limits = (DEFAULT_LAUNCHES, DEFAULT_MIB)  # launches kept per kernel, MiB per launch
+        self.saver, self.ledger = saver, ledger  # the earlier report's rows: builds and runs reused by key
+        # the toolchains to build with (None: every one here)
+        self.only: set[str] | None = None if options.toolchains is None else set(options.toolchains)
+        self.command = options.build_command  # the user's build command, run with porter's compiler drivers
+        self.program, self.out, self.report, self.runs = program, out, report, list(options.runs)
+        self.timeout, self.rule, self.say, self.skip = (
+            options.timeout,
+            options.rule or default_rule(),
+            say,
+            list(skip),
+        )
+        self.capture_limits = options.capture_limits  # launches kept per kernel, MiB per launch
         self.language = "cuda"  # what the original program is written in (`porter capture` of a HIP one)
         self.repeat = True  # the original run twice: what varies between its own runs is not compared
-        self.max_output = DEFAULT_MAX_OUTPUT  # bytes a run (or a build command) may print, per stream
-        self.data: tuple[str, ...] = ()  # folders every run may read (--data), absolute
+        self.max_output = options.max_output  # bytes a run (or a build command) may print, per stream
+        self.data = options.data  # folders every run may read (--data), absolute
         self.outputs: dict[int, RunOutput] = {}  # id(RunResult) -> what that run printed and wrote
         self.varies: dict[int, Unstable] = {}  # id(an original's RunResult) -> what varies between its runs
-        self.previous_builds: dict[tuple[str, str], Mapping[str, Any]] = {}
-        self.previous_runs: dict[str, Mapping[str, Any]] = {}
-        prog = (earlier or {}).get("program") or {}
-        for b in (prog.get("build") or {}).get("programs") or ():
-            if isinstance(b, dict):
-                self.previous_builds[(str(b.get("variant")), str(b.get("toolchain")))] = b
-        for r in prog.get("runs") or ():
-            for v in [*(r.get("originals") or ()), *(r.get("variants") or ())]:
-                if isinstance(v, dict) and v.get("key"):
-                    self.previous_runs[str(v["key"])] = v
 
     # ------------------------------------------------------------------ builds
 
@@ -296,12 +312,12 @@ class _Runner:
             max_output=self.max_output, unit_defines=self.program.unit_defines,
         )  # fmt: skip
         ident = getattr(chain, "toolchain_id", lambda: chain.name)()
-        key = sha(
-            "program", code_fingerprint(), variant, chain.name, ident, language, source.units, self.command,
+        key = key_of(
+            "program", variant, chain.name, ident, language, source.units, self.command,
             source.include_dirs, source.defines, list(source.unit_defines), self.max_output,
             _tree_digest(tree, source.files, source.include_dirs, self.program.root),
         )  # fmt: skip
-        old = self.previous_builds.get((variant, chain.name))
+        old = self.ledger.get(key)
         if (
             old is not None
             and old.get("key") == key
@@ -468,12 +484,12 @@ class _Runner:
         name = name or main.path.stem
         # the original's first run on a toolchain that can records its launches
         capturing = build.variant == "original" and not repeat and build.captures
-        key = sha(
+        key = key_of(
             "program-run", build.key, argv, name, str(run_folder(self.program, main)), self.timeout, repeat,
             capture_env(Path("capture"), *self.capture_limits) if capturing else None, self.max_output,
             self.data, _data_digest(self.data),
         )  # fmt: skip
-        old = self.previous_runs.get(key)
+        old = self.ledger.get(key)
         if repeat and build.resumed and (self.out / "runs" / key[:16] / "run.json").is_file():
             old = {"status": "ran"}  # the original's second run of an earlier report (not listed in it)
         if (
@@ -680,60 +696,39 @@ def build_and_run(
     program: Program,
     out: Path,
     report: ProgramReport,
-    runs: Sequence[str],
+    options: ProgramRuns,
     *,
-    timeout: float = DEFAULT_TIMEOUT_S,
-    rule: Rule | None = None,
+    ledger: Ledger | None = None,
     say: Progress | None = None,
-    fresh: bool = False,
     skip: Sequence[Path] = (),
     save: Callable[[], None] | None = None,
-    jobs: int = 0,
-    earlier: Mapping[str, Any] | None = None,
-    toolchains: Sequence[str] | None = None,
-    build_command: str = "",
-    capture_limits: tuple[int, int] | None = None,
-    max_output: int = DEFAULT_MAX_OUTPUT,
-    data: Sequence[str] = (),
 ) -> None:
-    """Build the original and each port as programs, run each ``--run``, compare; fill `report`.
+    """Build the original and each port as programs, run each of ``options.runs``, compare; fill
+    `report` (see :class:`ProgramRuns` for the options: a toolchain name no backend has is a UsageError).
     ``save`` writes the report (called after every build and run, so an interrupted run keeps them);
-    ``earlier``: the previous report.json of the output folder (its builds and runs are reused where
-    their keys match; None with ``fresh``, or read here); ``toolchains``: the program toolchains to use by
-    name (None: every one here; UsageError for a name no backend has); ``build_command``: build with the
-    user's own command (``make``) instead, run in a copy of each tree with ``NVCC``/``HIPCC``/``CXX``
-    naming the toolchain's compiler (porter's drivers for the CPU runtime); ``max_output``: bytes a run
-    or a build command may print to stdout, and to stderr (past it, it is stopped and failed);
-    ``data``: folders every run may read (nothing else outside its copy).  Every build and run is jailed
-    (:mod:`porter.sandbox.jail`); where the jail is weaker here the report's notes say so, and with
-    ``--require-sandbox`` a PorterError (exit 2) refuses before anything is built."""
+    ``ledger``: the rows of the output folder's previous report.json (builds and runs are reused where
+    their keys match; None: read here, an empty Ledger: build and run everything again).  Every build
+    and run is jailed (:mod:`porter.sandbox.jail`); where the jail is weaker here the report's notes say
+    so, and with ``--require-sandbox`` a PorterError (exit 2) refuses before anything is built."""
     mains = main_units(program)
-    for args in runs:  # a bad --run is a usage error before anything is built
+    for args in options.runs:  # a bad --run is a usage error before anything is built
         if mains:
             choose(program, mains, args)
-    folders = check_data(data)
-    check_max_output(max_output)
+    options = replace(options, data=check_data(options.data))
+    check_max_output(options.max_output)
     require_jail()
     report.build["jail"] = program_jail.describe()
     note = program_jail.note()
     if note and note not in report.notes:
         report.notes.append(note)
-    if earlier is None and not fresh:
-        earlier = load_report(out, "program")
+    if options.toolchains is not None:
+        check_toolchains(options.toolchains, report.targets)
     runner = _Runner(
-        program, out, report, runs, timeout, rule or default_rule(), say or (lambda _m: None),
-        None if fresh else earlier, skip, save or (lambda: None),
+        program, out, report, options, Ledger.of(out, "program") if ledger is None else ledger,
+        say or (lambda _m: None), skip, save or (lambda: None),
     )  # fmt: skip
-    if toolchains is not None:
-        check_toolchains(toolchains, report.targets)
-        runner.only = set(toolchains)
-    runner.command = build_command
-    runner.max_output = max_output
-    runner.data = folders
-    if capture_limits is not None:  # (launches kept per kernel, MiB of arrays per launch)
-        runner.capture_limits = capture_limits
-    built = runner.build_all(jobs if jobs > 0 else (os.cpu_count() or 1))
-    if runs:
+    built = runner.build_all(options.jobs if options.jobs > 0 else (os.cpu_count() or 1))
+    if options.runs:
         runner.run_all(built, mains)
     runner.save()
 

@@ -60,6 +60,49 @@ def sha(*parts: object) -> str:
     return h.hexdigest()
 
 
+def key_of(kind: str, *parts: object) -> str:
+    """The one key recipe of every row a command may reuse: what the row is (`kind`), porter's own code
+    and everything the row's verdict depends on (`parts`)."""
+    return sha(kind, code_fingerprint(), *parts)
+
+
+class Ledger:
+    """The rows an earlier report holds, by their key (:func:`key_of`): every command's resume and reuse
+    asks it.  Built from the signed report.json of the output folder (:func:`load_report`: an edited or
+    foreign one holds nothing); a row is reused only when the key of what would be made now is the one
+    it was stored under."""
+
+    def __init__(self, earlier: Mapping[str, Any] | None = None) -> None:
+        self._rows: dict[str, list[Mapping[str, Any]]] = {}
+        stack: list[Any] = [earlier] if earlier is not None else []
+        while stack:  # every object of the document carrying a key, wherever it sits
+            item = stack.pop()
+            if isinstance(item, Mapping):
+                key = item.get("key")
+                if isinstance(key, str) and key:
+                    self._rows.setdefault(key, []).append(item)
+                stack.extend(reversed(list(item.values())))
+            elif isinstance(item, list):
+                stack.extend(reversed(item))
+
+    @classmethod
+    def of(cls, out: Path, kind: str, fresh: bool = False) -> Ledger:
+        """The ledger of the ``porter <kind>`` report in `out` (empty when ``fresh``)."""
+        return cls(None if fresh else load_report(out, kind))
+
+    def get(self, key: str) -> Mapping[str, Any] | None:
+        """The first row stored under `key` (None for "" or a key no row has)."""
+        rows = self._rows.get(key) if key else None
+        return rows[0] if rows else None
+
+    def rows(self, key: str) -> list[Mapping[str, Any]]:
+        """Every row stored under `key`, in the document's order."""
+        return list(self._rows.get(key, ())) if key else []
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+
 @functools.cache
 def code_fingerprint() -> str:
     """porter's version and a hash of its code that compiles and judges (see _FINGERPRINTED)."""

@@ -27,7 +27,8 @@ from porter.program import discover
 from porter.results import ProgramReport
 from porter.sandbox import jail
 from porter.workflows.capture import capture_program
-from porter.workflows.program_run import TAIL_CHARS, build_and_run
+from porter.workflows.program_run import TAIL_CHARS, ProgramRuns, build_and_run
+from porter.workflows.resume import Ledger
 
 pytestmark = [
     pytest.mark.integration,
@@ -117,7 +118,8 @@ def _build_and_run(prog: Path, out: Path, runs: list[str], **options: object) ->
     def save() -> None:
         (out / "report.json").write_text(json.dumps(report.document()))
 
-    build_and_run(program, out, report, runs, toolchains=CPU, save=save, fresh=True, **options)  # type: ignore[arg-type]
+    run = ProgramRuns(runs=tuple(runs), toolchains=tuple(CPU), **options)  # type: ignore[arg-type]
+    build_and_run(program, out, report, run, ledger=Ledger(), save=save)
     return report, (out / "report.json").read_text()
 
 
@@ -216,7 +218,7 @@ def test_a_run_reads_only_its_copy_and_the_data_folders_given(
     assert lines[3] == "data/token.txt: [REDACTED]"  # its own file, read; the secret value masked
     assert SECRET not in text and TOKEN not in text
     # with --data, the folder named is readable (and only it)
-    report, text = _build_and_run(prog, tmp_path / "out2", [run], data=[str(outside)])
+    report, text = _build_and_run(prog, tmp_path / "out2", [run], data=(str(outside),))
     lines = report.runs[0].original.stdout_tail.splitlines()  # type: ignore[union-attr]
     assert lines[0] == f"{home / 'secret.txt'}: cannot open"
     assert lines[1] == f"{outside / 'secret.txt'}: {SECRET}"
@@ -231,7 +233,7 @@ def test_a_run_cannot_write_outside_its_copy(tmp_path: Path, outside: Path) -> N
             "    return 0;\n}",
         ),
     )
-    report, _text = _build_and_run(prog, tmp_path / "out", ["./main"], data=[str(outside)])
+    report, _text = _build_and_run(prog, tmp_path / "out", ["./main"], data=(str(outside),))
     assert report.runs[0].original is not None and "write: refused" in report.runs[0].original.stdout_tail
     assert not (outside / "written").exists()  # --data folders are read-only
 

@@ -10,6 +10,7 @@ import pytest
 
 from porter.errors import UsageError
 from porter.program import discover
+from porter.workflows.resume import is_porter_output
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOOTH = ROOT / "samples" / "programs" / "smooth"
@@ -48,10 +49,12 @@ def test_earlier_outputs_hidden_folders_and_the_output_folder_are_left_out(smoot
     out = smooth / "out"
     out.mkdir()
     (out / "y.cu").write_text("__global__ void k() {}\n")
-    program = discover([str(smooth)], skip=[out])
+    program = discover([str(smooth)], skip=[out], is_output=is_porter_output)  # as the workflows ask
     names = {str(f.rel) for f in program.files}
     assert not any(n.startswith((".git", "old.ported", "out/")) for n in names), names
     assert any("earlier porter output" in s for s in program.skipped)
+    # told nothing of porter's outputs, discover walks every folder that is not hidden or skipped
+    assert any(str(f.rel).startswith("old.ported") for f in discover([str(smooth)], skip=[out]).files)
 
 
 def test_compile_commands_names_the_units_and_brings_their_flags(smooth: Path) -> None:

@@ -26,6 +26,7 @@ from porter.backends import (
 from porter.backends.dialect import Dialect, DialectFacts, load_facts
 
 from porter.model import TranslatedKernel, Translation
+from porter.source import Scanned
 
 NAME = "toy"
 PACKAGE = "fakes.toy"
@@ -40,13 +41,19 @@ class ToyDialect(Dialect):
     translates: ClassVar[bool] = True
 
     def translate(
-        self, source: str, path: str, include_dirs: Sequence[str] = (), options: object = None
+        self,
+        source: str,
+        path: str,
+        include_dirs: Sequence[str] = (),
+        options: object = None,
+        *,
+        scanned: Scanned | None = None,
     ) -> Translation:
         from pathlib import Path
 
         from porter.scan import scan_source
 
-        scan = scan_source(source.encode("utf-8"), path, "cuda")
+        scan = scanned.scan if scanned is not None else scan_source(source.encode("utf-8"), path, "cuda")
         kernels = tuple(TranslatedKernel(name=k.name, entry=k.name, target=NAME) for k in scan.kernels)
         return Translation(path, NAME, BANNER.format(name=Path(path).name) + source, kernels)
 

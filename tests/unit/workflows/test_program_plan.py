@@ -136,12 +136,13 @@ def test_a_program_port_with_run_reads_and_parses_each_user_file_once(smooth: Pa
     """Translations, unit builds, the program's builds and runs, capture and every kernel replay: each of
     the user's files comes off the disk once and each text is parsed once."""
     from porter.workflows.program import port_program
+    from porter.workflows.program_run import ProgramRuns
 
     READS.clear()
     grammars.forget()
     report = port_program(
-        [str(smooth)], ["hip", "opencl"], out_dir=str(tmp_path / "out"), runs=["./smooth data/values.txt 4"],
-        toolchains=["cpu-runtime"], fresh=True,
+        [str(smooth)], ["hip", "opencl"], out_dir=str(tmp_path / "out"), fresh=True,
+        run=ProgramRuns(("./smooth data/values.txt 4",), toolchains=("cpu-runtime",)),
     )  # fmt: skip
     replays = [r.status for k in report.kernels for r in k.replays]
     assert replays and set(replays) == {"validated"}, replays

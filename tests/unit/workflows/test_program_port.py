@@ -11,7 +11,7 @@ import pytest
 
 from porter.errors import UsageError
 from porter.report import program_view
-from porter.workflows.program import port_program
+from porter.workflows.program import Hooks, port_program
 
 ROOT = Path(__file__).resolve().parents[3]
 SMOOTH = ROOT / "samples" / "programs" / "smooth"
@@ -33,7 +33,7 @@ def smooth(tmp_path: Path) -> Path:
 
 def test_translate_only_mirrors_the_tree_and_writes_one_opencl_file_per_unit(smooth: Path) -> None:
     before = _tree(smooth)
-    report = port_program([str(smooth)], translate_only=True, markdown=program_view.markdown)
+    report = port_program([str(smooth)], translate_only=True, hooks=Hooks(markdown=program_view.markdown))
     out = smooth.parent / "smooth.ported"
     assert report.out_dir == str(out) and report.complete
     assert _tree(smooth) == before  # the inputs untouched
@@ -101,7 +101,9 @@ def test_a_translator_crash_fails_that_file_for_that_target_only(
 @pytest.mark.integration
 def test_every_output_with_a_kernel_is_built_and_a_broken_one_is_failed(smooth: Path) -> None:
     said: list[str] = []
-    report = port_program([str(smooth)], out_dir=str(smooth.parent / "built"), progress=said.append, jobs=2)
+    report = port_program(
+        [str(smooth)], out_dir=str(smooth.parent / "built"), hooks=Hooks(progress=said.append), jobs=2
+    )
     assert "hip builds: 2/2 done" in said and "opencl units: 2/2 done" in said, said  # counts as it goes
     by_path = {f.path: f.targets for f in report.files}
     for target in ("hip", "opencl"):

@@ -15,13 +15,27 @@ import pytest
 from porter.errors import UsageError
 from porter.program import discover
 from porter.report import program_view
-from porter.workflows.program import port_program
-from porter.workflows.program_run import build_and_run, choose, main_units, program_names, run_folder
+from porter.workflows.program import Hooks, port_program
+from porter.workflows.program_run import (
+    ProgramRuns,
+    build_and_run,
+    choose,
+    main_units,
+    program_names,
+    run_folder,
+)
+from porter.workflows.resume import Ledger
 
 ROOT = Path(__file__).resolve().parents[3]
 SMOOTH = ROOT / "samples" / "programs" / "smooth"
 RUN = "./smooth data/values.txt 4"
 CPU = ["cpu-runtime"]
+
+
+def cpu(*runs: str, **options: object) -> ProgramRuns:
+    """Each of `runs` built and run with the CPU runtime alone."""
+    return ProgramRuns(runs=runs, toolchains=tuple(CPU), **options)  # type: ignore[arg-type]
+
 
 pytestmark = [
     pytest.mark.integration,
@@ -42,8 +56,8 @@ def _tree_bytes(folder: Path) -> dict[str, bytes]:
 def test_the_original_and_the_hip_port_run_on_the_cpu_runtime_and_match(smooth: Path) -> None:
     before = _tree_bytes(smooth)
     report = port_program(
-        [str(smooth)], ["hip", "opencl"], runs=[RUN], toolchains=CPU, markdown=program_view.markdown,
-        chart=program_view.chart,
+        [str(smooth)], ["hip", "opencl"], run=cpu(RUN),
+        hooks=Hooks(markdown=program_view.markdown, chart=program_view.chart),
     )  # fmt: skip
     assert _tree_bytes(smooth) == before  # the user's files untouched (the runs wrote to scratch copies)
     assert [(b.variant, b.toolchain, b.status) for b in report.builds] == [
@@ -84,7 +98,7 @@ def _rerun(smooth: Path, out: Path, report: object) -> object:
     assert isinstance(report, ProgramReport)
     report.builds.clear()
     report.runs.clear()
-    build_and_run(discover([str(smooth)]), out, report, [RUN], toolchains=CPU, fresh=True)
+    build_and_run(discover([str(smooth)]), out, report, cpu(RUN), ledger=Ledger())
     return report
 
 
@@ -127,9 +141,7 @@ def test_a_run_that_hits_the_timeout_is_failed_with_a_clear_reason(tmp_path: Pat
         "#include <cstdio>\n#include <unistd.h>\n__global__ void k(int* x) { x[0] = 1; }\n"
         'int main() { int* d; cudaMalloc(&d, 4); k<<<1, 1>>>(d); sleep(30); puts("PASS"); return 0; }\n'
     )
-    report = port_program(
-        [str(prog)], ["hip"], out_dir=str(tmp_path / "o"), runs=[""], toolchains=CPU, timeout=1
-    )
+    report = port_program([str(prog)], ["hip"], out_dir=str(tmp_path / "o"), run=cpu("", timeout=1))
     original = report.runs[0].original
     assert original is not None and original.status == "failed"
     assert original.reason == "timed out after 1 s (--timeout)"
@@ -143,8 +155,8 @@ def test_a_run_that_hits_the_timeout_is_failed_with_a_clear_reason(tmp_path: Pat
 
 def test_a_rerun_with_the_same_inputs_reuses_every_build_and_run(smooth: Path, tmp_path: Path) -> None:
     out = tmp_path / "o"
-    first = port_program([str(smooth)], ["hip"], out_dir=str(out), runs=[RUN], toolchains=CPU)
-    again = port_program([str(smooth)], ["hip"], out_dir=str(out), runs=[RUN], toolchains=CPU)
+    first = port_program([str(smooth)], ["hip"], out_dir=str(out), run=cpu(RUN))
+    again = port_program([str(smooth)], ["hip"], out_dir=str(out), run=cpu(RUN))
     assert all(b.resumed for b in again.builds) and not any(b.resumed for b in first.builds)
     assert all(r.resumed for r in [*again.runs[0].originals, *again.runs[0].variants])
     assert (
@@ -152,7 +164,7 @@ def test_a_rerun_with_the_same_inputs_reuses_every_build_and_run(smooth: Path, t
     )
     # a changed input is built and run again
     (smooth / "src" / "util.cpp").write_text((smooth / "src" / "util.cpp").read_text() + "\n// changed\n")
-    third = port_program([str(smooth)], ["hip"], out_dir=str(out), runs=[RUN], toolchains=CPU)
+    third = port_program([str(smooth)], ["hip"], out_dir=str(out), run=cpu(RUN))
     assert not any(b.resumed for b in third.builds)
 
 
@@ -163,7 +175,7 @@ def test_a_program_using_cublas_is_refused_with_the_construct_and_its_line(tmp_p
         "#include <cstdio>\n#include <cublas_v2.h>\n__global__ void k(float* x) { x[0] = 1; }\n"
         'int main() { cublasHandle_t h; cublasCreate(&h); k<<<1, 1>>>(nullptr); puts("PASS"); return 0; }\n'
     )
-    report = port_program([str(prog)], ["hip"], out_dir=str(tmp_path / "o"), runs=[""], toolchains=CPU)
+    report = port_program([str(prog)], ["hip"], out_dir=str(tmp_path / "o"), run=cpu(""))
     original = next(b for b in report.builds if b.variant == "original")
     assert original.status == "refused"
     assert original.reason == "cannot emulate: cuBLAS (cublas_v2.h) (main.cu line 2)"
@@ -185,11 +197,15 @@ def test_the_executable_a_run_names_and_where_it_runs(smooth: Path) -> None:
 
 def test_bad_run_options_are_usage_errors(smooth: Path, tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="--translate-only"):
-        port_program([str(smooth)], ["hip"], out_dir=str(tmp_path / "a"), runs=[RUN], translate_only=True)
+        port_program(
+            [str(smooth)], ["hip"], out_dir=str(tmp_path / "a"), run=ProgramRuns((RUN,)), translate_only=True
+        )
     with pytest.raises(UsageError, match="--timeout"):
-        port_program([str(smooth)], ["hip"], out_dir=str(tmp_path / "b"), runs=[RUN], timeout=0)
+        port_program([str(smooth)], ["hip"], out_dir=str(tmp_path / "b"), run=ProgramRuns((RUN,), timeout=0))
     with pytest.raises(UsageError, match="unknown program toolchain"):
-        port_program([str(smooth)], ["hip"], out_dir=str(tmp_path / "c"), runs=[RUN], toolchains=["nope"])
+        port_program(
+            [str(smooth)], ["hip"], out_dir=str(tmp_path / "c"), run=ProgramRuns((RUN,), toolchains=("nope",))
+        )
 
 
 def test_what_varies_between_two_runs_of_the_original_is_not_compared(tmp_path: Path) -> None:
@@ -207,7 +223,7 @@ def test_what_varies_between_two_runs_of_the_original_is_not_compared(tmp_path: 
         '    printf("result %d %d %d %d\\n", h[0], h[1], h[2], h[3]);\n'
         "    return 0;\n}\n"
     )
-    report = port_program([str(prog)], ["hip"], out_dir=str(tmp_path / "o"), runs=[""], toolchains=CPU)
+    report = port_program([str(prog)], ["hip"], out_dir=str(tmp_path / "o"), run=cpu(""))
     original = report.runs[0].original
     assert original is not None and original.varies == [
         "stdout line 1 varies between two runs of the original: not compared"
@@ -220,7 +236,7 @@ def test_what_varies_between_two_runs_of_the_original_is_not_compared(tmp_path: 
 @pytest.mark.skipif(shutil.which("make") is None, reason="the sample's own build needs make")
 def test_the_users_own_build_runs_with_porters_compiler_drivers(smooth: Path, tmp_path: Path) -> None:
     report = port_program(
-        [str(smooth)], ["hip"], out_dir=str(tmp_path / "o"), runs=[RUN], toolchains=CPU, build_command="make"
+        [str(smooth)], ["hip"], out_dir=str(tmp_path / "o"), run=cpu(RUN, build_command="make")
     )
     built = [(b.variant, b.status, sorted(b.executables)) for b in report.builds]
     assert built == [("original", "built", ["smooth"]), ("hip", "built", ["smooth"])]  # the Makefile's target
@@ -233,9 +249,7 @@ def test_the_users_own_build_runs_with_porters_compiler_drivers(smooth: Path, tm
         [str(smooth)],
         ["hip"],
         out_dir=str(tmp_path / "p"),
-        runs=[RUN],
-        toolchains=CPU,
-        build_command="exit 3",
+        run=cpu(RUN, build_command="exit 3"),
     )
     assert failed.builds[0].status == "failed" and failed.builds[0].reason == "--build 'exit 3' exited with 3"
 
@@ -253,32 +267,6 @@ def test_one_file_with_a_run_is_a_program_and_what_lies_beside_it_is_never_read(
         '    printf("%g\\n", h[99]); return h[99] == 198.0f ? 0 : 1; }\n'
     )
     os.mkfifo(tmp_path / "pipe")  # a FIFO beside the file: opening it would block for ever
-    report = port_program([str(tmp_path / "va.cu")], ["hip"], runs=[""], toolchains=CPU)
+    report = port_program([str(tmp_path / "va.cu")], ["hip"], run=cpu(""))
     assert report.runs[0].original is not None and report.runs[0].original.stdout_tail.strip() == "198"
     assert report.verdicts()["hip"]["status"] == "matches"
-
-
-def test_validated_replays_are_timed_at_their_largest_captured_launch(
-    smooth: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # on a GPU the port report times every validated replay; here the emulator stands in for one
-    from porter.workflows import program_replay
-
-    monkeypatch.setattr(program_replay, "timed_on", lambda device: device.label == "cpu:cpu-emulator")
-    report = port_program(
-        [str(smooth)], ["hip"], out_dir=str(tmp_path / "out"), runs=[RUN], toolchains=CPU,
-        markdown=program_view.markdown,
-    )  # fmt: skip
-    rows = [r for k in report.kernels for r in k.replays if r.device == "cpu:cpu-emulator"]
-    assert rows and all(r.status == "validated" for r in rows), rows
-    for r in rows:
-        assert r.time_ms is not None and r.time_ms > 0 and r.time_iqr_ms is not None, r
-        assert "n0=4000" in r.timed_at  # the run's own size (data/values.txt holds 4000 values)
-    hip = next(r for r in rows if r.variant == "hip")
-    assert hip.speedup is not None  # against the original on the same device
-    md = (Path(report.out_dir) / "report.md").read_text()
-    assert "time at the largest captured launch" in md and "x the original" in md
-    # a re-run keeps the times with the verdicts it reuses
-    again = port_program([str(smooth)], ["hip"], out_dir=str(tmp_path / "out"), runs=[RUN], toolchains=CPU)
-    kept = [r for k in again.kernels for r in k.replays if r.device == "cpu:cpu-emulator"]
-    assert all(r.resumed for r in kept) and [r.time_ms for r in kept] == [r.time_ms for r in rows]

@@ -1,0 +1,79 @@
+"""porter.workflows.program_replay: each captured kernel replayed from the plan, keyed on what it was
+built from, reused from the ledger, and timed where the device's times mean something."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from porter.backends import CompileOptions
+
+from porter.model import Variant
+from porter.report import program_view
+from porter.workflows import program_replay
+from porter.workflows.program import Hooks, port_program
+from porter.workflows.program_run import ProgramRuns
+
+ROOT = Path(__file__).resolve().parents[3]
+SMOOTH = ROOT / "samples" / "programs" / "smooth"
+RUN = "./smooth data/values.txt 4"
+
+
+def _variant(source: str = "__global__ void k(float* x) { x[0] = N; }") -> Variant:
+    return Variant("k", "hip", source, "k", "translate", "/out/hip/k.cu")
+
+
+def test_a_replay_key_changes_with_everything_the_verdict_depends_on() -> None:
+    devices: list = []  # type: ignore[type-arg]  # no device: no toolchain to name
+    base = program_replay._key("k", _variant(), CompileOptions(defines=("N=4",)), devices, ["run-1"])
+    assert base
+    same = program_replay._key("k", _variant(), CompileOptions(defines=("N=4",)), devices, ["run-1"])
+    assert same == base
+    others = [
+        program_replay._key("k", _variant(), CompileOptions(defines=("N=8",)), devices, ["run-1"]),  # its -D
+        program_replay._key("k", _variant("__global__ void k(float* x) {}"), CompileOptions(), devices, []),
+        program_replay._key("k", _variant(), CompileOptions(defines=("N=4",)), devices, ["run-2"]),  # capture
+        program_replay._key("k<int>", _variant(), CompileOptions(defines=("N=4",)), devices, ["run-1"]),
+        program_replay._key(
+            "k", replace(_variant(), extra_args=({"kind": "local"},)), CompileOptions(defines=("N=4",)),
+            devices, ["run-1"],
+        ),
+    ]  # fmt: skip
+    assert base not in others and len(set(others)) == len(others)
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU runtime needs g++")
+def test_validated_replays_are_timed_at_their_largest_captured_launch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # on a GPU the port report times every validated replay; here the emulator stands in for one
+    smooth = tmp_path / "smooth"
+    shutil.copytree(SMOOTH, smooth)
+    cpu = ProgramRuns((RUN,), toolchains=("cpu-runtime",))
+    monkeypatch.setattr(program_replay, "timed_on", lambda device: device.label == "cpu:cpu-emulator")
+    report = port_program(
+        [str(smooth)],
+        ["hip"],
+        out_dir=str(tmp_path / "out"),
+        run=cpu,
+        hooks=Hooks(markdown=program_view.markdown),
+    )
+    rows = [r for k in report.kernels for r in k.replays if r.device == "cpu:cpu-emulator"]
+    assert rows and all(r.status == "validated" for r in rows), rows
+    for r in rows:
+        assert r.time_ms is not None and r.time_ms > 0 and r.time_iqr_ms is not None, r
+        assert "n0=4000" in r.timed_at  # the run's own size (data/values.txt holds 4000 values)
+    hip = next(r for r in rows if r.variant == "hip")
+    assert hip.speedup is not None  # against the original on the same device
+    md = (Path(report.out_dir) / "report.md").read_text()
+    assert "time at the largest captured launch" in md and "x the original" in md
+    # a re-run keeps the times with the verdicts it reuses (the ledger of the signed report)
+    again = port_program([str(smooth)], ["hip"], out_dir=str(tmp_path / "out"), run=cpu)
+    kept = [r for k in again.kernels for r in k.replays if r.device == "cpu:cpu-emulator"]
+    assert all(r.resumed for r in kept) and [r.time_ms for r in kept] == [r.time_ms for r in rows]
+    # --fresh: nothing lent, every replay made again
+    fresh = port_program([str(smooth)], ["hip"], out_dir=str(tmp_path / "out"), run=cpu, fresh=True)
+    assert not any(r.resumed for k in fresh.kernels for r in k.replays)

@@ -1,17 +1,22 @@
 """What a variant is compared with: the original kernel, run in its own job on a device that can run
-it (outputs cached per instance), and/or a Python function."""
+it (outputs cached per instance), and/or a Python function -- a callable of porter's own, or the
+user's function, run in a sandboxed child (:class:`PythonRun`, :func:`run_python`).
+
+Whatever the reference, the variant goes through the same checks (:mod:`porter.harness.checks`) and
+the same timing (:mod:`porter.harness.bench`); a reference only says what each array should hold."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from porter.backends import CompileOptions, Device
-from porter.backends.isolate import run_job
+from porter.backends.isolate import PythonResult, run_job
+from porter.backends.pycall import Call, Hang, run_calls
 from porter.harness.checks import guard_touched
 from porter.harness.trial import Instance, Reject, ValidateOptions, by_spec, job_failure, make_job
 from porter.model import KernelSpec, Role, Status, Variant
@@ -33,9 +38,118 @@ class Reference:
     # What the original left in each array argument (spec order), by instance label: a program's
     # captured launches (porter.harness.replay).  Served before anything is run.
     recorded: Mapping[str, Sequence[np.ndarray]] | None = None
+    # The user's Python function, run on each instance in a sandboxed child (run_python): what it left
+    # in its arrays and returned, by instance label, and what each spec array argument is compared with.
+    function: PythonRun | None = None
 
 
-_REF_CACHE: dict[tuple[Any, ...], list[np.ndarray]] = {}
+# ------------------------------------------------------------------- the user's Python function
+
+RETURNED = "<returned>"  # a PythonCall output: what the function returned
+
+
+@dataclass(frozen=True)
+class PythonFunction:
+    """The user's Python function as the reference: `function` of the file `module`, imported once in a
+    sandboxed child and called on each instance's arguments (:func:`porter.backends.pycall.run_calls`:
+    the module is code porter did not write), each import or call limited to `timeout_s`."""
+
+    module: str
+    function: str
+    timeout_s: float = 120.0
+
+
+@dataclass(frozen=True)
+class PythonCall:
+    """One instance's call: its label, the function's arguments by parameter name (in its signature's
+    order, as the user's code receives them) and, per spec array argument in spec order, what the
+    function leaves that it is compared with -- a parameter's name (that array after the call),
+    :data:`RETURNED` (what it returned), or None (nothing: an array only the variant has, scratch its
+    kernels use; its guard and its determinism are checked, not its contents)."""
+
+    label: str
+    args: Mapping[str, Any]
+    outputs: tuple[str | None, ...] = ()
+
+
+@dataclass(frozen=True)
+class PythonRun:
+    """What the function did at each call, from one child (raw results: every verdict is the parent's):
+    one result per call, in order, and the hang that stopped the child (None: none)."""
+
+    calls: tuple[PythonCall, ...]
+    results: tuple[PythonResult, ...]
+    hang: Hang | None = None
+
+    def result(self, label: str) -> tuple[PythonCall, PythonResult] | None:
+        return next(((c, r) for c, r in zip(self.calls, self.results, strict=True) if c.label == label), None)
+
+    def broken(self) -> tuple[str, PythonResult] | None:
+        """The first call the function failed at (label, result), or None."""
+        return next(((c.label, r) for c, r in zip(self.calls, self.results, strict=True) if not r.ok), None)
+
+    def compared(self, outputs: Mapping[str, tuple[str | None, ...]]) -> PythonRun:
+        """The same run with what each instance's spec arrays are compared with (by label)."""
+        calls = tuple(replace(c, outputs=tuple(outputs.get(c.label, c.outputs))) for c in self.calls)
+        return replace(self, calls=calls)
+
+
+def run_python(
+    fn: PythonFunction, calls: Sequence[PythonCall], progress: Callable[[str, float], None] | None = None
+) -> PythonRun:
+    """`fn` called on each of `calls` in turn, in one sandboxed child that imported its module once; a
+    stage that hangs is stopped once and reported with its line, and the calls after it are not made
+    (:mod:`porter.backends.pycall`).  `progress(what, seconds)`: where the child is, while it runs."""
+    got = run_calls(
+        fn.module, [Call(fn.function, dict(c.args)) for c in calls], fn.timeout_s, progress=progress
+    )
+    return PythonRun(tuple(calls), tuple(got.results), got.hang)
+
+
+def python_run_outputs(run: PythonRun, spec: KernelSpec, inst: Instance) -> list[np.ndarray | None]:
+    """Per spec array argument (spec order): what the function left there at `inst`, flat, in the
+    argument's dtype; None where the call names nothing."""
+    found = run.result(inst.label)
+    if found is None:
+        raise Reject(
+            "reference",
+            f"the Python function was not run at {inst.label}",
+            executed=False,
+            status=Status.COMPILED,
+        )
+    call, result = found
+    if not result.ok:
+        raise Reject("reference", f"the Python function failed at {inst.label}: {result.error}", result.log)
+    array_idx = [i for i, a in enumerate(spec.args) if a.role is not Role.SCALAR]
+    if len(call.outputs) != len(array_idx):
+        raise ValueError(f"{inst.label}: {len(call.outputs)} outputs named for {len(array_idx)} arrays")
+    out: list[np.ndarray | None] = []
+    for i, what in zip(array_idx, call.outputs, strict=True):
+        if what is None:
+            out.append(None)
+            continue
+        if what == RETURNED:
+            if result.returned is None:
+                raise Reject(
+                    "matches-reference",
+                    f"the Python function returned None, the variant a value at {inst.label}",
+                )
+            value = np.asarray(result.returned).reshape(-1)
+            if value.size != inst.length(i):
+                raise Reject(
+                    "matches-reference",
+                    f"the Python function returns {value.size} value(s), the variant {inst.length(i)} at {inst.label}",
+                )
+        elif what in result.arrays:
+            value = np.asarray(result.arrays[what]).reshape(-1)
+        else:
+            raise Reject("reference", f"the Python function's {what} did not come back at {inst.label}")
+        dtype = np.dtype(spec.args[i].dtype)
+        out.append(value if value.dtype == dtype else value.astype(dtype))
+    return out
+
+
+_REF_CACHE: dict[tuple[Any, ...], list[np.ndarray | None]] = {}
 
 
 def python_reference(fn: Callable[..., Any], spec: KernelSpec, inst: Instance) -> list[np.ndarray]:
@@ -63,10 +177,13 @@ def python_reference(fn: Callable[..., Any], spec: KernelSpec, inst: Instance) -
 
 def reference_outputs(
     ref: Reference, spec: KernelSpec, inst: Instance, device: Device, opts: ValidateOptions, logs: list[str]
-) -> tuple[list[np.ndarray], str]:
-    """Per spec array argument (spec order): the reference's content after the run, without guard."""
+) -> tuple[list[np.ndarray | None], str]:
+    """Per spec array argument (spec order): the reference's content after the run, without guard (None:
+    the reference has no counterpart of that array)."""
     if ref.recorded is not None and inst.label in ref.recorded:
         return list(ref.recorded[inst.label]), "original's run (captured)"
+    if ref.function is not None:
+        return python_run_outputs(ref.function, spec, inst), "Python function"
     if ref.original is not None:
         rdev = reference_device(ref, device)
         if rdev is not None:
@@ -99,13 +216,13 @@ def reference_outputs(
                         "write a spec file (docs/SPEC_FORMAT.md)",
                     )
                 outs[i] = body
-            result = [outs[i] for i in sorted(outs)]
+            result: list[np.ndarray | None] = [outs[i] for i in sorted(outs)]
             if len(_REF_CACHE) > 512:
                 _REF_CACHE.clear()
             _REF_CACHE[key] = result
             return result, f"original on {rdev.label}"
     if ref.python is not None:
-        return python_reference(ref.python, spec, inst), "python reference"
+        return list(python_reference(ref.python, spec, inst)), "python reference"
     raise Reject(
         "reference",
         "no reference can run: the original runs on no available device and no Python reference was given",
@@ -123,6 +240,8 @@ def reference_device(ref: Reference, device: Device) -> Device | None:
 
 
 def ref_name_of(ref: Reference) -> str:
+    if ref.function is not None:
+        return "Python function"
     if ref.recorded is not None:
         return "original's captured run"
     if ref.original is not None and ref.python is not None:

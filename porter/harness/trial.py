@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from porter.backends import CompileOptions, Device, get_backend, get_dialect
-from porter.backends.isolate import Alias, Job, JobResult, LocalBuffer
+from porter.backends.isolate import Alias, Job, JobResult, Launches, LocalBuffer
 from porter.harness.inputs import guard_value, make_args, make_constants
 from porter.harness.spec import geometry
 from porter.model import KernelSpec, Status, Variant
@@ -204,6 +204,43 @@ def entry_name(variant: Variant, spec: KernelSpec) -> str:
 UNTRUSTED_PROVENANCE = "llm:"  # model-written variants
 
 
+@dataclass(frozen=True)
+class SequenceVariant(Variant):
+    """A variant that is several launches over the spec's arrays rather than one kernel (a lifted
+    Python function: its kernels and the launches that do what its loops did).  `sequences`: by
+    instance label, the launches of that instance -- each argument a spec array argument's name, a NumPy
+    scalar or a LocalBuffer; their ``buffers`` and ``read_back`` are left empty, filled from the instance
+    (one device buffer per spec array argument, with its guard).  The harness validates, checks and times
+    it as any variant (:func:`make_job`)."""
+
+    sequences: Mapping[str, Launches] = field(default_factory=dict)
+
+
+def _sequence_job(
+    variant: SequenceVariant,
+    spec: KernelSpec,
+    device: Device | None,
+    inst: Instance | None,
+    runs: int,
+    options: CompileOptions,
+    wrapper: tuple[str, ...],
+) -> tuple[Job, list[int]]:
+    backend = device.backend if device else variant.target
+    base = Job(
+        backend=backend, source="", entry="", options=options, device=device, runs=runs, wrapper=wrapper
+    )
+    if inst is None:  # compile only: every kernel any instance launches
+        kernels = tuple(dict.fromkeys(k for seq in variant.sequences.values() for k in seq.kernels))
+        return replace(base, device=None, launches=(Launches(kernels, {}, (), ()),)), []
+    seq = variant.sequences.get(inst.label)
+    if seq is None:
+        raise Reject("arguments", f"the variant has no launches for {inst.label}", executed=False)
+    arrays = [i for i, v in enumerate(inst.guarded) if isinstance(v, np.ndarray)]
+    names = tuple(spec.args[i].name for i in arrays)
+    buffers = {n: np.asarray(inst.guarded[i]) for n, i in zip(names, arrays, strict=True)}
+    return replace(base, launches=(replace(seq, buffers=buffers, read_back=names),)), arrays
+
+
 def make_job(
     variant: Variant,
     spec: KernelSpec,
@@ -223,6 +260,8 @@ def make_job(
         debug=opts.debug,
         untrusted=opts.untrusted or variant.provenance.startswith(UNTRUSTED_PROVENANCE),
     )
+    if isinstance(variant, SequenceVariant):
+        return _sequence_job(variant, spec, device, inst, runs, options, wrapper)
     if inst is None:
         return Job(
             backend=device.backend if device else variant.target,

@@ -1306,19 +1306,8 @@ class _Function:
             self.device[acc] = (buffer, T(dtype))
             final = buffer
         scope = self._scope()
-        built = K.scan(
-            self._kname("scan"),
-            K.ploop(loop),
-            array,
-            term,
-            op,
-            dtype,
-            seed,
-            scope,
-            self.name,
-            loop.lineno,
-            final,
-        )
+        rec = K.Recurrence(array, term, op, dtype, seed, final)
+        built = K.scan(self._kname("scan"), K.ploop(loop), rec, scope, self.name, loop.lineno)
         if dtype in ("float32", "float64") and op == "+":
             self.out.reorders.append(array)
         self._add(built, "scan")

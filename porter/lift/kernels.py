@@ -393,22 +393,24 @@ def _writes_arrays(s: ast.stmt) -> bool:
 # --------------------------------------------------------------------------- scan
 
 
-def scan(
-    name: str,
-    loop: PLoop,
-    out_array: str,
-    term: ast.expr,
-    op: str,
-    dtype: str,
-    seed: tuple[str, str],
-    scope: Scope,
-    function: str,
-    line: int,
-    final: str | None = None,
-) -> Built:
-    """``out[v] = out[v - step] op term(v)`` over `loop` (or an accumulator's running value written to
-    ``out[v]``): an inclusive scan of the terms from `seed` -- ("element", host index of out's element
-    before the first) or ("value", host expression).  `final`: a buffer that receives the last value."""
+@dataclass(frozen=True)
+class Recurrence:
+    """What a scan computes: ``out[v] = out[v - step] op term(v)`` into `out_array` (of `dtype`), from
+    `seed` -- ("element", host index of out's element before the first) or ("value", host expression);
+    `final`: a buffer that receives the last value (None: none)."""
+
+    out_array: str
+    term: ast.expr
+    op: str
+    dtype: str
+    seed: tuple[str, str]
+    final: str | None = None
+
+
+def scan(name: str, loop: PLoop, rec: Recurrence, scope: Scope, function: str, line: int) -> Built:
+    """`rec` over `loop` (or an accumulator's running value written to ``out[v]``): an inclusive scan of
+    its terms from its seed."""
+    out_array, term, op, dtype, seed, final = rec.out_array, rec.term, rec.op, rec.dtype, rec.seed, rec.final
     cfg = settings()
     threads = int(cfg["block"]["scan"])
     chunks = int(cfg["scan_chunks"])

@@ -705,7 +705,7 @@ def lift(
     """Turn Python loop nests into GPU kernels (CUDA, HIP, OpenCL), validate each against the Python
     function on every device here, and write a drop-in module with the same function names."""
     from porter.report import lift_view, plain_console
-    from porter.workflows.lift import lift_file, parse_sizes
+    from porter.workflows.lift import ModelOptions, OutputOptions, RunOptions, lift_file, parse_sizes
 
     err = plain_console(stderr=True)
     report = lift_file(
@@ -713,13 +713,17 @@ def lift(
         to=[t.strip() for t in to.split(",") if t.strip()],
         sizes=parse_sizes(sizes or []),
         example=example,
-        out_dir=str(out) if out is not None else None,
-        timeout=timeout,
-        fresh=fresh,
-        progress=(lambda msg: err.print(f"porter: {msg}", style="dim")) if sys.stderr.isatty() else None,
-        markdown=lift_view.markdown,
-        model=model,
-        llm=dict(
+        run=RunOptions(timeout=timeout),
+        output=OutputOptions(
+            out_dir=str(out) if out is not None else None,
+            fresh=fresh,
+            progress=(lambda msg: err.print(f"porter: {msg}", style="dim")) if sys.stderr.isatty() else None,
+            markdown=lift_view.markdown,
+        ),
+        model=None
+        if model is None
+        else ModelOptions(
+            model,
             base_url=base_url,
             replay=str(replay) if replay else None,
             record=str(record) if record else None,
@@ -727,7 +731,7 @@ def lift(
             rounds=rounds,
             request_timeout=request_timeout,
             retries=retries,
-        ),  # fmt: skip
+        ),
     )
     show(report, lift_view, json_out)
 
@@ -782,7 +786,7 @@ def generate(
     from porter.report import generate_view, plain_console
     from porter.workflows.generate import cuda_reference
     from porter.workflows.generate import generate as run_generate
-    from porter.workflows.lift import parse_sizes
+    from porter.workflows.lift import ModelOptions, OutputOptions, RunOptions, parse_sizes
 
     err = plain_console(stderr=True)
     kernel_ref = cuda_reference(reference)
@@ -812,8 +816,11 @@ def generate(
         reference=reference,
         requirements=requirements,
         to=[t.strip() for t in to.split(",") if t.strip()],
-        model=model,
-        llm=dict(
+        sizes=parse_sizes(sizes or []),
+        model=None
+        if model is None
+        else ModelOptions(
+            model,
             base_url=base_url,
             replay=str(replay) if replay else None,
             record=str(record) if record else None,
@@ -821,13 +828,14 @@ def generate(
             rounds=rounds,
             request_timeout=request_timeout,
             retries=retries,
-        ),  # fmt: skip
-        sizes=parse_sizes(sizes or []),
-        out_dir=str(out) if out is not None else None,
-        timeout=timeout,
-        progress=(lambda msg: err.print(f"porter: {msg}", style="dim")) if sys.stderr.isatty() else None,
-        markdown=generate_view.markdown,
-        chart=generate_view.chart,
+        ),
+        run=RunOptions(timeout=timeout),
+        output=OutputOptions(
+            out_dir=str(out) if out is not None else None,
+            progress=(lambda msg: err.print(f"porter: {msg}", style="dim")) if sys.stderr.isatty() else None,
+            markdown=generate_view.markdown,
+            chart=generate_view.chart,
+        ),
     )
     show(report, generate_view, json_out)
 

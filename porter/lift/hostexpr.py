@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from porter.harness.inputs import poison_value
 from porter.lift.ir import Launch, Lifted, Local, Repeat
 
 
@@ -148,7 +149,7 @@ class Plan:
     returns: str = ""  # the buffer (or "scalar:<buffer>") the function returns, after swaps
 
 
-POISON = {"float32": np.float32(np.nan), "float64": np.float64(np.nan)}
+POISONED = ("float32", "float64")  # what an ``np.empty`` local holds on the device: the harness's poison
 
 
 def sizes_of(lifted: Lifted, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -168,8 +169,8 @@ def _allocate(local: Local, env: Mapping[str, Any], poison: bool) -> np.ndarray:
     if local.fill == "ones":
         return np.ones(shape, local.dtype)
     if local.fill == "empty":
-        if poison and local.dtype in POISON:
-            return np.full(shape, POISON[local.dtype], local.dtype)
+        if poison and local.dtype in POISONED:
+            return np.full(shape, poison_value(local.dtype), local.dtype)
         return np.zeros(shape, local.dtype)
     if local.fill.startswith("full:"):
         return np.full(shape, evaluate(local.fill[5:], env), local.dtype)

@@ -32,6 +32,20 @@ def size_names(lifted: Lifted) -> list[str]:
     return names
 
 
+def sizes_of_args(lifted: Lifted, args: Mapping[str, Any]) -> dict[str, int]:
+    """The sizes a call's arguments have, by size name: each array's extents under its dimensions' names,
+    and the int scalar parameters (an example's arguments, or those drawn at some sizes)."""
+    sizes: dict[str, int] = {}
+    for p in lifted.params:
+        value = args.get(p.name)
+        if p.kind == "array" and isinstance(value, np.ndarray):
+            for label, extent in zip(p.shape, value.shape, strict=False):
+                sizes.setdefault(label, int(extent))
+        elif p.kind == "scalar" and p.dtype in ("int32", "int64") and value is not None:
+            sizes[p.name] = int(value)
+    return sizes
+
+
 def default_sizes(lifted: Lifted, given: Mapping[str, int]) -> dict[str, int]:
     """`given`, completed from lift.toml's defaults (by order: the first size 600, the next 70, ...;
     an int scalar parameter 5)."""

@@ -202,24 +202,6 @@ def judge(
     )  # fmt: skip
 
 
-def time_on(
-    lifted_fn: Lifted, src: Any, device: Any, args: Mapping[str, Any], untrusted: bool, repeats: int = 20
-) -> float | None:
-    """Median ms of one call's launches on `device` (device events where the backend has them), or
-    None when it cannot be timed."""
-    import statistics
-    from dataclasses import replace
-
-    from porter.backends.isolate import TimingPlan, run_job
-    from porter.lift import hostexpr, validate
-
-    plan = hostexpr.plan(lifted_fn, args, poison=False)
-    job = validate.job_for(src, [plan], device, runs=1, untrusted=untrusted)
-    job = replace(job, timing=TimingPlan(warmup=2, repeats=repeats, max_seconds=5.0))
-    res = run_job(job, 300.0)
-    return statistics.median(res.times_ms) if res.ok and res.times_ms else None
-
-
 def reduced_precision(code: str) -> str:
     """The reduced-precision type a kernel computes with ("" when none): "float16" or "bfloat16"."""
     import re

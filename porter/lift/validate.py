@@ -1,26 +1,26 @@
-"""A lifted function judged against the Python function itself.
+"""A lifted function judged against the Python function itself, by the harness.
 
 For each size (the visible ones, then the held-back ones), seeded arguments are drawn; the Python
-function runs on them in a sandboxed child (:func:`porter.backends.pycall.run_calls`); the kernels run
-on every device of every target, the whole sequence of launches in one child (``Job.launches``), twice
-from fresh copies.  The parent then checks, in order (the first failure names the verdict's reason):
+function runs on them in a sandboxed child (:func:`porter.harness.reference.run_python`: the
+Python-function reference).  The function's kernels are a variant like any other to the harness
+(:class:`porter.harness.trial.SequenceVariant`): its spec has one array argument per device buffer
+(the function's arrays, the arrays it allocates, the kernels' scratch), each instance the plan's
+buffers at one size, and :func:`porter.harness.validate.validate` runs the whole sequence of launches
+on each device twice from fresh copies and applies the same checks as to every kernel -- ``guard``,
+``inputs-unchanged``, ``all-written``, ``deterministic``, ``matches-reference`` with the per-dtype
+tolerances -- every verdict computed in the parent; :func:`bench` times it through
+:func:`porter.harness.bench.benchmark`.
 
-* ``guard`` -- every buffer is followed on the device by a poisoned guard region: nothing written past
-  the end of any array;
-* ``inputs-unchanged`` -- arrays the function only reads are bit-identical afterwards;
-* ``deterministic`` -- the two runs are bit-identical (within the order-aware tolerance where floats
-  accumulate in a different order: reductions, scans, float atomics);
-* ``matches-reference`` -- every array the function writes and what it returns are within the
-  per-dtype tolerance of what the Python function left.
-
-Arrays a function allocates empty are poisoned on the device (NaN), so an element a kernel forgets to
-write is a mismatch, not a coincidence.
+Arrays a function allocates empty are poisoned on the device, so an element a kernel forgets to write
+is seen.  A function whose float accumulations change order (reductions, scans, float atomics) is
+judged as a float-atomics kernel is; one a model wrote in reduced precision the user allowed, at that
+precision's tolerance.
 
 The Python function's module is imported once per function, each call limited on its own: a module that
 hangs at import, or a call that hangs, is stopped once with its line (:class:`References`).  Then the
 deliverable itself: :func:`check_dropin` imports the written drop-in module from disk and calls each
 function through it, on every stack it offers that runs here and its Python fallback, and compares what
-it did with the Python function's results.
+it did with the Python function's results through the same checks.
 """
 
 from __future__ import annotations
@@ -33,16 +33,27 @@ from typing import Any
 import numpy as np
 
 from porter.backends import CompileOptions, Device, get_dialect
-from porter.backends.isolate import Job, Launches, LocalBuffer, PythonResult, run_job
+from porter.backends.isolate import Launches, LocalBuffer, PythonResult
 from porter.backends.pycall import NOT_RUN, Call, Hang, run_calls
-from porter.harness.checks import Tolerance, bits_equal, compare, tolerance_for, tolerances
-from porter.harness.inputs import guard_value
+from porter.harness.bench import benchmark, plan_for
+from porter.harness.checks import check_instance, tolerances
+from porter.harness.reference import (
+    RETURNED,
+    PythonCall,
+    PythonFunction,
+    PythonRun,
+    Reference,
+    python_run_outputs,
+    run_python,
+)
+from porter.harness.trial import Instance, Reject, SequenceVariant, ValidateOptions
+from porter.harness.validate import validate
 from porter.lift import hostexpr, inputs
 from porter.lift.ir import Lifted
 from porter.lift.kernels import unit
-from porter.model import Status, Verdict
+from porter.model import ArgSpec, KernelSpec, Role, Status, Verdict
+from porter.results import BenchResult, KernelCost
 
-GUARD = 256
 DROPIN = "drop-in"  # the target of the verdicts of the written module's calls (device: the stack)
 
 
@@ -84,17 +95,10 @@ def sources(lifted: Lifted, targets: Sequence[str]) -> dict[str, Source]:
     return out
 
 
-def _flat(a: np.ndarray, k: int) -> np.ndarray:
-    """An array as the device holds it: flat, then a guard of poison."""
-    body = np.ascontiguousarray(a).reshape(-1)
-    return np.concatenate([body, np.full(GUARD, guard_value(body.dtype.name, k), dtype=body.dtype)])
-
-
 def launches_for(src: Source, plan: hostexpr.Plan) -> Launches:
-    """One argument set's launches in `src`'s dialect: its buffers flat with guards, each launch's
-    arguments in the dialect's order (an OpenCL kernel may take added ``__local`` buffers)."""
-    keys = list(plan.buffers)
-    buffers = {name: _flat(a, keys.index(name)) for name, a in plan.buffers.items()}
+    """One argument set's launches in `src`'s dialect, over the plan's buffers by name, each launch's
+    arguments in the dialect's order (an OpenCL kernel may take added ``__local`` buffers); the buffers
+    themselves come from the harness's instance (:class:`porter.harness.trial.SequenceVariant`)."""
     kernels: list[tuple[str, str]] = []
     steps = []
     for launch in plan.launches:
@@ -115,17 +119,93 @@ def launches_for(src: Source, plan: hostexpr.Plan) -> Launches:
                     mapped.append(args[m])
             args = mapped
         steps.append((kernels.index(pair), launch.grid, launch.block, launch.shared, tuple(args)))
-    return Launches(tuple(kernels), buffers, tuple(steps), tuple(keys))
+    return Launches(tuple(kernels), {}, tuple(steps), ())
 
 
-def job_for(
-    src: Source, plans: Sequence[hostexpr.Plan], device: Device, runs: int = 2, untrusted: bool = False
-) -> Job:
-    """Every argument set's launches on `device`, in one child (`untrusted`: a model wrote the code)."""
-    return Job(
-        backend=device.backend, source="", entry="", options=CompileOptions(untrusted=untrusted),
-        device=device, runs=runs, launches=tuple(launches_for(src, p) for p in plans),
+def _tolerance(lifted: Lifted) -> dict[str, Any]:
+    """The spec's tolerance fields for `lifted`: a float-atomics kernel's where its float accumulations
+    change order; the reduced precision's where a model computes in one the user allowed (its rounding
+    dwarfs any order effect: no atomics widening on top)."""
+    fields: dict[str, Any] = {"float_atomics": bool(lifted.reorders)}
+    if lifted.precision:
+        low = tolerances()[lifted.precision]  # by name: NumPy has no bfloat16
+        fields.update(rtol=float(low["rtol"]), atol=float(low["atol"]))
+    return fields
+
+
+def spec_for(
+    lifted: Lifted,
+    plan: hostexpr.Plan,
+    sizes: Sequence[Mapping[str, int]] = (),
+    hidden: Sequence[Mapping[str, int]] = (),
+) -> KernelSpec:
+    """The function as the harness sees a kernel: one array argument per device buffer, in the plan's
+    order -- the function's arrays (``in`` when it only reads them, else ``inout``), the arrays it
+    allocates (``out`` when allocated empty: poisoned, so an element left unwritten shows; ``in`` when
+    never written), the kernels' scratch (``inout``) -- at `sizes`, `hidden` held back."""
+    params = {p.name for p in lifted.params if p.kind == "array"}
+    empty = {local.name for local in lifted.locals if local.fill == "empty"}
+    written = set(plan.results) | {t.name for t in lifted.temporaries}
+    args = []
+    for name, buf in plan.buffers.items():
+        if name not in written:
+            role = Role.IN
+        elif name in empty and name not in params:
+            role = Role.OUT
+        else:
+            role = Role.INOUT
+        args.append(ArgSpec(name, buf.dtype.name, role))
+    block = str(plan.launches[0].block[0]) if plan.launches else "1"
+    return KernelSpec(
+        kernel=lifted.function, args=tuple(args), grid=("1",), block=(block,),
+        sizes=tuple(dict(s) for s in sizes), hidden_sizes=tuple(dict(h) for h in hidden), source="lift",
+        **_tolerance(lifted),
     )  # fmt: skip
+
+
+def compared_with(lifted: Lifted, plan: hostexpr.Plan) -> tuple[str | None, ...]:
+    """Per buffer of `plan` (the spec's arrays): what of the Python function's it is compared with -- a
+    parameter's array after the call (its name), the returned value (the buffer that holds it), or
+    nothing (scratch)."""
+    params = {p.name for p in lifted.params if p.kind == "array"}
+    returned = plan.returns.removeprefix("scalar:")
+    return tuple(
+        name if name in params else RETURNED if returned and name == returned else None
+        for name in plan.buffers
+    )
+
+
+@dataclass(frozen=True)
+class Trial:
+    """A lifted function at some argument sets, as the harness takes it: the variant (its kernels in one
+    dialect, each set's launches), the spec, one given instance per set (labels kept: a label that
+    starts with "hidden" is held back) and, by label, what each spec array is compared with."""
+
+    variant: SequenceVariant
+    spec: KernelSpec
+    instances: tuple[Instance, ...]
+    outputs: dict[str, tuple[str | None, ...]]
+
+
+def prepare(lifted: Lifted, src: Source, sets: Sequence[tuple[str, Mapping[str, Any]]]) -> Trial:
+    """`lifted` in `src`'s dialect at each (label, arguments) of `sets`."""
+    plans = [(label, hostexpr.plan(lifted, args, poison=True), inputs.sizes_of_args(lifted, args))
+             for label, args in sets]  # fmt: skip
+    visible = [size for label, _, size in plans if not label.startswith("hidden")]
+    hidden = [size for label, _, size in plans if label.startswith("hidden")]
+    spec = spec_for(lifted, plans[0][1], visible, hidden)
+    instances: list[Instance] = []
+    sequences: dict[str, Launches] = {}
+    outputs: dict[str, tuple[str | None, ...]] = {}
+    for label, plan, size in plans:
+        values = [np.ascontiguousarray(b).reshape(-1) for b in plan.buffers.values()]
+        instances.append(Instance.given(spec, size, label, values))
+        sequences[label] = launches_for(src, plan)
+        outputs[label] = compared_with(lifted, plan)
+    provenance = next((k.pattern for k in lifted.kernels if k.pattern.startswith("llm:")), "lift")
+    entry = lifted.kernels[0].name if lifted.kernels else lifted.function
+    variant = SequenceVariant(lifted.function, src.target, src.text, entry, provenance, sequences=sequences)
+    return Trial(variant, spec, tuple(instances), outputs)
 
 
 def smallest(
@@ -143,159 +223,41 @@ def judge(
     timeout_s: float = 120.0,
     untrusted: bool = False,
 ) -> Verdict:
-    """One verdict for `lifted` in `src`'s dialect on `device`, over every (label, arguments,
-    reference) of `sets`."""
-    base: dict[str, Any] = dict(
-        kernel=lifted.function, target=src.target, device=device.label, backend=device.backend
-    )
+    """One verdict for `lifted` in `src`'s dialect on `device`, over every (label, arguments, what the
+    Python function did) of `sets`: :func:`porter.harness.validate.validate` with the Python function
+    as the reference (a checker device, a simulator: the smallest set only)."""
     if src.problem:
-        return Verdict(**base, toolchain="", compiled=False, executed=False, correct=False, status=Status.FAILED,
+        return Verdict(kernel=lifted.function, target=src.target, device=device.label, backend=device.backend,
+                       toolchain="", compiled=False, executed=False, correct=False, status=Status.FAILED,
                        reason=f"translate: {src.problem}")  # fmt: skip
-    stats = {"max_abs": 0.0, "max_rel": 0.0}
-    checker = device.checks
-    if checker:  # a simulator: the smallest size only (held back or not), under its wrapper
+    if device.checks:
         sets = [smallest(sets)]
-    plans = [hostexpr.plan(lifted, args, poison=True) for _, args, _ in sets]
-    job = job_for(src, plans, device, runs=1 if checker else 2, untrusted=untrusted)
-    if checker:
-        from dataclasses import replace
-
-        from porter.backends import get_backend
-        from porter.harness.checkers import CHECKER_LOG, checker_findings
-
-        wrapper = get_backend(device.backend).checker_wrapper(device, "{scratch}/" + CHECKER_LOG)
-        job = replace(job, wrapper=wrapper, collect=(CHECKER_LOG,))
-    res = run_job(job, timeout_s * (10 if checker else 1) * len(sets))
-    toolchain = res.toolchain
-    if not res.ok:
-        compiled = res.stage not in ("compile", "unavailable")
-        return Verdict(**base, toolchain=toolchain, compiled=compiled, executed=False, correct=False,
-                       status=Status.FAILED, reason=f"{res.stage}: {res.error}", logs=(res.log[-4000:],))  # fmt: skip
-    if checker:
-        findings = checker_findings(device, res)
-        if findings:
-            f = findings[0]
-            return Verdict(**base, toolchain=toolchain, compiled=True, executed=True, correct=False,
-                           status=Status.FAILED, reason=f"checker: {f.kind}: {f.message} ({sets[0][0]})")  # fmt: skip
-    done = 0
-    offset = 0
-    for (label, args, ref), plan in zip(sets, plans, strict=True):
-        n = len(plan.buffers)
-        outputs = [run[offset : offset + n] for run in res.outputs]
-        offset += n
-        why = _check(lifted, plan, args, ref, outputs, stats, label)
-        if why:
-            check, reason = why
-            return Verdict(**base, toolchain=toolchain, compiled=True, executed=True, correct=False,
-                           status=Status.FAILED, reason=f"{check}: {reason}", trials=done,
-                           max_abs_err=stats["max_abs"], max_rel_err=stats["max_rel"])  # fmt: skip
-        done += 1
-    shown = sum(1 for label, _, _ in sets if not label.startswith("hidden"))
-    held = len(sets) - shown
-    return Verdict(
-        **base, toolchain=toolchain, compiled=True, executed=True, correct=True, status=Status.VALIDATED,
-        reason=f"matches the Python function at {shown} size(s) + {held} held back",
-        trials=done, max_abs_err=stats["max_abs"], max_rel_err=stats["max_rel"],
-        checks=("compile", "run", "guard", "inputs-unchanged", "deterministic", "matches-reference", f"hidden-sizes({held})"),
-    )  # fmt: skip
+    trial = prepare(lifted, src, [(label, args) for label, args, _ in sets])
+    run = PythonRun(
+        tuple(PythonCall(label, args, trial.outputs[label]) for label, args, _ in sets),
+        tuple(result for _, _, result in sets),
+    )
+    opts = ValidateOptions(
+        timeout_s=timeout_s, compile=CompileOptions(untrusted=untrusted), given=trial.instances
+    )
+    (verdict,) = validate(trial.variant, trial.spec, Reference(function=run), [device], opts)
+    return verdict
 
 
-def _tolerance(lifted: Lifted, name: str, dtype: str) -> Tolerance:
-    tol = tolerance_for(dtype)
-    if lifted.precision and np.dtype(dtype).kind == "f":  # reduced precision the user allowed
-        low = tolerances()[lifted.precision]  # by name: NumPy has no bfloat16
-        tol = Tolerance(max(tol.rtol, float(low["rtol"])), max(tol.atol, float(low["atol"])),
-                        max(tol.ulps, int(low["ulps"])))  # fmt: skip
-        return tol  # its rounding dwarfs any summation-order effect: no atomics widening on top
-    if (
-        name in lifted.reorders
-        or any(name == f"__s_{r}" for r in lifted.reorders)
-        or (lifted.reorders and name.startswith("__s_"))
-    ):
-        factor = float(tolerances().get("atomics_factor", 1.0))
-        return Tolerance(tol.rtol * factor, tol.atol * factor, tol.ulps)
-    return tol
-
-
-def _check(
+def bench(
     lifted: Lifted,
-    plan: hostexpr.Plan,
+    src: Source,
+    device: Device,
     args: Mapping[str, Any],
-    ref: PythonResult,
-    outputs: list[list[np.ndarray]],
-    stats: dict[str, float],
     label: str,
-) -> tuple[str, str] | None:
-    keys = list(plan.buffers)
-    runs = [dict(zip(keys, out, strict=True)) for out in outputs]
-    bodies: list[dict[str, np.ndarray]] = []
-    for r, run in enumerate(runs):
-        body = {}
-        for k, name in enumerate(keys):
-            n = plan.buffers[name].size
-            flat = run[name]
-            guard = flat[n:]
-            expected_guard = np.full(guard.size, guard_value(guard.dtype.name, k), dtype=guard.dtype)
-            if not np.all(bits_equal(guard, expected_guard)):
-                j = int(np.flatnonzero(~bits_equal(guard, expected_guard))[0])
-                return (
-                    "guard",
-                    f"out-of-bounds write: {name}[{n + j}] written past its {n} elements (run {r + 1}, {label})",
-                )
-            body[name] = flat[:n].reshape(plan.buffers[name].shape)
-        bodies.append(body)
-    params = {p.name for p in lifted.params if p.kind == "array"}
-    for name in params - set(plan.results):
-        same = bits_equal(bodies[0][name], np.asarray(args[name]))
-        if not np.all(same):
-            j = int(np.flatnonzero(~same)[0])
-            return (
-                "inputs-unchanged",
-                f"{name} was modified at element {j} though the function only reads it ({label})",
-            )
-    for name in plan.results:
-        a, b = bodies[0][name], bodies[-1][name]
-        if not np.all(bits_equal(a, b)):
-            tol = _tolerance(lifted, name, a.dtype.name)
-            if not (name in lifted.reorders or name.startswith("__s_")) or not compare(b, a, tol).ok:
-                return (
-                    "deterministic",
-                    f"two runs left different values in {name} ({label}): a race or an uninitialised read",
-                )
-    expected: list[tuple[str, np.ndarray, np.ndarray]] = []
-    for name in plan.results:
-        if name in params:
-            expected.append((name, bodies[0][name], ref.arrays[name]))
-    if plan.returns:
-        if ref.returned is None:
-            return "matches-reference", f"the Python function returned None, the kernels a value ({label})"
-        buffer = plan.returns[7:] if plan.returns.startswith("scalar:") else plan.returns
-        got = bodies[0][buffer]
-        if plan.returns.startswith("scalar:"):
-            got = got.reshape(-1)[:1]
-        want = np.asarray(ref.returned).reshape(-1)
-        if want.size != got.size:
-            return (
-                "matches-reference",
-                f"the function returns {want.size} value(s), the kernels {got.size} ({label})",
-            )
-        expected.append(
-            ("the returned value", got, want.astype(got.dtype) if want.dtype != got.dtype else want)
-        )
-    for name, got, want in expected:
-        if want.dtype != got.dtype:
-            want = want.astype(got.dtype)
-        tol = _tolerance(lifted, name if name != "the returned value" else plan.returns[7:], got.dtype.name)
-        c = compare(got, want, tol)
-        stats["max_abs"] = max(stats["max_abs"], c.max_abs)
-        stats["max_rel"] = max(stats["max_rel"], c.max_rel)
-        if not c.ok:
-            where = np.unravel_index(c.index, got.shape) if got.ndim > 1 else (c.index,)
-            return "matches-reference", (
-                f"{name}[{', '.join(str(int(w)) for w in where)}] = {c.got!r}, the Python function gives {c.expected!r} "
-                f"({c.bad} element(s) out of tolerance, {label})"
-            )
-    return None
+    cost: KernelCost | None = None,
+) -> BenchResult:
+    """`lifted` in `src`'s dialect timed on `device` at `args` (`label`: their size) through
+    :func:`porter.harness.bench.benchmark` -- the device's bench plan: warm-up, rounds until the
+    interquartile range settles, median and IQR, `cost`'s roofline floor (a time under it is suspect)."""
+    trial = prepare(lifted, src, [(label, args)])
+    (inst,) = trial.instances
+    return benchmark(trial.variant, trial.spec, device, inst.size, plan_for(device), cost=cost, instance=inst)
 
 
 Sets = list[tuple[str, dict[str, Any], PythonResult]]
@@ -325,21 +287,22 @@ def reference_run(
     given: Sequence[tuple[str, dict[str, Any]]] = (),
 ) -> References:
     """The Python function at each size set (seeded arguments) and at each `given` (label, arguments),
-    given ones first: one sandboxed child, the module imported once, each call limited to `timeout_s`;
-    a hang is stopped once and reported with its line (:mod:`porter.backends.pycall`)."""
+    given ones first: the harness's Python-function reference (:func:`porter.harness.reference.run_python`:
+    one sandboxed child, the module imported once, each call limited to `timeout_s`; a hang is stopped
+    once and reported with its line)."""
     labelled = [
         *given,
         *((label, inputs.draw(lifted, sizes, seed + k)) for k, (label, sizes) in enumerate(size_sets)),
     ]
-    calls = [Call(lifted.function, args) for _, args in labelled]
 
     def waiting(what: str, seconds: float) -> None:
         if say is not None:
             say(f"running the Python reference of {lifted.function} ({what})... {seconds:.0f} s")
 
-    got = run_calls(path, calls, timeout_s, progress=waiting)
-    sets = [(label, args, r) for (label, args), r in zip(labelled, got.results, strict=True)]
-    return References(sets, got.hang)
+    fn = PythonFunction(path, lifted.function, timeout_s)
+    ran = run_python(fn, [PythonCall(label, args) for label, args in labelled], waiting)
+    sets = [(label, args, r) for (label, args), r in zip(labelled, ran.results, strict=True)]
+    return References(sets, ran.hang)
 
 
 def references(
@@ -436,7 +399,7 @@ def check_dropin(
                 verdicts[f] = Verdict(kernel=f, **base, compiled=True, executed=False, correct=False,
                                       status=Status.COMPILED, reason=f"not run here: {fallback}")  # fmt: skip
                 continue
-            why = f"{r.error}" if not r.ok else _differs(t.lifted, args, ref, r)
+            why = f"{r.error}" if not r.ok else _differs(t.lifted, label, args, ref, r)
             if why:
                 verdicts[f] = Verdict(kernel=f, **base, compiled=True, executed=r.ok, correct=False,
                                       status=Status.FAILED, reason=f"drop-in: {f}(...) through {name} ({label}): {why}",
@@ -457,34 +420,42 @@ def check_dropin(
     return out
 
 
-def _differs(lifted: Lifted, args: Mapping[str, Any], ref: PythonResult, got: PythonResult) -> str:
-    """How the drop-in call's arrays and value differ from the Python function's ('' when they match)."""
-    for p in lifted.params:
-        if p.kind != "array" or p.name not in ref.arrays:
-            continue
-        want, have = ref.arrays[p.name], got.arrays.get(p.name)
-        if have is None or have.shape != want.shape:
-            return f"{p.name} came back in another shape"
-        if p.name not in lifted.writes:  # only read: untouched, bit for bit
-            same = bits_equal(have, np.asarray(args[p.name]))
-            if not np.all(same):
-                return f"{p.name} was modified at element {int(np.flatnonzero(~same)[0])} though the function only reads it"
-            continue
-        c = compare(have, want, _tolerance(lifted, p.name, have.dtype.name))
-        if not c.ok:
-            return f"{p.name}[{c.index}] = {c.got!r}, the Python function gives {c.expected!r} ({c.bad} element(s) out of tolerance)"
-    if ref.returned is None:
-        return "" if got.returned is None else "it returns a value, the Python function None"
-    if got.returned is None:
-        return "it returns None, the Python function a value"
-    have = np.asarray(got.returned).reshape(-1)
-    want = np.asarray(ref.returned).reshape(-1)
-    if have.size != want.size:
-        return f"it returns {have.size} value(s), the Python function {want.size}"
-    if want.dtype != have.dtype and have.dtype.kind in "biuf":
-        want = want.astype(have.dtype)
-    name = lifted.returns[7:] if lifted.returns.startswith("scalar:") else lifted.returns
-    c = compare(have, want, _tolerance(lifted, name, have.dtype.name))
-    if not c.ok:
-        return f"it returns {c.got!r}, the Python function {c.expected!r}"
+def _differs(
+    lifted: Lifted, label: str, args: Mapping[str, Any], ref: PythonResult, got: PythonResult
+) -> str:
+    """Why the drop-in call's arrays and value are not the Python function's, by the harness's checks
+    (``inputs-unchanged``: the arrays it only reads bit for bit; ``matches-reference``: the others and
+    what it returns, at the function's tolerance); '' when they match."""
+    arrays = [p.name for p in lifted.params if p.kind == "array" and p.name in ref.arrays]
+    for name in arrays:
+        have = got.arrays.get(name)
+        if have is None or have.shape != ref.arrays[name].shape:
+            return f"{name} came back in another shape"
+    values = [np.ascontiguousarray(args[n]).reshape(-1) for n in arrays]
+    run = {k: np.ascontiguousarray(got.arrays[n]).reshape(-1) for k, n in enumerate(arrays)}
+    specs = [
+        ArgSpec(n, v.dtype.name, Role.INOUT if n in lifted.writes else Role.IN)
+        for n, v in zip(arrays, values, strict=True)
+    ]
+    outputs: list[str | None] = list(arrays)
+    if ref.returned is None and got.returned is not None:
+        return "it returns a value, the Python function None"
+    if ref.returned is not None:
+        if got.returned is None:
+            return "it returns None, the Python function a value"
+        have = np.asarray(got.returned).reshape(-1)
+        want = np.asarray(ref.returned).reshape(-1)
+        if have.size != want.size:
+            return f"it returns {have.size} value(s), the Python function {want.size}"
+        run[len(values)] = have
+        values.append(np.zeros_like(have))
+        specs.append(ArgSpec("the returned value", have.dtype.name, Role.INOUT))
+        outputs.append(RETURNED)
+    spec = KernelSpec(lifted.function, tuple(specs), ("1",), ("1",), **_tolerance(lifted))
+    inst = Instance(spec, inputs.sizes_of_args(lifted, args), label, 0, list(values), list(values))
+    python = PythonRun((PythonCall(label, args, tuple(outputs)),), (ref,))
+    try:
+        check_instance(spec, inst, [run], python_run_outputs(python, spec, inst), {})
+    except Reject as rej:
+        return f"{rej.check}: {rej.reason}"
     return ""

@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,15 @@ from porter.model import Status
 from porter.plan import run_devices, wavefront_devices
 from porter.results import Candidate, Estimate, GenerateReport
 from porter.workflows import written
-from porter.workflows.lift import TARGETS, _fmt, _targets, split_target
+from porter.workflows.lift import (
+    TARGETS,
+    ModelOptions,
+    OutputOptions,
+    RunOptions,
+    _fmt,
+    _targets,
+    split_target,
+)
 from porter.workflows.resume import REPORT_NAME, write_atomic
 
 Progress = Callable[[str], None]
@@ -98,20 +106,18 @@ def generate(
     reference: str | None,
     requirements: str = "",
     to: Sequence[str] = TARGETS,
-    model: str | None = None,
-    llm: Mapping[str, Any] | None = None,
     sizes: Mapping[str, int] | None = None,
-    out_dir: str | None = None,
-    seed: int = 20241202,
-    timeout: float = 120.0,
-    progress: Progress | None = None,
-    markdown: Callable[[GenerateReport], str] | None = None,
-    chart: Callable[[GenerateReport, Path], str] | None = None,
+    model: ModelOptions | None = None,
+    run: RunOptions | None = None,
+    output: OutputOptions[GenerateReport] | None = None,
 ) -> GenerateReport:
+    """See the module docstring; `model`: the model asked for candidates beside the rules' kernel."""
     from porter.files import read_text
     from porter.lift.analyze import analyze, signature
 
-    say = progress or (lambda _m: None)
+    options, output = run or RunOptions(), output or OutputOptions()
+    seed, timeout = options.seed, options.timeout
+    say = output.progress or (lambda _m: None)
     if not description.strip():
         raise UsageError("generate needs a description of the operation")
     if not reference:
@@ -142,15 +148,15 @@ def generate(
     hidden = inputs.hidden_sizes(visible)
     sets = [(f"size {_fmt(visible)}", visible)] + [(f"hidden size {_fmt(h)}", h) for h in hidden]
     src = Path(path)
-    out = Path(out_dir) if out_dir else src.parent / f"{src.stem}.generated"
+    out = Path(output.out_dir) if output.out_dir else src.parent / f"{src.stem}.generated"
     if out.exists() and not out.is_dir():
         raise UsageError("--out exists and is not a folder", path=str(out))
     report = GenerateReport(description, reference, requirements, str(out), targets)
 
     def save() -> None:
         write_atomic(out / REPORT_NAME, json.dumps(report.document(), indent=2) + "\n")
-        if markdown is not None:
-            write_atomic(out / "report.md", markdown(report))
+        if output.markdown is not None:
+            write_atomic(out / "report.md", output.markdown(report))
 
     say("running the reference")
     ran = validate.reference_run(path, shell, sets, seed, timeout, say)
@@ -184,27 +190,27 @@ def generate(
     timers = [(t, d) for t in targets for d in run_devices(t) if not d.checks]
     timers.sort(key=lambda p: not p[1].times)
     timing_device = timers[0][1] if timers else None
-    from porter.harness import perfmodel
 
     def measure(cand: Candidate, lifted_fn: Lifted, srcs: Mapping[str, Any]) -> None:
-        """Time a validated candidate on every device and size it; a time under the floor: suspect."""
+        """Time a validated candidate on every device and size it, through the harness's bench (a GPU at
+        the timing size, a CPU device at the visible size); a time under the floor: suspect."""
         for t, d in timers:
             if srcs.get(t) is None or d.label in cand.times:
                 continue
             gpu = d.times
-            ms = lm.time_on(
-                lifted_fn, srcs[t], d, gpu_args if gpu else first_args, cand.provenance != "rules"
-            )
-            if ms is None:
+            at = report.timing_size if gpu else visible
+            r = validate.bench(lifted_fn, srcs[t], d, gpu_args if gpu else first_args,
+                               f"{'timing ' if gpu else ''}size {_fmt(at)}", cost_gpu if gpu else cost_cpu)  # fmt: skip
+            if not r.ok or r.timing is None:
                 continue
+            ms = r.timing.median_ms
             cand.times[d.label] = ms
-            entry = perfmodel.entry_for(d)
-            floor = perfmodel.roofline(cost_gpu if gpu else cost_cpu, entry).floor_ms if entry else None
+            floor = r.roofline.floor_ms if r.roofline is not None else None
             if floor:
                 cand.pct_of_peak[d.label] = 100.0 * floor / ms
             if cand.time_ms is None:
                 cand.time_ms, cand.device, cand.floor_ms = ms, d.label, floor
-                cand.suspect = bool(floor and ms < perfmodel.SUSPECT_FACTOR * floor)
+                cand.suspect = r.suspect
         from porter.lift import hostexpr
 
         plan = hostexpr.plan(lifted_fn, first_args, poison=False)
@@ -241,8 +247,10 @@ def generate(
         raise UsageError(f"--reference: no kernel contract for it: {c}", path=path)
     if model is not None and not isinstance(c, str):
         baseline = judged[0][0].time_ms if judged else None
-        judged += _ask(c, model, dict(llm or {}), description, requirements, refs, targets, devices, timeout,
-                       report, say, measure, baseline, save)  # fmt: skip
+        asking = _Asking(
+            description, requirements, refs, targets, devices, timeout, report, say, measure, save
+        )
+        judged += _ask(asking, c, model, baseline)
     if not judged:
         raise UsageError(
             "porter's rules do not lift the reference and no --model was given: nothing to judge"
@@ -275,83 +283,83 @@ def generate(
     if good:
         report.tradeoffs["most_precise"] = min(good, key=lambda c_: c_.max_rel_err or 0.0).label
     report.candidates = [c_ for c_, _, _ in judged] + report.rejected
-    if chart is not None and good:
-        report.chart = chart(report, out / "tradeoffs.png")
+    if output.chart is not None and good:
+        report.chart = output.chart(report, out / "tradeoffs.png")
     if timing_device is not None and not timing_device.times:
         report.notes.append(f"no GPU here: times are {timing_device.label}'s, a ranking on that device")
     save()
     return report
 
 
+@dataclass(frozen=True)
+class _Asking:
+    """What asking a model for candidates needs of one `generate`: the request (`description`,
+    `requirements`), the reference's results, the targets and the devices that judge each, the time
+    limit, and the report with what measures and saves it."""
+
+    description: str
+    requirements: str
+    refs: Sequence[Any]
+    targets: Sequence[str]
+    devices: Mapping[str, Sequence[Any]]
+    timeout: float
+    report: GenerateReport
+    say: Progress
+    measure: Callable[[Candidate, Lifted, Mapping[str, Any]], None]
+    save: Callable[[], None]
+
+
 def _ask(
-    c: lm.Contract,
-    model: str,
-    llm: dict[str, Any],
-    description: str,
-    requirements: str,
-    refs: Sequence[Any],
-    targets: Sequence[str],
-    devices: Mapping[str, Sequence[Any]],
-    timeout: float,
-    report: GenerateReport,
-    say: Progress,
-    measure: Callable[[Candidate, Lifted, Mapping[str, Any]], None],
-    baseline_ms: float | None,
-    save: Callable[[], None],
+    g: _Asking, c: lm.Contract, model: ModelOptions, baseline_ms: float | None
 ) -> list[tuple[Candidate, Lifted, dict[str, Any]]]:
     """Every validated kernel the model wrote (and the rejected ones, as records).  Each validated one is
     timed at once, and its time, the floor and the rules' kernel's time go back to the model."""
-    from porter.llm.cache import open_provider
-    from porter.llm.loop import Budget, LoopOptions, run_loop
+    from porter.llm.loop import run_loop
     from porter.llm.prompting import PromptContext
     from porter.records import Evaluation, Screened
 
+    name, report = model.name, g.report
     ctx = PromptContext(
         kernel=lm.prompt_kernel(c), path=c.function, source=c.source, dialect="cuda", task="generate",
-        trials=len(refs), constraints=lm.constraints(c, {}, lm.allowed(requirements)), description=description, requirements=requirements,
+        trials=len(g.refs), constraints=lm.constraints(c, {}, lm.allowed(g.requirements)),
+        description=g.description, requirements=g.requirements,
     )  # fmt: skip
     kept: dict[str, tuple[Candidate, Lifted, dict[str, Any]]] = {}
 
     def evaluate(screened: Screened) -> Evaluation:
         precision = lm.reduced_precision(screened.code)
-        if precision and not lm.allowed(requirements):
+        if precision and not lm.allowed(g.requirements):
             return Evaluation(False, "validate", f"it computes in {precision}, which the requirements do not allow "
                               "(say fp16 or bf16 in --requirements to allow it)")  # fmt: skip
-        evaluation, judged = lm.judge(c, screened.code, model, refs, targets, devices, timeout, precision)
+        evaluation, judged = lm.judge(
+            c, screened.code, name, g.refs, g.targets, g.devices, g.timeout, precision
+        )
         if judged is not None:
             errs = [v.max_rel_err for v in judged.verdicts if v.max_rel_err is not None]
-            cand = Candidate(f"{model} #{len(kept) + 1}", f"llm:{model}", True, "validated",
+            cand = Candidate(f"{name} #{len(kept) + 1}", f"llm:{name}", True, "validated",
                              max_rel_err=max(errs, default=None), precision=precision, verdicts=list(judged.verdicts))  # fmt: skip
             if screened.code not in kept:
-                measure(cand, judged.lifted, judged.sources)
+                g.measure(cand, judged.lifted, judged.sources)
                 kept[screened.code] = (cand, judged.lifted, judged.sources)
                 report.candidates.append(cand)
-                save()
+                g.save()
             else:
                 cand = kept[screened.code][0]
             evaluation = replace(evaluation, time_ms=cand.time_ms, floor_ms=cand.floor_ms, device=cand.device,
                                  baseline_ms=baseline_ms, memory_bytes=cand.memory_bytes)  # fmt: skip
         return evaluation
 
-    provider = open_provider(
-        model, base_url=llm.get("base_url"), replay=llm.get("replay"), record=llm.get("record"),
-        timeout=float(llm.get("request_timeout", 60.0)), max_retries=int(llm.get("retries", 2)),
-    )  # fmt: skip
-    options = LoopOptions(
-        candidates=int(llm.get("candidates", 2)), budget=Budget(rounds=int(llm.get("rounds", 3))),
-        stop_when_validated=False,
-    )  # fmt: skip
-    say(f"asking {model}")
-    result = run_loop(provider, ctx, evaluate, options)
+    g.say(f"asking {name}")
+    result = run_loop(model.provider(), ctx, evaluate, model.loop(candidates=2))
     report.requests += result.totals.requests
     report.input_tokens += result.totals.usage.input_tokens
     report.output_tokens += result.totals.usage.output_tokens
     report.cost_usd += result.totals.cost_usd
     report.rejected += [
-        Candidate(f"{model} (round {a.round}, candidate {a.candidate})", f"llm:{model}", False, a.reason)
+        Candidate(f"{name} (round {a.round}, candidate {a.candidate})", f"llm:{name}", False, a.reason)
         for a in result.attempts if a.status != "validated"
     ]  # fmt: skip
-    report.notes.append(f"{model}: {len(result.attempts)} attempt(s), {result.stop_reason}")
+    report.notes.append(f"{name}: {len(result.attempts)} attempt(s), {result.stop_reason}")
     return list(kept.values())
 
 

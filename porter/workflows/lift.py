@@ -34,10 +34,9 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from porter.backends import dialect_names
 from porter.backends.pycall import Hang
@@ -52,9 +51,66 @@ from porter.plan import run_devices, wavefront_devices
 from porter.results import LiftedFunction, LiftReport, RefusedFunction
 from porter.workflows.resume import REPORT_NAME, code_fingerprint, load_report, sha, write_atomic
 
+if TYPE_CHECKING:
+    from porter.llm.base import Provider
+    from porter.llm.loop import LoopOptions
+
 Progress = Callable[[str], None]
 TARGETS = ("cuda", "hip", "opencl")
 DROPIN = validate.DROPIN
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """The model `lift` and `generate` ask, and how: `name` (anthropic:<name> or openai:<name>), its
+    endpoint (`base_url`), a recording to `replay` or to `record`, independent conversations
+    (`candidates`; None: the command's own default) of `rounds` rounds, each request's timeout and
+    retries."""
+
+    name: str
+    base_url: str | None = None
+    replay: str | None = None
+    record: str | None = None
+    candidates: int | None = None
+    rounds: int = 3
+    request_timeout: float = 60.0
+    retries: int = 2
+
+    def provider(self) -> Provider:
+        from porter.llm.cache import open_provider
+
+        return open_provider(self.name, base_url=self.base_url, replay=self.replay, record=self.record,
+                             timeout=self.request_timeout, max_retries=self.retries)  # fmt: skip
+
+    def loop(self, candidates: int) -> LoopOptions:
+        """The LLM loop's options (`candidates`: the command's default where none was given)."""
+        from porter.llm.loop import Budget, LoopOptions
+
+        return LoopOptions(candidates=self.candidates or candidates, budget=Budget(rounds=self.rounds))
+
+
+@dataclass(frozen=True)
+class OutputOptions(Generic[R]):
+    """Where `lift` and `generate` write and what they tell meanwhile: `out_dir` (None: a folder beside
+    the input), `fresh` (lift: start over instead of keeping the verdicts whose inputs are unchanged),
+    `progress` (one line at a time), `markdown` (renders report.md) and `chart` (generate's
+    tradeoffs.png)."""
+
+    out_dir: str | None = None
+    fresh: bool = False
+    progress: Progress | None = None
+    markdown: Callable[[R], str] | None = None
+    chart: Callable[[R, Path], str] | None = None
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How the user's Python and the kernels run: the `seed` of every argument drawn, and `timeout`
+    seconds per child job and per import or call of the user's Python (a hang is stopped there)."""
+
+    seed: int = 20241202
+    timeout: float = 120.0
 
 
 def split_target(target: str) -> tuple[str, str | None]:
@@ -88,14 +144,28 @@ def _example(spec: str, timeout: float, say: Progress) -> dict[str, Any]:
     return dict(got.mapping)
 
 
+@dataclass
 class _Run:
-    """What one `lift` learns of the user's module as it goes: the Python function's results by
-    function (the drop-in module is checked against them), and whether the module hangs at import (then
-    nothing of it is run again: one wait in all)."""
+    """One `lift`: what it was given (the file and its text, the targets, the sizes named, the example's
+    arguments, the run options, where progress goes) and what it learns of the user's module as it goes:
+    the Python function's results by function (the drop-in module is checked against them), and whether
+    the module hangs at import (then nothing of it is run again: one wait in all)."""
 
-    def __init__(self) -> None:
-        self.refs: dict[str, validate.Sets] = {}
-        self.hung: Hang | None = None
+    path: str
+    text: str
+    targets: tuple[str, ...]
+    given: dict[str, int]
+    example_args: dict[str, Any]
+    options: RunOptions
+    say: Progress
+    refs: dict[str, validate.Sets] = field(default_factory=dict)
+    hung: Hang | None = None
+
+    def sizes(self, lifted: Lifted) -> dict[str, int]:
+        """The visible sizes of `lifted`: the example's, then those named, the rest lift.toml's."""
+        chosen = inputs.sizes_of_args(lifted, self.example_args) if self.example_args else {}
+        chosen.update({k: v for k, v in self.given.items() if k in inputs.size_names(lifted)})
+        return inputs.default_sizes(lifted, chosen)
 
     def learn(self, refs: validate.References) -> None:
         if refs.hang is not None and refs.hang.stage != "call":
@@ -105,18 +175,6 @@ class _Run:
         assert self.hung is not None
         return Verdict(function, "python", "", "", "", False, False, False, Status.FAILED,
                        f"reference: not run: {self.hung.describe()}")  # fmt: skip
-
-
-def _sizes_from_example(lifted: Lifted, example: Mapping[str, Any]) -> dict[str, int]:
-    sizes: dict[str, int] = {}
-    for p in lifted.params:
-        value = example.get(p.name)
-        if p.kind == "array" and isinstance(value, np.ndarray):
-            for label, extent in zip(p.shape, value.shape, strict=False):
-                sizes.setdefault(label, int(extent))
-        elif p.kind == "scalar" and p.dtype in ("int32", "int64") and value is not None:
-            sizes[p.name] = int(value)
-    return sizes
 
 
 def _targets(to: Sequence[str]) -> tuple[str, ...]:
@@ -146,25 +204,22 @@ def lift_file(
     to: Sequence[str] = TARGETS,
     sizes: Mapping[str, int] | None = None,
     example: str | None = None,
-    out_dir: str | None = None,
-    seed: int = 20241202,
-    timeout: float = 120.0,
-    fresh: bool = False,
-    progress: Progress | None = None,
-    markdown: Callable[[LiftReport], str] | None = None,
-    model: str | None = None,
-    llm: Mapping[str, Any] | None = None,
+    run: RunOptions | None = None,
+    output: OutputOptions[LiftReport] | None = None,
+    model: ModelOptions | None = None,
 ) -> LiftReport:
+    """See the module docstring; `model`: the model asked for a kernel where the rules refuse one."""
     from porter.files import read_text
 
-    say = progress or (lambda _m: None)
+    options, output = run or RunOptions(), output or OutputOptions()
+    say = output.progress or (lambda _m: None)
     path, only = split_target(target)
     if not path.endswith(".py"):
         raise UsageError("porter lift takes a Python file (FILE.py or FILE.py::FUNCTION)", path=path)
     text = read_text(path)  # UsageError: missing, not a regular file, too large, not UTF-8
     targets = _targets(to)
     given = dict(sizes or {})
-    example_args = _example(example, timeout, say) if example else {}
+    example_args = _example(example, options.timeout, say) if example else {}
     analysis = analyze(path, text, only, example_args)
     if (
         only is not None
@@ -177,9 +232,9 @@ def lift_file(
         r = analysis.refused[0]
         raise UsageError(r.reason, path=f"{path}:{r.line}")
     src_path = Path(path)
-    out = Path(out_dir) if out_dir else src_path.parent / f"{src_path.stem}.lifted"
+    out = Path(output.out_dir) if output.out_dir else src_path.parent / f"{src_path.stem}.lifted"
     _check_out(out, src_path)
-    previous = None if fresh else load_report(out, "lift")
+    previous = None if output.fresh else load_report(out, "lift")
     kept = {f.get("function"): f for f in (previous or {}).get("functions", []) if isinstance(f, dict)}
     report = LiftReport(str(src_path), str(out), targets)
     report.refused = [RefusedFunction(r.function, r.line, r.reason) for r in analysis.refused]
@@ -194,34 +249,26 @@ def lift_file(
 
     def save() -> None:
         write_atomic(out / REPORT_NAME, json.dumps(report.document(), indent=2) + "\n")
-        if markdown is not None:
-            write_atomic(out / "report.md", markdown(report))
+        if output.markdown is not None:
+            write_atomic(out / "report.md", output.markdown(report))
 
     save()
-    run = _Run()
+    ctx = _Run(path, text, targets, given, example_args, options, say)
     sources_by_function: dict[str, dict[str, tuple[str, dropin.Entries]]] = {}
     for lifted in analysis.lifted:
         say(f"{lifted.function}: {', '.join(lifted.patterns)}")
         try:
-            chosen = _sizes_from_example(lifted, example_args) if example_args else {}
-            chosen.update({k: v for k, v in given.items() if k in inputs.size_names(lifted)})
-            visible = inputs.default_sizes(lifted, chosen)
+            visible = ctx.sizes(lifted)
         except KeyError as err:
             raise UsageError(str(err).strip("\"'"), path=path) from None
         hidden = inputs.hidden_sizes(visible)
         srcs = validate.sources(lifted, targets)
         row = LiftedFunction(lifted.function, lifted.line, lifted.patterns, tuple(k.name for k in lifted.kernels),
                              sizes=visible, hidden=hidden, notes=lifted.notes)  # fmt: skip
-        for t, s in srcs.items():
-            if s.text:
-                from porter.backends import get_dialect
-
-                dest = out / f"{lifted.function}{get_dialect(t).suffix}"
-                write_atomic(dest, s.text)
-                row.files[t] = str(dest)
+        _write_sources(out, lifted.function, srcs, row)
         devices = {t: [*run_devices(t), *wavefront_devices(t)] for t in targets}
         key = sha(
-            "lift", code_fingerprint(), lifted.source, text if example else "", visible, hidden, seed,
+            "lift", code_fingerprint(), lifted.source, text if example else "", visible, hidden, options.seed,
             {t: srcs[t].text for t in targets}, {t: [d.label for d in ds] for t, ds in devices.items()},
             sorted(example_args) if example_args else [],
         )  # fmt: skip
@@ -230,14 +277,12 @@ def lift_file(
             row.verdicts = [_verdict(v) for v in old["verdicts"] if v.get("target") != DROPIN]
             row.key, row.resumed, row.reference_s = key, True, float(old.get("reference_s") or 0.0)
             say(f"{lifted.function}: verdicts of an earlier run with the same inputs kept")
-        elif run.hung is not None:  # the module hangs at import: not waited on again
-            row.verdicts = [run.not_run(lifted.function)]
+        elif ctx.hung is not None:  # the module hangs at import: not waited on again
+            row.verdicts = [ctx.not_run(lifted.function)]
         else:
-            row.verdicts = _judge(
-                path, lifted, srcs, devices, visible, hidden, example_args, seed, timeout, row, say, run
-            )
+            row.verdicts = _judge(ctx, lifted, srcs, devices, row)
             # a reference that failed may fail for what the key does not cover (the module's top level)
-            row.key = key if lifted.function in run.refs else ""
+            row.key = key if lifted.function in ctx.refs else ""
         report.functions.append(row)
         if row.validated and not row.failed:
             sources_by_function[lifted.function] = _validated_sources(row, srcs)
@@ -245,22 +290,9 @@ def lift_file(
     written_by_model: list[Lifted] = []
     if model is not None:
         for refusal in list(report.refused):
-            if run.hung is not None:
+            if ctx.hung is not None:
                 break
-            got = _ask_model(
-                path,
-                text,
-                refusal,
-                model,
-                dict(llm or {}),
-                targets,
-                given,
-                example_args,
-                seed,
-                timeout,
-                say,
-                run,
-            )
+            got = _ask_model(ctx, refusal, model)
             if got is None:
                 continue
             row, lifted_fn, srcs = got
@@ -269,19 +301,12 @@ def lift_file(
                 report.refused.remove(refusal)
                 written_by_model.append(lifted_fn)
                 sources_by_function[lifted_fn.function] = _validated_sources(row, srcs)
-                for t, s_ in srcs.items():
-                    from porter.backends import get_dialect
-
-                    dest = out / f"{lifted_fn.function}{get_dialect(t).suffix}"
-                    write_atomic(dest, s_.text)
-                    row.files[t] = str(dest)
+                _write_sources(out, lifted_fn.function, srcs, row)
             save()
     good = [f for f in (*analysis.lifted, *written_by_model) if f.function in sources_by_function]
     module = out / f"{src_path.stem}_gpu.py"
     if good:
-        good = _write_checked_module(
-            module, src_path, good, sources_by_function, report, run, path, example_args, seed, timeout, say
-        )
+        good = _write_checked_module(ctx, module, good, sources_by_function, report)
     if good:
         report.module = str(module)
     else:  # (porter's own output folder) no module here vouches for a function it does not hold
@@ -291,18 +316,25 @@ def lift_file(
     return report
 
 
+def _write_sources(
+    out: Path, function: str, srcs: Mapping[str, validate.Source], row: LiftedFunction
+) -> None:
+    """Each target's kernels of `function` in the output folder (``<function>.cu``, ``.hip``, ``.cl``)."""
+    from porter.backends import get_dialect
+
+    for t, s in srcs.items():
+        if s.text:
+            dest = out / f"{function}{get_dialect(t).suffix}"
+            write_atomic(dest, s.text)
+            row.files[t] = str(dest)
+
+
 def _write_checked_module(
+    ctx: _Run,
     module: Path,
-    src_path: Path,
     good: list[Lifted],
     sources_by_function: Mapping[str, dict[str, tuple[str, dropin.Entries]]],
     report: LiftReport,
-    run: _Run,
-    path: str,
-    example_args: Mapping[str, Any],
-    seed: int,
-    timeout: float,
-    say: Progress,
 ) -> list[Lifted]:
     """Write the drop-in module and call every function through the written file, as a user does
     (:func:`porter.lift.validate.check_dropin`); a function whose call fails or differs is left out with
@@ -321,31 +353,31 @@ def _write_checked_module(
         if why:
             fail(f, f"drop-in: {why}")
             continue
-        if f.function not in run.refs:  # a resumed row: its reference is run again for the module's check
-            if run.hung is not None:
-                fail(f, f"drop-in: not run: {run.hung.describe()}")
+        if f.function not in ctx.refs:  # a resumed row: its reference is run again for the module's check
+            if ctx.hung is not None:
+                fail(f, f"drop-in: not run: {ctx.hung.describe()}")
                 continue
             row = rows[f.function]
-            refs = _references(path, f, row.sizes, row.hidden, example_args, seed, timeout, say)
-            run.learn(refs)
+            refs = _references(ctx, f, row.sizes, row.hidden)
+            ctx.learn(refs)
             broken = refs.broken()
             if broken is not None:
                 fail(f, f"drop-in: the Python function failed at {broken[0]}: {broken[1].error}")
                 continue
-            run.refs[f.function] = refs.sets
+            ctx.refs[f.function] = refs.sets
         kept.append(f)
     devices = _stack_devices()
     while kept:
-        text = dropin.module(src_path.name, tuple(kept), sources_by_function, kept[0].imports)
+        text = dropin.module(Path(ctx.path).name, tuple(kept), sources_by_function, kept[0].imports)
         write_atomic(module, text)
         offered = {f.function: tuple(stack for stack, dialect in dropin.STACKS
                                      if dialect in sources_by_function[f.function]) for f in kept}  # fmt: skip
         checked = validate.check_dropin(
             str(module),
-            [validate.DropinTarget(f, run.refs[f.function], offered[f.function]) for f in kept],
-            timeout,
+            [validate.DropinTarget(f, ctx.refs[f.function], offered[f.function]) for f in kept],
+            ctx.options.timeout,
             devices,
-            say,
+            ctx.say,
         )
         for f in kept:
             row = rows[f.function]
@@ -374,81 +406,60 @@ def _sets(
 
 
 def _references(
-    path: str,
-    lifted: Lifted,
-    visible: Mapping[str, int],
-    hidden: Sequence[Mapping[str, int]],
-    example_args: Mapping[str, Any],
-    seed: int,
-    timeout: float,
-    say: Progress,
+    ctx: _Run, lifted: Lifted, visible: Mapping[str, int], hidden: Sequence[Mapping[str, int]]
 ) -> validate.References:
     """The Python function at the example's arguments (when they are all of its arguments) and at each
     size set, in one child."""
     given: list[tuple[str, dict[str, Any]]] = []
-    if example_args:
-        args = {p.name: example_args[p.name] for p in lifted.params if p.name in example_args}
+    if ctx.example_args:
+        args = {p.name: ctx.example_args[p.name] for p in lifted.params if p.name in ctx.example_args}
         if len(args) == len(lifted.params):
             given.append(("the example's arguments", args))
-    return validate.reference_run(path, lifted, _sets(visible, hidden), seed, timeout, say, given)
+    seed, timeout = ctx.options.seed, ctx.options.timeout
+    return validate.reference_run(ctx.path, lifted, _sets(visible, hidden), seed, timeout, ctx.say, given)
 
 
 def _ask_model(
-    path: str,
-    text: str,
-    refusal: RefusedFunction,
-    model: str,
-    llm: dict[str, Any],
-    targets: Sequence[str],
-    given: Mapping[str, int],
-    example_args: Mapping[str, Any],
-    seed: int,
-    timeout: float,
-    say: Progress,
-    run: _Run,
+    ctx: _Run, refusal: RefusedFunction, model: ModelOptions
 ) -> tuple[LiftedFunction, Lifted, dict[str, validate.Source]] | None:
     """A kernel for a function the rules refused, from the model, validated against the Python; None
     when the refusal is not one a kernel can address (side effects, Python objects)."""
     from porter.lift import model as lm
     from porter.lift.analyze import signature
-    from porter.llm.cache import open_provider
-    from porter.llm.loop import Budget, LoopOptions, run_loop
+    from porter.llm.loop import run_loop
     from porter.llm.prompting import PromptContext
     from porter.records import Evaluation, Screened
 
     if not lm.eligible(refusal.reason):
         return None
-    sig = signature(text, refusal.function, example_args)
+    sig = signature(ctx.text, refusal.function, ctx.example_args)
     if isinstance(sig, str):
         return None
     params, sizes = sig
     import ast as _ast
 
-    fn = next(
-        n for n in _ast.parse(text).body if isinstance(n, _ast.FunctionDef) and n.name == refusal.function
-    )
-    source = _ast.get_source_segment(text, fn) or _ast.unparse(fn)
+    tree = _ast.parse(ctx.text)
+    fn = next(n for n in tree.body if isinstance(n, _ast.FunctionDef) and n.name == refusal.function)
+    source = _ast.get_source_segment(ctx.text, fn) or _ast.unparse(fn)
     imports = tuple(
-        _ast.get_source_segment(text, n) or ""
-        for n in _ast.parse(text).body
+        _ast.get_source_segment(ctx.text, n) or ""
+        for n in tree.body
         if isinstance(n, (_ast.Import, _ast.ImportFrom))
     )
     shell = Lifted(
         refusal.function, refusal.line, (), params, sizes, (), (), (), source=source, imports=imports
     )
-    chosen = _sizes_from_example(shell, example_args) if example_args else {}
-    chosen.update({k: v for k, v in given.items() if k in inputs.size_names(shell)})
-    visible = inputs.default_sizes(shell, chosen)
+    visible = ctx.sizes(shell)
     hidden = inputs.hidden_sizes(visible)
     sets = _sets(visible, hidden)
-    say(f"{refusal.function}: asking {model} (the rules refused it: {refusal.reason})")
-    ran = validate.reference_run(path, shell, sets, seed, timeout, say)
-    run.learn(ran)
+    ctx.say(f"{refusal.function}: asking {model.name} (the rules refused it: {refusal.reason})")
+    ran = validate.reference_run(ctx.path, shell, sets, ctx.options.seed, ctx.options.timeout, ctx.say)
+    ctx.learn(ran)
     refs = ran.sets
     broken = next((r for _, _, r in refs if not r.ok), None)
-    row = LiftedFunction(refusal.function, refusal.line, (f"llm:{model}",), (f"{refusal.function}_model",),
+    row = LiftedFunction(refusal.function, refusal.line, (f"llm:{model.name}",), (f"{refusal.function}_model",),
                          sizes=visible, hidden=hidden,
-                         notes=(f"the rules refused it (line {refusal.line}): {refusal.reason}; written by {model}",))  # fmt: skip
+                         notes=(f"the rules refused it (line {refusal.line}): {refusal.reason}; written by {model.name}",))  # fmt: skip
     if broken is not None:
         row.verdicts = [Verdict(refusal.function, "python", "", "", "", False, False, False, Status.FAILED,
                                 f"reference: the Python function failed: {broken.error}")]  # fmt: skip
@@ -462,27 +473,22 @@ def _ask_model(
     c = lm.contract(refusal.function, params, sizes, returns, source, imports)
     if isinstance(c, str):
         return None
-    devices = {t: [*run_devices(t), *wavefront_devices(t)] for t in targets}
-    ctx = PromptContext(
-        kernel=lm.prompt_kernel(c), path=Path(path).name, source=source, dialect="cuda", task="lift",
+    devices = {t: [*run_devices(t), *wavefront_devices(t)] for t in ctx.targets}
+    prompt = PromptContext(
+        kernel=lm.prompt_kernel(c), path=Path(ctx.path).name, source=source, dialect="cuda", task="lift",
         trials=len(sets), constraints=lm.constraints(c, {}), untranslatable=refusal.reason,
     )  # fmt: skip
     found: dict[str, Any] = {}
 
     def evaluate(screened: Screened) -> Evaluation:
-        evaluation, judged = lm.judge(c, screened.code, model, refs, targets, devices, timeout)
+        evaluation, judged = lm.judge(
+            c, screened.code, model.name, refs, ctx.targets, devices, ctx.options.timeout
+        )
         if judged is not None:
             found[screened.code] = (judged.lifted, judged.sources, judged.verdicts)
         return evaluation
 
-    provider = open_provider(
-        model, base_url=llm.get("base_url"), replay=llm.get("replay"), record=llm.get("record"),
-        timeout=float(llm.get("request_timeout", 60.0)), max_retries=int(llm.get("retries", 2)),
-    )  # fmt: skip
-    options = LoopOptions(
-        candidates=int(llm.get("candidates", 1)), budget=Budget(rounds=int(llm.get("rounds", 3)))
-    )
-    result = run_loop(provider, ctx, evaluate, options)
+    result = run_loop(model.provider(), prompt, evaluate, model.loop(candidates=1))
     best = result.best
     row.notes = (*row.notes, f"{result.totals.requests} request(s), {result.totals.usage.input_tokens} input and "
                  f"{result.totals.usage.output_tokens} output tokens, "
@@ -494,7 +500,7 @@ def _ask_model(
         return row, shell, {}
     candidate, srcs, verdicts = found[best.code]
     row.verdicts = list(verdicts)
-    run.refs[candidate.function] = refs
+    ctx.refs[candidate.function] = refs
     return row, candidate, srcs
 
 
@@ -514,22 +520,17 @@ def _validated_sources(
 
 
 def _judge(
-    path: str,
+    ctx: _Run,
     lifted: Lifted,
     srcs: Mapping[str, validate.Source],
     devices: Mapping[str, Sequence[Any]],
-    visible: Mapping[str, int],
-    hidden: Sequence[Mapping[str, int]],
-    example_args: Mapping[str, Any],
-    seed: int,
-    timeout: float,
     row: LiftedFunction,
-    say: Progress,
-    run: _Run,
 ) -> list[Verdict]:
+    """The Python function run at the row's sizes (its reference), then the kernels judged against it
+    on every device of every target by the harness (:func:`porter.lift.validate.judge`)."""
     start = time.monotonic()
-    ran = _references(path, lifted, visible, hidden, example_args, seed, timeout, say)
-    run.learn(ran)
+    ran = _references(ctx, lifted, row.sizes, row.hidden)
+    ctx.learn(ran)
     refs = ran.sets
     row.reference_s = round(time.monotonic() - start, 3)
     broken = ran.broken()
@@ -544,7 +545,7 @@ def _judge(
             Verdict(lifted.function, "python", "", "", "", False, False, False, Status.FAILED,
                     f"reference: {why}", logs=(r.log[-4000:],))
         ]  # fmt: skip
-    run.refs[lifted.function] = refs
+    ctx.refs[lifted.function] = refs
     verdicts = []
     for t in srcs:
         if not devices[t]:
@@ -552,8 +553,8 @@ def _judge(
                                     f"no device here runs {t}: not validated"))  # fmt: skip
             continue
         for d in devices[t]:
-            say(f"{lifted.function}: {t} on {d.label}")
-            verdicts.append(validate.judge(lifted, srcs[t], d, refs, timeout))
+            ctx.say(f"{lifted.function}: {t} on {d.label}")
+            verdicts.append(validate.judge(lifted, srcs[t], d, refs, ctx.options.timeout))
     return verdicts
 
 
@@ -588,4 +589,4 @@ def parse_sizes(items: Sequence[str]) -> dict[str, int]:
     return out
 
 
-__all__ = ["lift_file", "parse_sizes", "split_target"]
+__all__ = ["ModelOptions", "OutputOptions", "RunOptions", "lift_file", "parse_sizes", "split_target"]

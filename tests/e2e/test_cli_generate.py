@@ -285,6 +285,7 @@ def test_without_a_model_the_rules_kernel_is_timed_on_every_device_that_runs_it(
 
 def test_a_candidate_whose_written_file_is_not_the_validated_text_is_not_kept(tmp: Path, monkeypatch) -> None:
     from porter.workflows import generate as workflow
+    from porter.workflows.lift import OutputOptions
 
     real = workflow.write_atomic
 
@@ -293,7 +294,7 @@ def test_a_candidate_whose_written_file_is_not_the_validated_text_is_not_kept(tm
 
     monkeypatch.setattr(workflow, "write_atomic", garbling)
     report = workflow.generate("y = a * x + y", reference=f"{tmp / 'p.py'}::saxpy", to=["cuda"],
-                               out_dir=str(tmp / "out"))  # fmt: skip
+                               output=OutputOptions(str(tmp / "out")))  # fmt: skip
     (rules,) = report.candidates
     assert not rules.validated and rules.reason.startswith(
         "not kept: candidate-1-rules.cu as written differs"

@@ -28,8 +28,10 @@ from porter.backends import Device, get_backend
 
 from porter.harness.bench import BenchPlan, benchmark
 from porter.harness.spec import scale_size
-from porter.results import BenchResult
-from porter.workflows.port import PlannedKernel, plan_variants
+from porter.plan import Plan, Refusal, make_plan, reference_devices
+from porter.results import BenchResult, PortReport
+from porter.scan.instances import Instance
+from porter.workflows.port import port_file
 
 ROOT = Path(__file__).resolve().parent.parent
 GOALS = {"hip": 0.98, "opencl": 0.95}
@@ -68,34 +70,38 @@ def _ratio(orig: BenchResult | None, variant: BenchResult | None, goal: float) -
     return f"{ratio:.3f}x " + ("ok" if ratio >= goal else f"below {goal}x")
 
 
-def _row(path: Path, pk: PlannedKernel, devices: dict[str, Device | None], elements: int) -> str:
-    if pk.spec is None:
-        return f"| {path.name} | {pk.name} | - | no spec: {pk.why_no_spec.splitlines()[0][:100]} | | | | |"
-    spec = pk.spec
+def _row(
+    path: Path, plan: Plan, inst: Instance, report: PortReport, devices: dict[str, Device | None],
+    elements: int, out: str,
+) -> str:  # fmt: skip
+    spec, why_no_spec = plan.spec_or_reason(inst)
+    if spec is None:
+        return f"| {path.name} | {inst.name} | - | no spec: {(why_no_spec or '').splitlines()[0][:100]} | | | | |"
     base = spec.bench_sizes[0] if spec.bench_sizes else (spec.sizes[0] if spec.sizes else {})
     size = scale_size(spec, base, elements)
     results: dict[str, BenchResult | None] = {}
     notes: dict[str, str] = {}
     cuda = devices["cuda"]
-    original = pk.reference.original
+    reference = plan.reference(inst.base, report.targets, reference_devices())
+    original = reference.original
     if cuda is not None and original is not None:
         results["cuda"] = benchmark(
-            original, spec, cuda, size, BenchPlan(compile=pk.reference.options), reference=pk.reference
+            original, spec, cuda, size, BenchPlan(compile=reference.options), reference=reference
         )
     for target in ("hip", "opencl"):
-        dev, variant = devices[target], pk.variants.get(target)
-        if dev is None or variant is None:
-            results[target] = None
+        dev = devices[target]
+        made = plan.variant_for(inst, target, dev, out_dir=out, path=report.outputs[target]) if dev else None
+        if dev is None or made is None or (isinstance(made, Refusal) and made.stage != "device"):
+            results[target] = None  # no such device here, or no variant (untranslatable, no translator)
             continue
-        unfit = pk.unfit(target, dev)
-        if unfit:  # e.g. warp shuffles on an OpenCL device without 32-wide sub-groups
+        if isinstance(made, Refusal):  # e.g. warp shuffles on an OpenCL device without 32-wide sub-groups
             results[target] = None
-            notes[target] = f"untranslatable here: {unfit}"
+            notes[target] = f"untranslatable here: {made.reason}"
             continue
-        tplan = BenchPlan(compile=pk.device_options(target, dev))
         results[target] = benchmark(
-            variant, spec, dev, size, tplan, reference=pk.reference, baseline=results.get("cuda")
-        )
+            made.variant, spec, dev, size, BenchPlan(compile=made.compile), reference=reference,
+            baseline=results.get("cuda"),
+        )  # fmt: skip
     size_text = ", ".join(f"{k}={v}" for k, v in size.items())
     orig = results.get("cuda")
     cells = {
@@ -103,7 +109,7 @@ def _row(path: Path, pk: PlannedKernel, devices: dict[str, Device | None], eleme
         for t in ("hip", "opencl")
     }
     return (
-        f"| {path.name} | {pk.name} | {size_text} | {_ms(orig)} | {cells['hip'][0]} | {cells['hip'][1]} | "
+        f"| {path.name} | {inst.name} | {size_text} | {_ms(orig)} | {cells['hip'][0]} | {cells['hip'][1]} | "
         f"{cells['opencl'][0]} | {cells['opencl'][1]} |"
     )
 
@@ -136,16 +142,21 @@ def main(argv: list[str]) -> int:
     print("|---|---|---|---|---|---|---|---|")
     for path in files:
         with tempfile.TemporaryDirectory(prefix="porter-h200-port-") as out:
-            try:
-                planned = plan_variants(str(path), ("hip", "opencl"), include_dirs=args.include, out_dir=out)
+            try:  # port's translations, written (HIP's headers beside them): the variants compile them
+                plan = make_plan(str(path), "port", args.include)
+                report = port_file(
+                    str(path), ("hip", "opencl"), include_dirs=args.include, out_dir=out, translate_only=True,
+                    plan=plan,
+                )  # fmt: skip
+                instances = plan.instances(report.targets)
             except Exception as err:  # noqa: BLE001 - one bad file must not lose the others' rows
                 print(f"| {path.name} | - | - | not ported: {' '.join(str(err).split())[:100]} | | | | |")
                 continue
-            for pk in planned:
+            for inst in instances:
                 try:
-                    print(_row(path, pk, devices, args.elements), flush=True)
+                    print(_row(path, plan, inst, report, devices, args.elements, out), flush=True)
                 except Exception as err:  # noqa: BLE001
-                    print(f"| {path.name} | {pk.name} | - | error: {type(err).__name__}: {err} | | | | |")
+                    print(f"| {path.name} | {inst.name} | - | error: {type(err).__name__}: {err} | | | | |")
     return 0
 
 

@@ -9,8 +9,10 @@ variants.  Every workflow that runs kernels (port, bench, check, optimize) start
 * each instance's spec, behind the one precedence rule (:func:`porter.harness.spec.spec_for`), the
   spec file loaded once;
 * the original as the reference each variant is validated against, in the unit a kernel is
-  validated in (without the kernels some target could not take), and each target's variant of
-  each instance (:class:`PlannedKernel`).
+  validated in (without the kernels some target could not take);
+* each target's variant of each instance on a device, or why there is none
+  (:meth:`Plan.variant_for`: a :class:`PlannedVariant` with its compile options, or a
+  :class:`Refusal`) -- the one way port, bench and the benchmark scripts get a translated variant.
 
 Nothing here runs a kernel or writes a file: that is the workflows' and the harness's work.
 """
@@ -18,7 +20,7 @@ Nothing here runs a kernel or writes a file: that is the workflows' and the harn
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -192,32 +194,31 @@ def translated_kernel(tr: Translation, inst: Instance) -> TranslatedKernel | Non
     return next((tk for tk in tr.kernels if tk.name == inst.base), None)
 
 
-# --------------------------------------------------------------------------- planned kernels
+# --------------------------------------------------------------------------- planned variants
 
 
 @dataclass(frozen=True)
-class PlannedKernel:
-    """One kernel (instantiation) ready to run: its spec, the original and each translated variant."""
+class PlannedVariant:
+    """A translated variant ready to build: ``variant`` (its ``options``: the build options what it
+    needs takes on the device it was planned for, ``-cl-std=CL3.0``) and ``compile``, how its
+    compiles are made (where they look for headers, the build's macros)."""
 
-    name: str
-    spec: KernelSpec | None
-    why_no_spec: str
-    reference: Reference
-    variants: dict[str, Variant]  # target -> variant (translatable ones only)
-    options: dict[str, CompileOptions]  # target -> compile options of its variant
-    requires: dict[str, tuple[str, ...]] = field(default_factory=dict)  # target -> device needs
+    variant: Variant
+    compile: CompileOptions
 
-    def unfit(self, target: str, device: Device) -> str:
-        """Why `device` cannot run this kernel's `target` variant ("" when it can)."""
-        needs = self.requires.get(target, ())
-        lacks = lacking(target, device, needs)
-        return needs_reason(target, self.name, device, needs, lacks) if lacks else ""
 
-    def device_options(self, target: str, device: Device) -> CompileOptions:
-        """The variant's compile options plus what its needs take on `device` (-cl-std=CL3.0 ...)."""
-        base = self.options[target]
-        extra = requirement_options(target, device, self.requires.get(target, ()))
-        return replace(base, flags=(*base.flags, *extra)) if extra else base
+RefusalStage = Literal["translator", "kernel", "construct", "device"]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why the plan has no variant of an instance for a target (on a device): ``reason`` in one line,
+    as a report row says it, and what refused it -- the ``translator`` (it failed, or is not
+    installed), the translation (``kernel``: it holds no such kernel; ``construct``: one it could not
+    take) or the ``device`` (it lacks what the variant needs: sub-groups, fp64)."""
+
+    stage: RefusalStage
+    reason: str
 
 
 # --------------------------------------------------------------------------- the plan
@@ -234,6 +235,7 @@ class Plan:
         self._specs: dict[str, KernelSpec] | PorterError | None = None
         self._instances: dict[tuple[str, ...], list[Instance]] = {}
         self._originals: dict[tuple[str, ...], Units] = {}
+        self._sources: dict[tuple[str, str], str] = {}  # (target, unit) -> what its variants compile
 
     # ------------------------------------------------------------------ the unit
 
@@ -269,8 +271,9 @@ class Plan:
 
     @property
     def compile_dirs(self) -> tuple[str, ...]:
-        """Where the compiles of the original look for headers: its folder, then the include dirs."""
-        return (str(self.src_dir), *(str(Path(d).resolve()) for d in self.include_dirs))
+        """Where the compiles of the original look for headers: its folder, then the include dirs
+        (each once: bench and optimize name the folder among them)."""
+        return tuple(dict.fromkeys((str(self.src_dir), *(str(Path(d).resolve()) for d in self.include_dirs))))
 
     def kernel_names(self) -> list[str]:
         return [k.name for k in self.scan.kernels]
@@ -395,63 +398,83 @@ class Plan:
 
     # ------------------------------------------------------------------ variants
 
-    def variant_source(self, target: str) -> str:
-        """What a `target` variant compiles: a single-source dialect's translation reduced to device
-        code without the kernels it could not take; a device-only dialect's whole translation."""
-        text = self.translation(target).text
-        if not get_dialect(target).single_source:
-            return text
-        return device_unit(text, self.untranslatable([target]), self.macros)
+    def variant_source(self, target: str, unit: Literal["file", "alone"] = "file", base: str = "") -> str:
+        """What a `target` variant compiles (made once): a single-source dialect's translation reduced
+        to device code -- without the kernels it could not take (``file``), or kernel `base` alone
+        with what it needs (``alone``) --; a device-only dialect's whole translation."""
+        key = (target, "" if unit == "file" else base)
+        if key not in self._sources:
+            text = self.translation(target).text
+            if not get_dialect(target).single_source:
+                self._sources[key] = text
+            elif unit == "file":
+                self._sources[key] = device_unit(text, self.untranslatable([target]), self.macros)
+            else:
+                from porter.scan.extract import device_code
 
-    def variant_dirs(self, target: str, out_dir: str | Path) -> tuple[str, ...]:
+                self._sources[key] = device_code(text, kernels=(base,), macros=self.macros)
+        return self._sources[key]
+
+    def variant_dirs(self, target: str, out_dir: str | Path | None = None) -> tuple[str, ...]:
         """Where a `target` variant's compiles look for headers (its translated headers in `out_dir`
-        first); none for a device-only dialect."""
+        first, when they were written there; then the original's); none for a device-only dialect."""
         if not get_dialect(target).single_source:
             return ()
+        if out_dir is None:
+            return self.compile_dirs
         return (str(Path(out_dir).resolve()), *self.compile_dirs)
 
-    def variant(
-        self, tk: TranslatedKernel, inst: Instance, target: str, source: str, path: str = ""
-    ) -> Variant:
-        """The variant of `inst` that `target`'s translated kernel `tk` makes, compiling `source`."""
-        return Variant(
+    def translated_kernel(self, inst: Instance, target: str) -> TranslatedKernel | None:
+        """`target`'s translated kernel for `inst` (PorterError / ImportError when the translator
+        fails or is missing; None when its translation has no such kernel)."""
+        return translated_kernel(self.translation(target), inst)
+
+    def variant_for(
+        self,
+        inst: Instance,
+        target: str,
+        device: Device | None = None,
+        *,
+        out_dir: str | Path | None = None,
+        path: str = "",
+        unit: Literal["file", "alone"] = "file",
+    ) -> PlannedVariant | Refusal:
+        """The `target` variant of `inst` that `device` runs (None: one only compiled, for no device
+        in particular), with its compile options; or why there is none (:class:`Refusal`).
+
+        ``out_dir``: where the translation's headers were written (its compiles look there first);
+        ``path``: the file the variant is reported by; ``unit``: the device code it compiles -- the
+        translation's (``file``, without the kernels it could not take) or the kernel's own
+        (``alone``)."""
+        try:
+            tk = self.translated_kernel(inst, target)
+        except PorterError as err:
+            return Refusal("translator", str(err).removeprefix(f"{self.path}: "))
+        except ImportError as err:
+            return Refusal("translator", f"{target} translation failed: {err}")
+        if tk is None:
+            return Refusal("kernel", f"the {target} translation has no kernel {inst.name}")
+        if tk.untranslatable:
+            return Refusal("construct", "; ".join(tk.untranslatable))
+        needs = tuple(tk.requires)
+        build: tuple[str, ...] = ()
+        if device is not None:
+            lacks = lacking(target, device, needs)
+            if lacks:
+                return Refusal("device", needs_reason(target, inst.name, device, needs, lacks))
+            build = requirement_options(target, device, needs)
+        variant = Variant(
             kernel=inst.base,
             target=target,
-            source=source,
+            source=self.variant_source(target, unit, inst.base),
             entry=tk.entry,
             provenance="translate",
             path=path,
             arg_map=tk.arg_map or None,  # type: ignore[arg-type]  # None slots: extra arguments
             extra_args=tk.extra_args,
+            options=build,
         )
-
-    def kernels(
-        self, targets: Sequence[str], out_dir: str | Path, paths: Mapping[str, str] | None = None
-    ) -> list[PlannedKernel]:
-        """Every instance with its spec (or why none), its reference and each target's variant;
-        ``paths``: where each target's translation was written (``out_dir`` holds its headers)."""
-        ref_devices = reference_devices()
-        sources = {t: self.variant_source(t) for t in targets}
-        planned: list[PlannedKernel] = []
-        for inst in self.instances(targets):
-            spec, why = None, ""
-            try:
-                spec = self.spec(inst)
-            except PorterError as err:
-                why = str(err)
-            variants: dict[str, Variant] = {}
-            options: dict[str, CompileOptions] = {}
-            requires: dict[str, tuple[str, ...]] = {}
-            for t in targets:
-                tk = translated_kernel(self.translation(t), inst)
-                if tk is None or tk.untranslatable:
-                    continue  # the translation has no such kernel, or could not take it
-                requires[t] = tuple(tk.requires)
-                variants[t] = self.variant(tk, inst, t, sources[t], (paths or {}).get(t, ""))
-                options[t] = self.compile_options(self.variant_dirs(t, out_dir))
-            reference = self.reference(inst.base, targets, ref_devices)
-            planned.append(PlannedKernel(inst.name, spec, why, reference, variants, options, requires))
-        return planned
+        return PlannedVariant(variant, self.compile_options(self.variant_dirs(target, out_dir)))
 
 
 def make_plan(

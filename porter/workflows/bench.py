@@ -40,9 +40,10 @@ from porter.harness.spec import (
 )
 from porter.harness.validate import Reference
 from porter.model import KernelSpec, Variant
-from porter.plan import Plan, make_plan
+from porter.plan import Plan, Refusal, make_plan
 from porter.results import BenchReport, BenchResult, KernelBench, KernelCost, Roofline
 from porter.scan import cexpr
+from porter.scan.instances import Instance, instance_name
 
 PROBE_TIMEOUT_S = 60.0
 
@@ -88,52 +89,27 @@ def present_devices(backends: Sequence[str] | None = None) -> list[Device]:
     return [d for a in found if a.run for d in a.devices if not d.checks]
 
 
-def _variant_for(device: Device, original: Variant, plan: Plan, spec: KernelSpec) -> Variant | str:
-    """The variant that runs on `device`, or why there is none: the original where the device runs
-    the source dialect, else the plan's translation (one per dialect, shared by every kernel and
-    device) of the kernel, in its own device code."""
+def _variant_for(
+    device: Device, original: Variant, plan: Plan, spec: KernelSpec, options: CompileOptions
+) -> tuple[Variant, CompileOptions] | str:
+    """The variant that runs on `device` and how it is compiled, or why there is none: the original
+    (with `options`) where the device runs the source dialect, else the plan's translated variant
+    (:meth:`porter.plan.Plan.variant_for`) of the kernel, in its own device code."""
     backend = device.backend
     runs = tuple(get_backend(backend).runs)
     if SOURCE_DIALECT in runs:
-        return original
+        return original, options
     if not runs:
         return f"backend {backend} runs no dialect"
-    name = spec.kernel + (f"<{', '.join(spec.template_args)}>" if spec.template_args else "")
-    try:
-        dialect = get_dialect(runs[0])
-        tr = plan.translation(dialect.name)
-        if dialect.single_source:  # the translation keeps the host code: the kernel's device code only
-            from porter.scan.extract import device_code
-
-            source = device_code(tr.text, kernels=(spec.kernel,), macros=plan.macros)
-        else:
-            source = tr.text
-    except ImportError as err:
-        return f"no {backend} translator installed ({err})"
-    except PorterError as err:
-        return f"{backend} translation failed: {err}"
-    tk = next((k for k in tr.kernels if k.name in (name, spec.kernel)), None)
-    if tk is None:
-        return f"the {backend} translation has no kernel {name}"
-    if tk.untranslatable:
-        return f"untranslatable to {backend}: {'; '.join(tk.untranslatable)}"
-    build: tuple[str, ...] = ()
-    if tk.requires:  # what the translation needs of the device (OpenCL: sub-groups ...)
-        be = get_backend(backend)
-        if be.missing_requirements(device, tk.requires):
-            needs = be.describe_requirements(tk.requires)
-            return f"untranslatable on {device.label}: {tk.name} needs {needs}"
-        build = be.requirement_options(device, tk.requires)
-    return Variant(
-        kernel=spec.kernel,
-        target=backend,
-        source=source,
-        entry=tk.entry,
-        provenance="translate",
-        arg_map=tk.arg_map,  # type: ignore[arg-type]  # None marks an added argument
-        extra_args=tk.extra_args,
-        options=build,
-    )
+    inst = Instance(instance_name(spec.kernel, spec.template_args), spec.kernel, tuple(spec.template_args))
+    made = plan.variant_for(inst, runs[0], device, unit="alone")
+    if isinstance(made, Refusal):
+        if made.stage == "construct":
+            return f"untranslatable to {backend}: {made.reason}"
+        if made.stage == "device":
+            return f"untranslatable on {device.label}: {made.reason}"
+        return made.reason
+    return made.variant, made.compile
 
 
 # --------------------------------------------------------------------------- the workflow
@@ -238,12 +214,13 @@ def _bench_kernel(
     baselines: dict[str, BenchResult] = {}
     for device in devices:
         size = gpu_size if device.times else _bench_size(spec, device.size_class, overrides, gpu_elements)
-        variant = _variant_for(device, original, source_plan, spec)
-        if isinstance(variant, str):
-            results.append(_not_timed(name, device, size, variant))
+        found = _variant_for(device, original, source_plan, spec, options)
+        if isinstance(found, str):
+            results.append(_not_timed(name, device, size, found))
             continue
+        variant, compile_with = found
         dev_cost = cost if size == gpu_size else estimate(device_text, spec, size, scan, kernel=name)
-        dev_plan = replace(plan if device.times else CPU_PLAN, compile=options)
+        dev_plan = replace(plan if device.times else CPU_PLAN, compile=compile_with)
         base = baselines.get(device.name) if variant is not original else None
         result = benchmark(
             variant, spec, device, size, dev_plan, reference=reference, cost=dev_cost, baseline=base
@@ -320,15 +297,14 @@ def _bench_captured(
         cost = cost_at(rep.spec, largest[0].size) if largest else None
         results: list[BenchResult] = []
         for device in devices:
-            variant = _variant_for(device, original, source_plan, as_written)
-            if isinstance(variant, str):
-                results.append(
-                    _not_timed(instance, device, dict(largest[0].size) if largest else {}, variant)
-                )
+            found = _variant_for(device, original, source_plan, as_written, options)
+            if isinstance(found, str):
+                results.append(_not_timed(instance, device, dict(largest[0].size) if largest else {}, found))
                 continue
+            variant, compile_with = found
             if get_dialect(variant.target).single_source and "<" in instance and "<" not in variant.entry:
                 variant = replace(variant, entry=instance)  # OpenCL names its instances itself
-            dev_plan = replace(plan if device.times else CPU_PLAN, compile=options)
+            dev_plan = replace(plan if device.times else CPU_PLAN, compile=compile_with)
             results += replaying.timed(
                 variant, rep, device, dev_plan, original=original if variant is not original else None,
                 original_options=options, reference_devices=ref_devices, cost_at=cost_at,

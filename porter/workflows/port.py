@@ -73,7 +73,7 @@ from porter.model import (
     Verdict,
     to_jsonable,
 )
-from porter.plan import Plan, PlannedKernel, Units, make_plan
+from porter.plan import Plan, Refusal, Units, make_plan
 from porter.records import (
     Attempt,
     LoopResult,
@@ -697,7 +697,8 @@ def port_file(
     ``base_url`` / ``replay`` / ``record`` / ``provider``) hands what the rules leave to the LLM loop.
     A previous report.json in the output folder is resumed (see :mod:`porter.workflows.resume`):
     its rows that still hold for these inputs are kept, the rest is done again; ``fresh`` ignores it.
-    ``plan``: the plan of ``path`` when the caller has made it (:func:`plan_variants`).
+    ``plan``: the plan of ``path`` when the caller has made it (bench/h200_port.py: the variants it then
+    asks the plan for, :meth:`porter.plan.Plan.variant_for`, compile the translations written here).
     ``translate_options``: translator options per target (``{"hip": {"launch": "ggl"}}``)."""
     say = progress or (lambda _msg: None)
     options = options or ValidateOptions()
@@ -910,24 +911,17 @@ def port_file(
                 continue
             w = written[target]
             rel = str(w.path)
-            tk = planning.translated_kernel(w.translation, inst)
-            if tk is None:
-                recorder.add(
-                    result,
-                    VariantRow(
-                        target,
-                        rel,
-                        Status.FAILED.value,
-                        "",
-                        reason=f"the {target} translation has no kernel {inst.name}",
-                    ),
-                )
+            made = plan.variant_for(inst, target, out_dir=out, path=rel)
+            if isinstance(made, Refusal) and made.stage != "construct":
+                recorder.add(result, VariantRow(target, rel, Status.FAILED.value, "", reason=made.reason))
                 continue
-            if tk.untranslatable:
-                why = "; ".join(tk.untranslatable)
+            if isinstance(made, Refusal):  # a construct the rules cannot take
+                why = made.reason
                 if asker is not None and spec is not None and inst.base in kernels_by_name:
                     say(f"{inst.name}: {target}: untranslatable by rules; asking {model}")
                     opts = replace(options, compile=replace(options.compile, include_dirs=w.include_dirs))
+                    tk = plan.translated_kernel(inst, target)
+                    assert tk is not None
                     for row in ask(inst, target, tk, spec, run_devices[target], why, False, opts):
                         recorder.add(result, row)
                     continue
@@ -935,9 +929,11 @@ def port_file(
                     why += f"; not handed to {model}: {why_no_spec or 'no spec'}"
                 recorder.add(result, VariantRow(target, rel, Status.UNTRANSLATABLE.value, "", reason=why))
                 continue
+            variant = made.variant
             if translate_only:
                 recorder.add(
-                    result, VariantRow(target, rel, TRANSLATED, "", reason=f"entry {tk.entry}; not compiled")
+                    result,
+                    VariantRow(target, rel, TRANSLATED, "", reason=f"entry {variant.entry}; not compiled"),
                 )
                 continue
             if spec is None:
@@ -945,8 +941,7 @@ def port_file(
                     result, VariantRow(target, rel, Status.FAILED.value, "", reason=why_no_spec or "")
                 )
                 continue
-            variant = plan.variant(tk, inst, target, w.source, rel)
-            opts = replace(options, compile=replace(options.compile, include_dirs=w.include_dirs))
+            opts = replace(options, compile=replace(options.compile, include_dirs=made.compile.include_dirs))
             for arch in archs[target]:
                 if keep(result, target, [f"{target}:{arch}"]):
                     continue
@@ -959,43 +954,40 @@ def port_file(
                 if verdict is not None:
                     recorder.add(result, _row_from(verdict, target, rel, f"{target}:{arch}"))
             reference = reference_for(inst.base)
-            lacking: list[Device] = []
+            lacking: list[
+                tuple[Device, Refusal]
+            ] = []  # devices without what the variant needs, for the model
             for device in run_devices[target]:
-                lacks = planning.lacking(target, device, tk.requires)
-                if lacks and asker is not None and inst.base in kernels_by_name:
-                    lacking.append(device)
+                on_device = plan.variant_for(inst, target, device, out_dir=out, path=rel)
+                if isinstance(on_device, Refusal) and asker is not None and inst.base in kernels_by_name:
+                    lacking.append((device, on_device))
                     continue
-                if lacks:
-                    reason = planning.needs_reason(target, inst.name, device, tk.requires, lacks)
+                if isinstance(on_device, Refusal):
                     recorder.add(
                         result,
-                        VariantRow(target, rel, Status.UNTRANSLATABLE.value, device.label, reason=reason),
+                        VariantRow(
+                            target, rel, Status.UNTRANSLATABLE.value, device.label, reason=on_device.reason
+                        ),
                     )
                     continue
                 if keep(result, target, [device.label]):
                     continue
                 say(f"{inst.name}: validating {target} on {device.label}")
-                on_device = replace(
-                    variant, options=planning.requirement_options(target, device, tk.requires)
-                )
                 if target in units:
-                    verdicts = units[target].validate(on_device, spec, reference, device, opts)
+                    verdicts = units[target].validate(on_device.variant, spec, reference, device, opts)
                 else:
-                    verdicts = validate(on_device, spec, reference, [device], opts)
+                    verdicts = validate(on_device.variant, spec, reference, [device], opts)
                 for verdict in verdicts:
                     recorder.add(result, _row_from(verdict, target, rel))
             if lacking:
-                tails = [
-                    planning.needs_reason(
-                        target, inst.name, d, tk.requires, planning.lacking(target, d, tk.requires)
-                    ).split("; ", 1)
-                    for d in lacking
-                ]
+                tails = [r.reason.split("; ", 1) for _, r in lacking]
                 why = tails[0][0] + "; " + "; ".join(t[-1] for t in tails)
                 say(
                     f"{inst.name}: {target}: {len(lacking)} device(s) lack what the rules need; asking {model}"
                 )
-                for row in ask(inst, target, tk, spec, lacking, why, True, opts):
+                tk = plan.translated_kernel(inst, target)
+                assert tk is not None
+                for row in ask(inst, target, tk, spec, [d for d, _ in lacking], why, True, opts):
                     recorder.add(result, row)
             if not run_devices[target] and not archs[target] and not keep(result, target, [target]):
                 if target in units:
@@ -1018,24 +1010,3 @@ def port_file(
     report.complete = True
     recorder.save()
     return report
-
-
-# --------------------------------------------------------------------------- for benchmarks
-
-
-@reads_once
-def plan_variants(
-    path: str,
-    targets: Sequence[str] | None = None,  # None: every translation target
-    *,
-    include_dirs: Sequence[str] = (),
-    out_dir: str,
-) -> list[PlannedKernel]:
-    """Translate (writing to ``out_dir``) and return every kernel's variants without running them,
-    for benchmark scripts that time the original beside its ported variants.  The translations the
-    files were written from are the ones the variants compile: each dialect is translated once."""
-    plan = make_plan(path, "port", include_dirs)
-    report = port_file(
-        path, targets, include_dirs=include_dirs, out_dir=out_dir, translate_only=True, plan=plan
-    )
-    return plan.kernels(report.targets, out_dir, report.outputs)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -82,16 +82,8 @@ class PythonRun:
     hang: Hang | None = None
 
     def result(self, label: str) -> tuple[PythonCall, PythonResult] | None:
+        """The call of the instance labelled `label` and what the function did there (None: not run)."""
         return next(((c, r) for c, r in zip(self.calls, self.results, strict=True) if c.label == label), None)
-
-    def broken(self) -> tuple[str, PythonResult] | None:
-        """The first call the function failed at (label, result), or None."""
-        return next(((c.label, r) for c, r in zip(self.calls, self.results, strict=True) if not r.ok), None)
-
-    def compared(self, outputs: Mapping[str, tuple[str | None, ...]]) -> PythonRun:
-        """The same run with what each instance's spec arrays are compared with (by label)."""
-        calls = tuple(replace(c, outputs=tuple(outputs.get(c.label, c.outputs))) for c in self.calls)
-        return replace(self, calls=calls)
 
 
 def run_python(

@@ -176,7 +176,7 @@ def compared_with(lifted: Lifted, plan: hostexpr.Plan) -> tuple[str | None, ...]
 
 
 @dataclass(frozen=True)
-class Trial:
+class Prepared:
     """A lifted function at some argument sets, as the harness takes it: the variant (its kernels in one
     dialect, each set's launches), the spec, one given instance per set (labels kept: a label that
     starts with "hidden" is held back) and, by label, what each spec array is compared with."""
@@ -187,7 +187,7 @@ class Trial:
     outputs: dict[str, tuple[str | None, ...]]
 
 
-def prepare(lifted: Lifted, src: Source, sets: Sequence[tuple[str, Mapping[str, Any]]]) -> Trial:
+def prepare(lifted: Lifted, src: Source, sets: Sequence[tuple[str, Mapping[str, Any]]]) -> Prepared:
     """`lifted` in `src`'s dialect at each (label, arguments) of `sets`."""
     plans = [(label, hostexpr.plan(lifted, args, poison=True), inputs.sizes_of_args(lifted, args))
              for label, args in sets]  # fmt: skip
@@ -205,7 +205,7 @@ def prepare(lifted: Lifted, src: Source, sets: Sequence[tuple[str, Mapping[str, 
     provenance = next((k.pattern for k in lifted.kernels if k.pattern.startswith("llm:")), "lift")
     entry = lifted.kernels[0].name if lifted.kernels else lifted.function
     variant = SequenceVariant(lifted.function, src.target, src.text, entry, provenance, sequences=sequences)
-    return Trial(variant, spec, tuple(instances), outputs)
+    return Prepared(variant, spec, tuple(instances), outputs)
 
 
 def smallest(

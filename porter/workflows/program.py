@@ -254,8 +254,6 @@ class _Porter:
         self, target: str, f: ProgramFile, text: str, entry: str, result: FileTarget, dirs: tuple[str, ...]
     ) -> FileTarget:
         """Compile `f`'s `target` output (`text`) as device code, with `f`'s own -D (its build line's)."""
-        from porter.cache import headers_digest
-
         defines = self.program.defines_for(f.rel)
         source = text
         if get_dialect(target).single_source:
@@ -272,7 +270,7 @@ class _Porter:
                 target,
                 source,
                 entry,
-                headers_digest(source, dirs),
+                self.plan.tree_digest(target, f) if dirs else "",  # what it includes, from the plan
                 chains,
                 list(defines),
             )

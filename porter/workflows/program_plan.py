@@ -19,6 +19,8 @@ earlier stage knew.  Nothing here writes a file or runs a kernel.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -46,6 +48,7 @@ class PlannedVariant:
     variant: Variant
     options: CompileOptions
     requires: tuple[str, ...] = ()
+    headers: str = ""  # a digest of what it includes (:meth:`ProgramPlan.tree_digest`): in its keys
 
 
 class ProgramPlan:
@@ -66,6 +69,7 @@ class ProgramPlan:
         self._recalled: set[tuple[str, Path]] = set()
         self._homes: dict[str, str] = {}
         self._entries: dict[str, dict[str, tuple[str, str]]] = {}
+        self._reached: dict[Path, tuple[ProgramFile, ...]] = {}
 
     # ------------------------------------------------------------------ the files
 
@@ -133,6 +137,36 @@ class ProgramPlan:
 
     def file(self, rel: str | Path) -> ProgramFile | None:
         return self.program.by_path(self.program.root / rel)
+
+    def reached(self, f: ProgramFile) -> tuple[ProgramFile, ...]:
+        """The program's files `f` reaches through ``#include "..."`` (itself excluded), found once."""
+        from porter.includes import reachable
+
+        with self.lock:
+            if f.path not in self._reached:
+                found = reachable(
+                    [(str(f.path), None)],
+                    self.program.include_dirs,
+                    quoted_only=True,
+                    allow=self.program.may_read,
+                )
+                files = (self.program.by_path(Path(os.path.abspath(p))) for p, _ in found)
+                self._reached[f.path] = tuple(g for g in files if g is not None and g.path != f.path)
+            return self._reached[f.path]
+
+    def tree_digest(self, target: str | None, f: ProgramFile) -> str:
+        """A digest of what `f` includes as `target`'s tree holds it (None: the original tree): each
+        reached file's translation where the port translates it, else its own text -- from the plan,
+        so no output is read back to key a build or a replay."""
+        h = hashlib.sha256()
+        for g in self.reached(f):
+            text = self.text(g) or ""
+            if target is not None and get_dialect(target).single_source and self.uses_cuda(g):
+                tr = self.translation(target, g)
+                text = tr.text if isinstance(tr, Translation) else text  # a failed one was copied
+            data = encode_text(text)
+            h.update(str(g.rel).encode() + b"\0" + len(data).to_bytes(8, "big") + data)
+        return h.hexdigest()
 
     # ------------------------------------------------------------------ translations
 
@@ -303,7 +337,8 @@ class ProgramPlan:
             return f"cannot read {rel}"
         dirs = self.program.mirrored_dirs(self.program.root, f.path)  # the tree as it is: its own folders
         variant = Variant(name, "cuda", device_code(text), name, "original", str(f.path))
-        return PlannedVariant(variant, CompileOptions(include_dirs=dirs, defines=self.defines_for(home)))
+        options = CompileOptions(include_dirs=dirs, defines=self.defines_for(home))
+        return PlannedVariant(variant, options, headers=self.tree_digest(None, f))
 
     def variant(
         self, target: str, name: str, kernel: str, rel: str, out: Path, said: str = ""
@@ -336,7 +371,9 @@ class ProgramPlan:
                 include_dirs=self.program.mirrored_dirs(out / target, dest), defines=self.defines_for(home)
             )
             return PlannedVariant(
-                Variant(name, target, device_code(tr.text), entry, "translate", str(dest)), options
+                Variant(name, target, device_code(tr.text), entry, "translate", str(dest)),
+                options,
+                headers=self.tree_digest(target, f),
             )
         f = self.file(where)
         tr = self.translation(target, f) if f is not None else "not in the program"

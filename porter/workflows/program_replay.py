@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from porter import capture
-from porter.backends import SOURCE_DIALECT, CompileOptions, Device
+from porter.backends import SOURCE_DIALECT, Device
 from porter.errors import UsageError
 from porter.harness import replay as replaying
 from porter.harness.trial import ValidateOptions
 from porter.model import Status, Variant, Verdict
 from porter.results import KernelReplay, ProgramReport
-from porter.workflows.program_plan import ProgramPlan
+from porter.workflows.program_plan import PlannedVariant, ProgramPlan
 from porter.workflows.resume import Ledger, key_of, toolchain_of
 
 Progress = Callable[[str], None]
@@ -86,20 +86,18 @@ def variant_name(variant: Variant) -> str:
     return "original" if variant.provenance == "original" else variant.target
 
 
-def _key(
-    name: str, variant: Variant, copts: CompileOptions, devices: Sequence[Device], run_keys: Sequence[str]
-) -> str:
+def _key(name: str, planned: PlannedVariant, devices: Sequence[Device], run_keys: Sequence[str]) -> str:
     """Everything a replay verdict depends on: the captured runs (their keys), the variant's code and
-    build, its headers, the devices' toolchains and porter's own code; "" when a toolchain is unknown."""
-    from porter.cache import headers_digest
-
+    build, what it includes (the plan's digest), the devices' toolchains and porter's own code; "" when a
+    toolchain is unknown."""
+    variant, copts = planned.variant, planned.options
     chains = [toolchain_of(d.backend, d) for d in devices]
     if any(c is None for c in chains):
         return ""
     return key_of(
         "kernel-replay", name, list(run_keys), variant.target, variant.source, variant.entry,
         list(variant.arg_map or ()), list(variant.extra_args), list(copts.include_dirs), list(copts.defines),
-        headers_digest(variant.source, copts.include_dirs), [d.label for d in devices], chains,
+        planned.headers, [d.label for d in devices], chains,
     )  # fmt: skip
 
 
@@ -119,16 +117,20 @@ def _row_from(doc: Mapping[str, Any], key: str) -> KernelReplay:
 
 
 def _timed(
-    row: KernelReplay, variant: Variant, copts: CompileOptions, device: Device, rep: replaying.Replay,
-    original: tuple[Variant, CompileOptions],
-) -> KernelReplay:  # fmt: skip
+    row: KernelReplay,
+    planned: PlannedVariant,
+    device: Device,
+    rep: replaying.Replay,
+    original: PlannedVariant,
+) -> KernelReplay:
     """`row` with the variant's time at its largest captured launch on `device` (the original's on the
     same device beside it, and the model's floor); a failed timing says why in ``timed_at``."""
     from porter.harness.bench import CPU_PLAN, GPU_PLAN
     from porter.harness.cost import estimate
     from porter.plan import run_devices
 
-    source, options = original
+    variant, copts = planned.variant, planned.options
+    source, options = original.variant, original.options
 
     def cost_at(spec: Any, size: dict[str, int]) -> Any:  # the original's work: one floor for every port
         try:
@@ -140,7 +142,7 @@ def _timed(
     same = variant.source == source.source and variant.entry == source.entry
     found = replaying.timed(
         variant, rep, device, plan, original=None if same else source, original_options=options,
-        reference_devices=run_devices("cuda"), cost_at=cost_at, most=1,
+        reference_devices=run_devices(SOURCE_DIALECT), cost_at=cost_at, most=1,
     )  # fmt: skip
     if not found:
         return replace(row, timed_at="not timed: nothing to time")
@@ -195,16 +197,16 @@ def replay_program(
     ledger = ledger if ledger is not None else Ledger()
 
     def judged(
-        variant: Variant,
-        copts: CompileOptions,
+        planned: PlannedVariant,
         devices: Sequence[Device],
         replay_of: Callable[[], replaying.Replay],
         name: str,
-        original: tuple[Variant, CompileOptions],
+        original: PlannedVariant,
     ) -> list[KernelReplay]:
-        """The verdicts of `variant` on `devices`, reused from the previous report when its key matches
+        """The verdicts of `planned` on `devices`, reused from the previous report when its key matches
         (then the capture's arrays are not even read: `replay_of` builds the replay on first need)."""
-        key = _key(name, variant, copts, devices, run_keys)
+        variant, copts = planned.variant, planned.options
+        key = _key(name, planned, devices, run_keys)
         old = ledger.rows(key)
         if old:
             say(f"{name}: {variant_name(variant)} replayed earlier with the same inputs; kept")
@@ -226,7 +228,7 @@ def replay_program(
             device = by_label.get(row.device)
             if row.status == "validated" and device is not None and timed_on(device):
                 say(f"{name}: timing {variant_name(variant)} on {device.label} at a captured launch")
-                rows[i] = _timed(row, variant, copts, device, rep, original)
+                rows[i] = _timed(row, planned, device, rep, original)
         save()
         return rows
 
@@ -252,8 +254,7 @@ def replay_program(
         if isinstance(made, str):
             pk.replays.append(KernelReplay("original", "", "not-replayable", made, instance=name))
             continue
-        original = (made.variant, made.options)
-        rows = judged(made.variant, made.options, run_devices(SOURCE_DIALECT), replay_of, name, original)
+        rows = judged(made, run_devices(SOURCE_DIALECT), replay_of, name, made)
         pk.replays += rows
         if not any(r.status == "validated" for r in rows):
             first = rows[0] if rows else None
@@ -278,7 +279,7 @@ def replay_program(
                 for d in [*run_devices(target), *wavefront_devices(target)]
                 if not lacking(target, d, port.requires)
             ]
-            pk.replays += judged(port.variant, port.options, devices, replay_of, name, original)
+            pk.replays += judged(port, devices, replay_of, name, made)
     captured_on = {name: las[0].device for name, las in grouped.items() if las}
     for k in report.kernels:
         for row in k.replays:

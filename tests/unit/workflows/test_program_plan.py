@@ -81,6 +81,23 @@ def test_variants_come_from_the_plan_not_from_the_written_outputs(smooth: Path, 
     assert not out.exists()
 
 
+def test_what_a_unit_includes_is_digested_from_the_plan(smooth: Path) -> None:
+    """The keys of a unit's build and of its replays hold a digest of what it includes as each tree holds
+    it: the original's headers for the original, their translations for a HIP port."""
+    with snapshot():
+        plan = ProgramPlan(discover([str(smooth)]))
+        main = plan.file("src/main.cu")
+        assert main is not None
+        assert {str(g.rel) for g in plan.reached(main)} == {"include/util.h", "include/smooth_kernels.cuh"}
+        original, hip = plan.tree_digest(None, main), plan.tree_digest("hip", main)
+        assert original != hip  # the kernels' header is translated in the HIP tree
+    (smooth / "include" / "util.h").write_text("#pragma once\n/* edited */\n")
+    with snapshot():
+        edited = ProgramPlan(discover([str(smooth)]))
+        main = edited.file("src/main.cu")
+        assert main is not None and edited.tree_digest(None, main) != original
+
+
 def test_a_kernel_no_translation_holds_is_refused_with_what_the_translator_said(smooth: Path) -> None:
     with snapshot():
         plan = ProgramPlan(discover([str(smooth)]))
@@ -155,3 +172,6 @@ def test_a_program_port_with_run_reads_and_parses_each_user_file_once(smooth: Pa
         assert grammars.PARSES[key] == 1, f"{rel} parsed {grammars.PARSES[key]} times"
     twice = [k for k, n in grammars.PARSES.items() if n > 1]
     assert not twice, f"{len(twice)} texts parsed more than once"
+    # data flows forward: no stage read back what an earlier one wrote (ports, launch mappings, headers)
+    outputs = [p for p in READS if Path(p).is_relative_to((tmp_path / "out").resolve())]
+    assert not outputs, outputs

@@ -8,12 +8,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from porter.backends import CompileOptions
+from porter.backends import CompileOptions, Device
 
 from porter.model import Variant
 from porter.report import program_view
 from porter.workflows import program_replay
 from porter.workflows.program import Hooks, port_program
+from porter.workflows.program_plan import PlannedVariant
 from porter.workflows.program_run import ProgramRuns
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -21,25 +22,29 @@ SMOOTH = ROOT / "samples" / "programs" / "smooth"
 RUN = "./smooth data/values.txt 4"
 
 
-def _variant(source: str = "__global__ void k(float* x) { x[0] = N; }") -> Variant:
-    return Variant("k", "hip", source, "k", "translate", "/out/hip/k.cu")
+def _variant(
+    source: str = "__global__ void k(float* x) { x[0] = N; }",
+    defines: tuple[str, ...] = ("N=4",),
+    headers: str = "",
+) -> PlannedVariant:
+    variant = Variant("k", "hip", source, "k", "translate", "/out/hip/k.cu")
+    return PlannedVariant(variant, CompileOptions(defines=defines), headers=headers)
 
 
 def test_a_replay_key_changes_with_everything_the_verdict_depends_on() -> None:
-    devices: list = []  # type: ignore[type-arg]  # no device: no toolchain to name
-    base = program_replay._key("k", _variant(), CompileOptions(defines=("N=4",)), devices, ["run-1"])
-    assert base
-    same = program_replay._key("k", _variant(), CompileOptions(defines=("N=4",)), devices, ["run-1"])
-    assert same == base
+    devices: list[Device] = []  # no device: no toolchain to name
+    base = program_replay._key("k", _variant(), devices, ["run-1"])
+    assert base and program_replay._key("k", _variant(), devices, ["run-1"]) == base
     others = [
-        program_replay._key("k", _variant(), CompileOptions(defines=("N=8",)), devices, ["run-1"]),  # its -D
-        program_replay._key("k", _variant("__global__ void k(float* x) {}"), CompileOptions(), devices, []),
-        program_replay._key("k", _variant(), CompileOptions(defines=("N=4",)), devices, ["run-2"]),  # capture
-        program_replay._key("k<int>", _variant(), CompileOptions(defines=("N=4",)), devices, ["run-1"]),
+        program_replay._key("k", _variant(defines=("N=8",)), devices, ["run-1"]),  # the unit's -D
+        program_replay._key("k", _variant("__global__ void k(float* x) {}"), devices, ["run-1"]),  # the code
+        program_replay._key("k", _variant(headers="h2"), devices, ["run-1"]),  # what it includes
+        program_replay._key("k", _variant(), devices, ["run-2"]),  # the capture
+        program_replay._key("k<int>", _variant(), devices, ["run-1"]),  # the instance
         program_replay._key(
-            "k", replace(_variant(), extra_args=({"kind": "local"},)), CompileOptions(defines=("N=4",)),
+            "k", replace(_variant(), variant=replace(_variant().variant, extra_args=({"kind": "local"},))),
             devices, ["run-1"],
-        ),
+        ),  # the launch mapping
     ]  # fmt: skip
     assert base not in others and len(set(others)) == len(others)
 

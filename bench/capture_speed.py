@@ -53,12 +53,14 @@ def main() -> int:
     from porter.backends import CompileOptions, isolate, spares
 
     from porter import capture
+    from porter.defines import BuildFlags
     from porter.harness import replay
     from porter.harness.trial import ValidateOptions
     from porter.model import Variant
     from porter.plan import run_devices
     from porter.scan.extract import device_code
     from porter.workflows.capture import capture_program
+    from porter.workflows.program_run import ProgramRuns
 
     jobs: list[str] = []  # each child job's kind and seconds, to see where a replay's time goes
     real_run_job = isolate.run_job
@@ -87,7 +89,11 @@ def main() -> int:
         src = Path(tmp) / Path(args.program).name
         shutil.copytree(args.program, src)
         report = capture_program(
-            [str(src)], [args.run], out_dir=f"{tmp}/cap", include_dirs=args.include, toolchain=args.toolchain
+            [str(src)],
+            ProgramRuns((args.run,)),
+            flags=BuildFlags(tuple(args.include)),
+            out_dir=f"{tmp}/cap",
+            toolchain=args.toolchain,
         )
         if report.exit_code != 0:
             sys.exit(f"capture failed: {report}")

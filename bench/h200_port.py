@@ -26,11 +26,13 @@ from pathlib import Path
 
 from porter.backends import Device, get_backend
 
+from porter.defines import BuildFlags
 from porter.harness.bench import BenchPlan, benchmark
 from porter.harness.spec import scale_size
 from porter.plan import Plan, Refusal, make_plan, reference_devices
 from porter.results import BenchResult, PortReport
 from porter.scan.instances import Instance
+from porter.workflows.options import OutputOptions, RunOptions
 from porter.workflows.port import port_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -145,8 +147,8 @@ def main(argv: list[str]) -> int:
             try:  # port's translations, written (HIP's headers beside them): the variants compile them
                 plan = make_plan(str(path), "port", args.include)
                 report = port_file(
-                    str(path), ("hip", "opencl"), include_dirs=args.include, out_dir=out, translate_only=True,
-                    plan=plan,
+                    str(path), ("hip", "opencl"), run=RunOptions(BuildFlags(tuple(args.include))),
+                    output=OutputOptions(out), translate_only=True, plan=plan,
                 )  # fmt: skip
                 instances = plan.instances(report.targets)
             except Exception as err:  # noqa: BLE001 - one bad file must not lose the others' rows

@@ -67,6 +67,7 @@ def copy_bandwidth(n: int = 1 << 28, flush: bool = False) -> float:
 def main(argv: list[str]) -> int:
     from porter.report import tune_view
     from porter.workflows.optimize import run_devices
+    from porter.workflows.options import OutputOptions, RunOptions
     from porter.workflows.tune import tune_file
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -97,9 +98,9 @@ def main(argv: list[str]) -> int:
             continue
         t0 = time.perf_counter()
         try:
-            report = tune_file(str(ROOT / "samples" / "cuda" / file), kernel=kernel, devices=on,
-                               out_dir=str(out / kernel), markdown=tune_view.markdown,
-                               gpu_elements=args.elements or None)  # fmt: skip
+            report = tune_file(str(ROOT / "samples" / "cuda" / file), kernel=kernel,
+                               run=RunOptions(devices=tuple(on), gpu_elements=args.elements or None),
+                               output=OutputOptions(str(out / kernel), markdown=tune_view.markdown))  # fmt: skip
         except Exception as err:  # noqa: BLE001 - one kernel's failure is its row, the others still run
             print(f"| {kernel} | failed: {str(err).splitlines()[0][:200]} |||||||||", flush=True)
             continue

@@ -562,29 +562,38 @@ def _port_one(
     err: Any,
     defines: list[str] | None = None,
 ) -> None:
-    from porter.backends import CompileOptions
+    from porter.defines import BuildFlags
     from porter.harness.validate import ValidateOptions
     from porter.report import port_view
+    from porter.workflows.options import ModelOptions, OutputOptions, RunOptions
     from porter.workflows.port import port_file
 
+    asked = (
+        ModelOptions(
+            model,
+            base_url=base_url,
+            replay=str(replay) if replay is not None else None,
+            record=str(record) if record is not None else None,
+            candidates=candidates,
+            rounds=rounds,
+            request_timeout=request_timeout,
+            retries=retries,
+            max_dollars=max_dollars,
+        )
+        if model is not None
+        else None
+    )
     report = port_file(
         str(file),
         [to],
-        include_dirs=[str(p) for p in include or []],
-        out_dir=str(out) if out is not None else None,
-        translate_only=translate_only,
-        options=ValidateOptions(trials=trials, compile=CompileOptions(defines=tuple(defines or ()))),
+        run=RunOptions(
+            flags=BuildFlags(tuple(str(p) for p in include or ()), tuple(defines or ())),
+            validate=ValidateOptions(trials=trials),
+        ),
+        output=OutputOptions(out_dir=str(out) if out is not None else None, fresh=fresh),
+        model=asked,
         progress=lambda msg: err.print(f"porter: {msg}", style="dim"),
-        model=model,
-        base_url=base_url,
-        candidates=candidates,
-        rounds=rounds,
-        replay=str(replay) if replay is not None else None,
-        record=str(record) if record is not None else None,
-        max_dollars=max_dollars,
-        timeout=request_timeout,
-        max_retries=retries,
-        fresh=fresh,
+        translate_only=translate_only,
         translate_options=options,
     )
     show(report, port_view, json_out)
@@ -632,23 +641,24 @@ def capture(
     """Run a program and record every kernel launch: grid, block, arguments, each pointer's allocation
     before and after (docs/CAPTURE_FORMAT.md), on a GPU here (an instrumented nvcc build) or on
     porter's CPU runtime."""
+    from porter.defines import BuildFlags
     from porter.report import capture_view, plain_console
     from porter.workflows.capture import capture_program
+    from porter.workflows.program_run import ProgramRuns
 
     err = plain_console(stderr=True)
     report = capture_program(
         [str(p) for p in paths],
-        run,
+        ProgramRuns(
+            runs=tuple(run),
+            timeout=timeout or 0.0,  # 0: capture's default
+            capture_limits=(launches, mib),
+            max_output=max_output << 20,
+            data=tuple(str(d) for d in data or ()),
+        ),
+        flags=BuildFlags(tuple(str(p) for p in include or ()), tuple(define or ()), tuple(undefine or ())),
         out_dir=str(out) if out is not None else None,
-        include_dirs=[str(p) for p in include or []],
-        launches=launches,
-        mib=mib,
-        timeout=timeout,
         toolchain=toolchain,
-        max_output=max_output << 20,
-        data=[str(d) for d in data or []],
-        defines=define or [],
-        undefines=undefine or [],
         progress=(lambda msg: err.print(f"porter: {msg}", style="dim")) if sys.stderr.isatty() else None,
     )
     show(report, capture_view, json_out)
@@ -793,22 +803,29 @@ def generate(
     if kernel_ref is not None:
         if not description.strip():
             raise UsageError("generate needs a description of the operation")
+        from porter.workflows.options import ModelOptions, OutputOptions
+
+        folder = str(out) if out is not None else None
         if model is None:
             from porter.report import tune_view
             from porter.workflows.tune import tune_file
 
-            tuned = tune_file(kernel_ref[0], kernel=kernel_ref[1], markdown=tune_view.markdown,
-                              out_dir=str(out) if out is not None else None)  # fmt: skip
+            tuned = tune_file(
+                kernel_ref[0], kernel=kernel_ref[1], output=OutputOptions(folder, markdown=tune_view.markdown)
+            )
             show(tuned, tune_view, json_out)
         from porter.report import optimize_view
         from porter.workflows.optimize import optimize_file
 
+        asked = ModelOptions(
+            model, base_url=base_url, replay=str(replay) if replay is not None else None,
+            record=str(record) if record is not None else None, candidates=candidates, rounds=rounds,
+            request_timeout=request_timeout, retries=retries,
+        )  # fmt: skip
         optimized = optimize_file(
-            kernel_ref[0], model=model, kernel=kernel_ref[1], candidates=candidates, rounds=rounds,
-            out_dir=str(out) if out is not None else None, base_url=base_url,
-            replay=str(replay) if replay is not None else None, record=str(record) if record is not None else None,
-            progress=optimize_view.progress_printer(), markdown=optimize_view.markdown, timeout=request_timeout,
-            max_retries=retries, description=description, requirements=requirements,
+            kernel_ref[0], model=asked, kernel=kernel_ref[1],
+            output=OutputOptions(folder, markdown=optimize_view.markdown),
+            progress=optimize_view.progress_printer(), description=description, requirements=requirements,
         )  # fmt: skip
         show(optimized, optimize_view, json_out)
     report = run_generate(
@@ -907,8 +924,12 @@ def optimize(
 ) -> None:
     """Ask a model for faster versions of a CUDA kernel; validate and time every candidate against the
     original, and keep the best validated rewrite and the trade-offs (fastest, least memory, most precise)."""
+    from porter.defines import BuildFlags
     from porter.report import optimize_view
+    from porter.workflows.options import ModelOptions, OutputOptions, RunOptions
 
+    flags = BuildFlags(tuple(str(p) for p in include or ()), tuple(define or ()))
+    folder = str(out) if out is not None else None
     if model is None:  # the autotuner: no model, no key
         from porter.report import tune_view
         from porter.workflows.bench import parse_sizes
@@ -918,44 +939,37 @@ def optimize(
             str(file),
             kernel=kernel,
             capture_dir=str(capture) if capture is not None else None,
-            include_dirs=[str(p) for p in include or []],
-            out_dir=str(out) if out is not None else None,
-            sizes=parse_sizes(size or []),
-            markdown=tune_view.markdown,
-            defines=define or [],
+            run=RunOptions(flags=flags, sizes=parse_sizes(size or [])),
+            output=OutputOptions(folder, markdown=tune_view.markdown),
         )
         show(tuned, tune_view, json_out)
     from porter.workflows.optimize import optimize_file
 
     if capture is not None or size:
         raise UsageError("--capture and --size are for the autotuner (without --model)")
-    from porter.backends import CompileOptions
-    from porter.harness.validate import ValidateOptions
     from porter.report.tune_view import markdown as tune_markdown
 
-    report = optimize_file(
-        str(file),
-        model=model,
-        kernel=kernel,
-        candidates=candidates,
-        rounds=rounds,
-        out_dir=str(out) if out is not None else None,
+    asked = ModelOptions(
+        model,
         base_url=base_url,
         replay=str(replay) if replay is not None else None,
         record=str(record) if record is not None else None,
-        max_tokens_total=max_tokens_total,
+        candidates=candidates,
+        rounds=rounds,
+        request_timeout=request_timeout,
+        retries=retries,
         max_dollars=max_dollars,
+        max_tokens_total=max_tokens_total,
         max_seconds=max_seconds,
-        include_dirs=[str(p) for p in include or []],
+    )
+    report = optimize_file(
+        str(file),
+        model=asked,
+        kernel=kernel,
+        run=RunOptions(flags=flags),
+        output=OutputOptions(folder, fresh, markdown=optimize_view.markdown, chart=optimize_view.chart),
         progress=optimize_view.progress_printer(),
-        markdown=optimize_view.markdown,
-        timeout=request_timeout,
-        max_retries=retries,
-        fresh=fresh,
-        tune=tune,
-        tune_markdown=tune_markdown,
-        chart=optimize_view.chart,
-        options=ValidateOptions(compile=CompileOptions(defines=tuple(define))) if define else None,
+        tune=OutputOptions(markdown=tune_markdown) if tune else None,
     )
     show(report, optimize_view, json_out)
 

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from porter import capture
 from porter.backends.programs import ProgramToolchain
+from porter.defines import BuildFlags
 from porter.errors import UsageError
 from porter.program import Program, discover
 from porter.results import CapturedRun, CaptureReport, ProgramReport
-from porter.sandbox.jail import DEFAULT_MAX_OUTPUT
+from porter.workflows.program_run import ProgramRuns
 from porter.workflows.resume import Ledger, is_porter_output
 
 Progress = Callable[[str], None]
@@ -79,28 +81,22 @@ def _check_out(out: Path, root: Path) -> None:
 
 def capture_program(
     paths: Sequence[str],
-    runs: Sequence[str],
+    run: ProgramRuns,
     *,
+    flags: BuildFlags | None = None,
     out_dir: str | None = None,
-    include_dirs: Sequence[str] = (),
-    launches: int = capture.DEFAULT_LAUNCHES,
-    mib: int = capture.DEFAULT_MIB,
-    timeout: float | None = None,
     toolchain: str | None = None,
     progress: Progress | None = None,
-    max_output: int = DEFAULT_MAX_OUTPUT,
-    data: Sequence[str] = (),
-    defines: Sequence[str] = (),
-    undefines: Sequence[str] = (),
 ) -> CaptureReport:
-    """Build the program with a capturing toolchain and capture each of `runs`; see the module docstring.
-    ``max_output``: bytes a run (or the build) may print per stream; ``data``: folders the runs may read.
-    The build and the runs are jailed as ``port --run``'s are (:mod:`porter.sandbox.jail`).
-    ``defines``/``undefines``: the command line's ``-D``/``-U``, over a compilation database's."""
+    """Build the program with a capturing toolchain and capture each of ``run.runs``; see the module
+    docstring.  ``run``: besides the runs, the seconds each may take (``timeout``, 0: the default), the
+    launches kept per kernel and MiB per launch (``capture_limits``), the bytes a run (or the build) may
+    print per stream (``max_output``) and the folders the runs may read (``data``).  ``flags``: the
+    command line's ``-I`` and ``-D``/``-U`` (over a compilation database's).
+    The build and the runs are jailed as ``port --run``'s are (:mod:`porter.sandbox.jail`)."""
     from porter.sandbox import jail
     from porter.workflows.program_run import (
         DEFAULT_TIMEOUT_S,
-        ProgramRuns,
         _Runner,
         check_data,
         check_max_output,
@@ -109,16 +105,22 @@ def capture_program(
     )
 
     say = progress or (lambda _m: None)
-    if not runs:
+    flags = flags or BuildFlags()
+    if not run.runs:
         raise UsageError('capture needs a run of the program: --run "ARGS"')
-    if launches < 1 or mib < 1:
+    if min(run.capture_limits) < 1:
         raise UsageError("--launches and --mib must be at least 1")
-    folders = check_data(data)
-    check_max_output(max_output)
+    folders = check_data(run.data)
+    check_max_output(run.max_output)
     require_jail()
     skip = [out_dir] if out_dir is not None else []
     program = discover(
-        paths, include_dirs, skip=skip, defines=defines, undefines=undefines, is_output=is_porter_output
+        paths,
+        flags.include_dirs,
+        skip=skip,
+        defines=flags.defines,
+        undefines=flags.undefines,
+        is_output=is_porter_output,
     )
     language = program_language(program)
     if toolchain is not None:
@@ -142,10 +144,7 @@ def capture_program(
     work = out / "work"
     work.mkdir(parents=True, exist_ok=True)
     report = ProgramReport(root=str(program.root), out_dir=str(work), targets=())
-    options = ProgramRuns(
-        tuple(runs), timeout or DEFAULT_TIMEOUT_S, capture_limits=(launches, mib), max_output=max_output,
-        data=folders,
-    )  # fmt: skip
+    options = replace(run, timeout=run.timeout or DEFAULT_TIMEOUT_S, data=folders)
     runner = _Runner(program, work, report, options, Ledger(), say, [Path(p) for p in skip])
     runner.repeat = False  # one run each: what varies between runs is not compared here
     runner.language = language
@@ -177,13 +176,13 @@ def capture_program(
     if notes:
         result.build += f" ({'; '.join(notes)})"
     runner.run_all(built, mains)
-    for n, run in enumerate(report.runs, 1):
-        rec = run.original
+    for n, ran in enumerate(report.runs, 1):
+        rec = ran.original
         dest = out / f"run-{n}"
         if dest.exists():
             shutil.rmtree(dest)
         entry = CapturedRun(
-            run.args, "", None if rec is None else rec.exit, "failed" if rec is None else rec.status
+            ran.args, "", None if rec is None else rec.exit, "failed" if rec is None else rec.status
         )
         if rec is not None:
             entry.reason = rec.reason

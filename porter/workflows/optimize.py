@@ -28,7 +28,7 @@ import contextlib
 import json
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +40,8 @@ from porter.files import reads_once
 from porter.harness.bench import BenchPlan
 from porter.harness.evaluate import Evaluator, static_shared
 from porter.harness.validate import Reference, ValidateOptions, tolerance_for
-from porter.llm.base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, Provider
-from porter.llm.cache import ReplyCache, open_provider
 from porter.llm.hardware import hardware_fields
-from porter.llm.loop import Budget, Event, LoopOptions, Progress, run_loop
+from porter.llm.loop import Event, Progress, run_loop
 from porter.llm.prompting import PromptContext
 from porter.model import Kernel, KernelSpec, Role, Variant, to_jsonable
 from porter.plan import make_plan
@@ -61,6 +59,7 @@ from porter.results import (
     file_digest,
 )
 from porter.workflows import written
+from porter.workflows.options import ModelOptions, OutputOptions, RunOptions
 from porter.workflows.resume import (
     check_out_dir,
     code_fingerprint,
@@ -136,38 +135,16 @@ def _header(c: Contender, model: str, role: str, kernel: str) -> str:
 def optimize_file(
     path: str,
     *,
-    model: str,
+    model: ModelOptions,
     kernel: str | None = None,
-    candidates: int = 2,
-    rounds: int = 3,
-    out_dir: str | None = None,
-    base_url: str | None = None,
-    replay: str | None = None,
-    record: str | None = None,
-    max_tokens_total: int | None = None,
-    max_dollars: float | None = None,
-    max_seconds: float | None = None,
-    include_dirs: Sequence[str] = (),
-    provider: Provider | None = None,
-    reply_cache: ReplyCache | None = None,
-    devices: Sequence[Device] | None = None,
-    options: ValidateOptions | None = None,
-    plan: BenchPlan | None = None,
-    bench_size: dict[str, int] | None = None,
-    stream: bool = False,
-    timeout: float = DEFAULT_TIMEOUT,
-    max_retries: int = DEFAULT_RETRIES,
-    max_reply_tokens: int = 8000,
+    run: RunOptions | None = None,
+    output: OutputOptions[OptimizeReport] | None = None,
     progress: Progress | None = None,
     wrap_evaluator: Callable[[Callable[[Screened], Evaluation]], Callable[[Screened], Evaluation]]
     | None = None,
-    fresh: bool = False,
-    markdown: Callable[[OptimizeReport], str] | None = None,
     description: str = "",
     requirements: str = "",
-    tune: bool = False,
-    tune_markdown: Callable[[TuneReport], str] | None = None,
-    chart: Callable[[OptimizeReport, Path], str] | None = None,
+    tune: OutputOptions[TuneReport] | None = None,
 ) -> OptimizeReport:
     """Run the loop on one kernel of `path`; see the module docstring.
 
@@ -175,46 +152,45 @@ def optimize_file(
     (Ctrl-C, SIGTERM) or fails: what was validated is never lost.  A previous report in the output folder
     made for the same inputs (source, spec, model, options, devices and toolchains) is resumed: a
     candidate it validated is not run again (the reply cache brings the same candidates back), and one
-    this run does not meet again is kept.  ``fresh`` ignores the previous report.  ``markdown`` renders
-    ``report.md`` from the report (the CLI passes :func:`porter.report.optimize_view.markdown`); without
-    it no ``report.md`` is written.  ``description`` and ``requirements`` (``porter generate`` with a CUDA
-    reference) go into the prompt; a candidate computing in half or bfloat16 is refused unless the
-    requirements allow it, and then judged with that precision's tolerance.  ``tune``: afterwards, the
-    autotuner's search over launch geometries and compile options, with the model's fastest validated
-    rewrite joining the original in it (its report in ``<out>/tuned/`` and under ``tuned``)."""
-    if candidates < 1:
+    this run does not meet again is kept.  ``output``: the folder, ``fresh`` (ignore the previous report),
+    ``markdown`` (renders ``report.md`` from the report: the CLI passes
+    :func:`porter.report.optimize_view.markdown`; without it no ``report.md`` is written) and ``chart``
+    (``tradeoffs.png``).  ``run``: the include dirs, the build's -D, the devices (None: every one here
+    that runs CUDA), the validation options, the timing plan and the size timed at (``sizes``).
+    ``description`` and ``requirements`` (``porter generate`` with a CUDA reference) go into the prompt;
+    a candidate computing in half or bfloat16 is refused unless the requirements allow it, and then
+    judged with that precision's tolerance.  ``tune``: afterwards, the autotuner's search over launch
+    geometries and compile options, with the model's fastest validated rewrite joining the original in
+    it (its report in ``<out>/tuned/`` unless ``tune`` names a folder, rendered by its ``markdown``, and
+    under ``tuned``)."""
+    run = run or RunOptions()
+    output = output or OutputOptions()
+    include_dirs, out_dir, fresh = run.include_dirs, output.out_dir, output.fresh
+    plan, bench_size = run.bench, dict(run.sizes) if run.sizes is not None else None
+    if model.count(2) < 1:
         raise UsageError("--candidates must be at least 1")
-    if rounds < 1:
+    if model.rounds < 1:
         raise UsageError("--rounds must be at least 1")
     for d in include_dirs:
         if not Path(d).is_dir():
             raise UsageError("include directory not found (-I)", path=str(d))
     src_dir = str(Path(path).resolve().parent)
     dirs = (src_dir, *(str(Path(d).resolve()) for d in include_dirs))
-    source_plan = make_plan(path, "optimize", dirs, defines=options.compile.defines if options else ())
+    opts = run.validation()
+    source_plan = make_plan(path, "optimize", dirs, defines=opts.compile.defines)
     text, scan = source_plan.text, source_plan.scan
     k = pick_kernel(scan, kernel, path)
     out = Path(out_dir) if out_dir is not None else default_out_dir(path)
     check_out_dir(out, Path(path), "optimize")  # before any request is paid for
     earlier = load_report(out, "optimize")
     previous = None if fresh else earlier
-    if provider is None:
-        provider = open_provider(
-            model,
-            base_url=base_url,
-            replay=replay,
-            record=record,
-            timeout=timeout,
-            max_retries=max_retries,
-            cache=reply_cache,
-        )
+    provider = model.provider()
     spec = source_plan.spec(k.name, dirs)
-    run_on = list(devices) if devices is not None else run_devices()
+    run_on = list(run.devices) if run.devices is not None else run_devices()
     if not run_on:
         raise PorterError(
             "no device here can run CUDA kernels (no NVIDIA GPU, and the CPU emulator needs g++)"
         )
-    opts = options or ValidateOptions()
     if not opts.compile.include_dirs:
         opts = replace(opts, compile=replace(opts.compile, include_dirs=dirs))
     original = replace(source_plan.original(k.name, "file"), entry=k.qualified)
@@ -225,7 +201,7 @@ def optimize_file(
         devices=run_on,
         options=opts,
         template=Variant(
-            kernel=k.name, target=SOURCE_DIALECT, source="", entry=k.name, provenance=f"llm:{model}"
+            kernel=k.name, target=SOURCE_DIALECT, source="", entry=k.name, provenance=f"llm:{model.name}"
         ),
         scan=scan,
         plan=plan,
@@ -250,16 +226,9 @@ def optimize_file(
         description=description,
         requirements=requirements,
     )
-    loop_options = LoopOptions(
-        candidates=candidates,
-        budget=Budget(
-            rounds=rounds, max_tokens=max_tokens_total, max_dollars=max_dollars, max_seconds=max_seconds
-        ),
-        max_reply_tokens=max_reply_tokens,
-        stream=stream,
-    )
+    loop_options = model.loop(2)
     identity = _identity(
-        device_text, k.name, spec, model, opts, plan, bench_size, run_on, (description, requirements)
+        device_text, k.name, spec, model.name, opts, plan, bench_size, run_on, (description, requirements)
     )
     known, kept = _previous_validated(previous, identity, out)
     reusing = _Resumed(_Precision(evaluator, requirements), known)
@@ -269,17 +238,17 @@ def optimize_file(
     outputs = _Outputs(
         out=out,
         src=Path(path),
-        model=model,
-        kernel=k.name,
+        model=model.name,
         run_on=run_on,
         evaluator=evaluator,
-        identity=identity,
-        kept=kept,
-        resumer=reusing,
-        previous=previous if known else None,
-        earlier_outputs=(earlier or {}).get("outputs") or {},
-        markdown=markdown,
-        chart=chart,
+        earlier=_Earlier(
+            identity=identity,
+            kept=kept,
+            resumer=reusing,
+            previous=previous if known else None,
+            outputs=(earlier or {}).get("outputs") or {},
+        ),
+        views=output,
         scan_kernel=k,
     )
     outputs.save(LoopResult((), 0, "running", Totals()))
@@ -315,14 +284,15 @@ def optimize_file(
                 )
         raise
     report = outputs.save(result)
-    if tune:
+    if tune is not None:
         from porter.workflows.tune import tune_file
 
         best = report.best
         rewrites = {f"the model's fastest (candidate {best.candidate}, round {best.round})": best.code} if (
             best is not None and best.code) else {}  # fmt: skip
-        outputs.tuned = tune_file(path, kernel=k.name, include_dirs=include_dirs, out_dir=str(out / "tuned"),
-                                  devices=run_on, rewrites=rewrites, markdown=tune_markdown)  # fmt: skip
+        searched = RunOptions(flags=run.flags, devices=tuple(run_on))
+        tuned_output = replace(tune, out_dir=tune.out_dir or str(out / "tuned"))
+        outputs.tuned = tune_file(path, kernel=k.name, run=searched, output=tuned_output, rewrites=rewrites)
         outputs.configurations = _configurations(outputs.tuned, evaluator, best, outputs.static_memory)
         report = outputs.save(result)
     return report
@@ -519,6 +489,20 @@ class _Resumed:
             return set(self.hits)
 
 
+@dataclass(frozen=True)
+class _Earlier:
+    """What the runs before this one in the output folder leave it: ``identity``, the key of this run's
+    inputs; ``kept``, the candidates a previous run validated for the same inputs; ``resumer``, the
+    evaluator that takes their evaluations from its report; ``previous``, that report (when made for the
+    same inputs); ``outputs``, the files the previous report names by role, whatever its inputs."""
+
+    identity: str
+    kept: list[Attempt]
+    resumer: _Resumed
+    previous: dict[str, Any] | None
+    outputs: dict[str, Any]
+
+
 class _Outputs:
     """Everything optimize leaves in its folder -- attempts/, the selected rewrites, report.json and
     report.md --, rewritten (atomically) from the attempts so far each time :meth:`save` is called."""
@@ -529,19 +513,16 @@ class _Outputs:
         out: Path,
         src: Path,
         model: str,
-        kernel: str,
         run_on: Sequence[Device],
         evaluator: Evaluator,
-        identity: str,
-        kept: list[Attempt],
-        resumer: _Resumed,
-        previous: dict[str, Any] | None,
-        earlier_outputs: dict[str, Any],
-        markdown: Callable[[OptimizeReport], str] | None = None,
-        chart: Callable[[OptimizeReport, Path], str] | None = None,
+        earlier: _Earlier,
+        views: OutputOptions[OptimizeReport],
         scan_kernel: Kernel,
     ):
-        self.out, self.src, self.model, self.kernel = out, src, model, kernel
+        self.out, self.src, self.model, self.kernel = out, src, model, scan_kernel.name
+        identity, kept, resumer = earlier.identity, earlier.kept, earlier.resumer
+        previous, earlier_outputs = earlier.previous, earlier.outputs
+        markdown, chart = views.markdown, views.chart
         spec = evaluator.spec
         # the original kernel's static shared memory: its memory where no device reports occupancy
         self.static_memory = static_shared(scan_kernel, dict(spec.sizes[0]) if spec.sizes else {})

@@ -45,7 +45,6 @@ from typing import Any
 
 from porter import plan as planning
 from porter.backends import (
-    CompileOptions,
     Device,
     get_dialect,
     translation_targets,
@@ -55,19 +54,15 @@ from porter.errors import PorterError, UsageError
 from porter.files import reads_once
 from porter.harness.evaluate import Evaluator
 from porter.harness.validate import Reference, ValidateOptions, compile_only, tolerance_for, validate
-from porter.llm.base import DEFAULT_RETRIES, DEFAULT_TIMEOUT, Provider
-from porter.llm.cache import ReplyCache
+from porter.llm.base import Provider
 from porter.llm.loop import Budget, Event, LoopOptions, run_loop
 from porter.llm.prompting import PromptContext
 from porter.model import (
     Diagnostic,
-    FileScan,
-    Kernel,
     KernelSpec,
     Role,
     Severity,
     Status,
-    TranslatedKernel,
     Translation,
     Variant,
     Verdict,
@@ -85,6 +80,7 @@ from porter.redact import redact
 from porter.results import KernelResult, PortReport, VariantRow, file_digest
 from porter.scan.instances import Instance
 from porter.scan.macros import MacroTable
+from porter.workflows.options import ModelOptions, OutputOptions, RunOptions
 from porter.workflows.resume import (
     check_out_dir,
     code_fingerprint,
@@ -238,41 +234,44 @@ class _ModelPort:
     """What every conversation of one `porter port --model` run shares."""
 
     provider: Provider
-    model: str
-    candidates: int
-    rounds: int
-    max_dollars: float | None
-    max_reply_tokens: int
+    options: ModelOptions
+    plan: Plan  # the file: its text, scan, macros and translations
     bench: bool
     out: Path
-    stem: str
     inputs: set[Path]
     report: PortReport
     say: Progress
-    macros: MacroTable  # the qualifier macros of the file and its headers
+
+    @property
+    def model(self) -> str:
+        return self.options.name
+
+    @property
+    def stem(self) -> str:
+        return Path(self.plan.path).stem
 
     def port(
         self,
         *,
         inst: Instance,
-        kernel: Kernel,
         target: str,
-        tk: TranslatedKernel,
-        translated: str,
         spec: KernelSpec,
         devices: Sequence[Device],
         reference: Reference,
         options: ValidateOptions,
         why: str,
         lacking: bool,
-        original_text: str,
-        scan: FileScan,
-        include_dirs: Sequence[str],
     ) -> list[VariantRow]:
         """Run the loop for one kernel and target on `devices`; one row per device."""
         from porter.llm.hardware import hardware_fields
         from porter.scan.extract import device_code
 
+        plan, scan, original_text = self.plan, self.plan.scan, self.plan.text
+        kernel = {k.name: k for k in scan.kernels}[inst.base]
+        tk = plan.translated_kernel(inst, target)
+        assert tk is not None  # the caller met it: untranslatable, or lacking on these devices
+        translated = plan.translation(target).text
+        max_dollars = self.options.max_dollars
         target_dialect = get_dialect(target)
         suffix = target_dialect.suffix
         provenance = f"llm:{self.model}"
@@ -281,8 +280,8 @@ class _ModelPort:
             return [
                 VariantRow(target, "", Status.UNTRANSLATABLE.value, "", reason=why, provenance=provenance)
             ]
-        if self.max_dollars is not None and self.report.usage.notional_usd >= self.max_dollars:
-            spent = f"dollar budget spent (${self.report.usage.notional_usd:.4f} of ${self.max_dollars:.4f})"
+        if max_dollars is not None and self.report.usage.notional_usd >= max_dollars:
+            spent = f"dollar budget spent (${self.report.usage.notional_usd:.4f} of ${max_dollars:.4f})"
             return [
                 VariantRow(target, "", Status.FAILED.value, d.label, reason=f"{why}; not asked: {spent}")
                 for d in devices
@@ -293,7 +292,7 @@ class _ModelPort:
         ctx = PromptContext(
             kernel=kernel,
             path=Path(self.report.source).name,
-            source=squeeze(device_code(original_text, macros=self.macros)),
+            source=squeeze(device_code(original_text, macros=plan.macros)),
             dialect=target,
             task="translate",
             hardware=hardware_fields(devices[0], None, dict(spec.sizes[0]) if spec.sizes else {}),
@@ -325,7 +324,7 @@ class _ModelPort:
             scan=scan,
             bench=self.bench,
         )
-        remaining = None if self.max_dollars is None else self.max_dollars - self.report.usage.notional_usd
+        remaining = None if max_dollars is None else max_dollars - self.report.usage.notional_usd
 
         def progress(event: Event) -> None:
             if event.kind == "round":
@@ -340,9 +339,9 @@ class _ModelPort:
             ctx,
             evaluator,
             LoopOptions(
-                candidates=self.candidates,
-                budget=Budget(rounds=self.rounds, max_dollars=remaining),
-                max_reply_tokens=self.max_reply_tokens,
+                candidates=self.options.count(1),
+                budget=Budget(rounds=self.options.rounds, max_dollars=remaining),
+                max_reply_tokens=self.options.max_reply_tokens,
                 stop_when_validated=True,
             ),
             progress=progress,
@@ -492,21 +491,23 @@ class _Inputs:
 
 
 def _run_inputs(
+    plan: Plan,
     *,
-    instances: Sequence[Instance],
     targets: Sequence[str],
     written: Mapping[str, _Written],
     specs: Mapping[str, tuple[KernelSpec | None, str | None]],
-    source: str,
     options: ValidateOptions,
-    ref_options: CompileOptions,
     ref_devices: Sequence[Device],
-    reference_source: Callable[[str], str],
     run_devices: Mapping[str, Sequence[Device]],
     archs: Mapping[str, Sequence[str]],
     settings_key: object,
 ) -> _Inputs:
+    """The keys of this run's rows: `plan`'s source, its instances of `targets` and the unit each
+    is validated against (:meth:`porter.plan.Plan.original_unit`), with everything else given."""
     from porter.cache import headers_digest
+
+    instances, source = plan.instances(targets), plan.text
+    ref_options = plan.compile_options(plan.compile_dirs)
 
     chains: dict[tuple[str, str], str | None] = {}
     labels: set[tuple[str, str]] = set()
@@ -535,7 +536,7 @@ def _run_inputs(
     unit = {t: sha(w.source, headers_digest(w.source, w.include_dirs)) for t, w in written.items()}
     for inst in instances:
         spec, why = specs[inst.name]
-        reference = reference_source(inst.base) if spec is not None else ""
+        reference = plan.original_unit(inst.base, targets) if spec is not None else ""
         for t in targets:
             w = written[t]
             tk = planning.translated_kernel(w.translation, inst)
@@ -671,66 +672,48 @@ def port_file(
     path: str,
     targets: Sequence[str] | None = None,  # None: every translation target
     *,
-    include_dirs: Sequence[str] = (),
-    out_dir: str | None = None,
-    translate_only: bool = False,
-    options: ValidateOptions | None = None,
+    run: RunOptions | None = None,
+    output: OutputOptions[PortReport] | None = None,
+    model: ModelOptions | None = None,
     progress: Progress | None = None,
-    model: str | None = None,
-    base_url: str | None = None,
-    candidates: int = 1,
-    rounds: int = 3,
-    replay: str | None = None,
-    record: str | None = None,
-    max_dollars: float | None = None,
-    provider: Provider | None = None,
-    reply_cache: ReplyCache | None = None,
-    max_reply_tokens: int = 8000,
+    translate_only: bool = False,
     bench: bool = True,
-    timeout: float = DEFAULT_TIMEOUT,
-    max_retries: int = DEFAULT_RETRIES,
-    fresh: bool = False,
     plan: Plan | None = None,
     translate_options: Mapping[str, Mapping[str, str]] | None = None,
 ) -> PortReport:
-    """Port every kernel of ``path`` to each target; see the module docstring.  ``model`` (with
-    ``base_url`` / ``replay`` / ``record`` / ``provider``) hands what the rules leave to the LLM loop.
+    """Port every kernel of ``path`` to each target; see the module docstring.  ``run``: the include
+    dirs, the build's -D and the validation options (its devices are every one here); ``output``: the
+    output folder and ``fresh``.  ``model`` hands what the rules leave to the LLM loop; ``bench``: its
+    validated translations are then timed.
     A previous report.json in the output folder is resumed (see :mod:`porter.workflows.resume`):
     its rows that still hold for these inputs are kept, the rest is done again; ``fresh`` ignores it.
     ``plan``: the plan of ``path`` when the caller has made it (bench/h200_port.py: the variants it then
     asks the plan for, :meth:`porter.plan.Plan.variant_for`, compile the translations written here).
     ``translate_options``: translator options per target (``{"hip": {"launch": "ggl"}}``)."""
     say = progress or (lambda _msg: None)
-    options = options or ValidateOptions()
+    run = run or RunOptions()
+    output = output or OutputOptions()
+    options, include_dirs = run.validation(), run.include_dirs
+    out_dir, fresh = output.out_dir, output.fresh
+    model_name = model.name if model is not None else None
     targets = parse_targets(list(known_targets() if targets is None else targets))
     if model is not None:
         if translate_only:
             raise UsageError("--model validates the model's translations; it cannot go with --translate-only")
-        if candidates < 1:
+        if model.count(1) < 1:
             raise UsageError("--candidates must be at least 1")
-        if rounds < 1:
+        if model.rounds < 1:
             raise UsageError("--rounds must be at least 1")
     for d in include_dirs:
         if not Path(d).is_dir():
             raise UsageError("include directory not found (-I)", path=str(d))
     plan = plan or make_plan(path, "port", include_dirs, translate_options, defines=options.compile.defines)
-    macros, source, scan = plan.macros, plan.text, plan.scan
+    macros, scan = plan.macros, plan.scan
     src_path = Path(path)
     out = Path(out_dir) if out_dir is not None else default_out_dir(src_path)
     check_out_dir(out, src_path, "port")  # before any work: a usable folder, never one of the user's
     previous = None if fresh else load_report(out, "port")
-    if model is not None and provider is None:
-        from porter.llm.cache import open_provider
-
-        provider = open_provider(
-            model,
-            base_url=base_url,
-            replay=replay,
-            record=record,
-            timeout=timeout,
-            max_retries=max_retries,
-            cache=reply_cache,
-        )
+    provider = model.provider() if model is not None else None
 
     translations: dict[str, Translation] = {}
     headers: dict[str, dict[Path, Translation]] = {}
@@ -751,7 +734,7 @@ def port_file(
     inputs = {src_path.resolve(), *(Path(h).resolve() for h in plan.unit.headers)}
     inputs |= {h.resolve() for hs in headers.values() for h in hs}
     report = PortReport(
-        source=path, out_dir=str(out), targets=all_targets, translate_only=translate_only, model=model
+        source=path, out_dir=str(out), targets=all_targets, translate_only=translate_only, model=model_name
     )
     report.diagnostics.extend(
         Diagnostic(path, 1, f"{t} translator", why, Severity.ERROR) for t, why in failed.items()
@@ -803,22 +786,16 @@ def port_file(
         written[t] = replace(w, source=plan.variant_source(t))
         # each kernel alone, for when a construct of one stops the compiler for all
         units[t] = _SharedUnit(w.source, [i.base for i in instances if i.base not in drop], macros)
-    ref_options = plan.compile_options(plan.compile_dirs)
     asker = (
         _ModelPort(
             provider=provider,
-            model=model,
-            candidates=candidates,
-            rounds=rounds,
-            max_dollars=max_dollars,
-            max_reply_tokens=max_reply_tokens,
+            options=model,
+            plan=plan,
             bench=bench,
             out=out,
-            stem=src_path.stem,
             inputs=inputs,
             report=report,
             say=say,
-            macros=macros,
         )
         if model is not None and provider is not None
         else None
@@ -832,7 +809,6 @@ def port_file(
     def ask(
         inst: Instance,
         target: str,
-        tk: TranslatedKernel,
         spec: KernelSpec,
         devices: Sequence[Device],
         why: str,
@@ -840,9 +816,9 @@ def port_file(
         opts: ValidateOptions,
     ) -> list[VariantRow]:
         assert asker is not None
-        kept = recorder.kept(inst.name, target, [d.label for d in devices], f"llm:{model}")
+        kept = recorder.kept(inst.name, target, [d.label for d in devices], f"llm:{model_name}")
         if kept:  # the model's translation validated earlier on every one of them, for these inputs
-            say(f"{inst.name}: {target}: {model}'s translation validated earlier, same inputs; kept")
+            say(f"{inst.name}: {target}: {model_name}'s translation validated earlier, same inputs; kept")
             report.llm.extend(
                 {**e, "resumed": True}
                 for e in previous_llm
@@ -851,19 +827,13 @@ def port_file(
             return kept
         return asker.port(
             inst=inst,
-            kernel=kernels_by_name[inst.base],
             target=target,
-            tk=tk,
-            translated=written[target].translation.text,
             spec=spec,
             devices=devices,
             reference=reference_for(inst.base),
             options=opts,
             why=why,
             lacking=lacking,
-            original_text=source,
-            scan=scan,
-            include_dirs=include_dirs,
         )
 
     def keep(result: KernelResult, target: str, labels: Sequence[str]) -> bool:
@@ -880,15 +850,12 @@ def port_file(
         None
         if translate_only
         else _run_inputs(
-            instances=instances,
+            plan,
             targets=targets,
             written=written,
             specs=specs,
-            source=source,
             options=options,
-            ref_options=ref_options,
             ref_devices=ref_devices,
-            reference_source=lambda base: plan.original_unit(base, targets),
             run_devices=run_devices,
             archs=archs,
             settings_key={"bench": bench},
@@ -918,15 +885,13 @@ def port_file(
             if isinstance(made, Refusal):  # a construct the rules cannot take
                 why = made.reason
                 if asker is not None and spec is not None and inst.base in kernels_by_name:
-                    say(f"{inst.name}: {target}: untranslatable by rules; asking {model}")
+                    say(f"{inst.name}: {target}: untranslatable by rules; asking {model_name}")
                     opts = replace(options, compile=replace(options.compile, include_dirs=w.include_dirs))
-                    tk = plan.translated_kernel(inst, target)
-                    assert tk is not None
-                    for row in ask(inst, target, tk, spec, run_devices[target], why, False, opts):
+                    for row in ask(inst, target, spec, run_devices[target], why, False, opts):
                         recorder.add(result, row)
                     continue
                 if asker is not None:
-                    why += f"; not handed to {model}: {why_no_spec or 'no spec'}"
+                    why += f"; not handed to {model_name}: {why_no_spec or 'no spec'}"
                 recorder.add(result, VariantRow(target, rel, Status.UNTRANSLATABLE.value, "", reason=why))
                 continue
             variant = made.variant
@@ -983,11 +948,9 @@ def port_file(
                 tails = [r.reason.split("; ", 1) for _, r in lacking]
                 why = tails[0][0] + "; " + "; ".join(t[-1] for t in tails)
                 say(
-                    f"{inst.name}: {target}: {len(lacking)} device(s) lack what the rules need; asking {model}"
+                    f"{inst.name}: {target}: {len(lacking)} device(s) lack what the rules need; asking {model_name}"
                 )
-                tk = plan.translated_kernel(inst, target)
-                assert tk is not None
-                for row in ask(inst, target, tk, spec, [d for d, _ in lacking], why, True, opts):
+                for row in ask(inst, target, spec, [d for d, _ in lacking], why, True, opts):
                     recorder.add(result, row)
             if not run_devices[target] and not archs[target] and not keep(result, target, [target]):
                 if target in units:

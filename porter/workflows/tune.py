@@ -31,6 +31,7 @@ from porter.harness.trial import Instance, ValidateOptions
 from porter.model import KernelSpec, Variant
 from porter.plan import make_plan
 from porter.results import TunedConfig, TuneReport
+from porter.workflows.options import OutputOptions, RunOptions
 from porter.workflows.resume import REPORT_NAME, write_atomic
 
 
@@ -125,18 +126,19 @@ def tune_file(
     *,
     kernel: str | None = None,
     capture_dir: str | None = None,
-    include_dirs: Sequence[str] = (),
-    out_dir: str | None = None,
-    seed: int = 20241202,
-    sizes: Mapping[str, int] | None = None,
-    gpu_elements: int | None = None,
+    run: RunOptions | None = None,
+    output: OutputOptions[TuneReport] | None = None,
     rewrites: Mapping[str, str] | None = None,
     timer: T.Timer | None = None,
-    devices: Sequence[Device] | None = None,
     progress: Callable[[str], None] | None = None,
-    markdown: Callable[[TuneReport], str] | None = None,
-    defines: Sequence[str] = (),  # the build's -D NAME[=VALUE]: in every compile and in size inference
 ) -> TuneReport:
+    """The autotuner on one kernel of `path` (see the module docstring).  ``run``: the include dirs, the
+    build's -D (in every compile and in size inference), the devices (None: every one here that runs
+    CUDA), the seed of the inputs drawn, the size symbols timed at (``sizes``, ``--size``) and
+    ``gpu_elements``; ``output``: the folder
+    (default ``<file>.tuned/`` beside it) and ``markdown`` (renders ``report.md``).  ``rewrites``: a
+    model's validated rewrites (label -> code) that join the search; ``timer``: times a configuration
+    instead of the benchmark (tests)."""
     from porter.harness.bench import benchmark, plan_for
     from porter.harness.cost import estimate
     from porter.harness.spec import split_instance
@@ -145,10 +147,13 @@ def tune_file(
     from porter.workflows.source import pick_kernel
 
     say = progress or (lambda _m: None)
-    dirs = (str(Path(path).resolve().parent), *(str(Path(d).resolve()) for d in include_dirs))
-    source_plan = make_plan(path, "optimize", dirs, defines=defines)
+    run = run or RunOptions()
+    output = output or OutputOptions()
+    sizes, gpu_elements, out_dir, markdown = run.sizes, run.gpu_elements, output.out_dir, output.markdown
+    dirs = (str(Path(path).resolve().parent), *(str(Path(d).resolve()) for d in run.include_dirs))
+    source_plan = make_plan(path, "optimize", dirs, defines=run.defines)
     k = pick_kernel(source_plan.scan, kernel, path)
-    run_on = list(devices) if devices is not None else list(reference_devices())
+    run_on = list(run.devices) if run.devices is not None else list(reference_devices())
     if not run_on:
         raise UsageError(
             "no device here can run CUDA kernels (no NVIDIA GPU, and the CPU emulator needs g++)"
@@ -173,7 +178,7 @@ def tune_file(
         spec, instances, expected = rep.spec, list(rep.instances), dict(rep.recorded)
     else:
         spec = source_plan.spec(k.name, dirs)
-        instances = _instances(spec, seed)
+        instances = _instances(spec, run.seed)
         try:
             expected = _expected(original, spec, instances, run_on, options)
         except UsageError:  # the file's other device code does not build or run (a removed API): alone

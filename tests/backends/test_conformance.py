@@ -220,10 +220,11 @@ def test_runners_put_the_dialects_own_backend_first() -> None:
 
 @pytest.mark.integration
 def test_port_translates_to_a_target_registered_from_tests(tmp_path: Path) -> None:
+    from porter.workflows.options import OutputOptions
     from porter.workflows.port import parse_targets, port_file
 
     assert parse_targets("toy,hip") == ("toy", "hip")
-    report = port_file(str(SAMPLE), ["toy"], out_dir=str(tmp_path), translate_only=True)
+    report = port_file(str(SAMPLE), ["toy"], output=OutputOptions(str(tmp_path)), translate_only=True)
     written = tmp_path / "vector_add.toy"
     assert report.outputs == {"toy": str(written)}
     assert written.read_text() == toy.BANNER.format(name=SAMPLE.name) + SAMPLE.read_text()

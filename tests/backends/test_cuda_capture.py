@@ -19,6 +19,7 @@ from porter.backends.programs import ProgramSource
 
 from porter import capture
 from porter.errors import UsageError
+from porter.workflows.program_run import ProgramRuns
 
 ROOT = Path(__file__).resolve().parents[2]
 TOUR = ROOT / "tests" / "fixtures" / "programs" / "capture_tour"
@@ -67,7 +68,7 @@ def test_capture_names_the_toolchains_it_can_use(tmp_path: Path) -> None:
     assert {"nvcc", "cpu-runtime"} <= set(capturing_toolchains())
     shutil.copytree(TOUR, tmp_path / "tour")
     with pytest.raises(UsageError, match="not a capturing toolchain"):
-        capture_program([str(tmp_path / "tour")], ["./main"], toolchain="hipcc")
+        capture_program([str(tmp_path / "tour")], ProgramRuns(("./main",)), toolchain="hipcc")
 
 
 # --------------------------------------------------------------------------- on an NVIDIA GPU
@@ -83,10 +84,17 @@ def test_a_native_gpu_capture_agrees_with_the_cpu_runtimes_capture_of_the_same_r
 
     _nvcc_chain()
     shutil.copytree(TOUR, tmp_path / "tour")
-    gpu = capture_program([str(tmp_path / "tour")], ["./main"], out_dir=str(tmp_path / "gpu"), mib=2)
+    gpu = capture_program(
+        [str(tmp_path / "tour")],
+        ProgramRuns(("./main",), capture_limits=(capture.DEFAULT_LAUNCHES, 2)),
+        out_dir=str(tmp_path / "gpu"),
+    )
     assert gpu.exit_code == 0 and gpu.device.startswith("cuda:"), gpu
     cpu = capture_program(
-        [str(tmp_path / "tour")], ["./main"], out_dir=str(tmp_path / "cpu"), mib=2, toolchain="cpu-runtime"
+        [str(tmp_path / "tour")],
+        ProgramRuns(("./main",), capture_limits=(capture.DEFAULT_LAUNCHES, 2)),
+        out_dir=str(tmp_path / "cpu"),
+        toolchain="cpu-runtime",
     )
     assert cpu.exit_code == 0, cpu
     on_gpu, on_cpu = _by_launch(tmp_path / "gpu" / "run-1"), _by_launch(tmp_path / "cpu" / "run-1")
@@ -149,7 +157,11 @@ def test_replays_from_a_native_capture_pass_one_buffer_twice_and_a_struct_by_val
 
     _nvcc_chain()
     shutil.copytree(TOUR, tmp_path / "tour")
-    got = capture_program([str(tmp_path / "tour")], ["./main"], out_dir=str(tmp_path / "gpu"), mib=2)
+    got = capture_program(
+        [str(tmp_path / "tour")],
+        ProgramRuns(("./main",), capture_limits=(capture.DEFAULT_LAUNCHES, 2)),
+        out_dir=str(tmp_path / "gpu"),
+    )
     assert got.exit_code == 0 and got.device.startswith("cuda:"), got
     launches = capture.by_kernel(capture.load(tmp_path / "gpu").launches)
     source = (TOUR / "main.cu").read_text()

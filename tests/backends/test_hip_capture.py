@@ -15,6 +15,7 @@ from porter.backends.programs import ProgramSource, toolchains_for
 
 from porter import capture
 from porter.workflows.capture import capture_program, capturing_toolchains
+from porter.workflows.program_run import ProgramRuns
 
 ROOT = Path(__file__).resolve().parents[2]
 TOUR = ROOT / "tests" / "fixtures" / "programs" / "capture_tour"
@@ -48,11 +49,17 @@ def test_a_hip_program_is_captured_on_the_cpu_runtime_as_its_cuda_original_is(
 ) -> None:
     assert {"cpu-runtime", "hip-on-cuda", "hipcc"} <= set(capturing_toolchains("hip"))
     got = capture_program(
-        [str(hip_tree)], ["./main"], out_dir=str(tmp_path / "hip"), mib=2, toolchain="cpu-runtime"
+        [str(hip_tree)],
+        ProgramRuns(("./main",), capture_limits=(capture.DEFAULT_LAUNCHES, 2)),
+        out_dir=str(tmp_path / "hip"),
+        toolchain="cpu-runtime",
     )
     assert got.exit_code == 0, got
     cuda = capture_program(
-        [str(TOUR)], ["./main"], out_dir=str(tmp_path / "cuda"), mib=2, toolchain="cpu-runtime"
+        [str(TOUR)],
+        ProgramRuns(("./main",), capture_limits=(capture.DEFAULT_LAUNCHES, 2)),
+        out_dir=str(tmp_path / "cuda"),
+        toolchain="cpu-runtime",
     )
     assert cuda.exit_code == 0, cuda
     hip_l = {(la.kernel, la.launch): la for la in capture.load(tmp_path / "hip").launches}
@@ -89,11 +96,17 @@ def test_a_hip_programs_native_run_through_hip_on_cuda_records_its_launches(
 ) -> None:
     _chain("hip-on-cuda")
     got = capture_program(
-        [str(hip_tree)], ["./main"], out_dir=str(tmp_path / "gpu"), mib=2, toolchain="hip-on-cuda"
+        [str(hip_tree)],
+        ProgramRuns(("./main",), capture_limits=(capture.DEFAULT_LAUNCHES, 2)),
+        out_dir=str(tmp_path / "gpu"),
+        toolchain="hip-on-cuda",
     )
     assert got.exit_code == 0 and got.device.startswith("hip:"), got
     cpu = capture_program(
-        [str(hip_tree)], ["./main"], out_dir=str(tmp_path / "cpu"), mib=2, toolchain="cpu-runtime"
+        [str(hip_tree)],
+        ProgramRuns(("./main",), capture_limits=(capture.DEFAULT_LAUNCHES, 2)),
+        out_dir=str(tmp_path / "cpu"),
+        toolchain="cpu-runtime",
     )
     on_gpu = {(la.kernel, la.launch): la for la in capture.load(tmp_path / "gpu").launches}
     on_cpu = {(la.kernel, la.launch): la for la in capture.load(tmp_path / "cpu").launches}

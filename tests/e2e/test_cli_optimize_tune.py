@@ -113,6 +113,7 @@ def test_a_header_from_elsewhere_is_named_with_the_flag_that_finds_it(tmp_path: 
 def test_when_a_rewrite_wins_the_users_file_is_not_rewritten_with_its_geometry(tmp_path: Path) -> None:
     from porter.harness.tune import Config, Timed
     from porter.model import KernelSpec
+    from porter.workflows.options import OutputOptions, RunOptions
     from porter.workflows.tune import tune_file
 
     for name in ("vector_add.cu", "common.cuh"):
@@ -125,8 +126,8 @@ def test_when_a_rewrite_wins_the_users_file_is_not_rewritten_with_its_geometry(t
     def timer(c: Config, spec: KernelSpec, device: object) -> Timed:  # the rewrite at block 128 is fastest
         return Timed(0.5 if c.source and c.block == ("128",) else 1.0)
 
-    report = tune_file(str(tmp_path / "vector_add.cu"), out_dir=str(tmp_path / "out"), timer=timer,
-                       rewrites={"the rewrite": rewrite}, sizes={"n": 5000})  # fmt: skip
+    report = tune_file(str(tmp_path / "vector_add.cu"), output=OutputOptions(str(tmp_path / "out")), timer=timer,
+                       rewrites={"the rewrite": rewrite}, run=RunOptions(sizes={"n": 5000}))  # fmt: skip
     assert report.best == "the rewrite, block 128"
     assert report.files == [] and not (tmp_path / "out" / "vector_add.cu").exists()
     assert any("the rewrite launched with block (128)" in n for n in report.notes), report.notes
@@ -139,6 +140,7 @@ def test_on_a_gpu_a_larger_block_of_a_reduction_gets_its_shared_memory_in_propor
     from porter.harness.tune import Config, Timed
     from porter.model import KernelSpec
     from porter.plan import reference_devices
+    from porter.workflows.options import OutputOptions, RunOptions
     from porter.workflows.tune import tune_file
 
     gpus = [d for d in reference_devices() if d.kind == "gpu"]
@@ -150,8 +152,8 @@ def test_on_a_gpu_a_larger_block_of_a_reduction_gets_its_shared_memory_in_propor
     def timer(c: Config, spec: KernelSpec, device: object) -> Timed:  # 1024 threads fastest
         return Timed(0.5 if c.block == ("1024",) else 1.0)
 
-    report = tune_file(str(tmp_path / "reduce_shfl.cu"), out_dir=str(tmp_path / "out"), timer=timer,
-                       devices=gpus[:1], sizes={"n": 1 << 16})  # fmt: skip
+    report = tune_file(str(tmp_path / "reduce_shfl.cu"), output=OutputOptions(str(tmp_path / "out")), timer=timer,
+                       run=RunOptions(devices=tuple(gpus[:1]), sizes={"n": 1 << 16}))  # fmt: skip
     by = {c.label: c for c in report.configs}
     big = by["block 1024, shared memory in proportion"]
     assert big.validated and big.shared and "1024" in big.shared, big

@@ -262,7 +262,10 @@ def test_a_program_printing_for_ever_is_stopped_at_the_cap(tmp_path: Path) -> No
 def test_capture_stops_a_run_at_the_cap_too(tmp_path: Path) -> None:
     prog = _program(tmp_path / "prog", ENDLESS)
     report = capture_program(
-        [str(prog)], [""], out_dir=str(tmp_path / "cap"), toolchain="cpu-runtime", max_output=1 << 20
+        [str(prog)],
+        ProgramRuns(("",), max_output=1 << 20),
+        out_dir=str(tmp_path / "cap"),
+        toolchain="cpu-runtime",
     )
     (run,) = report.runs
     assert run.status == "failed" and run.exit is None

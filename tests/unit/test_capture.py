@@ -11,6 +11,7 @@ import pytest
 from porter import capture
 from porter.errors import UsageError
 from porter.workflows.capture import capture_program
+from porter.workflows.program_run import ProgramRuns
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "programs" / "capture_tour"
 pytestmark = pytest.mark.integration  # builds and runs a program with g++
@@ -22,7 +23,11 @@ def tour(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip("g++ not found (apt-get install g++)")
     root = tmp_path_factory.mktemp("tour")
     shutil.copytree(FIXTURE, root / "tour")
-    report = capture_program([str(root / "tour")], ["./main"], out_dir=str(root / "cap"), mib=2)
+    report = capture_program(
+        [str(root / "tour")],
+        ProgramRuns(("./main",), capture_limits=(capture.DEFAULT_LAUNCHES, 2)),
+        out_dir=str(root / "cap"),
+    )
     assert report.build == "built" and report.exit_code == 0, report
     return root / "cap" / "run-1"
 
@@ -116,11 +121,11 @@ def test_a_record_damaged_after_the_run_is_refused_and_a_folder_without_manifest
 def test_capture_refuses_a_program_folder_as_its_output_and_needs_a_run(tmp_path: Path) -> None:
     shutil.copytree(FIXTURE, tmp_path / "tour")
     with pytest.raises(UsageError, match="needs a run"):
-        capture_program([str(tmp_path / "tour")], [])
+        capture_program([str(tmp_path / "tour")], ProgramRuns())
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "notes.txt").write_text("mine")
     with pytest.raises(UsageError, match="not a porter capture"):
-        capture_program([str(tmp_path / "tour")], ["./main"], out_dir=str(tmp_path / "taken"))
+        capture_program([str(tmp_path / "tour")], ProgramRuns(("./main",)), out_dir=str(tmp_path / "taken"))
     assert (tmp_path / "taken" / "notes.txt").read_text() == "mine"
 
 

@@ -157,6 +157,7 @@ def test_written_translations_and_the_plans_variants_come_from_one_translation_p
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """As bench/h200_port.py does: port writes the translations, the plan gives the variants."""
+    from porter.workflows.options import OutputOptions
     from porter.workflows.port import port_file
 
     calls: list[tuple[str, str]] = []
@@ -172,7 +173,11 @@ def test_written_translations_and_the_plans_variants_come_from_one_translation_p
     out = tmp_path / "out"
     plan = make_plan(str(SAMPLES / "templated.cu"), "port")
     report = port_file(
-        str(SAMPLES / "templated.cu"), ("hip", "opencl"), out_dir=str(out), translate_only=True, plan=plan
+        str(SAMPLES / "templated.cu"),
+        ("hip", "opencl"),
+        output=OutputOptions(str(out)),
+        translate_only=True,
+        plan=plan,
     )
     instances = plan.instances(report.targets)
     assert [i.name for i in instances] == [

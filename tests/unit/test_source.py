@@ -113,20 +113,26 @@ def test_tree_sitter_is_only_called_through_grammars_parse() -> None:
 
 @pytest.mark.parametrize("sample", SAMPLES[:1], ids=lambda p: p.stem)
 def test_port_translate_only_reads_and_parses_once(tmp_path: Path, sample: Path) -> None:
+    from porter.workflows.options import OutputOptions
     from porter.workflows.port import port_file
 
     _start_counting()
-    port_file(str(sample), ("hip", "opencl"), out_dir=str(tmp_path / "out"), translate_only=True)
+    port_file(
+        str(sample), ("hip", "opencl"), output=OutputOptions(str(tmp_path / "out")), translate_only=True
+    )
     _assert_read_and_parsed_once([sample])
 
 
 @pytest.mark.integration
 @pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.stem)
 def test_every_sample_is_read_and_parsed_once_by_port(tmp_path: Path, sample: Path) -> None:
+    from porter.workflows.options import OutputOptions
     from porter.workflows.port import port_file
 
     _start_counting()
-    port_file(str(sample), ("hip", "opencl"), out_dir=str(tmp_path / "out"), translate_only=True)
+    port_file(
+        str(sample), ("hip", "opencl"), output=OutputOptions(str(tmp_path / "out")), translate_only=True
+    )
     _assert_read_and_parsed_once([sample])
 
 
@@ -134,12 +140,16 @@ def test_every_sample_is_read_and_parsed_once_by_port(tmp_path: Path, sample: Pa
 def test_a_full_port_reads_and_parses_once(tmp_path: Path) -> None:
     """Translation, spec inference, compiles and validation on the devices here."""
     from porter.harness.trial import ValidateOptions
+    from porter.workflows.options import OutputOptions, RunOptions
     from porter.workflows.port import port_file
 
     sample = ROOT / "samples" / "cuda" / "vector_add.cu"
     _start_counting()  # one input set per size: every stage still runs, a third of the runs
     port_file(
-        str(sample), ("hip", "opencl"), out_dir=str(tmp_path / "out"), options=ValidateOptions(trials=1)
+        str(sample),
+        ("hip", "opencl"),
+        run=RunOptions(validate=ValidateOptions(trials=1)),
+        output=OutputOptions(str(tmp_path / "out")),
     )
     _assert_read_and_parsed_once([sample])
 

@@ -15,6 +15,7 @@ from porter.model import Role, Status, Variant
 from porter.plan import run_devices
 from porter.scan.extract import device_code
 from porter.workflows.capture import capture_program
+from porter.workflows.program_run import ProgramRuns
 
 ROOT = Path(__file__).resolve().parents[3]
 TOUR = ROOT / "tests" / "fixtures" / "programs" / "capture_tour"
@@ -26,7 +27,8 @@ def _captured(tmp: Path, source: Path, runs: list[str]) -> dict[str, list[captur
     if shutil.which("g++") is None:
         pytest.skip("g++ not found (apt-get install g++)")
     shutil.copytree(source, tmp / "prog")
-    report = capture_program([str(tmp / "prog")], runs, out_dir=str(tmp / "cap"), mib=2)
+    small = ProgramRuns(tuple(runs), capture_limits=(capture.DEFAULT_LAUNCHES, 2))
+    report = capture_program([str(tmp / "prog")], small, out_dir=str(tmp / "cap"))
     assert report.exit_code == 0, report
     return capture.by_kernel(capture.load(tmp / "cap").launches)
 

@@ -22,6 +22,7 @@ from porter.report import optimize_view
 from porter.results import OptimizeReport
 from porter.scan import scan_file
 from porter.workflows.optimize import optimize_file
+from porter.workflows.options import ModelOptions, OutputOptions, RunOptions
 
 from .conftest import ANTHROPIC_KEY, OPENAI_KEY
 
@@ -104,6 +105,20 @@ def program(tmp_path: Path, binaries: Path, monkeypatch: pytest.MonkeyPatch) -> 
     return vector_add_program(tmp_path / "src")
 
 
+# optimize_file's options, given flat: the model's (renamed where the CLI spells them otherwise)
+MODEL_ARGS = {
+    "candidates",
+    "rounds",
+    "replay",
+    "record",
+    "max_tokens_total",
+    "max_dollars",
+    "max_seconds",
+    "stream",
+}
+RENAMED = {"timeout": "request_timeout", "max_retries": "retries"}
+
+
 def run(
     provider: str,
     server: FakeLLMServer,
@@ -113,22 +128,25 @@ def run(
     **kw: object,
 ) -> OptimizeReport:
     url = server.url if provider == "anthropic" else server.url + "/v1"
-    args: dict[str, object] = dict(
-        model=f"{provider}:{MODELS[provider]}",
+    model: dict[str, object] = dict(
         candidates=1,
         rounds=3,
-        out_dir=str(tmp_path / "out"),
         base_url=url,
-        devices=devices,
-        options=OPTS,
-        plan=PLAN,
-        timeout=10,
-        max_retries=2,
+        request_timeout=10,
+        retries=2,
         reply_cache=ReplyCache(Cache(root=tmp_path / "cache")),
-        markdown=optimize_view.markdown,
     )
-    args.update(kw)
-    return optimize_file(str(program), **args)  # type: ignore[arg-type]
+    for key in list(kw):
+        if key in MODEL_ARGS or key in RENAMED:
+            model[RENAMED.get(key, key)] = kw.pop(key)
+    plan = kw.pop("plan", PLAN)
+    return optimize_file(
+        str(program),
+        model=ModelOptions(f"{provider}:{MODELS[provider]}", **model),  # type: ignore[arg-type]
+        run=RunOptions(devices=tuple(devices) if devices is not None else None, validate=OPTS, bench=plan),  # type: ignore[arg-type]
+        output=OutputOptions(str(tmp_path / "out"), markdown=optimize_view.markdown),
+        **kw,  # type: ignore[arg-type]
+    )
 
 
 def last_user(request_body: dict) -> str:

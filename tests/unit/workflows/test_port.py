@@ -11,6 +11,7 @@ import pytest
 from porter.errors import UsageError
 from porter.harness.validate import ValidateOptions
 from porter.results import KernelResult, PortReport, VariantRow
+from porter.workflows.options import OutputOptions, RunOptions
 from porter.workflows.port import (
     _relative_name,
     default_out_dir,
@@ -125,7 +126,10 @@ def test_translate_only_writes_outputs_and_report(tmp_path: Path) -> None:
 
 def test_untranslatable_kernel_row_names_the_construct(tmp_path: Path) -> None:
     report = port_file(
-        str(SAMPLES / "legacy_texture.cu"), ["opencl"], out_dir=str(tmp_path), translate_only=True
+        str(SAMPLES / "legacy_texture.cu"),
+        ["opencl"],
+        output=OutputOptions(str(tmp_path)),
+        translate_only=True,
     )
     rows = {k.name: k.variants for k in report.kernels}
     assert [r.status for r in rows["scale_tex"]] == ["untranslatable"]
@@ -139,7 +143,9 @@ def test_refuses_to_overwrite_an_input(tmp_path: Path) -> None:
     shutil.copy2(SAMPLES / "common.cuh", tmp_path / "common.cuh")
     before = (tmp_path / "common.cuh").read_bytes()
     with pytest.raises(UsageError, match="overwrite"):
-        port_file(str(tmp_path / "vector_add.cu"), ["hip"], out_dir=str(tmp_path), translate_only=True)
+        port_file(
+            str(tmp_path / "vector_add.cu"), ["hip"], output=OutputOptions(str(tmp_path)), translate_only=True
+        )
     assert (tmp_path / "common.cuh").read_bytes() == before
 
 
@@ -167,7 +173,9 @@ def test_device_lacking_subgroups_gets_an_untranslatable_row(tmp_path: Path) -> 
         pytest.skip("the CPU emulator (the reference) is unavailable")
     shutil.copy2(SAMPLES / "reduce_shfl.cu", tmp_path / "reduce_shfl.cu")
     shutil.copy2(SAMPLES / "common.cuh", tmp_path / "common.cuh")
-    report = port_file(str(tmp_path / "reduce_shfl.cu"), ["opencl"], options=ValidateOptions(trials=1))
+    report = port_file(
+        str(tmp_path / "reduce_shfl.cu"), ["opencl"], run=RunOptions(validate=ValidateOptions(trials=1))
+    )
     rows = {r.device: r for r in report.rows()}
     assert set(rows) == {d.label for d in devices}
     lacking = [r for r in rows.values() if r.status == "untranslatable"]
@@ -190,7 +198,7 @@ def test_a_translator_crash_fails_its_target_only(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(get_dialect("opencl"), "translate_files", crash)
     out = tmp_path / "out"
     report = port_file(
-        str(SAMPLES / "templated.cu"), ["hip", "opencl"], out_dir=str(out), translate_only=True
+        str(SAMPLES / "templated.cu"), ["hip", "opencl"], output=OutputOptions(str(out)), translate_only=True
     )
     assert report.complete and report.targets == ("hip", "opencl")
     for kernel in report.kernels:

@@ -15,6 +15,7 @@ from porter.backends.opencl.screen import opencl_param_key
 from porter.llm.loop import screen
 from porter.model import Kernel
 from porter.records import Rejection, Screened
+from porter.workflows.options import ModelOptions, OutputOptions, RunOptions
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLES = ROOT / "samples" / "cuda"
@@ -198,12 +199,10 @@ def _port(tmp_path: Path, server: FakeLLMServer, **kw: Any):
     return port_file(
         str(_program(tmp_path)),
         ["opencl"],
-        out_dir=str(tmp_path / "out"),
-        options=ValidateOptions(trials=1),
-        model="openai:gpt-4o-mini",
-        base_url=server.url + "/v1",
+        run=RunOptions(validate=ValidateOptions(trials=1)),
+        output=OutputOptions(str(tmp_path / "out")),
+        model=ModelOptions("openai:gpt-4o-mini", base_url=server.url + "/v1", **kw),
         bench=False,
-        **kw,
     )
 
 
@@ -254,7 +253,7 @@ def test_without_a_model_nothing_changes(tmp_path, no_subgroups) -> None:
     from porter.workflows.port import port_file
 
     report = port_file(
-        str(_program(tmp_path)), ["opencl"], out_dir=str(tmp_path / "out"), translate_only=False
+        str(_program(tmp_path)), ["opencl"], output=OutputOptions(str(tmp_path / "out")), translate_only=False
     )
     assert report.rows() and all(r.status == "untranslatable" for r in report.rows())
     assert "usage" not in report.document()
@@ -280,18 +279,15 @@ def test_rerun_keeps_the_models_validated_translation(tmp_path, server, no_subgr
     from porter.harness.validate import ValidateOptions
     from porter.workflows.port import port_file
 
-    def again(**kw: Any):
+    def again(fresh: bool = False):
         return port_file(
             str(tmp_path / "src" / "reduce_shfl.cu"),
             ["opencl"],
-            out_dir=str(tmp_path / "out"),
-            options=ValidateOptions(trials=1),
-            model="openai:gpt-4o-mini",
-            base_url=server.url + "/v1",
+            run=RunOptions(validate=ValidateOptions(trials=1)),
+            output=OutputOptions(str(tmp_path / "out"), fresh=fresh),
+            model=ModelOptions("openai:gpt-4o-mini", base_url=server.url + "/v1", rounds=1),
             bench=False,
-            rounds=1,
             progress=seen.append,
-            **kw,
         )
 
     second = again()

@@ -16,6 +16,7 @@ from porter import plan as planning
 from porter.errors import UsageError
 from porter.harness.validate import ValidateOptions
 from porter.workflows import port as port_mod
+from porter.workflows.options import OutputOptions, RunOptions
 from porter.workflows.port import port_file
 
 KERNELS = ("scale", "shift", "square")
@@ -101,7 +102,9 @@ def run(program: Path, *, stop_at: str | None = None, seen: list[str] | None = N
         if stop_at is not None and msg.startswith(f"{stop_at}: validating"):
             raise KeyboardInterrupt
 
-    return port_file(str(program), ["hip"], options=kw.pop("options", OPTS), progress=progress, **kw)
+    options = RunOptions(validate=kw.pop("options", OPTS))
+    output = OutputOptions(kw.pop("out_dir", None), fresh=kw.pop("fresh", False))
+    return port_file(str(program), ["hip"], run=options, output=output, progress=progress, **kw)
 
 
 def saved(program: Path) -> dict[str, Any]:
@@ -140,7 +143,7 @@ def test_report_grows_row_by_row_and_is_always_whole(program: Path, emulator_onl
         if report.exists():
             counts.append(sum(len(v) for v in rows(json.loads(report.read_text())).values()))
 
-    report = port_file(str(program), ["hip"], options=OPTS, progress=progress)
+    report = port_file(str(program), ["hip"], run=RunOptions(validate=OPTS), progress=progress)
     assert report.exit_code == 0 and {r.status for r in report.rows()} == {"validated"}
     assert counts == sorted(counts) and counts[-1] == 2  # each verdict was on disk before the next began
     doc = saved(program)
@@ -303,7 +306,7 @@ def test_out_in_the_source_folder_with_the_users_files_is_refused(program: Path,
     (folder / "prog.hip").write_text("my own HIP port, not porter's\n")
     before = snapshot(program.parent)
     with pytest.raises(UsageError, match="overwrite") as err:
-        port_file(str(program), ["hip"], out_dir=str(folder), translate_only=True)
+        port_file(str(program), ["hip"], output=OutputOptions(str(folder)), translate_only=True)
     assert err.value.exit_code == 2 and "\n" not in str(err.value)
     assert snapshot(program.parent) == before
 
@@ -311,13 +314,13 @@ def test_out_in_the_source_folder_with_the_users_files_is_refused(program: Path,
 def test_out_in_the_source_folder_empty_or_porters_own_is_fine(program: Path) -> None:
     empty = program.parent / "ported"
     empty.mkdir()
-    assert port_file(str(program), ["hip"], out_dir=str(empty), translate_only=True).complete
-    again = port_file(str(program), ["hip"], out_dir=str(empty), translate_only=True)  # its own output
+    assert port_file(str(program), ["hip"], output=OutputOptions(str(empty)), translate_only=True).complete
+    again = port_file(str(program), ["hip"], output=OutputOptions(str(empty)), translate_only=True)  # its own
     assert again.complete and (empty / "prog.hip").is_file()
     other = program.parent / "elsewhere"  # an optimize output is porter's too
     other.mkdir()
     (other / "report.json").write_text(json.dumps({"schema": "porter-optimize-report/1"}))
-    assert port_file(str(program), ["hip"], out_dir=str(other), translate_only=True).complete
+    assert port_file(str(program), ["hip"], output=OutputOptions(str(other)), translate_only=True).complete
 
 
 def test_out_that_is_a_file_or_under_one_is_refused_before_any_work(program: Path, tmp_path: Path) -> None:
@@ -325,7 +328,7 @@ def test_out_that_is_a_file_or_under_one_is_refused_before_any_work(program: Pat
     blocker.write_text("x")
     for out in (blocker, blocker / "sub"):
         with pytest.raises(UsageError) as err:
-            port_file(str(program), ["hip"], out_dir=str(out), translate_only=True)
+            port_file(str(program), ["hip"], output=OutputOptions(str(out)), translate_only=True)
         assert err.value.exit_code == 2 and "not a folder" in str(err.value)
     assert blocker.read_text() == "x"
 
@@ -333,7 +336,7 @@ def test_out_that_is_a_file_or_under_one_is_refused_before_any_work(program: Pat
 def test_unwritable_out_is_refused(program: Path, tmp_path: Path) -> None:
     # /proc takes no new folders, not even root's (CI runs as root, where permission bits do not hold)
     with pytest.raises(UsageError, match="cannot be created") as err:
-        port_file(str(program), ["hip"], out_dir="/proc/porter-out-test", translate_only=True)
+        port_file(str(program), ["hip"], output=OutputOptions("/proc/porter-out-test"), translate_only=True)
     assert err.value.exit_code == 2
     if os.geteuid() == 0:
         return  # permission bits bind everyone else
@@ -343,7 +346,7 @@ def test_unwritable_out_is_refused(program: Path, tmp_path: Path) -> None:
     try:
         for out in (locked, locked / "new"):
             with pytest.raises(UsageError, match="writable") as err:
-                port_file(str(program), ["hip"], out_dir=str(out), translate_only=True)
+                port_file(str(program), ["hip"], output=OutputOptions(str(out)), translate_only=True)
             assert err.value.exit_code == 2
     finally:
         locked.chmod(0o700)

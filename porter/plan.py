@@ -199,12 +199,17 @@ def translated_kernel(tr: Translation, inst: Instance) -> TranslatedKernel | Non
 
 @dataclass(frozen=True)
 class PlannedVariant:
-    """A translated variant ready to build: ``variant`` (its ``options``: the build options what it
-    needs takes on the device it was planned for, ``-cl-std=CL3.0``) and ``compile``, how its
-    compiles are made (where they look for headers, the build's macros)."""
+    """A variant ready to build, from a :class:`Plan` or a program's plan
+    (:class:`porter.workflows.program_plan.ProgramPlan`): ``variant`` (its ``options``: the build
+    options what it needs takes on the device it was planned for, ``-cl-std=CL3.0``), ``compile``, how
+    its compiles are made (where they look for headers, the build's macros), ``requires``: what it needs
+    of a device (a device-only port's launch mapping: sub-groups...) when it was planned for none, and
+    ``headers``: a digest of what it includes, in the keys of what is made from it."""
 
     variant: Variant
     compile: CompileOptions
+    requires: tuple[str, ...] = ()
+    headers: str = ""
 
 
 RefusalStage = Literal["translator", "kernel", "construct", "device"]

@@ -23,7 +23,6 @@ import hashlib
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from porter.backends import CompileOptions, get_dialect
@@ -31,6 +30,7 @@ from porter.errors import PorterError, UsageError
 from porter.files import decode_text, encode_text, read_input
 from porter.includes import SOURCE_SUFFIXES
 from porter.model import FileScan, Kernel, TranslatedKernel, Translation, Variant
+from porter.plan import PlannedVariant, Refusal
 from porter.program import Program, ProgramFile
 from porter.scan import has_cuda
 from porter.source import Scanned
@@ -38,17 +38,6 @@ from porter.workflows.translations import Facts, recall, remember, translation_k
 
 Progress = Callable[[str], None]
 PARALLEL_MIN_FILES = 6  # files to translate before worker processes pay for their start
-
-
-@dataclass(frozen=True)
-class PlannedVariant:
-    """A kernel instance's variant as a stage builds it: the code, how it is compiled, and what it
-    needs of a device (a device-only port's launch mapping ``requires``)."""
-
-    variant: Variant
-    options: CompileOptions
-    requires: tuple[str, ...] = ()
-    headers: str = ""  # a digest of what it includes (:meth:`ProgramPlan.tree_digest`): in its keys
 
 
 class ProgramPlan:
@@ -325,7 +314,7 @@ class ProgramPlan:
                 return str(unit.rel)
         return rel
 
-    def original(self, name: str, rel: str) -> PlannedVariant | str:
+    def original(self, name: str, rel: str) -> PlannedVariant | Refusal:
         """The original kernel instance `name` (defined in `rel`) as its program builds it: the device
         code of its home unit, with the unit's folders and ``-D``."""
         from porter.scan.extract import device_code
@@ -334,7 +323,7 @@ class ProgramPlan:
         f = self.file(home)
         text = self.text(f) if f is not None else None
         if f is None or text is None:
-            return f"cannot read {rel}"
+            return Refusal("kernel", f"cannot read {rel}")
         dirs = self.program.mirrored_dirs(self.program.root, f.path)  # the tree as it is: its own folders
         variant = Variant(name, "cuda", device_code(text), name, "original", str(f.path))
         options = CompileOptions(include_dirs=dirs, defines=self.defines_for(home))
@@ -342,18 +331,17 @@ class ProgramPlan:
 
     def variant(
         self, target: str, name: str, kernel: str, rel: str, out: Path, said: str = ""
-    ) -> PlannedVariant | str:
+    ) -> PlannedVariant | Refusal:
         """`target`'s port of the kernel instance `name` (of the kernel `kernel`, defined in `rel`), from
-        the translation held here, built with the flags of the unit the program builds it in; the
-        reason when there is none (``said``: what the translator said of it)."""
+        the translation held here, built with the flags of the unit the program builds it in; why there
+        is none otherwise (``said``: what the translator said of it).  Its ``requires`` say what it needs
+        of a device: the replays run it on the devices that have it."""
         known = self.entries(target)
         entry_file = known.get(name) or known.get(kernel)
         if entry_file is None:
-            return (
-                f"the {target} port: {said}"
-                if said.startswith("untranslatable")
-                else f"the {target} port has no translation of {kernel}"
-            )
+            if said.startswith("untranslatable"):
+                return Refusal("construct", f"the {target} port: {said}")
+            return Refusal("kernel", f"the {target} port has no translation of {kernel}")
         entry, where = entry_file
         dialect = get_dialect(target)
         if dialect.single_source:
@@ -362,8 +350,8 @@ class ProgramPlan:
             home = self.home(rel)
             f = self.file(home)
             tr = self.translation(target, f) if f is not None else "not in the program"
-            if isinstance(tr, str):
-                return f"the {target} port has no {home} ({tr})"
+            if f is None or isinstance(tr, str):
+                return Refusal("translator", f"the {target} port has no {home} ({tr})")
             dest = out / target / home
             if "<" in name and "<" not in entry:
                 entry = name
@@ -381,7 +369,7 @@ class ProgramPlan:
             None if isinstance(tr, str) else next((k for k in tr.kernels if k.name in (name, kernel)), None)
         )
         if isinstance(tr, str) or tk is None:
-            return f"the {target} output of {where} does not hold {kernel}"
+            return Refusal("kernel", f"the {target} output of {where} does not hold {kernel}")
         cl = out / target / Path(where).with_name(Path(where).stem + dialect.suffix)
         variant = Variant(
             name, target, tr.text, tk.entry or kernel, "translate", str(cl),
@@ -389,7 +377,8 @@ class ProgramPlan:
             extra_args=tuple(tk.extra_args),
         )  # fmt: skip
         # the program's -D macros: a size the kernel takes from one is the same in the OpenCL build
-        return PlannedVariant(variant, CompileOptions(defines=self.defines_for(self.home(rel))), tk.requires)
+        options = CompileOptions(defines=self.defines_for(self.home(rel)))
+        return PlannedVariant(variant, options, requires=tuple(tk.requires))
 
 
 def _translate_job(
@@ -409,4 +398,4 @@ def _translate_job(
         return f"{target} translation failed: {type(err).__name__}: {err}"
 
 
-__all__ = ["PlannedVariant", "ProgramPlan"]
+__all__ = ["ProgramPlan"]

@@ -27,8 +27,9 @@ from porter.errors import UsageError
 from porter.harness import replay as replaying
 from porter.harness.trial import ValidateOptions
 from porter.model import Status, Variant, Verdict
+from porter.plan import PlannedVariant, Refusal
 from porter.results import KernelReplay, ProgramReport
-from porter.workflows.program_plan import PlannedVariant, ProgramPlan
+from porter.workflows.program_plan import ProgramPlan
 from porter.workflows.resume import Ledger, key_of, toolchain_of
 
 Progress = Callable[[str], None]
@@ -90,7 +91,7 @@ def _key(name: str, planned: PlannedVariant, devices: Sequence[Device], run_keys
     """Everything a replay verdict depends on: the captured runs (their keys), the variant's code and
     build, what it includes (the plan's digest), the devices' toolchains and porter's own code; "" when a
     toolchain is unknown."""
-    variant, copts = planned.variant, planned.options
+    variant, copts = planned.variant, planned.compile
     chains = [toolchain_of(d.backend, d) for d in devices]
     if any(c is None for c in chains):
         return ""
@@ -129,8 +130,8 @@ def _timed(
     from porter.harness.cost import estimate
     from porter.plan import run_devices
 
-    variant, copts = planned.variant, planned.options
-    source, options = original.variant, original.options
+    variant, copts = planned.variant, planned.compile
+    source, options = original.variant, original.compile
 
     def cost_at(spec: Any, size: dict[str, int]) -> Any:  # the original's work: one floor for every port
         try:
@@ -205,7 +206,7 @@ def replay_program(
     ) -> list[KernelReplay]:
         """The verdicts of `planned` on `devices`, reused from the previous report when its key matches
         (then the capture's arrays are not even read: `replay_of` builds the replay on first need)."""
-        variant, copts = planned.variant, planned.options
+        variant, copts = planned.variant, planned.compile
         key = _key(name, planned, devices, run_keys)
         old = ledger.rows(key)
         if old:
@@ -251,8 +252,8 @@ def replay_program(
         replay_of = functools.cache(functools.partial(build_replay, name, las, atomics))  # on first need only
 
         made = plan.original(name, pk.file)
-        if isinstance(made, str):
-            pk.replays.append(KernelReplay("original", "", "not-replayable", made, instance=name))
+        if isinstance(made, Refusal):
+            pk.replays.append(KernelReplay("original", "", "not-replayable", made.reason, instance=name))
             continue
         rows = judged(made, run_devices(SOURCE_DIALECT), replay_of, name, made)
         pk.replays += rows
@@ -270,8 +271,8 @@ def replay_program(
         for target in report.targets:
             what = said.get(name, {}).get(target, "") or pk.targets.get(target, "")
             port = plan.variant(target, name, pk.name, pk.file, out, what)
-            if isinstance(port, str):
-                pk.replays.append(KernelReplay(target, "", "not-replayable", port, instance=name))
+            if isinstance(port, Refusal):
+                pk.replays.append(KernelReplay(target, "", "not-replayable", port.reason, instance=name))
                 continue
             # every device of the target, and its other wavefront widths where emulated (HIP: 64 lanes)
             devices = [

@@ -24,9 +24,9 @@ def test_one_translation_per_dialect_for_every_kernel_and_device(monkeypatch: py
     calls: list[str] = []
     translate = dialect.translate
 
-    def counting(source: str, path: str, include_dirs: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
+    def counting(source, path, include_dirs=(), options=None, *, scanned=None):  # type: ignore[no-untyped-def]
         calls.append(path)
-        return translate(source, path, include_dirs=include_dirs)
+        return translate(source, path, include_dirs, options, scanned=scanned)
 
     monkeypatch.setattr(dialect, "translate", counting)
     sample = ROOT / "samples" / "cuda" / "templated.cu"

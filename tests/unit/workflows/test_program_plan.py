@@ -13,6 +13,7 @@ import pytest
 
 from porter import grammars
 from porter.files import READS, carried, read_input, snapshot
+from porter.plan import PlannedVariant, Refusal
 from porter.program import discover
 from porter.workflows import program_plan
 from porter.workflows.program_plan import ProgramPlan
@@ -66,18 +67,18 @@ def test_variants_come_from_the_plan_not_from_the_written_outputs(smooth: Path, 
         assert entries["box_smooth"][1] == "include/smooth_kernels.cuh"  # the header that defines it
         out = tmp_path / "never-written"
         hip = plan.variant("hip", "box_smooth", "box_smooth", "include/smooth_kernels.cuh", out)
-        assert not isinstance(hip, str)
+        assert isinstance(hip, PlannedVariant)
         assert hip.variant.target == "hip" and "__global__" in hip.variant.source
         assert "hip" in hip.variant.source.lower() and hip.variant.path == str(
             out / "hip" / "include" / "smooth_kernels.cuh"
         )
-        assert str(out / "hip" / "include") in hip.options.include_dirs
+        assert str(out / "hip" / "include") in hip.compile.include_dirs
         ocl = plan.variant("opencl", "box_smooth", "box_smooth", "include/smooth_kernels.cuh", out)
-        assert not isinstance(ocl, str)
+        assert isinstance(ocl, PlannedVariant)
         assert "__kernel" in ocl.variant.source and ocl.variant.arg_map
         assert ocl.variant.path == str(out / "opencl" / "src" / "main.cl")
         original = plan.original("box_smooth", "include/smooth_kernels.cuh")
-        assert not isinstance(original, str) and original.variant.provenance == "original"
+        assert isinstance(original, PlannedVariant) and original.variant.provenance == "original"
     assert not out.exists()
 
 
@@ -102,10 +103,10 @@ def test_a_kernel_no_translation_holds_is_refused_with_what_the_translator_said(
     with snapshot():
         plan = ProgramPlan(discover([str(smooth)]))
         refused = plan.variant("opencl", "nope", "nope", "src/main.cu", smooth.parent / "o")
-        assert refused == "the opencl port has no translation of nope"
+        assert refused == Refusal("kernel", "the opencl port has no translation of nope")
         said = "untranslatable: a texture"
-        assert plan.variant("opencl", "nope", "nope", "src/main.cu", smooth.parent / "o", said) == (
-            "the opencl port: untranslatable: a texture"
+        assert plan.variant("opencl", "nope", "nope", "src/main.cu", smooth.parent / "o", said) == Refusal(
+            "construct", "the opencl port: untranslatable: a texture"
         )
 
 
@@ -127,9 +128,9 @@ def test_each_unit_keeps_its_own_defines(tmp_path: Path) -> None:
             kernel = plan.facts(f).kernels[0][0]
             original = plan.original(kernel, rel)
             port = plan.variant("hip", kernel, kernel, rel, tmp_path / "out")
-            assert not isinstance(original, str) and not isinstance(port, str)
-            assert original.options.defines == port.options.defines
-            by_unit[rel] = original.options.defines
+            assert isinstance(original, PlannedVariant) and isinstance(port, PlannedVariant)
+            assert original.compile.defines == port.compile.defines
+            by_unit[rel] = original.compile.defines
     assert "SCALE=2.0f" in by_unit["a.cu"] and "SCALE=10.0f" in by_unit["b.cu"]
 
 

@@ -11,10 +11,10 @@ import pytest
 from porter.backends import CompileOptions, Device
 
 from porter.model import Variant
+from porter.plan import PlannedVariant
 from porter.report import program_view
 from porter.workflows import program_replay
 from porter.workflows.program import Hooks, port_program
-from porter.workflows.program_plan import PlannedVariant
 from porter.workflows.program_run import ProgramRuns
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -103,8 +103,9 @@ class VariantRow:
     provenance: str = "translate"  # "translate" (the rules) or "llm:<model>"
     time_ms: float | None = None  # median time on the device (LLM rows, after validation)
     speedup: float | None = None  # the original's time / this one on the same device, where both ran
-    # Resuming (report.json only): the key of everything the verdict depends on, the sha256 of the
-    # file at `path` when it was reached, and whether it was kept from a previous run's report.
+    # Resuming (report.json only, in the row's own object): the key of everything the verdict depends
+    # on, the sha256 of the file at `path` when it was reached, and whether it was kept from a previous
+    # run's report.
     key: str = ""
     file_sha: str = ""
     resumed: bool = False
@@ -193,9 +194,10 @@ class PortReport:
             for v_doc, r in zip(k_doc["variants"], k.variants, strict=True):
                 v_doc["toolchain"] = r.toolchain
                 v_doc["logs"] = list(r.logs)
+                # the row's key and its file's hash: a re-run's ledger finds the row by them
+                v_doc.update(key=r.key, file_sha=r.file_sha)
                 if r.resumed:
                     v_doc["resumed"] = True
-            k_doc["resume"] = [{"key": r.key, "file_sha": r.file_sha} for r in k.variants]
         doc["schema"] = SCHEMAS["port"]
         doc["out"] = self.out_dir
         doc["targets"] = list(self.targets)

@@ -20,9 +20,10 @@ and is built with the options its needs take on the devices that have them (``-c
 A kernel whose spec cannot be inferred gets ``failed`` rows carrying the inference message (with
 the spec snippet to write).  ``report.json`` in the output folder is rewritten (atomically) after
 every row, so an interrupted run keeps what it verified; every row is stored with the key of what
-its verdict depends on (source, headers, spec, translation, options, toolchain, device), and a re-run
-keeps the validated rows whose key it computes again -- marked ``"resumed": true`` -- and does the
-rest (``fresh``: everything).  Rows of the previous report that still hold stay in report.json until
+its verdict depends on (source, headers, spec, translation, options, toolchain, device; made by
+:func:`porter.workflows.resume.key_of`), and a re-run asks the previous report's
+:class:`~porter.workflows.resume.Ledger` for the key of each row it would make, keeping the validated
+rows found -- marked ``"resumed": true`` -- and doing the rest (``fresh``: everything).  Rows of the previous report that still hold stay in report.json until
 they are done again, so interrupting a re-run loses nothing either.
 
 With ``model`` (``--model``), what the rules leave is handed to the LLM loop
@@ -82,9 +83,9 @@ from porter.scan.instances import Instance
 from porter.scan.macros import MacroTable
 from porter.workflows.options import ModelOptions, OutputOptions, RunOptions
 from porter.workflows.resume import (
+    Ledger,
     check_out_dir,
-    code_fingerprint,
-    load_report,
+    key_of,
     sha,
     toolchain_of,
     write_atomic,
@@ -469,7 +470,8 @@ def _row_from(verdict: Verdict, target: str, path: str, device: str | None = Non
 class _Inputs:
     """What this run's verdicts depend on: per (kernel, target) a hash of the source, the headers it
     reaches, the spec, the translation, the reference unit, the options and porter's validation code;
-    per (target, device label) the toolchain.  A row's key covers both, its device and provenance."""
+    per (target, device label) the toolchain.  A row's key (:func:`porter.workflows.resume.key_of`)
+    covers both, its device and provenance."""
 
     groups: dict[tuple[str, str], str]
     toolchains: dict[tuple[str, str], str | None]
@@ -481,7 +483,28 @@ class _Inputs:
         chain = self.toolchains.get((row.target, row.device), "" if not row.device else None)
         if group is None or chain is None:
             return ""
-        return sha("port-row", group, row.target, row.device, row.provenance, chain)
+        return key_of("port-row", group, row.target, row.device, row.provenance, chain)
+
+    def conversation_key(self, kernel: str, target: str, provenance: str) -> str:
+        """The key of the model's conversations for `kernel` / `target` ("" when its inputs cannot be
+        told): they go with the rows they made when those are kept."""
+        group = self.groups.get((kernel, target))
+        return "" if group is None else key_of("port-llm", group, target, provenance)
+
+    def keys(self, kernel: str, provenances: Sequence[str]) -> list[str]:
+        """The key of every row this run may make for `kernel` (each target, device label and
+        provenance), in the order it makes them."""
+        found: list[str] = []
+        for name, target in self.groups:
+            if name != kernel:
+                continue
+            labels = ["", *(label for t, label in self.toolchains if t == target)]
+            for label in labels:
+                for provenance in provenances:
+                    key = self.key(kernel, VariantRow(target, "", "", label, provenance=provenance))
+                    if key:
+                        found.append(key)
+        return found
 
     def reusable(self, row: VariantRow) -> bool:
         """A verdict worth keeping: validated on a device, or compiled for a compile-only target."""
@@ -524,8 +547,7 @@ def _run_inputs(
     groups: dict[tuple[str, str], str] = {}
     if any(chain is None for _, chain in refs):
         return _Inputs(groups, chains, frozenset(labels))
-    common = sha(
-        code_fingerprint(),
+    common = sha(  # (porter's own code is in every key: resume.key_of)
         source,
         headers_digest(source, ref_options.include_dirs),
         to_jsonable(ref_options),
@@ -555,48 +577,39 @@ def _run_inputs(
     return _Inputs(groups, chains, frozenset(labels))
 
 
-def _previous_rows(doc: Mapping[str, Any] | None) -> dict[str, list[VariantRow]]:
-    """The rows of a previous report.json by kernel, each with its stored key and file hash."""
-    rows: dict[str, list[VariantRow]] = {}
-    if doc is None:
-        return rows
-    for k in doc.get("kernels") or ():
-        try:
-            variants, marks = k["variants"], k.get("resume") or []
-            if len(marks) != len(variants):
-                continue  # a report without keys (older porter): nothing in it can be told to still hold
-            rows[str(k["name"])] = [
-                VariantRow(
-                    target=str(v["target"]),
-                    path=str(v["path"]),
-                    status=str(v["status"]),
-                    device=str(v["device"]),
-                    max_rel_err=v.get("max_rel_err"),
-                    trials=int(v.get("trials") or 0),
-                    reason=str(v.get("reason", "")),
-                    toolchain=str(v.get("toolchain", "")),
-                    logs=tuple(str(x) for x in v.get("logs") or ()),
-                    provenance=str(v.get("provenance", "translate")),
-                    time_ms=v.get("time_ms"),
-                    speedup=v.get("speedup"),
-                    key=str(m.get("key", "")),
-                    file_sha=str(m.get("file_sha", "")),
-                    resumed=True,
-                )
-                for v, m in zip(variants, marks, strict=True)
-            ]
-        except (KeyError, TypeError, ValueError, AttributeError):
-            continue
-    return rows
+def _earlier_row(doc: Mapping[str, Any]) -> VariantRow | None:
+    """A row of the earlier report.json (a variant's object, its key and file hash in it) as it was
+    stored, marked resumed; None when the object is not one."""
+    try:
+        return VariantRow(
+            target=str(doc["target"]),
+            path=str(doc["path"]),
+            status=str(doc["status"]),
+            device=str(doc["device"]),
+            max_rel_err=doc.get("max_rel_err"),
+            trials=int(doc.get("trials") or 0),
+            reason=str(doc.get("reason", "")),
+            toolchain=str(doc.get("toolchain", "")),
+            logs=tuple(str(x) for x in doc.get("logs") or ()),
+            provenance=str(doc.get("provenance", "translate")),
+            time_ms=doc.get("time_ms"),
+            speedup=doc.get("speedup"),
+            key=str(doc["key"]),
+            file_sha=str(doc.get("file_sha", "")),
+            resumed=True,
+        )
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
 
 
 class _Recorder:
     """Adds rows and rewrites report.json after each, atomically.
 
-    Each row is stored with its key (:class:`_Inputs`).  The rows of the previous report whose key is
-    still the one this run computes (``previous``: same source, options, toolchain...) stay in
-    report.json, as they were, until their kernel and target are done again -- an interrupted re-run
-    loses nothing -- and :meth:`kept` hands back the validated ones so they are not redone."""
+    Each row is stored with its key (:class:`_Inputs`) and file hash in its own object.  The rows of
+    the previous report (``ledger``) stored under a key this run computes again (same source, options,
+    toolchain...; for a row of one of ``provenances``) stay in report.json, as they were, until their
+    kernel and target are done again -- an interrupted re-run loses nothing -- and :meth:`kept` hands
+    back the validated ones so they are not redone."""
 
     def __init__(
         self,
@@ -604,18 +617,23 @@ class _Recorder:
         out_dir: Path,
         inputs: set[Path],
         run_inputs: _Inputs | None = None,
-        previous: Mapping[str, Sequence[VariantRow]] | None = None,
+        ledger: Ledger | None = None,
+        provenances: Sequence[str] = ("translate",),
     ):
         self.report, self.out_dir, self.inputs = report, out_dir, inputs
-        self.run_inputs = run_inputs
+        self.run_inputs, self.ledger = run_inputs, ledger if ledger is not None else Ledger()
         self.pending: dict[str, list[VariantRow]] = {}
         if run_inputs is not None:
-            for name, rows in (previous or {}).items():
-                still = [r for r in rows if r.key and r.key == run_inputs.key(name, r)]
+            for name in dict.fromkeys(kernel for kernel, _ in run_inputs.groups):
+                still = [r for key in run_inputs.keys(name, provenances) for r in self.earlier(key)]
                 if still:
                     self.pending[name] = still
         self.current: tuple[str, str] | None = None
         self.done: set[tuple[str, str]] = set()
+
+    def earlier(self, key: str) -> list[VariantRow]:
+        """The previous report's rows stored under `key` (the ledger's), as they were."""
+        return [r for doc in self.ledger.rows(key) if (r := _earlier_row(doc)) is not None]
 
     def begin(self, kernel: KernelResult, target: str) -> None:
         """`kernel` and `target` are being done: the previous rows of the group before it are superseded."""
@@ -631,7 +649,7 @@ class _Recorder:
         found: list[VariantRow] = []
         for device in devices:
             key = self.run_inputs.key(kernel, VariantRow(target, "", "", device, provenance=provenance))
-            rows = [r for r in self.pending.get(kernel, ()) if key and r.key == key]
+            rows = self.earlier(key)
             if not rows or not all(self.run_inputs.reusable(r) for r in rows):
                 return []
             if any(r.file_sha != file_digest(r.path) for r in rows):
@@ -712,7 +730,7 @@ def port_file(
     src_path = Path(path)
     out = Path(out_dir) if out_dir is not None else default_out_dir(src_path)
     check_out_dir(out, src_path, "port")  # before any work: a usable folder, never one of the user's
-    previous = None if fresh else load_report(out, "port")
+    ledger = Ledger.of(out, "port", fresh)  # the rows of the previous report in this folder, by key
     provider = model.provider() if model is not None else None
 
     translations: dict[str, Translation] = {}
@@ -750,7 +768,7 @@ def port_file(
         raise UsageError(
             "the output would overwrite an input file; choose another --out folder", path=str(clash)
         )
-    if previous is None:  # report.json first: from now on the folder is known as a porter output
+    if not ledger:  # report.json first: from now on the folder is known as a porter output
         _Recorder(report, out, inputs).save()
     for target in targets:
         tr = translations[target]
@@ -815,17 +833,16 @@ def port_file(
         lacking: bool,
         opts: ValidateOptions,
     ) -> list[VariantRow]:
-        assert asker is not None
-        kept = recorder.kept(inst.name, target, [d.label for d in devices], f"llm:{model_name}")
+        assert asker is not None and run_inputs is not None
+        provenance = f"llm:{model_name}"
+        conversations = run_inputs.conversation_key(inst.name, target, provenance)
+        kept = recorder.kept(inst.name, target, [d.label for d in devices], provenance)
         if kept:  # the model's translation validated earlier on every one of them, for these inputs
             say(f"{inst.name}: {target}: {model_name}'s translation validated earlier, same inputs; kept")
-            report.llm.extend(
-                {**e, "resumed": True}
-                for e in previous_llm
-                if e.get("kernel") == inst.name and e.get("target") == target
-            )
+            report.llm.extend({**e, "resumed": True} for e in recorder.ledger.rows(conversations))
             return kept
-        return asker.port(
+        asked = len(report.llm)
+        rows = asker.port(
             inst=inst,
             target=target,
             spec=spec,
@@ -835,6 +852,10 @@ def port_file(
             why=why,
             lacking=lacking,
         )
+        for entry in report.llm[asked:]:  # the conversations, under the key a re-run asks the ledger for
+            if conversations:
+                entry["key"] = conversations
+        return rows
 
     def keep(result: KernelResult, target: str, labels: Sequence[str]) -> bool:
         """Add the previous run's rows for `labels` when they still hold (then they are not redone)."""
@@ -861,8 +882,8 @@ def port_file(
             settings_key={"bench": bench},
         )
     )
-    recorder = _Recorder(report, out, inputs, run_inputs, _previous_rows(previous))
-    previous_llm = [e for e in (previous or {}).get("llm") or () if isinstance(e, dict)]
+    provenances = ("translate", *((f"llm:{model_name}",) if model_name is not None else ()))
+    recorder = _Recorder(report, out, inputs, run_inputs, ledger, provenances)
     report.kernels = [KernelResult(inst.name) for inst in instances]
     recorder.save()
     if recorder.pending:

@@ -15,9 +15,12 @@ from porter.backends import get_backend
 from porter import plan as planning
 from porter.errors import UsageError
 from porter.harness.validate import ValidateOptions
+from porter.results import PortReport, VariantRow, file_digest
 from porter.workflows import port as port_mod
+from porter.workflows import resume
 from porter.workflows.options import OutputOptions, RunOptions
 from porter.workflows.port import port_file
+from porter.workflows.resume import Ledger
 
 KERNELS = ("scale", "shift", "square")
 SOURCE = """// three kernels for the resume tests
@@ -149,12 +152,47 @@ def test_report_grows_row_by_row_and_is_always_whole(program: Path, emulator_onl
     doc = saved(program)
     assert doc["complete"] is True and doc["schema"] == "porter-port-report/1"
     assert validated(doc) == set(KERNELS)
-    assert all(len(k["resume"]) == len(k["variants"]) for k in doc["kernels"])
+    # each row carries its key and file hash in its own object: the next run's ledger finds it by key
+    ledger = Ledger.of(program.parent / "prog.ported", "port")
+    for v in (v for vs in rows(doc).values() for v in vs):
+        assert v["key"] and v["file_sha"] == file_digest(v["path"]) and ledger.get(v["key"]) == v
+    assert not any("resume" in k for k in doc["kernels"])  # (no list of keys beside the rows)
     leftovers = [p.name for p in (program.parent / "prog.ported").iterdir() if p.name.endswith(".tmp")]
     assert not leftovers
 
 
 # --------------------------------------------------------------------------- resuming
+
+
+def test_resume_finds_a_row_by_its_key_in_the_ledger(tmp_path: Path) -> None:
+    """The single-file port asks the ledger (resume.Ledger) of the earlier report for the key of what it
+    would make now: a row of the new layout (key and file hash in the row's own object) is found by that
+    key wherever it sits -- here under another kernel's name -- and is kept only while its file is
+    unchanged; a key kept beside the rows (the old parallel "resume" list) finds nothing."""
+    made = tmp_path / "prog.hip"
+    made.write_text("// the translation\n")
+    inputs = port_mod._Inputs({("scale", "hip"): "group"}, {("hip", "cpu:emu"): "g++ 12"}, frozenset())
+    key = inputs.key("scale", VariantRow("hip", "", "", "cpu:emu"))
+    assert key == resume.key_of("port-row", "group", "hip", "cpu:emu", "translate", "g++ 12")
+    stored = {"target": "hip", "path": str(made), "status": "validated", "device": "cpu:emu",
+              "max_rel_err": 0.0, "trials": 1, "reason": "", "key": key, "file_sha": file_digest(made)}  # fmt: skip
+    doc = {"kernels": [{"name": "renamed", "variants": [stored]}]}
+
+    def recorder(earlier: dict[str, Any]) -> Any:
+        report = PortReport(str(tmp_path / "prog.cu"), str(tmp_path), ("hip",), False)
+        return port_mod._Recorder(report, tmp_path, set(), inputs, Ledger(earlier))
+
+    found = recorder(doc)
+    kept = found.kept("scale", "hip", ["cpu:emu"], "translate")
+    assert [(r.key, r.status, r.resumed) for r in kept] == [(key, "validated", True)]
+    assert found.pending == {"scale": kept}  # shown in report.json until scale/hip is done again
+    assert not found.kept("scale", "hip", ["cpu:emu"], "llm:anthropic:x")  # another key: not this row
+
+    old_layout = {"kernels": [{"name": "scale", "variants": [{k: v for k, v in stored.items() if k not in
+                  ("key", "file_sha")}], "resume": [{"key": key, "file_sha": stored["file_sha"]}]}]}  # fmt: skip
+    assert not recorder(old_layout).kept("scale", "hip", ["cpu:emu"], "translate")
+    made.write_text("// edited since\n")
+    assert not recorder(doc).kept("scale", "hip", ["cpu:emu"], "translate")
 
 
 @pytest.mark.integration
@@ -245,7 +283,7 @@ def test_a_changed_input_is_never_served_a_stale_verdict(
         real = port_mod.toolchain_of
         monkeypatch.setattr(port_mod, "toolchain_of", lambda *a: f"{real(*a)} (upgraded)")
     else:
-        monkeypatch.setattr(port_mod, "code_fingerprint", lambda: "another porter")
+        monkeypatch.setattr(resume, "code_fingerprint", lambda: "another porter")  # in every key_of
     seen: list[str] = []
     with pytest.raises(KeyboardInterrupt):  # stopped as the first kernel starts: it was not kept
         run(program, seen=seen, options=options, stop_at="scale")
@@ -261,8 +299,8 @@ def test_a_previous_row_without_its_key_or_with_a_forged_one_is_redone(
     run(program)
     report = program.parent / "prog.ported" / "report.json"
     doc = json.loads(report.read_text())
-    doc["kernels"][0]["resume"][0]["key"] = "0" * 64  # scale: forged
-    del doc["kernels"][1]["resume"]  # shift: an older report without keys
+    doc["kernels"][0]["variants"][0]["key"] = "0" * 64  # scale: forged
+    del doc["kernels"][1]["variants"][0]["key"]  # shift: an older report without keys
     resign(report, doc)
     seen: list[str] = []
     run(program, seen=seen)

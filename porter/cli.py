@@ -714,8 +714,10 @@ def lift(
 ) -> None:
     """Turn Python loop nests into GPU kernels (CUDA, HIP, OpenCL), validate each against the Python
     function on every device here, and write a drop-in module with the same function names."""
+    from porter.harness.trial import ValidateOptions
     from porter.report import lift_view, plain_console
-    from porter.workflows.lift import ModelOptions, OutputOptions, RunOptions, lift_file, parse_sizes
+    from porter.workflows.lift import lift_file, parse_sizes
+    from porter.workflows.options import ModelOptions, OutputOptions, RunOptions
 
     err = plain_console(stderr=True)
     report = lift_file(
@@ -723,12 +725,9 @@ def lift(
         to=[t.strip() for t in to.split(",") if t.strip()],
         sizes=parse_sizes(sizes or []),
         example=example,
-        run=RunOptions(timeout=timeout),
+        run=RunOptions(validate=ValidateOptions(timeout_s=timeout)),
         output=OutputOptions(
-            out_dir=str(out) if out is not None else None,
-            fresh=fresh,
-            progress=(lambda msg: err.print(f"porter: {msg}", style="dim")) if sys.stderr.isatty() else None,
-            markdown=lift_view.markdown,
+            out_dir=str(out) if out is not None else None, fresh=fresh, markdown=lift_view.markdown
         ),
         model=None
         if model is None
@@ -742,6 +741,7 @@ def lift(
             request_timeout=request_timeout,
             retries=retries,
         ),
+        progress=(lambda msg: err.print(f"porter: {msg}", style="dim")) if sys.stderr.isatty() else None,
     )
     show(report, lift_view, json_out)
 
@@ -793,10 +793,12 @@ def generate(
     beside the performance model's floor, with the fastest / least-memory / most-precise trade-offs.
     With a CUDA kernel as the reference, the model's kernels are judged against it as `optimize` does
     (without --model: porter's autotuner over its launch geometry)."""
+    from porter.harness.trial import ValidateOptions
     from porter.report import generate_view, plain_console
     from porter.workflows.generate import cuda_reference
     from porter.workflows.generate import generate as run_generate
-    from porter.workflows.lift import ModelOptions, OutputOptions, RunOptions, parse_sizes
+    from porter.workflows.lift import parse_sizes
+    from porter.workflows.options import ModelOptions, OutputOptions, RunOptions
 
     err = plain_console(stderr=True)
     kernel_ref = cuda_reference(reference)
@@ -846,13 +848,13 @@ def generate(
             request_timeout=request_timeout,
             retries=retries,
         ),
-        run=RunOptions(timeout=timeout),
+        run=RunOptions(validate=ValidateOptions(timeout_s=timeout)),
         output=OutputOptions(
             out_dir=str(out) if out is not None else None,
-            progress=(lambda msg: err.print(f"porter: {msg}", style="dim")) if sys.stderr.isatty() else None,
             markdown=generate_view.markdown,
             chart=generate_view.chart,
         ),
+        progress=(lambda msg: err.print(f"porter: {msg}", style="dim")) if sys.stderr.isatty() else None,
     )
     show(report, generate_view, json_out)
 

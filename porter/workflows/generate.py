@@ -10,13 +10,16 @@ unvalidated kernel is not a result.  Then:
 2. **candidates**: the kernels porter's own rules make of the reference (:mod:`porter.lift`), when they
    lift it; and, with ``--model``, the model's, asked under the contract of :mod:`porter.lift.model`
    with the description, the requirements and the reference, screened, built for a real GPU compiler and
-   judged against the Python on every device at every size (held-back ones included), mismatches and
-   compiler logs fed back;
+   judged against the Python on every device at every size (held-back ones included) by the harness --
+   the Python function is its reference, the checks those of every kernel -- mismatches and compiler
+   logs fed back;
 3. a candidate that computes in reduced precision (fp16/bf16 types) is kept only when the requirements
    allow it (``lift.toml [generate]``), judged with that precision's tolerance, its error shown;
-4. every validated candidate is timed on the first GPU here (else the first device) and set beside its
-   floor (a time under it is suspect, never a speed); its memory is the device bytes its launch
-   allocates plus its static shared memory per block;
+4. every validated candidate is timed on every device that runs it (the first GPU here, else the first
+   device, is its headline) by the harness's bench, as every command times (warm-up, rounds until the
+   interquartile range settles, the median), and set beside its floor (a time under it is suspect,
+   never a speed); its memory is the device bytes its launch allocates plus its static shared memory
+   per block;
 5. the trade-off set: the fastest, the least memory, the most precise; ``report.json``, ``report.md``,
    ``tradeoffs.png`` (time against error, point size = memory) and each candidate's CUDA (with its HIP
    and OpenCL translations) in the output folder (default ``<file>.generated/``).
@@ -43,15 +46,8 @@ from porter.model import Status
 from porter.plan import run_devices, wavefront_devices
 from porter.results import Candidate, Estimate, GenerateReport
 from porter.workflows import written
-from porter.workflows.lift import (
-    TARGETS,
-    ModelOptions,
-    OutputOptions,
-    RunOptions,
-    _fmt,
-    _targets,
-    split_target,
-)
+from porter.workflows.lift import TARGETS, _fmt, _targets, split_target
+from porter.workflows.options import ModelOptions, OutputOptions, RunOptions
 from porter.workflows.resume import REPORT_NAME, write_atomic
 
 Progress = Callable[[str], None]
@@ -110,14 +106,18 @@ def generate(
     model: ModelOptions | None = None,
     run: RunOptions | None = None,
     output: OutputOptions[GenerateReport] | None = None,
+    progress: Progress | None = None,
 ) -> GenerateReport:
-    """See the module docstring; `model`: the model asked for candidates beside the rules' kernel."""
+    """See the module docstring.  `run`: the ``seed`` of the arguments drawn, and ``validate.timeout_s``
+    (seconds per child job and per call of the Python reference); `model`: the model asked for candidates
+    beside the rules' kernel."""
     from porter.files import read_text
+    from porter.harness.trial import ValidateOptions
     from porter.lift.analyze import analyze, signature
 
-    options, output = run or RunOptions(), output or OutputOptions()
-    seed, timeout = options.seed, options.timeout
-    say = output.progress or (lambda _m: None)
+    run, output = run or RunOptions(), output or OutputOptions()
+    seed, timeout = run.seed, (run.validate or ValidateOptions()).timeout_s
+    say = progress or (lambda _m: None)
     if not description.strip():
         raise UsageError("generate needs a description of the operation")
     if not reference:

@@ -36,81 +36,26 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any
 
 from porter.backends import dialect_names
 from porter.backends.pycall import Hang
 from porter.backends.spares import warm
 from porter.errors import UsageError
 from porter.files import reads_once
+from porter.harness.trial import ValidateOptions
 from porter.lift import dropin, inputs, validate
 from porter.lift.analyze import analyze
 from porter.lift.ir import Lifted
 from porter.model import Status, Verdict
 from porter.plan import run_devices, wavefront_devices
 from porter.results import LiftedFunction, LiftReport, RefusedFunction
+from porter.workflows.options import ModelOptions, OutputOptions, RunOptions
 from porter.workflows.resume import REPORT_NAME, code_fingerprint, load_report, sha, write_atomic
-
-if TYPE_CHECKING:
-    from porter.llm.base import Provider
-    from porter.llm.loop import LoopOptions
 
 Progress = Callable[[str], None]
 TARGETS = ("cuda", "hip", "opencl")
 DROPIN = validate.DROPIN
-R = TypeVar("R")
-
-
-@dataclass(frozen=True)
-class ModelOptions:
-    """The model `lift` and `generate` ask, and how: `name` (anthropic:<name> or openai:<name>), its
-    endpoint (`base_url`), a recording to `replay` or to `record`, independent conversations
-    (`candidates`; None: the command's own default) of `rounds` rounds, each request's timeout and
-    retries."""
-
-    name: str
-    base_url: str | None = None
-    replay: str | None = None
-    record: str | None = None
-    candidates: int | None = None
-    rounds: int = 3
-    request_timeout: float = 60.0
-    retries: int = 2
-
-    def provider(self) -> Provider:
-        from porter.llm.cache import open_provider
-
-        return open_provider(self.name, base_url=self.base_url, replay=self.replay, record=self.record,
-                             timeout=self.request_timeout, max_retries=self.retries)  # fmt: skip
-
-    def loop(self, candidates: int) -> LoopOptions:
-        """The LLM loop's options (`candidates`: the command's default where none was given)."""
-        from porter.llm.loop import Budget, LoopOptions
-
-        return LoopOptions(candidates=self.candidates or candidates, budget=Budget(rounds=self.rounds))
-
-
-@dataclass(frozen=True)
-class OutputOptions(Generic[R]):
-    """Where `lift` and `generate` write and what they tell meanwhile: `out_dir` (None: a folder beside
-    the input), `fresh` (lift: start over instead of keeping the verdicts whose inputs are unchanged),
-    `progress` (one line at a time), `markdown` (renders report.md) and `chart` (generate's
-    tradeoffs.png)."""
-
-    out_dir: str | None = None
-    fresh: bool = False
-    progress: Progress | None = None
-    markdown: Callable[[R], str] | None = None
-    chart: Callable[[R, Path], str] | None = None
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """How the user's Python and the kernels run: the `seed` of every argument drawn, and `timeout`
-    seconds per child job and per import or call of the user's Python (a hang is stopped there)."""
-
-    seed: int = 20241202
-    timeout: float = 120.0
 
 
 def split_target(target: str) -> tuple[str, str | None]:
@@ -147,7 +92,8 @@ def _example(spec: str, timeout: float, say: Progress) -> dict[str, Any]:
 @dataclass
 class _Run:
     """One `lift`: what it was given (the file and its text, the targets, the sizes named, the example's
-    arguments, the run options, where progress goes) and what it learns of the user's module as it goes:
+    arguments, the seed, the time limit, where progress goes) and what it learns of the user's module as
+    it goes:
     the Python function's results by function (the drop-in module is checked against them), and whether
     the module hangs at import (then nothing of it is run again: one wait in all)."""
 
@@ -156,7 +102,8 @@ class _Run:
     targets: tuple[str, ...]
     given: dict[str, int]
     example_args: dict[str, Any]
-    options: RunOptions
+    seed: int
+    timeout: float
     say: Progress
     refs: dict[str, validate.Sets] = field(default_factory=dict)
     hung: Hang | None = None
@@ -207,19 +154,23 @@ def lift_file(
     run: RunOptions | None = None,
     output: OutputOptions[LiftReport] | None = None,
     model: ModelOptions | None = None,
+    progress: Progress | None = None,
 ) -> LiftReport:
-    """See the module docstring; `model`: the model asked for a kernel where the rules refuse one."""
+    """See the module docstring.  `run`: the ``seed`` of the arguments drawn, and ``validate.timeout_s``
+    (seconds per child job and per import or call of the user's Python); `model`: the model asked for a
+    kernel where the rules refuse one."""
     from porter.files import read_text
 
-    options, output = run or RunOptions(), output or OutputOptions()
-    say = output.progress or (lambda _m: None)
+    run, output = run or RunOptions(), output or OutputOptions()
+    seed, timeout = run.seed, (run.validate or ValidateOptions()).timeout_s
+    say = progress or (lambda _m: None)
     path, only = split_target(target)
     if not path.endswith(".py"):
         raise UsageError("porter lift takes a Python file (FILE.py or FILE.py::FUNCTION)", path=path)
     text = read_text(path)  # UsageError: missing, not a regular file, too large, not UTF-8
     targets = _targets(to)
     given = dict(sizes or {})
-    example_args = _example(example, options.timeout, say) if example else {}
+    example_args = _example(example, timeout, say) if example else {}
     analysis = analyze(path, text, only, example_args)
     if (
         only is not None
@@ -253,7 +204,7 @@ def lift_file(
             write_atomic(out / "report.md", output.markdown(report))
 
     save()
-    ctx = _Run(path, text, targets, given, example_args, options, say)
+    ctx = _Run(path, text, targets, given, example_args, seed, timeout, say)
     sources_by_function: dict[str, dict[str, tuple[str, dropin.Entries]]] = {}
     for lifted in analysis.lifted:
         say(f"{lifted.function}: {', '.join(lifted.patterns)}")
@@ -268,7 +219,7 @@ def lift_file(
         _write_sources(out, lifted.function, srcs, row)
         devices = {t: [*run_devices(t), *wavefront_devices(t)] for t in targets}
         key = sha(
-            "lift", code_fingerprint(), lifted.source, text if example else "", visible, hidden, options.seed,
+            "lift", code_fingerprint(), lifted.source, text if example else "", visible, hidden, seed,
             {t: srcs[t].text for t in targets}, {t: [d.label for d in ds] for t, ds in devices.items()},
             sorted(example_args) if example_args else [],
         )  # fmt: skip
@@ -375,7 +326,7 @@ def _write_checked_module(
         checked = validate.check_dropin(
             str(module),
             [validate.DropinTarget(f, ctx.refs[f.function], offered[f.function]) for f in kept],
-            ctx.options.timeout,
+            ctx.timeout,
             devices,
             ctx.say,
         )
@@ -415,8 +366,9 @@ def _references(
         args = {p.name: ctx.example_args[p.name] for p in lifted.params if p.name in ctx.example_args}
         if len(args) == len(lifted.params):
             given.append(("the example's arguments", args))
-    seed, timeout = ctx.options.seed, ctx.options.timeout
-    return validate.reference_run(ctx.path, lifted, _sets(visible, hidden), seed, timeout, ctx.say, given)
+    return validate.reference_run(
+        ctx.path, lifted, _sets(visible, hidden), ctx.seed, ctx.timeout, ctx.say, given
+    )
 
 
 def _ask_model(
@@ -453,7 +405,7 @@ def _ask_model(
     hidden = inputs.hidden_sizes(visible)
     sets = _sets(visible, hidden)
     ctx.say(f"{refusal.function}: asking {model.name} (the rules refused it: {refusal.reason})")
-    ran = validate.reference_run(ctx.path, shell, sets, ctx.options.seed, ctx.options.timeout, ctx.say)
+    ran = validate.reference_run(ctx.path, shell, sets, ctx.seed, ctx.timeout, ctx.say)
     ctx.learn(ran)
     refs = ran.sets
     broken = next((r for _, _, r in refs if not r.ok), None)
@@ -481,9 +433,7 @@ def _ask_model(
     found: dict[str, Any] = {}
 
     def evaluate(screened: Screened) -> Evaluation:
-        evaluation, judged = lm.judge(
-            c, screened.code, model.name, refs, ctx.targets, devices, ctx.options.timeout
-        )
+        evaluation, judged = lm.judge(c, screened.code, model.name, refs, ctx.targets, devices, ctx.timeout)
         if judged is not None:
             found[screened.code] = (judged.lifted, judged.sources, judged.verdicts)
         return evaluation
@@ -554,7 +504,7 @@ def _judge(
             continue
         for d in devices[t]:
             ctx.say(f"{lifted.function}: {t} on {d.label}")
-            verdicts.append(validate.judge(lifted, srcs[t], d, refs, ctx.options.timeout))
+            verdicts.append(validate.judge(lifted, srcs[t], d, refs, ctx.timeout))
     return verdicts
 
 
@@ -589,4 +539,4 @@ def parse_sizes(items: Sequence[str]) -> dict[str, int]:
     return out
 
 
-__all__ = ["ModelOptions", "OutputOptions", "RunOptions", "lift_file", "parse_sizes", "split_target"]
+__all__ = ["lift_file", "parse_sizes", "split_target"]

@@ -285,7 +285,7 @@ def test_without_a_model_the_rules_kernel_is_timed_on_every_device_that_runs_it(
 
 def test_a_candidate_whose_written_file_is_not_the_validated_text_is_not_kept(tmp: Path, monkeypatch) -> None:
     from porter.workflows import generate as workflow
-    from porter.workflows.lift import OutputOptions
+    from porter.workflows.options import OutputOptions
 
     real = workflow.write_atomic
 

@@ -327,7 +327,8 @@ def test_a_drop_in_module_that_does_not_do_what_was_validated_is_not_reported_va
     tmp_path, monkeypatch
 ) -> None:
     from porter.lift import dropin
-    from porter.workflows.lift import OutputOptions, lift_file
+    from porter.workflows.lift import lift_file
+    from porter.workflows.options import OutputOptions
 
     shutil.copy(PATTERNS, tmp_path / "p.py")
     made = dropin.module
@@ -371,13 +372,15 @@ def test_a_call_that_hangs_fails_that_function_only_and_progress_is_shown_meanwh
 ) -> None:
     from porter.backends import pycall
 
-    from porter.workflows.lift import OutputOptions, RunOptions, lift_file
+    from porter.harness.trial import ValidateOptions
+    from porter.workflows.lift import lift_file
+    from porter.workflows.options import OutputOptions, RunOptions
 
     monkeypatch.setattr(pycall, "PROGRESS_EVERY_S", 1.0)
     shutil.copy(FIXTURES / "hang_in_call.py", tmp_path / "c.py")
     said: list[str] = []
-    report = lift_file(str(tmp_path / "c.py"), to=["cuda"], run=RunOptions(timeout=3),
-                       output=OutputOptions(str(tmp_path / "out"), progress=said.append))  # fmt: skip
+    report = lift_file(str(tmp_path / "c.py"), to=["cuda"], run=RunOptions(validate=ValidateOptions(timeout_s=3)),
+                       output=OutputOptions(str(tmp_path / "out")), progress=said.append)  # fmt: skip
     rows = {f.function: f for f in report.functions}
     assert re.fullmatch(r"reference: scale of c\.py hangs \(at line (9|10): .*\): stopped after 3 s",
                         rows["scale"].verdicts[0].reason), rows["scale"].verdicts  # fmt: skip

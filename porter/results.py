@@ -693,7 +693,8 @@ class OptimizeReport:
     notes: list[str] = field(default_factory=list)
     # Resuming: candidates a previous run validated for the same inputs that this run did not meet
     # again (their files by code_sha), the code_sha of every candidate whose evaluation was taken from
-    # the previous report instead of run again, and the key of those inputs.
+    # the previous report instead of run again, and the key of those inputs (resume.key_of): every
+    # validated candidate's row in report.json is stored under it.
     kept: list[Attempt] = field(default_factory=list)
     kept_paths: dict[str, str] = field(default_factory=dict)
     resumed: set[str] = field(default_factory=set)
@@ -874,6 +875,7 @@ class OptimizeReport:
             if a.status != VALIDATED or a.evaluation is None or not path or key in docs:
                 continue
             docs[key] = {
+                "key": self.identity,  # the key of the inputs: a re-run's ledger finds the row by it
                 "code_sha": key,
                 "path": path,
                 "file_sha": file_digest(path),

@@ -61,11 +61,11 @@ from porter.results import (
 from porter.workflows import written
 from porter.workflows.options import ModelOptions, OutputOptions, RunOptions
 from porter.workflows.resume import (
+    Ledger,
     check_out_dir,
-    code_fingerprint,
     evaluation_from_json,
+    key_of,
     load_report,
-    sha,
     toolchain_of,
     write_atomic,
 )
@@ -230,7 +230,7 @@ def optimize_file(
     identity = _identity(
         device_text, k.name, spec, model.name, opts, plan, bench_size, run_on, (description, requirements)
     )
-    known, kept = _previous_validated(previous, identity, out)
+    known, kept = _previous_validated(Ledger(previous), identity, out)
     reusing = _Resumed(_Precision(evaluator, requirements), known)
     evaluate: Callable[[Screened], Evaluation] = reusing
     if wrap_evaluator is not None:
@@ -309,16 +309,16 @@ def _identity(
     devices: Sequence[Device],
     request: tuple[str, str] = ("", ""),
 ) -> str:
-    """The key of everything a candidate's evaluation depends on besides its code ("" when a toolchain
-    cannot be told: then nothing is reused)."""
+    """The key (:func:`porter.workflows.resume.key_of`) of everything a candidate's evaluation depends on
+    besides its code ("" when a toolchain cannot be told: then nothing is reused): every validated
+    candidate is stored under it."""
     from porter.cache import headers_digest
 
     chains = [(d.label, toolchain_of(d.backend, d)) for d in devices]
     if any(chain is None for _, chain in chains):
         return ""
-    return sha(
+    return key_of(
         "optimize",
-        code_fingerprint(),
         device_text,
         headers_digest(device_text, options.compile.include_dirs),
         kernel,
@@ -379,16 +379,14 @@ def _inside(path: Path, folder: Path) -> bool:
 
 
 def _previous_validated(
-    doc: dict[str, Any] | None, identity: str, out: Path
+    ledger: Ledger, identity: str, out: Path
 ) -> tuple[dict[str, Evaluation], list[Attempt]]:
-    """From a previous report made for the same inputs: the evaluation of every candidate it validated
-    (by code_sha) and those candidates, their code read back from their files (unchanged since)."""
-    resume = doc.get("resume") if doc is not None else None
-    if not identity or not isinstance(resume, dict) or resume.get("identity") != identity:
-        return {}, []
+    """The candidates the previous report stored under `identity` (the ledger's rows under the key of
+    this run's inputs): the evaluation of each (by code_sha) and those candidates, their code read back
+    from their files (unchanged since)."""
     known: dict[str, Evaluation] = {}
     kept: list[Attempt] = []
-    for entry in resume.get("validated") or ():
+    for entry in ledger.rows(identity):
         try:
             evaluation = evaluation_from_json(entry["evaluation"])
             file = Path(entry["path"])

@@ -271,6 +271,8 @@ def test_optimize_stopped_in_round_2_keeps_round_1_and_reruns_resume(
     assert (out / "prog.best.cu").read_text().endswith("y[i] = x[i] + x[i];\n}\n")
     assert "validated" in (out / "report.md").read_text()
     assert (out / "attempts" / "candidate1_round1.cu").is_file()
+    # the validated candidate's row is stored under the key of the run's inputs: the re-run's ledger finds it
+    assert [v["key"] for v in doc["resume"]["validated"]] == [doc["resume"]["identity"]]
     rows = [r for r in doc["kernels"][0]["variants"] if r["kind"] != "original"]  # the original: a reference
     assert rows and all(r["status"] == "validated" and r["round"] == 1 for r in rows)
 

@@ -51,7 +51,7 @@ from porter.model import Status, Verdict
 from porter.plan import run_devices, wavefront_devices
 from porter.results import LiftedFunction, LiftReport, RefusedFunction
 from porter.workflows.options import ModelOptions, OutputOptions, RunOptions
-from porter.workflows.resume import REPORT_NAME, code_fingerprint, load_report, sha, write_atomic
+from porter.workflows.resume import REPORT_NAME, Ledger, key_of, write_atomic
 
 Progress = Callable[[str], None]
 TARGETS = ("cuda", "hip", "opencl")
@@ -185,8 +185,7 @@ def lift_file(
     src_path = Path(path)
     out = Path(output.out_dir) if output.out_dir else src_path.parent / f"{src_path.stem}.lifted"
     _check_out(out, src_path)
-    previous = None if output.fresh else load_report(out, "lift")
-    kept = {f.get("function"): f for f in (previous or {}).get("functions", []) if isinstance(f, dict)}
+    ledger = Ledger.of(out, "lift", output.fresh)  # the previous report's function rows, by key
     report = LiftReport(str(src_path), str(out), targets)
     report.refused = [RefusedFunction(r.function, r.line, r.reason) for r in analysis.refused]
     known = {name for f in analysis.lifted for name in inputs.size_names(f)}
@@ -218,13 +217,13 @@ def lift_file(
                              sizes=visible, hidden=hidden, notes=lifted.notes)  # fmt: skip
         _write_sources(out, lifted.function, srcs, row)
         devices = {t: [*run_devices(t), *wavefront_devices(t)] for t in targets}
-        key = sha(
-            "lift", code_fingerprint(), lifted.source, text if example else "", visible, hidden, seed,
+        key = key_of(
+            "lift", lifted.source, text if example else "", visible, hidden, seed,
             {t: srcs[t].text for t in targets}, {t: [d.label for d in ds] for t, ds in devices.items()},
             sorted(example_args) if example_args else [],
         )  # fmt: skip
-        old = kept.get(lifted.function)
-        if old and old.get("key") == key and old.get("verdicts"):  # (the drop-in is checked again below)
+        old = ledger.get(key)
+        if old and old.get("verdicts"):  # (the drop-in is checked again below)
             row.verdicts = [_verdict(v) for v in old["verdicts"] if v.get("target") != DROPIN]
             row.key, row.resumed, row.reference_s = key, True, float(old.get("reference_s") or 0.0)
             say(f"{lifted.function}: verdicts of an earlier run with the same inputs kept")

@@ -15,7 +15,6 @@ from porter import grammars
 from porter.files import READS, carried, read_input, snapshot
 from porter.plan import PlannedVariant, Refusal
 from porter.program import discover
-from porter.workflows import program_plan
 from porter.workflows.program_plan import ProgramPlan
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -29,22 +28,7 @@ def smooth(tmp_path: Path) -> Path:
     return tmp_path / "smooth"
 
 
-@pytest.fixture
-def translations(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
-    """The (target:file) of every translation actually made (a cache of its own: nothing recalled)."""
-    calls: list[str] = []
-    real = program_plan._translate_job
-
-    def counting(target, text, path, include_dirs, options, scanned=None):  # type: ignore[no-untyped-def]
-        calls.append(f"{target}:{Path(path).name}")
-        return real(target, text, path, include_dirs, options, scanned)
-
-    monkeypatch.setattr(program_plan, "_translate_job", counting)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    return calls
-
-
-def test_each_translation_is_made_once_and_kept(smooth: Path, translations: list[str]) -> None:
+def test_each_translation_is_made_once_and_kept(smooth: Path, translated: list[str]) -> None:
     with snapshot():
         plan = ProgramPlan(discover([str(smooth)]))
         main = plan.file("src/main.cu")
@@ -54,7 +38,7 @@ def test_each_translation_is_made_once_and_kept(smooth: Path, translations: list
         plan.entries("hip")  # every file of the mirrored tree translated once, main.cu not again
         plan.entries("opencl")
     # util.cpp and util.h hold no CUDA: copied as they are, never translated
-    assert sorted(translations) == ["hip:main.cu", "hip:smooth_kernels.cuh", "opencl:main.cu"]
+    assert sorted(translated) == ["hip:main.cu", "hip:smooth_kernels.cuh", "opencl:main.cu"]
 
 
 def test_variants_come_from_the_plan_not_from_the_written_outputs(smooth: Path, tmp_path: Path) -> None:

@@ -10,7 +10,6 @@ import pytest
 
 from porter.cache import Cache
 from porter.model import Diagnostic, Severity, TranslatedKernel, Translation
-from porter.workflows import program_plan as program_mod
 from porter.workflows.program import port_program
 from porter.workflows.translations import NAMESPACE, Facts, recall, remember, translation_key
 
@@ -28,20 +27,6 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def smooth(tmp_path: Path) -> Path:
     shutil.copytree(SMOOTH, tmp_path / "smooth")
     return tmp_path / "smooth"
-
-
-@pytest.fixture
-def translated(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The (target, file name) of every translation actually run."""
-    calls: list[str] = []
-    real = program_mod._translate_job
-
-    def counting(target, text, path, include_dirs, options, scanned=None):  # type: ignore[no-untyped-def]
-        calls.append(f"{target}:{Path(path).name}")
-        return real(target, text, path, include_dirs, options, scanned)
-
-    monkeypatch.setattr(program_mod, "_translate_job", counting)
-    return calls
 
 
 def _outputs(out: Path) -> dict[str, str]:

@@ -130,7 +130,9 @@ def test_outputs_written_and_input_untouched(vector_add_run: dict[str, Any]) -> 
         {
             **k,
             "variants": [
-                {key: v[key] for key in (*VARIANT_KEYS, "toolchain", "logs")} for v in k["variants"]
+                # the --json row, its toolchain and logs, and what a re-run's ledger finds it by
+                {key: v[key] for key in (*VARIANT_KEYS, "toolchain", "logs", "key", "file_sha")}
+                for v in k["variants"]
             ],
         }
         for k in report["kernels"]

@@ -440,6 +440,14 @@ def port(
     data: DataOption = None,
     define: DefineOption = None,
     undefine: UndefineOption = None,
+    expect_exit: Annotated[
+        int,
+        typer.Option(
+            "--expect-exit",
+            help="With --run: the exit status of the original when it works (default 0); a run that exits "
+            "otherwise is no evidence, and nothing is compared with it.",
+        ),
+    ] = 0,
 ) -> None:
     """Scan, translate, compile and validate every kernel of a CUDA FILE for each target on every device
     here (exit 0: every variant at least compiled, none failed; 1: some failed or untranslatable; 2: bad
@@ -480,6 +488,7 @@ def port(
     _port_program(
         paths, to, include, out, translate_only, json_out, options, err, fresh, run or [], timeout, rtol, atol,
         chains, build or "", (capture_launches, capture_mib), max_output, data, define or [], undefine or [],
+        expect_exit,
     )  # fmt: skip
 
 
@@ -504,6 +513,7 @@ def _port_program(
     data: list[Path] | None = None,
     defines: list[str] | None = None,
     undefines: list[str] | None = None,
+    expect_exit: int = 0,
 ) -> None:
     from porter.defines import BuildFlags
     from porter.harness.outputs import with_tolerance
@@ -520,6 +530,7 @@ def _port_program(
         max_output=max_output << 20,
         data=tuple(str(d) for d in data or []),
         capture_limits=capture_limits or ProgramRuns.capture_limits,
+        expect_exit=expect_exit,
     )
     report = port_program(
         [str(p) for p in paths],

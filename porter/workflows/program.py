@@ -414,7 +414,8 @@ def port_program(
         else "each output with a kernel compiled; the original and each single-source port built as programs",
     }
     report.notes += [f"skipped {s}" for s in program.skipped]
-    report.notes.append(_NO_LAUNCHES)
+    if not run.runs:  # the hint for a missing --run, only when it is missing
+        report.notes.append(_NO_LAUNCHES)
     ledger = Ledger.of(out, "program", fresh)  # what the previous report in this folder may lend
     porter = _Porter(plan, out, report, not translate_only, say, ledger)
     porter.save()
@@ -428,8 +429,6 @@ def port_program(
             save=porter.save,
         )  # fmt: skip
         replay_program(plan, out, report, say, porter.save, ledger)
-        if any(k.replays for k in report.kernels):
-            report.notes = [n for n in report.notes if n != _NO_LAUNCHES]
         if hooks.chart is not None and report.runs:
             same = all(r.resumed for run in report.runs for r in [*run.originals, *run.variants] if r.key)
             kept = out / "runs.png"

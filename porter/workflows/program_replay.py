@@ -190,12 +190,52 @@ def replay_program(
 ) -> None:
     """Validate every captured kernel's original and ports from the capture; see the module docstring.
     ``ledger``: the previous report's rows (a replay whose key matches is kept, not run again)."""
-    from porter.plan import lacking, run_devices, wavefront_devices
 
     launches, run_keys = _launches(report)
-    if not launches:
-        return
-    ledger = ledger if ledger is not None else Ledger()
+    for k in report.kernels:
+        k.replays = []
+    if launches:
+        _replay(plan, out, report, launches, run_keys, say, save, ledger or Ledger(), timeout)
+    if report.runs:  # every kernel has a row for the original and each target, with its reason
+        _rows_for_the_rest(report)
+        save()
+
+
+def _rows_for_the_rest(report: ProgramReport) -> None:
+    """A ``not-replayable`` row, with the reason, for the original and each target of every kernel the
+    replays left without one (no launch of it was captured): never an empty kernel."""
+    failed = [
+        f"run {n}: {o.reason}" for n, run in enumerate(report.runs, 1) for o in run.originals[:1]
+        if o.status != "ran"
+    ]  # fmt: skip
+    unsaid = [n for n in report.notes if "capturing build of the original failed" in n]
+    captured = any(o.capture for run in report.runs for o in run.originals)
+    if failed:
+        why = "no launch to replay: " + "; ".join(failed)
+    elif not captured:
+        why = "no launch to replay: " + (
+            "; ".join(unsaid) or "no run of the original recorded its launches (no capturing build ran it)"
+        )
+    else:
+        why = "none of the program's runs launched it (no captured launch)"
+    for k in report.kernels:
+        if not k.replays:
+            k.replays = [KernelReplay(v, "", "not-replayable", why) for v in ("original", *report.targets)]
+
+
+def _replay(
+    plan: ProgramPlan,
+    out: Path,
+    report: ProgramReport,
+    launches: list[capture.Launch],
+    run_keys: Sequence[str],
+    say: Progress,
+    save: Callable[[], None],
+    ledger: Ledger,
+    timeout: float,
+) -> None:
+    """Every captured instance replayed: its original first, then each target's port."""
+    from porter.plan import lacking, run_devices, wavefront_devices
 
     def judged(
         planned: PlannedVariant,
@@ -238,8 +278,6 @@ def replay_program(
     launches = resolved_launches(launches, scanned)
     said = {k.name: k.targets for k in report.kernels}  # what each translation said of a kernel
     grouped = capture.by_kernel(launches)
-    for k in report.kernels:
-        k.replays = []
     for n, (name, las) in enumerate(grouped.items(), 1):
         base = name.split("<", 1)[0].strip()
         pk = kernels.get(base) or kernels.get(base.rsplit("::", 1)[-1])

@@ -234,6 +234,7 @@ class ProgramRuns:
     max_output: int = DEFAULT_MAX_OUTPUT
     data: tuple[str, ...] = ()
     jobs: int = 0
+    expect_exit: int = 0  # the original's exit status when it works (--expect-exit: a failing one on purpose)
 
 
 class _Runner:
@@ -264,6 +265,7 @@ class _Runner:
         self.repeat = True  # the original run twice: what varies between its own runs is not compared
         self.max_output = options.max_output  # bytes a run (or a build command) may print, per stream
         self.data = options.data  # folders every run may read (--data), absolute
+        self.expect_exit = options.expect_exit
         self.outputs: dict[int, RunOutput] = {}  # id(RunResult) -> what that run printed and wrote
         self.varies: dict[int, Unstable] = {}  # id(an original's RunResult) -> what varies between its runs
 
@@ -359,6 +361,15 @@ class _Runner:
             else ("refused" if result.refused else "unavailable" if result.unavailable else "failed")
         )
         captures = getattr(chain, "captures", False) if result.captures is None else result.captures
+        if variant == "original" and result.ok and getattr(chain, "captures", False) and not captures:
+            # the instrumented build failed and the program was built as written: said, never silent
+            said = (
+                f"{chain.name}: the capturing build of the original failed ({_first_error(result.log)}); "
+                "built as written, without capture: its runs record no launch to replay"
+            )
+            self.say(said)
+            if said not in self.report.notes:  # (builds run on threads: a list append is atomic)
+                self.report.notes.append(said)
         if result.ok:  # what a re-run reuses, signed (issue #37)
             seal(where, [Path(str(p)) for p in result.executables.values()])
         return ProgramBuild(
@@ -389,6 +400,16 @@ class _Runner:
                     continue
                 self.say(f"run {n}/{len(self.runs)}: the original on {build.device}")
                 rec = self.run_one(build, chain, main, argv, n, name)
+                why = original_failure(
+                    rec,
+                    self.outputs.get(id(rec)),
+                    self.expect_exit,
+                    self.program,
+                    run_folder(self.program, main),
+                )
+                if why:  # no evidence: nothing a port does can be compared with it
+                    rec.status, rec.reason = "failed", why
+                    self.say(f"run {n}: {why}")
                 if (
                     rec.status == "ran" and self.repeat
                 ):  # a second run says what varies by itself (clocks, random seeds)
@@ -449,7 +470,7 @@ class _Runner:
         if rec.status == "failed":
             return
         ref = _reference(run, rec.device)
-        if ref is None or (ref.exit is None and ref.status != "ran"):
+        if ref is None or ref.status != "ran":  # an original that failed is no evidence either way
             rec.status, rec.reason = "not-run", "the original did not run here" if ref is None else ref.reason
             return
         rec.against = ref.device
@@ -486,6 +507,7 @@ class _Runner:
         capturing = build.variant == "original" and not repeat and build.captures
         key = key_of(
             "program-run", build.key, argv, name, str(run_folder(self.program, main)), self.timeout, repeat,
+            self.expect_exit,
             capture_env(Path("capture"), *self.capture_limits) if capturing else None, self.max_output,
             self.data, _data_digest(self.data),
         )  # fmt: skip
@@ -568,6 +590,88 @@ class _Runner:
 
     def save(self) -> None:
         self.saver()
+
+
+# what an error line of a program says (its usage text, a file it could not open)
+_ERROR_LINE = re.compile(
+    r"\b(error|cannot|can't|could not|couldn't|unable|failed|no such file|doesn't exist|does not exist|"
+    r"not found|usage|missing)\b",
+    re.IGNORECASE,
+)
+_FILE_WORD = re.compile(r"[\w./+-]*\w\.[A-Za-z][A-Za-z0-9]{0,5}\b")  # input.dat, data/mcmd.inp
+_EVIDENCE = re.compile(r"\d|\bPASS|\bFAIL", re.IGNORECASE)
+
+
+def original_failure(
+    rec: RunResult, output: RunOutput | None, expect_exit: int, program: Program, run_dir: Path
+) -> str:
+    """Why the original's run is no evidence to compare a port with ("" when it is): an exit status other
+    than `expect_exit` (its first error line quoted, with a hint), or -- expecting success -- an output
+    with no number, no PASS/FAIL word and no file written.  A run porter stopped (time-out, signal) already says why."""
+    if rec.status != "ran":
+        return ""
+    if rec.exit is not None and rec.exit != expect_exit:
+        line = _error_line(rec.stderr_tail) or _error_line(rec.stdout_tail)
+        said = f': "{line}"' if line else ""
+        expected = f", expected {expect_exit} (--expect-exit)" if expect_exit else ""
+        return (
+            f"the original failed (exit {rec.exit}{said}{expected}); {_failure_hint(line, program, run_dir)}"
+        )
+    if expect_exit:  # the status the user expects is itself what a port must reproduce
+        return ""
+    printed = [*_output_lines(output), *rec.stderr_tail.splitlines()]
+    if not any(_EVIDENCE.search(line) for line in printed) and not (output is not None and output.files):
+        return (
+            "nothing to compare: the original printed no number and no PASS/FAIL word and wrote no file "
+            f"(its output: {(rec.stdout_tail or rec.stderr_tail).strip()[:120]!r})"
+        )
+    return ""
+
+
+def _output_lines(output: RunOutput | None) -> list[str]:
+    if output is None:
+        return []
+    if isinstance(output.stdout, Path):
+        return read_tail(output.stdout, TAIL_CHARS * 4).splitlines()
+    return output.stdout.splitlines()
+
+
+def _error_line(text: str) -> str:
+    """The first line of `text` that reads as an error or usage message, else its first non-empty line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    found = next((line for line in lines if _ERROR_LINE.search(line)), lines[0] if lines else "")
+    return found[:200]
+
+
+def _failure_hint(line: str, program: Program, run_dir: Path) -> str:
+    """What to check: a file the error line names that the program's folder does not hold (or holds
+    elsewhere than where the run starts), else the arguments and the working folder."""
+    where = str(run_dir) if str(run_dir) not in ("", ".") else "the program's folder"
+    for word in _FILE_WORD.findall(line):
+        name = Path(word).name
+        if (program.root / run_dir / word).exists():
+            continue
+        found = [f for f in program.files if f.path.name == name]
+        if found:
+            return (
+                f"{word!r} is at {found[0].rel}, but the run starts in {where}: give arguments that name it "
+                "from there"
+            )
+        return (
+            f"{word!r} is not in the program's folder (the run starts in {where}): give the folder holding "
+            "it with --data and arguments that name it, or --expect-exit if it fails on purpose"
+        )
+    return (
+        f"check the arguments and the working folder (the run starts in {where}), or give --expect-exit "
+        "if it fails on purpose"
+    )
+
+
+def _first_error(log: str) -> str:
+    """The first compiler error of a build log (its first line when none reads as one)."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    found = next((line for line in lines if "error" in line.lower()), lines[0] if lines else "no log")
+    return found[:200]
 
 
 def _same_device(a: str, b: str) -> bool:
@@ -718,6 +822,10 @@ def build_and_run(
     check_max_output(options.max_output)
     require_jail()
     report.build["jail"] = program_jail.describe()
+    if options.expect_exit and options.runs:
+        said = f"the original is expected to exit {options.expect_exit} (--expect-exit): runs that do are compared"
+        if said not in report.notes:
+            report.notes.append(said)
     note = program_jail.note()
     if note and note not in report.notes:
         report.notes.append(note)

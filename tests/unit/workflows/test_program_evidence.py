@@ -1,0 +1,99 @@
+"""No verdict without evidence: an original that fails is judged first, and nothing is compared with it
+(issue #36); every kernel of a --run report has a row saying why it has no verdict."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from porter.workflows.program import port_program
+from porter.workflows.program_run import ProgramRuns
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU runtime needs g++"),
+]
+
+ROOT = Path(__file__).resolve().parents[3]
+NEEDS_INPUT = ROOT / "tests" / "fixtures" / "programs" / "needs_input"
+
+
+@pytest.fixture
+def prog(tmp_path: Path) -> Path:
+    shutil.copytree(NEEDS_INPUT, tmp_path / "needs_input")
+    return tmp_path / "needs_input"
+
+
+def _cpu(*runs: str, expect_exit: int = 0) -> ProgramRuns:
+    return ProgramRuns(runs=runs, toolchains=("cpu-runtime",), expect_exit=expect_exit)
+
+
+def test_an_original_that_fails_for_a_missing_input_is_no_evidence(prog: Path, tmp_path: Path) -> None:
+    """Original and port both exit 1 ("input.dat doesn't exist"): that used to read `matches`."""
+    report = port_program([str(prog)], ["hip", "opencl"], out_dir=str(tmp_path / "out"), run=_cpu(""))
+    original = report.runs[0].original
+    assert original is not None and original.status == "failed" and original.exit == 1
+    assert original.reason.startswith(
+        'the original failed (exit 1: "ERROR: The input file input.dat doesn\'t exist.")'
+    ), original.reason
+    assert "'input.dat' is not in the program's folder" in original.reason  # the hint names the file
+    verdict = report.verdicts()["hip"]
+    assert verdict["status"] == "not-run" and "the original failed" in verdict["detail"]
+    # its one kernel was never launched: a row for the original and each target, with the reason
+    rows = {r.variant: r for k in report.kernels for r in k.replays}
+    assert set(rows) == {"original", "hip", "opencl"}
+    assert all(
+        r.status == "not-replayable" and "run 1: the original failed" in r.reason for r in rows.values()
+    )
+    assert not any("give --run" in n for n in report.notes)  # --run was given: no hint to give it
+
+
+def test_a_file_that_lies_elsewhere_in_the_program_is_named_with_where_it_is(
+    prog: Path, tmp_path: Path
+) -> None:
+    report = port_program([str(prog)], ["hip"], out_dir=str(tmp_path / "out"), run=_cpu("values.dat"))
+    original = report.runs[0].original
+    assert original is not None and original.status == "failed"
+    assert "'values.dat' is at data/values.dat, but the run starts in" in original.reason
+
+
+def test_the_same_program_given_its_input_is_compared_and_its_kernel_replayed(
+    prog: Path, tmp_path: Path
+) -> None:
+    report = port_program([str(prog)], ["hip"], out_dir=str(tmp_path / "out"), run=_cpu("data/values.dat"))
+    assert report.verdicts()["hip"]["status"] == "matches"
+    assert {r.status for k in report.kernels for r in k.replays} == {"validated"}
+
+
+def test_an_original_failing_on_purpose_is_compared_when_the_user_says_so(prog: Path, tmp_path: Path) -> None:
+    report = port_program([str(prog)], ["hip"], out_dir=str(tmp_path / "out"), run=_cpu("", expect_exit=1))
+    original = report.runs[0].original
+    assert original is not None and original.status == "ran" and original.exit == 1
+    assert report.verdicts()["hip"]["status"] == "matches"
+    assert any("expected to exit 1 (--expect-exit)" in n for n in report.notes)
+    # a run that exits otherwise than expected is no evidence either
+    other = port_program(
+        [str(prog)], ["hip"], out_dir=str(tmp_path / "o2"), run=_cpu("data/values.dat", expect_exit=1)
+    )
+    assert other.runs[0].original is not None and other.runs[0].original.status == "failed"
+    assert (
+        "exit 0" in other.runs[0].original.reason
+        and "expected 1 (--expect-exit)" in other.runs[0].original.reason
+    )
+
+
+def test_an_original_that_prints_nothing_and_writes_nothing_is_no_evidence(tmp_path: Path) -> None:
+    src = tmp_path / "quiet"
+    src.mkdir()
+    (src / "main.cu").write_text(
+        "__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n"
+        "int main() { float* d; cudaMalloc(&d, 64 * sizeof(float)); k<<<1, 64>>>(d); cudaFree(d);\n"
+        '    puts("done"); return 0; }\n'
+    )
+    report = port_program([str(src)], ["hip"], out_dir=str(tmp_path / "out"), run=_cpu(""))
+    original = report.runs[0].original
+    assert original is not None and original.status == "failed"
+    assert original.reason.startswith("nothing to compare: the original printed no number"), original.reason
+    assert report.verdicts()["hip"]["status"] == "not-run"

@@ -273,6 +273,9 @@ class KernelReplay:
     # median and IQR of the device-event times, against the original on the same device, the floor
     time_ms: float | None = None
     time_iqr_ms: float | None = None
+    # the original timed beside it, in the same session, on the same device, the same way: the speedup
+    # is original_ms / time_ms, the two times shown (never a time of another session)
+    original_ms: float | None = None
     speedup: float | None = None
     floor_ms: float | None = None
     timed_at: str = ""  # the launch timed ("gx=20, gy=10, ...") or why none was

@@ -37,7 +37,9 @@ def _time(r: KernelReplay) -> str:
     if r.time_ms is None:
         return "-"
     out = f"{r.time_ms:.4g} ms ({r.time_iqr_ms or 0:.2g})"
-    if r.speedup is not None:
+    if r.speedup is not None and r.original_ms is not None and r.variant != "original":
+        out += f", {r.speedup:.2f}x the original ({r.original_ms:.4g} ms beside it)"
+    elif r.speedup is not None and r.variant != "original":
         out += f", {r.speedup:.2f}x the original"
     if r.floor_ms is not None:
         out += f", floor {r.floor_ms:.2g} ms"

@@ -112,7 +112,8 @@ def _row_from(doc: Mapping[str, Any], key: str) -> KernelReplay:
         str(doc.get("reason", "")), int(doc.get("launches") or 0), int(doc.get("held_back") or 0),
         tuple(doc.get("checks") or ()), wavefront=int(doc.get("wavefront") or 0),
         instance=str(doc.get("instance") or ""), log=str(doc.get("log") or ""), time_ms=number("time_ms"),
-        time_iqr_ms=number("time_iqr_ms"), speedup=number("speedup"), floor_ms=number("floor_ms"),
+        time_iqr_ms=number("time_iqr_ms"), original_ms=number("original_ms"), speedup=number("speedup"),
+        floor_ms=number("floor_ms"),
         timed_at=str(doc.get("timed_at") or ""), key=key, resumed=True,
     )  # fmt: skip
 
@@ -152,9 +153,14 @@ def _timed(
     if not res.ok or res.timing is None:
         return replace(row, timed_at=f"not timed at {at}: {res.reason}")
     floor = res.assessment.floor_ms if res.assessment is not None else None
+    mine, theirs = res.timing.median_ms, res.baseline_ms
+    if same:  # the original itself: its own time is the one beside it
+        theirs = mine
+    # the speedup from the two times shown (the harness withholds one below the physical floor)
+    speedup = theirs / mine if res.speedup is not None and theirs is not None and mine > 0 else None
     return replace(
-        row, time_ms=res.timing.median_ms, time_iqr_ms=res.timing.iqr_ms, speedup=res.speedup,
-        floor_ms=floor, timed_at=at,
+        row, time_ms=mine, time_iqr_ms=res.timing.iqr_ms, original_ms=theirs, speedup=speedup, floor_ms=floor,
+        timed_at=at,
     )  # fmt: skip
 
 

@@ -72,9 +72,11 @@ def test_validated_replays_are_timed_at_their_largest_captured_launch(
         assert r.time_ms is not None and r.time_ms > 0 and r.time_iqr_ms is not None, r
         assert "n0=4000" in r.timed_at  # the run's own size (data/values.txt holds 4000 values)
     hip = next(r for r in rows if r.variant == "hip")
-    assert hip.speedup is not None  # against the original on the same device
+    assert hip.speedup is not None and hip.original_ms is not None and hip.time_ms is not None
+    # the speedup is the two times shown: the original timed beside the port, same session and device
+    assert hip.speedup == pytest.approx(hip.original_ms / hip.time_ms)
     md = (Path(report.out_dir) / "report.md").read_text()
-    assert "time at the largest captured launch" in md and "x the original" in md
+    assert "time at the largest captured launch" in md and "x the original (" in md and "ms beside it)" in md
     # a re-run keeps the times with the verdicts it reuses (the ledger of the signed report)
     again = port_program([str(smooth)], ["hip"], out_dir=str(tmp_path / "out"), run=cpu)
     kept = [r for k in again.kernels for r in k.replays if r.device == "cpu:cpu-emulator"]

@@ -32,7 +32,15 @@ from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
-from porter.backends import Availability, CompileOptions, Device, HardwareFacts, ResourceReport, spares
+from porter.backends import (
+    Availability,
+    CompileOptions,
+    Device,
+    HardwareFacts,
+    ResourceReport,
+    get_backend,
+    spares,
+)
 
 from porter import sandbox
 
@@ -206,7 +214,7 @@ def run_job(job: Job, timeout_s: float = 60.0) -> JobResult:
     if forged and job.env.get(ENV_DISABLE) != "1":  # it ran on a cache entry that failed its signature
         return run_job(replace(job, use_cache=False, env={**job.env, ENV_DISABLE: "1"}), timeout_s)
 
-    where = _where(progress)
+    where = _where(progress) + _on(job, progress)
     if rc is None:
         result = JobResult(
             ok=False,
@@ -471,6 +479,19 @@ def _where(progress: dict[str, Any]) -> str:
         return " before the job started"
     run = progress.get("run")
     return f" during {stage}" + (f" (run {run})" if run is not None and stage == "launch" else "")
+
+
+def _on(job: Job, progress: dict[str, Any]) -> str:
+    """Where a child that died or hung was working: the device and its toolchain (driver and runtime
+    version), so a crash names which of several devices it happened on."""
+    chain = str(progress.get("toolchain", ""))
+    if not chain:
+        try:
+            chain = get_backend(job.backend).toolchain_id(job.device)
+        except Exception:  # noqa: BLE001 - a backend that cannot say: the device alone
+            chain = ""
+    device = job.device.label if job.device is not None else f"{job.backend} (compile only)"
+    return f" on {device}" + (f" [{chain}]" if chain else "")
 
 
 def read_bounded(path: Path, head: int = LOG_HEAD, tail: int = LOG_TAIL) -> str:

@@ -283,6 +283,8 @@ def test_wild_pointer_write_is_a_crash_with_the_signal(name: str) -> None:
     assert (result.ok, result.stage) == (False, "crash"), f"{result.stage}: {result.error}\n{result.log}"
     assert any(sig in result.error for sig in ("SIGSEGV", "SIGBUS")), result.error
     assert "launch" in result.error
+    # where it crashed: the device, and its toolchain (driver, runtime version)
+    assert f" on {device.label} [" in result.error and result.toolchain in result.error, result.error
 
 
 @pytest.mark.parametrize("name", ["cpu", "opencl"])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from porter.workflows.program import port_program
+from porter.workflows.program import Hooks, port_program
 from porter.workflows.program_run import ProgramRuns
 
 pytestmark = [
@@ -97,3 +97,35 @@ def test_an_original_that_prints_nothing_and_writes_nothing_is_no_evidence(tmp_p
     assert original is not None and original.status == "failed"
     assert original.reason.startswith("nothing to compare: the original printed no number"), original.reason
     assert report.verdicts()["hip"]["status"] == "not-run"
+
+
+def test_a_capturing_build_that_fails_is_said_and_every_kernel_says_why(
+    prog: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The instrumented build failing (a launch line the rewriter broke) falls back to the program as
+    written: that is a note and a terminal line naming the compiler's first error, and every kernel is
+    `not-replayable` with it -- never a silent plain build and empty rows."""
+    from dataclasses import replace
+
+    from porter.backends.cpu.program import CpuProgramToolchain
+
+    real = CpuProgramToolchain.build
+
+    def without_capture(self, source, out):  # type: ignore[no-untyped-def]
+        built = real(self, source, out)
+        if not source.capture:
+            return built
+        log = "capture/main.cu:27:5: error: expected ';' before 'twice'\n" + built.log
+        return replace(built, captures=False, log=log)
+
+    monkeypatch.setattr(CpuProgramToolchain, "build", without_capture)
+    said: list[str] = []
+    report = port_program(
+        [str(prog)], ["hip"], out_dir=str(tmp_path / "out"), run=_cpu("data/values.dat"),
+        hooks=Hooks(progress=said.append),
+    )  # fmt: skip
+    note = next(n for n in report.notes if "capturing build of the original failed" in n)
+    assert "error: expected ';' before 'twice'" in note and note in said
+    rows = [r for k in report.kernels for r in k.replays]
+    assert rows and all(r.status == "not-replayable" and "capturing build" in r.reason for r in rows)
+    assert report.verdicts()["hip"]["status"] == "matches"  # the program itself still ran and compared

@@ -28,7 +28,7 @@ from porter.harness import replay as replaying
 from porter.harness.trial import ValidateOptions
 from porter.model import Status, Variant, Verdict
 from porter.plan import PlannedVariant, Refusal
-from porter.results import KernelReplay, ProgramReport
+from porter.results import KernelReplay, ProgramKernel, ProgramReport
 from porter.workflows.program_plan import ProgramPlan
 from porter.workflows.resume import Ledger, key_of, toolchain_of
 
@@ -224,9 +224,20 @@ def _rows_for_the_rest(report: ProgramReport) -> None:
         )
     else:
         why = "none of the program's runs launched it (no captured launch)"
+    by_name = {k.name: k for k in report.kernels}
     for k in report.kernels:
-        if not k.replays:
-            k.replays = [KernelReplay(v, "", "not-replayable", why) for v in ("original", *report.targets)]
+        if k.replays or _replayed_as_instance(k.name, by_name):
+            continue
+        k.replays = [KernelReplay(v, "", "not-replayable", why) for v in ("original", *report.targets)]
+
+
+def _replayed_as_instance(name: str, kernels: Mapping[str, ProgramKernel]) -> bool:
+    """Whether `name` is a template instantiation (``MatrixMulCUDA<16>``, listed where a translator
+    made one kernel of it) whose rows are its template kernel's, under the instance's name."""
+    base = name.split("<", 1)[0].strip()
+    template = kernels.get(base) if base != name else None
+    squash = "".join(name.split())
+    return template is not None and any("".join(r.instance.split()) == squash for r in template.replays)
 
 
 def _replay(

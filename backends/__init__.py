@@ -177,6 +177,11 @@ class BackendError(Exception):
     """Base of the errors a backend raises (inside the harness they become Verdicts)."""
 
 
+def first_error(log: str) -> str:
+    """The compiler's first error line of `log` ("" when it has none)."""
+    return next((line.strip() for line in log.splitlines() if "error" in line.lower()), "")[:500]
+
+
 class CompileError(BackendError):
     """`summary`, when given, is the first line instead of 'compile of ... failed': a refusal the
     backend can name in one line (a kernel name its compiler cannot take)."""

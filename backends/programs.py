@@ -24,6 +24,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from porter.backends import first_error
+
 from porter.sandbox.jail import DEFAULT_MAX_OUTPUT, Jail, read_tail
 from porter.sandbox.jail import run as run_jailed
 
@@ -68,6 +70,9 @@ class BuiltProgram:
     # whether its executables record their launches under porter.capture.capture_env (None: as the
     # toolchain's ``captures`` says)
     captures: bool | None = None
+    # why a toolchain that captures built it without capture, when its capturing build failed and it fell
+    # back to the program as written ("" when it did not): the report says so, never silently
+    fallback: str = ""
 
 
 class ProgramToolchain(Protocol):
@@ -321,8 +326,9 @@ class DriverToolchain:
         if built.ok:
             return replace(built, captures=True)
         plain = self._build(source, out)
-        note = f"the capturing build failed ({built.reason}); built as written, without capture\n"
-        return replace(plain, log=note + built.log + "\n" + plain.log, captures=False)
+        why = "; ".join(part for part in (built.reason, first_error(built.log)) if part)
+        note = f"the capturing build failed ({why}); built as written, without capture\n"
+        return replace(plain, log=note + built.log + "\n" + plain.log, captures=False, fallback=why)
 
     def _instrumented(self, source: ProgramSource, out: Path) -> ProgramSource:
         """The program's instrumented copy under `out`, porter's capture headers in ``out/porter-include``."""

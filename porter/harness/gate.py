@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from porter.backends import CompileOptions, get_backend
+from porter.backends import CompileOptions, first_error, get_backend
 from porter.backends.isolate import Job, run_job
 from porter.model import Variant
 
@@ -56,7 +56,7 @@ def device_build_check(variant: Variant, options: CompileOptions | None = None) 
         return GateResult(
             False,
             f"does not build as device code for {arch} (a GPU compiler rejects it; nothing ran it): "
-            f"{_first_error(res.log) or res.error}",
+            f"{first_error(res.log) or res.error}",
             log=res.log,
             toolchain=res.toolchain,
         )
@@ -65,11 +65,6 @@ def device_build_check(variant: Variant, options: CompileOptions | None = None) 
         "no GPU device compiler here to check that the code builds as device code, so it is not run: "
         + "; ".join(missing),
     )
-
-
-def _first_error(log: str) -> str:
-    """The compiler's first error line of `log` ("" when it has none)."""
-    return next((line.strip() for line in log.splitlines() if "error" in line.lower()), "")[:500]
 
 
 def compile_check(target: str, source: str, entry: str, options: CompileOptions | None = None) -> GateResult:

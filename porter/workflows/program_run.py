@@ -361,10 +361,10 @@ class _Runner:
             else ("refused" if result.refused else "unavailable" if result.unavailable else "failed")
         )
         captures = getattr(chain, "captures", False) if result.captures is None else result.captures
-        if variant == "original" and result.ok and getattr(chain, "captures", False) and not captures:
+        if variant == "original" and result.ok and result.fallback:
             # the instrumented build failed and the program was built as written: said, never silent
             said = (
-                f"{chain.name}: the capturing build of the original failed ({_first_error(result.log)}); "
+                f"{chain.name}: the capturing build of the original failed ({result.fallback}); "
                 "built as written, without capture: its runs record no launch to replay"
             )
             self.say(said)
@@ -665,13 +665,6 @@ def _failure_hint(line: str, program: Program, run_dir: Path) -> str:
         f"check the arguments and the working folder (the run starts in {where}), or give --expect-exit "
         "if it fails on purpose"
     )
-
-
-def _first_error(log: str) -> str:
-    """The first compiler error of a build log (its first line when none reads as one)."""
-    lines = [line.strip() for line in log.splitlines() if line.strip()]
-    found = next((line for line in lines if "error" in line.lower()), lines[0] if lines else "no log")
-    return found[:200]
 
 
 def _same_device(a: str, b: str) -> bool:

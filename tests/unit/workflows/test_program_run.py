@@ -241,6 +241,8 @@ def test_the_users_own_build_runs_with_porters_compiler_drivers(smooth: Path, tm
     built = [(b.variant, b.status, sorted(b.executables)) for b in report.builds]
     assert built == [("original", "built", ["smooth"]), ("hip", "built", ["smooth"])]  # the Makefile's target
     assert report.builds[0].commands == ["make"]
+    # the user's own build records no launches by design: not a capturing build that failed
+    assert not any("capturing build" in n for n in report.notes), report.notes
     log = (tmp_path / "o" / "build" / "original" / "cpu-runtime" / "drivers.log").read_text()
     assert "-include porter_runtime.h" in log and "src/main.cu" in log  # nvcc's line, through the driver
     assert report.verdicts()["hip"]["status"] == "matches"

@@ -200,20 +200,10 @@ class _Porter:
     def build_unit(self, target: str, f: ProgramFile) -> None:
         """Compile the mirrored unit's device code, kernels of its headers included, with a real
         compiler (a host-only unit reaching no kernel is not built: nothing device-side to check)."""
-        from porter.includes import reachable
-
         result = self.results[f.path].targets.get(target)
         if result is None or result.status != "translated":
             return
-        reached = {
-            os.path.relpath(os.path.abspath(p), self.program.root)
-            for p, _ in reachable(
-                [(str(f.path), None)],
-                self.program.include_dirs,
-                quoted_only=True,
-                allow=self.program.may_read,
-            )
-        }
+        reached = {str(f.rel), *(str(g.rel) for g in self.plan.reached(f))}
         entry = self.plan.instance_entry(target, f) or next(
             (e for e, where in self.plan.entries(target).values() if where in reached), None
         )
@@ -347,7 +337,7 @@ def port_program(
 
     flags, hooks = flags or BuildFlags(), hooks or Hooks()
     run = ProgramRuns(jobs=jobs) if run is None else replace(run, jobs=jobs)
-    runs, include_dirs = run.runs, flags.include_dirs
+    include_dirs = flags.include_dirs
     say = hooks.progress or (lambda _msg: None)
     chosen = parse_targets(list(translation_targets() if targets is None else targets))
     for target, opts in (translate_options or {}).items():
@@ -393,7 +383,7 @@ def port_program(
         check_toolchains(run.toolchains, chosen)
     if run.build_command and translate_only:
         raise UsageError("--build builds the program; it cannot go with --translate-only")
-    if runs and translate_only:
+    if run.runs and translate_only:
         raise UsageError("--run builds and runs the program; it cannot go with --translate-only")
     if run.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")

@@ -51,6 +51,7 @@ class ProgramPlan:
         self.jobs = max(1, jobs)
         self.lock = threading.RLock()
         self._texts: dict[Path, str | None] = {}
+        self._cuda: dict[Path, bool] = {}
         self._scans: dict[Path, Scanned | None] = {}
         self._facts: dict[Path, Facts] = {}
         self._keys: dict[tuple[str, Path], str] = {}
@@ -75,9 +76,13 @@ class ProgramPlan:
             return self._texts[f.path]
 
     def uses_cuda(self, f: ProgramFile) -> bool:
-        """Whether the file has anything to translate (a kernel, a launch, a CUDA call or header)."""
-        text = self.text(f) if f.kind != "other" else None
-        return text is not None and has_cuda(encode_text(text))
+        """Whether the file has anything to translate (a kernel, a launch, a CUDA call or header); asked
+        by every stage, looked at once."""
+        with self.lock:
+            if f.path not in self._cuda:
+                text = self.text(f) if f.kind != "other" else None
+                self._cuda[f.path] = text is not None and has_cuda(encode_text(text))
+            return self._cuda[f.path]
 
     def defines_for(self, f: ProgramFile | str | Path) -> tuple[str, ...]:
         """The ``-D`` the program's build gives the unit (a path relative to the root, or the file)."""
@@ -298,21 +303,10 @@ class ProgramPlan:
             return self._homes[rel]
 
     def _home(self, rel: str) -> str:
-        from porter.includes import reachable
-
         f = self.file(rel)
         if f is None or f.kind == "source" or f.path.suffix not in SOURCE_SUFFIXES:
             return rel
-        for unit in self.program.units:
-            found = reachable(
-                [(str(unit.path), None)],
-                self.program.include_dirs,
-                quoted_only=True,
-                allow=self.program.may_read,
-            )
-            if any(Path(p).resolve() == f.path.resolve() for p, _ in found):
-                return str(unit.rel)
-        return rel
+        return next((str(unit.rel) for unit in self.program.units if f in self.reached(unit)), rel)
 
     def original(self, name: str, rel: str) -> PlannedVariant | Refusal:
         """The original kernel instance `name` (defined in `rel`) as its program builds it: the device

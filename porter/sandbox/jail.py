@@ -34,6 +34,7 @@ import fnmatch
 import functools
 import json
 import os
+import re
 import selectors
 import shutil
 import signal
@@ -331,17 +332,22 @@ def run(
     env: Mapping[str, str] | None = None,
     timeout: float,
     max_output: int,
+    trace_opens: Path | None = None,
 ) -> Ran:
     """Run `cmd` in `jail` from `cwd`, its stdout streamed to the file `stdout` and its stderr to
     `stderr` (None: into `stdout` too), each at most `max_output` bytes: past that, or past `timeout`
     seconds, every process of the command is killed and the result says which.  Its environment is
     :func:`porter.sandbox.environment.scrubbed` with `env` on top (HOME and TMPDIR: the jail's home).
-    Porter holds at most one chunk of output in memory."""
+    Porter holds at most one chunk of output in memory.  `trace_opens`: a file where the files the
+    command failed to open are listed, by ``strace`` from outside the jail where this machine has it
+    (see :func:`missing_files`)."""
     why = refusal()
     if why:
         return Ran(None, 0.0, error=why)
     Path(jail.home_dir).mkdir(parents=True, exist_ok=True)
     argv = command(cmd, jail, cwd)
+    if trace_opens is not None and tracer():
+        argv = [*_trace_args(trace_opens), *argv]
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -363,6 +369,64 @@ def run(
     if timed_out or overflow:
         return Ran(None, seconds, timed_out=timed_out, overflow=overflow)
     return Ran(proc.returncode, seconds)
+
+
+# the calls that open or look up a file by name, as strace names them, and the exec that starts the
+# program (whose process's failed calls are the ones listed: the jail's own setup is not the program's)
+_TRACED = "execve,open,openat,openat2,creat,access,faccessat,faccessat2,stat,lstat,newfstatat,statx"
+_EXEC = re.compile(r'^(\d+)\s+execve\("((?:[^"\\]|\\.)*)".*= 0$')
+_FAILED_OPEN = re.compile(r'^(\d+)\s+(\w+)\((?:AT_FDCWD, |\d+, )?"((?:[^"\\]|\\.)*)".*= -1 (ENOENT|EACCES)')
+# what a program's startup looks up that it never needed (the loader, locales, drivers, the system)
+_SYSTEM = ("/usr/", "/lib", "/etc/", "/proc/", "/sys/", "/dev/", "/opt/", "/run/", "/var/", "/selinux", "/snap/")
+
+
+@functools.cache
+def tracer() -> str:
+    """The ``strace`` that :func:`run` lists a command's failed opens with ("" where there is none, or
+    where this machine does not let it trace, as some containers do not)."""
+    tool = shutil.which("strace")
+    if not tool:
+        return ""
+    try:
+        probe = subprocess.run(
+            [tool, "-f", "-qq", "-e", "trace=openat", "-o", os.devnull, "true"],
+            capture_output=True, timeout=10, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return tool if probe.returncode == 0 else ""
+
+
+def _trace_args(out: Path) -> list[str]:
+    # -f: through the jail's own processes to the program's; only the calls named (a few hundred lines)
+    return [tracer(), "-f", "-qq", "--seccomp-bpf", f"-etrace={_TRACED}", "-o", str(out)]
+
+
+def missing_files(trace: Path, program: str, limit: int = 8) -> list[str]:
+    """The files `program` (its argv[0]) tried to open and did not find or could not read, in a command
+    traced by :func:`run`'s `trace_opens`, as it named them, in the order it tried them: its own data
+    files, not the loader's libraries, locales, drivers or anything else under the system's folders."""
+    try:
+        lines = trace.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    pid, found = "", []
+    for line in lines:
+        started = _EXEC.match(line)
+        if started is not None and started.group(2) == program:
+            pid = started.group(1)
+            continue
+        m = _FAILED_OPEN.match(line)
+        if m is None or m.group(1) != pid:
+            continue
+        name = m.group(3)
+        if name.startswith(_SYSTEM) or name in ("/usr", "/tmp", "/selinux") or ".so" in Path(name).name:
+            continue
+        if name not in found:
+            found.append(name)
+        if len(found) >= limit:
+            break
+    return found
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
@@ -490,10 +554,12 @@ __all__ = [
     "Jail",
     "Ran",
     "command",
+    "missing_files",
     "mode",
     "note",
     "read_tail",
     "refusal",
     "require",
     "run",
+    "tracer",
 ]

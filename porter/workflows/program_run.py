@@ -27,6 +27,7 @@ import shlex
 import shutil
 import signal
 import stat
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -407,6 +408,13 @@ class _Runner:
                     self.program,
                     run_folder(self.program, main),
                 )
+                if why and rec.exit is not None and rec.exit != self.expect_exit and program_jail.tracer():
+                    # once more, watched from outside the jail: the files it looked for and did not find
+                    missing = self.missing_files(build, chain, main, argv, name)
+                    why = original_failure(
+                        rec, self.outputs.get(id(rec)), self.expect_exit, self.program,
+                        run_folder(self.program, main), missing,
+                    )  # fmt: skip
                 if why:  # no evidence: nothing a port does can be compared with it
                     rec.status, rec.reason = "failed", why
                     self.say(f"run {n}: {why}")
@@ -588,6 +596,37 @@ class _Runner:
         self.outputs[id(rec)] = output
         return rec
 
+    def missing_files(
+        self, build: ProgramBuild, chain: ProgramToolchain, main: ProgramFile, argv: list[str], name: str
+    ) -> list[str]:
+        """The files the original looked for and did not find, from a run of it that strace watches
+        (a diagnostic run: its output is not kept, nothing is compared with it)."""
+        exe = Path(build.executables.get(str(main.rel), ""))
+        if not build.executables.get(str(main.rel)) or not _is_built_here(exe, self.out):
+            return []
+        scratch = Path(tempfile.mkdtemp(prefix="opens-", dir=self.out / "runs"))
+        try:
+            for f in self.program.files:
+                if (self.program.root / f.rel).is_file():
+                    (scratch / "tree" / f.rel).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(self.program.root / f.rel, scratch / "tree" / f.rel)
+            cwd = scratch / "tree" / run_folder(self.program, main)
+            cwd.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(exe, cwd / name)
+            device = chain.device()
+            jail = Jail(
+                (str(scratch / "tree"),), readable=self.data, home=str(scratch / "home"),
+                gpu=device is not None and device.times,
+            )  # fmt: skip
+            program_jail.run(
+                [f"./{name}", *argv], jail, cwd, stdout=scratch / "stdout.txt", stderr=scratch / "stderr.txt",
+                env=dict(getattr(chain, "run_env", lambda: {})()), timeout=self.timeout,
+                max_output=self.max_output, trace_opens=scratch / "opens.txt",
+            )  # fmt: skip
+            return program_jail.missing_files(scratch / "opens.txt", f"./{name}")
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
     def save(self) -> None:
         self.saver()
 
@@ -598,15 +637,24 @@ _ERROR_LINE = re.compile(
     r"not found|usage|missing)\b",
     re.IGNORECASE,
 )
+_USAGE = re.compile(r"\s*usage\b", re.IGNORECASE)  # a line that starts with it: the program's usage text
+_OPEN_ERROR = re.compile(
+    r"no such file|(cannot|can't|could not|couldn't|unable to|failed to) (open|read|find|load)|error (opening|reading)|"
+    r"(doesn't|does not) exist|file not found",
+    re.IGNORECASE,
+)
 _FILE_WORD = re.compile(r"[\w./+-]*\w\.[A-Za-z][A-Za-z0-9]{0,5}\b")  # input.dat, data/mcmd.inp
 _EVIDENCE = re.compile(r"\d|\bPASS|\bFAIL", re.IGNORECASE)
 
 
 def original_failure(
-    rec: RunResult, output: RunOutput | None, expect_exit: int, program: Program, run_dir: Path
-) -> str:
+    rec: RunResult, output: RunOutput | None, expect_exit: int, program: Program, run_dir: Path,
+    missing: Sequence[str] = (),
+) -> str:  # fmt: skip
     """Why the original's run is no evidence to compare a port with ("" when it is): an exit status other
-    than `expect_exit` (its first error line quoted, with a hint), or -- expecting success -- an output
+    than `expect_exit` (its first error line quoted, with a hint: `missing`, the files it looked for and
+    did not find, when a watched run saw them), or -- expecting success -- its usage text, an error
+    opening a file, or an output
     with no number, no PASS/FAIL word and no file written.  A run porter stopped (time-out, signal) already says why."""
     if rec.status != "ran":
         return ""
@@ -615,16 +663,36 @@ def original_failure(
         said = f': "{line}"' if line else ""
         expected = f", expected {expect_exit} (--expect-exit)" if expect_exit else ""
         return (
-            f"the original failed (exit {rec.exit}{said}{expected}); {_failure_hint(line, program, run_dir)}"
+            f"the original failed (exit {rec.exit}{said}{expected}); "
+            f"{_failure_hint(line, program, run_dir, missing)}"
         )
     if expect_exit:  # the status the user expects is itself what a port must reproduce
         return ""
+    gave_up = _gave_up(_output_lines(output), rec.stderr_tail.splitlines())
+    if gave_up:
+        return (
+            f'the original exited 0 but printed "{gave_up[:200]}" (its usage or an input it could not '
+            f"open: it did not do its work); {_failure_hint(gave_up, program, run_dir, missing)}"
+        )
     printed = [*_output_lines(output), *rec.stderr_tail.splitlines()]
     if not any(_EVIDENCE.search(line) for line in printed) and not (output is not None and output.files):
         return (
             "nothing to compare: the original printed no number and no PASS/FAIL word and wrote no file "
             f"(its output: {(rec.stdout_tail or rec.stderr_tail).strip()[:120]!r})"
         )
+    return ""
+
+
+def _gave_up(stdout: Sequence[str], stderr: Sequence[str]) -> str:
+    """The line by which a program that exited 0 says it did not do its work ("" when none): its usage
+    text anywhere, an error opening a file on stderr, or on stdout among its last lines (where it stopped)."""
+    last = [line.strip() for line in stdout if line.strip()][-3:]
+    for line in (*stdout, *stderr):
+        if _USAGE.match(line):
+            return line.strip()
+    for line in (*stderr, *last):
+        if _OPEN_ERROR.search(line):
+            return line.strip()
     return ""
 
 
@@ -643,27 +711,32 @@ def _error_line(text: str) -> str:
     return found[:200]
 
 
-def _failure_hint(line: str, program: Program, run_dir: Path) -> str:
-    """What to check: a file the error line names that the program's folder does not hold (or holds
-    elsewhere than where the run starts), else the arguments and the working folder."""
+def _failure_hint(line: str, program: Program, run_dir: Path, missing: Sequence[str] = ()) -> str:
+    """What to check: a file the program looked for and did not find (`missing`, seen by a watched
+    run) or that its error line names, which the program's folder does not hold (or holds elsewhere
+    than where the run starts), else the arguments and the working folder."""
     where = str(run_dir) if str(run_dir) not in ("", ".") else "the program's folder"
-    for word in _FILE_WORD.findall(line):
-        name = Path(word).name
-        if (program.root / run_dir / word).exists():
-            continue
-        found = [f for f in program.files if f.path.name == name]
-        if found:
-            return (
-                f"{word!r} is at {found[0].rel}, but the run starts in {where}: give arguments that name it "
-                "from there"
-            )
-        return (
-            f"{word!r} is not in the program's folder (the run starts in {where}): give the folder holding "
-            "it with --data and arguments that name it, or --expect-exit if it fails on purpose"
+    if missing:
+        opened = ", ".join(repr(m) for m in missing[:3])
+        return f"it tried to open {opened}, which the run did not find; " + _where_it_is(
+            missing[0], program, where
         )
+    for word in _FILE_WORD.findall(line):
+        if not (program.root / run_dir / word).exists():
+            return _where_it_is(word, program, where)
     return (
         f"check the arguments and the working folder (the run starts in {where}), or give --expect-exit "
         "if it fails on purpose"
+    )
+
+
+def _where_it_is(name: str, program: Program, where: str) -> str:
+    found = [f for f in program.files if f.path.name == Path(name).name]
+    if found:
+        return f"{name!r} is at {found[0].rel}, but the run starts in {where}: give arguments that name it from there"
+    return (
+        f"{name!r} is not in the program's folder (the run starts in {where}): give the folder holding it with "
+        "--data and arguments that name it, or --expect-exit if it fails on purpose"
     )
 
 

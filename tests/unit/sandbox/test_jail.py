@@ -72,3 +72,42 @@ def test_a_stopped_command_says_why() -> None:
         == "printed more than 3 MiB to stdout (--max-output): stopped"
     )
     assert jail.Ran(0, 0.1).reason(300, 1 << 20) == ""
+
+
+def test_the_files_a_program_failed_to_open_are_its_own_not_the_jails_or_the_loaders(tmp_path: Path) -> None:
+    """A trace as strace writes it: the jail's setup (before the program's exec), the loader's and the
+    locale's look-ups are not the program's missing inputs."""
+    trace = tmp_path / "opens.txt"
+    trace.write_text(
+        '100 execve("/usr/bin/bwrap", ["bwrap", "--"], 0x7ffd /* 9 vars */) = 0\n'
+        '101 readlink("/newroot/usr", 0x7ffd, 1023) = -1 ENOENT (No such file or directory)\n'
+        '101 openat(AT_FDCWD, "/newroot/opt", O_RDONLY) = -1 ENOENT (No such file or directory)\n'
+        '102 execve("./solver", ["./solver", "in.txt"], 0x7ffd /* 9 vars */) = 0\n'
+        '102 access("/etc/ld.so.preload", R_OK) = -1 ENOENT (No such file or directory)\n'
+        '102 openat(AT_FDCWD, "/usr/lib/locale/C.UTF-8/LC_CTYPE", O_RDONLY) = -1 ENOENT (No such file)\n'
+        '102 openat(AT_FDCWD, "libextra.so.1", O_RDONLY) = -1 ENOENT (No such file or directory)\n'
+        '102 openat(AT_FDCWD, "in.txt", O_RDONLY) = 3\n'
+        '102 openat(AT_FDCWD, "data/mesh \\"b\\".msh", O_RDONLY) = -1 ENOENT (No such file or directory)\n'
+        '102 newfstatat(AT_FDCWD, "/home/me/tables.bin", 0x7ffd, 0) = -1 EACCES (Permission denied)\n'
+        '102 openat(AT_FDCWD, "data/mesh \\"b\\".msh", O_RDONLY) = -1 ENOENT (No such file or directory)\n'
+        "102 +++ exited with 1 +++\n",
+        encoding="utf-8",
+    )
+    assert jail.missing_files(trace, "./solver") == ['data/mesh \\"b\\".msh', "/home/me/tables.bin"]
+    assert jail.missing_files(trace, "./other") == []  # that program never started: nothing is its
+    assert jail.missing_files(tmp_path / "absent.txt", "./solver") == []
+
+
+@pytest.mark.skipif(not jail.tracer(), reason="strace is missing here, or cannot trace")
+def test_a_jailed_run_watched_by_strace_lists_what_it_did_not_find(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    script = work / "reader.sh"
+    script.write_text("#!/bin/sh\n{ read -r line < settings.ini; } 2>/dev/null || exit 3\n", encoding="utf-8")
+    script.chmod(0o755)
+    ran = jail.run(
+        ["./reader.sh"], jail.Jail((str(work),), home=str(tmp_path / "home")), work,
+        stdout=tmp_path / "out.txt", timeout=30, max_output=1 << 16, trace_opens=tmp_path / "opens.txt",
+    )  # fmt: skip
+    assert ran.exit == 3
+    assert jail.missing_files(tmp_path / "opens.txt", "./reader.sh") == ["settings.ini"]

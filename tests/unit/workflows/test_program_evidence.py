@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from porter.sandbox import jail as program_jail
 from porter.workflows.program import Hooks, port_program
 from porter.workflows.program_run import ProgramRuns
 
@@ -38,7 +39,12 @@ def test_an_original_that_fails_for_a_missing_input_is_no_evidence(prog: Path, t
     assert original.reason.startswith(
         'the original failed (exit 1: "ERROR: The input file input.dat doesn\'t exist.")'
     ), original.reason
-    assert "'input.dat' is not in the program's folder" in original.reason  # the hint names the file
+    # the hint names the file: from the run strace watched where this machine has it, else the error line
+    assert (
+        "it tried to open 'input.dat', which the run did not find" in original.reason
+        or not program_jail.tracer()
+    ), original.reason
+    assert "'input.dat' is not in the program's folder" in original.reason
     verdict = report.verdicts()["hip"]
     assert verdict["status"] == "not-run" and "the original failed" in verdict["detail"]
     # its one kernel was never launched: a row for the original and each target, with the reason
@@ -48,6 +54,53 @@ def test_an_original_that_fails_for_a_missing_input_is_no_evidence(prog: Path, t
         r.status == "not-replayable" and "run 1: the original failed" in r.reason for r in rows.values()
     )
     assert not any("give --run" in n for n in report.notes)  # --run was given: no hint to give it
+
+
+def _rewritten(prog: Path, old: str, new: str) -> Path:
+    main = prog / "main.cu"
+    text = main.read_text()
+    assert old in text
+    main.write_text(text.replace(old, new))
+    return prog
+
+
+@pytest.mark.skipif(not program_jail.tracer(), reason="strace is missing here, or cannot trace")
+def test_the_file_a_program_tried_to_open_is_named_though_its_message_does_not(
+    prog: Path, tmp_path: Path
+) -> None:
+    """Its error line names no file: the run watched from outside the jail does."""
+    _rewritten(prog, '"ERROR: The input file %s doesn\'t exist.\\n", name', '"ERROR: no input\\n"')
+    report = port_program([str(prog)], ["hip"], out_dir=str(tmp_path / "out"), run=_cpu("values.dat"))
+    original = report.runs[0].original
+    assert original is not None and original.status == "failed"
+    assert original.reason.startswith('the original failed (exit 1: "ERROR: no input")'), original.reason
+    assert "it tried to open 'values.dat'" in original.reason
+    assert "'values.dat' is at data/values.dat, but the run starts in" in original.reason
+    assert report.verdicts()["hip"]["status"] == "not-run"
+
+
+def test_a_usage_text_with_exit_0_is_no_evidence(prog: Path, tmp_path: Path) -> None:
+    """Many research codes print their usage and return 0 when the arguments are wrong."""
+    _rewritten(
+        prog,
+        "int main(int argc, char** argv) {",
+        'int main(int argc, char** argv) {\n    if (argc < 2) { printf("Usage: %s <file> [n]\\n", argv[0]); return 0; }',
+    )
+    report = port_program([str(prog)], ["hip"], out_dir=str(tmp_path / "out"), run=_cpu(""))
+    original = report.runs[0].original
+    assert original is not None and original.status == "failed" and original.exit == 0
+    assert original.reason.startswith('the original exited 0 but printed "Usage: ./main <file> [n]"'), (
+        original.reason
+    )
+    assert report.verdicts()["hip"]["status"] == "not-run"
+
+
+def test_an_open_error_on_stderr_with_exit_0_is_no_evidence(prog: Path, tmp_path: Path) -> None:
+    _rewritten(prog, "return 1;", "return 0;")
+    report = port_program([str(prog)], ["hip"], out_dir=str(tmp_path / "out"), run=_cpu(""))
+    original = report.runs[0].original
+    assert original is not None and original.status == "failed" and original.exit == 0
+    assert "doesn't exist." in original.reason and "did not do its work" in original.reason
 
 
 def test_a_file_that_lies_elsewhere_in_the_program_is_named_with_where_it_is(

@@ -339,6 +339,11 @@ class Backend(Protocol):
         and probed it, so the child need not discover and probe every device again."""
         ...
 
+    def other_users(self, device: Device) -> list[tuple[int, str]]:
+        """(pid, name) of the processes the driver lists on `device` now, porter's own included (empty
+        where the driver cannot say): what makes a timing contended (porter.harness.contention)."""
+        ...
+
 
 class BackendBase:
     """Defaults of the optional abilities of :class:`Backend` (none of them present)."""
@@ -386,6 +391,9 @@ class BackendBase:
 
     def adopt(self, device: Device) -> None:
         return None
+
+    def other_users(self, device: Device) -> list[tuple[int, str]]:
+        return []
 
     def program_toolchains(self) -> tuple[Any, ...]:
         """The :class:`porter.backends.programs.ProgramToolchain` objects that build whole programs

@@ -109,6 +109,14 @@ DataOption = Annotated[
         "of the program, the system and these.",
     ),
 ]
+ExclusiveOption = Annotated[
+    bool,
+    typer.Option(
+        "--exclusive",
+        help="Time on each GPU one kernel at a time (porter's own timings never overlap); times taken "
+        "while other processes use the GPU are still marked contended.",
+    ),
+]
 FreshOption = Annotated[
     bool,
     typer.Option(
@@ -139,6 +147,13 @@ RetriesOption = Annotated[
         "a server that never answers is given up on after (N+1) x --request-timeout.",
     ),
 ]
+
+
+def _exclusive(on: bool) -> None:
+    if on:
+        from porter.harness.contention import set_exclusive
+
+        set_exclusive(True)
 
 
 def show(report: Any, view: Any, json_out: bool) -> NoReturn:
@@ -311,10 +326,12 @@ def bench(
         ),
     ] = None,
     define: DefineOption = None,
+    exclusive: ExclusiveOption = False,
 ) -> None:
     """Predicted roofline floor of each kernel on every device of the table, then measured time,
     % of peak and the suspect flag on each device here that can run it; with --capture, at the sizes
     and data of the program's own launches."""
+    _exclusive(exclusive)
     from porter.report import bench_view
     from porter.workflows.bench import bench_file, parse_sizes
 
@@ -448,6 +465,7 @@ def port(
             "otherwise is no evidence, and nothing is compared with it.",
         ),
     ] = 0,
+    exclusive: ExclusiveOption = False,
 ) -> None:
     """Scan, translate, compile and validate every kernel of a CUDA FILE for each target on every device
     here (exit 0: every variant at least compiled, none failed; 1: some failed or untranslatable; 2: bad
@@ -458,6 +476,7 @@ def port(
     compiled, and one report for the program; the original and the HIP tree are built as programs
     (the CPU runtime everywhere; nvcc, HIP-on-CUDA or hipcc where present) and --run runs and compares
     them."""
+    _exclusive(exclusive)
     from porter.errors import NoKernelError
     from porter.report import plain_console
 
@@ -722,9 +741,11 @@ def lift(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print one JSON document instead of a table.")
     ] = False,
+    exclusive: ExclusiveOption = False,
 ) -> None:
     """Turn Python loop nests into GPU kernels (CUDA, HIP, OpenCL), validate each against the Python
     function on every device here, and write a drop-in module with the same function names."""
+    _exclusive(exclusive)
     from porter.harness.trial import ValidateOptions
     from porter.report import lift_view, plain_console
     from porter.workflows.lift import lift_file, parse_sizes
@@ -799,11 +820,13 @@ def generate(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print one JSON document instead of tables.")
     ] = False,
+    exclusive: ExclusiveOption = False,
 ) -> None:
     """Kernels from a description, each validated against a Python reference on every device here, timed
     beside the performance model's floor, with the fastest / least-memory / most-precise trade-offs.
     With a CUDA kernel as the reference, the model's kernels are judged against it as `optimize` does
     (without --model: porter's autotuner over its launch geometry)."""
+    _exclusive(exclusive)
     from porter.harness.trial import ValidateOptions
     from porter.report import generate_view, plain_console
     from porter.workflows.generate import cuda_reference
@@ -934,9 +957,11 @@ def optimize(
         ),
     ] = False,
     define: DefineOption = None,
+    exclusive: ExclusiveOption = False,
 ) -> None:
     """Ask a model for faster versions of a CUDA kernel; validate and time every candidate against the
     original, and keep the best validated rewrite and the trade-offs (fastest, least memory, most precise)."""
+    _exclusive(exclusive)
     from porter.defines import BuildFlags
     from porter.report import optimize_view
     from porter.workflows.options import ModelOptions, OutputOptions, RunOptions

@@ -279,6 +279,7 @@ class KernelReplay:
     speedup: float | None = None
     floor_ms: float | None = None
     timed_at: str = ""  # the launch timed ("gx=20, gy=10, ...") or why none was
+    contended: str = ""  # why the GPU was not porter's alone while timed ("" when it was)
     key: str = ""  # what the verdict depends on: a re-run with the same key reuses it
     resumed: bool = False
 
@@ -603,6 +604,9 @@ class BenchResult:
     occupancy: Occupancy | None = None
     baseline_ms: float | None = None  # the reference's median on the same device
     speedup: float | None = None  # baseline / this; None when either is missing or suspect
+    # why the device was not porter's alone while this (or the baseline beside it) was timed: other
+    # timings of porter at once, other processes on the GPU (porter.harness.contention); "" when it was
+    contended: str = ""
     notes: tuple[str, ...] = ()
     logs: tuple[str, ...] = ()
 

@@ -58,6 +58,11 @@ class CudaBackend(BackendBase):
     runs: ClassVar[tuple[str, ...]] = ("cuda",)
     sets_symbols: ClassVar[bool] = True
 
+    def other_users(self, device: Device) -> list[tuple[int, str]]:
+        from porter.backends.cuda.smi import compute_apps
+
+        return compute_apps(device.index)
+
     @property
     def dialect(self) -> DialectFacts:
         return load_facts("porter.backends.cuda")

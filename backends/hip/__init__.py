@@ -74,6 +74,13 @@ class HipBackend(BackendBase):
     runs: ClassVar[tuple[str, ...]] = ("hip",)
     sets_symbols: ClassVar[bool] = True  # on NVIDIA GPUs (hip-on-cuda) only
 
+    def other_users(self, device: Device) -> list[tuple[int, str]]:
+        if device.platform != HIP_ON_CUDA:  # AMD's rocm-smi is not read yet: nothing claimed
+            return []
+        from porter.backends.cuda.smi import compute_apps
+
+        return compute_apps(device.index)
+
     def __init__(self) -> None:
         self._cuda = CudaBackend()
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from porter.backends import CompileOptions, Device
 from porter.backends.isolate import JobResult, TimingPlan, run_job
-from porter.harness import perfmodel
+from porter.harness import contention, perfmodel
 from porter.harness.checks import check_instance
 from porter.harness.reference import Reference, reference_outputs
 from porter.harness.spec import geometry
@@ -198,6 +198,7 @@ def benchmark(
         else ("not re-validated (disabled)" if not plan.revalidate else "")
     )
     prev_rel: float | None = None
+    contended = ""  # why the device was not porter's alone while timed ("" when it was)
     res: JobResult | None = None
     occ: Occupancy | None = None
     spent_ms = 0.0
@@ -213,7 +214,9 @@ def benchmark(
             max_seconds=max(remaining, 0.001),
             read_back=read_back,
         )
-        res = run_job(replace(job, timing=timing), plan.timeout_s)
+        with contention.timing(device) as watch:
+            res = run_job(replace(job, timing=timing), plan.timeout_s)
+        contended = contended or watch.reason
         rounds += 1
         toolchain = toolchain or res.toolchain
         if not res.ok:
@@ -300,6 +303,10 @@ def benchmark(
             notes.append("no speedup reported: the reference's time is below the physical floor")
         elif med > 0:
             speedup = baseline_ms / med
+        if baseline.contended and not contended:
+            contended = f"the original's time beside it is {baseline.contended}"
+    if contended:
+        notes.append(contended)
     return BenchResult(
         **base,
         ok=True,
@@ -314,6 +321,7 @@ def benchmark(
         occupancy=occ,
         baseline_ms=baseline_ms,
         speedup=speedup,
+        contended=contended,
         notes=tuple(notes),
         logs=tuple(logs),
     )

@@ -177,6 +177,7 @@ class Evaluator:
                     "iqr_ms": r.timing.iqr_ms if r.ok and r.timing else None,
                     "baseline_ms": r.baseline_ms if r.ok else None,
                     "speedup": r.speedup if r.ok else None,
+                    "contended": r.contended,
                     "floor_ms": r.roofline.floor_ms if r.ok and r.roofline else None,
                     "pct_of_floor": r.assessment.pct_of_floor if r.ok and r.assessment else None,
                     "representative": r.representative,

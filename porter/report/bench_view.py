@@ -10,7 +10,7 @@ JSON (schema ``porter.bench/1``)::
                                "ok", "reason", "median_ms", "iqr_ms", "runs", "floor_ms", "bound",
                                "achieved_gb_s", "pct_bandwidth", "achieved_tflop_s", "pct_compute",
                                "suspect", "representative", "revalidated", "revalidation", "occupancy",
-                               "speedup", "baseline_ms", "notes"}]}]}
+                               "speedup", "baseline_ms", "contended", "notes"}]}]}
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ def result_json(r: BenchResult) -> dict[str, Any]:
         "revalidation": r.revalidation,
         "occupancy": to_jsonable(r.occupancy) if r.occupancy else None,
         "speedup": _r(r.speedup, 4),
+        "contended": r.contended,
         "baseline_ms": _r(r.baseline_ms),
         "toolchain": r.toolchain,
         "notes": list(r.notes),

@@ -43,7 +43,19 @@ def _time(r: KernelReplay) -> str:
         out += f", {r.speedup:.2f}x the original"
     if r.floor_ms is not None:
         out += f", floor {r.floor_ms:.2g} ms"
+    if r.contended:  # the why is among the report's notes (contended_notes)
+        out += " (contended)"
     return out
+
+
+def contended_notes(report: ProgramReport) -> list[str]:
+    """One line per replay timed while the GPU was not porter's alone: its time is marked "(contended)"."""
+    return [
+        f"time of {r.instance or k.name}, {r.variant} on {r.device}: {r.contended}"
+        for k in report.kernels
+        for r in k.replays
+        if r.contended
+    ]
 
 
 def to_json(report: ProgramReport) -> dict[str, Any]:
@@ -250,8 +262,9 @@ def markdown(report: ProgramReport) -> str:
             for k, r in replayed
         ]
         out.append("")
-    if report.notes:
-        out += ["## Notes", ""] + [f"- {n}" for n in report.notes] + [""]
+    notes = [*report.notes, *contended_notes(report)]
+    if notes:
+        out += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
     return "\n".join(out)
 
 

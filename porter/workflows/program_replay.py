@@ -114,7 +114,8 @@ def _row_from(doc: Mapping[str, Any], key: str) -> KernelReplay:
         instance=str(doc.get("instance") or ""), log=str(doc.get("log") or ""), time_ms=number("time_ms"),
         time_iqr_ms=number("time_iqr_ms"), original_ms=number("original_ms"), speedup=number("speedup"),
         floor_ms=number("floor_ms"),
-        timed_at=str(doc.get("timed_at") or ""), key=key, resumed=True,
+        timed_at=str(doc.get("timed_at") or ""), contended=str(doc.get("contended") or ""), key=key,
+        resumed=True,
     )  # fmt: skip
 
 
@@ -160,7 +161,7 @@ def _timed(
     speedup = theirs / mine if res.speedup is not None and theirs is not None and mine > 0 else None
     return replace(
         row, time_ms=mine, time_iqr_ms=res.timing.iqr_ms, original_ms=theirs, speedup=speedup, floor_ms=floor,
-        timed_at=at,
+        timed_at=at, contended=res.contended,
     )  # fmt: skip
 
 

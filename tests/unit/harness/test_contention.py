@@ -1,0 +1,123 @@
+"""A timing says when the GPU was not porter's alone (issue #36: times that agree), and --exclusive
+serialises porter's own timings on one device."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from porter.backends import BackendBase, Device, register_backend, unregister
+from porter.backends.cuda.smi import compute_apps
+
+from porter.harness import contention
+from porter.report.program_view import contended_notes, markdown
+from porter.results import KernelReplay, ProgramKernel, ProgramReport
+
+NAME = "busygpu"
+LISTED: list[tuple[int, str]] = []
+
+
+class _Busy(BackendBase):
+    name = NAME
+
+    def other_users(self, device: Device) -> list[tuple[int, str]]:
+        return list(LISTED)
+
+
+@pytest.fixture
+def gpu() -> Iterator[Device]:
+    register_backend(NAME, _Busy, replace=True)
+    LISTED.clear()
+    contention.set_exclusive(False)
+    yield Device(NAME, "Busy GPU", "sm_90", "gpu")
+    contention.set_exclusive(False)
+    unregister(NAME)
+
+
+def _overlapping(device: Device) -> tuple[list[str], list[tuple[float, float]]]:
+    reasons: list[str] = []
+    spans: list[tuple[float, float]] = []
+    gate = threading.Barrier(2)
+
+    def one() -> None:
+        gate.wait()
+        with contention.timing(device) as watch:
+            began = time.monotonic()
+            time.sleep(0.2)
+            spans.append((began, time.monotonic()))
+        reasons.append(watch.reason)
+
+    threads = [threading.Thread(target=one) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return reasons, sorted(spans)
+
+
+def test_two_timings_at_once_on_one_gpu_are_both_contended(gpu: Device) -> None:
+    reasons, spans = _overlapping(gpu)
+    assert spans[1][0] < spans[0][1]  # they did overlap
+    assert len(reasons) == 2 and all(
+        r == "contended: 1 other timing of porter ran on busygpu:Busy GPU at the same time (--exclusive "
+        "serialises them)"
+        for r in reasons
+    ), reasons
+
+
+def test_exclusive_times_one_at_a_time_and_nothing_is_contended(gpu: Device) -> None:
+    contention.set_exclusive(True)
+    reasons, spans = _overlapping(gpu)
+    assert spans[1][0] >= spans[0][1]  # the second waited for the first
+    assert reasons == ["", ""]
+
+
+def test_other_processes_on_the_gpu_make_a_time_contended_but_porters_own_do_not(gpu: Device) -> None:
+    LISTED[:] = [(os.getpid(), "python"), (999_999_999, "train.py")]  # porter itself, and another job
+    with contention.timing(gpu) as watch:
+        pass
+    assert watch.reason == "contended: other processes used busygpu:Busy GPU: 999999999 train.py"
+    LISTED[:] = [(os.getpid(), "python")]
+    with contention.timing(gpu) as alone:
+        pass
+    assert alone.reason == ""
+
+
+def test_a_cpu_device_is_never_watched(gpu: Device) -> None:
+    LISTED[:] = [(999_999_999, "train.py")]
+    with contention.timing(Device(NAME, "cpu-emulator", "x86_64", "emulator")) as watch:
+        pass
+    assert watch.reason == ""
+
+
+def test_the_gpus_processes_are_read_from_nvidia_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tool = tmp_path / "nvidia-smi"
+    tool.write_text(
+        '#!/bin/sh\n[ "$1" = "--query-compute-apps=pid,process_name" ] && [ "$4" = "1" ] || exit 9\n'
+        "printf '4242, /usr/bin/python3\\n77, ./md_sim\\n'\n",
+        encoding="utf-8",
+    )
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    assert compute_apps(1) == [(4242, "/usr/bin/python3"), (77, "./md_sim")]
+    assert compute_apps(0) == []  # nvidia-smi failed: nothing is claimed
+
+
+def test_a_contended_replay_time_is_marked_and_its_reason_is_in_the_notes() -> None:
+    why = "contended: other processes used cuda:NVIDIA H200: 77 ./md_sim"
+    row = KernelReplay(
+        "hip", "hip:NVIDIA H200", "validated", time_ms=7.7, time_iqr_ms=0.1, original_ms=10.27,
+        speedup=10.27 / 7.7, contended=why,
+    )  # fmt: skip
+    report = ProgramReport(
+        "prog", "prog.ported", ("hip",), kernels=[ProgramKernel("saxpy", "main.cu", 3, replays=[row])]
+    )
+    assert contended_notes(report) == [f"time of saxpy, hip on hip:NVIDIA H200: {why}"]
+    text = markdown(report)
+    # the speedup is the ratio of the two times shown beside it, and the row says the GPU was shared
+    assert "7.7 ms (0.1), 1.33x the original (10.27 ms beside it) (contended)" in text
+    assert f"- time of saxpy, hip on hip:NVIDIA H200: {why}" in text

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -400,6 +401,35 @@ class ProgramReport:
                 out[target] = {"status": "not-run", "detail": reasons[0]}
         return out
 
+    def kernel_counts(self) -> dict[str, dict[str, Any]]:
+        """Per variant ("original", then each target), its kernel instances judged on the captured
+        launches: ``instances`` and how many are ``validated`` / ``failed`` / ``compiled`` /
+        ``not-replayable``, with ``reasons`` (the first clause of each reason -> instances).  An
+        instance judged on several devices counts once: failed if it failed on any, else validated if
+        it validated on any, else compiled, else not replayable."""
+        rank = {"failed": 0, "validated": 1, "compiled": 2, "not-replayable": 3}
+        best: dict[str, dict[str, KernelReplay]] = {}
+        for k in self.kernels:
+            for r in k.replays:
+                name = r.instance or k.name
+                mine = best.setdefault(r.variant, {})
+                if name not in mine or rank.get(r.status, 4) < rank.get(mine[name].status, 4):
+                    mine[name] = r
+        order = ["original", *self.targets]
+        out: dict[str, dict[str, Any]] = {}
+        for variant in sorted(best, key=lambda v: order.index(v) if v in order else len(order)):
+            rows = best[variant].values()
+            doc: dict[str, Any] = {"instances": len(rows)}
+            for status in rank:
+                doc[status] = sum(1 for r in rows if r.status == status)
+            reasons: dict[str, int] = {}
+            for r in rows:
+                if r.status != "validated":
+                    reasons[_reason_kind(r.reason)] = reasons.get(_reason_kind(r.reason), 0) + 1
+            doc["reasons"] = dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))
+            out[variant] = doc
+        return out
+
     def counts(self, target: str) -> dict[str, int]:
         out: dict[str, int] = {}
         for f in self.files:
@@ -473,6 +503,7 @@ class ProgramReport:
                 "verdicts": self.verdicts(),
                 "chart": self.chart,
             },
+            "kernel_counts": self.kernel_counts(),
             "kernels": [to_jsonable(k) for k in self.kernels],
             "notes": list(self.notes),
             "complete": self.complete,
@@ -499,6 +530,16 @@ class ProgramReport:
                 v_doc.update({"key": v.key, "resumed": v.resumed})
         doc["sandbox"] = sandbox.summary()
         return to_jsonable(doc)
+
+
+def _reason_kind(reason: str) -> str:
+    """A replay reason's first clause: what groups like reasons in the counts ("no launch to replay")."""
+    text = reason.strip()
+    for prefix in ("not replayable: ", "not-replayable: "):
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+    head = re.split(r"[:;(]", text, maxsplit=1)[0].strip()
+    return (head or text or "no reason given")[:80]
 
 
 def _run_doc(r: RunResult) -> dict[str, Any]:

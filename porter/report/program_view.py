@@ -151,6 +151,8 @@ def render(report: ProgramReport) -> None:
                 f" ({_short(v['detail'], 100)})",
             )
         )
+    for line in count_lines(report):
+        console.print(line)
     for note in report.notes:
         console.print(f"note: {note}", style="dim")
     console.print(
@@ -265,7 +267,30 @@ def markdown(report: ProgramReport) -> str:
     notes = [*report.notes, *contended_notes(report)]
     if notes:
         out += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
+    counted = count_lines(report)
+    if counted:
+        out += ["## Kernel instances judged", ""] + [f"- {line}" for line in counted] + [""]
     return "\n".join(out)
+
+
+def count_lines(report: ProgramReport) -> list[str]:
+    """One line per variant: ``hip: 58 of 60 kernel instances validated, 2 not replayable (why)``."""
+    out = []
+    for variant, c in report.kernel_counts().items():
+        reasons = c["reasons"]
+        line = f"{variant}: {c['validated']} of {c['instances']} kernel instances validated"
+        for status, said in (
+            ("failed", "failed"),
+            ("compiled", "compiled only"),
+            ("not-replayable", "not replayable"),
+        ):
+            if c[status]:
+                line += f", {c[status]} {said}"
+        if reasons:
+            line += " (" + "; ".join(f"{n} {why}" for why, n in list(reasons.items())[:4])
+            line += f"; {len(reasons) - 4} more reasons)" if len(reasons) > 4 else ")"
+        out.append(line)
+    return out
 
 
 def exit_code(report: ProgramReport) -> int:

@@ -1,0 +1,45 @@
+"""Reports that add up (issue #29): one verdict per kernel instance and variant, counted in report.json,
+report.md and on the terminal."""
+
+from __future__ import annotations
+
+from porter.report.program_view import markdown
+from porter.results import KernelReplay, ProgramKernel, ProgramReport
+
+
+def test_the_counts_per_variant_add_up_with_one_verdict_per_instance() -> None:
+    """An instance judged on two devices counts once (failed on any wins); reasons grouped."""
+    rows = [
+        KernelReplay("original", "cpu:cpu-emulator", "validated", instance="scale<float>"),
+        KernelReplay("hip", "cpu:cpu-emulator", "validated", instance="scale<float>"),
+        KernelReplay(
+            "hip", "cpu:cpu-emulator-wave64", "failed", "matches-reference: arg1[3]", instance="scale<float>"
+        ),
+        KernelReplay(
+            "original", "", "not-replayable", "no launch to replay: none of the program's runs launched it"
+        ),
+        KernelReplay(
+            "hip", "", "not-replayable", "no launch to replay: none of the program's runs launched it"
+        ),
+        KernelReplay("opencl", "opencl:pthread", "validated", instance="scale<float>"),
+        KernelReplay(
+            "opencl", "", "not-replayable", "no launch to replay: none of the program's runs launched it"
+        ),
+    ]
+    report = ProgramReport(
+        "prog", "prog.ported", ("hip", "opencl"),
+        kernels=[ProgramKernel("scale", "k.cuh", 3, replays=rows[:3] + rows[5:6]),
+                 ProgramKernel("unused", "k.cuh", 9, replays=[rows[3], rows[4], rows[6]])],
+    )  # fmt: skip
+    counts = report.kernel_counts()
+    assert list(counts) == ["original", "hip", "opencl"]
+    assert counts["hip"] == {
+        "instances": 2, "failed": 1, "validated": 0, "compiled": 0, "not-replayable": 1,
+        "reasons": {"matches-reference": 1, "no launch to replay": 1},
+    }  # fmt: skip
+    assert report.document()["kernel_counts"] == counts
+    text = markdown(report)
+    assert text.rstrip().endswith(
+        "- opencl: 1 of 2 kernel instances validated, 1 not replayable (1 no launch to replay)"
+    )
+    assert "- hip: 0 of 2 kernel instances validated, 1 failed, 1 not replayable" in text

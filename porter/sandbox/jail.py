@@ -377,7 +377,19 @@ _TRACED = "execve,open,openat,openat2,creat,access,faccessat,faccessat2,stat,lst
 _EXEC = re.compile(r'^(\d+)\s+execve\("((?:[^"\\]|\\.)*)".*= 0$')
 _FAILED_OPEN = re.compile(r'^(\d+)\s+(\w+)\((?:AT_FDCWD, |\d+, )?"((?:[^"\\]|\\.)*)".*= -1 (ENOENT|EACCES)')
 # what a program's startup looks up that it never needed (the loader, locales, drivers, the system)
-_SYSTEM = ("/usr/", "/lib", "/etc/", "/proc/", "/sys/", "/dev/", "/opt/", "/run/", "/var/", "/selinux", "/snap/")
+_SYSTEM = (
+    "/usr/",
+    "/lib",
+    "/etc/",
+    "/proc/",
+    "/sys/",
+    "/dev/",
+    "/opt/",
+    "/run/",
+    "/var/",
+    "/selinux",
+    "/snap/",
+)
 
 
 @functools.cache

@@ -1,6 +1,13 @@
 """The checks on a variant's outputs, each a small function that raises :class:`Reject` with the
 reason, in the order the validate loop applies them (see :mod:`porter.harness.validate`), and the
-per-dtype tolerances (``tolerances.toml``) the comparisons use."""
+per-dtype tolerances (``tolerances.toml``) the comparisons use.
+
+Outputs whose element order the original itself does not fix (a stream compaction or a work queue
+filled through atomics: its own runs put the same elements in other places) are compared by what
+stays the same, an :class:`Unordered` comparison named in every message: as a multiset (every element
+with its count, bit for bit), or as a count and a set (a one-element counter compared exactly, the
+elements between its value before and after the launch as a multiset, the rest element by element).
+A port that drops, duplicates or changes one element still fails."""
 
 from __future__ import annotations
 
@@ -123,19 +130,116 @@ def fmt(v: Any) -> str:
     return str(v)
 
 
+@dataclass(frozen=True)
+class Unordered:
+    """Output arrays compared by what the original's own runs keep, not element by element.
+
+    ``members``: the spec indices of the arrays compared together, as one multiset of rows (element
+    ``j`` of each member together: a compaction writing a key and a value at one slot keeps them
+    paired).  ``counter``: the spec index of a one-element integer array (None: none); the members'
+    elements from its value before the launch to its value after are the set, the others compared
+    element by element, and the counter itself exactly (as any output)."""
+
+    members: tuple[int, ...]
+    counter: int | None = None
+
+    def describe(self, spec: KernelSpec) -> str:
+        names = " and ".join(spec.args[i].name for i in self.members)
+        if self.counter is None:
+            return f"{names} compared as a multiset"
+        return f"{names} compared as a count ({spec.args[self.counter].name}) and a set"
+
+
+def _rows(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    """One opaque value per element index: the bytes of that element in each array, side by side."""
+    n = arrays[0].size
+    cols = [np.ascontiguousarray(a.ravel()).view(np.uint8).reshape(n, a.dtype.itemsize) for a in arrays]
+    joined = np.ascontiguousarray(np.hstack(cols)) if cols else np.zeros((n, 0), np.uint8)
+    return joined.view(f"V{joined.shape[1]}").ravel() if joined.shape[1] else np.zeros(n, "V1")
+
+
+def _show(arrays: Sequence[np.ndarray], j: int) -> str:
+    values = [fmt(a[j].item()) for a in arrays]
+    return values[0] if len(values) == 1 else "(" + ", ".join(values) + ")"
+
+
+def _span(
+    order: Unordered, before: Sequence[Any], after: Mapping[int, np.ndarray], n: int
+) -> tuple[int, int]:
+    """The element range an unordered output's set occupies: its counter's value before and after."""
+    if order.counter is None:
+        return 0, n
+    lo, hi = int(np.asarray(before[order.counter]).ravel()[0]), int(after[order.counter].ravel()[0])
+    lo = min(max(lo, 0), n)
+    return lo, min(max(hi, lo), n)
+
+
+def unordered_difference(
+    spec: KernelSpec,
+    order: Unordered,
+    before: Sequence[Any],
+    got: Mapping[int, np.ndarray],
+    want: Mapping[int, np.ndarray],
+) -> str:
+    """ "" when `got` holds what `want` does under `order`; else what differs, in a sentence.
+    `before`: the instance's inputs (spec order: the counter's value on entry)."""
+    name = order.describe(spec)
+    if order.counter is not None:
+        c = order.counter
+        g, w = int(got[c].ravel()[0]), int(want[c].ravel()[0])
+        if g != w:
+            return f"{name}: the count {spec.args[c].name}[0] is {g}, expected {w}"
+    n = int(want[order.members[0]].size)
+    lo, hi = _span(order, before, want, n)
+    for m in order.members:  # outside the set: element by element
+        for part in (slice(0, lo), slice(hi, n)):
+            same = bits_equal(got[m][part], want[m][part])
+            if not np.all(same):
+                j = int(np.flatnonzero(~same)[0]) + (part.start or 0)
+                return (
+                    f"{name}: {spec.args[m].name}[{j}] = {fmt(got[m][j].item())}, expected "
+                    f"{fmt(want[m][j].item())} (outside the set, elements {lo} to {hi - 1})"
+                )
+    g_arrays = [got[m][lo:hi] for m in order.members]
+    w_arrays = [want[m][lo:hi] for m in order.members]
+    g_rows, w_rows = _rows(g_arrays), _rows(w_arrays)
+    g_vals, g_counts = np.unique(g_rows, return_counts=True)
+    w_vals, w_counts = np.unique(w_rows, return_counts=True)
+    if g_vals.size == w_vals.size and np.array_equal(g_vals, w_vals) and np.array_equal(g_counts, w_counts):
+        return ""
+    have = dict(zip(g_vals.tolist(), g_counts.tolist(), strict=True))
+    need = dict(zip(w_vals.tolist(), w_counts.tolist(), strict=True))
+    missing = sum(max(k - have.get(v, 0), 0) for v, k in need.items())
+    extra = sum(max(k - need.get(v, 0), 0) for v, k in have.items())
+    first = next((v for v in need if have.get(v, 0) < need[v]), None)  # a missing one first
+    if first is not None:
+        j = w_rows.tolist().index(first)
+        what, times, wanted = _show(w_arrays, j), have.get(first, 0), need[first]
+    else:
+        first = next(v for v in have if have[v] > need.get(v, 0))
+        j = g_rows.tolist().index(first)
+        what, times, wanted = _show(g_arrays, j), have[first], need.get(first, 0)
+    return (
+        f"{name}: {missing} element(s) missing and {extra} extra among {hi - lo} "
+        f"(value {what} appears {times} time(s), expected {wanted})"
+    )
+
+
 def check_instance(
     spec: KernelSpec,
     inst: Instance,
     runs: list[dict[int, np.ndarray]],
     expected: Sequence[np.ndarray | None],
     stats: dict[str, float],
+    unordered: Sequence[Unordered] = (),
 ) -> None:
     """Raise Reject for the first check the variant's outputs fail: every array returned, ``guard``,
     ``inputs-unchanged``, ``all-written``, ``deterministic``, ``matches-reference``.
 
     `expected`: the reference's content of each array argument (spec order); None for an array the
     reference has no counterpart of (scratch a lifted function's kernels use): its guard and its
-    determinism are checked, not its contents."""
+    determinism are checked, not its contents.  `unordered`: outputs compared by what the original's
+    own runs keep (:class:`Unordered`) in ``deterministic`` and ``matches-reference``."""
     array_idx = [i for i, a in enumerate(spec.args) if a.role is not Role.SCALAR]
     exp = dict(zip(array_idx, expected, strict=True))
     check_covered(spec, runs, array_idx)
@@ -143,8 +247,8 @@ def check_instance(
     check_inputs_unchanged(spec, inst, bodies, array_idx)
     check_all_written(spec, inst, bodies[0], exp)
     if len(bodies) > 1:
-        check_deterministic(spec, inst, bodies[0], bodies[1], array_idx)
-    check_matches_reference(spec, inst, bodies[0], exp, stats)
+        check_deterministic(spec, inst, bodies[0], bodies[1], array_idx, unordered)
+    check_matches_reference(spec, inst, bodies[0], exp, stats, unordered)
 
 
 def check_covered(spec: KernelSpec, runs: list[dict[int, np.ndarray]], array_idx: list[int]) -> None:
@@ -219,11 +323,22 @@ def check_deterministic(
     a_run: dict[int, np.ndarray],
     b_run: dict[int, np.ndarray],
     array_idx: list[int],
+    unordered: Sequence[Unordered] = (),
 ) -> None:
     """``deterministic``: two runs on the same inputs bit-identical (within tolerance with float
-    atomics): catches races and reads of uninitialised memory."""
+    atomics; under the :class:`Unordered` comparison for outputs whose order the original does not
+    fix): catches races and reads of uninitialised memory."""
+    for order in unordered:
+        why = unordered_difference(spec, order, inst.values, b_run, a_run)
+        if why:
+            raise Reject(
+                "deterministic",
+                f"two runs on the same input differ at {inst.label}: {why} (a race or a read of "
+                "uninitialised memory)",
+            )
+    members = {m for order in unordered for m in order.members}
     for i in array_idx:
-        if spec.args[i].role is Role.IN:
+        if spec.args[i].role is Role.IN or i in members:
             continue
         a, b = a_run[i], b_run[i]
         if spec.float_atomics and a.dtype.kind == "f":
@@ -253,11 +368,25 @@ def check_matches_reference(
     body: dict[int, np.ndarray],
     exp: Mapping[int, np.ndarray | None],
     stats: dict[str, float],
+    unordered: Sequence[Unordered] = (),
 ) -> None:
     """``matches-reference``: every output element within the per-dtype tolerance of the
-    reference's; the largest errors go to `stats`."""
+    reference's (outputs whose order the original does not fix: under their :class:`Unordered`
+    comparison); the largest errors go to `stats`."""
+    members = {m for order in unordered for m in order.members}
+    for order in unordered:
+        want_all = {
+            m: exp[m] for m in (*order.members, *((order.counter,) if order.counter is not None else ()))
+        }
+        if any(w is None for w in want_all.values()):
+            continue
+        why = unordered_difference(
+            spec, order, inst.values, body, {m: w for m, w in want_all.items() if w is not None}
+        )
+        if why:
+            raise Reject("matches-reference", f"{why} at {inst.label}")
     for i, want in exp.items():
-        if spec.args[i].role is Role.IN or want is None:
+        if spec.args[i].role is Role.IN or want is None or i in members:
             continue
         got = body[i]
         cmp = compare(got, want, tolerance_for(got.dtype.name, spec))

@@ -37,6 +37,7 @@ from porter.harness.checkers import CHECKER_LOG, checker_findings, sanitizer_pas
 from porter.harness.checks import (
     Comparison,
     Tolerance,
+    Unordered,
     check_instance,
     compare,
     discriminating,
@@ -62,6 +63,7 @@ __all__ = [
     "Comparison",
     "Reference",
     "Tolerance",
+    "Unordered",
     "ValidateOptions",
     "compare",
     "compile_only",
@@ -77,15 +79,18 @@ def validate(
     reference: Reference,
     devices: Sequence[Device],
     options: ValidateOptions = ValidateOptions(),
+    unordered: Sequence[Unordered] = (),
 ) -> list[Verdict]:
-    """One Verdict per device; a variant that cannot run anywhere gets a compile-only verdict."""
+    """One Verdict per device; a variant that cannot run anywhere gets a compile-only verdict.
+    `unordered`: outputs compared by what the original's own runs keep (a compaction's elements as a
+    multiset, :class:`porter.harness.checks.Unordered`) instead of element by element."""
     if not devices:
         verdict = compile_only(variant, spec, options)
         return [verdict] if verdict else []
     for device in devices[1:]:  # their children come up while the first device's jobs run
         if not device.checks:  # (a checker's job starts under its wrapper)
             prestart(Job(device.backend, "", "", options.compile, device), options.timeout_s)
-    return [_validate_on(variant, spec, reference, d, options) for d in devices]
+    return [_validate_on(variant, spec, reference, d, options, tuple(unordered)) for d in devices]
 
 
 def compile_only(
@@ -129,7 +134,12 @@ def compile_only(
 
 
 def _validate_on(
-    variant: Variant, spec: KernelSpec, ref: Reference, device: Device, opts: ValidateOptions
+    variant: Variant,
+    spec: KernelSpec,
+    ref: Reference,
+    device: Device,
+    opts: ValidateOptions,
+    unordered: tuple[Unordered, ...] = (),
 ) -> Verdict:
     logs: list[str] = []
     checks: list[str] = []
@@ -210,7 +220,7 @@ def _validate_on(
                                 f"({opts.redraws + 1} draws); give the spec other input ranges (low/high)",
                             )
                         continue
-                    check_instance(spec, inst, runs, expected, stats)
+                    check_instance(spec, inst, runs, expected, stats, unordered)
                     break
                 trials_done += 1
             if not label.startswith("hidden"):

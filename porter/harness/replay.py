@@ -17,13 +17,20 @@ outputs within the per-dtype tolerance of what the original program left, the me
   but labelled ``hidden``, so no author is ever shown them.
 * A launch that cannot be replayed says why (a pointer that is not a device allocation, a struct
   holding a device pointer, two arguments in one allocation, arrays over the capture limit, a launch
-  that failed); a launch that changed nothing proves nothing and is left out.
+  that failed).
+* A launch that changed nothing as captured (a zero-fill into zeroed memory, a second identical
+  launch, an idempotent update) is run again by the original with the arrays the kernel writes
+  poisoned (:func:`poisoned`): what it computes there is what every port must compute; a kernel that
+  writes nothing even then is reported as such.
+* When the original's own runs do not repeat the capture (a compaction or a work queue filled through
+  atomics), :func:`settle` finds what they keep -- a multiset, a count and a set, a float sum within
+  the order-aware tolerance -- and every verdict names the comparison it was judged by.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -32,6 +39,7 @@ import numpy as np
 from porter.backends import CompileOptions, Device
 from porter.backends.isolate import Alias
 from porter.capture import Arg, Launch
+from porter.harness.checks import Unordered
 from porter.harness.inputs import ctype_info
 from porter.harness.trial import Instance, ValidateOptions
 from porter.model import ArgSpec, KernelSpec, Role, Status, Variant, Verdict
@@ -53,6 +61,14 @@ class Replay:
     recorded: dict[str, list[np.ndarray]] = field(default_factory=dict)
     left_out: tuple[str, ...] = ()  # launches not replayed, each with why
     problem: str = ""  # why nothing of this kernel can be replayed
+    # outputs whose order the original's own runs do not fix, compared by what they keep (settle())
+    unordered: tuple[Unordered, ...] = ()
+    compared: tuple[str, ...] = ()  # each such comparison in words ("arg1 compared as a multiset")
+    unsettled: str = ""  # why settle() found no comparison the original's runs keep
+
+    def said(self) -> str:
+        """The comparisons other than element by element, as a verdict names them ("" when none)."""
+        return "; ".join(self.compared)
 
 
 def element_dtype(dtype: str, element: str) -> str:
@@ -182,12 +198,99 @@ def _size_key(la: Launch) -> tuple[int, ...]:
     )
 
 
-def build(kernel: str, launches: Sequence[Launch], atomics: Sequence[str] = ()) -> Replay:
+@dataclass(frozen=True)
+class Original:
+    """The original kernel where it runs here: what a replay asks when the capture alone is not enough
+    -- which elements a launch that changed nothing writes (:func:`build`, run on poisoned arrays) and
+    what its outputs keep from run to run (:func:`settle`).  Each run is a sandboxed child job; the
+    parent reads the raw arrays back."""
+
+    variant: Variant
+    compile: CompileOptions
+    devices: tuple[Device, ...]
+    timeout_s: float = 120.0
+
+    def outputs(
+        self, spec: KernelSpec, inst: Instance, runs: int = 1, every_device: bool = False
+    ) -> list[dict[int, np.ndarray]] | str:
+        """Per run (on the first device, or on every device): each array argument's contents after
+        the original ran from `inst` (spec index -> array, without guard); a failure as its sentence."""
+        from porter.backends.isolate import run_job
+        from porter.harness.checks import guard_touched
+        from porter.harness.trial import by_spec, job_failure, make_job, seed_for
+
+        devices = [d for d in self.devices if not d.checks]
+        found: list[dict[int, np.ndarray]] = []
+        for device in devices if every_device else devices[:1]:
+            seed = seed_for(ORIGINAL_SEED, inst.label, device.label)
+            job, arrays = make_job(self.variant, spec, device, inst, runs, self.compile, seed)
+            res = run_job(job, self.timeout_s)
+            if not res.ok:
+                return job_failure("the original", res, inst.label).reason
+            for out in res.outputs:
+                bodies: dict[int, np.ndarray] = {}
+                for i, arr in by_spec(spec, arrays, out).items():
+                    n = inst.length(i)
+                    j = guard_touched(arr[n:], i)
+                    if j >= 0:
+                        return f"the original writes past the end of {spec.args[i].name} (element {n + j}) at {inst.label}"
+                    bodies[i] = arr[:n]
+                found.append(bodies)
+        if not found:
+            return "no device here runs the original"
+        return found
+
+
+KEPT = "judged by what the original's own runs keep"  # a validated reason's words after settle()
+ORIGINAL_SEED = 0x0816  # the original's own runs (poisoned, or to learn what stays the same)
+POISON_SEED = 0x9015
+
+
+def poisoned(before: np.ndarray, index: int, launch: int) -> np.ndarray:
+    """What an array a launch may write holds when the launch, which changed nothing as captured, is
+    run again to learn what it writes: floats drawn afresh (finite, both signs: a clamp, a zero-fill or an
+    update ``w += ...`` changes them, where NaN poison would pass through ``w += ...`` unchanged);
+    integers, bytes and bools as captured at even elements and with their lowest bit flipped at odd
+    ones (a count or an index at element 0 stays a valid index)."""
+    if before.dtype.kind == "f":
+        rng = np.random.default_rng([POISON_SEED, index, launch])
+        return rng.uniform(-4.0, 4.0, before.size).astype(before.dtype)
+    out = before.copy()
+    bits = out.view(f"u{out.dtype.itemsize}")
+    bits[1::2] ^= 1
+    return out
+
+
+@dataclass
+class _Row:
+    """One launch as replayed: per array argument its contents before and after (as captured, or on
+    poisoned arrays as the original computed), the arguments poisoned, and how many elements the
+    original wrote in each there."""
+
+    la: Launch
+    data: dict[int, tuple[np.ndarray, np.ndarray]]
+    poisoned: tuple[int, ...] = ()
+    wrote: dict[int, int] = field(default_factory=dict)
+
+
+def build(
+    kernel: str,
+    launches: Sequence[Launch],
+    atomics: Sequence[str] = (),
+    *,
+    written: Collection[int] | None = None,
+    original: Original | None = None,
+) -> Replay:
     """The replay of `kernel` from its captured `launches` (every run's, in run order).  ``atomics``:
     the atomic functions the kernel calls (its scan's); float atomics make the comparison order-aware
-    (outputs may round differently between runs, as the spec's ``float_atomics``)."""
-    from porter.harness.spec.infer import FLOAT_ATOMICS
+    (outputs may round differently between runs, as the spec's ``float_atomics``).
 
+    A launch that left every array as it was (a zero-fill into zeroed memory, a second identical
+    launch, an idempotent update) is run again by `original` with the arrays it may write -- the
+    argument indices in `written` (the kernel's scan), pointers to arithmetic elements not declared
+    const -- poisoned (:func:`poisoned`); the elements it then changes are its outputs and the launch
+    an instance like any other (given the poisoned arrays, expected to leave what the original
+    computed from them).  Without `original` and `written` such a launch is left out."""
     left: list[str] = []
     usable: list[Launch] = []
     for la in launches:
@@ -207,23 +310,98 @@ def build(kernel: str, launches: Sequence[Launch], atomics: Sequence[str] = ()) 
     left += [f"launch {la.launch} (run {la.run}): its arguments share allocations differently"
              for la in usable if aliases(la) != repeated]  # fmt: skip
     usable = [la for la in usable if aliases(la) == repeated]
-    data = [
-        {
-            a.index: _arrays(la, a, element_dtype(a.dtype, a.element))
-            for a in la.args
-            if a.kind == "pointer" and a.index not in repeated
-        }
-        for la in usable
-    ]
-    informative = [any(not np.array_equal(b, a) for b, a in d.values()) for d in data]
-    for la, ok in zip(usable, informative, strict=True):
-        if not ok:
-            left.append(f"launch {la.launch} (run {la.run}): changed no array (proves nothing)")
-    pairs = [(la, d) for la, d, ok in zip(usable, data, informative, strict=True) if ok]
-    if not pairs:
-        return Replay(kernel, None, left_out=tuple(left), problem="no captured launch changed any array")
+    rows: list[_Row] = []
+    idle: list[_Row] = []
+    for la in usable:
+        row = _Row(
+            la,
+            {
+                a.index: _arrays(la, a, element_dtype(a.dtype, a.element))
+                for a in la.args
+                if a.kind == "pointer" and a.index not in repeated
+            },
+        )
+        (rows if any(not np.array_equal(b, a) for b, a in row.data.values()) else idle).append(row)
+    silent: list[str] = []  # launches that wrote nothing even when poisoned
+    for row in idle:
+        where = f"launch {row.la.launch} (run {row.la.run})"
+        if original is None or written is None:
+            left.append(f"{where}: changed no array (proves nothing)")
+            continue
+        made, why = _poison(kernel, first, repeated, row, written, original, atomics)
+        if made is None:
+            left.append(f"{where}: changed no array, {why}")
+            if why.startswith("and wrote no element"):
+                silent.append(why)
+        else:
+            rows.append(made)
+    if not rows:
+        problem = "no captured launch changed any array"
+        if silent and len(silent) == len(idle):
+            problem += f": it wrote no element of any array even when poisoned ({len(silent)} launch(es): {silent[0][len('and wrote no element of any array even when ') :]})"
+        return Replay(kernel, None, left_out=tuple(left), problem=problem)
+    rows.sort(key=lambda r: (r.la.run, r.la.sequence))
+    spec, instances, recorded = _assemble(kernel, first, repeated, rows, atomics)
+    return Replay(kernel, spec, instances, recorded, tuple(left))
+
+
+def _targets(la: Launch, repeated: Mapping[int, int], written: Collection[int]) -> list[int]:
+    """The arguments of `la` poisoned to learn what it writes: pointers the kernel stores through (its
+    scan's `written`), not const, to elements of an arithmetic type (an array of structs may hold
+    pointers or indices; it is kept as captured, as is every array the kernel only reads)."""
+    return [
+        a.index
+        for a in la.args
+        if a.kind == "pointer" and a.index not in repeated and a.index in written and not a.const
+        and (a.dtype or ctype_info(a.element.replace("const ", "").replace("volatile ", "").strip()) is not None)
+    ]  # fmt: skip
+
+
+def _poison(
+    kernel: str,
+    first: Launch,
+    repeated: Mapping[int, int],
+    row: _Row,
+    written: Collection[int],
+    original: Original,
+    atomics: Sequence[str],
+) -> tuple[_Row | None, str]:
+    """`row` (a launch that changed nothing) run by the original with the arrays it may write
+    poisoned: a row of its own when that changed something, else None and why (a clause)."""
+    targets = _targets(row.la, repeated, written)
+    if not targets:
+        return None, "and the kernel stores through none of its array arguments (by its scan)"
+    names = ", ".join(f"arg{i}" for i in targets)
+    data = {i: ((poisoned(b, i, row.la.launch) if i in targets else b), b) for i, (b, _) in row.data.items()}
+    spec, (inst,), _ = _assemble(kernel, first, repeated, [_Row(row.la, data, tuple(targets))], atomics)
+    got = original.outputs(spec, inst)
+    if isinstance(got, str):
+        return None, f"and the original's run on it with {names} poisoned failed: {got}"
+    after = got[0]
+    made = {i: (b, after[i]) for i, (b, _) in data.items()}
+    wrote = {i: int(np.count_nonzero(~_bits_equal(b, a))) for i, (b, a) in made.items()}
+    if not any(wrote.values()):
+        return (
+            None,
+            f"and wrote no element of any array even when {names} {'was' if len(targets) == 1 else 'were'} poisoned",
+        )
+    return _Row(row.la, made, tuple(targets), {i: n for i, n in wrote.items() if n}), ""
+
+
+def _bits_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    from porter.harness.checks import bits_equal
+
+    return bits_equal(a, b)
+
+
+def _assemble(
+    kernel: str, first: Launch, repeated: Mapping[int, int], rows: Sequence[_Row], atomics: Sequence[str]
+) -> tuple[KernelSpec, tuple[Instance, ...], dict[str, list[np.ndarray]]]:
+    """The spec, the given instances and the recorded outputs of `rows` (launches of one signature)."""
+    from porter.harness.spec.infer import FLOAT_ATOMICS
+
     # an array the original never changed is an input: the variant must leave it bit-identical too
-    changed = {i for _, d in pairs for i, (b, a) in d.items() if not np.array_equal(b, a)}
+    changed = {i for r in rows for i, (b, a) in r.data.items() if not np.array_equal(b, a)}
     args: list[ArgSpec] = []
     for a in first.args:
         if a.kind == "pointer" and a.index in repeated:  # the buffer of an earlier argument, again
@@ -237,12 +415,12 @@ def build(kernel: str, launches: Sequence[Launch], atomics: Sequence[str] = ()) 
         else:
             args.append(ArgSpec(f"arg{a.index}", _numeric(a.dtype), Role.SCALAR, value="0"))
     # held back: the later runs' launches, or with one run the launches of other sizes than the first
-    runs = {la.run for la, _ in pairs}
-    base_run, base_size = pairs[0][0].run, _size_key(pairs[0][0])
+    runs = {r.la.run for r in rows}
+    base_run, base_size = rows[0].la.run, _size_key(rows[0].la)
     if len(runs) > 1:
-        hidden = [la.run != base_run for la, _ in pairs]
+        hidden = [r.la.run != base_run for r in rows]
     else:
-        hidden = [_size_key(la) != base_size for la, _ in pairs]
+        hidden = [_size_key(r.la) != base_size for r in rows]
     sizes: list[dict[str, int]] = []
     hidden_sizes: list[dict[str, int]] = []
     given: list[tuple[dict[str, int], str, list[np.ndarray | np.generic | Alias], dict[str, np.ndarray]]] = []
@@ -252,7 +430,9 @@ def build(kernel: str, launches: Sequence[Launch], atomics: Sequence[str] = ()) 
         ArgSpec(y.name, element_dtype(y.dtype, y.element), Role.IN, shape=(f"c_{y.name}",))
         for y in first.symbols
     )
-    for (la, d), held in zip(pairs, hidden, strict=True):
+    notes: list[str] = []
+    for row, held in zip(rows, hidden, strict=True):
+        la = row.la
         size = dict(zip(GEOMETRY, (*la.grid, *la.block, la.shared_bytes), strict=True))
         values: list[np.ndarray | np.generic | Alias] = []
         outs: list[np.ndarray] = []
@@ -260,7 +440,7 @@ def build(kernel: str, launches: Sequence[Launch], atomics: Sequence[str] = ()) 
             if a.kind == "pointer" and a.index in repeated:
                 values.append(Alias(repeated[a.index]))
             elif a.kind == "pointer":
-                before, after = d[a.index]
+                before, after = row.data[a.index]
                 size[f"n{a.index}"] = before.size
                 values.append(before)
                 outs.append(after)
@@ -277,6 +457,16 @@ def build(kernel: str, launches: Sequence[Launch], atomics: Sequence[str] = ()) 
             symbols[y.name] = raw[: raw.size // item * item].view(c.dtype).copy()
             size[f"c_{y.name}"] = symbols[y.name].size
         label = ("hidden launch" if held else "launch") + f" {la.launch} of run {la.run}"
+        if row.poisoned:
+            label += " (poisoned)"
+            wrote = ", ".join(
+                f"{n} of {row.data[i][0].size} elements of arg{i}" for i, n in row.wrote.items()
+            )
+            poisoned_args = ", ".join(f"arg{i}" for i in row.poisoned)
+            notes.append(
+                f"{label}: changed no array as captured; run again with {poisoned_args} poisoned, the original "
+                f"wrote {wrote or 'nothing'}"
+            )
         (hidden_sizes if held else sizes).append(size)
         given.append((size, label, values, symbols))
         recorded[label] = outs
@@ -292,15 +482,103 @@ def build(kernel: str, launches: Sequence[Launch], atomics: Sequence[str] = ()) 
         float_atomics=bool(set(atomics) & FLOAT_ATOMICS)
         and any(a.role is Role.INOUT and np.dtype(a.dtype).kind == "f" for a in args),
         notes=(
-            f"from {len(pairs)} captured launch(es)",
+            f"from {len(rows)} captured launch(es)",
             *(f"arg{i} is arg{j} again (one buffer passed twice)" for i, j in sorted(repeated.items())),
+            *notes,
         ),
         constants=constants,
     )
     instances = [Instance.given(spec, *g) for g in given]
     # visible launches first, then the held-back ones (the validator's order for hidden sizes)
     instances.sort(key=lambda inst: inst.label.startswith("hidden"))
-    return Replay(kernel, spec, tuple(instances), recorded, tuple(left))
+    return spec, tuple(instances), recorded
+
+
+def settle(rep: Replay, original: Original) -> Replay:
+    """`rep` with what its outputs keep when the original's own runs do not reproduce the capture
+    (a compaction or a work queue filled through atomics, a float sum in another order).
+
+    The original runs twice from every instance on every device; with what the capture recorded, each
+    output that varies is compared by the strictest relation that holds for every one of those runs:
+    a count and a set (a one-element integer counter that does not vary, its value before and after
+    bounding the elements that do, which hold the same multiset bit for bit; every other element as
+    captured), a multiset of the whole array, or -- floats only, when neither holds -- within the
+    order-aware float tolerance (a sum through atomics); outputs of one length that vary together are
+    compared as one multiset of rows, when that holds too.  None holds, or the runs agree with the
+    capture: `rep` unchanged, with ``unsettled`` saying why."""
+    from porter.harness.checks import bits_equal, compare, tolerance_for, unordered_difference
+
+    spec = rep.spec
+    if spec is None:
+        return rep
+    array_idx = [i for i, a in enumerate(spec.args) if a.role is not Role.SCALAR]
+    outs = [i for i in array_idx if spec.args[i].role is Role.INOUT]
+    samples: list[tuple[Instance, list[dict[int, np.ndarray]]]] = []
+    for inst in rep.instances:
+        got = original.outputs(spec, inst, runs=2, every_device=True)
+        if isinstance(got, str):
+            return replace(rep, unsettled=f"the original's own runs could not be compared: {got}")
+        samples.append((inst, [dict(zip(array_idx, rep.recorded[inst.label], strict=True)), *got]))
+
+    def others(i: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        return [(s[i], runs[0][i]) for _, runs in samples for s in runs[1:]]
+
+    varying = [i for i in outs if any(not np.all(bits_equal(g, w)) for g, w in others(i))]
+    if not varying:
+        return replace(rep, unsettled="the original's own runs leave what the capture recorded")
+    relaxed = replace(spec, float_atomics=True)
+
+    def close(i: int) -> bool:  # floats summed in another order: within the order-aware tolerance
+        tol = tolerance_for(spec.args[i].dtype, relaxed)
+        return np.dtype(spec.args[i].dtype).kind == "f" and all(compare(g, w, tol).ok for g, w in others(i))
+
+    counters = [
+        c
+        for c in outs
+        if c not in varying
+        and np.dtype(spec.args[c].dtype).kind in "iu"
+        and all(inst.length(c) == 1 for inst, _ in samples)
+    ]
+
+    def holds(order: Unordered) -> bool:
+        return all(
+            not unordered_difference(spec, order, inst.values, s, runs[0])
+            for inst, runs in samples
+            for s in runs[1:]
+        )
+
+    orders: list[Unordered] = []
+    floats: list[int] = []
+    todo = list(varying)
+    while todo:  # the same elements bit for bit first (a compaction of floats too), then a tolerance
+        i = todo.pop(0)
+        found = next(
+            (o for o in (*(Unordered((i,), c) for c in counters), Unordered((i,))) if holds(o)), None
+        )
+        if found is None and close(i):
+            floats.append(i)
+            continue
+        if found is None:
+            return replace(
+                rep,
+                unsettled=(
+                    f"{spec.args[i].name} differs between the original's own runs, and not as a permutation of "
+                    "a multiset, a count and a set, or a float sum within the order-aware tolerance"
+                ),
+            )
+        for j in list(todo):  # outputs that vary together: one multiset of rows, where that holds
+            if all(inst.length(j) == inst.length(i) for inst, _ in samples):
+                joint = Unordered((*found.members, j), found.counter)
+                if holds(joint):
+                    found = joint
+                    todo.remove(j)
+        orders.append(found)
+    compared = (
+        *(o.describe(spec) for o in orders),
+        *(f"{spec.args[i].name} compared within the order-aware float tolerance" for i in floats),
+    )
+    settled = replace(relaxed) if floats else spec
+    return replace(rep, spec=settled, unordered=tuple(orders), compared=compared, unsettled="")
 
 
 def replay(
@@ -332,12 +610,30 @@ def replay(
         ]
     spec, instances = _for_variant(rep, variant)
     opts = replace(options, given=instances, trials=1)
-    verdicts = validate(variant, spec, Reference(recorded=rep.recorded), list(devices), opts)
+    verdicts = validate(
+        variant, spec, Reference(recorded=rep.recorded), list(devices), opts, unordered=rep.unordered
+    )
     shown, held = len(spec.sizes), len(spec.hidden_sizes)
     said = f"matches what the original's run left at {shown} captured launch(es)" + (
         f" and {held} held back" if held else ""
     )
-    verdicts = [replace(v, reason=said) if v.status is Status.VALIDATED else v for v in verdicts]
+    poisoned = sum(1 for inst in instances if inst.label.endswith("(poisoned)"))
+    if poisoned:
+        said += f" ({poisoned} of them run on poisoned outputs: as captured they changed nothing)"
+    if rep.compared:
+        said += f"; {KEPT}: {rep.said()}"
+    named = tuple(f"compared:{c}" for c in rep.compared)
+    verdicts = [
+        replace(v, reason=said, checks=(*v.checks, *named)) if v.status is Status.VALIDATED else v
+        for v in verdicts
+    ]
+    if rep.compared:  # a failure says which comparison it was judged by, whatever check failed
+        verdicts = [
+            v
+            if v.status is Status.VALIDATED or rep.said() in v.reason
+            else replace(v, reason=f"{v.reason} (compared: {rep.said()})")
+            for v in verdicts
+        ]
     if rep.left_out:
         verdicts = [
             replace(v, logs=(*v.logs, *(f"not replayed: {w}" for w in rep.left_out))) for v in verdicts
@@ -437,13 +733,16 @@ def _for_variant(rep: Replay, variant: Variant) -> tuple[KernelSpec, tuple[Insta
 
 
 __all__ = [
+    "Original",
     "Replay",
+    "poisoned",
     "aliases",
     "build",
     "struct_dtype",
     "element_dtype",
     "instance_name",
     "replay",
+    "settle",
     "timed",
     "timing_instances",
 ]

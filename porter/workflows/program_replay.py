@@ -5,7 +5,13 @@ capture/``, docs/CAPTURE_FORMAT.md).  For every kernel captured (:func:`porter.h
 
 1. the **original kernel** is replayed first, on every device that runs CUDA here: the capture must
    reproduce with it (a kernel reading something the capture lacks -- a ``__constant__`` symbol, a
-   texture -- does not, and then no variant is judged on it: ``not-replayable`` with the reason);
+   texture -- does not, and then no variant is judged on it: ``not-replayable`` with the reason).
+   A launch that changed nothing as captured is run again by the original with the arrays the kernel
+   writes poisoned, and judged on what it computed there (:func:`porter.harness.replay.build`).  When
+   the original's own runs differ from the capture (the order of a compaction filled through atomics),
+   what stays the same is found (:func:`porter.harness.replay.settle`: a multiset, a count and a set,
+   a float sum within the order-aware tolerance), named in every verdict, and the original judged again
+   by it;
 2. each **port** is replayed on every device that runs its target (the HIP file that defines the
    kernel, built as device code with the mirrored tree's include folders; the OpenCL unit holding it,
    through its launch mapping), and judged by the validator's checks against what the original left.
@@ -16,7 +22,7 @@ Every verdict lands in the report's kernel (``kernels[].replays``); a failed one
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -73,10 +79,18 @@ def resolved_launches(launches: Sequence[capture.Launch], scanned: Mapping[str, 
     return out
 
 
-def build_replay(name: str, launches: Sequence[capture.Launch], atomics: Sequence[str]) -> replaying.Replay:
-    """The replay of `name`'s launches; a capture porter cannot read is its reason, never raised."""
+def build_replay(
+    name: str,
+    launches: Sequence[capture.Launch],
+    atomics: Sequence[str],
+    written: Collection[int] | None = None,
+    original: replaying.Original | None = None,
+) -> replaying.Replay:
+    """The replay of `name`'s launches (a launch that changed nothing run again by `original` with the
+    arrays the kernel writes, `written`, poisoned); a capture porter cannot read is its reason, never
+    raised."""
     try:
-        return replaying.build(name, launches, atomics=atomics)
+        return replaying.build(name, launches, atomics=atomics, written=written, original=original)
     except (ValueError, KeyError, TypeError, OSError) as err:
         return replaying.Replay(
             name, None, problem=f"the capture cannot be read ({type(err).__name__}: {err})"
@@ -163,6 +177,18 @@ def _timed(
         row, time_ms=mine, time_iqr_ms=res.timing.iqr_ms, original_ms=theirs, speedup=speedup, floor_ms=floor,
         timed_at=at, contended=res.contended,
     )  # fmt: skip
+
+
+def _settled(base: Callable[[], replaying.Replay], original: replaying.Original) -> replaying.Replay:
+    return replaying.settle(base(), original)
+
+
+def _order_dependent(rows: Sequence[KernelReplay]) -> bool:
+    """Whether the original's replay failed on some device because its own runs do not repeat the
+    capture (two runs differ, or a run differs from what the capture recorded)."""
+    return any(
+        r.status == "failed" and r.reason.startswith(("deterministic", "matches-reference")) for r in rows
+    )
 
 
 def timed_on(device: Device) -> bool:
@@ -261,12 +287,14 @@ def _replay(
         replay_of: Callable[[], replaying.Replay],
         name: str,
         original: PlannedVariant,
+        again: bool = False,
     ) -> list[KernelReplay]:
         """The verdicts of `planned` on `devices`, reused from the previous report when its key matches
-        (then the capture's arrays are not even read: `replay_of` builds the replay on first need)."""
+        (then the capture's arrays are not even read: `replay_of` builds the replay on first need);
+        `again`: judged anew whatever the ledger holds (the original, once what its runs keep is known)."""
         variant, copts = planned.variant, planned.compile
         key = _key(name, planned, devices, run_keys)
-        old = ledger.rows(key)
+        old = [] if again else ledger.rows(key)
         if old:
             say(f"{name}: {variant_name(variant)} replayed earlier with the same inputs; kept")
             return [replace(_row_from(d, key), instance=name) for d in old]
@@ -305,13 +333,36 @@ def _replay(
         say(f"replaying {name} ({len(las)} captured launch(es)): {n}/{len(grouped)}")
         k_scan = scanned.get(pk.name)
         atomics = tuple(k_scan.atomics) if k_scan is not None else ()
-        replay_of = functools.cache(functools.partial(build_replay, name, las, atomics))  # on first need only
+        # the arrays the kernel stores through (its scan): what a launch that changed nothing is poisoned in
+        written = (
+            frozenset(i for i, p in enumerate(k_scan.params) if p.pointer and p.written and not p.const)
+            if k_scan is not None
+            else None
+        )
 
         made = plan.original(name, pk.file)
         if isinstance(made, Refusal):
             pk.replays.append(KernelReplay("original", "", "not-replayable", made.reason, instance=name))
             continue
-        rows = judged(made, run_devices(SOURCE_DIALECT), replay_of, name, made)
+        on = run_devices(SOURCE_DIALECT)
+        original = replaying.Original(made.variant, made.compile, tuple(on), timeout)
+        replay_of = functools.cache(  # on first need only
+            functools.partial(build_replay, name, las, atomics, written, original)
+        )
+        rows = judged(made, on, replay_of, name, made)
+        unsettled = ""
+        if _order_dependent(rows):  # the original's own runs differ: compare by what they keep
+            say(f"{name}: the original's runs differ from the capture; finding what stays the same")
+            settled = replaying.settle(replay_of(), original)
+            if settled.unordered or settled.compared:
+                replay_of = functools.cache(lambda settled=settled: settled)
+                rows = judged(made, on, replay_of, name, made, again=True)
+            else:
+                unsettled = settled.unsettled
+        elif any(
+            r.status == "validated" and replaying.KEPT in r.reason for r in rows
+        ):  # kept from the ledger
+            replay_of = functools.cache(functools.partial(_settled, replay_of, original))
         pk.replays += rows
         if not any(r.status == "validated" for r in rows):
             first = rows[0] if rows else None
@@ -321,6 +372,8 @@ def _replay(
                 why = first.reason  # the capture's own limits: the same for every variant
             else:
                 why = f"the original kernel's replay does not reproduce the captured run: {first.reason}"
+                if unsettled:
+                    why += f" (and no comparison holds for its own runs: {unsettled})"
             for target in report.targets:
                 pk.replays.append(KernelReplay(target, "", "not-replayable", why, instance=name))
             continue

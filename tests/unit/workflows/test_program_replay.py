@@ -84,3 +84,50 @@ def test_validated_replays_are_timed_at_their_largest_captured_launch(
     # --fresh: nothing lent, every replay made again
     fresh = port_program([str(smooth)], ["hip"], out_dir=str(tmp_path / "out"), run=cpu, fresh=True)
     assert not any(r.resumed for k in fresh.kernels for r in k.replays)
+
+
+ORDERS = ROOT / "tests" / "fixtures" / "programs" / "replay_orders"
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU runtime needs g++")
+def test_launches_that_changed_nothing_and_a_compaction_in_varying_order_are_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = tmp_path / "replay_orders"
+    shutil.copytree(ORDERS, src)
+    cpu = ProgramRuns(("",), toolchains=("cpu-runtime",))
+    report = port_program([str(src)], ["hip", "opencl"], out_dir=str(tmp_path / "out"), run=cpu)
+    rows = {k.name: k.replays for k in report.kernels}
+    # a zero-fill into zeroed memory, a second identical launch, a clamp of values already in range:
+    # each run again on poisoned memory and judged there, the original and both ports
+    for name in ("zero_fill", "square", "clamp01"):
+        assert {r.variant for r in rows[name]} == {"original", "hip", "opencl"}, rows[name]
+        assert all(r.status == "validated" and "run on poisoned outputs" in r.reason for r in rows[name]), (
+            rows[name]
+        )
+    assert "2 captured launch(es) (1 of them run on poisoned outputs" in rows["square"][0].reason
+    # a kernel that never writes: said so, with what was tried
+    assert all(r.status == "not-replayable" for r in rows["watch"])
+    assert "it wrote no element of any array even when poisoned" in rows["watch"][0].reason
+    # the compaction's slots depend on the order blocks run: compared as a count and a set, and named
+    kept = rows["keep_positive"]
+    assert {r.variant for r in kept} == {"original", "hip", "opencl"}, kept
+    assert all(r.status == "validated" for r in kept), kept
+    assert all("arg1 compared as a count (arg2) and a set" in r.reason for r in kept), kept
+    # the original's verdict kept from the ledger, the ports judged again: by the same comparison
+    real_key = program_replay._key
+    monkeypatch.setattr(
+        program_replay,
+        "_key",
+        lambda name, planned, *a: (
+            real_key(name, planned, *a) + ("" if planned.variant.provenance == "original" else "x")
+        ),
+    )
+    again = port_program([str(src)], ["hip", "opencl"], out_dir=str(tmp_path / "out"), run=cpu)
+    kept = next(k.replays for k in again.kernels if k.name == "keep_positive")
+    assert all(
+        r.status == "validated" and "compared as a count (arg2) and a set" in r.reason for r in kept
+    ), kept
+    assert [r.resumed for r in kept if r.variant == "original"] == [True]
+    assert not any(r.resumed for r in kept if r.variant != "original")

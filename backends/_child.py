@@ -44,6 +44,7 @@ from porter.backends import (
     Program,
     ToolchainMissing,
     get_backend,
+    guards,
 )
 from porter.backends.binaries import compile_cached
 from porter.backends.isolate import Alias, Job, JobResult, Launches, availability_to_json, write_result
@@ -145,6 +146,7 @@ def _execute(job: Job, progress: Progress, result: JobResult) -> None:
         return
 
     progress.update(stage="load")
+    _arm_guards(job, result)
     plan = sandbox.current_plan()
     if plan is not None:
         try:
@@ -157,7 +159,7 @@ def _execute(job: Job, progress: Progress, result: JobResult) -> None:
     except Exception as err:  # noqa: BLE001
         raise _classify(err, "load") from None
 
-    launcher = Launcher(backend, program, job)
+    launcher = Launcher(backend, program, job, progress)
     if job.symbols:  # a missing symbol is a load failure, before any launch
         progress.update(stage="load")
         try:
@@ -220,6 +222,7 @@ def _execute_launches(
     if device is None:
         return
     progress.update(stage="load")
+    _arm_guards(job, result)
     plan_ = sandbox.current_plan()
     if plan_ is not None:
         try:
@@ -233,7 +236,13 @@ def _execute_launches(
         raise _classify(err, "load") from None
 
     def run_all(ls: Launches, timed: bool = False) -> tuple[dict[str, Any], float]:
-        bufs = {k: backend.to_device(np.ascontiguousarray(v).copy(), device) for k, v in ls.buffers.items()}
+        s = next(n for n, one in enumerate(sets) if one is ls)
+        bufs = {}
+        for k, v in ls.buffers.items():
+            with guards.tagged(f"{s}:{k}"):
+                bufs[k] = backend.to_device(np.ascontiguousarray(v).copy(), device)
+        if guards.armed():
+            progress.update(guards=guards.zones())
         total = 0.0
         if device.kind == "gpu":
             backend.scrub_shared(device)
@@ -279,11 +288,29 @@ def _execute_launches(
             raise _classify(err, "launch") from None
 
 
+# Devices whose buffers are this process's memory: they get guard zones (porter.backends.guards).
+HOST_MEMORY_KINDS = ("cpu", "emulator")
+
+
+def _arm_guards(job: Job, result: JobResult) -> None:
+    """Guard zones around every buffer of a job on a host-memory device, and the fault handler that
+    tells the parent which zone a kernel hit; before the kernel is loaded."""
+    if job.device is None or job.device.kind not in HOST_MEMORY_KINDS:
+        return
+    try:
+        why = guards.arm(Path.cwd())
+    except Exception as err:  # noqa: BLE001 - zones or not, the job runs; the parent sees a plain crash
+        why = _one_line(err)
+    if why:
+        result.log = f"{result.log.rstrip()}\nporter: guard zones without fault reports: {why}".strip()
+
+
 class Launcher:
     """Fresh device buffers per run, launches with a per-run seed, timed launches."""
 
-    def __init__(self, backend: Backend, program: Program, job: Job):
+    def __init__(self, backend: Backend, program: Program, job: Job, progress: Progress | None = None):
         self.backend, self.program, self.job = backend, program, job
+        self.progress = progress
         self.timed_sets: list[list[Any]] = []
         assert job.device is not None
         self.device: Device = job.device
@@ -298,10 +325,15 @@ class Launcher:
     def device_args(self) -> list[Any]:
         """Every array argument copied into a freshly allocated device buffer; an Alias the buffer of
         the array it names; scalars as they are."""
-        args = [
-            self.backend.to_device(np.ascontiguousarray(a), self.device) if isinstance(a, np.ndarray) else a
-            for a in self.job.args
-        ]
+        args: list[Any] = []
+        for i, a in enumerate(self.job.args):
+            if isinstance(a, np.ndarray):
+                with guards.tagged(str(i)):
+                    args.append(self.backend.to_device(np.ascontiguousarray(a), self.device))
+            else:
+                args.append(a)
+        if guards.armed() and self.progress is not None:  # where each buffer lies, for the parent
+            self.progress.update(guards=guards.zones())
         for i, a in enumerate(self.job.args):
             if isinstance(a, Alias):
                 if not isinstance(self.job.args[a.index], np.ndarray):

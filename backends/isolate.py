@@ -39,6 +39,7 @@ from porter.backends import (
     HardwareFacts,
     ResourceReport,
     get_backend,
+    guards,
     spares,
 )
 
@@ -123,6 +124,22 @@ class Job:
     # Instead of one launch of `source`/`entry`: sequences of launches (args, grid, block unused), one
     # per input set, each from its own buffers; a run's outputs are every set's read-backs in order
     launches: tuple[Launches, ...] = ()
+    # What a write past an array is reported against: by the argument's position (str(i)), or for
+    # `launches` by "set:buffer", its name and its own elements (the rest of the array being the
+    # caller's poisoned guard).  Arrays not named here: "argument N" and the whole array.
+    names: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GuardHit:
+    """A child that died on the guard zone around an array (porter.backends.guards), as the parent
+    located it: the argument's name, the element faulted on counted from its first (negative: before
+    it), its own elements, and the access ("write", "read" or "access")."""
+
+    argument: str
+    element: int
+    length: int
+    access: str
 
 
 @dataclass
@@ -144,6 +161,7 @@ class JobResult:
     files: dict[str, str] = field(default_factory=dict)  # Job.collect: name -> text (bounded)
     # the sandbox layers the child had in place when it loaded the binary, as the child reported them
     layers: list[str] = field(default_factory=list)
+    guard: GuardHit | None = None  # stage "guard": the child died on an array's guard zone
 
 
 # Bounds on the child output kept in JobResult.log: the head (first errors) and the tail (last words).
@@ -207,6 +225,7 @@ def run_job(job: Job, timeout_s: float = 60.0) -> JobResult:
         progress = _read_progress(progress_file)
         result = read_result(result_dir, job) if rc is not None else None
         files = {name: read_bounded(work / name) for name in job.collect if (work / name).is_file()}
+        fault = read_bounded(work / guards.FAULT_FILE, head=64, tail=0) if rc is not None else ""
         forged = settle_outbox(plan.cache)  # what it compiled signed into the cache; what it used checked
         wall = time.monotonic() - start
     finally:
@@ -222,8 +241,12 @@ def run_job(job: Job, timeout_s: float = 60.0) -> JobResult:
             error=f"timed out: exceeded the {timeout_s:g} s limit{where}; the process group was killed",
         )
     elif result is None:
-        result = JobResult(ok=False, stage="crash", error=_crash_message(rc, where, output, plan.limits))
-    if result.stage in ("timeout", "crash"):
+        hit = guard_hit(job, rc, fault, progress)
+        if hit is not None:
+            result = JobResult(ok=False, stage="guard", error=_guard_message(hit, where), guard=hit)
+        else:
+            result = JobResult(ok=False, stage="crash", error=_crash_message(rc, where, output, plan.limits))
+    if result.stage in ("timeout", "crash", "guard"):
         result.toolchain = result.toolchain or str(progress.get("toolchain", ""))
         result.compile_s = result.compile_s or float(progress.get("compile_s", 0.0))
         result.cached = result.cached or bool(progress.get("cached", False))
@@ -471,6 +494,38 @@ def _crash_message(rc: int, where: str, output: str = "", limits: sandbox.Limits
         # a shell or wrapper between us and the child reports a signal as 128 + n
         return f"crashed: exit status {rc} ({signal_name(rc - 128)}){where}, no result"
     return f"crashed: exit status {rc}{where}, no result"
+
+
+def _guarded_arrays(job: Job) -> dict[str, np.ndarray]:
+    """The arrays the child allocates with guard zones, by the tag it records them under."""
+    if job.launches:
+        return {f"{s}:{k}": v for s, ls in enumerate(job.launches) for k, v in ls.buffers.items()}
+    return {str(i): a for i, a in enumerate(job.args) if isinstance(a, np.ndarray)}
+
+
+def guard_hit(job: Job, rc: int | None, fault: str, progress: dict[str, Any]) -> GuardHit | None:
+    """The array a child that died of SIGSEGV faulted beside, when what it left (its fault line and the
+    buffers in its progress file: untrusted) is consistent with the arrays the parent gave it."""
+    if rc not in (-signal.SIGSEGV, 128 + signal.SIGSEGV) or not fault:
+        return None
+    arrays = _guarded_arrays(job)
+    expected = {tag: max(int(a.nbytes), 1) for tag, a in arrays.items()}
+    hit = guards.locate(fault, progress.get("guards"), expected)
+    if hit is None:
+        return None
+    array = arrays[hit.tag]
+    name, length = job.names.get(hit.tag, ("", int(array.size)))
+    if not name:
+        name = hit.tag.split(":", 1)[1] if job.launches else f"argument {int(hit.tag) + 1}"
+    return GuardHit(name, hit.offset // max(array.itemsize, 1), length, hit.access)
+
+
+def _guard_message(hit: GuardHit, where: str) -> str:
+    side = "before its first element" if hit.element < 0 else f"past its {hit.length} elements"
+    return (
+        f"out-of-bounds {hit.access} of {hit.argument}[{hit.element}], {side}: the child died on the "
+        f"guard zone beside {hit.argument}{where} (SIGSEGV)"
+    )
 
 
 def _where(progress: dict[str, Any]) -> str:

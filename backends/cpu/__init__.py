@@ -44,6 +44,7 @@ from porter.backends import (
     HardwareFacts,
     LaunchError,
     ToolchainMissing,
+    guards,
 )
 from porter.backends.cpu import source as src_mod
 from porter.backends.dialect import DialectFacts, load_facts
@@ -552,12 +553,15 @@ class CpuBackend(BackendBase):
     # ------------------------------------------------------------------ memory
 
     def alloc(self, nbytes: int, device: Device | None = None) -> CpuBuffer:
-        """Fresh device memory, poisoned with 0xFF bytes (NaN / -1), as cudaMalloc promises nothing."""
-        return CpuBuffer(np.full(max(int(nbytes), 1), 0xFF, dtype=np.uint8))
+        """Fresh device memory, poisoned with 0xFF bytes (NaN / -1), as cudaMalloc promises nothing; in a
+        child's job, inside guard zones (porter.backends.guards)."""
+        buf = guards.host_bytes(nbytes)
+        buf.fill(0xFF)
+        return CpuBuffer(buf)
 
     def to_device(self, array: np.ndarray, device: Device | None = None) -> CpuBuffer:
         data = np.ascontiguousarray(array)
-        buf = np.empty(max(data.nbytes, 1), dtype=np.uint8)
+        buf = guards.host_bytes(data.nbytes)
         buf[: data.nbytes] = data.reshape(-1).view(np.uint8)
         return CpuBuffer(buf)
 

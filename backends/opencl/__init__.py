@@ -37,6 +37,7 @@ from porter.backends import (
     LaunchError,
     Program,
     ToolchainMissing,
+    guards,
     identifiers,
 )
 from porter.backends.dialect import DialectFacts, load_facts
@@ -441,6 +442,8 @@ class OpenCLBackend(BackendBase):
     # ------------------------------------------------------------------ memory
 
     def alloc(self, nbytes: int, device: Device) -> Any:
+        if guards.armed() and device.kind == "cpu":
+            return self._guarded(guards.host_bytes(nbytes), device)
         target = self._live(device)
         cl = pyopencl()
         assert cl is not None
@@ -450,8 +453,27 @@ class OpenCLBackend(BackendBase):
         except cl.Error as err:
             raise LaunchError(f"allocating {nbytes} bytes on {device.label} failed: {_message(err)}") from err
 
+    def _guarded(self, memory: np.ndarray, device: Device) -> Any:
+        """A buffer of a CPU device that uses `memory` itself (host memory inside guard zones, made by
+        porter.backends.guards in a child's job), so a kernel's write past it faults there."""
+        target = self._live(device)
+        cl = pyopencl()
+        assert cl is not None
+        target.ensure_queue()
+        try:
+            flags = cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR
+            return cl.Buffer(target.context, flags, hostbuf=memory)
+        except cl.Error as err:
+            raise LaunchError(
+                f"allocating {memory.nbytes} bytes on {device.label} failed: {_message(err)}"
+            ) from err
+
     def to_device(self, array: np.ndarray, device: Device) -> Any:
         host = np.ascontiguousarray(array)
+        if guards.armed() and device.kind == "cpu":  # the data written into the guarded memory itself
+            memory = guards.host_bytes(host.nbytes)
+            memory[: host.nbytes] = host.reshape(-1).view(np.uint8)
+            return self._guarded(memory, device)
         buffer = self.alloc(host.nbytes, device)
         if host.nbytes:
             cl = pyopencl()

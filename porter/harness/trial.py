@@ -5,20 +5,31 @@ the validate loop turns into the verdict's reason."""
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from porter.backends import CompileOptions, Device, get_backend, get_dialect
+from porter.backends import CompileOptions, Device, get_backend, get_dialect, guards
 from porter.backends.isolate import Alias, Job, JobResult, Launches, LocalBuffer
 from porter.harness.inputs import guard_value, make_args, make_constants
 from porter.harness.spec import geometry
 from porter.model import KernelSpec, Status, Variant
 from porter.scan import cexpr
 
-GUARD_ELEMENTS = 1024
+GUARD_ELEMENTS = 1024  # at least; rounded up so the array with its guard ends on a page boundary
+
+
+def guard_length(elements: int, itemsize: int, guard: int = GUARD_ELEMENTS) -> int:
+    """The poisoned elements after an array of `elements`: `guard` or a few more, so the array with its
+    guard fills whole pages -- in a child's guard zones (porter.backends.guards) its first element then
+    starts a page and the first element past its guard is the next page, which faults."""
+    if guard <= 0 or itemsize <= 0:
+        return max(guard, 0)
+    step = guards.PAGE // math.gcd(itemsize, guards.PAGE)
+    return guard + (-(elements + guard)) % step
 
 
 LOG_LIMIT = 4000
@@ -82,7 +93,8 @@ class Instance:
     def _guard(self, guard: int) -> None:
         for k, v in enumerate(self.values):
             if isinstance(v, np.ndarray):
-                guard_arr = np.full(guard, guard_value(v.dtype.name, k), dtype=v.dtype)
+                length = guard_length(int(v.size), v.dtype.itemsize, guard)
+                guard_arr = np.full(length, guard_value(v.dtype.name, k), dtype=v.dtype)
                 self.guarded.append(np.concatenate([v, guard_arr]))
             else:
                 self.guarded.append(v)
@@ -238,7 +250,8 @@ def _sequence_job(
     arrays = [i for i, v in enumerate(inst.guarded) if isinstance(v, np.ndarray)]
     names = tuple(spec.args[i].name for i in arrays)
     buffers = {n: np.asarray(inst.guarded[i]) for n, i in zip(names, arrays, strict=True)}
-    return replace(base, launches=(replace(seq, buffers=buffers, read_back=names),)), arrays
+    named = {f"0:{n}": (n, inst.length(i)) for n, i in zip(names, arrays, strict=True)}
+    return replace(base, launches=(replace(seq, buffers=buffers, read_back=names),), names=named), arrays
 
 
 def make_job(
@@ -291,6 +304,7 @@ def make_job(
         # A backend without module globals (OpenCL) receives __constant__ data as added arguments
         # (extra_args); the others as module globals.
         symbols=dict(inst.constants) if _sets_symbols(backend) else {},
+        names={str(p): (spec.args[i].name, inst.length(i)) for i, p in zip(arrays, positions, strict=True)},
     )
     return job, arrays
 
@@ -302,6 +316,16 @@ def tail(text: str, limit: int = LOG_LIMIT) -> str:
 
 def job_failure(who: str, res: JobResult, label: str) -> Reject:
     stage = res.stage
+    if stage == "guard" and res.guard is not None:
+        hit = res.guard
+        done = {"write": "written", "read": "read"}.get(hit.access, "accessed")
+        side = "before its first element" if hit.element < 0 else f"past its {hit.length} elements"
+        return Reject(
+            "guard",
+            f"out-of-bounds {hit.access}: {hit.argument}[{hit.element}] {done} {side} ({who} died on the "
+            f"guard page beside {hit.argument} at {label})",
+            res.log,
+        )
     if stage == "compile":
         return Reject("compile", f"{who} does not compile: {res.error}", res.log, executed=False)
     if stage == "unavailable":

@@ -241,6 +241,7 @@ class Original:
         return found
 
 
+UNCHANGED = "and changed no element of any array even when "  # a poisoned launch that still changed nothing
 KEPT = "judged by what the original's own runs keep"  # a validated reason's words after settle()
 ORIGINAL_SEED = 0x0816  # the original's own runs (poisoned, or to learn what stays the same)
 POISON_SEED = 0x9015
@@ -322,7 +323,7 @@ def build(
             },
         )
         (rows if any(not np.array_equal(b, a) for b, a in row.data.values()) else idle).append(row)
-    silent: list[str] = []  # launches that wrote nothing even when poisoned
+    silent: list[str] = []  # launches that changed nothing even when poisoned: the arguments poisoned
     for row in idle:
         where = f"launch {row.la.launch} (run {row.la.run})"
         if original is None or written is None:
@@ -331,14 +332,18 @@ def build(
         made, why = _poison(kernel, first, repeated, row, written, original, atomics)
         if made is None:
             left.append(f"{where}: changed no array, {why}")
-            if why.startswith("and wrote no element"):
-                silent.append(why)
+            if why.startswith(UNCHANGED):
+                silent.append(why[len(UNCHANGED) :])
         else:
             rows.append(made)
     if not rows:
         problem = "no captured launch changed any array"
         if silent and len(silent) == len(idle):
-            problem += f": it wrote no element of any array even when poisoned ({len(silent)} launch(es): {silent[0][len('and wrote no element of any array even when ') :]})"
+            # a kernel that writes nothing, or only what each element already holds
+            problem += (
+                f": it changed no element of any array even when poisoned ({len(silent)} launch(es): "
+                f"{silent[0]})"
+            )
         return Replay(kernel, None, left_out=tuple(left), problem=problem)
     rows.sort(key=lambda r: (r.la.run, r.la.sequence))
     spec, instances, recorded = _assemble(kernel, first, repeated, rows, atomics)
@@ -383,7 +388,7 @@ def _poison(
     if not any(wrote.values()):
         return (
             None,
-            f"and wrote no element of any array even when {names} {'was' if len(targets) == 1 else 'were'} poisoned",
+            f"{UNCHANGED}{names} {'was' if len(targets) == 1 else 'were'} poisoned",
         )
     return _Row(row.la, made, tuple(targets), {i: n for i, n in wrote.items() if n}), ""
 

@@ -188,13 +188,13 @@ def test_a_kernel_that_truly_writes_nothing_says_so_with_the_evidence(tmp_path: 
     rep = replay.build("probe", launches, written={0, 1}, original=_original(NOTHING, "probe"))
     assert rep.spec is None
     assert rep.problem.startswith(
-        "no captured launch changed any array: it wrote no element of any array even when poisoned"
+        "no captured launch changed any array: it changed no element of any array even when poisoned"
     )
     assert "2 launch(es)" in rep.problem and "arg0, arg1 were poisoned" in rep.problem, rep.problem
-    assert all("wrote no element of any array even when" in w for w in rep.left_out)
+    assert all("changed no element of any array even when" in w for w in rep.left_out)
     (verdict,) = replay.replay(Variant("probe", "cuda", NOTHING, "probe", "original"), rep, [])
     assert verdict.reason.startswith(
-        "not replayable: no captured launch changed any array: it wrote no element"
+        "not replayable: no captured launch changed any array: it changed no element"
     )
 
 

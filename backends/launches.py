@@ -11,8 +11,20 @@ a text, keeping every line where it was so compiler messages point at the user's
   its parameters (or an overloaded one) goes through a generic lambda instead, whose body launches it as
   ``PORTER_DEDUCED_LAUNCH(k)(args...)`` (the wrapper header defines the macro: a plain call on the CPU
   runtime, a ``<<<...>>>`` launch on a GPU);
+* a launch through the runtime's API -- ``cudaLaunchKernel(f, grid, block, args, smem, stream)``,
+  ``cudaLaunchCooperativeKernel`` and their HIP spellings -- calls ``porter_emu::launch_args`` /
+  ``launch_args_cooperative`` instead, which find the kernel's parameter types in porter's registry
+  when ``f`` is a ``void*``;
 * each global ``__constant__`` / ``__device__`` variable is registered after the file's last line
-  (``PORTER_REGISTER_SYMBOL``, backends/porter_capture.h), so a launch's capture holds its contents.
+  (``PORTER_REGISTER_SYMBOL``, backends/porter_capture.h), so a launch's capture holds its contents,
+  and so is each kernel the file defines at global scope (``PORTER_REGISTER_KERNEL``: its name and
+  parameter types by its address, for launches through pointers and ``void*``).
+
+A launch the text cannot show whole -- a macro holding only ``<<<g, b>>>`` or only ``k<<<g, b>>>``
+with the arguments after the macro's use, or a macro whose kernel is one of its parameters when a
+kernel needs deducing -- is left as written: the CPU runtime rewrites it after preprocessing
+(:func:`rewrite_preprocessed`, the unit's ``#line`` markers keeping the user's file and line), a GPU
+build launches it uncaptured.
 """
 
 from __future__ import annotations
@@ -20,7 +32,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -100,35 +113,85 @@ _SYMBOL_KIND = re.compile(r"\b(__constant__|__device__)\b")
 def namespace_symbols(text: str) -> list[tuple[str, bool]]:
     """(name, is __constant__) of every ``__constant__`` / ``__device__`` variable the file defines at
     global scope (not inside a namespace, a class or a function; not extern)."""
+    code, conditional = _global_code(text)
+    found: list[tuple[str, bool]] = []
+    for begin, end, ender in _global_statements(code):
+        if ender != ";":
+            continue
+        stmt = code[begin:end]
+        kind = _SYMBOL_KIND.search(stmt)
+        if kind is None or _SYMBOL_SKIP.search(stmt):
+            continue
+        if code.count("\n", 0, begin + len(stmt) - len(stmt.lstrip())) in conditional:
+            continue  # behind an #if: it may not exist in this build
+        head = stmt.split("=", 1)[0]
+        if "(" in head or "<" in head:  # a function, or a template type: not followed
+            continue
+        for part in head.split(","):
+            m = re.search(r"([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*$", part.strip())
+            if m and m.group(1) not in ("__constant__", "__device__"):
+                found.append((m.group(1), "__constant__" in stmt))
+    return found
+
+
+def _global_code(text: str) -> tuple[str, set[int]]:
+    """`text` with comments, strings and directives blanked, and its lines inside an ``#if``."""
     code = blank_comments_and_strings(text)
     conditional = _conditional_lines(code)
     code = re.sub(r"(?m)^[ \t]*#.*(?:\\\n.*)*$", lambda m: " " * len(m.group(0)), code)  # directives
-    found: list[tuple[str, bool]] = []
+    return code, conditional
+
+
+def _global_statements(code: str) -> Iterable[tuple[int, int, str]]:
+    """(start, end, ";" or "{") of each statement at global scope of blanked `code`: a declaration, or
+    the head of a function, namespace or class body (whose contents are not global statements)."""
     depth, start = 0, 0
     for i, ch in enumerate(code):
         if ch == "{":
             if depth == 0:
-                start = i + 1  # a function or namespace body begins: not a declaration
+                yield start, i, "{"
+                start = i + 1
             depth += 1
         elif ch == "}":
             depth = max(0, depth - 1)
             if depth == 0:
                 start = i + 1
         elif ch == ";" and depth == 0:
-            stmt, begin, start = code[start:i], start, i + 1
-            kind = _SYMBOL_KIND.search(stmt)
-            if kind is None or _SYMBOL_SKIP.search(stmt):
-                continue
-            if code.count("\n", 0, begin + len(stmt) - len(stmt.lstrip())) in conditional:
-                continue  # behind an #if: it may not exist in this build
-            head = stmt.split("=", 1)[0]
-            if "(" in head or "<" in head:  # a function, or a template type: not followed
-                continue
-            for part in head.split(","):
-                m = re.search(r"([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*$", part.strip())
-                if m and m.group(1) not in ("__constant__", "__device__"):
-                    found.append((m.group(1), "__constant__" in stmt))
+            yield start, i, ";"
+            start = i + 1
+
+
+def global_kernels(text: str, deduced: Iterable[str] = ()) -> list[str]:
+    """The kernels `text` defines at global scope (not in a namespace, a class or an ``#if``; not a
+    template, nor a name in `deduced`: an overload), in order: those porter registers by address."""
+    if "__global__" not in text:
+        return []
+    skip = set(deduced)
+    code, conditional = _global_code(text)
+    found: list[str] = []
+    for begin, end, ender in _global_statements(code):
+        head = code[begin:end]
+        if ender != "{" or "__global__" not in head or re.search(r"\btemplate\b", head):
+            continue
+        m = _KERNEL.search(head)
+        if m is None or m.group(1) in skip or m.group(1) in found or not head.rstrip().endswith(")"):
+            continue
+        if code.count("\n", 0, begin + m.start()) in conditional:
+            continue
+        found.append(m.group(1))
     return found
+
+
+def register_kernels(text: str, deduced: Iterable[str] = ()) -> str:
+    """`text` with a registration of each kernel it defines at global scope appended
+    (:func:`global_kernels`; porter_capture.h: the kernel's name and parameter types by its address);
+    lines kept."""
+    names = global_kernels(text, deduced)
+    if not names:
+        return text
+    tail = "" if text.endswith("\n") else "\n"
+    body = "\n".join(f"PORTER_REGISTER_KERNEL({name});" for name in names)
+    return text + tail + "#ifdef __cplusplus\n" + body + "\n#endif\n"
 
 
 def _conditional_lines(code: str) -> set[int]:
@@ -166,6 +229,69 @@ def register_symbols(text: str) -> str:
     return text + tail + "#ifdef __cplusplus\n" + "\n".join(lines) + "\n#endif\n"
 
 
+@dataclass(frozen=True)
+class Kernels:
+    """What the rewrite needs to know of a program's kernels (:func:`program_kernels`)."""
+
+    names: frozenset[str] = frozenset()
+    deduced: frozenset[str] = frozenset()  # launched through a lambda: templates and overloads
+    labels: Mapping[str, str] = field(default_factory=dict)  # a template kernel -> "k<T, N>"
+
+
+def program_kernels(texts: Iterable[str]) -> Kernels:
+    """The kernels of a program's texts: every name, those launched through a lambda, and each
+    template kernel's name with its template parameters (``clamp<T>``: the label of a launch that
+    deduces them, which a replay resolves from the captured argument types)."""
+    texts = list(texts)
+    names, deduced = kernel_names(texts)
+    labels: dict[str, str] = {}
+    for text in texts:
+        blanked = blank_comments_and_strings(text)
+        for m in _TEMPLATE_KERNEL.finditer(blanked):
+            head = blanked[m.start() : m.end()]
+            open_at = head.index("<")
+            params = _template_params(head[open_at:])
+            if params:
+                labels.setdefault(m.group(1), f"{m.group(1)}<{', '.join(params)}>")
+    return Kernels(frozenset(names), frozenset(deduced), labels)
+
+
+def _template_params(angle: str) -> list[str]:
+    """The parameter names of a template's ``<...>`` list (``<typename T, int N = 4>``: T, N)."""
+    depth, close = 0, -1
+    for k, c in enumerate(angle):
+        depth += c == "<"
+        depth -= c == ">"
+        if depth == 0:
+            close = k
+            break
+    if close < 0:
+        return []
+    found = []
+    for part in _split_top(angle[1:close]):
+        decl = part.split("=", 1)[0].strip()
+        m = re.search(r"([A-Za-z_]\w*)\s*$", decl)
+        if m is None or m.group(1) in ("typename", "class") or "..." in decl:
+            return []
+        found.append(m.group(1))
+    return found
+
+
+def _split_top(text: str) -> list[str]:
+    """`text` split at the commas outside brackets."""
+    parts, depth, last = [], 0, 0
+    for k, c in enumerate(text):
+        if c in "<([{":
+            depth += 1
+        elif c in ">)]}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            parts.append(text[last:k])
+            last = k + 1
+    parts.append(text[last:])
+    return [p for p in parts if p.strip()]
+
+
 def kernel_names(texts: Iterable[str]) -> tuple[set[str], set[str]]:
     """(every kernel name, those launched through a lambda: templates and overloads) of the texts.
 
@@ -201,14 +327,26 @@ def _param_type(param: str) -> str:
     return "".join(tokens)
 
 
-def _launch_text(callee: str, config: str, has_args: bool, deduced: bool) -> tuple[str, str]:
-    """(text replacing ``callee<<<config>>>(``, text replacing the closing parenthesis)."""
+_DEDUCED_CALL = "PORTER_DEDUCED_LAUNCH({})"  # the wrapper header's macro: how the lambda launches
+
+
+def _launch_text(
+    callee: str,
+    config: str,
+    has_args: bool,
+    deduced: bool,
+    label: str | None = None,
+    call: str = _DEDUCED_CALL,
+) -> tuple[str, str]:
+    """(text replacing ``callee<<<config>>>(``, text replacing the closing parenthesis); `label`: the
+    C expression naming the launch (default: the callee as a string); `call`: how a deduced launch's
+    lambda calls the kernel (``{}``: its name)."""
     name = " ".join(callee.split())
-    label = _c_string(name)
+    label = label or _c_string(name)
     if deduced:
         head = (
             f"porter_emu::launch_deduced(porter_emu::config({config}), "
-            f"[&](auto... porter_p) {{ PORTER_DEDUCED_LAUNCH({name})(porter_p...); }}, {label}"
+            f"[&](auto... porter_p) {{ {call.format(name)}(porter_p...); }}, {label}"
             + (", " if has_args else "")
         )
         return head, ")"
@@ -219,9 +357,43 @@ def _launch_text(callee: str, config: str, has_args: bool, deduced: bool) -> tup
     return head, f"), {label})"
 
 
-def rewrite_launches(text: str, deduced: set[str]) -> str:
-    """Every ``<<<...>>>`` launch of `text` as a call of the CPU runtime (see the module docstring);
-    same line count.  Launches in code are found on the syntax tree, those in macro bodies by tokens."""
+def _deduced_label(name: str, labels: Mapping[str, str]) -> str:
+    """A deduced launch's label: the template kernel with its parameters (``k<T>``), else its name."""
+    return _c_string(labels.get(name.split("::")[-1], name) if "<" not in name else name)
+
+
+_API = re.compile(
+    r"(?<![\w.>])(?:::\s*)?(cudaLaunchKernel|hipLaunchKernel|cudaLaunchCooperativeKernel|"
+    r"hipLaunchCooperativeKernel)(\s*\()"
+)
+
+
+def rewrite_api_launches(text: str) -> str:
+    """Every call of the runtime's launch functions (``cudaLaunchKernel(f, grid, block, args, smem,
+    stream)``, the cooperative one, their HIP spellings) as a call of porter's ``launch_args`` /
+    ``launch_args_cooperative``; same length per line."""
+    if "LaunchKernel" not in text and "LaunchCooperativeKernel" not in text:
+        return text
+    blanked = blank_comments_and_strings(text)
+    out: list[str] = []
+    pos = 0
+    for m in _API.finditer(blanked):
+        cooperative = "Cooperative" in m.group(1)
+        out.append(text[pos : m.start()])
+        out.append("porter_emu::launch_args_cooperative" if cooperative else "porter_emu::launch_args")
+        pos = m.start(2)
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def rewrite_launches(text: str, deduced: Iterable[str], labels: Mapping[str, str] | None = None) -> str:
+    """Every ``<<<...>>>`` launch of `text` as a call of porter's launch wrappers (see the module
+    docstring), and every launch through the runtime's API; same line count.  Launches in code are found
+    on the syntax tree, those in macro bodies by tokens; `labels` names deduced template launches
+    (:class:`Kernels`)."""
+    deduced = set(deduced)
+    labels = labels or {}
+    text = rewrite_api_launches(text)
     if not re.search(r"<\s*<\s*<", text):
         return text
     from porter.grammars import parse
@@ -247,9 +419,9 @@ def rewrite_launches(text: str, deduced: set[str]) -> str:
         out = out[:start] + encode_text(new) + out[end:]
     result = decode_text(out)
     if re.search(r"<\s*<\s*<", blank_comments_and_strings(result)):
-        result = _rewrite_by_tokens(result, deduced)
+        result = _rewrite_by_tokens(result, deduced, labels, _macro_spans(result))
     # the tree pass never knows which names are templates: fix those launches up by name
-    return _deduce_by_name(result, deduced)
+    return _deduce_by_name(result, deduced, labels)
 
 
 def _tree_launch(data: bytes, config: Any) -> list[tuple[int, int, str]] | None:
@@ -280,7 +452,7 @@ def _tree_launch(data: bytes, config: Any) -> list[tuple[int, int, str]] | None:
 _DEDUCE_MARK = re.compile(r"porter_emu::launch_kernel\(([A-Za-z_][\w:]*), porter_emu::config\(", re.DOTALL)
 
 
-def _deduce_by_name(text: str, deduced: set[str]) -> str:
+def _deduce_by_name(text: str, deduced: set[str], labels: Mapping[str, str]) -> str:
     """A typed launch of a kernel in `deduced` (a bare template name) rewritten to the lambda form."""
     if not deduced:
         return text
@@ -304,18 +476,18 @@ def _deduce_by_name(text: str, deduced: set[str]) -> str:
             continue
         cfg = text[m.end() : cfg_end]
         args = text[args_open + 1 : args_close]
-        head, close = _launch_text(name, cfg, bool(args.strip()), True)
+        head, close = _launch_text(name, cfg, bool(args.strip()), True, _deduced_label(name, labels))
         pieces.append(text[pos : m.start()] + head + args + close)
         pos = args_close + 1 + len(tail)
     pieces.append(text[pos:])
     return "".join(pieces)
 
 
-def _matching(blanked: str, open_at: int) -> int:
-    """Index of the parenthesis closing the one at `open_at` (-1: none) in text whose comments and
-    strings are blanked (:func:`blank_comments_and_strings`, once per text)."""
+def _matching(blanked: str, open_at: int, end: int | None = None) -> int:
+    """Index of the parenthesis closing the one at `open_at` (-1: none before `end`) in text whose
+    comments and strings are blanked (:func:`blank_comments_and_strings`, once per text)."""
     depth = 0
-    for k in range(open_at, len(blanked)):
+    for k in range(open_at, len(blanked) if end is None else end):
         c = blanked[k]
         if c in "([{":
             depth += 1
@@ -328,36 +500,117 @@ def _matching(blanked: str, open_at: int) -> int:
 
 _TOKEN_LAUNCH = re.compile(r"((?:::)?[A-Za-z_][\w:]*(?:\s*<[^<>;{}()]*>)?)\s*<\s*<\s*<")
 _CLOSE = re.compile(r">\s*>\s*>")
+_DEFINE = re.compile(r"(?m)^[ \t]*#[ \t]*define[ \t]+[A-Za-z_]\w*(\([^)\n]*\))?")
 
 
-def _rewrite_by_tokens(text: str, deduced: set[str]) -> str:
-    """Launches the syntax tree did not show (macro bodies): callee, ``<<<cfg>>>`` and the argument list
-    found by matching brackets on the text with comments and strings blanked."""
+def _macro_spans(text: str) -> list[tuple[int, int, tuple[str, ...] | None]]:
+    """(start, end, parameters or None: an object-like macro) of each ``#define`` of `text`, its
+    continued lines included."""
+    blanked = blank_comments_and_strings(text)
+    spans: list[tuple[int, int, tuple[str, ...] | None]] = []
+    for m in _DEFINE.finditer(blanked):
+        line = m.start()
+        while True:
+            nl = blanked.find("\n", line)
+            end = len(blanked) if nl < 0 else nl
+            if nl < 0 or not blanked[line:nl].rstrip(" \t").endswith("\\"):
+                break
+            line = nl + 1
+        params = None
+        if m.group(1) is not None:
+            params = tuple(p.strip() for p in m.group(1)[1:-1].split(",") if p.strip())
+        spans.append((m.start(), end, params))
+    return spans
+
+
+def _rewrite_by_tokens(
+    text: str,
+    deduced: set[str],
+    labels: Mapping[str, str],
+    macros: list[tuple[int, int, tuple[str, ...] | None]],
+    call: str = _DEDUCED_CALL,
+) -> str:
+    """Launches the syntax tree did not show (macro bodies, preprocessed code): callee, ``<<<cfg>>>``
+    and the argument list found by matching brackets on the text with comments and strings blanked.
+    In a macro body the whole launch must lie in the body; a launch whose kernel is a parameter of the
+    macro is named by the argument (``#k``), and is left as written when a kernel of the program needs
+    deducing (the macro's use decides which kernel it is: preprocessing shows it)."""
     blanked = blank_comments_and_strings(text)
     out: list[str] = []
     pos = 0
     for m in _TOKEN_LAUNCH.finditer(blanked):
         if m.start() < pos:
             continue
-        closing = _CLOSE.search(blanked, m.end())
+        macro = next((mac for mac in macros if mac[0] <= m.start() < mac[1]), None)
+        limit = macro[1] if macro is not None else len(blanked)
+        closing = _CLOSE.search(blanked, m.end(), limit)
         if closing is None:
             continue
         close, paren = closing.start(), closing.end()
-        while paren < len(blanked) and blanked[paren] in " \t\\\n":
+        while paren < limit and blanked[paren] in " \t\\\n":
             paren += 1
-        if paren >= len(blanked) or blanked[paren] != "(":
+        if paren >= limit or blanked[paren] != "(":
             continue
-        end = _matching(blanked, paren)
+        end = _matching(blanked, paren, limit)
         if end < 0:
             continue
         callee = text[m.start(1) : m.end(1)]
+        base = callee.split("<", 1)[0].strip().split("::")[-1]
+        label = None
+        if macro is not None and macro[2] is not None and base in macro[2]:
+            if deduced:
+                continue  # the kernel is the macro's argument: which one, only its use says
+            label = "#" + base if callee.strip() == base else None
         cfg = text[m.end() : close]
         args = text[paren + 1 : end]
-        head, tail = _launch_text(callee, cfg, bool(args.strip()), callee.split("::")[-1] in deduced)
-        out.append(text[pos : m.start()] + head + args + tail)
+        is_deduced = "<" not in callee and base in deduced
+        if is_deduced:
+            label = _deduced_label(callee, labels)
+        head, tail = _launch_text(callee, cfg, bool(args.strip()), is_deduced, label, call)
+        lost = text[close:paren].count("\n")  # the lines between the chevrons and the arguments
+        out.append(text[pos : m.start()] + head + args + tail + ("\\\n" if macro else "\n") * lost)
         pos = end + 1
     out.append(text[pos:])
     return "".join(out)
+
+
+_MARKER = re.compile(r'^# (\d+) "((?:[^"\\]|\\.)*)"[ \d]*$', re.MULTILINE)
+
+
+def rewrite_preprocessed(
+    text: str,
+    deduced: Iterable[str],
+    within: str,
+    labels: Mapping[str, str] | None = None,
+    call: str = "{}",
+) -> str:
+    """A unit's preprocessed text (``g++ -E``: every macro expanded, ``# N "file"`` markers kept) with
+    every launch left in the code of files under `within` rewritten by tokens; the other files' code
+    (the system's and porter's headers) is left as it is.  Lines kept, so the markers still name the
+    user's file and line.  `call`: how a deduced launch's lambda calls the kernel, macros being
+    expanded already (``{}``: by its name, as on the CPU runtime)."""
+    deduced = set(deduced)
+    labels = labels or {}
+    marks = list(_MARKER.finditer(text))
+    pieces: list[str] = []
+    pos = 0
+    for k, m in enumerate(marks):
+        end = marks[k + 1].start() if k + 1 < len(marks) else len(text)
+        name = m.group(2)
+        if not name.startswith(within) or not re.search(r"<\s*<\s*<", text[m.end() : end]):
+            continue
+        pieces.append(text[pos : m.end()])
+        pieces.append(_rewrite_by_tokens(text[m.end() : end], deduced, labels, [], call))
+        pos = end
+    pieces.append(text[pos:])
+    return "".join(pieces)
+
+
+def has_launch_syntax(text: str) -> bool:
+    """Whether `text` still holds ``<<<`` outside comments and strings (a launch left as written)."""
+    return bool(re.search(r"<\s*<\s*<", text)) and bool(
+        re.search(r"<\s*<\s*<", blank_comments_and_strings(text))
+    )
 
 
 def files_of(folder: Path, limit: int = 5000) -> list[Path]:
@@ -372,11 +625,19 @@ def files_of(folder: Path, limit: int = 5000) -> list[Path]:
     return found
 
 
+def instrument(text: str, kernels: Kernels) -> str:
+    """A program text as every capturing build compiles it: launches rewritten
+    (:func:`rewrite_launches`), its global ``__constant__`` / ``__device__`` variables and its kernels
+    registered (:func:`register_symbols`, :func:`register_kernels`); lines kept."""
+    rewritten = rewrite_launches(text, kernels.deduced, kernels.labels)
+    return register_kernels(register_symbols(rewritten), kernels.deduced)
+
+
 def instrumented_copy(
-    source: Sourced, out: Path, rewrite: Callable[[str, set[str]], str]
+    source: Sourced, out: Path, rewrite: Callable[[str, Kernels], str]
 ) -> tuple[Path, list[str], dict[Path, str]]:
-    """The program (a :class:`porter.backends.programs.ProgramSource`) copied into ``out/src`` with every source and header text passed through
-    ``rewrite(text, deduced)`` (`deduced`: the kernels launched through a lambda, :func:`kernel_names`),
+    """The program (a :class:`porter.backends.programs.ProgramSource`) copied into ``out/src`` with every
+    source and header text passed through ``rewrite(text, kernels)`` (:func:`program_kernels`),
     other files as they are; include folders outside the program's root copied (their headers only)
     under ``out/include/<n>``.  Returns (the copy, the include folders as it sees them, every original
     text by the path of its rewritten copy).  The user's files are only read."""
@@ -409,7 +670,7 @@ def instrumented_copy(
                 continue
         if src.is_file():
             shutil.copy2(src, dest)
-    _all, deduced = kernel_names(texts.values())
+    kernels = program_kernels(texts.values())
     for dest, text in texts.items():
-        dest.write_bytes(encode_text(rewrite(text, deduced)))
+        dest.write_bytes(encode_text(rewrite(text, kernels)))
     return scratch, include_dirs, texts

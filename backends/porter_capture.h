@@ -310,10 +310,38 @@ inline const char* exported_symbol(const void* fn) {
     return info.dli_sname;
 }
 
-// The kernel a function pointer names (kernel_mangled_name, demangled): "transposeNaive" for a launch
-// through a pointer variable, "axpby<float>" for axpby<T> written in a host template.  "" when the
-// runtime cannot name it.
+// ---- kernels by address: porter's rewrite registers each kernel a file defines at global scope
+// (PORTER_REGISTER_KERNEL after the file's last line, backends/launches.py), so a launch through a
+// pointer is named by its source name (a static kernel too), and a launch through the runtime's API
+// with the kernel as a void* (cudaLaunchKernel) knows its parameter types: `begin` captures such a
+// launch from its argument addresses, `launch` makes it through the runtime's launch_kernel.
+struct KernelEntry {
+    const void* fn;
+    std::string name;
+    Capture* (*begin)(const void* fn, const char* what, const Config& c, void** args);
+    int (*launch)(const void* fn, const char* what, const Config& c, void** args);
+};
+inline std::vector<KernelEntry>& kernel_registry() {
+    static std::vector<KernelEntry> k;
+    return k;
+}
+inline const KernelEntry* registered_kernel(const void* fn) {
+    for (const KernelEntry& e : kernel_registry())
+        if (e.fn == fn) return &e;
+    return nullptr;
+}
+
+// The kernel's parameters from a launch's argument addresses (cudaLaunchKernel's void** args).
+template <class... P, size_t... I>
+inline std::tuple<typename ParamOf<P>::type...> args_tuple(void** args, std::index_sequence<I...>) {
+    return std::tuple<typename ParamOf<P>::type...>(*static_cast<typename ParamOf<P>::type*>(args[I])...);
+}
+
+// The kernel a function pointer names: the name porter registered it under, else its symbol
+// (kernel_mangled_name, demangled): "transposeNaive" for a launch through a pointer variable,
+// "axpby<float>" for axpby<T> written in a host template.  "" when the runtime cannot name it.
 inline std::string kernel_symbol(const void* fn) {
+    if (const KernelEntry* e = fn == nullptr ? nullptr : registered_kernel(fn)) return e->name;
     const char* mangled = fn == nullptr ? nullptr : kernel_mangled_name(fn);
     if (mangled == nullptr) return "";
     int status = 0;
@@ -428,6 +456,35 @@ inline void capture_end(Capture* cap, int status) {
     }
     delete cap;
 }
+
+template <class... P>
+inline Capture* args_begin(const void* fn, const char* what, const Config& c, void** args) {
+    if (capture_settings() == nullptr) return nullptr;
+    if (args == nullptr && sizeof...(P) > 0) return nullptr;
+    std::tuple<typename ParamOf<P>::type...> t = args_tuple<P...>(args, std::index_sequence_for<P...>{});
+    return capture_begin(what, c.grid, c.block, c.shared, (const void*)c.stream, t, fn);
+}
+// (the runtime's launch_kernel is found by argument-dependent lookup where a kernel is registered)
+template <class... P>
+inline int args_launch(const void* fn, const char* what, const Config& c, void** args) {
+    void (*k)(P...) = reinterpret_cast<void (*)(P...)>(const_cast<void*>(fn));
+    std::tuple<typename ParamOf<P>::type...> t = args_tuple<P...>(args, std::index_sequence_for<P...>{});
+    if constexpr (std::is_void_v<decltype(launch_kernel(k, c, t, what))>) {
+        launch_kernel(k, c, t, what);
+        return 0;
+    } else {
+        return (int)launch_kernel(k, c, t, what);
+    }
+}
+struct KernelReg {
+    template <class... P>
+    KernelReg(void (*k)(P...), const char* name) {
+        const void* fn = reinterpret_cast<const void*>(k);
+        if (registered_kernel(fn) == nullptr) kernel_registry().push_back({fn, name, &args_begin<P...>, &args_launch<P...>});
+    }
+};
+#define PORTER_REGISTER_KERNEL(k) \
+    static porter_emu::KernelReg PORTER_SYMBOL_CAT(porter_kernel_, __COUNTER__)(k, #k)
 
 }  // namespace porter_emu
 

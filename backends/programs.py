@@ -334,12 +334,10 @@ class DriverToolchain:
         """The program's instrumented copy under `out`, porter's capture headers in ``out/porter-include``."""
         import shutil
 
-        from porter.backends.launches import instrumented_copy, register_symbols, rewrite_launches
+        from porter.backends.launches import instrument, instrumented_copy
 
         assert self.capture_header is not None
-        tree, include_dirs, _texts = instrumented_copy(
-            source, out, lambda text, deduced: register_symbols(rewrite_launches(text, deduced))
-        )
+        tree, include_dirs, _texts = instrumented_copy(source, out, instrument)
         inc = out / "porter-include"
         inc.mkdir(parents=True, exist_ok=True)
         for header in (self.capture_header, Path(__file__).parent / "porter_capture.h"):

@@ -567,18 +567,52 @@ static inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* n, 
     *n = block > 0 ? 2048 / block : 0;
     return cudaSuccess;
 }
+// Launches through the runtime's API (porter's rewrite calls porter_emu::launch_args for each
+// cudaLaunchKernel / hipLaunchKernel): the kernel itself, or its address as a void* when porter
+// registered the kernel (every kernel a file defines at global scope, porter_capture.h).  A
+// cooperative launch runs as any other (blocks one after another; grid-wide synchronisation is refused
+// before compiling), after the co-residency check a GPU makes.
+namespace porter_emu __attribute__((visibility("hidden"))) {
 template <class... P>
-static inline cudaError_t cudaLaunchKernel(void (*kernel)(P...), dim3 grid, dim3 block, void** args, size_t shared = 0,
-                                           cudaStream_t stream = 0) {
-    std::tuple<typename porter_emu::ParamOf<P>::type...> t;
-    size_t i = 0;
-    std::apply([&](auto&... slot) { ((slot = *static_cast<std::remove_reference_t<decltype(slot)>*>(args[i++])), ...); }, t);
-    return porter_emu::launch_kernel(kernel, porter_emu::Config(grid, block, shared, stream), t, "cudaLaunchKernel");
+inline cudaError_t launch_args(void (*kernel)(P...), dim3 grid, dim3 block, void** args, size_t shared = 0,
+                               cudaStream_t stream = 0) {
+    if (kernel == nullptr) return note(cudaErrorInvalidDeviceFunction);
+    if (args == nullptr && sizeof...(P) > 0) return note(cudaErrorInvalidValue);
+    return launch_kernel(kernel, Config(grid, block, shared, stream),
+                         args_tuple<P...>(args, std::index_sequence_for<P...>{}), "cudaLaunchKernel");
 }
-static inline cudaError_t cudaLaunchKernel(const void*, dim3, dim3, void**, size_t = 0, cudaStream_t = 0) {
-    fprintf(stderr, "porter cpu runtime: cudaLaunchKernel of a kernel cast to void* cannot be called (its "
-                    "parameter types are lost); pass the kernel itself\n");
-    return porter_emu::note(cudaErrorInvalidDeviceFunction);
+inline cudaError_t launch_args(const void* fn, dim3 grid, dim3 block, void** args, size_t shared = 0,
+                               cudaStream_t stream = 0) {
+    const KernelEntry* e = registered_kernel(fn);
+    if (e == nullptr) {
+        fprintf(stderr, "porter cpu runtime: cudaLaunchKernel of a void* that is no kernel porter registered (a "
+                        "template instance or a kernel in a namespace, cast to void*): pass the kernel itself\n");
+        return note(cudaErrorInvalidDeviceFunction);
+    }
+    if (args == nullptr) return note(cudaErrorInvalidValue);
+    return (cudaError_t)e->launch(fn, e->name.c_str(), Config(grid, block, shared, stream), args);
+}
+template <class K>
+inline cudaError_t launch_args_cooperative(K kernel, dim3 grid, dim3 block, void** args, size_t shared = 0,
+                                           cudaStream_t stream = 0) {
+    unsigned long long threads = (unsigned long long)block.x * block.y * block.z;
+    unsigned long long blocks = (unsigned long long)grid.x * grid.y * grid.z;
+    unsigned long long per_sm = threads ? 2048 / threads : 0;  // as cudaOccupancyMaxActiveBlocksPerMultiprocessor
+    if (threads && blocks > (unsigned long long)PORTER_VIRTUAL_SMS * (per_sm ? per_sm : 1))
+        return note(cudaErrorCooperativeLaunchTooLarge);
+    return launch_args(kernel, grid, block, args, shared, stream);
+}
+}  // namespace porter_emu
+
+template <class K>
+static inline cudaError_t cudaLaunchKernel(K kernel, dim3 grid, dim3 block, void** args, size_t shared = 0,
+                                           cudaStream_t stream = 0) {
+    return porter_emu::launch_args(kernel, grid, block, args, shared, stream);
+}
+template <class K>
+static inline cudaError_t cudaLaunchCooperativeKernel(K kernel, dim3 grid, dim3 block, void** args, size_t shared = 0,
+                                                      cudaStream_t stream = 0) {
+    return porter_emu::launch_args_cooperative(kernel, grid, block, args, shared, stream);
 }
 
 // HIP's launch macros (a translated or hand-written HIP program).

@@ -7,6 +7,11 @@ never touched), keeping every line where it was so compiler messages point at th
   porter_emu::config(g, b, s, st), decltype(porter_emu::params(k))(args), "k")`` -- found on the
   syntax tree (tree-sitter), or in a macro body by its tokens; a template kernel whose arguments
   deduce its parameters (or an overloaded one) is launched through a generic lambda instead;
+  ``cudaLaunchKernel`` / ``cudaLaunchCooperativeKernel`` go through porter's ``launch_args``, and each
+  kernel defined at global scope is registered by address (a ``void*`` kernel knows its parameters);
+* a launch only preprocessing shows (a macro holding the configuration or the chevrons alone, or whose
+  kernel is its parameter) is rewritten in the unit's ``g++ -E`` output, which is compiled instead:
+  its ``#line`` markers keep the user's file and line in the compiler's messages;
 * ``__shared__`` declarations become porter_emu.h's poisoned per-block storage
   (:func:`porter.backends.cpu.source.rewrite_shared`).
 
@@ -30,7 +35,16 @@ from typing import TYPE_CHECKING, Any
 from porter.backends import load_data
 from porter.backends.cpu import source as src_mod
 from porter.backends.hip.names import NAMES_HEADER, hip_names_header
-from porter.backends.launches import files_of, instrumented_copy, register_symbols, rewrite_launches
+from porter.backends.launches import (
+    files_of,
+    has_launch_syntax,
+    instrumented_copy,
+    program_kernels,
+    register_kernels,
+    register_symbols,
+    rewrite_launches,
+    rewrite_preprocessed,
+)
 from porter.backends.programs import (
     BuiltProgram,
     ProgramSource,
@@ -41,6 +55,7 @@ from porter.backends.programs import (
     run_tool,
 )
 
+from porter.files import decode_text, encode_text
 from porter.sandbox.jail import Jail
 
 if TYPE_CHECKING:
@@ -247,9 +262,9 @@ class CpuProgramToolchain:
             inc, [*facts.includes["stub"], *program_facts.get("stub", ())], refused_headers(facts)
         )
         scratch, include_dirs, texts = instrumented_copy(
-            source, out, lambda text, deduced: register_symbols(
-                src_mod.spell_noinline(src_mod.rewrite_shared(rewrite_launches(text, deduced)))
-            ),
+            source, out, lambda text, kernels: register_kernels(register_symbols(src_mod.spell_noinline(
+                src_mod.rewrite_shared(rewrite_launches(text, kernels.deduced, kernels.labels))
+            )), kernels.deduced),
         )  # fmt: skip
         return scratch, inc, include_dirs, texts
 
@@ -372,6 +387,9 @@ class CpuProgramToolchain:
             return BuiltProgram(False, chain, reason=why, refused=True)
         logs: list[str] = []
         (out / "obj").mkdir(parents=True, exist_ok=True)
+        # launches the text rewrite left as written (macros): rewritten after preprocessing
+        left = any(has_launch_syntax(decode_text(path.read_bytes())) for path in texts)
+        kernels = program_kernels(texts.values()) if left else None
         for unit in units:
             obj = out / "obj" / (str(unit.relative_to(scratch)).replace(os.sep, "__") + ".o")
             is_c = unit.suffix == ".c"  # C stays C (its CUDA/HIP headers give it porter_runtime_c.h)
@@ -389,7 +407,13 @@ class CpuProgramToolchain:
                 if is_c
                 else [*cxx, *own]
             )
-            cmd += ["-c", str(unit), "-o", str(obj)]
+            compiled = unit
+            if kernels is not None and not is_c:
+                pre = _preprocessed(unit, scratch, out, [*cxx, *own], kernels, jail, source.max_output)
+                if pre is not None:
+                    compiled = pre
+                    cmd = [*cmd[: cmd.index("-x")], "-x", "c++-cpp-output"]
+            cmd += ["-c", str(compiled), "-o", str(obj)]
             commands.append(" ".join(cmd))
             proc = run_tool(cmd, unit.parent, jail, max_output=source.max_output)
             log = proc[1].replace(str(scratch) + os.sep, "").replace(str(out) + os.sep, "")
@@ -443,6 +467,26 @@ class CpuProgramToolchain:
                 )  # fmt: skip
             executables[str(main.relative_to(scratch))] = str(exe)
         return BuiltProgram(True, chain, executables, "\n".join(logs), tuple(commands))
+
+
+def _preprocessed(
+    unit: Path, scratch: Path, out: Path, cmd: Sequence[str], kernels: Any, jail: Jail, max_output: int
+) -> Path | None:
+    """The unit preprocessed (``out/pre/<unit>.ii``) with the launches its macros held rewritten
+    (:func:`porter.backends.launches.rewrite_preprocessed`; the ``#line`` markers keep the user's file
+    and line for the compiler's messages), or None: nothing left to rewrite, or it does not preprocess
+    (the unit is then compiled as it is, and says why)."""
+    dest = out / "pre" / (str(unit.relative_to(scratch)).replace(os.sep, "__") + ".ii")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    code, _log = run_tool([*cmd, "-E", str(unit), "-o", str(dest)], unit.parent, jail, max_output=max_output)
+    if code != 0 or not dest.is_file() or dest.stat().st_size > PREPROCESSED_MAX:
+        return None
+    text = decode_text(dest.read_bytes())
+    rewritten = rewrite_preprocessed(text, kernels.deduced, str(scratch) + os.sep, kernels.labels)
+    if rewritten == text:
+        return None
+    dest.write_bytes(encode_text(rewritten))
+    return dest
 
 
 _NOT_DECLARED = re.compile(

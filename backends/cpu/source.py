@@ -48,6 +48,24 @@ def includes(source: str) -> list[tuple[int, str, str]]:
     return found
 
 
+_DEFINE = re.compile(r"(?m)^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(?:[^\n]*\\\n)*[^\n]*$")
+
+
+def _unused_macros_blanked(blanked: str) -> str:
+    """`blanked` with each ``#define`` no other code of it uses blanked (newlines kept): a kernel's file
+    keeps the host's macros too (``#define run(k) k<<<g, b>>>(...)``, an error check calling
+    cudaDeviceSynchronize), which are not device code."""
+    defines = list(_DEFINE.finditer(blanked))
+    if not defines:
+        return blanked
+    out = blanked
+    for m in defines:
+        name = re.compile(rf"\b{re.escape(m.group(1))}\b")
+        if len(name.findall(blanked)) == len(name.findall(m.group(0))):  # used nowhere else
+            out = out[: m.start()] + re.sub(r"[^\n]", " ", m.group(0)) + out[m.end() :]
+    return out
+
+
 def check_emulable(
     source: str, dialect: DialectFacts, include_dirs: Sequence[str] = (), origin: str = "source"
 ) -> None:
@@ -70,7 +88,7 @@ def _check(source: str, dialect: DialectFacts, include_dirs: list[str], origin: 
                     seen.add(path)  # a regular file under the size cap (never a FIFO or a device)
                     _check(data.decode("utf-8", "surrogateescape"), dialect, include_dirs, path.name, seen)
                     break
-    blanked = blank_comments_and_strings(source)
+    blanked = _unused_macros_blanked(blank_comments_and_strings(source))
     hits = []
     for rule in dialect.refuse:
         m = re.search(rule["pattern"], blanked)

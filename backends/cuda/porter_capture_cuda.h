@@ -136,6 +136,46 @@ inline void launch_deduced(const Config& c, F f, const char* what, A&&... a) {
     }
 }
 
+
+// Launches through the runtime's API (porter's rewrite calls launch_args / launch_args_cooperative for
+// each cudaLaunchKernel / hipLaunchKernel and its cooperative twin): made by the runtime as written, and
+// captured when the kernel's parameter types are known -- the kernel passed itself, or a void* porter
+// registered (each kernel a file defines at global scope, porter_capture.h); another void* (a template
+// instance cast to void*) is launched uncaptured.
+inline cudaError_t launch_api(bool cooperative, const void* fn, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t stream,
+                          Capture* (*begin)(const void*, const char*, const Config&, void**)) {
+    cudaError_t before = cudaPeekAtLastError();
+    Capture* cap = begin != nullptr ? begin(fn, cooperative ? "cudaLaunchCooperativeKernel" : "cudaLaunchKernel",
+                                            Config(g, b, shared, stream), args)
+                                    : nullptr;
+    keep_errors(before);
+    cudaError_t e = cooperative ? ::cudaLaunchCooperativeKernel(fn, g, b, args, (size_t)shared, stream)
+                          : ::cudaLaunchKernel(fn, g, b, args, shared, stream);
+    if (cap != nullptr) {
+        cudaError_t launched = e != cudaSuccess ? e : cudaPeekAtLastError();
+        capture_end(cap, (int)launched);
+        keep_errors(launched);
+    }
+    return e;
+}
+template <class... P>
+inline cudaError_t launch_args(void (*kernel)(P...), dim3 g, dim3 b, void** args, size_t shared = 0, cudaStream_t stream = 0) {
+    return launch_api(false, (const void*)kernel, g, b, args, shared, stream, &args_begin<P...>);
+}
+inline cudaError_t launch_args(const void* fn, dim3 g, dim3 b, void** args, size_t shared = 0, cudaStream_t stream = 0) {
+    const KernelEntry* e = registered_kernel(fn);
+    return launch_api(false, fn, g, b, args, shared, stream, e != nullptr ? e->begin : nullptr);
+}
+template <class... P>
+inline cudaError_t launch_args_cooperative(void (*kernel)(P...), dim3 g, dim3 b, void** args, size_t shared = 0,
+                                     cudaStream_t stream = 0) {
+    return launch_api(true, (const void*)kernel, g, b, args, shared, stream, &args_begin<P...>);
+}
+inline cudaError_t launch_args_cooperative(const void* fn, dim3 g, dim3 b, void** args, size_t shared = 0,
+                                     cudaStream_t stream = 0) {
+    const KernelEntry* e = registered_kernel(fn);
+    return launch_api(true, fn, g, b, args, shared, stream, e != nullptr ? e->begin : nullptr);
+}
 }  // namespace porter_emu
 
 #if CUDART_VERSION >= 13000
@@ -155,6 +195,7 @@ static inline cudaError_t cudaThreadGetCacheConfig(cudaFuncCache* c) { return cu
 
 #else  // a C unit, or C++ without CUDA: nothing launches here, and a registration is a no-op
 #define PORTER_REGISTER_SYMBOL(sym, constant)
+#define PORTER_REGISTER_KERNEL(k)
 #endif
 
 #endif  // PORTER_CAPTURE_CUDA_H

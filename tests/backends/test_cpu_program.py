@@ -400,10 +400,13 @@ def test_rewritten_copies_live_in_the_build_folder(tmp_path: Path) -> None:
     header = (tmp_path / "src" / "kernels.cuh").read_text(encoding="utf-8").splitlines()
     lines = (tree / "kernels.cuh").read_text(encoding="utf-8").count("\n")
     # every line where it was; after the last, the registrations of its __constant__/__device__ variables
-    assert header[lines:] == [
+    # and of its kernels
+    assert header[lines : lines + 4] == [
         "#ifdef __cplusplus", "PORTER_REGISTER_SYMBOL(c_coeffs, true);", "PORTER_REGISTER_SYMBOL(d_counter, false);",
         "#endif",
     ]  # fmt: skip
+    assert header[lines + 4] == "#ifdef __cplusplus" and header[-1] == "#endif"
+    assert "PORTER_REGISTER_KERNEL(saxpy_const);" in header[lines + 4 :]
 
 
 # --------------------------------------------------------------------------- diagnostics
@@ -522,3 +525,51 @@ def test_a_program_shipping_its_own_unistd_h_builds_and_captures(tmp_path: Path)
     proc = subprocess.run([exe], capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env=env)
     assert proc.returncode == 0 and proc.stdout.strip() == "1", proc.stderr
     assert (tmp_path / "cap" / "launches" / "k0-s0.json").is_file()
+
+
+# --------------------------------------------------------------------------- launches anywhere (#29)
+
+LAUNCHES_ANYWHERE = {
+    # fixture -> the kernels its run must capture, as the capture names them
+    "launch_macros": {"add_one", "scale", "square", "halve", "negate<T>", "offset"},
+    "launch_pointers": {"add", "mul", "sub", "twice", "axpy", "fill", "rowsum", "cooperative_copy"},
+    "launch_templates": {"axpb<float>", "axpb<double>", "block_sum<64>", "clamp_to<T>", "iota", "plus"},
+}
+
+
+@compiles
+@pytest.mark.parametrize("name", sorted(LAUNCHES_ANYWHERE))
+def test_launches_anywhere_run_and_are_captured(tmp_path: Path, name: str) -> None:
+    # launches in macro bodies (rewritten after preprocessing where the text cannot show them), through
+    # pointers and the runtime's launch calls (a void* kernel found in porter's registry, a static one
+    # named by it), in host templates and lambdas: the program checks its own results, and every kernel
+    # is captured under its own name
+    import json
+
+    built = built_ok(build(PROGRAMS / name, tmp_path / "build"))
+    exe = next(iter(built.executables.values()))
+    env = {"PORTER_CAPTURE_DIR": str(tmp_path / "cap")}
+    proc = subprocess.run([exe], capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env=env)
+    assert proc.returncode == 0 and proc.stdout.rstrip().endswith("PASSED"), proc.stdout + proc.stderr
+    records = [json.loads(p.read_text()) for p in sorted((tmp_path / "cap" / "launches").glob("*.json"))]
+    assert {r["kernel"] for r in records} == LAUNCHES_ANYWHERE[name]
+    assert all(r["status"] == 0 for r in records)
+
+
+@compiles
+def test_a_compile_error_in_a_preprocessed_unit_names_the_users_line(tmp_path: Path) -> None:
+    # a launch only preprocessing shows (the macro holds the configuration, its use the arguments): the
+    # unit is compiled preprocessed, and the markers keep the user's file and line in the messages
+    tree = write_program(
+        tmp_path / "prog",
+        {
+            "main.cu": "#include <cstdio>\n#define CFG(k, n) k<<<(n), 32>>>\n"
+            "__global__ void k1(float* x, int n) { if ((int)threadIdx.x < n) x[threadIdx.x] = 1; }\n"
+            "int main() {\n  float* d;\n  cudaMalloc(&d, 128);\n  CFG(k1, 1)(d, 32);\n"
+            "  int y = undeclared_thing + 1;\n  return y;\n}\n",
+        },
+    )
+    built = build(tree, tmp_path / "out")
+    assert not built.ok and not built.refused
+    assert "main.cu:8:" in built.log and "undeclared_thing" in built.log, built.log
+    assert str(tmp_path / "out") not in built.log

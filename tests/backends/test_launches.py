@@ -6,7 +6,18 @@ from __future__ import annotations
 import re
 
 import pytest
-from porter.backends.launches import kernel_names, namespace_symbols, register_symbols, rewrite_launches
+from porter.backends.launches import (
+    global_kernels,
+    has_launch_syntax,
+    kernel_names,
+    namespace_symbols,
+    program_kernels,
+    register_kernels,
+    register_symbols,
+    rewrite_api_launches,
+    rewrite_launches,
+    rewrite_preprocessed,
+)
 
 
 def test_rewrite_simple_launch() -> None:
@@ -176,3 +187,123 @@ def test_global_constant_and_device_variables_are_registered_for_the_capture() -
         "PORTER_REGISTER_SYMBOL(c_table, true);" in out and "PORTER_REGISTER_SYMBOL(counter, false);" in out
     )
     assert register_symbols("int main() { return 0; }\n") == "int main() { return 0; }\n"
+
+
+# --------------------------------------------------------------------------- launches anywhere (#29)
+
+
+def test_a_macro_holding_only_the_configuration_is_left_for_the_preprocessor() -> None:
+    # the argument list follows the macro's use: the text cannot show the whole launch
+    text = "#define CFG(k, n) k<<<(n + 63) / 64, 64>>>\n(void)0;\nvoid f() { CFG(kern, 10)(p, 10); }\n"
+    out = rewrite_launches(text, set())
+    assert out == text and has_launch_syntax(out)
+    # nor is a macro holding the chevrons alone
+    alone = "#define ARGS2(g, b) <<<g, b>>>\nvoid f() { kern ARGS2(1, 32)(p); }\n"
+    assert rewrite_launches(alone, set()) == alone
+
+
+def test_a_macro_whose_kernel_is_its_parameter_is_named_by_the_argument() -> None:
+    text = "#define benchmark(k, g, ...) k<<<g, 64>>>(__VA_ARGS__)\n"
+    out = rewrite_launches(text, set())
+    assert out == (
+        "#define benchmark(k, g, ...) porter_emu::launch_kernel(k, porter_emu::config(g, 64), "
+        "decltype(porter_emu::params(k))(__VA_ARGS__), #k)\n"
+    )
+    # with a kernel that needs deducing, only the macro's use says which kernel it is
+    assert rewrite_launches(text, {"negate"}) == text
+
+
+def test_a_macro_launch_with_its_arguments_on_the_next_line_keeps_the_line_count() -> None:
+    text = "#define RUN(n) kern<<<n, 32>>> \\\n   (ptr, n)\nint after;\n"
+    out = rewrite_launches(text, set())
+    assert out.count("\n") == text.count("\n") and "<<<" not in out
+    assert out.splitlines()[0].endswith("\\") and out.splitlines()[-1] == "int after;"
+
+
+def test_a_deduced_template_launch_is_labelled_with_its_template_parameters() -> None:
+    kernels = program_kernels(
+        ["template <typename T, int N = 2>\n__global__ void clamp_to(T* x, T hi, int n) {}\n"]
+    )
+    assert kernels.deduced == {"clamp_to"} and kernels.labels == {"clamp_to": "clamp_to<T, N>"}
+    out = rewrite_launches("void f() { clamp_to<<<1, 32>>>(p, 5.0f, n); }\n", kernels.deduced, kernels.labels)
+    assert '}, "clamp_to<T, N>", p, 5.0f, n); }' in out  # the replay deduces T from the captured types
+    explicit = rewrite_launches(
+        "void f() { clamp_to<float><<<1, 32>>>(p, 5.0f, n); }\n", kernels.deduced, kernels.labels
+    )
+    assert 'decltype(porter_emu::params(clamp_to<float>))(p, 5.0f, n), "clamp_to<float>")' in explicit
+
+
+def test_runtime_launch_calls_go_through_porters_wrappers() -> None:
+    text = (
+        "void f() {\n"
+        "  cudaLaunchKernel((const void*)k, g, b, args, 0, s);\n"
+        "  e = ::cudaLaunchCooperativeKernel ((void*)k, g, b, args);\n"
+        "  hipLaunchKernel(k, g, b, args, 0, 0); hipLaunchCooperativeKernel(k, g, b, args, 0, 0);\n"
+        '  obj.cudaLaunchKernel(x); puts("cudaLaunchKernel(");  // cudaLaunchKernel(k)\n'
+        "}\n"
+    )
+    out = rewrite_api_launches(text)
+    lines = out.splitlines()
+    assert lines[1] == "  porter_emu::launch_args((const void*)k, g, b, args, 0, s);"
+    assert lines[2] == "  e = porter_emu::launch_args_cooperative ((void*)k, g, b, args);"
+    assert (
+        lines[3].count("porter_emu::launch_args(") == 1 and "porter_emu::launch_args_cooperative(" in lines[3]
+    )
+    assert lines[4] == text.splitlines()[4]  # a member, a string and a comment stay
+    assert rewrite_launches(text, set()) == out
+
+
+def test_kernels_defined_at_global_scope_are_registered_by_address() -> None:
+    text = (
+        "__global__ void proto(int* p);\n"
+        "__global__ void plain(int* p) { p[0] = 1; }\n"
+        "static __global__ void __launch_bounds__(256) hidden(float* p, int n) {}\n"
+        "template <class T> __global__ void tk(T* p) {}\n"
+        "__global__ void over(int* p) {}\n__global__ void over(float* p) {}\n"
+        "namespace q { __global__ void inner(int* p) {} }\n"
+        "#ifdef EXTRA\n__global__ void maybe(int* p) {}\n#endif\n"
+        "int main() { plain<<<1, 1>>>(0); }\n"
+    )
+    _, deduced = kernel_names([text])
+    assert global_kernels(text, deduced) == ["plain", "hidden"]
+    out = register_kernels(text, deduced)
+    assert out.startswith(text) and out.count("\n") == text.count("\n") + 4
+    assert "PORTER_REGISTER_KERNEL(plain);\nPORTER_REGISTER_KERNEL(hidden);" in out
+    assert register_kernels("int main() { return 0; }\n") == "int main() { return 0; }\n"
+
+
+def test_preprocessed_launches_are_rewritten_in_the_users_files_only() -> None:
+    pre = (
+        '# 1 "/build/src/main.cu"\n'
+        "int main() {\n"
+        '# 1 "/usr/include/some.h" 1 3\n'
+        "template <class T> struct A { enum { v = 1 <<< 2 }; };\n"
+        '# 5 "/build/src/main.cu" 2\n'
+        "  negate<<<(1000 + 63) / 64, 64>>>(d, n); scale<<<4, 64>>>(d, 3.0f, n);\n"
+        "}\n"
+    )
+    out = rewrite_preprocessed(pre, {"negate"}, "/build/src/", {"negate": "negate<T>"})
+    assert out.count("\n") == pre.count("\n")
+    lines = out.splitlines()
+    assert lines[3] == pre.splitlines()[3]  # the system header's text stays
+    assert lines[4] == '# 5 "/build/src/main.cu" 2'  # the markers stay: errors name the user's line
+    assert "porter_emu::launch_deduced(porter_emu::config((1000 + 63) / 64, 64), " in lines[5]
+    assert "{ negate(porter_p...); }" in lines[5]  # macros expanded already: the kernel by its name
+    assert '"negate<T>", d, n);' in lines[5]
+    assert "porter_emu::launch_kernel(scale, porter_emu::config(4, 64)" in lines[5]
+
+
+def test_host_macros_in_a_kernels_file_are_not_device_code() -> None:
+    from porter.backends import CannotEmulate, get_backend
+    from porter.backends.cpu.source import check_emulable
+
+    dialect = get_backend("cpu").dialect
+    kernel = "__global__ void k(float* x) { x[0] = SCALE(2.0f); }\n"
+    host = (
+        "#define SCALE(v) ((v) * 2)\n"
+        "#define benchmark(k, g, ...) k<<<g, 64>>>(__VA_ARGS__)\n"
+        "#define SYNCED(s) do { s; \\\n  cudaDeviceSynchronize(); } while (0)\n"
+    )
+    check_emulable(host + kernel, dialect)  # macros no device code uses
+    with pytest.raises(CannotEmulate, match="dynamic parallelism"):  # a macro the kernel uses
+        check_emulable(host + "__global__ void d(float* x) { SYNCED(x[0] = 1); }\n", dialect)

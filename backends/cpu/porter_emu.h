@@ -13,6 +13,9 @@
 #ifndef PORTER_EMU_H
 #define PORTER_EMU_H
 
+#include <assert.h>
+#include <fenv.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -546,10 +549,87 @@ static inline void sync(const thread_block& g) { g.sync(); }
     porter_emu::ctx_jump(porter_emu::g_sched);
     abort();
 }
+// A free-running counter, as the SM's clock: the time-stamp counter where there is one (no call into the
+// C library, so an untrusted kernel's library imports nothing for it).
 static inline long long clock64() {
+#if defined(__x86_64__) || defined(__i386__)
+    return (long long)__builtin_ia32_rdtsc();
+#else
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+#endif
+}
+// __nanosleep lets the block's other threads run (a thread spinning on a flag another thread of its block
+// sets sees it set); blocks run one after another here, so a wait on another block never ends: after
+// PORTER_MAX_SPINS sleeps in one block the launch fails, naming it, instead of hanging.
+#ifndef PORTER_MAX_SPINS
+#define PORTER_MAX_SPINS (1ull << 24)
+#endif
+namespace porter_emu __attribute__((visibility("hidden"))) {
+inline unsigned long long g_spins = 0, g_spin_epoch = 0;
+// Abandon the current emulated thread (the launch has failed): back to the scheduler for good.
+// noexcept (callable from the C library's __assert_fail, which is): the calls below go through aliases
+// declared noexcept, so no exception table (and no import of the C++ runtime's personality) is needed.
+extern "C" void porter_switch_nothrow(void** save_sp, void* new_sp) noexcept __asm__("porter_emu_switch");
+extern "C" int porter_setcontext_nothrow(const ucontext_t*) noexcept __asm__("setcontext");
+#if defined(PORTER_ASAN)
+extern "C" void porter_start_fiber_nothrow(void**, const void*, size_t) noexcept __asm__(
+    "__sanitizer_start_switch_fiber");
+#endif
+[[noreturn]] inline void leave_thread() noexcept {
+#if defined(PORTER_ASAN)
+    porter_start_fiber_nothrow(nullptr, g_sched_stack_bottom, g_sched_stack_size);
+#endif
+#if defined(PORTER_FAST_SWITCH)
+    void* discard;
+    porter_switch_nothrow(&discard, g_sched.sp);
+#else
+    porter_setcontext_nothrow(&g_sched.uc);
+#endif
+    abort();
+}
+extern "C" int porter_printf_nothrow(const char*, ...) noexcept __asm__("printf");
+extern "C" int porter_fprintf_nothrow(FILE*, const char*, ...) noexcept __asm__("fprintf");
+}  // namespace porter_emu
+static inline void __nanosleep(unsigned int) {
+    using namespace porter_emu;
+    if (g_cur == nullptr) return;  // host code of a whole program
+    if (g_spin_epoch != g_block_epoch) {
+        g_spin_epoch = g_block_epoch;
+        g_spins = 0;
+    }
+    if (++g_spins > PORTER_MAX_SPINS) {
+        char msg[256];
+        snprintf(msg, sizeof msg,
+                 "thread (%u,%u,%u) of block (%u,%u,%u) still waits after %llu __nanosleep calls in its block: "
+                 "blocks run one at a time on the emulator, so a wait on another block never ends",
+                 threadIdx.x, threadIdx.y, threadIdx.z, blockIdx.x, blockIdx.y, blockIdx.z, (unsigned long long)PORTER_MAX_SPINS);
+        fail(msg);
+        leave_thread();
+    }
+    yield();  // stays READY: resumed in the block's next round
+}
+// assert() in device code: a failed assertion fails the launch (as cudaErrorAssert does) with the
+// expression and place, instead of aborting the process; in host code it aborts, as the C library's.
+extern "C" inline void __assert_fail(const char* expr, const char* file, unsigned int line,
+                                  const char* function) noexcept {
+    using namespace porter_emu;
+    if (g_cur != nullptr) {
+        if (!g_launch.failed) {
+            g_launch.failed = 1;
+            snprintf(g_launch.error, sizeof g_launch.error,
+                     "%s:%u: %s: block (%u,%u,%u), thread (%u,%u,%u) Assertion `%s` failed.", file, line, function,
+                     blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z, expr);
+        }
+        leave_thread();
+    }
+#if defined(PORTER_PROGRAM)
+    porter_fprintf_nothrow(stderr, "%s:%u: %s: Assertion `%s' failed.\n", file, line, function, expr);
+#else
+    porter_printf_nothrow("%s:%u: %s: Assertion `%s' failed.\n", file, line, function, expr);
+#endif
+    abort();
 }
 static inline long long wall_clock64() { return clock64(); }
 static inline unsigned int __lane_id() { return (unsigned)porter_emu::lane_id(); }
@@ -682,12 +762,16 @@ static inline int min(int a, int b) { return a < b ? a : b; }
 static inline unsigned int min(unsigned int a, unsigned int b) { return a < b ? a : b; }
 static inline long long min(long long a, long long b) { return a < b ? a : b; }
 static inline unsigned long long min(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
+static inline long min(long a, long b) { return a < b ? a : b; }
+static inline unsigned long min(unsigned long a, unsigned long b) { return a < b ? a : b; }
 static inline float min(float a, float b) { return fminf(a, b); }
 static inline double min(double a, double b) { return fmin(a, b); }
 static inline int max(int a, int b) { return a > b ? a : b; }
 static inline unsigned int max(unsigned int a, unsigned int b) { return a > b ? a : b; }
 static inline long long max(long long a, long long b) { return a > b ? a : b; }
 static inline unsigned long long max(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
+static inline long max(long a, long b) { return a > b ? a : b; }
+static inline unsigned long max(unsigned long a, unsigned long b) { return a > b ? a : b; }
 static inline float max(float a, float b) { return fmaxf(a, b); }
 static inline double max(double a, double b) { return fmax(a, b); }
 template <class A, class B, class = std::enable_if_t<!std::is_same<A, B>::value>>
@@ -721,16 +805,92 @@ static inline float fdividef(float a, float b) { return a / b; }
 #define __powf(x, y) powf(x, y)
 #define __sincosf(x, s, c) sincosf(x, s, c)
 static inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); }
-static inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
-static inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }
+// Explicitly rounded arithmetic (_rn nearest even, _rz toward zero, _rd down, _ru up): the operation runs
+// under that rounding mode of the host FPU.  Operands and result pass through volatile locals, so the
+// compiler neither folds the operation at compile time nor moves it across the mode switch.
+namespace porter_emu __attribute__((visibility("hidden"))) {
+template <class R, class F>
+inline R rounded(int mode, F op) {
+    int old = fegetround();
+    fesetround(mode);
+    volatile R r = op();
+    fesetround(old);
+    return r;
+}
+}  // namespace porter_emu
+#define PORTER_RND_MODES(X) X(rz, FE_TOWARDZERO) X(rd, FE_DOWNWARD) X(ru, FE_UPWARD)
+#define PORTER_RND_ARITH(SUF, MODE)                                                                       \
+    static inline float __fadd_##SUF(float a, float b) {                                                  \
+        volatile float x = a, y = b; return porter_emu::rounded<float>(MODE, [&] { return x + y; }); }     \
+    static inline float __fsub_##SUF(float a, float b) {                                                  \
+        volatile float x = a, y = b; return porter_emu::rounded<float>(MODE, [&] { return x - y; }); }     \
+    static inline float __fmul_##SUF(float a, float b) {                                                  \
+        volatile float x = a, y = b; return porter_emu::rounded<float>(MODE, [&] { return x * y; }); }     \
+    static inline float __fdiv_##SUF(float a, float b) {                                                  \
+        volatile float x = a, y = b; return porter_emu::rounded<float>(MODE, [&] { return x / y; }); }     \
+    static inline float __frcp_##SUF(float a) {                                                           \
+        volatile float x = a; return porter_emu::rounded<float>(MODE, [&] { return 1.0f / x; }); }         \
+    static inline float __fsqrt_##SUF(float a) {                                                          \
+        volatile float x = a; return porter_emu::rounded<float>(MODE, [&] { return sqrtf(x); }); }         \
+    static inline float __fmaf_##SUF(float a, float b, float c) {                                         \
+        volatile float x = a, y = b, z = c;                                                               \
+        return porter_emu::rounded<float>(MODE, [&] { return fmaf(x, y, z); }); }                          \
+    static inline float __fmaf_ieee_##SUF(float a, float b, float c) { return __fmaf_##SUF(a, b, c); }   \
+    static inline double __dadd_##SUF(double a, double b) {                                               \
+        volatile double x = a, y = b; return porter_emu::rounded<double>(MODE, [&] { return x + y; }); }   \
+    static inline double __dsub_##SUF(double a, double b) {                                               \
+        volatile double x = a, y = b; return porter_emu::rounded<double>(MODE, [&] { return x - y; }); }   \
+    static inline double __dmul_##SUF(double a, double b) {                                               \
+        volatile double x = a, y = b; return porter_emu::rounded<double>(MODE, [&] { return x * y; }); }   \
+    static inline double __ddiv_##SUF(double a, double b) {                                               \
+        volatile double x = a, y = b; return porter_emu::rounded<double>(MODE, [&] { return x / y; }); }   \
+    static inline double __drcp_##SUF(double a) {                                                         \
+        volatile double x = a; return porter_emu::rounded<double>(MODE, [&] { return 1.0 / x; }); }        \
+    static inline double __dsqrt_##SUF(double a) {                                                        \
+        volatile double x = a; return porter_emu::rounded<double>(MODE, [&] { return sqrt(x); }); }        \
+    static inline double __fma_##SUF(double a, double b, double c) {                                      \
+        volatile double x = a, y = b, z = c;                                                              \
+        return porter_emu::rounded<double>(MODE, [&] { return fma(x, y, z); }); }                          \
+    static inline float __int2float_##SUF(int a) {                                                        \
+        volatile int x = a; return porter_emu::rounded<float>(MODE, [&] { return (float)x; }); }           \
+    static inline float __uint2float_##SUF(unsigned a) {                                                  \
+        volatile unsigned x = a; return porter_emu::rounded<float>(MODE, [&] { return (float)x; }); }      \
+    static inline float __ll2float_##SUF(long long a) {                                                   \
+        volatile long long x = a; return porter_emu::rounded<float>(MODE, [&] { return (float)x; }); }     \
+    static inline float __ull2float_##SUF(unsigned long long a) {                                         \
+        volatile unsigned long long x = a; return porter_emu::rounded<float>(MODE, [&] { return (float)x; }); } \
+    static inline double __ll2double_##SUF(long long a) {                                                 \
+        volatile long long x = a; return porter_emu::rounded<double>(MODE, [&] { return (double)x; }); }   \
+    static inline double __ull2double_##SUF(unsigned long long a) {                                       \
+        volatile unsigned long long x = a;                                                                \
+        return porter_emu::rounded<double>(MODE, [&] { return (double)x; }); }                             \
+    static inline float __double2float_##SUF(double a) {                                                  \
+        volatile double x = a; return porter_emu::rounded<float>(MODE, [&] { return (float)x; }); }
+PORTER_RND_MODES(PORTER_RND_ARITH)
+// To nearest even: the FPU's own mode, no switch.
 static inline float __fadd_rn(float a, float b) { return a + b; }
 static inline float __fsub_rn(float a, float b) { return a - b; }
 static inline float __fmul_rn(float a, float b) { return a * b; }
 static inline float __fdiv_rn(float a, float b) { return a / b; }
 static inline float __frcp_rn(float a) { return 1.0f / a; }
 static inline float __fsqrt_rn(float a) { return sqrtf(a); }
+static inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
+static inline float __fmaf_ieee_rn(float a, float b, float c) { return fmaf(a, b, c); }
 static inline double __dadd_rn(double a, double b) { return a + b; }
+static inline double __dsub_rn(double a, double b) { return a - b; }
 static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline double __ddiv_rn(double a, double b) { return a / b; }
+static inline double __drcp_rn(double a) { return 1.0 / a; }
+static inline double __dsqrt_rn(double a) { return sqrt(a); }
+static inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }
+static inline float __int2float_rn(int a) { return (float)a; }
+static inline float __uint2float_rn(unsigned a) { return (float)a; }
+static inline float __ll2float_rn(long long a) { return (float)a; }
+static inline float __ull2float_rn(unsigned long long a) { return (float)a; }
+static inline double __ll2double_rn(long long a) { return (double)a; }
+static inline double __ull2double_rn(unsigned long long a) { return (double)a; }
+static inline float __double2float_rn(double a) { return (float)a; }
+static inline float __frsqrt_rn(float a) { return __frcp_rn(__fsqrt_rn(a)); }
 static inline float normf(int n, const float* a) { double s = 0; for (int i = 0; i < n; ++i) s += (double)a[i] * a[i]; return (float)sqrt(s); }
 static inline float norm3df(float a, float b, float c) { return sqrtf(a * a + b * b + c * c); }
 static inline float rnorm3df(float a, float b, float c) { return 1.0f / sqrtf(a * a + b * b + c * c); }
@@ -740,21 +900,48 @@ static inline float cospif(float x) { return cosf((float)M_PI * x); }
 static inline double sinpi(double x) { return sin(M_PI * x); }
 static inline double cospi(double x) { return cos(M_PI * x); }
 
-static inline int __float2int_rn(float x) { return (int)nearbyintf(x); }
-static inline int __float2int_rz(float x) { return (int)x; }
-static inline int __float2int_rd(float x) { return (int)floorf(x); }
-static inline int __float2int_ru(float x) { return (int)ceilf(x); }
-static inline unsigned __float2uint_rn(float x) { return (unsigned)nearbyintf(x); }
-static inline unsigned __float2uint_rz(float x) { return (unsigned)x; }
-static inline long long __float2ll_rn(float x) { return (long long)nearbyintf(x); }
-static inline long long __float2ll_rz(float x) { return (long long)x; }
-static inline int __double2int_rn(double x) { return (int)nearbyint(x); }
-static inline int __double2int_rz(double x) { return (int)x; }
-static inline float __double2float_rn(double x) { return (float)x; }
-static inline float __int2float_rn(int x) { return (float)x; }
-static inline float __uint2float_rn(unsigned x) { return (float)x; }
+// Float to integer: rounded as named, then clamped to the integer's range (NaN gives 0), as cvt does.
+namespace porter_emu __attribute__((visibility("hidden"))) {
+template <class I>
+inline I saturate(double v) {  // v already integral (or NaN / infinite)
+    if (v != v) return 0;
+    if (v <= (double)std::numeric_limits<I>::min()) return std::numeric_limits<I>::min();
+    if (v >= (double)std::numeric_limits<I>::max()) return std::numeric_limits<I>::max();
+    return (I)v;
+}
+template <class I>
+inline I saturate_ll(long double v) {  // 64-bit targets: long double holds every value exactly
+    if (v != v) return 0;
+    if (v <= (long double)std::numeric_limits<I>::min()) return std::numeric_limits<I>::min();
+    if (v >= (long double)std::numeric_limits<I>::max()) return std::numeric_limits<I>::max();
+    return (I)v;
+}
+}  // namespace porter_emu
+#define PORTER_F2I(FROM, F, ROUND_RN, ROUND_RZ, ROUND_RD, ROUND_RU)                                          \
+    static inline int __##FROM##2int_rn(F x) { return porter_emu::saturate<int>(ROUND_RN(x)); }              \
+    static inline int __##FROM##2int_rz(F x) { return porter_emu::saturate<int>(ROUND_RZ(x)); }              \
+    static inline int __##FROM##2int_rd(F x) { return porter_emu::saturate<int>(ROUND_RD(x)); }              \
+    static inline int __##FROM##2int_ru(F x) { return porter_emu::saturate<int>(ROUND_RU(x)); }              \
+    static inline unsigned __##FROM##2uint_rn(F x) { return porter_emu::saturate<unsigned>(ROUND_RN(x)); }   \
+    static inline unsigned __##FROM##2uint_rz(F x) { return porter_emu::saturate<unsigned>(ROUND_RZ(x)); }   \
+    static inline unsigned __##FROM##2uint_rd(F x) { return porter_emu::saturate<unsigned>(ROUND_RD(x)); }   \
+    static inline unsigned __##FROM##2uint_ru(F x) { return porter_emu::saturate<unsigned>(ROUND_RU(x)); }   \
+    static inline long long __##FROM##2ll_rn(F x) { return porter_emu::saturate_ll<long long>(ROUND_RN(x)); } \
+    static inline long long __##FROM##2ll_rz(F x) { return porter_emu::saturate_ll<long long>(ROUND_RZ(x)); } \
+    static inline long long __##FROM##2ll_rd(F x) { return porter_emu::saturate_ll<long long>(ROUND_RD(x)); } \
+    static inline long long __##FROM##2ll_ru(F x) { return porter_emu::saturate_ll<long long>(ROUND_RU(x)); } \
+    static inline unsigned long long __##FROM##2ull_rn(F x) {                                                 \
+        return porter_emu::saturate_ll<unsigned long long>(ROUND_RN(x)); }                                    \
+    static inline unsigned long long __##FROM##2ull_rz(F x) {                                                 \
+        return porter_emu::saturate_ll<unsigned long long>(ROUND_RZ(x)); }                                    \
+    static inline unsigned long long __##FROM##2ull_rd(F x) {                                                 \
+        return porter_emu::saturate_ll<unsigned long long>(ROUND_RD(x)); }                                    \
+    static inline unsigned long long __##FROM##2ull_ru(F x) {                                                 \
+        return porter_emu::saturate_ll<unsigned long long>(ROUND_RU(x)); }
+PORTER_F2I(float, float, rintf, truncf, floorf, ceilf)  // rintf: the default mode, to nearest even
+PORTER_F2I(double, double, rint, trunc, floor, ceil)
 static inline double __int2double_rn(int x) { return (double)x; }
-static inline float __ll2float_rn(long long x) { return (float)x; }
+static inline double __uint2double_rn(unsigned x) { return (double)x; }
 static inline int __float_as_int(float x) { int r; memcpy(&r, &x, 4); return r; }
 static inline unsigned __float_as_uint(float x) { unsigned r; memcpy(&r, &x, 4); return r; }
 static inline float __int_as_float(int x) { float r; memcpy(&r, &x, 4); return r; }
@@ -767,8 +954,15 @@ static inline double __hiloint2double(int hi, int lo) {
     return __longlong_as_double((long long)(((unsigned long long)(unsigned)hi << 32) | (unsigned)lo));
 }
 
-static inline int __popc(unsigned x) { return __builtin_popcount(x); }
-static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+// Counted here, not with __builtin_popcount: without -mpopcnt that is a call into libgcc, which an untrusted
+// kernel's library may not import.
+static inline int __popcll(unsigned long long x) {
+    x = x - ((x >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+    return (int)((x * 0x0101010101010101ull) >> 56);
+}
+static inline int __popc(unsigned x) { return __popcll(x); }
 static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }
 static inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
 static inline int __ffs(int x) { return __builtin_ffs(x); }
@@ -795,13 +989,54 @@ static inline int __hadd(int a, int b) { return (int)(((long long)a + b) >> 1); 
 static inline int __rhadd(int a, int b) { return (int)(((long long)a + b + 1) >> 1); }
 static inline unsigned __uhadd(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a + b) >> 1); }
 static inline unsigned __urhadd(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a + b + 1) >> 1); }
-static inline unsigned __sad(int a, int b, unsigned c) { return (unsigned)(a > b ? a - b : b - a) + c; }
+static inline unsigned __sad(int a, int b, unsigned c) {
+    return (a > b ? (unsigned)a - (unsigned)b : (unsigned)b - (unsigned)a) + c;  // no signed overflow
+}
 static inline unsigned __usad(unsigned a, unsigned b, unsigned c) { return (a > b ? a - b : b - a) + c; }
 static inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
     unsigned long long v = ((unsigned long long)y << 32) | x;
     unsigned r = 0;
     for (int i = 0; i < 4; ++i) r |= (unsigned)((v >> (8 * ((s >> (4 * i)) & 7))) & 0xFF) << (8 * i);
     return r;
+}
+// Dot products of packed 8- and 16-bit lanes, accumulated in 32 bits (wrapping, as the hardware does).
+static inline int __dp4a(int a, int b, int c) {
+    unsigned acc = (unsigned)c;
+    for (int i = 0; i < 4; ++i) acc += (unsigned)((int)(signed char)(a >> (8 * i)) * (int)(signed char)(b >> (8 * i)));
+    return (int)acc;
+}
+static inline unsigned __dp4a(unsigned a, unsigned b, unsigned c) {
+    for (int i = 0; i < 4; ++i) c += ((a >> (8 * i)) & 0xFFu) * ((b >> (8 * i)) & 0xFFu);
+    return c;
+}
+static inline int __dp2a_lo(int a, int b, int c) {  // a: two 16-bit lanes, b: the low two bytes
+    unsigned acc = (unsigned)c;
+    for (int i = 0; i < 2; ++i) acc += (unsigned)((int)(short)(a >> (16 * i)) * (int)(signed char)(b >> (8 * i)));
+    return (int)acc;
+}
+static inline int __dp2a_hi(int a, int b, int c) {  // a: two 16-bit lanes, b: the high two bytes
+    unsigned acc = (unsigned)c;
+    for (int i = 0; i < 2; ++i)
+        acc += (unsigned)((int)(short)(a >> (16 * i)) * (int)(signed char)(b >> (8 * (i + 2))));
+    return (int)acc;
+}
+static inline unsigned __dp2a_lo(unsigned a, unsigned b, unsigned c) {
+    for (int i = 0; i < 2; ++i) c += ((a >> (16 * i)) & 0xFFFFu) * ((b >> (8 * i)) & 0xFFu);
+    return c;
+}
+static inline unsigned __dp2a_hi(unsigned a, unsigned b, unsigned c) {
+    for (int i = 0; i < 2; ++i) c += ((a >> (16 * i)) & 0xFFFFu) * ((b >> (8 * (i + 2))) & 0xFFu);
+    return c;
+}
+// The position of the n-th set bit of mask counting from base (up for n > 0, down for n < 0), or
+// 0xFFFFFFFF when there is none.
+static inline unsigned __fns(unsigned mask, unsigned base, int offset) {
+    if (base > 31) return 0xFFFFFFFFu;
+    if (offset == 0) return ((mask >> base) & 1u) ? base : 0xFFFFFFFFu;
+    int step = offset > 0 ? 1 : -1, left = offset > 0 ? offset : -offset;
+    for (int pos = (int)base; pos >= 0 && pos < 32; pos += step)
+        if (((mask >> pos) & 1u) && --left == 0) return (unsigned)pos;
+    return 0xFFFFFFFFu;
 }
 static inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned sh) {
     unsigned long long v = ((unsigned long long)hi << 32) | lo;

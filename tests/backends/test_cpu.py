@@ -713,7 +713,7 @@ def test_wave64_semantics_for_amd_arch(be: CpuBackend) -> None:
         ("cooperative_groups::this_grid().sync();", "cooperative groups"),
         ("grid_group g = this_grid(); g.sync();", "grid"),
         ("child<<<1, 1>>>(p);", "dynamic parallelism"),
-        ("__nanosleep(100);", "spin waits"),
+        ("__builtin_amdgcn_s_sleep(1);", "target-specific compiler builtins"),
         ("wmma::fill_fragment(frag, 0.0f);", "tensor-core"),
         ("__nv_fp8_e4m3 h = __nv_fp8_e4m3(1.0f);", "fp8"),
     ],

@@ -198,6 +198,8 @@ def _validate_on(
                     toolchain = toolchain or res.toolchain
                     compiled = compiled or res.stage not in ("compile", "unavailable")
                     if not res.ok:
+                        # a write onto a guard page: it ran, and ran wrong (like a poisoned guard touched)
+                        executed = executed or res.stage == "guard"
                         raise job_failure("the variant", res, label)
                     executed = True
                     if findings:

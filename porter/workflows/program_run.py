@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from porter.backends import get_dialect
+from porter.backends import Device, get_dialect
 from porter.backends.programs import (
     BuiltProgram,
     ProgramSource,
@@ -475,11 +475,15 @@ class _Runner:
 
     def judge(self, run: ProgramRun, rec: RunResult) -> None:
         """Compare a port's run with the original's (same device, else the first)."""
+        ref = _reference(run, rec.device)
+        if ref is not None and ref.status != "ran":  # an original that failed is no evidence either way
+            why = ref.reason if ref.reason.startswith("the original") else f"the original was {ref.reason}"
+            rec.status, rec.reason = "not-run", why
+            return
         if rec.status == "failed":
             return
-        ref = _reference(run, rec.device)
-        if ref is None or ref.status != "ran":  # an original that failed is no evidence either way
-            rec.status, rec.reason = "not-run", "the original did not run here" if ref is None else ref.reason
+        if ref is None:
+            rec.status, rec.reason = "not-run", "the original did not run here"
             return
         rec.against = ref.device
         original, mine = self.outputs.get(id(ref)), self.outputs.get(id(rec))
@@ -591,8 +595,19 @@ class _Runner:
         stopped = ran.reason(self.timeout, self.max_output)
         if stopped:
             rec.status, rec.reason = "failed", stopped
-        elif exit_code is not None and exit_code < 0:
-            rec.status, rec.reason = "failed", f"killed by signal {-exit_code} ({_signal_name(-exit_code)})"
+        elif _killed_by(exit_code):
+            number = _killed_by(exit_code)
+            said = (
+                f", exit {exit_code} as the jail reports it"
+                if exit_code is not None and exit_code > 0
+                else ""
+            )
+            rec.status, rec.reason = (
+                "failed",
+                f"killed by signal {number} ({_signal_name(number)}{said}) running "
+                f"{shlex.join([f'./{name}', *argv])} on {_where_run(build, device)}; its last output is "
+                "in the report (stdout_tail, stderr_tail)",
+            )
         self.outputs[id(rec)] = output
         return rec
 
@@ -738,6 +753,33 @@ def _where_it_is(name: str, program: Program, where: str) -> str:
         f"{name!r} is not in the program's folder (the run starts in {where}): give the folder holding it with "
         "--data and arguments that name it, or --expect-exit if it fails on purpose"
     )
+
+
+# the signals a crashing program dies of; the jail's init (bubblewrap) reports such a death as 128 + n
+_FATAL = {
+    signal.SIGSEGV,
+    signal.SIGABRT,
+    signal.SIGBUS,
+    signal.SIGFPE,
+    signal.SIGILL,
+    signal.SIGKILL,
+    signal.SIGSYS,
+}
+
+
+def _killed_by(exit_code: int | None) -> int:
+    """The signal a run died of (0: none): a negative status, or 128 + a fatal signal's number."""
+    if exit_code is None:
+        return 0
+    if exit_code < 0:
+        return -exit_code
+    return exit_code - 128 if exit_code - 128 in {int(s) for s in _FATAL} else 0
+
+
+def _where_run(build: ProgramBuild, device: Device | None) -> str:
+    """The device a run crashed on, with its driver and the toolchain (and version) that built it."""
+    driver = f", driver {device.driver}" if device is not None and device.driver else ""
+    return f"{build.device}{driver} (built by {(build.toolchain_id or build.toolchain).split(' [')[0]})"
 
 
 def _same_device(a: str, b: str) -> bool:

@@ -183,3 +183,17 @@ def test_a_capturing_build_that_fails_is_said_and_every_kernel_says_why(
     rows = [r for k in report.kernels for r in k.replays]
     assert rows and all(r.status == "not-replayable" and "capturing build" in r.reason for r in rows)
     assert report.verdicts()["hip"]["status"] == "matches"  # the program itself still ran and compared
+
+
+def test_a_crashed_run_names_its_command_device_and_toolchain_and_keeps_its_last_output(
+    prog: Path, tmp_path: Path
+) -> None:
+    _rewritten(prog, "return 1;", "abort();")
+    report = port_program([str(prog)], ["hip"], out_dir=str(tmp_path / "out"), run=_cpu("missing.dat"))
+    original = report.runs[0].original
+    assert original is not None and original.status == "failed" and original.exit in (-6, 134)
+    assert original.reason.startswith("killed by signal 6 (SIGABRT")
+    assert " running ./main missing.dat on cpu:cpu-emulator, driver g++ " in original.reason, original.reason
+    assert "(built by g++ " in original.reason and "porter cpu runtime" in original.reason
+    assert "ERROR: The input file missing.dat doesn't exist." in original.stderr_tail
+    assert report.verdicts()["hip"]["status"] == "not-run"

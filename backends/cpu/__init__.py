@@ -141,11 +141,13 @@ def _check_imports(
             source, list(shown), entry,
         ) from None  # fmt: skip
     if refused:
+        why = (
+            f"the kernel refers to host symbol(s) device code cannot use: {', '.join(refused)} "
+            "(only the emulator's runtime, the math library and what a GPU offers device code are allowed)"
+        )
         raise CompileError(
-            "cpu", f"the kernel refers to host symbol(s) device code cannot use: {', '.join(refused)} "
-            "(only the emulator's runtime, the math library and what a GPU offers device code are allowed)",
-            source, list(shown), entry,
-        )  # fmt: skip
+            "cpu", why, source, list(shown), entry, summary=f"compile of {entry} failed: {why}"
+        )
 
 
 def asan_environment() -> dict[str, str]:
@@ -486,9 +488,11 @@ class CpuBackend(BackendBase):
                 if missing is not None:
                     line, name = missing
                     raise CannotEmulate(f"cannot emulate: {name} (source line {line}; not in porter_emu.h)")
+                first = src_mod.first_error(log)
                 raise CompileError(
-                    self.name, log or f"g++ exited with {proc.returncode}", source, shown, entry
-                )
+                    self.name, log or f"g++ exited with {proc.returncode}", source, shown, entry,
+                    summary=f"compile of {entry} failed: {first}" if first else "",
+                )  # fmt: skip
             if options.untrusted:
                 _check_imports(out, dialect.untrusted, compiler, source, shown, entry)
             data = out.read_bytes()

@@ -633,6 +633,24 @@ extern "C" inline void __assert_fail(const char* expr, const char* file, unsigne
 }
 static inline long long wall_clock64() { return clock64(); }
 static inline unsigned int __lane_id() { return (unsigned)porter_emu::lane_id(); }
+// The lanes below / at / above this one (HIP's __lanemask_*; PTX's %lanemask_* registers).
+static inline porter_emu::lanemask_t __lanemask_eq() { return 1ull << porter_emu::lane_id(); }
+static inline porter_emu::lanemask_t __lanemask_lt() { return (1ull << porter_emu::lane_id()) - 1ull; }
+static inline porter_emu::lanemask_t __lanemask_le() { return (2ull << porter_emu::lane_id()) - 1ull; }
+static inline porter_emu::lanemask_t __lanemask_gt() {
+    return ~__lanemask_le() & (PORTER_WARP_SIZE == 64 ? ~0ull : 0xFFFFFFFFull);
+}
+static inline porter_emu::lanemask_t __lanemask_ge() {
+    return ~__lanemask_lt() & (PORTER_WARP_SIZE == 64 ? ~0ull : 0xFFFFFFFFull);
+}
+static inline void __prof_trigger(int) {}
+[[noreturn]] static inline void __brkpt() {  // no debugger attached: the launch stops, as on a GPU
+    porter_emu::fail("kernel executed __brkpt() (a breakpoint, with no debugger attached)");
+    porter_emu::leave_thread();
+}
+// Optimiser hints: the condition is type-checked, never evaluated.
+#define __builtin_assume(e) ((void)sizeof((e) ? 1 : 0))
+#define __assume(e) ((void)sizeof((e) ? 1 : 0))
 
 // --------------------------------------------------------------------------- warp intrinsics
 
@@ -891,14 +909,126 @@ static inline double __ll2double_rn(long long a) { return (double)a; }
 static inline double __ull2double_rn(unsigned long long a) { return (double)a; }
 static inline float __double2float_rn(double a) { return (float)a; }
 static inline float __frsqrt_rn(float a) { return __frcp_rn(__fsqrt_rn(a)); }
+// Norms: summed in double (float) or scaled by the largest magnitude (double), so no square overflows.
+namespace porter_emu __attribute__((visibility("hidden"))) {
+inline double scaled_norm(int n, const double* a) {
+    double big = 0;
+    for (int i = 0; i < n; ++i) big = fmax(big, fabs(a[i]));
+    if (big == 0 || isinf(big)) return big;
+    double s = 0;
+    for (int i = 0; i < n; ++i) s += (a[i] / big) * (a[i] / big);
+    return big * sqrt(s);
+}
+// sin(pi x) and cos(pi x) with x reduced exactly (fmod by 2), so whole and half multiples are exact.
+inline double sinpi_d(double x) {
+    if (!isfinite(x)) return x - x;
+    double r = fmod(x, 2.0), ar = fabs(r), v;
+    if (r == 0) return copysign(0.0, x);
+    if (ar <= 0.25) v = sin(M_PI * ar);
+    else if (ar <= 0.75) v = cos(M_PI * (ar - 0.5));
+    else if (ar <= 1.25) v = sin(M_PI * (1.0 - ar));
+    else if (ar <= 1.75) v = -cos(M_PI * (ar - 1.5));
+    else v = -sin(M_PI * (2.0 - ar));
+    return r < 0 ? -v : v;
+}
+inline double cospi_d(double x) {
+    if (!isfinite(x)) return x - x;
+    double ar = fmod(fabs(x), 2.0), v;
+    if (ar <= 0.25) v = cos(M_PI * ar);
+    else if (ar <= 0.75) v = -sin(M_PI * (ar - 0.5));
+    else if (ar <= 1.25) v = -cos(M_PI * (1.0 - ar));
+    else if (ar <= 1.75) v = sin(M_PI * (ar - 1.5));
+    else v = cos(M_PI * (2.0 - ar));
+    return v + 0.0;  // cospi(n + 1/2) is +0
+}
+// erfc(t) = y solved by Newton's method on log erfc (convex, so it converges from sqrt(-log y)).
+inline double erfcinv_d(double y) {
+    if (y != y || y < 0 || y > 2) return NAN;
+    if (y == 0) return INFINITY;
+    if (y == 2) return -INFINITY;
+    if (y > 1) return -erfcinv_d(2.0 - y);
+    double t = y > 0.3 ? (1.0 - y) * 0.886226925452758 : sqrt(-log(y)) * 0.9;
+    for (int i = 0; i < 100; ++i) {
+        double e = erfc(t);
+        if (e == 0) break;
+        double step = (log(e) - log(y)) / (-1.1283791670955126 * exp(-t * t) / e);
+        t -= step;
+        if (fabs(step) <= 1e-16 * fabs(t) + 1e-300) break;
+    }
+    return t;
+}
+inline double erfinv_d(double x) {
+    if (x != x || x < -1 || x > 1) return NAN;
+    if (fabs(x) >= 0.5) return copysign(erfcinv_d(1.0 - fabs(x)), x);  // 1 - |x| is exact here
+    double t = x * 0.886226925452758;  // erf'(0) = 2/sqrt(pi)
+    for (int i = 0; i < 100; ++i) {
+        double step = (erf(t) - x) / (1.1283791670955126 * exp(-t * t));
+        t -= step;
+        if (fabs(step) <= 1e-17 * fabs(t) + 1e-300) break;
+    }
+    return t;
+}
+inline double erfcx_d(double x) {
+    if (x < 26.0) {  // exp(x^2) with x^2 split exactly into hi + lo
+        double hi = x * x, lo = fma(x, x, -hi);
+        return exp(hi) * (1.0 + lo) * erfc(x);
+    }
+    double r = 1.0 / (x * x);  // the asymptotic series 1/(x sqrt(pi)) (1 - 1/2x^2 + 3/4x^4 - ...)
+    return 0.5641895835477563 / x * (1 - r * (0.5 - r * (0.75 - r * (1.875 - r * (6.5625 - r * 29.53125)))));
+}
+inline double bessel_i(int order, double x) {  // I0, I1: the power series (positive terms, no cancellation)
+    if (order && x < 0) return -bessel_i(order, -x);
+    double q = x * x * 0.25, term = order ? x * 0.5 : 1.0, sum = term;
+    for (int k = 1; k < 2000 && isfinite(sum); ++k) {
+        term *= q / ((double)k * (double)(k + order));
+        sum += term;
+        if (term <= sum * 1e-17) break;
+    }
+    return sum;
+}
+}  // namespace porter_emu
 static inline float normf(int n, const float* a) { double s = 0; for (int i = 0; i < n; ++i) s += (double)a[i] * a[i]; return (float)sqrt(s); }
-static inline float norm3df(float a, float b, float c) { return sqrtf(a * a + b * b + c * c); }
-static inline float rnorm3df(float a, float b, float c) { return 1.0f / sqrtf(a * a + b * b + c * c); }
-static inline float norm4df(float a, float b, float c, float d) { return sqrtf(a * a + b * b + c * c + d * d); }
-static inline float sinpif(float x) { return sinf((float)M_PI * x); }
-static inline float cospif(float x) { return cosf((float)M_PI * x); }
-static inline double sinpi(double x) { return sin(M_PI * x); }
-static inline double cospi(double x) { return cos(M_PI * x); }
+static inline float rnormf(int n, const float* a) { double s = 0; for (int i = 0; i < n; ++i) s += (double)a[i] * a[i]; return (float)(1.0 / sqrt(s)); }
+static inline float norm3df(float a, float b, float c) { return (float)sqrt((double)a * a + (double)b * b + (double)c * c); }
+static inline float rnorm3df(float a, float b, float c) { return (float)(1.0 / sqrt((double)a * a + (double)b * b + (double)c * c)); }
+static inline float norm4df(float a, float b, float c, float d) {
+    return (float)sqrt((double)a * a + (double)b * b + (double)c * c + (double)d * d);
+}
+static inline float rnorm4df(float a, float b, float c, float d) {
+    return (float)(1.0 / sqrt((double)a * a + (double)b * b + (double)c * c + (double)d * d));
+}
+static inline float rhypotf(float a, float b) { return (float)(1.0 / sqrt((double)a * a + (double)b * b)); }
+static inline double norm(int n, const double* a) { return porter_emu::scaled_norm(n, a); }
+static inline double rnorm(int n, const double* a) { return 1.0 / porter_emu::scaled_norm(n, a); }
+static inline double norm3d(double a, double b, double c) { double v[3] = {a, b, c}; return porter_emu::scaled_norm(3, v); }
+static inline double rnorm3d(double a, double b, double c) { return 1.0 / norm3d(a, b, c); }
+static inline double norm4d(double a, double b, double c, double d) {
+    double v[4] = {a, b, c, d};
+    return porter_emu::scaled_norm(4, v);
+}
+static inline double rnorm4d(double a, double b, double c, double d) { return 1.0 / norm4d(a, b, c, d); }
+static inline double rhypot(double a, double b) { return 1.0 / hypot(a, b); }
+static inline double rcbrt(double x) { return 1.0 / cbrt(x); }
+static inline float sinpif(float x) { return (float)porter_emu::sinpi_d(x); }
+static inline float cospif(float x) { return (float)porter_emu::cospi_d(x); }
+static inline double sinpi(double x) { return porter_emu::sinpi_d(x); }
+static inline double cospi(double x) { return porter_emu::cospi_d(x); }
+static inline void sincospif(float x, float* s, float* c) { *s = sinpif(x); *c = cospif(x); }
+static inline void sincospi(double x, double* s, double* c) { *s = sinpi(x); *c = cospi(x); }
+static inline float erfinvf(float x) { return (float)porter_emu::erfinv_d(x); }
+static inline double erfinv(double x) { return porter_emu::erfinv_d(x); }
+static inline float erfcinvf(float x) { return (float)porter_emu::erfcinv_d(x); }
+static inline double erfcinv(double x) { return porter_emu::erfcinv_d(x); }
+static inline float normcdff(float x) { return (float)(0.5 * erfc(-(double)x * 0.7071067811865476)); }
+static inline double normcdf(double x) { return 0.5 * erfc(-x * 0.7071067811865476); }
+static inline float normcdfinvf(float p) { return (float)(-1.4142135623730951 * porter_emu::erfcinv_d(2.0 * p)); }
+static inline double normcdfinv(double p) { return -1.4142135623730951 * porter_emu::erfcinv_d(2.0 * p); }
+static inline float erfcxf(float x) { return (float)porter_emu::erfcx_d(x); }
+static inline double erfcx(double x) { return porter_emu::erfcx_d(x); }
+static inline float cyl_bessel_i0f(float x) { return (float)porter_emu::bessel_i(0, fabs((double)x)); }
+static inline float cyl_bessel_i1f(float x) { return (float)porter_emu::bessel_i(1, x); }
+static inline double cyl_bessel_i0(double x) { return porter_emu::bessel_i(0, fabs(x)); }
+static inline double cyl_bessel_i1(double x) { return porter_emu::bessel_i(1, x); }
 
 // Float to integer: rounded as named, then clamped to the integer's range (NaN gives 0), as cvt does.
 namespace porter_emu __attribute__((visibility("hidden"))) {
@@ -1046,6 +1176,88 @@ static inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned sh) {
     unsigned long long v = ((unsigned long long)hi << 32) | lo;
     return (unsigned)(v >> (sh & 31));
 }
+
+static inline unsigned __funnelshift_lc(unsigned lo, unsigned hi, unsigned sh) {  // shift clamped to 32
+    unsigned long long v = ((unsigned long long)hi << 32) | lo;
+    return (unsigned)((v << (sh > 32 ? 32 : sh)) >> 32);
+}
+static inline unsigned __funnelshift_rc(unsigned lo, unsigned hi, unsigned sh) {
+    unsigned long long v = ((unsigned long long)hi << 32) | lo;
+    return (unsigned)(v >> (sh > 32 ? 32 : sh));
+}
+
+// SIMD video intrinsics: two 16-bit (…2) or four 8-bit (…4) lanes of a 32-bit word, each lane computed
+// on its own (s: signed lanes, u: unsigned; ss / us: saturated to the lane's signed / unsigned range).
+namespace porter_emu __attribute__((visibility("hidden"))) {
+template <int Bits, class F>
+inline unsigned lanes(unsigned a, unsigned b, F f) {
+    unsigned r = 0, mask = (1u << Bits) - 1u;
+    for (int i = 0; i < 32; i += Bits) {
+        long long ua = (a >> i) & mask, ub = (b >> i) & mask;
+        long long sa = ua >= (1ll << (Bits - 1)) ? ua - (1ll << Bits) : ua;
+        long long sb = ub >= (1ll << (Bits - 1)) ? ub - (1ll << Bits) : ub;
+        r |= ((unsigned)f(ua, ub, sa, sb) & mask) << i;
+    }
+    return r;
+}
+template <int Bits, class F>
+inline unsigned lanes_sum(unsigned a, unsigned b, F f) {
+    unsigned r = 0, mask = (1u << Bits) - 1u;
+    for (int i = 0; i < 32; i += Bits) {
+        long long ua = (a >> i) & mask, ub = (b >> i) & mask;
+        long long sa = ua >= (1ll << (Bits - 1)) ? ua - (1ll << Bits) : ua;
+        long long sb = ub >= (1ll << (Bits - 1)) ? ub - (1ll << Bits) : ub;
+        r += (unsigned)f(ua, ub, sa, sb);
+    }
+    return r;
+}
+template <int Bits>
+inline long long sat_s(long long v) {
+    long long hi = (1ll << (Bits - 1)) - 1, lo = -(1ll << (Bits - 1));
+    return v > hi ? hi : (v < lo ? lo : v);
+}
+template <int Bits>
+inline long long sat_u(long long v) {
+    long long hi = (1ll << Bits) - 1;
+    return v > hi ? hi : (v < 0 ? 0 : v);
+}
+inline long long avg_s(long long s) { return s < 0 ? s >> 1 : (s + 1) >> 1; }  // rounded away from zero
+}  // namespace porter_emu
+#define PORTER_SIMD(N, BITS)                                                                                  \
+    static inline unsigned __vadd##N(unsigned a, unsigned b) { return porter_emu::lanes<BITS>(a, b, [](auto ua, auto ub, auto, auto) { return ua + ub; }); } \
+    static inline unsigned __vsub##N(unsigned a, unsigned b) { return porter_emu::lanes<BITS>(a, b, [](auto ua, auto ub, auto, auto) { return ua - ub; }); } \
+    static inline unsigned __vaddss##N(unsigned a, unsigned b) { return porter_emu::lanes<BITS>(a, b, [](auto, auto, auto sa, auto sb) { return porter_emu::sat_s<BITS>(sa + sb); }); } \
+    static inline unsigned __vsubss##N(unsigned a, unsigned b) { return porter_emu::lanes<BITS>(a, b, [](auto, auto, auto sa, auto sb) { return porter_emu::sat_s<BITS>(sa - sb); }); } \
+    static inline unsigned __vaddus##N(unsigned a, unsigned b) { return porter_emu::lanes<BITS>(a, b, [](auto ua, auto ub, auto, auto) { return porter_emu::sat_u<BITS>(ua + ub); }); } \
+    static inline unsigned __vsubus##N(unsigned a, unsigned b) { return porter_emu::lanes<BITS>(a, b, [](auto ua, auto ub, auto, auto) { return porter_emu::sat_u<BITS>(ua - ub); }); } \
+    static inline unsigned __vabsdiffs##N(unsigned a, unsigned b) { return porter_emu::lanes<BITS>(a, b, [](auto, auto, auto sa, auto sb) { return sa > sb ? sa - sb : sb - sa; }); } \
+    static inline unsigned __vabsdiffu##N(unsigned a, unsigned b) { return porter_emu::lanes<BITS>(a, b, [](auto ua, auto ub, auto, auto) { return ua > ub ? ua - ub : ub - ua; }); } \
+    static inline unsigned __vavgs##N(unsigned a, unsigned b) { return porter_emu::lanes<BITS>(a, b, [](auto, auto, auto sa, auto sb) { return porter_emu::avg_s(sa + sb); }); } \
+    static inline unsigned __vavgu##N(unsigned a, unsigned b) { return porter_emu::lanes<BITS>(a, b, [](auto ua, auto ub, auto, auto) { return (ua + ub + 1) >> 1; }); } \
+    static inline unsigned __vhaddu##N(unsigned a, unsigned b) { return porter_emu::lanes<BITS>(a, b, [](auto ua, auto ub, auto, auto) { return (ua + ub) >> 1; }); } \
+    static inline unsigned __vmaxs##N(unsigned a, unsigned b) { return porter_emu::lanes<BITS>(a, b, [](auto, auto, auto sa, auto sb) { return sa > sb ? sa : sb; }); } \
+    static inline unsigned __vmins##N(unsigned a, unsigned b) { return porter_emu::lanes<BITS>(a, b, [](auto, auto, auto sa, auto sb) { return sa < sb ? sa : sb; }); } \
+    static inline unsigned __vmaxu##N(unsigned a, unsigned b) { return porter_emu::lanes<BITS>(a, b, [](auto ua, auto ub, auto, auto) { return ua > ub ? ua : ub; }); } \
+    static inline unsigned __vminu##N(unsigned a, unsigned b) { return porter_emu::lanes<BITS>(a, b, [](auto ua, auto ub, auto, auto) { return ua < ub ? ua : ub; }); } \
+    static inline unsigned __vsads##N(unsigned a, unsigned b) { return porter_emu::lanes_sum<BITS>(a, b, [](auto, auto, auto sa, auto sb) { return sa > sb ? sa - sb : sb - sa; }); } \
+    static inline unsigned __vsadu##N(unsigned a, unsigned b) { return porter_emu::lanes_sum<BITS>(a, b, [](auto ua, auto ub, auto, auto) { return ua > ub ? ua - ub : ub - ua; }); } \
+    static inline unsigned __vabs##N(unsigned a) { return porter_emu::lanes<BITS>(a, 0u, [](auto, auto, auto sa, auto) { return sa < 0 ? -sa : sa; }); } \
+    static inline unsigned __vabsss##N(unsigned a) { return porter_emu::lanes<BITS>(a, 0u, [](auto, auto, auto sa, auto) { return porter_emu::sat_s<BITS>(sa < 0 ? -sa : sa); }); } \
+    static inline unsigned __vneg##N(unsigned a) { return porter_emu::lanes<BITS>(a, 0u, [](auto, auto, auto sa, auto) { return -sa; }); } \
+    static inline unsigned __vnegss##N(unsigned a) { return porter_emu::lanes<BITS>(a, 0u, [](auto, auto, auto sa, auto) { return porter_emu::sat_s<BITS>(-sa); }); }
+#define PORTER_SIMD_CMP(N, BITS, NAME, A, B, OP)                                                              \
+    static inline unsigned __vcmp##NAME##N(unsigned a, unsigned b) { return porter_emu::lanes<BITS>(a, b, [](auto ua, auto ub, auto sa, auto sb) { (void)ua; (void)ub; (void)sa; (void)sb; return (A OP B) ? -1ll : 0ll; }); } \
+    static inline unsigned __vset##NAME##N(unsigned a, unsigned b) { return porter_emu::lanes<BITS>(a, b, [](auto ua, auto ub, auto sa, auto sb) { (void)ua; (void)ub; (void)sa; (void)sb; return (A OP B) ? 1ll : 0ll; }); }
+#define PORTER_SIMD_CMPS(N, BITS)                                                                             \
+    PORTER_SIMD_CMP(N, BITS, eq, ua, ub, ==) PORTER_SIMD_CMP(N, BITS, ne, ua, ub, !=)                         \
+    PORTER_SIMD_CMP(N, BITS, ges, sa, sb, >=) PORTER_SIMD_CMP(N, BITS, geu, ua, ub, >=)                       \
+    PORTER_SIMD_CMP(N, BITS, gts, sa, sb, >) PORTER_SIMD_CMP(N, BITS, gtu, ua, ub, >)                         \
+    PORTER_SIMD_CMP(N, BITS, les, sa, sb, <=) PORTER_SIMD_CMP(N, BITS, leu, ua, ub, <=)                       \
+    PORTER_SIMD_CMP(N, BITS, lts, sa, sb, <) PORTER_SIMD_CMP(N, BITS, ltu, ua, ub, <)
+PORTER_SIMD(2, 16)
+PORTER_SIMD(4, 8)
+PORTER_SIMD_CMPS(2, 16)
+PORTER_SIMD_CMPS(4, 8)
 
 // Cache-hinted loads and stores: plain memory accesses here.
 template <class T> static inline T __ldg(const T* p) { return *p; }

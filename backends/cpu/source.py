@@ -105,6 +105,19 @@ def undeclared_intrinsic(log: str) -> tuple[int, str] | None:
     return (int(m.group(1)), m.group(2)) if m else None
 
 
+_GCC_ERROR = re.compile(r"^([^\n:]+):(\d+):(?:\d+:)? (?:fatal )?error: ([^\n]*)$", re.MULTILINE)
+
+
+def first_error(log: str) -> str:
+    """g++'s first error as one line, ``<file>:<line>: <message>`` (the construct it could not build, where
+    the user wrote it), or "" when the log holds none."""
+    m = _GCC_ERROR.search(log)
+    if not m:
+        return ""
+    message = m.group(3).strip().replace("\u2018", "'").replace("\u2019", "'")
+    return f"{m.group(1)}:{m.group(2)}: {message}"[:400]
+
+
 def is_hip(source: str) -> bool:
     return bool(_HIP_HINT.search(source))
 

@@ -459,9 +459,110 @@ def test_a_construct_nvcc_rejects_too_is_a_compile_error_naming_it(be: CpuBacken
     src = "__global__ void k(float4* p) {\n    p[0] = p[0] + p[1];\n}\n"
     with pytest.raises(CompileError) as info:
         be.compile(src, "k")
-    assert "kernel.cu:2:" in str(info.value) and "operator+" in str(info.value)
+    first = str(info.value).splitlines()[0]  # the line a verdict's reason keeps
+    assert first.startswith("cpu: compile of k failed: kernel.cu:2: no match for 'operator+'"), first
+    assert "float4" in first
+
+
+def test_a_refused_import_is_named_on_the_first_line(be: CpuBackend) -> None:
+    src = "#include <cstdlib>\n__global__ void k(int* p) {\n    p[0] = rand();\n}\n"
+    with pytest.raises(CompileError) as info:
+        be.compile(src, "k", UNTRUSTED)
+    assert (
+        str(info.value)
+        .splitlines()[0]
+        .startswith("cpu: compile of k failed: the kernel refers to host symbol(s)")
+    )
+    assert "rand" in str(info.value).splitlines()[0]
 
 
 def test_an_unknown_intrinsic_is_named(be: CpuBackend) -> None:
     with pytest.raises(CannotEmulate, match="__made_up_intrinsic"):
         be.compile("__global__ void k(int* p) {\n    p[0] = __made_up_intrinsic(p[1]);\n}\n", "k")
+
+
+# --------------------------------------------------------------------------- functions libm lacks, SIMD, lanes
+
+
+def test_cuda_math_functions_the_c_library_lacks(be: CpuBackend) -> None:
+    v = np.concatenate([np.array([0.0, 0.5, -0.5, 0.25, 1e-9]), RNG.uniform(-0.99, 0.99, 59)])
+    n = v.size
+    got = run_rows(be, load(be, "math_more.cu", "special_functions"), [v], 12, np.float64, n)
+
+    def bessel(order: int, x: float) -> float:
+        terms, term, k = [], (x / 2) ** order / math.factorial(order), 0
+        while k < 200:
+            terms.append(term)
+            k += 1
+            term *= (x * x / 4) / (k * (k + order))
+        return math.fsum(terms)
+
+    for i, x in enumerate(v.tolist()):
+        o = got[i]
+        assert abs(math.erf(o[0]) - x) <= 4e-16, (i, x)
+        assert math.erfc(o[1]) == pytest.approx(1 + x, rel=4e-16, abs=0) and o[1] == pytest.approx(
+            -o[0], abs=1e-14
+        )
+        assert o[2] == pytest.approx(0.5 * math.erfc(-4 * x / math.sqrt(2)), rel=1e-15)
+        assert 0.5 * math.erfc(-o[3] / math.sqrt(2)) == pytest.approx(0.5 + 0.5 * x, rel=1e-14)
+        assert o[4] == pytest.approx(math.exp(100 * x * x) * math.erfc(10 * x), rel=1e-12)
+        assert o[5] == pytest.approx(bessel(0, 5 * x), rel=1e-14)
+        assert o[6] == pytest.approx(bessel(1, 5 * x), rel=1e-14, abs=1e-300)
+        assert o[7] == pytest.approx(math.sin(math.pi * 8 * x), abs=1e-13)
+        assert o[8] == pytest.approx(math.cos(math.pi * 8 * x), abs=1e-13)
+        assert o[9] == pytest.approx(1 / math.hypot(x, 2.0), rel=1e-15)
+        assert o[10] == pytest.approx(math.sqrt(2) * 1e200, rel=1e-15)  # no square overflows
+        assert o[11] == pytest.approx(o[0], rel=1e-6, abs=1e-12)
+    out = be.alloc(17 * 8)
+    load(be, "math_more.cu", "exact_multiples")(out, grid=(1,), block=(17,))
+    sc = be.to_host(out, np.float32, (17, 2))
+    for i in range(17):
+        x = 0.5 * (i - 8)
+        if x == int(x):
+            assert sc[i, 0] == 0 and math.copysign(1, sc[i, 0]) == math.copysign(1, x), x
+            assert sc[i, 1] == (-1) ** abs(int(x)), x
+        else:
+            assert sc[i, 0] == (1 if (x - 0.5) % 2 == 0 else -1) and sc[i, 1] == 0, x
+            assert math.copysign(1, sc[i, 1]) == 1, x  # cospi(n + 1/2) is +0
+
+
+def test_simd_video_intrinsics(be: CpuBackend) -> None:
+    a = RNG.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    b = RNG.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    a[:3], b[:3] = [0x80FF7F01, 0x7FFF8000, 0], [0x7F01FF80, 0x00018000, 0xFFFFFFFF]
+    n = a.size
+    got = run_rows(be, load(be, "math_more.cu", "simd"), [a, b], 10, np.uint32, n)
+
+    def lanes(x: int, bits: int, signed: bool) -> list[int]:
+        out = [(x >> i) & ((1 << bits) - 1) for i in range(0, 32, bits)]
+        return [v - (1 << bits) if signed and v >= 1 << (bits - 1) else v for v in out]
+
+    def pack(vals: list[int], bits: int) -> int:
+        return sum((v & ((1 << bits) - 1)) << (bits * k) for k, v in enumerate(vals))
+
+    for i in range(n):
+        x, y = int(a[i]), int(b[i])
+        u4, v4, s4, t4 = lanes(x, 8, False), lanes(y, 8, False), lanes(x, 8, True), lanes(y, 8, True)
+        s2, t2, u2, v2 = lanes(x, 16, True), lanes(y, 16, True), lanes(x, 16, False), lanes(y, 16, False)
+        want = [
+            pack([p + q for p, q in zip(u4, v4, strict=True)], 8),
+            pack([min(max(p - q, -32768), 32767) for p, q in zip(s2, t2, strict=True)], 16),
+            pack([abs(p - q) for p, q in zip(u4, v4, strict=True)], 8),
+            pack([max(p, q) for p, q in zip(s4, t4, strict=True)], 8),
+            pack([0xFFFF if p > q else 0 for p, q in zip(u2, v2, strict=True)], 16),
+            pack([1 if p < q else 0 for p, q in zip(s4, t4, strict=True)], 8),
+            pack([(p + q + 1) >> 1 for p, q in zip(u4, v4, strict=True)], 8),
+            sum(abs(p - q) for p, q in zip(u4, v4, strict=True)),
+            pack([min(p + q, 0xFFFF) for p, q in zip(u2, v2, strict=True)], 16),
+            x,  # hi:lo shifted left by 40, clamped to 32: the high word is then lo
+        ]
+        assert got[i].tolist() == want, (i, hex(x), hex(y))
+
+
+def test_lane_masks(be: CpuBackend) -> None:
+    out = be.alloc(64 * 3 * 4)
+    load(be, "math_more.cu", "lane_masks")(out, grid=(1,), block=(64,))
+    got = be.to_host(out, np.uint32, (64, 3))
+    for t in range(64):
+        lane = t % 32
+        assert got[t].tolist() == [(1 << lane) - 1, (~((1 << lane) - 1)) & 0xFFFFFFFF, 1], t

@@ -76,7 +76,9 @@ class BuiltProgram:
 
 
 class ProgramToolchain(Protocol):
-    name: str  # "cpu-runtime", "nvcc", "hip-on-cuda", "hipcc"
+    name: str  # "cpu-runtime", "cpu-runtime-wave64", "nvcc", "hip-on-cuda", "hipcc"
+    # (optional attribute) family: the name --toolchains selects it by with its siblings ("cpu-runtime"
+    # selects the CPU runtime at every width)
     backend: str  # the backend owning it
     # Whether its executables record their kernel launches when run with porter.capture.capture_env
     # (docs/CAPTURE_FORMAT.md); a toolchain without the attribute does not.

@@ -387,8 +387,9 @@ class ProgramReport:
             mine = [v for r in self.runs for v in r.variants if v.variant == target]
             differs = [v for v in mine if v.status == "differs"]
             failed = [v for v in mine if v.status == "failed"]
-            if differs:
-                out[target] = {"status": "differs", "detail": (differs[0].differences or ["?"])[0]}
+            if differs:  # the first real difference (not a note on what it was compared with), and where
+                said = [d for d in differs[0].differences if not d.startswith("(")] or differs[0].differences
+                out[target] = {"status": "differs", "detail": f"on {differs[0].device}: {(said or ['?'])[0]}"}
             elif failed:
                 out[target] = {"status": "failed", "detail": failed[0].reason}
             elif all(

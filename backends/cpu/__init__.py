@@ -584,7 +584,22 @@ class CpuBackend(BackendBase):
     def program_toolchains(self) -> tuple[Any, ...]:
         from porter.backends.cpu.program import CpuProgramToolchain
 
-        return (CpuProgramToolchain(self),)
+        # and one per other width a language's GPUs run at, for the languages that run at it (dialect.toml
+        # warp_size: HIP's 64-lane wavefronts), where the emulator has that width
+        from porter.backends import dialect_names, get_dialect
+
+        widths: dict[int, list[str]] = {}
+        for language in ("cuda", "hip"):
+            if language not in dialect_names():
+                continue
+            facts = get_dialect(language).facts
+            for width in (facts.warp_size, facts.warp_size_hip_on_cuda) if facts else ():
+                if isinstance(width, int) and self.wavefront_device(width) is not None:
+                    widths.setdefault(width, []).append(language)
+        return (
+            CpuProgramToolchain(self),
+            *(CpuProgramToolchain(self, w, tuple(langs)) for w, langs in sorted(widths.items())),
+        )
 
     def synchronize(self, device: Device | None = None) -> None:
         """Launches are synchronous on the emulator."""

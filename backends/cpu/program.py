@@ -218,20 +218,28 @@ _REFUSED_INCLUDE = re.compile(
 class CpuProgramToolchain:
     """g++ and porter's CPU runtime: CUDA and HIP programs, run on this machine's CPU."""
 
-    name = "cpu-runtime"
     backend = "cpu"
-    captures = True  # porter_capture.h: launches recorded under PORTER_CAPTURE_DIR
+    family = "cpu-runtime"  # what --toolchains names it by, at every width
 
-    def __init__(self, backend: Any) -> None:
-        self._backend = backend
+    def __init__(self, backend: Any, width: int = 0, languages: tuple[str, ...] = ("cuda", "hip")) -> None:
+        """`width`: warps of that many lanes (``warpSize``, the device properties, ballots and shuffles)
+        instead of the runtime's own 32, for the `languages` whose GPUs run at it (HIP: AMD's 64-lane
+        wavefronts): a program of its own, ``cpu-runtime-wave64``, run on ``cpu:cpu-emulator-wave64``."""
+        self._backend, self._width, self._languages = backend, width, languages
+        self.name = f"cpu-runtime-wave{width}" if width else "cpu-runtime"
+        # porter_capture.h: the original's launches recorded under PORTER_CAPTURE_DIR (at its own width)
+        self.captures = not width
 
     def languages(self) -> tuple[str, ...]:
-        return ("cuda", "hip")
+        return self._languages
 
     def unavailable(self) -> str:
         return "" if self._backend._compiler_path() else "g++ not found (apt-get install g++)"
 
     def device(self) -> Device | None:
+        if self._width:
+            found: Device | None = self._backend.wavefront_device(self._width)
+            return found
         devices = self._backend.devices()
         return devices[0] if devices else None
 
@@ -240,14 +248,18 @@ class CpuProgramToolchain:
             b"".join(path.read_bytes() for path in RUNTIME_HEADERS) + runtime_data_header().encode()
         ).hexdigest()[:10]
         device = self.device()
-        return f"{device.driver if device is not None else 'g++'} + porter cpu runtime {digest}"
+        width = f", {self._width}-lane warps" if self._width else ""
+        return f"{device.driver if device is not None else 'g++'} + porter cpu runtime {digest}{width}"
 
     def flags(self, language: str) -> list[str]:
         comp = _runtime_data()["program"]["compiler"]
         flags = [f"-std={comp.get('std', 'gnu++17')}", *comp.get("flags", ["-O1"])]
-        flags += ["-DPORTER_PROGRAM=1", f"-DPORTER_WARP_SIZE={comp.get('warp_size', 32)}"]
+        width = self._width or comp.get("warp_size", 32)
+        flags += ["-DPORTER_PROGRAM=1", f"-DPORTER_WARP_SIZE={width}"]
         if language == "hip":
             flags.append("-DPORTER_HIP=1")
+        if self._width:  # what a program reads to learn the wavefront it was built for (AMD's compilers)
+            flags += [f"-D__AMDGCN_WAVEFRONT_SIZE__={width}", f"-D__AMDGCN_WAVEFRONT_SIZE={width}"]
         return flags
 
     def _prepare(self, source: ProgramSource, out: Path) -> tuple[Path, Path, list[str], dict[Path, str]]:

@@ -289,7 +289,7 @@ class _Runner:
             (v, lang, tree, chain)
             for v, lang, tree in self.variants()
             for chain in toolchains_for(lang)
-            if self.only is None or chain.name in self.only
+            if self.only is None or chain.name in self.only or getattr(chain, "family", "") in self.only
         ]
         built: dict[tuple[str, str], tuple[ProgramBuild, ProgramToolchain]] = {}
         with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(work) or 1))) as pool:

@@ -533,6 +533,7 @@ def _port_program(
     defines: list[str] | None = None,
     undefines: list[str] | None = None,
     expect_exit: int = 0,
+    verify_against: list[Path] | None = None,
 ) -> None:
     from porter.defines import BuildFlags
     from porter.harness.outputs import with_tolerance
@@ -551,6 +552,19 @@ def _port_program(
         capture_limits=capture_limits or ProgramRuns.capture_limits,
         expect_exit=expect_exit,
     )
+    if verify_against:  # porter verify: `paths` is a port of the user's, checked against the original
+        from porter.workflows.verify import verify_program
+
+        report = verify_program(
+            [str(p) for p in paths], [str(p) for p in verify_against], target=to,
+            flags=BuildFlags(tuple(str(p) for p in include or []), tuple(defines or ()), tuple(undefines or ())),
+            out_dir=str(out) if out is not None else None, fresh=fresh, run=run,
+            hooks=Hooks(
+                progress=(lambda msg: err.print(f"porter: {msg}", style="dim")) if sys.stderr.isatty() else None,
+                markdown=program_view.markdown, chart=program_view.chart,
+            ),
+        )  # fmt: skip
+        show(report, program_view, json_out)
     report = port_program(
         [str(p) for p in paths],
         [to],
@@ -627,6 +641,94 @@ def _port_one(
         translate_options=options,
     )
     show(report, port_view, json_out)
+
+
+@app.command()
+def verify(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="The port to check: a folder (or files, or a compile_commands.json) of HIP code."
+        ),
+    ],
+    against: Annotated[
+        list[Path],
+        typer.Option(
+            "--against",
+            help="The original CUDA program the port was made from (a folder or files); repeatable.",
+        ),
+    ],
+    to: Annotated[str, typer.Option("--to", help="The port's language (hip).")] = "hip",
+    include: Annotated[
+        list[Path] | None, typer.Option("-I", "--include", help="Include directory for headers; repeatable.")
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Output folder (default: <port>.verified/ beside the port)."),
+    ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document instead of a table.")
+    ] = False,
+    fresh: FreshOption = False,
+    run: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--run",
+            help='Run both programs with these arguments ("./prog ARGS" or ARGS) and compare the runs; '
+            "repeatable.",
+        ),
+    ] = None,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", help="Seconds each --run may take (default 300).")
+    ] = None,
+    rtol: Annotated[
+        float | None,
+        typer.Option("--rtol", help="Relative tolerance for numbers in compared runs (default 1e-4)."),
+    ] = None,
+    atol: Annotated[
+        float | None,
+        typer.Option("--atol", help="Absolute tolerance for numbers in compared runs (default 1e-6)."),
+    ] = None,
+    toolchains: Annotated[
+        str | None,
+        typer.Option(
+            "--toolchains",
+            help="Program toolchains, comma-separated (cpu-runtime [both widths], cpu-runtime-wave64, nvcc, "
+            "hip-on-cuda, hipcc; default: every one here).",
+        ),
+    ] = None,
+    capture_launches: Annotated[
+        int, typer.Option("--capture-launches", min=1, help="Launches of each kernel captured and replayed.")
+    ] = 3,
+    capture_mib: Annotated[
+        int, typer.Option("--capture-mib", min=1, help="At most this many MiB of arrays per captured launch.")
+    ] = 64,
+    max_output: MaxOutputOption = 64,
+    data: DataOption = None,
+    define: DefineOption = None,
+    undefine: UndefineOption = None,
+    expect_exit: Annotated[
+        int,
+        typer.Option("--expect-exit", help="The exit status of the original when it works (default 0)."),
+    ] = 0,
+    exclusive: ExclusiveOption = False,
+) -> None:
+    """Check a port someone else wrote (by hand, by hipify) against its CUDA original: both built as
+    programs with every toolchain here (the HIP port on the CPU runtime at 32 and at 64 lanes, on
+    HIP-on-CUDA and hipcc where present), each --run compared, and each port kernel matching an original
+    kernel (name and signature) replayed on the original's captured launches at every width (exit 0:
+    everything compared matches; 1: something differs or failed; 2: bad usage)."""
+    _exclusive(exclusive)
+    from porter.report import plain_console
+
+    if not against:
+        raise UsageError("give the original program with --against")
+    chains = [c.strip() for c in toolchains.split(",") if c.strip()] if toolchains is not None else None
+    _port_program(
+        paths, to, include, out, False, json_out, {}, plain_console(stderr=True), fresh, run or [], timeout,
+        rtol, atol, chains, "", (capture_launches, capture_mib), max_output, data, define or [],
+        undefine or [], expect_exit, verify_against=against,
+    )  # fmt: skip
 
 
 @app.command()

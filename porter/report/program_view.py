@@ -74,7 +74,10 @@ def render(report: ProgramReport) -> None:
     from rich.table import Table
 
     console = plain_console()
-    for target in report.targets:
+    port = report.build.get("port")  # porter verify: a port of the user's, not files porter wrote
+    if port:
+        console.print(f"porter verify: the {', '.join(report.targets)} port {port} against {report.root}")
+    for target in report.targets if not port else ():
         table = Table(title=f"porter port: {report.root} -> {target}")
         table.add_column("file", no_wrap=True)
         table.add_column("status")
@@ -163,10 +166,17 @@ def render(report: ProgramReport) -> None:
 
 def markdown(report: ProgramReport) -> str:
     """report.md: per-file and per-kernel tables, with the compiler behind every build verdict."""
-    out = [f"# Port of `{report.root}`", ""]
-    out.append(f"Targets: {', '.join(report.targets)}. Output: `{report.out_dir}`.")
-    out.append("")
-    for target in report.targets:
+    port = report.build.get("port")  # porter verify: a port of the user's, not files porter wrote
+    if port:
+        out = [f"# Verification of `{port}` against `{report.root}`", ""]
+        out += [
+            f"The {', '.join(report.targets)} port as its author wrote it. Output: `{report.out_dir}`.",
+            "",
+        ]
+    else:
+        out = [f"# Port of `{report.root}`", ""]
+        out += [f"Targets: {', '.join(report.targets)}. Output: `{report.out_dir}`.", ""]
+    for target in report.targets if not port else ():
         out += [f"## {target}", "", f"{_counts(report, target)}.", ""]
         out += ["| file | status | output | compiler / reason |", "|---|---|---|---|"]
         for f in report.files:

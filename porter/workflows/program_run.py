@@ -267,6 +267,9 @@ class _Runner:
         self.max_output = options.max_output  # bytes a run (or a build command) may print, per stream
         self.data = options.data  # folders every run may read (--data), absolute
         self.expect_exit = options.expect_exit
+        # a variant whose tree is a program of its own (porter verify: a port someone wrote, its own files
+        # and units), by variant; every other variant's tree mirrors the original's files
+        self.trees: dict[str, Program] = {}
         self.outputs: dict[int, RunOutput] = {}  # id(RunResult) -> what that run printed and wrote
         self.varies: dict[int, Unstable] = {}  # id(an original's RunResult) -> what varies between its runs
 
@@ -308,17 +311,18 @@ class _Runner:
             return ProgramBuild(variant, chain.name, "unavailable", reason=why)
         device = chain.device()
         label = device.label if device is not None else ""
+        prog = self.trees.get(variant, self.program)
         source = ProgramSource(
-            tree, tuple(str(u.rel) for u in self.program.units), self.program.include_dirs,
-            self.program.defines, language, self.program.root, tuple(str(f.rel) for f in self.program.files),
+            tree, tuple(str(u.rel) for u in prog.units), prog.include_dirs,
+            prog.defines, language, prog.root, tuple(str(f.rel) for f in prog.files),
             capture=variant == "original",  # only the original's runs are captured
-            max_output=self.max_output, unit_defines=self.program.unit_defines,
+            max_output=self.max_output, unit_defines=prog.unit_defines,
         )  # fmt: skip
         ident = getattr(chain, "toolchain_id", lambda: chain.name)()
         key = key_of(
             "program", variant, chain.name, ident, language, source.units, self.command,
             source.include_dirs, source.defines, list(source.unit_defines), self.max_output,
-            _tree_digest(tree, source.files, source.include_dirs, self.program.root),
+            _tree_digest(tree, source.files, source.include_dirs, prog.root),
         )  # fmt: skip
         old = self.ledger.get(key)
         if (
@@ -503,9 +507,11 @@ class _Runner:
     ) -> RunResult:  # fmt: skip
         """One run of `build`'s executable for `main` as ``./<name> ARGV`` (so argv[0] is the same for every
         build) in a scratch copy of its tree.  ``repeat``: the original's second run (what varies)."""
+        prog = self.trees.get(build.variant, self.program)
+        main = _counterpart(prog, main) if prog is not self.program else main
         exe = build.executables.get(str(main.rel))
         if exe is None:  # a user's build (--build): its executables by the names the program goes by
-            known = program_names(self.program, main) | {name or main.path.stem}
+            known = program_names(prog, main) | {name or main.path.stem}
             exe = next((e for rel, e in sorted(build.executables.items()) if Path(rel).name in known), None)
             if exe is None and len(build.executables) == 1:
                 exe = next(iter(build.executables.values()))
@@ -518,7 +524,7 @@ class _Runner:
         # the original's first run on a toolchain that can records its launches
         capturing = build.variant == "original" and not repeat and build.captures
         key = key_of(
-            "program-run", build.key, argv, name, str(run_folder(self.program, main)), self.timeout, repeat,
+            "program-run", build.key, argv, name, str(run_folder(prog, main)), self.timeout, repeat,
             self.expect_exit,
             capture_env(Path("capture"), *self.capture_limits) if capturing else None, self.max_output,
             self.data, _data_digest(self.data),
@@ -551,12 +557,12 @@ class _Runner:
         scratch = self.out / "runs" / key[:16]
         if scratch.exists():
             shutil.rmtree(scratch)
-        for f in self.program.files:  # the program's files (sources, headers, data), as its tree holds them
+        for f in prog.files:  # the program's files (sources, headers, data), as its tree holds them
             src = tree / f.rel
             if src.is_file():
                 (scratch / "tree" / f.rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src, scratch / "tree" / f.rel)
-        cwd = scratch / "tree" / run_folder(self.program, main)
+        cwd = scratch / "tree" / run_folder(prog, main)
         cwd.mkdir(parents=True, exist_ok=True)
         shutil.copy2(
             exe, cwd / name
@@ -776,6 +782,21 @@ def _killed_by(exit_code: int | None) -> int:
     return exit_code - 128 if exit_code - 128 in {int(s) for s in _FATAL} else 0
 
 
+def _counterpart(program: Program, main: ProgramFile) -> ProgramFile:
+    """The main unit of `program` (a port with files of its own) that stands for the original's `main`:
+    the one of the same path but its suffix, else of the same name, else its only one."""
+    mains = main_units(program)
+    stem = main.rel.with_suffix("")
+    for same in (
+        [m for m in mains if m.rel.with_suffix("") == stem],
+        [m for m in mains if m.path.stem == main.path.stem],
+        mains if len(mains) == 1 else [],
+    ):
+        if same:
+            return same[0]
+    return main
+
+
 def _where_run(build: ProgramBuild, device: Device | None) -> str:
     """The device a run crashed on, with its driver and the toolchain (and version) that built it."""
     driver = f", driver {device.driver}" if device is not None and device.driver else ""
@@ -914,12 +935,14 @@ def build_and_run(
     say: Progress | None = None,
     skip: Sequence[Path] = (),
     save: Callable[[], None] | None = None,
+    trees: Mapping[str, Program] | None = None,
 ) -> None:
     """Build the original and each port as programs, run each of ``options.runs``, compare; fill
     `report` (see :class:`ProgramRuns` for the options: a toolchain name no backend has is a UsageError).
     ``save`` writes the report (called after every build and run, so an interrupted run keeps them);
     ``ledger``: the rows of the output folder's previous report.json (builds and runs are reused where
-    their keys match; None: read here, an empty Ledger: build and run everything again).  Every build
+    their keys match; None: read here, an empty Ledger: build and run everything again).  ``trees``: a
+    variant whose tree (``out/<variant>``) is a program of its own, with its own files and units.  Every build
     and run is jailed (:mod:`porter.sandbox.jail`); where the jail is weaker here the report's notes say
     so, and with ``--require-sandbox`` a PorterError (exit 2) refuses before anything is built."""
     mains = main_units(program)
@@ -943,6 +966,7 @@ def build_and_run(
         program, out, report, options, Ledger.of(out, "program") if ledger is None else ledger,
         say or (lambda _m: None), skip, save or (lambda: None),
     )  # fmt: skip
+    runner.trees = dict(trees or {})  # a port of the user's: its own program (porter verify)
     built = runner.build_all(options.jobs if options.jobs > 0 else (os.cpu_count() or 1))
     if options.runs:
         runner.run_all(built, mains)

@@ -1,0 +1,247 @@
+"""``porter verify PORT --against ORIGINAL``: a port someone else wrote, checked against its original.
+
+Most CUDA code that reaches AMD was ported by hand or by hipify.  This judges such a port exactly as
+porter judges its own: the original and the port are built as programs with every program toolchain
+here (the CPU runtime at 32 lanes and, for HIP, at 64; HIP-on-CUDA and hipcc where present), each
+``--run`` is run and compared by the rules of :mod:`porter.harness.outputs`, the original's launches
+are captured, and each kernel of the port that corresponds to an original kernel -- the same name,
+and as many parameters of the same kinds -- is replayed on those launches on every device and width
+of the port's language (:mod:`porter.workflows.program_replay`).  What cannot be matched is listed:
+an original kernel the port lacks (or whose signature differs), a port kernel with no original.
+
+The port is copied into the output folder (``<out>/<target>``) and built there; neither program is
+ever written to.  The report is the program report of ``porter port DIR`` (docs/REPORT_FORMAT.md) with
+``build.port`` naming the port, so every view, the resume ledger and the counts apply unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from porter.backends import CompileOptions, get_dialect
+from porter.defines import BuildFlags
+from porter.errors import UsageError
+from porter.model import Kernel, Variant
+from porter.plan import PlannedVariant, Refusal
+from porter.program import Program, ProgramFile, discover
+from porter.results import ProgramKernel, ProgramReport
+from porter.workflows.program import Hooks, save_report
+from porter.workflows.program_plan import ProgramPlan
+from porter.workflows.program_replay import replay_program
+from porter.workflows.program_run import ProgramRuns, build_and_run, check_toolchains, require_jail
+from porter.workflows.resume import Ledger, check_out_dir, is_porter_output, write_atomic
+
+MARKDOWN_NAME = "report.md"
+
+
+class PortMatch:
+    """The kernels of the port, by name, each with its file: what corresponds to an original kernel."""
+
+    def __init__(self, plan: ProgramPlan) -> None:
+        self.plan = plan
+        self.kernels: dict[str, tuple[ProgramFile, Kernel]] = {}
+        for f in plan.program.files:
+            scan = plan.scan(f)
+            for k in scan.kernels if scan is not None else ():
+                self.kernels.setdefault(k.name, (f, k))
+
+    def of(self, original: Kernel | None, name: str) -> tuple[ProgramFile, Kernel] | str:
+        """The port's kernel for the original kernel `name` (its scan `original`), or why there is none."""
+        found = self.kernels.get(name)
+        if found is None:
+            return f"the port defines no kernel {name}"
+        f, k = found
+        if original is not None and _signature(original) != _signature(k):
+            return (
+                f"the port's {name} ({f.rel}:{k.line}) takes ({', '.join(p.type for p in k.params)}), the "
+                f"original ({', '.join(p.type for p in original.params)}): not the same kernel"
+            )
+        return found
+
+
+def _signature(k: Kernel) -> tuple[tuple[bool, int], ...]:
+    """What must agree between an original kernel and its port: each parameter a pointer or not, and
+    the size class of its type's words (``float*`` and ``float *__restrict__`` agree, ``float*`` and
+    ``double*`` do not)."""
+    return tuple((p.pointer, _width(p.type)) for p in k.params)
+
+
+_WIDE = ("double", "long", "int64", "uint64", "size_t", "ptrdiff_t", "8")
+
+
+def _width(ctype: str) -> int:
+    words = ctype.replace("*", " ").replace("&", " ").split()
+    base = [
+        w for w in words if w not in ("const", "volatile", "__restrict__", "restrict", "unsigned", "signed")
+    ]
+    text = " ".join(base)
+    if any(w in text for w in _WIDE):
+        return 8
+    if any(w in text for w in ("half", "short", "int16", "uint16", "__half")):
+        return 2
+    if any(w in text for w in ("char", "bool", "int8", "uint8")):
+        return 1
+    return 4
+
+
+class VerifyPlan(ProgramPlan):
+    """The original's plan, whose `target` variant of a kernel is the port's own kernel (its file's
+    device code in the copied port tree), not a translation."""
+
+    def __init__(self, original: Program, port: PortMatch, target: str, tree: Path, jobs: int) -> None:
+        super().__init__(original, None, jobs)
+        self.port, self.target, self.tree = port, target, tree
+
+    def variant(
+        self, target: str, name: str, kernel: str, rel: str, out: Path, said: str = ""
+    ) -> PlannedVariant | Refusal:
+        from porter.scan.extract import device_code
+
+        if target != self.target:
+            return Refusal("kernel", f"verify checks the {self.target} port only")
+        found = self.port.of(self.kernel_scan(kernel, rel), kernel)
+        if isinstance(found, str):
+            return Refusal("kernel", found)
+        f, k = found
+        text = self.port.plan.text(f)
+        if text is None:
+            return Refusal("kernel", f"cannot read {f.rel} of the port")
+        dest = self.tree / f.rel
+        options = CompileOptions(
+            include_dirs=self.port.plan.program.mirrored_dirs(self.tree, dest),
+            defines=self.port.plan.defines_for(f),
+        )
+        entry = name if "<" in name else k.name
+        return PlannedVariant(
+            Variant(name, target, device_code(text), entry, "user", str(dest)),
+            options,
+            headers=self.port.plan.tree_digest(None, f),
+        )
+
+
+def verify_program(
+    port_paths: Sequence[str],
+    against: Sequence[str],
+    *,
+    target: str = "hip",
+    flags: BuildFlags | None = None,
+    out_dir: str | None = None,
+    jobs: int = 0,
+    fresh: bool = False,
+    run: ProgramRuns | None = None,
+    hooks: Hooks | None = None,
+) -> ProgramReport:
+    """Check the port `port_paths` against the original `against`; see the module docstring."""
+    flags, hooks = flags or BuildFlags(), hooks or Hooks()
+    run = ProgramRuns(jobs=jobs) if run is None else replace(run, jobs=jobs)
+    say = hooks.progress or (lambda _msg: None)
+    try:
+        dialect = get_dialect(target)
+    except KeyError as err:
+        raise UsageError(f"--to {target}: {err.args[0]}") from None
+    if not dialect.single_source:
+        raise UsageError(f"verify checks ports that are programs (HIP); a {target} port is device code only")
+    if not against:
+        raise UsageError("give the original with --against")
+    skip = [out_dir] if out_dir is not None else []
+    original = discover(
+        against, flags.include_dirs, skip=skip, defines=flags.defines, undefines=flags.undefines,
+        is_output=is_porter_output,
+    )  # fmt: skip
+    port = discover(
+        port_paths, flags.include_dirs, skip=skip, defines=flags.defines, undefines=flags.undefines,
+        is_output=is_porter_output,
+    )  # fmt: skip
+    roots = {original.root.resolve(), port.root.resolve()}
+    if len(roots) == 1 or any(a.is_relative_to(b) for a in roots for b in roots if a != b):
+        raise UsageError("the port and the original must be two folders, neither inside the other")
+    out = Path(out_dir) if out_dir is not None else port.root.parent / f"{port.root.name}.verified"
+    out = out.absolute()
+    for program in (original, port):
+        check_out_dir(out, program.root / ".", "verify")
+        if any(f.path.resolve().is_relative_to(out.resolve()) for f in program.files):
+            raise UsageError("the output folder holds input files; choose another --out", path=str(out))
+    if run.toolchains is not None:
+        check_toolchains(run.toolchains, (target,))
+    if run.timeout <= 0:
+        raise UsageError("--timeout must be a positive number of seconds")
+    require_jail()
+    tree = out / target
+    port_plan = ProgramPlan(port, None, jobs if jobs > 0 else (os.cpu_count() or 1))
+    matches = PortMatch(port_plan)
+    if not matches.kernels:
+        raise UsageError(f"the port defines no kernel: nothing to verify in {port.root}")
+    plan = VerifyPlan(original, matches, target, tree, jobs if jobs > 0 else (os.cpu_count() or 1))
+    report = ProgramReport(root=str(original.root), out_dir=str(out), targets=(target,))
+    report.build = {
+        "flags_from": original.flags_from or "none",
+        "include_dirs": list(original.include_dirs),
+        "defines": list(original.defines),
+        "define_origins": dict(original.define_origins),
+        "built": f"the original and the {target} port given (not translated by porter) built as programs",
+        "port": str(port.root),
+    }
+    ledger = Ledger.of(out, "program", fresh)
+    saved = ""
+
+    def save() -> None:
+        nonlocal saved
+        saved = save_report(out, report, saved)
+
+    _copy_port(port, tree)
+    report.kernels = _kernels(plan, matches, target, report)
+    save()
+    say(f"verifying the {target} port {port.root} against {original.root}")
+    mirrored = discover([str(tree)], flags.include_dirs, defines=flags.defines, undefines=flags.undefines)
+    build_and_run(
+        original, out, report, run, ledger=ledger, say=say, skip=[Path(p) for p in skip], save=save,
+        trees={target: mirrored},
+    )  # fmt: skip
+    replay_program(plan, out, report, say, save, ledger)
+    if hooks.chart is not None and report.runs:
+        report.chart = hooks.chart(report, out)
+    report.complete = True
+    save()
+    if hooks.markdown is not None:
+        write_atomic(out / MARKDOWN_NAME, hooks.markdown(report))
+    return report
+
+
+def _copy_port(port: Program, tree: Path) -> None:
+    """The port's files as its folder holds them, under `tree` (a fresh copy: the builds write beside
+    them, never in the user's folder)."""
+    if tree.exists():
+        shutil.rmtree(tree)
+    for f in port.files:
+        dest = tree / f.rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(f.path, dest)
+
+
+def _kernels(plan: VerifyPlan, matches: PortMatch, target: str, report: ProgramReport) -> list[ProgramKernel]:
+    """Every original kernel with what corresponds to it in the port; the port's kernels no original
+    kernel has are the report's notes."""
+    kernels: dict[str, ProgramKernel] = {}
+    for f in plan.program.files:
+        for name, line in plan.facts(f).kernels:
+            if name in kernels:
+                continue
+            row = kernels[name] = ProgramKernel(name, str(f.rel), line)
+            found = matches.of(plan.kernel_scan(name, str(f.rel)), name)
+            row.targets[target] = (
+                found if isinstance(found, str) else f"matched: {found[0].rel}:{found[1].line} of the port"
+            )
+    for name, (f, k) in sorted(matches.kernels.items()):
+        if name not in kernels:
+            report.notes.append(
+                f"the port's kernel {name} ({f.rel}:{k.line}) has no kernel of that name in the original: "
+                "not replayed (its launches are judged by the program's runs)"
+            )
+    return sorted(kernels.values(), key=lambda k: (k.file, k.line, k.name))
+
+
+__all__ = ["PortMatch", "VerifyPlan", "verify_program"]

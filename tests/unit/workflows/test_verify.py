@@ -1,0 +1,159 @@
+"""porter verify (issue #35): a HIP port someone wrote by hand, checked against its CUDA original as a
+program and kernel by kernel, at 32 and at 64 lanes.  The ports under tests/fixtures/verify are ours,
+each with one of the defects hand ports to AMD are known for, and one correct port."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from porter.errors import UsageError
+from porter.results import ProgramReport
+from porter.workflows.program_run import ProgramRuns
+from porter.workflows.verify import verify_program
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU runtime needs g++"),
+]
+
+HERE = Path(__file__).resolve().parents[2] / "fixtures" / "verify"
+ORIGINAL = HERE / "vote_cuda"
+NARROW, WIDE = "cpu:cpu-emulator", "cpu:cpu-emulator-wave64"
+
+
+def _verify(port: Path, tmp_path: Path, original: Path = ORIGINAL) -> ProgramReport:
+    return verify_program(
+        [str(port)], [str(original)], out_dir=str(tmp_path / "out"),
+        run=ProgramRuns(runs=("",), toolchains=("cpu-runtime",)),
+    )  # fmt: skip
+
+
+def _runs(report: ProgramReport) -> dict[str, str]:
+    return {v.device: v.status for r in report.runs for v in r.variants}
+
+
+def _replays(report: ProgramReport, kernel: str) -> dict[str, str]:
+    return {
+        r.device: r.status
+        for k in report.kernels
+        if k.name == kernel
+        for r in k.replays
+        if r.variant == "hip"
+    }
+
+
+def _digest(folder: Path) -> str:
+    return hashlib.sha256(
+        b"".join(p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file())
+    ).hexdigest()
+
+
+def test_a_correct_hand_port_is_accepted_at_both_widths_and_no_file_of_the_user_is_touched(
+    tmp_path: Path,
+) -> None:
+    before = (_digest(HERE / "vote_hip"), _digest(ORIGINAL))
+    report = _verify(HERE / "vote_hip", tmp_path)
+    assert _runs(report) == {NARROW: "matches", WIDE: "matches"}
+    for kernel in ("count_positive", "scale"):
+        assert _replays(report, kernel) == {NARROW: "validated", WIDE: "validated"}
+    assert report.exit_code == 0 and report.build["port"] == str(HERE / "vote_hip")
+    assert {k.name: k.targets["hip"] for k in report.kernels} == {
+        "count_positive": "matched: main.hip:5 of the port",
+        "scale": "matched: main.hip:12 of the port",
+    }
+    assert (_digest(HERE / "vote_hip"), _digest(ORIGINAL)) == before
+
+
+@pytest.mark.parametrize("port", ["vote_hip_ballot32", "vote_hip_lane32"])
+def test_a_wave_size_defect_is_caught_at_64_lanes_and_not_at_32(port: str, tmp_path: Path) -> None:
+    report = _verify(HERE / port, tmp_path)
+    assert _runs(report) == {NARROW: "matches", WIDE: "differs"}
+    assert report.verdicts()["hip"]["detail"].startswith(
+        f"on {WIDE}: stdout line 1: original 'block 0: 137 positive'"
+    )
+    assert _replays(report, "count_positive") == {NARROW: "validated", WIDE: "failed"}
+    assert _replays(report, "scale") == {NARROW: "validated", WIDE: "validated"}
+    assert report.exit_code == 1
+
+
+def test_a_plain_defect_differs_at_every_width(tmp_path: Path) -> None:
+    report = _verify(HERE / "vote_hip_wrong", tmp_path)
+    assert _runs(report) == {NARROW: "differs", WIDE: "differs"}
+    assert _replays(report, "scale") == {NARROW: "failed", WIDE: "failed"}
+    assert _replays(report, "count_positive") == {NARROW: "validated", WIDE: "validated"}
+
+
+def _edited(tmp_path: Path, old: str, new: str) -> Path:
+    port = tmp_path / "port"
+    shutil.copytree(HERE / "vote_hip", port)
+    text = (port / "main.hip").read_text()
+    assert old in text
+    (port / "main.hip").write_text(text.replace(old, new))
+    return port
+
+
+def test_a_kernel_the_port_lacks_or_renamed_is_listed_and_the_program_still_compared(tmp_path: Path) -> None:
+    port = _edited(tmp_path, "scale", "scale_by")
+    report = _verify(port, tmp_path)
+    scale = next(k for k in report.kernels if k.name == "scale")
+    assert scale.targets["hip"] == "the port defines no kernel scale"
+    assert {r.status for r in scale.replays if r.variant == "hip"} == {"not-replayable"}
+    assert any("the port's kernel scale_by (main.hip:12) has no kernel of that name in the original" in n
+               for n in report.notes)  # fmt: skip
+    assert _runs(report) == {NARROW: "matches", WIDE: "matches"}
+
+
+def test_a_kernel_of_another_signature_is_not_taken_for_the_original(tmp_path: Path) -> None:
+    port = _edited(tmp_path, "void scale(float* x, float a, int n)", "void scale(double* x, float a, int n)")
+    report = _verify(port, tmp_path)
+    scale = next(k for k in report.kernels if k.name == "scale")
+    assert scale.targets["hip"].startswith(
+        "the port's scale (main.hip:12) takes (double*, float, int), the original"
+    )
+    assert "not the same kernel" in scale.targets["hip"]
+
+
+def test_what_verify_refuses(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="two folders"):
+        _verify(ORIGINAL, tmp_path)
+    empty = tmp_path / "empty_port"
+    empty.mkdir()
+    (empty / "main.hip").write_text("#include <hip/hip_runtime.h>\nint main() { return 0; }\n")
+    with pytest.raises(UsageError, match="defines no kernel"):
+        _verify(empty, tmp_path)
+    with pytest.raises(UsageError, match="device code only"):
+        verify_program(
+            [str(HERE / "vote_hip")], [str(ORIGINAL)], target="opencl", out_dir=str(tmp_path / "o")
+        )
+
+
+def test_the_command_line_exits_1_on_a_defect_and_0_on_a_good_port(tmp_path: Path) -> None:
+    def verify(port: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "porter", "verify", str(HERE / port), "--against", str(ORIGINAL), "--run", "",
+             "--toolchains", "cpu-runtime", "--out", str(tmp_path / port)],
+            capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+
+    bad = verify("vote_hip_ballot32")
+    assert bad.returncode == 1, bad.stderr
+    assert f"program verdict, hip: differs (on {WIDE}" in bad.stdout
+    good = verify("vote_hip")
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "porter verify: the hip port" in good.stdout
+    assert (
+        (tmp_path / "vote_hip" / "report.md")
+        .read_text()
+        .startswith(f"# Verification of `{HERE / 'vote_hip'}`")
+    )
+    missing = subprocess.run(
+        [sys.executable, "-m", "porter", "verify", str(HERE / "vote_hip")], capture_output=True, text=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+    assert missing.returncode == 2 and "--against" in missing.stderr

@@ -515,8 +515,13 @@ def _shared_from_text(text: str, extern: bool, line: int) -> list[SharedArray]:
 
 
 class _Scanner:
-    def __init__(self, path: str, source: bytes, macros: MacroTable | None = None):
+    def __init__(self, path: str, source: bytes, macros: MacroTable | None = None, dialect: str = "cuda"):
         self.path = path
+        self.dialect = dialect
+        self.hip = dialect == "hip"
+        # an all-ones member mask that leaves lanes out: any 32-bit spelling in CUDA terms (the port
+        # gets 64 lanes), only the 32-bit ones in HIP (~0 and -1 are all 64 ones there)
+        self.is_full_mask = hz.is_narrow_mask_literal if self.hip else hz.is_full_mask_literal
         # scope macros (`CUB_NAMESPACE_BEGIN`) written as braces and qualifier macros blanked;
         # offsets and lines unchanged
         self.masked = mask(source, macros or MacroTable())
@@ -553,6 +558,9 @@ class _Scanner:
         for f in self.functions:
             if f.kind == "host":
                 self._host(f)
+        if self.hip:
+            for f in self.functions:
+                self.hazards += _HipWave(self.text, f).hazards()
         kernels = []
         device_functions = []
         for f in device:
@@ -580,7 +588,7 @@ class _Scanner:
                 unique.append(h)
         return FileScan(
             path=self.path,
-            language="cuda",
+            language=self.dialect,
             kernels=tuple(kernels),
             device_functions=tuple(device_functions),
             launches=tuple(self.launches),
@@ -659,7 +667,9 @@ class _Scanner:
         line = _line(node)
         self.defines.append(Define(name=name, value=value, line=line, params=params))
         if params is None:
-            if hz.is_full_mask_literal(value):
+            if self.hip and name == "warpSize":
+                self.hazards.append(_warp_size_redefined(f"#define warpSize {value}", value, line))
+            elif self.is_full_mask(value):
                 self.full_mask_names.add(name)
             elif hz.normalise_literal(value) == "32" and hz.is_warp_size_name(name):
                 self.hazards.append(
@@ -697,7 +707,9 @@ class _Scanner:
                 continue
             name = text(ident)
             value_text = _squash(text(value))
-            if hz.is_full_mask_literal(value_text):
+            if self.hip and name == "warpSize":
+                self.hazards.append(_warp_size_redefined(f"warpSize = {value_text}", value_text, line))
+            elif self.is_full_mask(value_text):
                 self.full_mask_names.add(name)
             elif hz.normalise_literal(value_text) == "32" and hz.is_warp_size_name(name):
                 self.hazards.append(
@@ -770,7 +782,9 @@ class _Scanner:
                     derived and not derived.isdisjoint(_IDENT.findall(vtext))
                 ):
                     derived.add(name)
-                elif hz.is_full_mask_literal(vtext):
+                elif self.hip and name == "warpSize":
+                    self.hazards.append(_warp_size_redefined(f"warpSize = {vtext}", vtext, _line(value)))
+                elif self.is_full_mask(vtext):
                     masks.add(name)
                 elif hz.normalise_literal(vtext) == "32" and hz.is_warp_size_name(name):
                     self.hazards.append(
@@ -856,7 +870,7 @@ class _Scanner:
                     if root is not None:
                         written.add(root)
             if name in call_rules:
-                self.hazards += hz.for_call(name, _line(call))
+                self.hazards += hz.for_call(name, _line(call), self.dialect)
             if name in tables.mask_first or name in tables.shuffle_width_arg:
                 self._warp_call_hazards(name, _args(arglist), _line(call), masks, ladders, call)
 
@@ -877,7 +891,7 @@ class _Scanner:
         tables = hz.tables()
         if name in tables.mask_first and args:
             mask = _squash(text(args[0]))
-            if hz.is_full_mask_literal(mask) or mask in masks:
+            if self.is_full_mask(mask) or mask in masks:
                 self.hazards.append(hz.make("full-warp-mask", line, name=name, mask=mask))
         width_at = tables.shuffle_width_arg.get(name)
         if width_at is not None and len(args) > width_at:
@@ -922,6 +936,8 @@ class _Scanner:
         if not (arithmetic or comparison):
             return
         names = _identifiers(text, left)
+        if comparison and self.hip and _is_wave_size_expr(text, left, set()):
+            return  # `warpSize == 32` chooses by the width: warp-size-branch (HipWave), not a lane index
         tables = hz.tables()
         if op == "*":
             related = any(hz.is_warp_name(n) for n in names)
@@ -1027,7 +1043,7 @@ class _Scanner:
                     continue
                 name = text(caps["call.name"][0])
                 if name in call_rules:
-                    self.hazards += hz.for_call(name, _line(call))
+                    self.hazards += hz.for_call(name, _line(call), self.dialect)
                 if name in self.launch_macros:
                     self._macro_launch(f, name, call, caps["call.args"][0])
                 elif name in a.launch_apis:
@@ -1470,14 +1486,306 @@ def _parse_warnings(root: Node) -> list[ParseWarning]:
     return out
 
 
-def scan_cuda(path: str, source: bytes, macros: MacroTable | None = None) -> FileScan:
+def scan_cuda(path: str, source: bytes, macros: MacroTable | None = None, dialect: str = "cuda") -> FileScan:
     """Scan one CUDA (or CUDA-bearing C++) source; never raises on bad syntax (warnings instead).
 
     ``macros``: the macro table (qualifier, scope and blank macros; :mod:`porter.scan.macros`); None
     takes those the source defines itself (no file is read: ``path`` may name no file).
+    ``dialect``: "cuda", or "hip" for HIP code: the same facts, HIP's own mask rules (64-bit masks,
+    mask-free warp intrinsics) and the wave-size hazards of 64-lane AMD wavefronts
+    (:class:`_HipWave`); the scan's ``language`` is the dialect.
     """
+    if dialect not in hz.DIALECTS:
+        raise ValueError(f"unknown dialect {dialect!r}")
     if macros is None:
         from porter.scan.macros import definitions, resolve
 
         macros = resolve(definitions(source))
-    return _Scanner(path, source, macros).scan()
+    return _Scanner(path, source, macros, dialect).scan()
+
+
+# --------------------------------------------------------------------------- HIP: wave-size hazards
+
+_MASK_OPS = frozenset({"&", "|", "^", "<<"})  # keep a lane mask's width (`>> 32` takes a half: fits)
+_ASSIGN_OPS = frozenset({"=", "|=", "&=", "^="})
+_CASTS = frozenset({"static_cast", "reinterpret_cast"})
+
+
+def _bare(node: Node) -> Node:
+    """The expression inside any parentheses."""
+    while node.type == "parenthesized_expression" and node.named_child_count == 1:
+        inner = node.named_children[0]
+        if inner is None:
+            break
+        node = inner
+    return node
+
+
+def _is_wave_size_expr(text: _TextFn, node: Node | None, sizes: set[str]) -> bool:
+    """``warpSize``, ``prop.warpSize``, ``kWaveSize``, ``attr(hipDeviceAttributeWarpSize)`` or a
+    variable in ``sizes`` (one that was set to the warp size): the warp size itself."""
+    if node is None:
+        return False
+    node = _bare(node)
+    if node.type == "cast_expression":
+        return _is_wave_size_expr(text, node.child_by_field_name("value"), sizes)
+    if node.type == "identifier":
+        name = text(node)
+        return name in sizes or hz.is_wave_size_name(name)
+    if node.type == "field_expression":
+        return hz.is_wave_size_name(text(node.child_by_field_name("field")))
+    if node.type == "qualified_identifier":
+        return hz.is_wave_size_name(text(node).rsplit("::", 1)[-1])
+    if node.type == "call_expression":
+        fn = node.child_by_field_name("function")
+        named = fn is not None and fn.type in ("identifier", "field_expression", "qualified_identifier")
+        if named and _is_wave_size_expr(text, fn, sizes):
+            return True  # getWarpSize(), dev.warpSize()
+        attributes = hz.tables().hip.warp_size_attributes
+        return any(text(a) in attributes for a in _args(node.child_by_field_name("arguments")))
+    return False
+
+
+def _warp_size_redefined(what: str, value: str, line: int) -> Hazard:
+    """HIP code that gives ``warpSize`` a value of its own: 32 is the 32-lane assumption itself."""
+    if hz.normalise_literal(value) == "32":
+        return hz.make(
+            "warp-size-assumption",
+            line,
+            detail=f"{what} replaces HIP's built-in warpSize (the wavefront size of the device) with 32",
+        )
+    return hz.make("warp-size-redefined", line, detail=what, value=value)
+
+
+class _HipWave:
+    """The wave-size hazards of one function of HIP code, read in source order: lane masks kept in
+    32-bit variables or counted with 32-bit bit functions (HIP's ballots are 64-bit), and code
+    paths chosen by comparing the warp size with 32 or 64."""
+
+    def __init__(self, text: _TextFn, f: _Function):
+        self.text = text
+        self.f = f
+        self.t = hz.tables().hip
+        self.narrow: set[str] = set()  # variables of a 32-bit type
+        self.masks: dict[str, str] = {}  # variable -> the call its lane mask came from
+        self.sizes: set[str] = set()  # variables holding the warp size
+        self.out: list[Hazard] = []
+        where = {"host": "host code", "kernel": "kernel"}.get(f.kind, "device function")
+        self.where = f"{where} in {f.name}"
+
+    def hazards(self) -> list[Hazard]:
+        ret = self.f.node.child_by_field_name("type")
+        returns_narrow = ret is not None and hz.is_narrow_mask_type(self.text(ret))
+        stack = [self.f.outer]
+        while stack:
+            node = stack.pop()
+            kind = node.type
+            if kind in ("declaration", "parameter_declaration"):
+                self._declaration(node)
+            elif kind == "assignment_expression":
+                self._assignment(node)
+            elif kind == "call_expression":
+                self._call(node)
+            elif kind == "cast_expression":
+                self._cast(node, node.child_by_field_name("type"), node.child_by_field_name("value"))
+            elif kind == "binary_expression":
+                self._comparison(node)
+            elif kind == "switch_statement":
+                self._switch(node)
+            elif kind == "return_statement" and returns_narrow and node.named_child_count:
+                value = node.named_children[0]
+                source = self._mask_source(value) if value is not None else None
+                if value is not None and source is not None:
+                    self._narrow(
+                        node,
+                        f"`{_squash(self.text(node))}` returns the lane mask as {_squash(self.text(ret))}",
+                        source,
+                        "return uint64_t / unsigned long long",
+                    )
+            elif kind == "lambda_expression":
+                continue  # its own scope; a lambda in HIP host code is rarely device code
+            stack.extend(reversed(node.children))
+        return self.out
+
+    # -- lane masks
+
+    def _mask_source(self, node: Node) -> str | None:
+        """The HIP call whose 64-bit lane mask ``node`` carries, whole (None when it carries none)."""
+        node = _bare(node)
+        text = self.text
+        if node.type == "call_expression":
+            fn = node.child_by_field_name("function")
+            name = text(
+                fn.child_by_field_name("name") if fn is not None and fn.type == "template_function" else fn
+            )
+            if name in self.t.wide_mask_functions:
+                return f"{name}()"
+            if name in _CASTS and fn is not None and fn.type == "template_function":
+                args = _args(node.child_by_field_name("arguments"))
+                target = fn.child_by_field_name("arguments")
+                if args and not (target is not None and hz.is_narrow_mask_type(text(target).strip("<> "))):
+                    return self._mask_source(args[0])
+            return None
+        if node.type == "identifier":
+            return self.masks.get(text(node))
+        if node.type == "cast_expression":
+            target = node.child_by_field_name("type")
+            value = node.child_by_field_name("value")
+            if value is None or (target is not None and hz.is_narrow_mask_type(text(target))):
+                return None  # the cast itself is reported
+            return self._mask_source(value)
+        if node.type == "binary_expression":
+            op = node.child_by_field_name("operator")
+            if op is not None and op.type in _MASK_OPS:
+                for side in ("left", "right"):
+                    part = node.child_by_field_name(side)
+                    found = self._mask_source(part) if part is not None else None
+                    if found is not None:
+                        return found
+            return None
+        if node.type == "unary_expression":
+            op = node.child_by_field_name("operator")
+            arg = node.child_by_field_name("argument")
+            if op is not None and op.type == "~" and arg is not None:
+                return self._mask_source(arg)
+        return None
+
+    def _narrow(self, node: Node, detail: str, source: str, fix: str) -> None:
+        self.out.append(hz.make("narrow-ballot", _line(node), detail=detail, source=source, fix=fix))
+
+    def _declaration(self, node: Node) -> None:
+        text = self.text
+        type_node = node.child_by_field_name("type")
+        narrow = type_node is not None and hz.is_narrow_mask_type(text(type_node))
+        for d in node.children_by_field_name("declarator"):
+            value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+            ident = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+            if ident is not None and ident.type == "reference_declarator" and ident.named_child_count:
+                ident = ident.named_children[0]
+            if ident is None or ident.type != "identifier":
+                continue
+            name = text(ident)
+            if narrow:
+                self.narrow.add(name)
+            if value is None:
+                continue
+            if value.type == "initializer_list" and value.named_child_count == 1:
+                value = value.named_children[0] or value  # `unsigned m{__ballot(p)}`
+            if _is_wave_size_expr(text, value, self.sizes):
+                self.sizes.add(name)
+            source = self._mask_source(value)
+            if source is None:
+                continue
+            self.masks[name] = source
+            if narrow and type_node is not None:
+                self._narrow(
+                    d,
+                    f"`{_squash(text(type_node))} {_squash(text(d))}` keeps a lane mask in the 32-bit "
+                    f"{_squash(text(type_node))}",
+                    source,
+                    "declare it uint64_t / unsigned long long (or auto)",
+                )
+
+    def _assignment(self, node: Node) -> None:
+        text = self.text
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        op = node.child_by_field_name("operator")
+        if left is None or right is None or op is None or op.type not in _ASSIGN_OPS:
+            return
+        if left.type != "identifier":
+            return
+        name = text(left)
+        if op.type == "=" and _is_wave_size_expr(text, right, self.sizes):
+            self.sizes.add(name)
+        source = self._mask_source(right)
+        if source is None:
+            return
+        self.masks[name] = source
+        if name in self.narrow:
+            self._narrow(
+                node,
+                f"`{_squash(text(node))}` keeps a lane mask in {name}, a 32-bit variable",
+                source,
+                "declare it uint64_t / unsigned long long (or auto)",
+            )
+
+    def _call(self, node: Node) -> None:
+        text = self.text
+        fn = node.child_by_field_name("function")
+        if fn is None:
+            return
+        name = text(fn.child_by_field_name("name") if fn.type == "template_function" else fn)
+        args = _args(node.child_by_field_name("arguments"))
+        wide = self.t.bit_functions.get(name)
+        if wide is not None and args:
+            source = self._mask_source(args[0])
+            if source is not None:
+                self._narrow(
+                    node,
+                    f"`{_squash(text(node))}` applies the 32-bit {name} to a lane mask",
+                    source,
+                    f"use {wide} (the 64-bit {name})",
+                )
+        elif name in _CASTS and fn.type == "template_function" and args:
+            target = fn.child_by_field_name("arguments")
+            if target is not None:
+                self._cast(node, target, args[0])
+        elif len(args) >= 2 and text(args[1]) in self.t.warp_size_attributes:
+            out = _bare(args[0])
+            if out.type == "pointer_expression" and out.named_child_count:
+                target = out.named_children[0]
+                if target is not None and target.type == "identifier":
+                    self.sizes.add(text(target))  # hipDeviceGetAttribute(&ws, hipDeviceAttributeWarpSize, d)
+
+    def _cast(self, node: Node, target: Node | None, value: Node | None) -> None:
+        if target is None or value is None:
+            return
+        kind = self.text(target).strip("<> ")
+        if not hz.is_narrow_mask_type(kind):
+            return
+        source = self._mask_source(value)
+        if source is not None:
+            self._narrow(
+                node,
+                f"`{_squash(self.text(node))}` casts a lane mask to the 32-bit {_squash(kind)}",
+                source,
+                "keep it uint64_t / unsigned long long",
+            )
+
+    # -- choices by warp size
+
+    def _branch(self, node: Node, expr: str) -> None:
+        self.out.append(hz.make("warp-size-branch", _line(node), where=self.where, expr=expr))
+
+    def _width(self, node: Node | None) -> bool:
+        return (
+            node is not None
+            and _bare(node).type == "number_literal"
+            and hz.normalise_literal(self.text(_bare(node))) in self.t.branch_widths
+        )
+
+    def _comparison(self, node: Node) -> None:
+        op = node.child_by_field_name("operator")
+        if op is None or op.type not in hz.tables().comparisons:
+            return
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        if (self._width(right) and _is_wave_size_expr(self.text, left, self.sizes)) or (
+            self._width(left) and _is_wave_size_expr(self.text, right, self.sizes)
+        ):
+            self._branch(node, _squash(self.text(node)))
+
+    def _switch(self, node: Node) -> None:
+        condition = node.child_by_field_name("condition")
+        body = node.child_by_field_name("body")
+        if condition is None or body is None:
+            return
+        value = condition.named_children[-1] if condition.named_child_count else None
+        if not _is_wave_size_expr(self.text, value, self.sizes):
+            return
+        cases = [
+            c.child_by_field_name("value")
+            for c in body.named_children
+            if c is not None and c.type == "case_statement"
+        ]
+        if any(self._width(v) for v in cases):
+            self._branch(node, f"switch ({_squash(self.text(value))})")

@@ -28,12 +28,20 @@ CODES = (
     "dynamic-parallelism",
     "libcudacxx",
 )
+# Codes only HIP code gets (files scanned in the "hip" dialect): wave-size hazards of 64-lane masks.
+HIP_CODES = (
+    "narrow-ballot",
+    "warp-size-redefined",
+    "warp-size-branch",
+)
+DIALECTS = ("cuda", "hip")
 
 
 @dataclass(frozen=True)
 class _Rule:
     code: str
     fields: dict[str, str]
+    only_in: frozenset[str] = frozenset(DIALECTS)  # the dialects whose code the rule applies to
 
 
 @dataclass(frozen=True)
@@ -57,6 +65,20 @@ class Tables:
     thread_builtins: frozenset[str]
     thread_words: frozenset[str]
     warp_size_words: frozenset[str]
+    hip: HipTables
+
+
+@dataclass(frozen=True)
+class HipTables:
+    """The ``[hip]`` table: what makes a lane mask narrow or a choice by warp size in HIP code."""
+
+    narrow_mask_casts: frozenset[str]
+    wide_mask_functions: frozenset[str]
+    narrow_mask_types: frozenset[str]
+    bit_functions: dict[str, str]  # 32-bit function -> its 64-bit counterpart
+    warp_size_words: frozenset[str]
+    warp_size_attributes: frozenset[str]
+    branch_widths: frozenset[str]
 
 
 def _add(index: dict[str, list[_Rule]], names: list[str], rule: _Rule) -> None:
@@ -77,7 +99,7 @@ def tables() -> Tables:
         code: (spec["message"], Severity(spec.get("severity", "warning")))
         for code, spec in raw["codes"].items()
     }
-    missing = set(CODES) - set(templates)
+    missing = set(CODES + HIP_CODES) - set(templates)
     if missing:
         raise ValueError(f"hazards.toml lacks messages for {sorted(missing)}")
     calls: dict[str, list[_Rule]] = {}
@@ -86,10 +108,11 @@ def tables() -> Tables:
     qualifiers: dict[str, list[_Rule]] = {}
 
     def removed_fields(entry: dict[str, Any]) -> dict[str, str]:
-        return {k: str(v) for k, v in entry.items() if k not in ("names", "owner")}
+        return {k: str(v) for k, v in entry.items() if k not in ("names", "owner", "only_in")}
 
     for entry in raw.get("removed", []):
-        _add(calls, entry["names"], _Rule("removed-api", removed_fields(entry)))
+        only_in = frozenset(entry.get("only_in", DIALECTS))
+        _add(calls, entry["names"], _Rule("removed-api", removed_fields(entry), only_in))
     for entry in raw.get("removed_types", []):
         _add(types, entry["names"], _Rule("removed-api", removed_fields(entry)))
     for entry in raw.get("removed_fields", []):
@@ -115,6 +138,16 @@ def tables() -> Tables:
     )
 
     warp = raw["warp"]
+    hip = raw["hip"]
+    hip_tables = HipTables(
+        narrow_mask_casts=frozenset(_squash_type(t) for t in hip["narrow_mask_casts"]),
+        wide_mask_functions=frozenset(hip["wide_mask_functions"]),
+        narrow_mask_types=frozenset(_squash_type(t) for t in hip["narrow_mask_types"]),
+        bit_functions=dict(hip["bit_functions"]),
+        warp_size_words=frozenset(hip["warp_size_words"]),
+        warp_size_attributes=frozenset(hip["warp_size_attributes"]),
+        branch_widths=frozenset(hip["branch_widths"]),
+    )
     return Tables(
         templates=templates,
         calls=_freeze(calls),
@@ -133,7 +166,13 @@ def tables() -> Tables:
         thread_builtins=frozenset(warp["thread_builtins"]),
         thread_words=frozenset(warp["thread_words"]),
         warp_size_words=frozenset(warp["warp_size_words"]),
+        hip=hip_tables,
     )
+
+
+def _squash_type(text: str) -> str:
+    """``unsigned   int`` -> ``unsigned int``; ``std :: uint32_t`` -> ``std::uint32_t``."""
+    return " ".join(text.split()).replace(" :: ", "::").replace(":: ", "::").replace(" ::", "::")
 
 
 class _Defaults(dict):
@@ -154,14 +193,15 @@ def _message(code: str, fields: tuple[tuple[str, str], ...]) -> tuple[str, Sever
     return template.format_map(_Defaults(fields)), severity
 
 
-def _apply(rules: tuple[_Rule, ...], name: str, line: int) -> list[Hazard]:
-    return [make(r.code, line, name=name, **r.fields) for r in rules]
+def _apply(rules: tuple[_Rule, ...], name: str, line: int, dialect: str = "cuda") -> list[Hazard]:
+    return [make(r.code, line, name=name, **r.fields) for r in rules if dialect in r.only_in]
 
 
-def for_call(name: str, line: int) -> list[Hazard]:
-    """Hazards of calling ``name`` (removed, texture, unified-memory, cooperative launch APIs)."""
+def for_call(name: str, line: int, dialect: str = "cuda") -> list[Hazard]:
+    """Hazards of calling ``name`` (removed, texture, unified-memory, cooperative launch APIs) in
+    code of ``dialect`` ("cuda" or "hip": HIP's mask-free warp intrinsics are not removed there)."""
     rules = tables().calls.get(name)
-    return _apply(rules, name, line) if rules else []
+    return _apply(rules, name, line, dialect) if rules else []
 
 
 def for_type(name: str, line: int) -> list[Hazard]:
@@ -263,3 +303,60 @@ def warp_arithmetic(op: str, literal: str) -> bool:
 @lru_cache(maxsize=_MEMO)
 def warp_comparison(op: str, literal: str) -> bool:
     return op in tables().comparisons and normalise_literal(literal) == "32"
+
+
+# ------------------------------------------------------------------ HIP code
+
+
+_HEX_OR_DEC = re.compile(r"^(0x[0-9a-f]+|\d+)([ul]*)$")
+_ALL_ONES = re.compile(r"^(~0|-1)([ul]*)$")
+_C_CAST = re.compile(r"^\(([a-z_][\w:\s]*)\)(.+)$")
+_CXX_CAST = re.compile(r"^static_cast<([a-z_][\w:\s]*)>\((.+)\)$")
+
+
+_SIGNED_32 = frozenset({"int", "signed", "signed int", "int32_t", "std::int32_t"})
+
+
+def _unparen(t: str) -> str:
+    while t.startswith("(") and t.endswith(")") and t.count("(") == 1:
+        t = t[1:-1].strip()
+    return t
+
+
+@lru_cache(maxsize=_MEMO)
+def is_narrow_mask_literal(text: str) -> bool:
+    """An all-ones mask only 32 bits wide, which HIP's 64-bit masks zero-extend (lanes 32-63 left out):
+    ``0xffffffff``, ``4294967295``, ``~0u``, ``-1u``, ``(unsigned)-1``, ``static_cast<uint32_t>(~0)``.
+    ``~0``, ``-1``, ``~0ull``, ``0xffffffffffffffff`` are all 64 ones there and are not narrow."""
+    t = _unparen(" ".join(text.split()).lower())
+    cast = _C_CAST.match(t) or _CXX_CAST.match(t)
+    if cast is not None:
+        kind, rest = _squash_type(cast.group(1)), _unparen(cast.group(2).strip())
+        ones = _HEX_OR_DEC.match(rest.replace(" ", "")) or _ALL_ONES.match(rest.replace(" ", ""))
+        if ones is None:
+            return False
+        if kind in tables().hip.narrow_mask_casts:
+            return True  # whatever the spelling, a 32-bit unsigned all-ones (or 0xffffffff) value
+        if kind in _SIGNED_32:
+            return False  # (int)0xffffffff is -1: it widens to all 64 ones
+        return is_narrow_mask_literal(rest)
+    t = t.replace(" ", "")
+    number = _HEX_OR_DEC.match(t)
+    if number is not None:
+        return int(number.group(1), 0) == 0xFFFFFFFF
+    ones = _ALL_ONES.match(t)
+    # ~0u / -1u are unsigned int; with an l (or none: plain int -1) they widen to 64 ones
+    return ones is not None and "u" in ones.group(2) and "l" not in ones.group(2)
+
+
+@lru_cache(maxsize=_MEMO)
+def is_narrow_mask_type(type_text: str) -> bool:
+    """Whether a variable of this type (``unsigned int``, ``uint32_t``) cuts a 64-bit lane mask."""
+    return _squash_type(type_text) in tables().hip.narrow_mask_types
+
+
+@lru_cache(maxsize=_MEMO)
+def is_wave_size_name(name: str) -> bool:
+    """A name that reads as the warp size itself (``warpSize``, ``kWarpSize``, ``wavefront_size``,
+    ``hipDeviceAttributeWarpSize``), not a warp index or count."""
+    return bool(name_words(name) & tables().hip.warp_size_words)

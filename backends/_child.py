@@ -288,6 +288,30 @@ def _execute_launches(
             raise _classify(err, "launch") from None
 
 
+def shared_buffer(
+    backend: Backend, array: np.ndarray, offsets: list[int], device: Device
+) -> tuple[Any, list[Any]]:
+    """`array` in one device buffer, and a kernel argument pointing each of `offsets` bytes into it: the
+    backend's own ``views`` where it has one (the CPU emulator, OpenCL), else byte views of a buffer that
+    is an array itself (CuPy's, for CUDA and HIP on an NVIDIA GPU: a kernel receives an array as its data
+    pointer, the view's being the buffer's plus the offset).  A backend that can do neither cannot run the
+    launch as captured: ToolchainMissing (the job's stage "unavailable"), never a copy that would break
+    the aliasing."""
+    own = getattr(backend, "views", None)
+    if callable(own):
+        found: tuple[Any, list[Any]] = own(array, offsets, device)
+        return found
+    buffer = backend.to_device(array, device)
+    try:
+        flat = buffer.reshape(-1).view(np.uint8)
+        return buffer, [flat[int(o) :] for o in offsets]
+    except (AttributeError, TypeError, ValueError):
+        raise ToolchainMissing(
+            f"{device.label}: backend {backend.name} cannot pass a pointer into another argument's buffer "
+            f"(arguments {', '.join(map(str, offsets))} bytes into one allocation)"
+        ) from None
+
+
 # Devices whose buffers are this process's memory: they get guard zones (porter.backends.guards).
 HOST_MEMORY_KINDS = ("cpu", "emulator")
 
@@ -324,21 +348,41 @@ class Launcher:
 
     def device_args(self) -> list[Any]:
         """Every array argument copied into a freshly allocated device buffer; an Alias the buffer of
-        the array it names; scalars as they are."""
+        the array it names (at its start), or a pointer `offset` bytes into that one buffer (the
+        backend's ``views``: one allocation, never a copy); scalars as they are."""
+        job = self.job
+        offsets: dict[int, set[int]] = {}  # array argument -> the offsets other arguments point at
+        for i, a in enumerate(job.args):
+            if not isinstance(a, Alias):
+                continue
+            base = job.args[a.index] if 0 <= a.index < len(job.args) else None
+            if not isinstance(base, np.ndarray):
+                raise Failed("launch", f"argument {i} names argument {a.index}, which is not an array")
+            if not 0 <= a.offset < max(base.nbytes, 1):
+                raise Failed("launch", f"argument {i} points {a.offset} bytes into a buffer of {base.nbytes}")
+            if a.offset:
+                offsets.setdefault(a.index, set()).add(a.offset)
         args: list[Any] = []
-        for i, a in enumerate(self.job.args):
+        views: dict[tuple[int, int], Any] = {}
+        for i, a in enumerate(job.args):
             if isinstance(a, np.ndarray):
                 with guards.tagged(str(i)):
-                    args.append(self.backend.to_device(np.ascontiguousarray(a), self.device))
+                    if i in offsets:
+                        at = sorted(offsets[i])
+                        buffer, pointers = shared_buffer(
+                            self.backend, np.ascontiguousarray(a), at, self.device
+                        )
+                        views.update({(i, o): p for o, p in zip(at, pointers, strict=True)})
+                        args.append(buffer)
+                    else:
+                        args.append(self.backend.to_device(np.ascontiguousarray(a), self.device))
             else:
                 args.append(a)
         if guards.armed() and self.progress is not None:  # where each buffer lies, for the parent
             self.progress.update(guards=guards.zones())
-        for i, a in enumerate(self.job.args):
+        for i, a in enumerate(job.args):
             if isinstance(a, Alias):
-                if not isinstance(self.job.args[a.index], np.ndarray):
-                    raise Failed("launch", f"argument {i} names argument {a.index}, which is not an array")
-                args[i] = args[a.index]
+                args[i] = views[(a.index, a.offset)] if a.offset else args[a.index]
         return args
 
     def launch(self, args: list[Any], seed: int, timed: bool = False) -> float | None:

@@ -55,10 +55,14 @@ class LocalBuffer:
 
 @dataclass(frozen=True)
 class Alias:
-    """The device buffer of the array argument at position `index` of the same job, passed again (an
-    in-place kernel called as ``k(d, d, n)``: two parameters, one allocation)."""
+    """The device buffer of the array argument at position `index` of the same job, passed again: at
+    its start (an in-place kernel called as ``k(d, d, n)``: two parameters, one allocation) or
+    `offset` bytes into it (``k(d, d + n, n)``, a stencil on ``a + 1`` and ``a``: pointers into one
+    allocation).  The child passes one buffer and pointers into it -- pointer arithmetic on the CPU
+    emulator and CuPy, a sub-buffer or a shared-virtual-memory pointer on OpenCL -- never a copy."""
 
     index: int
+    offset: int = 0  # bytes from the start of the array argument `index`
 
 
 # A kernel argument: an array (copied to a fresh device buffer for each run), a NumPy scalar

@@ -569,6 +569,14 @@ class CpuBackend(BackendBase):
         buf[: data.nbytes] = data.reshape(-1).view(np.uint8)
         return CpuBuffer(buf)
 
+    def views(
+        self, array: np.ndarray, offsets: Sequence[int], device: Device | None = None
+    ) -> tuple[CpuBuffer, list[CpuBuffer]]:
+        """`array` in one buffer and a pointer `offset` bytes into it per offset (arguments that point
+        into one allocation: the same memory, so a write through one is read through the other)."""
+        base = self.to_device(array, device)
+        return base, [CpuBuffer(base.array[int(o) :]) for o in offsets]
+
     def to_host(self, buffer: Any, dtype: Any, shape: Sequence[int]) -> np.ndarray:
         dt = np.dtype(dtype)
         count = int(np.prod(tuple(shape), dtype=np.int64))

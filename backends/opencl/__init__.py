@@ -131,6 +131,8 @@ class OpenCLProgram:
         for i, value in enumerate(args):
             if isinstance(value, LocalBuffer):
                 value = cl.LocalMemory(max(int(value.nbytes), 1))
+            elif isinstance(value, SvmBuffer):  # an array other arguments point into: its SVM pointer
+                value = cl.SVM(value.memory)
             elif isinstance(value, np.generic):
                 pass
             elif isinstance(value, np.ndarray):
@@ -486,6 +488,64 @@ class OpenCLBackend(BackendBase):
                 ) from err
         return buffer
 
+    def views(self, array: np.ndarray, offsets: Sequence[int], device: Device) -> tuple[Any, list[Any]]:
+        """`array` in one buffer, and a kernel argument `offset` bytes into it per offset (arguments
+        that point into one allocation: a write through one is read through the other).
+
+        Every offset a multiple of the device's base address alignment (CL_DEVICE_MEM_BASE_ADDR_ALIGN):
+        sub-buffers of one buffer (any OpenCL device).  Otherwise a kernel argument can only point there
+        through shared virtual memory (OpenCL 2.0): one SVM allocation and pointers into it -- the guarded
+        host memory itself where the device takes any host pointer (fine-grained system SVM), a
+        coarse-grained SVM buffer elsewhere.  A device with neither cannot run the launch as captured
+        (ToolchainMissing: the job's stage "unavailable"); separate buffers over overlapping host
+        memory would be undefined behaviour, and copies would break the aliasing the kernel relies on."""
+        cl = pyopencl()
+        assert cl is not None
+        target = self._live(device)
+        queue = target.ensure_queue()
+        at = [int(o) for o in offsets]
+        align = max(int(target.cl_device.mem_base_addr_align) // 8, 1)  # given in bits
+        if all(o % align == 0 for o in at):
+            base = self.to_device(array, device)
+            size = int(base.size)
+            try:
+                return base, [base.get_sub_region(o, size - o) for o in at]
+            except cl.Error as err:
+                raise LaunchError(f"{device.label}: a sub-buffer at {at} bytes: {_message(err)}") from err
+        try:
+            svm = int(target.cl_device.svm_capabilities)
+        except (cl.Error, AttributeError):  # an OpenCL 1.x device or runtime: no SVM
+            svm = 0
+        odd = next(o for o in at if o % align)
+        if not svm & int(cl.device_svm_capabilities.COARSE_GRAIN_BUFFER):
+            raise ToolchainMissing(
+                f"{device.label} cannot pass a pointer {odd} bytes into a buffer: a sub-buffer must start at a "
+                f"multiple of {align} bytes (CL_DEVICE_MEM_BASE_ADDR_ALIGN) and the device has no shared "
+                "virtual memory"
+            )
+        host = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+        try:
+            if (
+                svm & int(cl.device_svm_capabilities.FINE_GRAIN_SYSTEM)
+                and guards.armed()
+                and device.kind == "cpu"
+            ):
+                memory = guards.host_bytes(host.nbytes)  # inside guard zones, as every other buffer
+                memory[: host.nbytes] = host
+                shared = SvmBuffer(memory, queue, coarse=False)
+            else:
+                memory = cl.csvm_empty(
+                    target.context, max(host.nbytes, 1), np.uint8, alignment=align, queue=queue
+                )
+                shared = SvmBuffer(memory, queue, coarse=True)
+                if host.nbytes:
+                    cl.enqueue_copy(queue, cl.SVM(memory), host, is_blocking=True)
+            return shared, [cl.SVM(memory[o:]) for o in at]
+        except cl.Error as err:
+            raise LaunchError(
+                f"{device.label}: shared virtual memory of {host.nbytes} bytes: {_message(err)}"
+            ) from err
+
     def to_host(self, buffer: Any, dtype: Any, shape: Sequence[int]) -> np.ndarray:
         cl = pyopencl()
         assert cl is not None
@@ -494,6 +554,8 @@ class OpenCLBackend(BackendBase):
             return out
         if out.nbytes > int(buffer.size):
             raise LaunchError(f"to_host: {out.nbytes} bytes asked from a buffer of {buffer.size}")
+        if isinstance(buffer, SvmBuffer):
+            return buffer.read(out)
         queue = _queue_of(buffer)
         try:
             cl.enqueue_copy(queue, out, buffer, is_blocking=True)
@@ -523,6 +585,36 @@ class OpenCLBackend(BackendBase):
             cl.enqueue_fill_buffer(queue, target.scratch, np.uint32(0x5EED), 0, int(target.scratch.size))
         except cl.Error as err:
             raise LaunchError(f"{device.label}: cache flush failed: {_message(err)}") from err
+
+
+class SvmBuffer:
+    """Shared virtual memory holding an array that other kernel arguments point into (OpenCLBackend.views):
+    the allocation's bytes (a coarse-grained SVM array, or host memory a fine-grained-system device
+    reads directly) and the queue its kernels run on."""
+
+    def __init__(self, memory: np.ndarray, queue: Any, coarse: bool):
+        self.memory, self.queue, self.coarse = memory, queue, coarse
+
+    @property
+    def size(self) -> int:
+        return int(self.memory.nbytes)
+
+    def read(self, out: np.ndarray) -> np.ndarray:
+        """`out` filled from the start of the memory, once the queue's kernels are done."""
+        cl = pyopencl()
+        assert cl is not None
+        flat = out.reshape(-1).view(np.uint8)
+        try:
+            self.queue.finish()
+            if self.coarse:
+                cl.enqueue_copy(self.queue, flat, cl.SVM(self.memory[: flat.nbytes]), is_blocking=True)
+            else:
+                flat[:] = self.memory[: flat.nbytes]
+        except cl.Error as err:
+            raise LaunchError(
+                f"copy of {flat.nbytes} bytes of shared virtual memory failed: {_message(err)}"
+            ) from err
+        return out
 
 
 def _build_log(cl: Any, program: Any, cl_device: Any) -> str:

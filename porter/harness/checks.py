@@ -73,12 +73,15 @@ def _ordered(a: np.ndarray) -> np.ndarray:
     return np.where(i < 0, low - i, i).astype(np.float64)
 
 
-def compare(got: np.ndarray, expected: np.ndarray, tol: Tolerance) -> Comparison:
-    """Every element of `got` against `expected` (same dtype and size)."""
+def compare(got: np.ndarray, expected: np.ndarray, tol: Tolerance, floor: float = 0.0) -> Comparison:
+    """Every element of `got` against `expected` (same dtype and size).  `floor`: an absolute
+    difference every element may have besides the tolerance (the original's own spread on this device
+    against a capture made on another, :func:`cross_device_spread`); integers then differ by at most
+    that much, never more."""
     got, expected = got.ravel(), expected.ravel()
     if got.dtype.kind != "f":
-        bad = np.flatnonzero(got != expected)
         diff = np.abs(got.astype(np.float64) - expected.astype(np.float64))
+        bad = np.flatnonzero(diff > floor) if floor > 0 else np.flatnonzero(got != expected)
         max_abs = float(diff.max()) if diff.size else 0.0
         nz = np.abs(expected.astype(np.float64))
         max_rel = float((diff[nz > 0] / nz[nz > 0]).max()) if np.any(nz > 0) else 0.0
@@ -93,7 +96,7 @@ def compare(got: np.ndarray, expected: np.ndarray, tol: Tolerance) -> Comparison
     scale = float(np.max(np.abs(e64[np.isfinite(e64)]))) if np.any(np.isfinite(e64)) else 0.0
     diff = np.where(finite, np.abs(g64 - e64), 0.0)
     allowed = tol.atol * scale + tol.rtol * np.abs(np.where(finite, e64, 0.0))
-    ok = np.where(finite, diff <= allowed, False)
+    ok = np.where(finite, (diff <= allowed) | (diff <= floor), False)
     if tol.ulps and np.any(finite & ~ok):
         ulp = np.abs(_ordered(got) - _ordered(expected))
         ok |= finite & (ulp <= tol.ulps)
@@ -108,6 +111,30 @@ def compare(got: np.ndarray, expected: np.ndarray, tol: Tolerance) -> Comparison
         i = int(bad[0])
         return Comparison(False, max_abs, max_rel, int(bad.size), i, got[i].item(), expected[i].item())
     return Comparison(True, max_abs, max_rel)
+
+
+def cross_device_spread(got: np.ndarray, expected: np.ndarray, tol: Tolerance) -> float | None:
+    """How far the original's output on one device (`got`) is from a capture made on another
+    (`expected`), as a tolerance floor: 0.0 within the usual tolerance; the largest absolute difference
+    when it is slight (``[cross_device]`` of tolerances.toml: floats within a fraction of the array's
+    largest magnitude, every NaN and infinity where the capture has it; integers and bytes by a few
+    units); None when it is more than that (no floor: the difference is not the device's)."""
+    cmp = compare(got, expected, tol)
+    if cmp.ok:
+        return 0.0
+    bounds = tolerances().get("cross_device", {})
+    g, e = got.ravel(), expected.ravel()
+    if g.dtype.kind != "f":
+        spread = float(np.max(np.abs(g.astype(np.float64) - e.astype(np.float64))))
+        return spread if spread <= float(bounds.get("int_abs", 0)) else None
+    g64, e64 = g.astype(np.float64), e.astype(np.float64)
+    finite = np.isfinite(g64) & np.isfinite(e64)
+    if np.any(is_poison(g) | is_poison(e)) or not np.all(finite | bits_equal(g, e)):
+        return None  # a special value on one side only: not a rounding
+    scale = float(np.max(np.abs(e64[finite]))) if np.any(finite) else 0.0
+    spread = float(np.max(np.abs(g64[finite] - e64[finite]))) if np.any(finite) else 0.0
+    rel = float(bounds.get("float_rel", {}).get(g.dtype.name, 0.0))
+    return spread if spread <= rel * max(scale, np.finfo(g.dtype).tiny) else None
 
 
 def guard_touched(guard: np.ndarray, k: int) -> int:
@@ -232,6 +259,7 @@ def check_instance(
     expected: Sequence[np.ndarray | None],
     stats: dict[str, float],
     unordered: Sequence[Unordered] = (),
+    floor: Mapping[int, float] | None = None,
 ) -> None:
     """Raise Reject for the first check the variant's outputs fail: every array returned, ``guard``,
     ``inputs-unchanged``, ``all-written``, ``deterministic``, ``matches-reference``.
@@ -239,7 +267,9 @@ def check_instance(
     `expected`: the reference's content of each array argument (spec order); None for an array the
     reference has no counterpart of (scratch a lifted function's kernels use): its guard and its
     determinism are checked, not its contents.  `unordered`: outputs compared by what the original's
-    own runs keep (:class:`Unordered`) in ``deterministic`` and ``matches-reference``."""
+    own runs keep (:class:`Unordered`) in ``deterministic`` and ``matches-reference``.  `floor`: per
+    output (spec index) the absolute difference it may have besides the tolerance in
+    ``matches-reference`` (a capture made on another device: the original's own spread here)."""
     array_idx = [i for i, a in enumerate(spec.args) if a.role is not Role.SCALAR]
     exp = dict(zip(array_idx, expected, strict=True))
     check_covered(spec, runs, array_idx)
@@ -248,7 +278,7 @@ def check_instance(
     check_all_written(spec, inst, bodies[0], exp)
     if len(bodies) > 1:
         check_deterministic(spec, inst, bodies[0], bodies[1], array_idx, unordered)
-    check_matches_reference(spec, inst, bodies[0], exp, stats, unordered)
+    check_matches_reference(spec, inst, bodies[0], exp, stats, unordered, floor)
 
 
 def check_covered(spec: KernelSpec, runs: list[dict[int, np.ndarray]], array_idx: list[int]) -> None:
@@ -369,10 +399,12 @@ def check_matches_reference(
     exp: Mapping[int, np.ndarray | None],
     stats: dict[str, float],
     unordered: Sequence[Unordered] = (),
+    floor: Mapping[int, float] | None = None,
 ) -> None:
     """``matches-reference``: every output element within the per-dtype tolerance of the
     reference's (outputs whose order the original does not fix: under their :class:`Unordered`
-    comparison); the largest errors go to `stats`."""
+    comparison; outputs with a `floor`: within that absolute difference too); the largest errors go
+    to `stats`."""
     members = {m for order in unordered for m in order.members}
     for order in unordered:
         want_all = {
@@ -389,7 +421,8 @@ def check_matches_reference(
         if spec.args[i].role is Role.IN or want is None or i in members:
             continue
         got = body[i]
-        cmp = compare(got, want, tolerance_for(got.dtype.name, spec))
+        allowed = (floor or {}).get(i, 0.0)
+        cmp = compare(got, want, tolerance_for(got.dtype.name, spec), allowed)
         stats["max_abs"] = max(stats.get("max_abs", 0.0), cmp.max_abs)
         stats["max_rel"] = max(stats.get("max_rel", 0.0), cmp.max_rel)
         if not cmp.ok:
@@ -397,8 +430,15 @@ def check_matches_reference(
                 "matches-reference",
                 f"{spec.args[i].name}[{cmp.index}] = {fmt(cmp.got)}, expected {fmt(cmp.expected)} "
                 f"({cmp.bad} of {got.size} elements out of tolerance; max abs error {cmp.max_abs:.3g}, "
-                f"max rel error {cmp.max_rel:.3g}) at {inst.label}",
+                f"max rel error {cmp.max_rel:.3g})"
+                + (f" beyond the floor of ±{fmt_floor(allowed)}" if allowed else "")
+                + f" at {inst.label}",
             )
+
+
+def fmt_floor(value: float) -> str:
+    """A floor as a verdict names it: ``1`` for integers, ``3.05e-05`` for floats."""
+    return str(int(value)) if float(value).is_integer() else f"{value:.3g}"
 
 
 def discriminating(spec: KernelSpec, inst: Instance, expected: Sequence[np.ndarray | None]) -> bool:

@@ -15,9 +15,14 @@ outputs within the per-dtype tolerance of what the original program left, the me
 * Launches held back: with a second run, every launch of the later runs; with one run, the launches
   whose sizes differ from the first launch's (when there are any).  They are validated like the rest
   but labelled ``hidden``, so no author is ever shown them.
+* Arguments that point into one allocation (passed twice, two halves of one cudaMalloc, a stencil
+  on ``a + 1`` and ``a``) are replayed as ONE array -- the allocation from the lowest of those pointers
+  to its end, held by that argument -- and the others as pointers into its buffer at their captured
+  byte offsets (:class:`porter.backends.isolate.Alias`); that array is compared whole, so a port that
+  writes the wrong half fails.
 * A launch that cannot be replayed says why (a pointer that is not a device allocation, a struct
-  holding a device pointer, two arguments in one allocation, arrays over the capture limit, a launch
-  that failed).
+  holding a device pointer, one allocation seen as floats and as another type, arrays over the
+  capture limit, a launch that failed).
 * A launch that changed nothing as captured (a zero-fill into zeroed memory, a second identical
   launch, an idempotent update) is run again by the original with the arrays the kernel writes
   poisoned (:func:`poisoned`): what it computes there is what every port must compute; a kernel that
@@ -65,10 +70,49 @@ class Replay:
     unordered: tuple[Unordered, ...] = ()
     compared: tuple[str, ...] = ()  # each such comparison in words ("arg1 compared as a multiset")
     unsettled: str = ""  # why settle() found no comparison the original's runs keep
+    # a capture made on another device: by physical device (same_device), the original's own spread
+    # there, every variant's floor on it (cross_device_floors)
+    floors: dict[str, Floor] = field(default_factory=dict)
+    spread: tuple[str, ...] = ()  # devices where the original's spread is too large to be a floor, why
 
     def said(self) -> str:
         """The comparisons other than element by element, as a verdict names them ("" when none)."""
         return "; ".join(self.compared)
+
+
+@dataclass(frozen=True)
+class Floor:
+    """The differences the original itself shows on one device against a capture made on another:
+    per output, its name, element type and the largest absolute difference, which every variant's
+    output on that device may have from the capture too (and no more)."""
+
+    measured_on: str  # the device label the original was replayed on
+    captured_on: str  # the device label of the capture
+    spread: tuple[tuple[int, str, str, float], ...]  # (spec index, name, dtype, largest difference)
+
+    def by_index(self) -> dict[int, float]:
+        return {i: d for i, _, _, d in self.spread}
+
+    def said(self) -> str:
+        from porter.harness.checks import fmt_floor
+
+        each = ", ".join(f"{name} ±{fmt_floor(d)} ({dtype})" for _, name, dtype, d in self.spread)
+        return (
+            f"tolerance floor from the original's own spread on {self.measured_on} vs the capture on "
+            f"{self.captured_on}: {each}"
+        )
+
+
+def same_device(a: str, b: str) -> bool:
+    """Whether two device labels name one physical device: ``cuda:NVIDIA H200`` and ``hip:NVIDIA H200``
+    (one GPU through two runtimes), ``cpu:cpu-emulator`` and its other wavefront width
+    ``cpu:cpu-emulator-wave64`` (one emulator)."""
+    return physical(a) == physical(b)
+
+
+def physical(label: str) -> str:
+    """The physical device a label names (its backend and emulated width left out)."""
+    return re.sub(r"-wave\d+(?=$|#)", "", label.partition(":")[2])
 
 
 def element_dtype(dtype: str, element: str) -> str:
@@ -128,19 +172,45 @@ def struct_dtype(nbytes: int, align: int) -> np.dtype | None:
     return np.dtype([("words", f"u{align}", (nbytes // align,))], align=True)
 
 
-def aliases(la: Launch) -> dict[int, int]:
-    """Pointer arguments that repeat an earlier one (the same allocation at the same offset: an in-place
-    launch ``k(d, d, n)``): argument index -> the index of the argument it repeats."""
-    first: dict[tuple[int, int], int] = {}
-    found: dict[int, int] = {}
+def shares(la: Launch) -> dict[int, tuple[int, int]]:
+    """Pointer arguments into an allocation another argument points into too (an in-place launch
+    ``k(d, d, n)``, two halves of one cudaMalloc ``k(d, d + n, n)``, a stencil on ``a + 1`` and ``a``):
+    argument index -> (the argument whose array holds that allocation, bytes from its pointer to this
+    one).  The argument that holds it is the one pointing lowest into the allocation (the first such, at
+    equal offsets); it is replayed as the allocation from there to its end, the others as pointers into
+    that one buffer."""
+    by_alloc: dict[int, list[Arg]] = {}
     for a in la.args:
         if a.kind == "pointer" and a.allocation is not None:
-            at = (a.allocation, a.offset)
-            if at in first:
-                found[a.index] = first[at]
-            else:
-                first[at] = a.index
+            by_alloc.setdefault(a.allocation, []).append(a)
+    found: dict[int, tuple[int, int]] = {}
+    for group in by_alloc.values():
+        if len(group) < 2:
+            continue
+        base = min(group, key=lambda a: (a.offset, a.index))
+        for a in group:
+            if a is not base:
+                found[a.index] = (base.index, a.offset - base.offset)
     return found
+
+
+def _layout(la: Launch) -> dict[int, int]:
+    """Which argument holds each shared argument's allocation (what launches must agree on to be
+    instances of one spec; the offsets may differ from launch to launch)."""
+    return {i: base for i, (base, _) in shares(la).items()}
+
+
+def _holder_dtypes(la: Launch) -> dict[int, str]:
+    """The element type each array that other arguments point into is replayed as: theirs when they
+    agree, else bytes (integers of several widths in one pool, compared exactly)."""
+    kinds: dict[int, set[str]] = {}
+    for i, (base, _) in shares(la).items():
+        kinds.setdefault(base, {_dtype_of(la.args[base])}).add(_dtype_of(la.args[i]))
+    return {base: next(iter(k)) if len(k) == 1 else "uint8" for base, k in kinds.items()}
+
+
+def _dtype_of(a: Arg) -> str:
+    return element_dtype(a.dtype, a.element)
 
 
 def _unreplayable(la: Launch) -> str:
@@ -149,17 +219,10 @@ def _unreplayable(la: Launch) -> str:
         return f"the launch itself failed (error {la.status})"
     if la.skipped:
         return la.skipped
-    seen: dict[int, tuple[int, int]] = {}
     for a in la.args:
         if a.kind == "pointer":
             if a.allocation is None:
                 return f"argument {a.index} ({a.ctype}) is {a.why or 'not resolved'}"
-            if a.allocation in seen and seen[a.allocation][1] != a.offset:
-                return (
-                    f"arguments {seen[a.allocation][0]} and {a.index} point into one allocation at different "
-                    "offsets: not replayed yet"
-                )
-            seen.setdefault(a.allocation, (a.index, a.offset))
             elem = element_dtype(a.dtype, a.element)
             if (la.allocations[a.allocation].bytes - a.offset) < np.dtype(elem).itemsize:
                 return f"argument {a.index} points at the end of its allocation"
@@ -171,6 +234,13 @@ def _unreplayable(la: Launch) -> str:
                 return f"argument {a.index} ({a.ctype}) is a struct by value whose layout porter cannot pass: {why}"
         elif not a.dtype:
             return f"argument {a.index} ({a.ctype}) has no scalar type porter knows"
+    for i, (base, _) in shares(la).items():  # one allocation seen as floats and as something else
+        mine, theirs = _dtype_of(la.args[i]), _dtype_of(la.args[base])
+        if mine != theirs and "f" in (np.dtype(mine).kind, np.dtype(theirs).kind):
+            return (
+                f"arguments {base} and {i} point into one allocation as {theirs} and {mine}: one array of "
+                "two element types is not replayed yet"
+            )
     for i, y in enumerate(la.symbols):
         if not y.constant and la.symbol(i, "before") != la.symbol(i, "after"):
             return f"it writes the __device__ variable {y.name} (variables are not compared yet)"
@@ -307,17 +377,19 @@ def build(
     left += [f"launch {la.launch} (run {la.run}): another instantiation ({', '.join(la.signature())})"
              for la in usable if la.signature() != first.signature()]  # fmt: skip
     usable = same
-    repeated = aliases(first)  # arguments passed twice: one array, the same buffer in both places
+    # arguments into one allocation (passed twice, or at offsets): one array, pointers into its buffer
+    repeated = _layout(first)
     left += [f"launch {la.launch} (run {la.run}): its arguments share allocations differently"
-             for la in usable if aliases(la) != repeated]  # fmt: skip
-    usable = [la for la in usable if aliases(la) == repeated]
+             for la in usable if _layout(la) != repeated or _holder_dtypes(la) != _holder_dtypes(first)]  # fmt: skip
+    usable = [la for la in usable if _layout(la) == repeated and _holder_dtypes(la) == _holder_dtypes(first)]
+    holders = _holder_dtypes(first)
     rows: list[_Row] = []
     idle: list[_Row] = []
     for la in usable:
         row = _Row(
             la,
             {
-                a.index: _arrays(la, a, element_dtype(a.dtype, a.element))
+                a.index: _arrays(la, a, holders.get(a.index) or _dtype_of(a))
                 for a in la.args
                 if a.kind == "pointer" and a.index not in repeated
             },
@@ -353,13 +425,16 @@ def build(
 def _targets(la: Launch, repeated: Mapping[int, int], written: Collection[int]) -> list[int]:
     """The arguments of `la` poisoned to learn what it writes: pointers the kernel stores through (its
     scan's `written`), not const, to elements of an arithmetic type (an array of structs may hold
-    pointers or indices; it is kept as captured, as is every array the kernel only reads)."""
-    return [
-        a.index
-        for a in la.args
-        if a.kind == "pointer" and a.index not in repeated and a.index in written and not a.const
-        and (a.dtype or ctype_info(a.element.replace("const ", "").replace("volatile ", "").strip()) is not None)
-    ]  # fmt: skip
+    pointers or indices; it is kept as captured, as is every array the kernel only reads).  A pointer
+    into another argument's allocation poisons that argument's array (the whole allocation)."""
+    return sorted(
+        {
+            repeated.get(a.index, a.index)
+            for a in la.args
+            if a.kind == "pointer" and a.index in written and not a.const
+            and (a.dtype or ctype_info(a.element.replace("const ", "").replace("volatile ", "").strip()) is not None)
+        }
+    )  # fmt: skip
 
 
 def _poison(
@@ -408,11 +483,12 @@ def _assemble(
     # an array the original never changed is an input: the variant must leave it bit-identical too
     changed = {i for r in rows for i, (b, a) in r.data.items() if not np.array_equal(b, a)}
     args: list[ArgSpec] = []
+    holders = _holder_dtypes(first)
     for a in first.args:
-        if a.kind == "pointer" and a.index in repeated:  # the buffer of an earlier argument, again
+        if a.kind == "pointer" and a.index in repeated:  # a pointer into another argument's buffer
             args.append(ArgSpec(f"arg{a.index}", element_dtype(a.dtype, a.element), Role.SCALAR))
         elif a.kind == "pointer":
-            dtype = element_dtype(a.dtype, a.element)
+            dtype = holders.get(a.index) or _dtype_of(a)
             role = Role.INOUT if a.index in changed else Role.IN
             args.append(ArgSpec(f"arg{a.index}", dtype, role, shape=(f"n{a.index}",)))
         elif a.kind == "value":  # a struct by value: its bytes, as words of its alignment
@@ -441,9 +517,10 @@ def _assemble(
         size = dict(zip(GEOMETRY, (*la.grid, *la.block, la.shared_bytes), strict=True))
         values: list[np.ndarray | np.generic | Alias] = []
         outs: list[np.ndarray] = []
+        shared = shares(la)
         for a in la.args:
             if a.kind == "pointer" and a.index in repeated:
-                values.append(Alias(repeated[a.index]))
+                values.append(Alias(*shared[a.index]))
             elif a.kind == "pointer":
                 before, after = row.data[a.index]
                 size[f"n{a.index}"] = before.size
@@ -488,7 +565,7 @@ def _assemble(
         and any(a.role is Role.INOUT and np.dtype(a.dtype).kind == "f" for a in args),
         notes=(
             f"from {len(rows)} captured launch(es)",
-            *(f"arg{i} is arg{j} again (one buffer passed twice)" for i, j in sorted(repeated.items())),
+            *(_shared_note(i, j, off) for i, (j, off) in sorted(shares(first).items())),
             *notes,
         ),
         constants=constants,
@@ -497,6 +574,15 @@ def _assemble(
     # visible launches first, then the held-back ones (the validator's order for hidden sizes)
     instances.sort(key=lambda inst: inst.label.startswith("hidden"))
     return spec, tuple(instances), recorded
+
+
+def _shared_note(i: int, base: int, offset: int) -> str:
+    if offset == 0:
+        return f"arg{i} is arg{base} again (one buffer passed twice)"
+    return (
+        f"arg{i} points {offset} bytes into arg{base} (one allocation: one buffer and a pointer into it, "
+        f"compared as arg{base} whole)"
+    )
 
 
 def settle(rep: Replay, original: Original) -> Replay:
@@ -586,6 +672,60 @@ def settle(rep: Replay, original: Original) -> Replay:
     return replace(rep, spec=settled, unordered=tuple(orders), compared=compared, unsettled="")
 
 
+def cross_device_floors(rep: Replay, original: Original, captured_on: str) -> Replay:
+    """`rep` with a tolerance floor for every device the original runs on that is not the one the
+    capture was made on (a GPU's capture on the CPU emulator, or the reverse).
+
+    The original is replayed there first, from every instance; each output is compared with what the
+    capture recorded (:func:`porter.harness.checks.cross_device_spread`): within the tolerance, no
+    floor; slightly off (floats within a fraction of their magnitude, integers and bytes computed from
+    floats by a unit or two), its largest difference is that output's floor on that device -- and on
+    the same device reached otherwise (HIP on that GPU, the emulator's other wavefront width) -- named
+    in every verdict there.  More than that on any output: no floor on that device (``spread`` says
+    why), so the original's replay fails there as it would.  Same-device replays keep the strict
+    rules: `rep` unchanged when the capture names no device or only the device it was made on runs
+    the original."""
+    from porter.harness.checks import cross_device_spread, tolerance_for
+
+    spec = rep.spec
+    if spec is None or not captured_on:
+        return rep
+    array_idx = [i for i, a in enumerate(spec.args) if a.role is not Role.SCALAR]
+    members = {m for order in rep.unordered for m in order.members}
+    outs = [i for i in array_idx if spec.args[i].role is Role.INOUT and i not in members]
+    floors: dict[str, Floor] = {}
+    notes: list[str] = []
+    for device in original.devices:
+        if device.checks or same_device(device.label, captured_on):
+            continue
+        mine = replace(original, devices=(device,))
+        spread: dict[int, float] = {}
+        why = ""
+        for inst in rep.instances:
+            got = mine.outputs(spec, inst)
+            if isinstance(got, str):
+                why = f"the original's replay there failed: {got}"
+                break
+            want = dict(zip(array_idx, rep.recorded[inst.label], strict=True))
+            for i in outs:
+                d = cross_device_spread(got[0][i], want[i], tolerance_for(spec.args[i].dtype, spec))
+                if d is None:
+                    why = f"{spec.args[i].name} differs by more than a device's rounding at {inst.label}"
+                    break
+                spread[i] = max(spread.get(i, 0.0), d)
+            if why:
+                break
+        if why:
+            notes.append(f"{device.label} vs the capture on {captured_on}: no tolerance floor ({why})")
+            continue
+        kept = tuple(
+            (i, spec.args[i].name, spec.args[i].dtype, d) for i, d in sorted(spread.items()) if d > 0
+        )
+        if kept:
+            floors[physical(device.label)] = Floor(device.label, captured_on, kept)
+    return replace(rep, floors=floors, spread=tuple(notes))
+
+
 def replay(
     variant: Variant,
     rep: Replay,
@@ -615,9 +755,11 @@ def replay(
         ]
     spec, instances = _for_variant(rep, variant)
     opts = replace(options, given=instances, trials=1)
+    floor_of = {d.label: f for d in devices if (f := rep.floors.get(physical(d.label))) is not None}
     verdicts = validate(
-        variant, spec, Reference(recorded=rep.recorded), list(devices), opts, unordered=rep.unordered
-    )
+        variant, spec, Reference(recorded=rep.recorded), list(devices), opts, unordered=rep.unordered,
+        floors={label: f.by_index() for label, f in floor_of.items()},
+    )  # fmt: skip
     shown, held = len(spec.sizes), len(spec.hidden_sizes)
     said = f"matches what the original's run left at {shown} captured launch(es)" + (
         f" and {held} held back" if held else ""
@@ -639,9 +781,23 @@ def replay(
             else replace(v, reason=f"{v.reason} (compared: {rep.said()})")
             for v in verdicts
         ]
-    if rep.left_out:
+    if floor_of:  # a capture made on another device: every verdict there names the floor it was judged by
         verdicts = [
-            replace(v, logs=(*v.logs, *(f"not replayed: {w}" for w in rep.left_out))) for v in verdicts
+            replace(
+                v,
+                reason=f"{v.reason}; {f.said()}"
+                if v.status is Status.VALIDATED
+                else f"{v.reason} (with the {f.said()})",
+                checks=(*v.checks, "cross-device-floor") if v.status is Status.VALIDATED else v.checks,
+            )
+            if (f := floor_of.get(v.device)) is not None
+            else v
+            for v in verdicts
+        ]
+    if rep.left_out or rep.spread:
+        verdicts = [
+            replace(v, logs=(*v.logs, *(f"not replayed: {w}" for w in rep.left_out), *rep.spread))
+            for v in verdicts
         ]
     return verdicts
 
@@ -738,11 +894,15 @@ def _for_variant(rep: Replay, variant: Variant) -> tuple[KernelSpec, tuple[Insta
 
 
 __all__ = [
+    "Floor",
     "Original",
     "Replay",
     "poisoned",
-    "aliases",
+    "shares",
     "build",
+    "cross_device_floors",
+    "physical",
+    "same_device",
     "struct_dtype",
     "element_dtype",
     "instance_name",

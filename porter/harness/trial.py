@@ -181,14 +181,15 @@ def job_args(variant: Variant, inst: Instance, shared: int) -> tuple[list[Any], 
     if variant.arg_map is not None:  # extras not referenced by a None slot trail the mapped arguments
         for extra in extras:
             args.append(extra_value(extra, inst, shared))
-    # an argument passed twice (a captured in-place launch): named by the spec's index, given to the
-    # child by the position that array holds in this variant's argument list
+    # an argument passed twice or into another's allocation (a captured in-place launch, two halves of
+    # one cudaMalloc): named by the spec's index, given to the child by the position that array holds
+    # in this variant's argument list, at the same byte offset
     where = dict(zip(array_spec_index, positions, strict=True))
     for k, value in enumerate(args):
         if isinstance(value, Alias):
             if value.index not in where:
                 raise Reject("arguments", f"argument {k} repeats an array the variant does not take")
-            args[k] = Alias(where[value.index])
+            args[k] = Alias(where[value.index], value.offset)
     return args, array_spec_index, positions
 
 

@@ -25,7 +25,7 @@ seeded trials:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -80,17 +80,24 @@ def validate(
     devices: Sequence[Device],
     options: ValidateOptions = ValidateOptions(),
     unordered: Sequence[Unordered] = (),
+    floors: Mapping[str, Mapping[int, float]] | None = None,
 ) -> list[Verdict]:
     """One Verdict per device; a variant that cannot run anywhere gets a compile-only verdict.
     `unordered`: outputs compared by what the original's own runs keep (a compaction's elements as a
-    multiset, :class:`porter.harness.checks.Unordered`) instead of element by element."""
+    multiset, :class:`porter.harness.checks.Unordered`) instead of element by element.  `floors`: by
+    device label, per output (spec index) the absolute difference it may have from the reference there
+    besides the tolerance (a capture made on another device: the original's own spread on this one,
+    porter.harness.replay.cross_device_floors); devices not named compare strictly."""
     if not devices:
         verdict = compile_only(variant, spec, options)
         return [verdict] if verdict else []
     for device in devices[1:]:  # their children come up while the first device's jobs run
         if not device.checks:  # (a checker's job starts under its wrapper)
             prestart(Job(device.backend, "", "", options.compile, device), options.timeout_s)
-    return [_validate_on(variant, spec, reference, d, options, tuple(unordered)) for d in devices]
+    return [
+        _validate_on(variant, spec, reference, d, options, tuple(unordered), (floors or {}).get(d.label))
+        for d in devices
+    ]
 
 
 def compile_only(
@@ -140,6 +147,7 @@ def _validate_on(
     device: Device,
     opts: ValidateOptions,
     unordered: tuple[Unordered, ...] = (),
+    floor: Mapping[int, float] | None = None,
 ) -> Verdict:
     logs: list[str] = []
     checks: list[str] = []
@@ -222,7 +230,7 @@ def _validate_on(
                                 f"({opts.redraws + 1} draws); give the spec other input ranges (low/high)",
                             )
                         continue
-                    check_instance(spec, inst, runs, expected, stats, unordered)
+                    check_instance(spec, inst, runs, expected, stats, unordered, floor)
                     break
                 trials_done += 1
             if not label.startswith("hidden"):

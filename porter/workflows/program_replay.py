@@ -11,7 +11,11 @@ capture/``, docs/CAPTURE_FORMAT.md).  For every kernel captured (:func:`porter.h
    the original's own runs differ from the capture (the order of a compaction filled through atomics),
    what stays the same is found (:func:`porter.harness.replay.settle`: a multiset, a count and a set,
    a float sum within the order-aware tolerance), named in every verdict, and the original judged again
-   by it;
+   by it.  Arguments that point into one allocation are one buffer and pointers into it at the
+   captured offsets, compared as the whole allocation.  A capture made on another device than the one
+   replaying it (a GPU's capture on the CPU emulator, or the reverse) is first replayed there by the
+   original: where it differs only slightly (a rounding), that spread is the tolerance floor of every
+   variant on that device, named in each verdict (:func:`porter.harness.replay.cross_device_floors`);
 2. each **port** is replayed on every device that runs its target (the HIP file that defines the
    kernel, built as device code with the mirrored tree's include folders; the OpenCL unit holding it,
    through its launch mapping), and judged by the validator's checks against what the original left.
@@ -177,6 +181,14 @@ def _timed(
         row, time_ms=mine, time_iqr_ms=res.timing.iqr_ms, original_ms=theirs, speedup=speedup, floor_ms=floor,
         timed_at=at, contended=res.contended,
     )  # fmt: skip
+
+
+def _with_floors(
+    base: Callable[[], replaying.Replay], original: replaying.Original, captured_on: str
+) -> replaying.Replay:
+    """The replay, with the original's own spread on each device other than the capture's as the floor
+    of every variant there (:func:`porter.harness.replay.cross_device_floors`)."""
+    return replaying.cross_device_floors(base(), original, captured_on)
 
 
 def _settled(base: Callable[[], replaying.Replay], original: replaying.Original) -> replaying.Replay:
@@ -346,9 +358,9 @@ def _replay(
             continue
         on = run_devices(SOURCE_DIALECT)
         original = replaying.Original(made.variant, made.compile, tuple(on), timeout)
-        replay_of = functools.cache(  # on first need only
-            functools.partial(build_replay, name, las, atomics, written, original)
-        )
+        built = functools.partial(build_replay, name, las, atomics, written, original)
+        # on first need only; a capture made on another device: the original's own spread there first
+        replay_of = functools.cache(functools.partial(_with_floors, built, original, las[0].device))
         rows = judged(made, on, replay_of, name, made)
         unsettled = ""
         if _order_dependent(rows):  # the original's own runs differ: compare by what they keep

@@ -118,10 +118,10 @@ def test_a_float_atomic_sum_is_compared_with_an_order_aware_tolerance(tour) -> N
 
 def test_launches_that_cannot_be_replayed_say_why(tour) -> None:
     assert "holds a device pointer" in replay.build("touch", tour["touch"]).problem
-    assert (
-        "point into one allocation at different offsets"
-        in replay.build("accumulate", tour["accumulate"]).problem
-    )
+    # accumulate(d, d + n, n): two halves of one allocation are one buffer now; into zeroed memory it
+    # changed nothing, so without the original to poison it with the launch proves nothing
+    halves = replay.build("accumulate", tour["accumulate"])
+    assert halves.spec is None and "changed any array" in halves.problem, halves.problem
     assert "capture limit" in replay.build("fill", tour["fill"]).problem
     nothing = replay.build("nothing", tour["nothing"])
     assert nothing.spec is None and "changed any array" in nothing.problem

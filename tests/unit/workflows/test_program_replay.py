@@ -131,3 +131,46 @@ def test_launches_that_changed_nothing_and_a_compaction_in_varying_order_are_jud
     ), kept
     assert [r.resumed for r in kept if r.variant == "original"] == [True]
     assert not any(r.resumed for r in kept if r.variant != "original")
+
+
+SHARED = ROOT / "tests" / "fixtures" / "programs" / "shared_allocations"
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU runtime needs g++")
+def test_arguments_into_one_allocation_are_replayed_as_one_buffer_and_a_wrong_half_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = tmp_path / "shared_allocations"
+    shutil.copytree(SHARED, src)
+    cpu = ProgramRuns(("",), toolchains=("cpu-runtime",))
+    report = port_program([str(src)], ["hip", "opencl"], out_dir=str(tmp_path / "out"), run=cpu)
+    rows = {k.name: k.replays for k in report.kernels}
+    # the two halves of one cudaMalloc (1024 bytes apart, then 1036: held back) and the stencil on a + 1
+    # and a (4 bytes apart): the original and both ports validated on the emulator and on OpenCL
+    for name in ("halves", "pairs"):
+        assert {r.variant for r in rows[name]} == {"original", "hip", "opencl"}, rows[name]
+        for r in rows[name]:
+            assert r.status == "validated" or (
+                # an OpenCL device without shared virtual memory cannot point 4 bytes into a buffer
+                r.status == "compiled" and "no shared virtual memory" in r.reason
+            ), r
+        assert any(r.device.startswith("opencl:") and r.status == "validated" for r in rows[name])
+    assert rows["halves"][0].held_back == 1
+    # a HIP port that writes the input's half instead of the output's: the allocation is compared whole
+    from porter.workflows.program_plan import ProgramPlan
+
+    real = ProgramPlan.variant
+
+    def planted(self, target, name, *rest, **kw):  # type: ignore[no-untyped-def]
+        found = real(self, target, name, *rest, **kw)
+        if target != "hip" or name != "halves" or not hasattr(found, "variant"):
+            return found
+        wrong = found.variant.source.replace("out[i] = 2.0f", "((float*)in)[i] = 2.0f")
+        assert wrong != found.variant.source
+        return replace(found, variant=replace(found.variant, source=wrong))
+
+    monkeypatch.setattr(ProgramPlan, "variant", planted)
+    again = port_program([str(src)], ["hip", "opencl"], out_dir=str(tmp_path / "planted"), run=cpu)
+    hip = [r for k in again.kernels if k.name == "halves" for r in k.replays if r.variant == "hip"]
+    assert hip and all(r.status == "failed" and "matches-reference" in r.reason for r in hip), hip

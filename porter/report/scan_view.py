@@ -151,7 +151,7 @@ def render(result: _Result, out: Console | None = None, err: Console | None = No
         counts = (
             f"{len(f.kernels)} kernels, {len(f.launches)} launches, {len(f.loops)} loop nests, "
             f"{len(f.hazards)} hazards"
-            if f.language == "cuda"
+            if f.language != "python"  # CUDA and HIP code: kernels and launches
             else f"{len(f.loops)} loop nests, {len(f.hazards)} hazards"
         )
         title = Text(f"{f.path} ({f.language}): {counts}", style="bold")

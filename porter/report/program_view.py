@@ -154,6 +154,8 @@ def render(report: ProgramReport) -> None:
                 f" ({_short(v['detail'], 100)})",
             )
         )
+    for h in report.build.get("port_hazards") or ():
+        console.print(f"port hazard {h['file']}:{h['line']} {h['code']}: {h['at_64']}")
     for line in count_lines(report):
         console.print(line)
     for note in report.notes:
@@ -277,6 +279,16 @@ def markdown(report: ProgramReport) -> str:
     notes = [*report.notes, *contended_notes(report)]
     if notes:
         out += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
+    hazards = report.build.get("port_hazards") or ()
+    if hazards:
+        out += ["## Wave-size hazards in the port, and what the 64-lane runs say", ""]
+        out += ["| where | hazard | at 64 lanes |", "|---|---|---|"]
+        out += [
+            f"| `{h['file']}:{h['line']}` | {h['code']}: {_short(str(h['message']), 160).replace('|', '/')} | "
+            f"{str(h['at_64']).replace('|', '/')} |"
+            for h in hazards
+        ]
+        out.append("")
     counted = count_lines(report)
     if counted:
         out += ["## Kernel instances judged", ""] + [f"- {line}" for line in counted] + [""]

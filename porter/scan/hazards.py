@@ -35,6 +35,8 @@ HIP_CODES = (
     "warp-size-branch",
 )
 DIALECTS = ("cuda", "hip")
+# The hazards of code that assumes a wavefront width: what a run at 64 lanes proves or disproves.
+WAVE_CODES = ("warp-size-assumption", "full-warp-mask", *HIP_CODES)
 
 
 @dataclass(frozen=True)

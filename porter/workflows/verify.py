@@ -202,6 +202,7 @@ def verify_program(
         trees={target: mirrored},
     )  # fmt: skip
     replay_program(plan, out, report, say, save, ledger)
+    report.build["port_hazards"] = wave_hazards(port_plan, report, target)
     if hooks.chart is not None and report.runs:
         report.chart = hooks.chart(report, out)
     report.complete = True
@@ -209,6 +210,53 @@ def verify_program(
     if hooks.markdown is not None:
         write_atomic(out / MARKDOWN_NAME, hooks.markdown(report))
     return report
+
+
+def wave_hazards(port: ProgramPlan, report: ProgramReport, target: str) -> list[dict[str, str | int]]:
+    """The wave-size hazards of the port's code (its files scanned as `target`), each with what the runs
+    at 64 lanes say of it: inside a kernel, that kernel's replay at 64 lanes (failed: the hazard is a
+    defect there; validated: not on the launches the program made); elsewhere (host code, a device
+    function), the program's runs at 64 lanes."""
+    from porter.plan import wavefront_devices
+    from porter.scan.cuda import scan_cuda
+    from porter.scan.hazards import WAVE_CODES
+
+    wide = {d.label for d in wavefront_devices(target) if d.facts.warp_size == 64}
+    runs = [v for r in report.runs for v in r.variants if v.variant == target and v.device in wide]
+    found: list[dict[str, str | int]] = []
+    for f in port.program.files:
+        text = port.text(f)
+        if text is None or f.kind not in ("source", "header"):
+            continue
+        scan = scan_cuda(str(f.rel), text.encode("utf-8", "surrogateescape"), dialect=target)
+        for h in scan.hazards:
+            if h.code not in WAVE_CODES:
+                continue
+            kernel = next((k for k in scan.kernels if k.line <= h.line <= k.end_line), None)
+            found.append(
+                {"file": str(f.rel), "line": h.line, "code": h.code, "message": h.message,
+                 "at_64": _at_64(kernel.name if kernel else "", report, target, wide, runs)}
+            )  # fmt: skip
+    return found
+
+
+def _at_64(kernel: str, report: ProgramReport, target: str, wide: set[str], runs: Sequence[object]) -> str:
+    if kernel:
+        rows = [r for k in report.kernels if k.name == kernel for r in k.replays if r.variant == target]
+        at = [r for r in rows if r.device in wide]
+        failed = [r for r in at if r.status == "failed"]
+        if failed:
+            return f"a defect: {kernel} fails at 64 lanes ({failed[0].reason[:160]})"
+        if any(r.status == "validated" for r in at):
+            return f"not a defect on the program's launches: {kernel} validated at 64 lanes"
+        why = next((r.reason for r in rows if r.reason), "no replay at 64 lanes here")
+        return f"not judged at 64 lanes: {why[:160]}"
+    statuses = {getattr(v, "status", "") for v in runs}
+    if "differs" in statuses or "failed" in statuses:
+        return "possibly a defect: the program's run at 64 lanes differs from the original"
+    if statuses == {"matches"}:
+        return "not a defect in the runs given: the program matches the original at 64 lanes"
+    return "not judged: no run at 64 lanes here"
 
 
 def _copy_port(port: Program, tree: Path) -> None:

@@ -157,3 +157,22 @@ def test_the_command_line_exits_1_on_a_defect_and_0_on_a_good_port(tmp_path: Pat
         timeout=120, check=False,
     )  # fmt: skip
     assert missing.returncode == 2 and "--against" in missing.stderr
+
+
+def test_each_wave_size_hazard_of_the_port_is_proven_or_disproven_by_the_64_lane_run(tmp_path: Path) -> None:
+    narrow = _verify(HERE / "vote_hip_ballot32", tmp_path / "a")
+    said = [(h["line"], h["code"], str(h["at_64"])) for h in narrow.build["port_hazards"]]
+    assert [(line, code) for line, code, _ in said] == [(8, "narrow-ballot"), (9, "narrow-ballot")]
+    assert all(
+        at.startswith("a defect: count_positive fails at 64 lanes (matches-reference") for *_, at in said
+    )
+    assert _verify(HERE / "vote_hip", tmp_path / "b").build["port_hazards"] == []
+    # lane arithmetic tied to 32 that the program's launches never make wrong: flagged, and disproven
+    harmless = _edited(tmp_path, "if (i < n) x[i] *= a;", "if (i < n && threadIdx.x % 32 < 64) x[i] *= a;")
+    report = _verify(harmless, tmp_path / "c")
+    assert [(h["line"], h["code"], h["at_64"]) for h in report.build["port_hazards"]] == [
+        (15, "warp-size-assumption", "not a defect on the program's launches: scale validated at 64 lanes")
+    ]
+    from porter.report.program_view import markdown
+
+    assert "| `main.hip:15` | warp-size-assumption: " in markdown(report)

@@ -243,7 +243,35 @@ def replay_program(
         _replay(plan, out, report, launches, run_keys, say, save, ledger or Ledger(), timeout)
     if report.runs:  # every kernel has a row for the original and each target, with its reason
         _rows_for_the_rest(report)
+        for note in missing_here((SOURCE_DIALECT, *report.targets)):  # never a silent degradation
+            if note not in report.notes:
+                report.notes.append(note)
+                say(note)
         save()
+
+
+def missing_here(dialects: Sequence[str]) -> list[str]:
+    """One note per backend that runs one of `dialects` and lacks something here -- every device (it only
+    compiles), or a checking device -- saying what the replays did without and what to install."""
+    from porter.backends import get_backend, runners
+
+    notes: list[str] = []
+    for name in dict.fromkeys(b for d in dialects for b in runners(d)):
+        try:
+            avail = get_backend(name).availability()
+        except Exception as err:  # noqa: BLE001 - a backend that cannot say is said to be missing
+            notes.append(f"{name}: not available here ({err}): no replay ran on its devices")
+            continue
+        if not avail.run:
+            notes.append(
+                f"{name}: no device runs code here ({avail.hint or 'none found'}): its kernels were judged on "
+                "the other devices only"
+            )
+        elif avail.hint:
+            notes.append(
+                f"{name}: part of what it checks is missing here ({avail.hint}): replayed without it"
+            )
+    return notes
 
 
 def _rows_for_the_rest(report: ProgramReport) -> None:

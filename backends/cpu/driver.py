@@ -147,20 +147,9 @@ def _compile_one(
     suffix = Path(src).suffix
     device = language in ("cu", "cuda", "hip") or (language is None and suffix in DEVICE_SUFFIXES)
     if device or (role == "nvcc" and suffix in CXX_SUFFIXES and language is None):
-        cmd = [
-            str(config["compiler"]),
-            *base,
-            "-include",
-            "porter_runtime.h",
-            inc,
-            *opts,
-            "-x",
-            "c++",
-            "-c",
-            src,
-            "-o",
-            obj,
-        ]
+        head = [str(config["compiler"]), *base, "-include", "porter_runtime.h", inc, *opts]
+        pre = _expanded(config, head, src, obj)  # launches only macro expansion shows, rewritten
+        cmd = [*head, "-x", "c++-cpp-output" if pre else "c++", "-c", pre or src, "-o", obj]
     elif suffix == ".c" and language in (None, "c"):
         cmd = [
             str(config["c_compiler"]),
@@ -177,6 +166,36 @@ def _compile_one(
         cmd = [str(config["compiler"]), *base, inc, *opts, "-c", src, "-o", obj]
     _log(config, cmd)
     return subprocess.run(cmd).returncode
+
+
+def _expanded(config: dict[str, object], head: list[str], src: str, obj: str) -> str:
+    """The unit preprocessed beside its object with the launches its macros held rewritten (as the CPU
+    runtime's own build does: porter.backends.launches.rewrite_preprocessed, ``#line`` markers keeping
+    the user's file and line), or "" when the text rewrite left no launch or it does not preprocess."""
+    from porter.backends.launches import has_launch_syntax, rewrite_preprocessed
+
+    from porter.files import decode_text, encode_text
+
+    try:
+        if not has_launch_syntax(decode_text(Path(src).read_bytes())):
+            return ""
+    except OSError:
+        return ""
+    dest = f"{obj}.ii"
+    cmd = [*head, "-x", "c++", "-E", os.path.abspath(src), "-o", dest]  # markers name files in full
+    _log(config, cmd)
+    if subprocess.run(cmd).returncode != 0 or not Path(dest).is_file():
+        return ""
+    text = decode_text(Path(dest).read_bytes())
+    labels = config.get("labels")
+    rewritten = rewrite_preprocessed(
+        text, _strings(config.get("deduced", [])), str(config.get("within", os.getcwd())),
+        labels if isinstance(labels, dict) else {},
+    )  # fmt: skip
+    if rewritten == text:
+        return ""
+    Path(dest).write_bytes(encode_text(rewritten))
+    return dest
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -321,8 +321,9 @@ class CpuProgramToolchain:
         compiler = self._backend._compiler_path()
         if compiler is None:
             return BuiltProgram(False, chain, reason="g++ not found (apt-get install g++)")
-        scratch, inc, include_dirs, _texts = self._prepare(source, out)
+        scratch, inc, include_dirs, texts = self._prepare(source, out)
         flags = self.flags(source.language)
+        kernels = program_kernels(texts.values())  # what the drivers' rewrite of macro launches needs
         incs = [f"-I{inc}", *(f"-I{d}" for d in include_dirs)]
         base = [
             compiler,
@@ -348,6 +349,9 @@ class CpuProgramToolchain:
             "runtime_c": str(Path(__file__).parent / "porter_runtime_c.cpp"),
             "link": list(_runtime_data()["program"].get("link", ["-lm", "-lpthread"])),
             "log": str(out / "drivers.log"),
+            "within": str(scratch) + os.sep,
+            "deduced": sorted(kernels.deduced),
+            "labels": dict(kernels.labels),
         }
         (drivers / "config.json").write_text(json.dumps(config), encoding="utf-8")
         env = {"PORTER_DRIVER_CONFIG": str(drivers / "config.json")}

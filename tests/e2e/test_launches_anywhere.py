@@ -46,3 +46,26 @@ def test_every_kernel_is_validated_wherever_it_is_launched(name: str, tmp_path: 
     assert not bad, bad
     assert {"".join(row["instance"].split()) for row in rows} == KERNELS[name]
     assert {row["variant"] for row in rows} == {"original", "hip"}
+
+
+@pytest.mark.skipif(
+    shutil.which("g++") is None or shutil.which("make") is None,
+    reason="the CPU runtime needs g++, --build make",
+)
+def test_macro_launches_build_through_the_users_own_makefile_too(tmp_path: Path) -> None:
+    """`--build make`: the Makefile's $(NVCC) is porter's compiler driver, which expands the macros of a
+    unit whose launches the text rewrite could not see and rewrites them, as the CPU runtime's own build."""
+    prog = tmp_path / "launch_macros"
+    shutil.copytree(PROGRAMS / "launch_macros", prog)
+    (prog / "Makefile").write_text("main: main.cu\n\t$(NVCC) -O2 -o main main.cu\n", encoding="utf-8")
+    r = subprocess.run(
+        [sys.executable, "-m", "porter", "port", str(prog), "--to", "hip", "--build", "make", "--run", "./main",
+         "--toolchains", "cpu-runtime", "--out", str(tmp_path / "out"), "--json"],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    doc = json.loads(r.stdout)
+    assert doc["program"]["verdicts"]["hip"]["status"] == "matches"
+    rows = [row for k in doc["kernels"] for row in k.get("replays", [])]
+    assert {"".join(row["instance"].split()) for row in rows} == KERNELS["launch_macros"]
+    assert {row["status"] for row in rows} == {"validated"}

@@ -196,6 +196,7 @@ struct Thread {
 
 struct Warp {
     lanemask_t live;     // lanes that exist and have not exited
+    lanemask_t exists;   // lanes that exist (the block's last wavefront may be partial)
     lanemask_t arrived;  // lanes waiting at a warp collective
     lanemask_t mask[64];
     int op[64];
@@ -204,6 +205,7 @@ struct Warp {
     int width[64];
     uint64_t result[64];
     int pred[64];
+    int strict[64];  // a HIP *_sync call at 64 lanes: its mask must name exactly the lanes that call with it
 };
 
 struct Block {
@@ -330,6 +332,27 @@ inline int barrier(int op, int pred) {
 // ------------------------------------------------------------------ warp collectives
 
 inline lanemask_t lane_bit(int lane) { return 1ull << lane; }
+[[noreturn]] inline void leave_thread() noexcept;
+
+// HIP on AMD (PORTER_HIP at 64 lanes) holds the *_sync masks to amd_warp_sync_functions.h's rules: a 64-bit
+// mask type (a static_assert there and here), the caller's own lane in its mask, and the mask equal to the
+// lanes that call with it (__hip_check_mask asserts MASK == __ballot(true)).  CUDA code, and HIP at 32
+// lanes (HIP on NVIDIA: CUDA's rules), keep CUDA's reading: exited lanes named in a mask are ignored.
+#if defined(PORTER_HIP) && PORTER_WARP_SIZE == 64
+#define PORTER_STRICT_MASKS 1
+#else
+#define PORTER_STRICT_MASKS 0
+#endif
+
+inline const char* warp_op_name(int op) {
+    static const char* const names[] = {"__syncwarp", "__shfl_sync", "__shfl_up_sync", "__shfl_down_sync",
+                                        "__shfl_xor_sync", "__ballot_sync", "__all_sync", "__any_sync",
+                                        "__match_any_sync", "__match_all_sync", "__reduce_add_sync",
+                                        "__reduce_min_sync", "__reduce_max_sync", "__reduce_min_sync",
+                                        "__reduce_max_sync", "__reduce_and_sync", "__reduce_or_sync",
+                                        "__reduce_xor_sync"};
+    return op >= 0 && op < (int)(sizeof names / sizeof names[0]) ? names[op] : "a warp collective";
+}
 
 inline uint64_t compute_warp_result(Warp& w, int lane, lanemask_t group) {
     int op = w.op[lane];
@@ -346,7 +369,10 @@ inline uint64_t compute_warp_result(Warp& w, int lane, lanemask_t group) {
         default: break;
     }
     if (op >= OP_SHFL_IDX && op <= OP_SHFL_XOR) {
-        if (src < 0 || src >= 64 || !(group & lane_bit(src))) return w.val[lane];
+        // A source lane that takes no part (exited, beyond the block's last wavefront, or calling with
+        // another mask).  64 lanes: AMD's ds_bpermute reads 0 from an inactive lane.  32 lanes: the
+        // caller's own value (CUDA leaves it undefined).
+        if (src < 0 || src >= 64 || !(group & lane_bit(src))) return PORTER_WARP_SIZE == 64 ? 0 : w.val[lane];
         return w.val[src];
     }
     uint64_t acc = 0;
@@ -390,6 +416,16 @@ inline void try_release_warp(Warp& w, int warp_index) {
         }
         pending &= ~same;
         if ((need & ~same) != 0) continue;
+        if (w.strict[lane] && (m & ~same) != 0) {  // HIP at 64 lanes: the mask names lanes that are not active
+            char msg[400];
+            snprintf(msg, sizeof msg,
+                     "%s with mask 0x%016llx in wavefront %d: the mask names lanes that are not active (exited, "
+                     "or beyond the block: active 0x%016llx); HIP on a 64-lane wavefront requires the mask to "
+                     "equal the lanes that call (__hip_check_mask: MASK == __ballot(true))",
+                     warp_op_name(w.op[lane]), m, warp_index, same);
+            fail(msg);
+            return;
+        }
         for (lanemask_t rest = same; rest; rest &= rest - 1) {
             int l = __builtin_ctzll(rest);
             w.result[l] = compute_warp_result(w, l, same);
@@ -403,11 +439,28 @@ inline void try_release_warp(Warp& w, int warp_index) {
     }
 }
 
-inline uint64_t warp_op(int op, lanemask_t mask, uint64_t val, int arg, int width) {
+inline uint64_t warp_op(int op, lanemask_t mask, uint64_t val, int arg, int width, int strict = 0) {
     Thread* t = g_cur;
     Warp& w = g_warps[t->warp];
     int lane = t->lane;
+    if (op >= OP_SHFL_IDX && op <= OP_SHFL_XOR && (width < 1 || width > PORTER_WARP_SIZE || (width & (width - 1)))) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "%s: width %d is not a power of two from 1 to warpSize (%d)", warp_op_name(op),
+                 width, PORTER_WARP_SIZE);
+        fail(msg);
+        leave_thread();
+    }
+    if (strict && !(mask & lane_bit(lane))) {
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "%s with mask 0x%016llx called by lane %d of a 64-lane wavefront: the mask leaves out the caller's "
+                 "own lane (a 32-lane mask?); HIP requires each caller's bit in its mask",
+                 warp_op_name(op), mask, lane);
+        fail(msg);
+        leave_thread();
+    }
     mask |= lane_bit(lane);
+    w.strict[lane] = strict;
     w.mask[lane] = mask;
     w.op[lane] = op;
     w.val[lane] = val;
@@ -422,6 +475,7 @@ inline uint64_t warp_op(int op, lanemask_t mask, uint64_t val, int arg, int widt
 }
 
 inline lanemask_t live_mask() { return g_warps[g_cur->warp].live; }
+inline lanemask_t existing_lanes() { return g_warps[g_cur->warp].exists; }
 
 template <class T>
 inline uint64_t to_bits(T v) {
@@ -520,8 +574,17 @@ static inline int __syncthreads_or(int p) { return porter_emu::barrier(3, p); }
 static inline void __threadfence() { __asm__ __volatile__("" ::: "memory"); }
 static inline void __threadfence_block() { __asm__ __volatile__("" ::: "memory"); }
 static inline void __threadfence_system() { __asm__ __volatile__("" ::: "memory"); }
-static inline void __syncwarp(unsigned long long mask = ~0ull) {
-    porter_emu::warp_op(porter_emu::OP_SYNC, mask, 0, 0, 0);
+// The *_sync masks: HIP on a 64-lane wavefront takes only a 64-bit integer (amd_warp_sync_functions.h's
+// static_assert, with its words); everywhere else any integer converts to 64 bits, as CUDA's unsigned does.
+#define PORTER_MASK_TYPE(M)                                                                              \
+    static_assert(!PORTER_STRICT_MASKS || (std::is_integral<M>::value && sizeof(M) == 8),             \
+                  "The mask must be a 64-bit integer. Implicitly promoting a smaller integer is almost " \
+                  "always an error. (HIP on a 64-lane wavefront: 0xffffffff leaves lanes 32-63 out)")
+static inline void __syncwarp() { porter_emu::warp_op(porter_emu::OP_SYNC, ~0ull, 0, 0, 0); }
+template <class M>
+static inline void __syncwarp(M mask) {
+    PORTER_MASK_TYPE(M);
+    porter_emu::warp_op(porter_emu::OP_SYNC, (unsigned long long)mask, 0, 0, 0, PORTER_STRICT_MASKS);
 }
 
 // --------------------------------------------------------------------------- cooperative groups: the block
@@ -635,10 +698,17 @@ static inline long long wall_clock64() { return clock64(); }
 static inline unsigned int __lane_id() { return (unsigned)porter_emu::lane_id(); }
 // The lanes below / at / above this one (HIP's __lanemask_*; PTX's %lanemask_* registers).
 static inline porter_emu::lanemask_t __lanemask_eq() { return 1ull << porter_emu::lane_id(); }
-static inline porter_emu::lanemask_t __lanemask_lt() { return (1ull << porter_emu::lane_id()) - 1ull; }
+#if defined(PORTER_HIP)  // HIP: `mask & __ballot64(1)`, the active lanes (amd_device_functions.h); here the
+#define PORTER_LANEMASK_ACTIVE porter_emu::existing_lanes()  // lanes that exist: no lane past a partial wavefront
+#else  // CUDA: PTX's %lanemask_* registers, active or not
+#define PORTER_LANEMASK_ACTIVE ~0ull
+#endif
+static inline porter_emu::lanemask_t __lanemask_lt() {
+    return ((1ull << porter_emu::lane_id()) - 1ull) & PORTER_LANEMASK_ACTIVE;
+}
 static inline porter_emu::lanemask_t __lanemask_le() { return (2ull << porter_emu::lane_id()) - 1ull; }
 static inline porter_emu::lanemask_t __lanemask_gt() {
-    return ~__lanemask_le() & (PORTER_WARP_SIZE == 64 ? ~0ull : 0xFFFFFFFFull);
+    return ~__lanemask_le() & (PORTER_WARP_SIZE == 64 ? ~0ull : 0xFFFFFFFFull) & PORTER_LANEMASK_ACTIVE;
 }
 static inline porter_emu::lanemask_t __lanemask_ge() {
     return ~__lanemask_lt() & (PORTER_WARP_SIZE == 64 ? ~0ull : 0xFFFFFFFFull);
@@ -665,50 +735,103 @@ typedef unsigned int porter_ballot_t;
 // lanes that arrive before and after another lane exits different masks, and none would complete.)
 #define PORTER_ALL_LANES (~0ull)
 #define PORTER_SHFL(NAME, OP)                                                                          \
-    template <class T>                                                                                  \
-    static inline T NAME##_sync(unsigned long long mask, T var, int arg, int width = PORTER_WARP_SIZE) { \
-        return porter_emu::from_bits<T>(porter_emu::warp_op(OP, mask, porter_emu::to_bits(var), arg, width)); \
+    template <class M, class T>                                                                         \
+    static inline T NAME##_sync(M mask, T var, int arg, int width = PORTER_WARP_SIZE) {                \
+        PORTER_MASK_TYPE(M);                                                                            \
+        return porter_emu::from_bits<T>(porter_emu::warp_op(OP, (unsigned long long)mask,               \
+                                                            porter_emu::to_bits(var), arg, width,       \
+                                                            PORTER_STRICT_MASKS));                      \
     }                                                                                                   \
     template <class T>                                                                                  \
     static inline T NAME(T var, int arg, int width = PORTER_WARP_SIZE) {                                \
-        return NAME##_sync(PORTER_ALL_LANES, var, arg, width);                                          \
+        return porter_emu::from_bits<T>(porter_emu::warp_op(OP, PORTER_ALL_LANES, porter_emu::to_bits(var), \
+                                                            arg, width));                               \
     }
 PORTER_SHFL(__shfl, porter_emu::OP_SHFL_IDX)
 PORTER_SHFL(__shfl_up, porter_emu::OP_SHFL_UP)
 PORTER_SHFL(__shfl_down, porter_emu::OP_SHFL_DOWN)
 PORTER_SHFL(__shfl_xor, porter_emu::OP_SHFL_XOR)
 
-static inline porter_ballot_t __ballot_sync(unsigned long long mask, int pred) {
-    return (porter_ballot_t)porter_emu::warp_op(porter_emu::OP_BALLOT, mask, pred != 0, 0, 0);
+template <class M>
+static inline porter_ballot_t __ballot_sync(M mask, int pred) {
+    PORTER_MASK_TYPE(M);
+    return (porter_ballot_t)porter_emu::warp_op(porter_emu::OP_BALLOT, (unsigned long long)mask, pred != 0, 0, 0,
+                                                PORTER_STRICT_MASKS);
 }
-static inline int __all_sync(unsigned long long mask, int pred) {
-    return (int)porter_emu::warp_op(porter_emu::OP_ALL, mask, pred != 0, 0, 0);
+template <class M>
+static inline int __all_sync(M mask, int pred) {
+    PORTER_MASK_TYPE(M);
+    return (int)porter_emu::warp_op(porter_emu::OP_ALL, (unsigned long long)mask, pred != 0, 0, 0, PORTER_STRICT_MASKS);
 }
-static inline int __any_sync(unsigned long long mask, int pred) {
-    return (int)porter_emu::warp_op(porter_emu::OP_ANY, mask, pred != 0, 0, 0);
+template <class M>
+static inline int __any_sync(M mask, int pred) {
+    PORTER_MASK_TYPE(M);
+    return (int)porter_emu::warp_op(porter_emu::OP_ANY, (unsigned long long)mask, pred != 0, 0, 0, PORTER_STRICT_MASKS);
 }
-static inline int __uni_sync(unsigned long long mask, int pred) {
+template <class M>
+static inline int __uni_sync(M mask, int pred) {
     return __all_sync(mask, pred) || !__any_sync(mask, pred);
 }
-static inline porter_ballot_t __ballot(int pred) { return __ballot_sync(PORTER_ALL_LANES, pred); }
-static inline int __all(int pred) { return __all_sync(PORTER_ALL_LANES, pred); }
-static inline int __any(int pred) { return __any_sync(PORTER_ALL_LANES, pred); }
-static inline porter_ballot_t __activemask() { return (porter_ballot_t)porter_emu::live_mask(); }
-
-template <class T>
-static inline porter_ballot_t __match_any_sync(unsigned long long mask, T value) {
-    return (porter_ballot_t)porter_emu::warp_op(porter_emu::OP_MATCH_ANY, mask, porter_emu::to_bits(value), 0, 0);
+static inline porter_ballot_t __ballot(int pred) {
+    return (porter_ballot_t)porter_emu::warp_op(porter_emu::OP_BALLOT, PORTER_ALL_LANES, pred != 0, 0, 0);
 }
-template <class T>
-static inline porter_ballot_t __match_all_sync(unsigned long long mask, T value, int* pred) {
-    porter_ballot_t r = (porter_ballot_t)porter_emu::warp_op(porter_emu::OP_MATCH_ALL, mask, porter_emu::to_bits(value), 0, 0);
+static inline int __all(int pred) { return (int)porter_emu::warp_op(porter_emu::OP_ALL, PORTER_ALL_LANES, pred != 0, 0, 0); }
+static inline int __any(int pred) { return (int)porter_emu::warp_op(porter_emu::OP_ANY, PORTER_ALL_LANES, pred != 0, 0, 0); }
+#if PORTER_WARP_SIZE == 64
+// AMD: __activemask() is __ballot(true) (amd_warp_functions.h), a wavefront operation: here the lanes that
+// have not exited once every one of them has arrived (or exited).
+static inline porter_ballot_t __activemask() {
+    return (porter_ballot_t)porter_emu::warp_op(porter_emu::OP_BALLOT, PORTER_ALL_LANES, 1, 0, 0);
+}
+#else
+// CUDA: not a synchronisation; the lanes of the warp that have not exited when the caller asks.
+static inline porter_ballot_t __activemask() { return (porter_ballot_t)porter_emu::live_mask(); }
+#endif
+
+// __match_*: 4- and 8-byte integers and floating point only (CUDA's and HIP's documented types).
+#define PORTER_MATCH_TYPE(T)                                                                            \
+    static_assert((std::is_integral<T>::value || std::is_floating_point<T>::value) &&                   \
+                      (sizeof(T) == 4 || sizeof(T) == 8),                                               \
+                  "__match_any / __match_all take a 32- or 64-bit integer, a float or a double")
+template <class M, class T>
+static inline porter_ballot_t __match_any_sync(M mask, T value) {
+    PORTER_MASK_TYPE(M);
+    PORTER_MATCH_TYPE(T);
+    return (porter_ballot_t)porter_emu::warp_op(porter_emu::OP_MATCH_ANY, (unsigned long long)mask,
+                                                porter_emu::to_bits(value), 0, 0, PORTER_STRICT_MASKS);
+}
+template <class M, class T>
+static inline porter_ballot_t __match_all_sync(M mask, T value, int* pred) {
+    PORTER_MASK_TYPE(M);
+    PORTER_MATCH_TYPE(T);
+    porter_ballot_t r = (porter_ballot_t)porter_emu::warp_op(porter_emu::OP_MATCH_ALL, (unsigned long long)mask,
+                                                             porter_emu::to_bits(value), 0, 0, PORTER_STRICT_MASKS);
     *pred = porter_emu::g_warps[porter_emu::g_cur->warp].pred[porter_emu::g_cur->lane];
     return r;
 }
+#if defined(PORTER_HIP)
+// HIP's mask-less spellings: every active lane of the wavefront.
+template <class T>
+static inline porter_ballot_t __match_any(T value) {
+    PORTER_MATCH_TYPE(T);
+    return (porter_ballot_t)porter_emu::warp_op(porter_emu::OP_MATCH_ANY, PORTER_ALL_LANES, porter_emu::to_bits(value), 0, 0);
+}
+template <class T>
+static inline porter_ballot_t __match_all(T value, int* pred) {
+    PORTER_MATCH_TYPE(T);
+    porter_ballot_t r = (porter_ballot_t)porter_emu::warp_op(porter_emu::OP_MATCH_ALL, PORTER_ALL_LANES,
+                                                             porter_emu::to_bits(value), 0, 0);
+    *pred = porter_emu::g_warps[porter_emu::g_cur->warp].pred[porter_emu::g_cur->lane];
+    return r;
+}
+#endif
 
 #define PORTER_REDUCE(NAME, T, OP)                                                                      \
-    static inline T NAME(unsigned long long mask, T value) {                                           \
-        return (T)(uint32_t)porter_emu::warp_op(OP, mask, (uint64_t)(uint32_t)value, 0, 0);            \
+    template <class M>                                                                                  \
+    static inline T NAME(M mask, T value) {                                                             \
+        PORTER_MASK_TYPE(M);                                                                            \
+        return (T)(uint32_t)porter_emu::warp_op(OP, (unsigned long long)mask, (uint64_t)(uint32_t)value, 0, 0, \
+                                                PORTER_STRICT_MASKS);                                   \
     }
 PORTER_REDUCE(__reduce_add_sync, int, porter_emu::OP_RED_ADD)
 PORTER_REDUCE(__reduce_add_sync, unsigned, porter_emu::OP_RED_ADD)
@@ -1342,6 +1465,7 @@ inline void run_block(unsigned bx, unsigned by, unsigned bz) {
         int lanes = n - w * PORTER_WARP_SIZE;
         if (lanes > PORTER_WARP_SIZE) lanes = PORTER_WARP_SIZE;
         g_warps[w].live = lanes == 64 ? ~0ull : ((1ull << lanes) - 1ull);
+        g_warps[w].exists = g_warps[w].live;
         g_warps[w].arrived = 0;
     }
     for (int i = 0; i < n; ++i) {

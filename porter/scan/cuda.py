@@ -518,7 +518,7 @@ class _Scanner:
     def __init__(self, path: str, source: bytes, macros: MacroTable | None = None, dialect: str = "cuda"):
         self.path = path
         self.dialect = dialect
-        self.hip = dialect == "hip"
+        self.hip = hz.mask_bits(dialect) == 64  # HIP: 64-bit masks and ballots, the wave-size rules
         # an all-ones member mask that leaves lanes out: any 32-bit spelling in CUDA terms (the port
         # gets 64 lanes), only the 32-bit ones in HIP (~0 and -1 are all 64 ones there)
         self.is_full_mask = hz.is_narrow_mask_literal if self.hip else hz.is_full_mask_literal

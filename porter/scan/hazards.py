@@ -93,10 +93,21 @@ def _freeze(index: dict[str, list[_Rule]]) -> dict[str, tuple[_Rule, ...]]:
 
 
 @cache
-def tables() -> Tables:
-    raw: dict[str, Any] = tomllib.loads(
+def _raw() -> dict[str, Any]:
+    found: dict[str, Any] = tomllib.loads(
         resources.files(__package__).joinpath("hazards.toml").read_text(encoding="utf-8")
     )
+    return found
+
+
+def mask_bits(dialect: str) -> int:
+    """How wide `dialect`'s warp masks and ballots are (hazards.toml ``[mask_bits]``; 32 when not listed)."""
+    return int(_raw().get("mask_bits", {}).get(dialect, 32))
+
+
+@cache
+def tables() -> Tables:
+    raw = _raw()
     templates = {
         code: (spec["message"], Severity(spec.get("severity", "warning")))
         for code, spec in raw["codes"].items()

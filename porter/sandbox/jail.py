@@ -392,11 +392,15 @@ _SYSTEM = (
 )
 
 
-@functools.cache
 def tracer() -> str:
     """The ``strace`` that :func:`run` lists a command's failed opens with ("" where there is none, or
     where this machine does not let it trace, as some containers do not)."""
-    tool = shutil.which("strace")
+    return _tracer(os.environ.get("PATH", ""))
+
+
+@functools.cache
+def _tracer(path: str) -> str:  # by PATH: what one PATH lacked says nothing of another
+    tool = shutil.which("strace", path=path)
     if not tool:
         return ""
     try:

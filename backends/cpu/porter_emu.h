@@ -553,6 +553,11 @@ static constexpr int warpSize = PORTER_WARP_SIZE;  // a variable, not a macro: `
 #define hipGridDim_x (gridDim.x)
 #define hipGridDim_y (gridDim.y)
 #define hipGridDim_z (gridDim.z)
+// HIP 1.x kernels take a first parameter of this type, which the hipLaunchKernel macro passes (HIP's
+// nvcc path: an int, 0); porter_hip_names.h says the same for programs
+#ifndef hipLaunchParm
+#define hipLaunchParm int
+#endif
 
 #define PORTER_SHARED_INIT(name)                                                                        \
     do {                                                                                                \

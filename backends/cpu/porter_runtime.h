@@ -592,6 +592,25 @@ inline cudaError_t launch_args(const void* fn, dim3 grid, dim3 block, void** arg
     if (args == nullptr) return note(cudaErrorInvalidValue);
     return (cudaError_t)e->launch(fn, e->name.c_str(), Config(grid, block, shared, stream), args);
 }
+// HIP's launch macro before hipLaunchKernelGGL (HIP 1.x; the ports in ROCm's HIP-Examples use it):
+// hipLaunchKernel(kernel, grid, block, shared, stream, args...) launches kernel(hipLaunchParm lp,
+// args...), the macro supplying lp (HIP's nvcc path passes 0; hipLaunchParm is int there and here).
+// The rewrite makes it a call of launch_args, where it is told from the runtime function
+// hipLaunchKernel(kernel, grid, block, void** args, shared, stream) by its fourth argument: a byte
+// count, not a pointer, and a kernel whose first parameter is that int.
+template <class T>
+inline cudaStream_t launch_stream(T s) {
+    if constexpr (std::is_integral<T>::value) return s == 0 ? cudaStream_t{} : (cudaStream_t)(uintptr_t)s;
+    else return s;
+}
+template <class L, class... P, class S, class T, class... A,
+          std::enable_if_t<std::is_integral<S>::value && std::is_same<L, int>::value && sizeof...(P) == sizeof...(A),
+                           int> = 0>
+inline cudaError_t launch_args(void (*kernel)(L, P...), dim3 grid, dim3 block, S shared, T stream, A&&... args) {
+    if (kernel == nullptr) return note(cudaErrorInvalidDeviceFunction);
+    return launch_kernel(kernel, Config(grid, block, (size_t)shared, launch_stream(stream)),
+                         decltype(params(kernel))(0, std::forward<A>(args)...), "hipLaunchKernel");
+}
 template <class K>
 inline cudaError_t launch_args_cooperative(K kernel, dim3 grid, dim3 block, void** args, size_t shared = 0,
                                            cudaStream_t stream = 0) {

@@ -17,6 +17,7 @@ ever written to.  The report is the program report of ``porter port DIR`` (docs/
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Sequence
 from dataclasses import replace
@@ -55,7 +56,7 @@ class PortMatch:
         if found is None:
             return f"the port defines no kernel {name}"
         f, k = found
-        if original is not None and _signature(original) != _signature(k):
+        if original is not None and _signature(original) != _signature(k, port=True):
             return (
                 f"the port's {name} ({f.rel}:{k.line}) takes ({', '.join(p.type for p in k.params)}), the "
                 f"original ({', '.join(p.type for p in original.params)}): not the same kernel"
@@ -63,11 +64,47 @@ class PortMatch:
         return found
 
 
-def _signature(k: Kernel) -> tuple[tuple[bool, int], ...]:
+def _signature(k: Kernel, port: bool = False) -> tuple[tuple[bool, int], ...]:
     """What must agree between an original kernel and its port: each parameter a pointer or not, and
     the size class of its type's words (``float*`` and ``float *__restrict__`` agree, ``float*`` and
-    ``double*`` do not)."""
-    return tuple((p.pointer, _width(p.type)) for p in k.params)
+    ``double*`` do not).  A port kernel's leading ``hipLaunchParm`` is not counted (see
+    :func:`launch_parm`)."""
+    params = k.params[1:] if port and launch_parm(k) else k.params
+    return tuple((p.pointer, _width(p.type)) for p in params)
+
+
+def launch_parm(k: Kernel) -> bool:
+    """Whether the kernel's first parameter is HIP 1.x's ``hipLaunchParm``: ports written for HIP's
+    first launch macro, ``hipLaunchKernel(k, grid, block, shared, stream, args...)``, declare
+    ``k(hipLaunchParm lp, args...)`` and the macro passes ``lp`` itself (HIP's nvcc path: ``0``), so
+    the kernel the program launches takes the original's arguments."""
+    return bool(k.params) and k.params[0].type.replace("const", "").strip() == "hipLaunchParm"
+
+
+_LAUNCH_PARM = r"\(\s*(?:const\s+)?hipLaunchParm\b\s*(?:const\s+)?(\w*)\s*(?:,|(?=\)))"
+
+
+def drop_launch_parm(code: str, name: str) -> str:
+    """`code` with the kernel `name`'s leading ``hipLaunchParm`` parameter taken out of each of its
+    declarations, and its definition given the parameter as a local holding ``0`` (what HIP's launch
+    macro passed), so it is launched with the original's arguments; line numbers unchanged."""
+    out: list[str] = []
+    pos = 0
+    for m in re.finditer(rf"(?<![\w.>]){re.escape(name)}\s*" + _LAUNCH_PARM, code):
+        open_at = code.index("(", m.start())
+        out.append(code[pos : open_at + 1] + "\n" * code.count("\n", open_at, m.end()))
+        pos = m.end()
+        depth, i = 1, m.end()
+        while i < len(code) and depth:
+            depth += {"(": 1, ")": -1}.get(code[i], 0)
+            i += 1
+        body = re.match(r"[^;{]*?\{", code[i:])  # a definition (after any qualifiers), not a declaration
+        if body is not None and m.group(1):
+            at = i + body.end()
+            out.append(code[pos:at] + f" hipLaunchParm {m.group(1)} = 0; (void){m.group(1)};")
+            pos = at
+    out.append(code[pos:])
+    return "".join(out)
 
 
 _WIDE = ("double", "long", "int64", "uint64", "size_t", "ptrdiff_t", "8")
@@ -116,8 +153,11 @@ class VerifyPlan(ProgramPlan):
             defines=self.port.plan.defines_for(f),
         )
         entry = name if "<" in name else k.name
+        code = device_code(text)
+        if launch_parm(k):
+            code = drop_launch_parm(code, k.name)
         return PlannedVariant(
-            Variant(name, target, device_code(text), entry, "user", str(dest)),
+            Variant(name, target, code, entry, "user", str(dest)),
             options,
             headers=self.port.plan.tree_digest(None, f),
         )
@@ -281,7 +321,14 @@ def _kernels(plan: VerifyPlan, matches: PortMatch, target: str, report: ProgramR
             row = kernels[name] = ProgramKernel(name, str(f.rel), line)
             found = matches.of(plan.kernel_scan(name, str(f.rel)), name)
             row.targets[target] = (
-                found if isinstance(found, str) else f"matched: {found[0].rel}:{found[1].line} of the port"
+                found
+                if isinstance(found, str)
+                else f"matched: {found[0].rel}:{found[1].line} of the port"
+                + (
+                    " (its hipLaunchParm left out: HIP's hipLaunchKernel passed it)"
+                    if launch_parm(found[1])
+                    else ""
+                )
             )
     for name, (f, k) in sorted(matches.kernels.items()):
         if name not in kernels:
@@ -292,4 +339,4 @@ def _kernels(plan: VerifyPlan, matches: PortMatch, target: str, report: ProgramR
     return sorted(kernels.values(), key=lambda k: (k.file, k.line, k.name))
 
 
-__all__ = ["PortMatch", "VerifyPlan", "verify_program"]
+__all__ = ["PortMatch", "VerifyPlan", "drop_launch_parm", "launch_parm", "verify_program"]

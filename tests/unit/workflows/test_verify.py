@@ -176,3 +176,39 @@ def test_each_wave_size_hazard_of_the_port_is_proven_or_disproven_by_the_64_lane
     from porter.report.program_view import markdown
 
     assert "| `main.hip:15` | warp-size-assumption: " in markdown(report)
+
+
+def test_a_hip_1_port_with_hiplaunchparm_builds_runs_and_is_replayed_on_the_originals_launches(
+    tmp_path: Path,
+) -> None:
+    """HIP 1.x ports (ROCm's HIP-Examples): kernels take ``hipLaunchParm lp`` first and are launched
+    by ``hipLaunchKernel(k, grid, block, shared, stream, args...)``, which passed ``lp`` itself; a
+    host file includes ``"hip_runtime.h"`` at the include root.  The program builds and matches, and
+    each kernel matches the original's with ``lp`` left out and is replayed at both widths."""
+    report = _verify(HERE / "vote_hip_launchparm", tmp_path)
+    assert _runs(report) == {NARROW: "matches", WIDE: "matches"}
+    for kernel in ("count_positive", "scale"):
+        assert _replays(report, kernel) == {NARROW: "validated", WIDE: "validated"}
+    assert {k.name: k.targets["hip"] for k in report.kernels} == {
+        "count_positive": "matched: main.hip:9 of the port (its hipLaunchParm left out: HIP's hipLaunchKernel "
+        "passed it)",
+        "scale": "matched: main.hip:16 of the port (its hipLaunchParm left out: HIP's hipLaunchKernel passed it)",
+    }
+    assert report.exit_code == 0
+
+
+def test_the_launch_parameter_is_taken_out_of_every_declaration_and_kept_as_a_local() -> None:
+    from porter.workflows.verify import drop_launch_parm
+
+    code = (
+        "__global__ void k(hipLaunchParm lp, float* x);\n"
+        "__global__ void k (hipLaunchParm lp,\n    float* x)\n{\n    x[0] = 1;\n}\n"
+        "__global__ void only(hipLaunchParm lp) { }\n"
+        "__global__ void kk(hipLaunchParm lp, float* x) { }\n"
+    )
+    out = drop_launch_parm(drop_launch_parm(code, "k"), "only")
+    assert out.count("\n") == code.count("\n")  # line numbers unchanged
+    assert "void k( float* x);" in out
+    assert "void k (\n    float* x)\n{ hipLaunchParm lp = 0; (void)lp;\n" in out
+    assert "void only() { hipLaunchParm lp = 0; (void)lp; }" in out
+    assert "void kk(hipLaunchParm lp, float* x)" in out  # another kernel is left as it is

@@ -236,7 +236,15 @@ def verify_program(
     report.kernels = _kernels(plan, matches, target, report)
     save()
     say(f"verifying the {target} port {port.root} against {original.root}")
-    mirrored = discover([str(tree)], flags.include_dirs, defines=flags.defines, undefines=flags.undefines)
+    # the copy as a program of its own: include folders the port reached (under its root) are in the copy
+    dirs = [
+        str(tree / Path(d).resolve().relative_to(port.root))
+        if Path(d).resolve().is_relative_to(port.root)
+        else d
+        for d in port.include_dirs
+    ]
+    units = [str(tree / u.rel) for u in port.units]
+    mirrored = discover(units or [str(tree)], dirs, defines=flags.defines, undefines=flags.undefines)
     build_and_run(
         original, out, report, run, ledger=ledger, say=say, skip=[Path(p) for p in skip], save=save,
         trees={target: mirrored},

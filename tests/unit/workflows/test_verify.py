@@ -212,3 +212,26 @@ def test_the_launch_parameter_is_taken_out_of_every_declaration_and_kept_as_a_lo
     assert "void k (\n    float* x)\n{ hipLaunchParm lp = 0; (void)lp;\n" in out
     assert "void only() { hipLaunchParm lp = 0; (void)lp; }" in out
     assert "void kk(hipLaunchParm lp, float* x)" in out  # another kernel is left as it is
+
+
+def test_a_port_that_reaches_a_header_in_a_folder_beside_it_through_minus_i(tmp_path: Path) -> None:
+    """Suites keep shared headers beside the programs (`../common`): given with -I, the header is part
+    of the port's copy and its units still build and run."""
+    from porter.defines import BuildFlags
+
+    port, common = tmp_path / "suite" / "port", tmp_path / "suite" / "common"
+    common.mkdir(parents=True)
+    shutil.copytree(HERE / "vote_hip", port)
+    (common / "scaling.h").write_text("#pragma once\n#define SCALE_OF(a) (a)\n")
+    text = (port / "main.hip").read_text()
+    (port / "main.hip").write_text(
+        text.replace(
+            "#include <hip/hip_runtime.h>", '#include <hip/hip_runtime.h>\n#include "scaling.h"'
+        ).replace("x[i] *= a;", "x[i] *= SCALE_OF(a);")
+    )
+    report = verify_program(
+        [str(port)], [str(ORIGINAL)], flags=BuildFlags((str(common),)), out_dir=str(tmp_path / "out"),
+        run=ProgramRuns(runs=("",), toolchains=("cpu-runtime",)),
+    )  # fmt: skip
+    assert _runs(report) == {NARROW: "matches", WIDE: "matches"}
+    assert _replays(report, "scale") == {NARROW: "validated", WIDE: "validated"}

@@ -286,6 +286,35 @@ class Unstable:
         return self.stdout or k in self.lines
 
 
+# how a program names its device's warp width when it prints it (not a count that merely involves warps)
+_WIDTH_WORDS = re.compile(
+    r"warp\s*_?size|wave(front)?\s*_?size|warp\s*width|wavefront\s*width|lanes?\s+(per|in\s+a)\s+(warp|wave)|"
+    r"threads?\s+(per|in\s+a)\s+(warp|wave)",
+    re.IGNORECASE,
+)
+
+
+def width_lines(
+    original: RunOutput, other: RunOutput, widths: tuple[int, int], rule: Rule | None = None
+) -> Unstable:
+    """The stdout lines where a run on a device of another warp width (`widths`: the original's, the
+    other's) only reports that width: a line naming the warp size (or lanes per wavefront) that differs from the
+    original's, and agrees once the original's width is read as the other's (``Warp size - 32`` and
+    ``- 64``); a line that counts something per warp is compared as any other.  They are the device's property, not a result: not compared, and said (``numbers``)."""
+    rule = rule or default_rule()
+    mine, theirs = (str(w) for w in widths)
+    width = re.compile(rf"(?<![\w.]){re.escape(mine)}(?![\w.])")
+    lines: set[int] = set()
+    numbers: list[int] = []
+    for k, (a, b) in enumerate(zip_longest(_kept(original.stdout, rule), _kept(other.stdout, rule))):
+        if a is None or b is None or not _WIDTH_WORDS.search(a[1]) or not _lines_differ(a[1], b[1], rule):
+            continue
+        if not _lines_differ(width.sub(theirs, a[1]), b[1], rule):
+            lines.add(k)
+            numbers.append(a[0])
+    return Unstable(lines=frozenset(lines), numbers=tuple(numbers), count=len(lines))
+
+
 def unstable(first: RunOutput, second: RunOutput, rule: Rule | None = None) -> Unstable:
     """What differs between two runs of the same original build."""
     rule = rule or default_rule()

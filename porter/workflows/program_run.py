@@ -53,6 +53,7 @@ from porter.harness.outputs import (
     default_rule,
     snapshot,
     unstable,
+    width_lines,
     written_files,
 )
 from porter.program import Program, ProgramFile
@@ -272,6 +273,7 @@ class _Runner:
         self.trees: dict[str, Program] = {}
         self.outputs: dict[int, RunOutput] = {}  # id(RunResult) -> what that run printed and wrote
         self.varies: dict[int, Unstable] = {}  # id(an original's RunResult) -> what varies between its runs
+        self.widths: dict[str, int] = {}  # device label -> its warp width (the runs compared across widths)
 
     # ------------------------------------------------------------------ builds
 
@@ -494,7 +496,20 @@ class _Runner:
         if original is None or mine is None:
             rec.status, rec.reason = "not-run", "the original's output is not available"
             return
-        rec.differences = compare(original, mine, self.rule, self.varies.get(id(ref)))
+        varies = self.varies.get(id(ref))
+        widths = (self.widths.get(ref.device, 0), self.widths.get(rec.device, 0))
+        if all(widths) and widths[0] != widths[1]:  # a port run at another warp width (HIP at 64 lanes)
+            named = width_lines(original, mine, widths, self.rule)
+            if named.lines:
+                varies = replace(
+                    varies or Unstable(), lines=(varies.lines if varies else frozenset()) | named.lines
+                )
+                rec.reason = "; ".join(
+                    f"stdout line {n} reports the warp width ({widths[0]} on {ref.device}, {widths[1]} here): "
+                    "not compared"
+                    for n in named.numbers
+                )
+        rec.differences = compare(original, mine, self.rule, varies)
         rec.status = "differs" if rec.differences else "matches"
         if rec.differences and not _same_device(rec.against, rec.device):
             rec.differences.insert(
@@ -507,6 +522,9 @@ class _Runner:
     ) -> RunResult:  # fmt: skip
         """One run of `build`'s executable for `main` as ``./<name> ARGV`` (so argv[0] is the same for every
         build) in a scratch copy of its tree.  ``repeat``: the original's second run (what varies)."""
+        found = chain.device()
+        if found is not None:  # its warp width: a run at another width is compared knowing it
+            self.widths[build.device] = found.facts.warp_size
         prog = self.trees.get(build.variant, self.program)
         main = _counterpart(prog, main) if prog is not self.program else main
         exe = build.executables.get(str(main.rel))

@@ -74,3 +74,16 @@ def test_toolchains_by_name_selects_one_width(tmp_path: Path) -> None:
     assert set(_runs(report)) == {"cpu:cpu-emulator", WAVE64}
     only = _port("warp_vote", tmp_path / "b", ("cpu-runtime-wave64",))
     assert {b.toolchain for b in only.builds} == {"cpu-runtime-wave64"}  # type: ignore[attr-defined]
+
+
+def test_a_line_that_only_reports_the_warp_width_is_the_devices_property_not_a_difference(
+    tmp_path: Path,
+) -> None:
+    """`Warp size in threads: 32` against `... 64` at 64 lanes is not compared, and said; every other line
+    still is (the warp_vote and host_warp_branch programs above still differ at 64)."""
+    report = _port("prints_device", tmp_path)
+    assert _runs(report) == {"cpu:cpu-emulator": "matches", WAVE64: "matches"}
+    wide = next(v for r in report.runs for v in r.variants if v.device == WAVE64)  # type: ignore[attr-defined]
+    assert (
+        wide.reason == "stdout line 1 reports the warp width (32 on cpu:cpu-emulator, 64 here): not compared"
+    )

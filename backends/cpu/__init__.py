@@ -590,11 +590,10 @@ class CpuBackend(BackendBase):
         program.set_symbol(name, value)
 
     def program_toolchains(self) -> tuple[Any, ...]:
-        from porter.backends.cpu.program import CpuProgramToolchain
-
         # and one per other width a language's GPUs run at, for the languages that run at it (dialect.toml
         # warp_size: HIP's 64-lane wavefronts), where the emulator has that width
         from porter.backends import dialect_names, get_dialect
+        from porter.backends.cpu.program import CpuProgramToolchain
 
         widths: dict[int, list[str]] = {}
         for language in ("cuda", "hip"):

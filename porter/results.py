@@ -539,6 +539,8 @@ def _reason_kind(reason: str) -> str:
     for prefix in ("not replayable: ", "not-replayable: "):
         if text.startswith(prefix):
             text = text[len(prefix) :]
+    # which launch or run said it is not the kind of reason: "launch 1 (run 1): its allocations exceed ..."
+    text = re.sub(r"^(launch \d+ \(run \d+\)|run( \d+)?): ", "", text)
     head = re.split(r"[:;(]", text, maxsplit=1)[0].strip()
     return (head or text or "no reason given")[:80]
 

@@ -43,3 +43,20 @@ def test_the_counts_per_variant_add_up_with_one_verdict_per_instance() -> None:
         "- opencl: 1 of 2 kernel instances validated, 1 not replayable (1 no launch to replay)"
     )
     assert "- hip: 0 of 2 kernel instances validated, 1 failed, 1 not replayable" in text
+
+
+def test_a_reason_is_grouped_by_what_it_says_not_by_which_launch_said_it() -> None:
+    from porter.results import _reason_kind
+
+    assert (
+        _reason_kind(
+            "not replayable: launch 1 (run 1): its allocations exceed the capture limit (PORTER_CAPTURE_MIB)"
+        )
+        == "its allocations exceed the capture limit"
+    )
+    assert _reason_kind("run: the variant cannot be emulated: cannot emulate: textures") == (
+        "the variant cannot be emulated"
+    )
+    assert _reason_kind("none of the program's runs launched it (no captured launch)") == (
+        "none of the program's runs launched it"
+    )

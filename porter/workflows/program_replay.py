@@ -203,6 +203,28 @@ def _order_dependent(rows: Sequence[KernelReplay]) -> bool:
     )
 
 
+def _built_as_a_program(row: KernelReplay, report: ProgramReport) -> KernelReplay:
+    """`row` as the evidence has it: a port's kernel that does not build alone for its replay on a
+    device where the port's whole program built (the same code through the same compiler) fails in
+    porter's replay build -- host code of the file it includes, a header only the program sets up -- not
+    in the port: then it is ``not-replayable`` with the compiler's first error, never ``failed``."""
+    if row.variant == "original" or row.status != "failed" or not row.reason.startswith("compile"):
+        return row
+    built = [
+        b
+        for b in report.builds
+        if b.variant == row.variant and b.status == "built" and b.device == row.device
+    ]
+    if not built:
+        return row
+    return replace(
+        row,
+        status="not-replayable",
+        reason=f"the kernel alone does not build for its replay, though the {row.variant} program builds with "
+        f"{built[0].toolchain} on {row.device} (porter's replay build, not the port): {row.reason}",
+    )
+
+
 def timed_on(device: Device) -> bool:
     """Whether a validated replay is timed on `device`: where its times say something of GPU speed."""
     return device.times
@@ -350,6 +372,7 @@ def _replay(
             )
             for v in verdicts
         ]
+        rows = [_built_as_a_program(row, report) for row in rows]
         by_label = {d.label: d for d in devices}
         for i, row in enumerate(rows):
             device = by_label.get(row.device)

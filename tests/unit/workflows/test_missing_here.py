@@ -44,3 +44,26 @@ def test_a_backend_without_devices_or_with_a_checker_missing_is_said(lacking: No
     ]
     STATE["now"] = Availability("lackgpu", True, True, "lackc 1.0")
     assert missing_here(("lackdialect",)) == []
+
+
+def test_a_port_kernel_that_builds_in_its_program_but_not_alone_is_not_replayable_not_failed() -> None:
+    from porter.results import KernelReplay, ProgramBuild, ProgramReport
+    from porter.workflows.program_replay import _built_as_a_program
+
+    report = ProgramReport("p", "o", ("hip",))
+    report.builds = [ProgramBuild("hip", "cpu-runtime", "built", "cpu:cpu-emulator")]
+    failed = KernelReplay(
+        "hip", "cpu:cpu-emulator", "failed", "compile: the variant does not compile: timer.h:4: x"
+    )
+    row = _built_as_a_program(failed, report)
+    assert row.status == "not-replayable" and row.reason.startswith(
+        "the kernel alone does not build for its replay, though the hip program builds with cpu-runtime on "
+        "cpu:cpu-emulator (porter's replay build, not the port): compile:"
+    )
+    # no program build there, or a failure other than the build, or the original: as it was
+    elsewhere = KernelReplay("hip", "cpu:cpu-emulator-wave64", "failed", "compile: x")
+    assert _built_as_a_program(elsewhere, report) == elsewhere
+    wrong = KernelReplay("hip", "cpu:cpu-emulator", "failed", "matches-reference: arg1[0] = 2, expected 1")
+    assert _built_as_a_program(wrong, report) == wrong
+    report.builds[0].status = "failed"
+    assert _built_as_a_program(failed, report) == failed

@@ -235,3 +235,30 @@ def test_a_port_that_reaches_a_header_in_a_folder_beside_it_through_minus_i(tmp_
     )  # fmt: skip
     assert _runs(report) == {NARROW: "matches", WIDE: "matches"}
     assert _replays(report, "scale") == {NARROW: "validated", WIDE: "validated"}
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # `#define warpSize 32` after the HIP header: the lane arithmetic reads 32 while the wavefront has 64
+        (
+            "#include <hip/hip_runtime.h>",
+            "#include <hip/hip_runtime.h>\n#undef warpSize\n#define warpSize 32",
+        ),
+        # host code that picks the launch by the warp size, its 64-lane path never run on NVIDIA
+        (
+            "    hipLaunchKernelGGL(count_positive, dim3(blocks), dim3(threads), 0, 0, v, per_block, n);",
+            "    hipDeviceProp_t prop;\n    hipGetDeviceProperties(&prop, 0);\n"
+            "    if (prop.warpSize == 32)\n"
+            "        hipLaunchKernelGGL(count_positive, dim3(blocks), dim3(threads), 0, 0, v, per_block, n);\n"
+            "    else\n"
+            "        hipLaunchKernelGGL(count_positive, dim3(blocks), dim3(threads / 2), 0, 0, v, per_block, n);",
+        ),
+    ],
+    ids=["define-warpSize-32", "host-branch-on-warpSize"],
+)
+def test_the_other_seeded_wave_size_defects_are_caught_at_64_and_not_at_32(
+    old: str, new: str, tmp_path: Path
+) -> None:
+    report = _verify(_edited(tmp_path, old, new), tmp_path / "v")
+    assert _runs(report) == {NARROW: "matches", WIDE: "differs"}, report.verdicts()

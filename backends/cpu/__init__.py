@@ -72,6 +72,14 @@ def _fp16_text() -> str:
     return resources.files(PACKAGE).joinpath(FP16_HEADER).read_text(encoding="utf-8")
 
 
+# the host runtime API a kernel's build declares (porter_emu.h includes it outside whole programs)
+HOST_DECLS_HEADER = "porter_host_decls.h"
+
+
+def _host_decls_text() -> str:
+    return resources.files(PACKAGE).joinpath(HOST_DECLS_HEADER).read_text(encoding="utf-8")
+
+
 @cache
 def _compiler_version(compiler: str) -> str:
     from porter.toolcache import tool_output
@@ -421,7 +429,8 @@ class CpuBackend(BackendBase):
         return flags
 
     def toolchain_id(self, device: Device | None = None, arch: str | None = None) -> str:
-        digest = hashlib.sha256((_header_text() + _fp16_text()).encode()).hexdigest()[:12]
+        headers = _header_text() + _fp16_text() + _host_decls_text()
+        digest = hashlib.sha256(headers.encode()).hexdigest()[:12]
         flags = " ".join(self._flags(CompileOptions()))
         # the wavefront device (arch "wave64") builds for its width; otherwise the arch asked for
         warp = warp_size_for(arch or (device.arch if device is not None else None))
@@ -516,6 +525,7 @@ class CpuBackend(BackendBase):
         inc.mkdir(parents=True, exist_ok=True)
         (inc / HEADER).write_text(_header_text(), encoding="utf-8")
         (inc / FP16_HEADER).write_text(_fp16_text(), encoding="utf-8")
+        (inc / HOST_DECLS_HEADER).write_text(_host_decls_text(), encoding="utf-8")
         for name in self.dialect.includes["stub"]:
             path = inc / name
             path.parent.mkdir(parents=True, exist_ok=True)

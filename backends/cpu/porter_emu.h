@@ -1402,17 +1402,11 @@ template <class T> static inline void __stwt(T* p, T v) { *p = v; }
 #define __builtin_nontemporal_store(v, p) (*(p) = (v))
 
 // --------------------------------------------------------------------------- host-side names
-// A device-only translation unit may still mention these in declarations or unused macros.
-
-// (A whole program gets the full runtime instead: porter_runtime.h.)
+// A kernel's build compiles the headers its file includes as they are, host code too (a timer calling
+// hipEventCreate): the host runtime API is declared for it, and fails the launch when device code calls
+// it (porter_host_decls.h).  A whole program gets the full runtime instead: porter_runtime.h.
 #if !defined(PORTER_PROGRAM)
-typedef enum cudaError { cudaSuccess = 0, cudaErrorUnknown = 999 } cudaError_t;
-typedef struct porter_stream* cudaStream_t;
-typedef struct porter_event* cudaEvent_t;
-typedef cudaError_t hipError_t;
-typedef cudaStream_t hipStream_t;
-typedef cudaEvent_t hipEvent_t;
-#define hipSuccess cudaSuccess
+#include "porter_host_decls.h"
 #endif
 
 // --------------------------------------------------------------------------- launch

@@ -71,12 +71,37 @@ def check_emulable(
 ) -> None:
     """Raise CannotEmulate("cannot emulate: <construct> (<origin> line N)") for refused constructs.
 
-    Local headers (``#include "x.h"`` found in include_dirs) are checked too.
+    Local headers (``#include "x.h"`` found in include_dirs) are checked too.  A header is compiled as it
+    is, host code and all: a rule marked ``headers = "device-code"`` (a runtime call) does not count there
+    inside the body of a function defined without ``__device__`` / ``__global__`` (a timer's inline
+    method, an error check calling cudaDeviceSynchronize) -- such a function builds against
+    porter_host_decls.h, and device code that still calls one fails its launch by name.
     """
     _check(source, dialect, list(include_dirs), origin, set())
 
 
-def _check(source: str, dialect: DialectFacts, include_dirs: list[str], origin: str, seen: set[Path]) -> None:
+_DEVICE_QUALIFIER = re.compile(r"\b(__device__|__global__)\b")
+
+
+def host_function_bodies(blanked: str) -> list[tuple[int, int]]:
+    """The bodies (``{`` to ``}``) of the functions `blanked` defines -- at namespace scope or in a class
+    -- whose declaration says neither ``__device__`` nor ``__global__``: host code."""
+    bodies = []
+    for start, end in _function_scopes(blanked):
+        head = blanked[max(blanked.rfind(c, 0, start) for c in ";{}") + 1 : start]
+        if not _DEVICE_QUALIFIER.search(head):
+            bodies.append((start, end))
+    return bodies
+
+
+def _check(
+    source: str,
+    dialect: DialectFacts,
+    include_dirs: list[str],
+    origin: str,
+    seen: set[Path],
+    in_header: bool = False,
+) -> None:
     refused_headers: Mapping[str, str] = dialect.includes["refuse"]
     for line, delim, header in includes(source):
         if header in refused_headers:
@@ -86,14 +111,17 @@ def _check(source: str, dialect: DialectFacts, include_dirs: list[str], origin: 
                 path = (Path(d) / header).resolve()
                 if path not in seen and (data := read_header(path, quiet=True)) is not None:
                     seen.add(path)  # a regular file under the size cap (never a FIFO or a device)
-                    _check(data.decode("utf-8", "surrogateescape"), dialect, include_dirs, path.name, seen)
+                    text = data.decode("utf-8", "surrogateescape")
+                    _check(text, dialect, include_dirs, path.name, seen, in_header=True)
                     break
     blanked = _unused_macros_blanked(blank_comments_and_strings(source))
+    host = host_function_bodies(blanked) if in_header else []
     hits = []
     for rule in dialect.refuse:
-        m = re.search(rule["pattern"], blanked)
-        if m:
-            hits.append((m.start(), rule["what"]))
+        for m in re.finditer(rule["pattern"], blanked):
+            if rule.get("headers") != "device-code" or not _inside(host, m.start()):
+                hits.append((m.start(), rule["what"]))
+                break
     if hits:
         pos, what = min(hits)
         raise CannotEmulate(f"cannot emulate: {what} ({origin} line {line_of(source, pos)})")

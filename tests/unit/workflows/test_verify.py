@@ -262,3 +262,17 @@ def test_the_other_seeded_wave_size_defects_are_caught_at_64_and_not_at_32(
 ) -> None:
     report = _verify(_edited(tmp_path, old, new), tmp_path / "v")
     assert _runs(report) == {NARROW: "matches", WIDE: "differs"}, report.verdicts()
+
+
+def test_a_port_whose_kernel_file_includes_a_timer_header_calling_the_hip_runtime_is_replayed(
+    tmp_path: Path,
+) -> None:
+    """A hand port's file of kernels includes a timing header (a class calling hipEventCreate /
+    hipEventRecord / hipEventElapsedTime, an error check calling hipGetErrorString): the kernel's replay
+    compiles that header as it is, against the host API porter_host_decls.h declares, so every kernel is
+    validated at both widths -- not ``not-replayable`` because porter's replay build lacked the runtime."""
+    report = _verify(HERE / "vote_hip_timer", tmp_path)
+    assert _runs(report) == {NARROW: "matches", WIDE: "matches"}
+    for kernel in ("count_positive", "scale"):
+        assert _replays(report, kernel) == {NARROW: "validated", WIDE: "validated"}
+    assert report.exit_code == 0

@@ -724,12 +724,12 @@ def original_failure(
 
 def _gave_up(stdout: Sequence[str], stderr: Sequence[str]) -> str:
     """The line by which a program that exited 0 says it did not do its work ("" when none): its usage
-    text anywhere, an error opening a file on stderr, or on stdout among its last lines (where it stopped)."""
-    last = [line.strip() for line in stdout if line.strip()][-3:]
+    text anywhere, or an error opening or reading a file on stderr (its error path).  On stdout an open
+    error may be the program's own report of what it could not read, and is compared as any line."""
     for line in (*stdout, *stderr):
         if _USAGE.match(line):
             return line.strip()
-    for line in (*stderr, *last):
+    for line in stderr:
         if _OPEN_ERROR.search(line):
             return line.strip()
     return ""

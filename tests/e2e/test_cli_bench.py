@@ -89,6 +89,7 @@ def test_measured_result_fields(doc: dict) -> None:
         "occupancy",
         "speedup",
         "baseline_ms",
+        "contended",
         "toolchain",
         "notes",
     }

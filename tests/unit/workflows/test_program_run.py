@@ -63,17 +63,19 @@ def test_the_original_and_the_hip_port_run_on_the_cpu_runtime_and_match(smooth: 
     assert [(b.variant, b.toolchain, b.status) for b in report.builds] == [
         ("original", "cpu-runtime", "built"),
         ("hip", "cpu-runtime", "built"),
+        ("hip", "cpu-runtime-wave64", "built"),  # the HIP port again with AMD's 64-lane wavefronts
     ]
     (run,) = report.runs
     assert run.args == RUN and run.executable == "main"
     assert run.original is not None and run.original.status == "ran" and run.original.exit == 0
     assert "PASS" in run.original.stdout_tail and "checksum" in run.original.stdout_tail
-    hip = next(v for v in run.variants if v.variant == "hip")
+    hip, wide = (v for v in run.variants if v.variant == "hip")
     assert hip.status == "matches" and hip.against == hip.device == "cpu:cpu-emulator"
+    assert wide.status == "matches" and wide.device == "cpu:cpu-emulator-wave64"
     opencl = next(v for v in run.variants if v.variant == "opencl")
     assert opencl.status == "not-run" and "device code only" in opencl.reason
     verdicts = report.verdicts()
-    assert verdicts["hip"] == {"status": "matches", "detail": "cpu:cpu-emulator"}
+    assert verdicts["hip"] == {"status": "matches", "detail": "cpu:cpu-emulator, cpu:cpu-emulator-wave64"}
     assert report.exit_code == 0
     doc = json.loads((Path(report.out_dir) / "report.json").read_text())
     assert doc["schema"] == "porter-program-report/1"
@@ -160,7 +162,9 @@ def test_a_rerun_with_the_same_inputs_reuses_every_build_and_run(smooth: Path, t
     assert all(b.resumed for b in again.builds) and not any(b.resumed for b in first.builds)
     assert all(r.resumed for r in [*again.runs[0].originals, *again.runs[0].variants])
     assert (
-        again.verdicts() == first.verdicts() == {"hip": {"status": "matches", "detail": "cpu:cpu-emulator"}}
+        again.verdicts()
+        == first.verdicts()
+        == {"hip": {"status": "matches", "detail": "cpu:cpu-emulator, cpu:cpu-emulator-wave64"}}
     )
     # a changed input is built and run again
     (smooth / "src" / "util.cpp").write_text((smooth / "src" / "util.cpp").read_text() + "\n// changed\n")
@@ -239,7 +243,12 @@ def test_the_users_own_build_runs_with_porters_compiler_drivers(smooth: Path, tm
         [str(smooth)], ["hip"], out_dir=str(tmp_path / "o"), run=cpu(RUN, build_command="make")
     )
     built = [(b.variant, b.status, sorted(b.executables)) for b in report.builds]
-    assert built == [("original", "built", ["smooth"]), ("hip", "built", ["smooth"])]  # the Makefile's target
+    # the Makefile's target, the HIP port at 32 and at 64 lanes
+    assert built == [
+        ("original", "built", ["smooth"]),
+        ("hip", "built", ["smooth"]),
+        ("hip", "built", ["smooth"]),
+    ]
     assert report.builds[0].commands == ["make"]
     # the user's own build records no launches by design: not a capturing build that failed
     assert not any("capturing build" in n for n in report.notes), report.notes

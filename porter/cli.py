@@ -109,6 +109,48 @@ DataOption = Annotated[
         "of the program, the system and these.",
     ),
 ]
+IncludeOption = Annotated[
+    list[Path] | None, typer.Option("-I", "--include", help="Include directory for headers; repeatable.")
+]
+RunTimeoutOption = Annotated[
+    float | None, typer.Option("--timeout", help="Seconds each --run may take (default 300).")
+]
+RtolOption = Annotated[
+    float | None,
+    typer.Option("--rtol", help="Relative tolerance for numbers in compared runs (default 1e-4)."),
+]
+AtolOption = Annotated[
+    float | None,
+    typer.Option("--atol", help="Absolute tolerance for numbers in compared runs (default 1e-6)."),
+]
+ProgramToolchainsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--toolchains",
+        help="Program toolchains to build with, comma-separated (cpu-runtime [both widths], cpu-runtime-wave64, "
+        "nvcc, hip-on-cuda, hipcc; default: every one here).",
+    ),
+]
+CaptureLaunchesOption = Annotated[
+    int,
+    typer.Option(
+        "--capture-launches", min=1, help="With --run: launches of each kernel captured and replayed."
+    ),
+]
+CaptureMibOption = Annotated[
+    int,
+    typer.Option(
+        "--capture-mib", min=1, help="With --run: at most this many MiB of arrays per captured launch."
+    ),
+]
+ExpectExitOption = Annotated[
+    int,
+    typer.Option(
+        "--expect-exit",
+        help="With --run: the exit status of the original when it works (default 0); a run that exits "
+        "otherwise is no evidence, and nothing is compared with it.",
+    ),
+]
 ExclusiveOption = Annotated[
     bool,
     typer.Option(
@@ -358,9 +400,7 @@ def port(
         ),
     ],
     to: Annotated[str, typer.Option("--to", help="Targets, comma-separated: hip, opencl.")] = "hip,opencl",
-    include: Annotated[
-        list[Path] | None, typer.Option("-I", "--include", help="Include directory for headers; repeatable.")
-    ] = None,
+    include: IncludeOption = None,
     out: Annotated[
         Path | None,
         typer.Option("--out", help="Output folder (default: <stem>.ported/ beside the input)."),
@@ -414,17 +454,9 @@ def port(
             "run with the original's; repeatable.",
         ),
     ] = None,
-    timeout: Annotated[
-        float | None, typer.Option("--timeout", help="Seconds each --run may take (default 300).")
-    ] = None,
-    rtol: Annotated[
-        float | None,
-        typer.Option("--rtol", help="Relative tolerance for numbers in compared runs (default 1e-4)."),
-    ] = None,
-    atol: Annotated[
-        float | None,
-        typer.Option("--atol", help="Absolute tolerance for numbers in compared runs (default 1e-6)."),
-    ] = None,
+    timeout: RunTimeoutOption = None,
+    rtol: RtolOption = None,
+    atol: AtolOption = None,
     build: Annotated[
         str | None,
         typer.Option(
@@ -433,38 +465,14 @@ def port(
             "porter's compiler drivers (CPU runtime) or the toolchain's compiler.",
         ),
     ] = None,
-    toolchains: Annotated[
-        str | None,
-        typer.Option(
-            "--toolchains",
-            help="Program toolchains to build with, comma-separated (cpu-runtime, nvcc, hip-on-cuda, hipcc; "
-            "default: every one here).",
-        ),
-    ] = None,
-    capture_launches: Annotated[
-        int,
-        typer.Option(
-            "--capture-launches", min=1, help="With --run: launches of each kernel captured and replayed."
-        ),
-    ] = 3,
-    capture_mib: Annotated[
-        int,
-        typer.Option(
-            "--capture-mib", min=1, help="With --run: at most this many MiB of arrays per captured launch."
-        ),
-    ] = 64,
+    toolchains: ProgramToolchainsOption = None,
+    capture_launches: CaptureLaunchesOption = 3,
+    capture_mib: CaptureMibOption = 64,
     max_output: MaxOutputOption = 64,
     data: DataOption = None,
     define: DefineOption = None,
     undefine: UndefineOption = None,
-    expect_exit: Annotated[
-        int,
-        typer.Option(
-            "--expect-exit",
-            help="With --run: the exit status of the original when it works (default 0); a run that exits "
-            "otherwise is no evidence, and nothing is compared with it.",
-        ),
-    ] = 0,
+    expect_exit: ExpectExitOption = 0,
     exclusive: ExclusiveOption = False,
 ) -> None:
     """Scan, translate, compile and validate every kernel of a CUDA FILE for each target on every device
@@ -552,35 +560,26 @@ def _port_program(
         capture_limits=capture_limits or ProgramRuns.capture_limits,
         expect_exit=expect_exit,
     )
+    flags = BuildFlags(tuple(str(p) for p in include or []), tuple(defines or ()), tuple(undefines or ()))
+    out_dir = str(out) if out is not None else None
+    hooks = Hooks(
+        # counts and the time left on a terminal; quiet when piped (the report says it all)
+        progress=(lambda msg: err.print(f"porter: {msg}", style="dim")) if sys.stderr.isatty() else None,
+        markdown=program_view.markdown,
+        chart=program_view.chart,
+    )
     if verify_against:  # porter verify: `paths` is a port of the user's, checked against the original
         from porter.workflows.verify import verify_program
 
         report = verify_program(
-            [str(p) for p in paths], [str(p) for p in verify_against], target=to,
-            flags=BuildFlags(tuple(str(p) for p in include or []), tuple(defines or ()), tuple(undefines or ())),
-            out_dir=str(out) if out is not None else None, fresh=fresh, run=run,
-            hooks=Hooks(
-                progress=(lambda msg: err.print(f"porter: {msg}", style="dim")) if sys.stderr.isatty() else None,
-                markdown=program_view.markdown, chart=program_view.chart,
-            ),
+            [str(p) for p in paths], [str(p) for p in verify_against], target=to, flags=flags,
+            out_dir=out_dir, fresh=fresh, run=run, hooks=hooks,
         )  # fmt: skip
-        show(report, program_view, json_out)
-    report = port_program(
-        [str(p) for p in paths],
-        [to],
-        flags=BuildFlags(tuple(str(p) for p in include or []), tuple(defines or ()), tuple(undefines or ())),
-        out_dir=str(out) if out is not None else None,
-        translate_only=translate_only,
-        translate_options=options,
-        fresh=fresh,
-        run=run,
-        hooks=Hooks(
-            # counts and the time left on a terminal; quiet when piped (the report says it all)
-            progress=(lambda msg: err.print(f"porter: {msg}", style="dim")) if sys.stderr.isatty() else None,
-            markdown=program_view.markdown,
-            chart=program_view.chart,
-        ),
-    )
+    else:
+        report = port_program(
+            [str(p) for p in paths], [to], flags=flags, out_dir=out_dir, translate_only=translate_only,
+            translate_options=options, fresh=fresh, run=run, hooks=hooks,
+        )  # fmt: skip
     show(report, program_view, json_out)
 
 
@@ -659,9 +658,7 @@ def verify(
         ),
     ],
     to: Annotated[str, typer.Option("--to", help="The port's language (hip).")] = "hip",
-    include: Annotated[
-        list[Path] | None, typer.Option("-I", "--include", help="Include directory for headers; repeatable.")
-    ] = None,
+    include: IncludeOption = None,
     out: Annotated[
         Path | None,
         typer.Option("--out", help="Output folder (default: <port>.verified/ beside the port)."),
@@ -678,39 +675,17 @@ def verify(
             "repeatable.",
         ),
     ] = None,
-    timeout: Annotated[
-        float | None, typer.Option("--timeout", help="Seconds each --run may take (default 300).")
-    ] = None,
-    rtol: Annotated[
-        float | None,
-        typer.Option("--rtol", help="Relative tolerance for numbers in compared runs (default 1e-4)."),
-    ] = None,
-    atol: Annotated[
-        float | None,
-        typer.Option("--atol", help="Absolute tolerance for numbers in compared runs (default 1e-6)."),
-    ] = None,
-    toolchains: Annotated[
-        str | None,
-        typer.Option(
-            "--toolchains",
-            help="Program toolchains, comma-separated (cpu-runtime [both widths], cpu-runtime-wave64, nvcc, "
-            "hip-on-cuda, hipcc; default: every one here).",
-        ),
-    ] = None,
-    capture_launches: Annotated[
-        int, typer.Option("--capture-launches", min=1, help="Launches of each kernel captured and replayed.")
-    ] = 3,
-    capture_mib: Annotated[
-        int, typer.Option("--capture-mib", min=1, help="At most this many MiB of arrays per captured launch.")
-    ] = 64,
+    timeout: RunTimeoutOption = None,
+    rtol: RtolOption = None,
+    atol: AtolOption = None,
+    toolchains: ProgramToolchainsOption = None,
+    capture_launches: CaptureLaunchesOption = 3,
+    capture_mib: CaptureMibOption = 64,
     max_output: MaxOutputOption = 64,
     data: DataOption = None,
     define: DefineOption = None,
     undefine: UndefineOption = None,
-    expect_exit: Annotated[
-        int,
-        typer.Option("--expect-exit", help="The exit status of the original when it works (default 0)."),
-    ] = 0,
+    expect_exit: ExpectExitOption = 0,
     exclusive: ExclusiveOption = False,
 ) -> None:
     """Check a port someone else wrote (by hand, by hipify) against its CUDA original: both built as
@@ -747,9 +722,7 @@ def capture(
         Path | None,
         typer.Option("--out", help="Capture folder (default: <root>.capture/ beside the program)."),
     ] = None,
-    include: Annotated[
-        list[Path] | None, typer.Option("-I", "--include", help="Include directory for headers; repeatable.")
-    ] = None,
+    include: IncludeOption = None,
     launches: Annotated[
         int, typer.Option("--launches", help="Launches kept per kernel, spread over the run.")
     ] = 3,

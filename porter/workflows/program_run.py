@@ -271,6 +271,7 @@ class _Runner:
         # a variant whose tree is a program of its own (porter verify: a port someone wrote, its own files
         # and units), by variant; every other variant's tree mirrors the original's files
         self.trees: dict[str, Program] = {}
+        self._mains: dict[Path, list[ProgramFile]] = {}  # such a tree's main units
         self.outputs: dict[int, RunOutput] = {}  # id(RunResult) -> what that run printed and wrote
         self.varies: dict[int, Unstable] = {}  # id(an original's RunResult) -> what varies between its runs
         self.widths: dict[str, int] = {}  # device label -> its warp width (the runs compared across widths)
@@ -526,7 +527,9 @@ class _Runner:
         if found is not None:  # its warp width: a run at another width is compared knowing it
             self.widths[build.device] = found.facts.warp_size
         prog = self.trees.get(build.variant, self.program)
-        main = _counterpart(prog, main) if prog is not self.program else main
+        if prog is not self.program:  # its main units, read once per program
+            mains = self._mains.setdefault(prog.root, main_units(prog))
+            main = _counterpart(mains, main)
         exe = build.executables.get(str(main.rel))
         if exe is None:  # a user's build (--build): its executables by the names the program goes by
             known = program_names(prog, main) | {name or main.path.stem}
@@ -575,16 +578,7 @@ class _Runner:
         scratch = self.out / "runs" / key[:16]
         if scratch.exists():
             shutil.rmtree(scratch)
-        for f in prog.files:  # the program's files (sources, headers, data), as its tree holds them
-            src = tree / f.rel
-            if src.is_file():
-                (scratch / "tree" / f.rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(src, scratch / "tree" / f.rel)
-        cwd = scratch / "tree" / run_folder(prog, main)
-        cwd.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(
-            exe, cwd / name
-        )  # run as ./name: argv[0] (which programs print) is the same for every build
+        cwd = _staged(scratch / "tree", prog, tree, main, Path(exe), name)
         before = snapshot(scratch / "tree")
         env = dict(getattr(chain, "run_env", lambda: {})())
         home = scratch / "home"  # HOME, TMPDIR and /tmp of the run: not compared, removed after it
@@ -645,13 +639,7 @@ class _Runner:
             return []
         scratch = Path(tempfile.mkdtemp(prefix="opens-", dir=self.out / "runs"))
         try:
-            for f in self.program.files:
-                if (self.program.root / f.rel).is_file():
-                    (scratch / "tree" / f.rel).parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(self.program.root / f.rel, scratch / "tree" / f.rel)
-            cwd = scratch / "tree" / run_folder(self.program, main)
-            cwd.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(exe, cwd / name)
+            cwd = _staged(scratch / "tree", self.program, self.program.root, main, exe, name)
             device = chain.device()
             jail = Jail(
                 (str(scratch / "tree"),), readable=self.data, home=str(scratch / "home"),
@@ -800,10 +788,24 @@ def _killed_by(exit_code: int | None) -> int:
     return exit_code - 128 if exit_code - 128 in {int(s) for s in _FATAL} else 0
 
 
-def _counterpart(program: Program, main: ProgramFile) -> ProgramFile:
-    """The main unit of `program` (a port with files of its own) that stands for the original's `main`:
-    the one of the same path but its suffix, else of the same name, else its only one."""
-    mains = main_units(program)
+def _staged(dest: Path, program: Program, tree: Path, main: ProgramFile, exe: Path, name: str) -> Path:
+    """A scratch copy at `dest` of `program`'s files (sources, headers, data) as `tree` holds them, with
+    `exe` as ``./name`` in the folder the run starts in (argv[0], which programs print, the same for every
+    build); returns that folder."""
+    for f in program.files:
+        src = tree / f.rel
+        if src.is_file():
+            (dest / f.rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / f.rel)
+    cwd = dest / run_folder(program, main)
+    cwd.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(exe, cwd / name)
+    return cwd
+
+
+def _counterpart(mains: Sequence[ProgramFile], main: ProgramFile) -> ProgramFile:
+    """The main unit among `mains` (a port's, with files of its own) that stands for the original's
+    `main`: the one of the same path but its suffix, else of the same name, else its only one."""
     stem = main.rel.with_suffix("")
     for same in (
         [m for m in mains if m.rel.with_suffix("") == stem],

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from porter.backends import CompileOptions, get_dialect
+from porter.backends import SOURCE_DIALECT, CompileOptions, get_dialect
 from porter.errors import PorterError, UsageError
 from porter.files import decode_text, encode_text, read_input
 from porter.includes import SOURCE_SUFFIXES
@@ -44,9 +44,14 @@ class ProgramPlan:
     """Everything known about a program before anything runs; see the module docstring."""
 
     def __init__(
-        self, program: Program, options: Mapping[str, Mapping[str, str]] | None = None, jobs: int = 1
+        self,
+        program: Program,
+        options: Mapping[str, Mapping[str, str]] | None = None,
+        jobs: int = 1,
+        dialect: str = SOURCE_DIALECT,
     ) -> None:
         self.program = program
+        self.dialect = dialect  # what its files are scanned as (a port of the user's for verify: "hip")
         self.options = {k: dict(v) for k, v in (options or {}).items()}  # target -> translator options
         self.jobs = max(1, jobs)
         self.lock = threading.RLock()
@@ -102,7 +107,7 @@ class ProgramPlan:
                     data, path = encode_text(text), str(f.path)
                     try:
                         macros = collect([(path, data)], self.program.include_dirs)
-                        found = Scanned(macros, scan_source(data, path, "cuda", macros))
+                        found = Scanned(macros, scan_source(data, path, self.dialect, macros))
                     except (PorterError, RecursionError, ValueError):
                         found = None
                 self._scans[f.path] = found

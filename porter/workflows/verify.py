@@ -211,7 +211,7 @@ def verify_program(
         raise UsageError("--timeout must be a positive number of seconds")
     require_jail()
     tree = out / target
-    port_plan = ProgramPlan(port, None, jobs if jobs > 0 else (os.cpu_count() or 1))
+    port_plan = ProgramPlan(port, None, jobs if jobs > 0 else (os.cpu_count() or 1), dialect=target)
     matches = PortMatch(port_plan)
     if not matches.kernels:
         raise UsageError(f"the port defines no kernel: nothing to verify in {port.root}")
@@ -261,22 +261,20 @@ def verify_program(
 
 
 def wave_hazards(port: ProgramPlan, report: ProgramReport, target: str) -> list[dict[str, str | int]]:
-    """The wave-size hazards of the port's code (its files scanned as `target`), each with what the runs
-    at 64 lanes say of it: inside a kernel, that kernel's replay at 64 lanes (failed: the hazard is a
+    """The wave-size hazards of the port's code (its plan scans its files as `target`), each with what
+    the runs at 64 lanes say of it: inside a kernel, that kernel's replay at 64 lanes (failed: the hazard is a
     defect there; validated: not on the launches the program made); elsewhere (host code, a device
     function), the program's runs at 64 lanes."""
     from porter.plan import wavefront_devices
-    from porter.scan.cuda import scan_cuda
     from porter.scan.hazards import WAVE_CODES
 
     wide = {d.label for d in wavefront_devices(target) if d.facts.warp_size == 64}
     runs = [v for r in report.runs for v in r.variants if v.variant == target and v.device in wide]
     found: list[dict[str, str | int]] = []
     for f in port.program.files:
-        text = port.text(f)
-        if text is None or f.kind not in ("source", "header"):
+        scan = port.scan(f) if f.kind in ("source", "header") else None
+        if scan is None:
             continue
-        scan = scan_cuda(str(f.rel), text.encode("utf-8", "surrogateescape"), dialect=target)
         for h in scan.hazards:
             if h.code not in WAVE_CODES:
                 continue

@@ -89,6 +89,8 @@ def other_users(device: Device) -> list[str]:
         listed = get_backend(device.backend).other_users(device)
     except Exception:  # noqa: BLE001 - a driver that cannot say: nothing is known, nothing claimed
         return []
+    if not listed:  # the common case: nothing to tell porter's own processes from
+        return []
     mine = _own_tree()
     return [f"{pid} {name}".strip() for pid, name in listed if pid not in mine]
 

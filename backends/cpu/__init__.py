@@ -76,6 +76,14 @@ def _fp16_text() -> str:
 HOST_DECLS_HEADER = "porter_host_decls.h"
 
 
+TYPES_HEADER = "porter_cuda_types.h"  # the vector types and dim3 porter_emu.h includes
+
+
+@cache
+def _types_text() -> str:
+    return resources.files(PACKAGE).joinpath(TYPES_HEADER).read_text(encoding="utf-8")
+
+
 def _host_decls_text() -> str:
     return resources.files(PACKAGE).joinpath(HOST_DECLS_HEADER).read_text(encoding="utf-8")
 
@@ -429,7 +437,7 @@ class CpuBackend(BackendBase):
         return flags
 
     def toolchain_id(self, device: Device | None = None, arch: str | None = None) -> str:
-        headers = _header_text() + _fp16_text() + _host_decls_text()
+        headers = _header_text() + _types_text() + _fp16_text() + _host_decls_text()
         digest = hashlib.sha256(headers.encode()).hexdigest()[:12]
         flags = " ".join(self._flags(CompileOptions()))
         # the wavefront device (arch "wave64") builds for its width; otherwise the arch asked for
@@ -524,6 +532,7 @@ class CpuBackend(BackendBase):
     def _write_headers(self, inc: Path) -> None:
         inc.mkdir(parents=True, exist_ok=True)
         (inc / HEADER).write_text(_header_text(), encoding="utf-8")
+        (inc / TYPES_HEADER).write_text(_types_text(), encoding="utf-8")
         (inc / FP16_HEADER).write_text(_fp16_text(), encoding="utf-8")
         (inc / HOST_DECLS_HEADER).write_text(_host_decls_text(), encoding="utf-8")
         for name in self.dialect.includes["stub"]:

@@ -82,47 +82,13 @@
 
 // --------------------------------------------------------------------------- vector types
 
-#define PORTER_VEC1(T, N, A) \
-    struct __attribute__((aligned(A))) N##1 { T x; }; \
-    static inline N##1 make_##N##1(T x) { N##1 v; v.x = x; return v; }
-#define PORTER_VEC2(T, N, A) \
-    struct __attribute__((aligned(A))) N##2 { T x, y; }; \
-    static inline N##2 make_##N##2(T x, T y) { N##2 v; v.x = x; v.y = y; return v; }
-#define PORTER_VEC3(T, N, A) \
-    struct N##3 { T x, y, z; }; \
-    static inline N##3 make_##N##3(T x, T y, T z) { N##3 v; v.x = x; v.y = y; v.z = z; return v; }
-#define PORTER_VEC4(T, N, A) \
-    struct __attribute__((aligned(A))) N##4 { T x, y, z, w; }; \
-    static inline N##4 make_##N##4(T x, T y, T z, T w) { N##4 v; v.x = x; v.y = y; v.z = z; v.w = w; return v; }
-#define PORTER_VECS(T, N, S)                                                                          \
-    PORTER_VEC1(T, N, S) PORTER_VEC2(T, N, (2 * S > 16 ? 16 : 2 * S)) PORTER_VEC3(T, N, S) \
-    PORTER_VEC4(T, N, (4 * S > 16 ? 16 : 4 * S))
-
-PORTER_VECS(signed char, char, 1)
-PORTER_VECS(unsigned char, uchar, 1)
-PORTER_VECS(short, short, 2)
-PORTER_VECS(unsigned short, ushort, 2)
-PORTER_VECS(int, int, 4)
-PORTER_VECS(unsigned int, uint, 4)
-PORTER_VECS(long, long, 8)
-PORTER_VECS(unsigned long, ulong, 8)
-PORTER_VECS(long long, longlong, 8)
-PORTER_VECS(unsigned long long, ulonglong, 8)
-PORTER_VECS(float, float, 4)
-PORTER_VECS(double, double, 8)
-
-struct dim3 {
-    unsigned int x, y, z;
-    constexpr dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1) : x(vx), y(vy), z(vz) {}
-    constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
-    constexpr operator uint3() const { return uint3{x, y, z}; }
-};
+#include "porter_cuda_types.h"
 
 // --------------------------------------------------------------------------- runtime state
 
 namespace porter_emu __attribute__((visibility("hidden"))) {
 
-enum State { READY = 0, WAIT_BAR = 1, WAIT_WARP = 2, DONE = 3 };
+enum State { READY = 0, WAIT_BAR = 1, WAIT_WARP = 2, DONE = 3, WAIT_GROUP = 4 };
 
 enum WarpOp {
     OP_SYNC, OP_SHFL_IDX, OP_SHFL_UP, OP_SHFL_DOWN, OP_SHFL_XOR, OP_BALLOT, OP_ALL, OP_ANY,
@@ -188,6 +154,7 @@ struct Thread {
     int state;
     int lane;
     int warp;
+    int group_first, group_count;  // WAIT_GROUP: the threads [first, first + count) of the block it waits for
     void* stack;
 #if defined(PORTER_ASAN)
     void* fake_stack;
@@ -208,6 +175,10 @@ struct Warp {
     int strict[64];  // a HIP *_sync call at 64 lanes: its mask must name exactly the lanes that call with it
 };
 
+struct GroupWait {  // threads waiting at the barrier of a group of consecutive threads (a multi-warp tile)
+    int first, count, waiting;
+};
+
 struct Block {
     int nthreads;
     int live;
@@ -215,6 +186,8 @@ struct Block {
     int bar_op;  // 0 plain, 1 count, 2 and, 3 or
     long long bar_acc;
     long long bar_result;
+    int ngroups;  // groups with threads waiting (GroupWait)
+    GroupWait groups[PORTER_MAX_BLOCK];
 };
 
 struct Launch {
@@ -327,6 +300,53 @@ inline int barrier(int op, int pred) {
     if (b.bar_arrived == b.live) release_barrier();
     yield();
     return (int)b.bar_result;
+}
+
+// ------------------------------------------------------------------ group barrier
+// The barrier of the threads [first, first + count) of the block (a cooperative-groups tile wider than a
+// warp): it completes when every thread of the range that has not exited has arrived.  Threads beyond
+// the block (a partial last tile) are not waited for.
+
+// Release the group `k` of g_block.groups when every thread of its range not exited waits at it.
+inline bool try_release_group(int k) {
+    Block& b = g_block;
+    GroupWait& g = b.groups[k];
+    int end = g.first + g.count < b.nthreads ? g.first + g.count : b.nthreads;
+    // no thread of the range exited: it completes at its last arrival (the common case, no scan)
+    if (g.waiting + (b.nthreads - b.live) < end - g.first) return false;
+    int live = 0;
+    for (int i = g.first; i < end; ++i) live += g_threads[i].state != DONE;
+    if (g.waiting < live) return false;
+    for (int i = g.first; i < end; ++i) {
+        Thread& t = g_threads[i];
+        if (t.state == WAIT_GROUP && t.group_first == g.first && t.group_count == g.count) t.state = READY;
+    }
+    b.groups[k] = b.groups[--b.ngroups];
+    return true;
+}
+
+inline void group_barrier(int first, int count) {
+    Block& b = g_block;
+    Thread* t = g_cur;
+    int k = 0;
+    while (k < b.ngroups && !(b.groups[k].first == first && b.groups[k].count == count)) ++k;
+    if (k == b.ngroups) b.groups[b.ngroups++] = GroupWait{first, count, 0};
+    b.groups[k].waiting += 1;
+    t->group_first = first;
+    t->group_count = count;
+    t->state = WAIT_GROUP;
+    try_release_group(k);
+    yield();
+}
+
+// A thread exited: the groups of its range that now have every other thread waiting complete.
+inline void release_groups_of(int index) {
+    Block& b = g_block;
+    for (int k = 0; k < b.ngroups;) {
+        GroupWait& g = b.groups[k];
+        if (index >= g.first && index < g.first + g.count && try_release_group(k)) continue;  // k now holds another
+        ++k;
+    }
 }
 
 // ------------------------------------------------------------------ warp collectives
@@ -500,6 +520,7 @@ inline void thread_exit_bookkeeping(Thread* t) {
     w.live &= ~lane_bit(t->lane);
     if (b.bar_arrived > 0 && b.bar_arrived == b.live) release_barrier();
     if (w.arrived) try_release_warp(w, t->warp);
+    if (b.ngroups) release_groups_of((int)(t - g_threads));
 }
 
 inline void trampoline() {
@@ -1459,6 +1480,7 @@ inline void run_block(unsigned bx, unsigned by, unsigned bz) {
     g_block.live = n;
     g_block.bar_arrived = 0;
     g_block.bar_acc = 0;
+    g_block.ngroups = 0;
     int nwarps = (n + PORTER_WARP_SIZE - 1) / PORTER_WARP_SIZE;
     for (int w = 0; w < nwarps; ++w) {
         int lanes = n - w * PORTER_WARP_SIZE;
@@ -1502,16 +1524,19 @@ inline void run_block(unsigned bx, unsigned by, unsigned bz) {
         }
     }
     if (g_block.live > 0) {
-        int at_bar = 0, at_warp = 0;
+        int at_bar = 0, at_warp = 0, at_group = 0;
         for (int i = 0; i < n; ++i) {
             at_bar += g_threads[i].state == WAIT_BAR;
             at_warp += g_threads[i].state == WAIT_WARP;
+            at_group += g_threads[i].state == WAIT_GROUP;
         }
-        char msg[256];
+        char groups[64] = "";
+        if (at_group) snprintf(groups, sizeof groups, "%d at a cooperative-groups tile barrier, ", at_group);
+        char msg[320];
         snprintf(msg, sizeof msg,
                  "deadlock in block (%u,%u,%u): %d threads wait at __syncthreads, %d at a warp collective, "
-                 "%d exited (a barrier or warp operation is not reached by every thread it waits for)",
-                 bx, by, bz, at_bar, at_warp, n - g_block.live);
+                 "%s%d exited (a barrier or warp operation is not reached by every thread it waits for)",
+                 bx, by, bz, at_bar, at_warp, groups, n - g_block.live);
         fail(msg);
     }
 }

@@ -144,7 +144,16 @@ def runtime_data_header() -> str:
 _HERE = Path(__file__).parent
 # porter's headers a program build includes (porter_capture.h is shared with the other capturing builds)
 RUNTIME_HEADERS = tuple(
-    [_HERE / n for n in ("porter_emu.h", "porter_runtime.h", "porter_runtime_c.h")]
+    [
+        _HERE / n
+        for n in (
+            "porter_emu.h",
+            "porter_cuda_types.h",
+            "porter_runtime.h",
+            "porter_runtime_types.h",
+            "porter_runtime_c.h",
+        )
+    ]
     + [_HERE.parent / "porter_capture.h"]
 )
 

@@ -1,0 +1,43 @@
+// porter_cuda_types.h -- CUDA's host-visible vector types and dim3 (porter's own header), shared by
+// porter's runtimes that compile a program's host code with g++: the CPU runtime (porter_emu.h) and the
+// OpenCL program runtime (backends/opencl/porter_opencl.h).
+#ifndef PORTER_CUDA_TYPES_H
+#define PORTER_CUDA_TYPES_H
+
+#define PORTER_VEC1(T, N, A) \
+    struct __attribute__((aligned(A))) N##1 { T x; }; \
+    static inline N##1 make_##N##1(T x) { N##1 v; v.x = x; return v; }
+#define PORTER_VEC2(T, N, A) \
+    struct __attribute__((aligned(A))) N##2 { T x, y; }; \
+    static inline N##2 make_##N##2(T x, T y) { N##2 v; v.x = x; v.y = y; return v; }
+#define PORTER_VEC3(T, N, A) \
+    struct N##3 { T x, y, z; }; \
+    static inline N##3 make_##N##3(T x, T y, T z) { N##3 v; v.x = x; v.y = y; v.z = z; return v; }
+#define PORTER_VEC4(T, N, A) \
+    struct __attribute__((aligned(A))) N##4 { T x, y, z, w; }; \
+    static inline N##4 make_##N##4(T x, T y, T z, T w) { N##4 v; v.x = x; v.y = y; v.z = z; v.w = w; return v; }
+#define PORTER_VECS(T, N, S)                                                                          \
+    PORTER_VEC1(T, N, S) PORTER_VEC2(T, N, (2 * S > 16 ? 16 : 2 * S)) PORTER_VEC3(T, N, S) \
+    PORTER_VEC4(T, N, (4 * S > 16 ? 16 : 4 * S))
+
+PORTER_VECS(signed char, char, 1)
+PORTER_VECS(unsigned char, uchar, 1)
+PORTER_VECS(short, short, 2)
+PORTER_VECS(unsigned short, ushort, 2)
+PORTER_VECS(int, int, 4)
+PORTER_VECS(unsigned int, uint, 4)
+PORTER_VECS(long, long, 8)
+PORTER_VECS(unsigned long, ulong, 8)
+PORTER_VECS(long long, longlong, 8)
+PORTER_VECS(unsigned long long, ulonglong, 8)
+PORTER_VECS(float, float, 4)
+PORTER_VECS(double, double, 8)
+
+struct dim3 {
+    unsigned int x, y, z;
+    constexpr dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1) : x(vx), y(vy), z(vz) {}
+    constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
+    constexpr operator uint3() const { return uint3{x, y, z}; }
+};
+
+#endif  // PORTER_CUDA_TYPES_H

@@ -138,6 +138,49 @@ def _canonical(type_text: str) -> str | None:
     return tables()["scalar_types"].get(" ".join(words))
 
 
+_INTEGER = ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong")
+_RANK = ("int", "uint", "long", "ulong", "float", "double")  # after integer promotion
+_HEX_OR_INT = re.compile(r"^(?:0[xX][0-9a-fA-F']+|[0-9][0-9']*)([uUlL]*)$")
+
+
+def _canonical_scalar(type_text: str) -> str | None:
+    """The canonical scalar of a (non-pointer) type spelling: `const unsigned int` -> `uint`."""
+    if "*" in type_text:
+        return None
+    words = [w for w in _squash(type_text).split() if w not in ("const", "volatile", "static", "register")]
+    text = " ".join(words)
+    if text == "bool":
+        return "uchar"
+    return _canonical(text) or (text if text in _RANK or text in _INTEGER else None)
+
+
+def _literal_type(text: str) -> str | None:
+    """The type of a number literal (`16` int, `16u` uint, `1.5f` float, `2.0` double)."""
+    text = text.strip()
+    if _FLOAT_LITERAL.match(text):
+        return "double"
+    if text[:-1] and _FLOAT_LITERAL.match(text[:-1]) and text[-1] in "fF":
+        return "float"
+    m = _HEX_OR_INT.match(text)
+    if m is None:
+        return None
+    suffix = m.group(1).lower()
+    return ("u" if "u" in suffix else "") + ("long" if "l" in suffix else "int")
+
+
+def _promote(ty: str | None) -> str | None:
+    """C's integer promotion: the small integer types become int."""
+    return "int" if ty in ("char", "uchar", "short", "ushort") else ty
+
+
+def _usual(a: str | None, b: str | None) -> str | None:
+    """C's usual arithmetic conversions on two canonical scalars (None: unknown)."""
+    a, b = _promote(a), _promote(b)
+    if a is None or b is None:
+        return None
+    return max(a, b, key=_RANK.index)
+
+
 # --------------------------------------------------------------------------- file structure
 
 
@@ -267,6 +310,26 @@ def _declared(node: Node | None) -> tuple[Node | None, list[Node]]:
     return node, chain
 
 
+def _type_names(node: Node) -> tuple[set[str], Node | None]:
+    """The type names a struct / class / union definition (or a typedef of one) defines, and the
+    definition's body (None for a declaration or a typedef of another type)."""
+    spec = node
+    names: set[str] = set()
+    if node.type == "type_definition":
+        spec = node.child_by_field_name("type") or node
+        for d in node.children_by_field_name("declarator"):
+            if d.type == "type_identifier":
+                names.add(_text(d))
+            else:
+                return set(), None  # a typedef of a pointer or array type: kept
+    if spec.type not in ("struct_specifier", "class_specifier", "union_specifier"):
+        return set(), None
+    name = spec.child_by_field_name("name")
+    if name is not None:
+        names.add(_text(name))
+    return names, spec.child_by_field_name("body")
+
+
 def _identifiers(node: Node | None) -> set[str]:
     out: set[str] = set()
     if node is None:
@@ -338,6 +401,66 @@ class _Translator:
                         uses[name] |= extra
                         changed = True
         self.const_uses = uses
+        self._unused_types()
+
+    def _unused_types(self) -> None:
+        """Omit the struct, class and union definitions no device code names: a header inlined for
+        its device code also carries the host's types (a `class` with virtual methods, a struct of
+        `pthread_barrier_t*`), and OpenCL C fails the whole program on any of them."""
+        defined: list[tuple[Node, set[str], set[str]]] = []  # (node, names it defines, names it uses)
+        inside: set[int] = set()
+        for node in self._type_definitions(self.tree.root_node):
+            names, body = _type_names(node)
+            if body is None or not names:
+                continue
+            defined.append((node, names, _identifiers(node) - names))
+            inside.add(node.id)
+        used: set[str] = set()
+        stack = [self.tree.root_node]
+        while stack:
+            n = stack.pop()
+            if n.id in inside:
+                continue
+            if n.type in ("identifier", "type_identifier"):
+                used.add(_text(n))
+            elif n.type == "preproc_arg":
+                used |= {k.text for k in c_tokens(_text(n)) if k.kind == IDENT}
+            stack.extend(n.children)
+        kept: set[int] = set()
+        changed = True
+        while changed:
+            changed = False
+            for node, names, uses in defined:
+                if node.id not in kept and names & used:
+                    kept.add(node.id)
+                    used |= uses
+                    changed = True
+        for node, names, _ in defined:
+            if node.id in kept:
+                continue
+            end = node.end_byte
+            after = node.next_sibling
+            if after is not None and after.type == ";":
+                end = after.end_byte
+            kind = "typedef" if node.type == "type_definition" else node.type.split("_")[0]
+            shown = f"{kind} {', '.join(sorted(names))}"
+            self.diag(node, shown, "type no device code uses (host code): omitted", Severity.INFO)
+            self.top_edits.append(Edit(node.start_byte, end, f"/* porter: {shown} omitted: unused */"))
+
+    def _type_definitions(self, node: Node) -> list[Node]:
+        """The struct / class / union definitions at file scope (in #if blocks and namespaces too)."""
+        out: list[Node] = []
+        for child in node.named_children:
+            t = child.type
+            if t in ("struct_specifier", "class_specifier", "union_specifier", "type_definition"):
+                out.append(child)
+            elif t in ("preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef"):
+                out += self._type_definitions(child)
+            elif t == "namespace_definition":
+                body = child.child_by_field_name("body")
+                if body is not None and body.type == "declaration_list":
+                    out += self._type_definitions(body)
+        return out
 
     def _flatten(self, ns: Node) -> None:
         """OpenCL C has no namespaces: what a namespace holds is translated at file scope (its
@@ -476,6 +599,23 @@ class _Translator:
             reason = "program-scope __device__ variable: OpenCL C 1.2 has no writable program-scope memory"
         if reason is None and "__shared__" in quals:
             reason = "file-scope __shared__ variable"
+        if reason is None and self._host_pointer(declarators):
+            # `const char *sample = "name";`: kept by the device-code cut for its `const`, but a
+            # pointer in host memory (CUDA device code cannot read it); at OpenCL program scope
+            # it would be a private variable, which stops the build of every kernel
+            shown = _squash(_text(node)).replace("*/", "* /")
+            why = (
+                "program-scope pointer without __device__/__constant__: host data, device code cannot use it"
+            )
+            for d in declarators:
+                ident, _ = _declared(
+                    d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+                )
+                if ident is not None:
+                    self.bad_globals[_text(ident)] = why
+            self.diag(node, shown, f"{why}; omitted", Severity.INFO)
+            self.top_edits.append(Edit.replace(node, f"/* porter: host variable omitted: {shown} */"))
+            return
         if reason is not None:
             for d in declarators:
                 ident, _ = _declared(
@@ -497,6 +637,16 @@ class _Translator:
             edits.append(Edit(node.start_byte, node.start_byte, "__constant "))
         if edits:
             self.top_edits.append(Edit(node.start_byte, node.end_byte, self.apply(node, edits)))
+
+    @staticmethod
+    def _host_pointer(declarators: list[Node]) -> bool:
+        """Does a program-scope declaration (no CUDA memory qualifier) declare a pointer?"""
+        for d in declarators:
+            inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+            _, chain = _declared(inner)
+            if any(c.type == "pointer_declarator" for c in chain):
+                return True
+        return False
 
     def safe_name(self, name: str) -> str:
         """`name`, or `name_` when it is an OpenCL C keyword or reserved name."""
@@ -670,6 +820,119 @@ class _Body:
             else:
                 return None
         return None
+
+    def scalar_type(self, node: Node | None, depth: int = 0) -> str | None:
+        """The canonical OpenCL scalar type of an expression (C's usual arithmetic conversions),
+        or None when porter cannot tell (calls, fields, pointers ...)."""
+        if node is None or depth > 32:
+            return None
+        t = node.type
+        if t == "number_literal":
+            return _literal_type(_text(node))
+        if t == "char_literal":
+            return "char"
+        if t in ("true", "false"):
+            return "int"
+        if t == "identifier":
+            name = _text(node)
+            if name in self.subst:
+                return _literal_type(self.subst[name])
+            var = self.vars.get(name)
+            if var is not None:
+                return None if var.indirect else _canonical_scalar(var.elem)
+            if name in self.tr.defines:
+                value = " ".join(k.text for k in c_tokens(self.tr.expand(name)) if k.kind != COMMENT)
+                return _literal_type(value.strip("() "))
+            return None
+        if t == "field_expression":
+            arg = node.child_by_field_name("argument")
+            if arg is not None and arg.type == "identifier" and _text(arg) in self.t["builtins"]:
+                return self.t["builtin_cast"]["type"]
+            return None
+        if t == "parenthesized_expression":
+            return self.scalar_type(node.named_children[0] if node.named_child_count else None, depth + 1)
+        if t == "cast_expression":
+            tnode = node.child_by_field_name("type")
+            if tnode is None or any(c.type in _POINTER_DECLS for c in tnode.named_children):
+                return None
+            return _canonical_scalar(self.render(tnode))
+        if t == "sizeof_expression":
+            return "ulong"
+        if t == "subscript_expression" or (t == "pointer_expression" and _text(node).startswith("*")):
+            r = self.root(node)
+            if r is None or not r.indirect or "*" in r.elem:
+                return None
+            arrays = self.subscript_depth(node)
+            return _canonical_scalar(r.elem) if arrays is not None else None
+        if t == "unary_expression":
+            op = node.child_by_field_name("operator")
+            if op is not None and _text(op) == "!":
+                return "int"
+            return _promote(self.scalar_type(node.child_by_field_name("argument"), depth + 1))
+        if t == "update_expression":
+            return self.scalar_type(node.child_by_field_name("argument"), depth + 1)
+        if t == "binary_expression":
+            operator = _text(node.child_by_field_name("operator"))
+            if operator in ("<", ">", "<=", ">=", "==", "!=", "&&", "||"):
+                return "int"
+            left = self.scalar_type(node.child_by_field_name("left"), depth + 1)
+            if operator in ("<<", ">>"):
+                return _promote(left)
+            return _usual(left, self.scalar_type(node.child_by_field_name("right"), depth + 1))
+        if t == "conditional_expression":
+            return _usual(
+                self.scalar_type(node.child_by_field_name("consequence"), depth + 1),
+                self.scalar_type(node.child_by_field_name("alternative"), depth + 1),
+            )
+        if t in ("assignment_expression", "comma_expression"):
+            side = "left" if t == "assignment_expression" else "right"
+            return self.scalar_type(node.child_by_field_name(side), depth + 1)
+        return None
+
+    def subscript_depth(self, node: Node) -> int | None:
+        """How many subscripts / dereferences lead from a variable to `node`; None when the chain
+        passes anything else (pointer arithmetic, casts)."""
+        n = 0
+        while node.type in ("subscript_expression", "pointer_expression", "parenthesized_expression"):
+            if node.type == "parenthesized_expression":
+                inner = node.named_children[0] if node.named_child_count else None
+            else:
+                n += 1
+                inner = node.child_by_field_name("argument")
+            if inner is None:
+                return None
+            node = inner
+        return n if node.type == "identifier" else None
+
+    def math_arguments(self, name: str, args: list[Node]) -> dict[int, str]:
+        """Casts that make integer arguments of a floating-point math function explicit: OpenCL's
+        overloads (float, double) make `log2(16)` and `pow(2, i)` ambiguous, where CUDA converts
+        the integers (to float for `sqrtf`, to double -- C++'s <cmath> -- for `sqrt` called with
+        integers only)."""
+        table = self.t["float_arguments"]
+        types = [self.scalar_type(a) for a in args]
+        integral = {i for i, ty in enumerate(types) if ty in _INTEGER}
+        if name in table["float"]:
+            return dict.fromkeys(integral, "float")
+        if name in table["double"] and integral and len(integral) == len(args):
+            self.res.fp64 = True
+            return dict.fromkeys(integral, "double")
+        return {}
+
+    def visit_arguments(self, name: str, arglist: Node | None, args: list[Node]) -> None:
+        """Visit a math call's arguments, casting the integer ones (:meth:`math_arguments`)."""
+        if arglist is None:
+            return
+        casts = self.math_arguments(name, args)
+        closing = []
+        for i, ty in casts.items():
+            a = args[i]
+            simple = a.type in ("parenthesized_expression", "number_literal", "identifier")
+            self.edits.append(Edit(a.start_byte, a.start_byte, f"({ty})" if simple else f"({ty})("))
+            if not simple:
+                closing.append(Edit(a.end_byte, a.end_byte, ")"))
+        self.visit(arglist)
+        self.edits.extend(closing)
 
     # ------------------------------------------------------------------ the walk
 
@@ -1024,7 +1287,7 @@ class _Body:
                 self.error(node, name, f"{name} called with {len(args)} arguments")
         elif name in t["functions"]:
             self.edits.append(Edit.replace(fn, t["functions"][name]))
-            self.visit(arglist) if arglist is not None else None
+            self.visit_arguments(name, arglist, args)
         elif _MAKE_VECTOR.match(name):
             m = _MAKE_VECTOR.match(name)
             assert m is not None
@@ -1041,8 +1304,7 @@ class _Body:
         elif name in self.tr.template_helpers:
             self.error(node, name, "call of a templated __device__ helper (not instantiated)")
         else:
-            if arglist is not None:
-                self.visit(arglist)
+            self.visit_arguments(name, arglist, args)
         return True
 
     def _thread_block_handle(self, node: Node) -> bool:

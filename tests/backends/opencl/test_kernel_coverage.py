@@ -1,0 +1,128 @@
+"""CUDA constructs of real programs that once stopped the OpenCL build, each in a small kernel
+written for these tests (``tests/fixtures/opencl_kernels``): translated, built on PoCL and run
+against NumPy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from porter.backends.opencl.translate import launch_geometry, translate_to_opencl
+
+from porter.model import Severity, TranslatedKernel, Translation
+
+KERNELS = Path(__file__).resolve().parents[2] / "fixtures" / "opencl_kernels"
+
+
+def _translate(name: str, **kw: Any) -> Translation:
+    path = KERNELS / name
+    return translate_to_opencl(path.read_text(encoding="utf-8"), str(path), **kw)
+
+
+def _kernel(tr: Translation, name: str) -> TranslatedKernel:
+    found = [k for k in tr.kernels if k.name == name]
+    assert found, f"no kernel {name} in {[k.name for k in tr.kernels]}"
+    return found[0]
+
+
+def _errors(tr: Translation) -> list[str]:
+    return [f"{d.line}: {d.construct}: {d.reason}" for d in tr.diagnostics if d.severity == Severity.ERROR]
+
+
+@pytest.fixture(scope="module")
+def ocl() -> tuple[Any, Any]:
+    """The OpenCL backend and its first device (PoCL's CPU device where installed)."""
+    try:
+        import pyopencl  # noqa: F401
+    except ImportError:
+        pytest.skip("pyopencl is not installed (pip install pyopencl)")
+    from porter.backends.opencl import OpenCLBackend
+
+    backend = OpenCLBackend()
+    devices = [d for d in backend.devices() if d.kind != "checker"]
+    if not devices:
+        pytest.skip("no OpenCL device (install pocl-opencl-icd for a CPU device)")
+    return backend, devices[0]
+
+
+def _run(
+    ocl: tuple[Any, Any], tr: Translation, name: str, args: list[Any], grid: Any, block: Any
+) -> list[Any]:
+    """Build kernel `name`, run it with `args` (CUDA order), return the arrays as they came back."""
+    from porter.backends import CompileOptions
+    from porter.backends.opencl import requirement_options
+
+    backend, device = ocl
+    k = _kernel(tr, name)
+    assert not k.untranslatable, k.untranslatable
+    assert not k.extra_args
+    options = CompileOptions(flags=requirement_options(device, k.requires))
+    program = backend.load(backend.compile(tr.text, k.entry, options, device=device), device)
+    cl_args: list[Any] = []
+    arrays: list[tuple[int, Any]] = []
+    for value in args:
+        if isinstance(value, np.ndarray):
+            arrays.append((len(cl_args), value))
+            value = backend.to_device(value, device)
+        cl_args.append(value)
+    global_size, local_size = launch_geometry(grid, block)
+    assert all(g % b == 0 for g, b in zip(global_size, local_size, strict=True))
+    program(*cl_args, grid=grid, block=block)
+    backend.synchronize(device)
+    return [backend.to_host(cl_args[i], host.dtype, host.shape) for i, host in arrays]
+
+
+# --------------------------------------------------------------------------- host data next to kernels
+
+
+def test_host_data_is_left_out_of_the_program() -> None:
+    tr = _translate("host_side.cu")
+    assert not _errors(tr)
+    assert "/* porter: host variable omitted: const char *program_name" in tr.text
+    assert "phases[]" not in tr.text.split("omitted: const char *const phases[]")[1]
+    for gone in ("SampleSet", "worker_arg_t", "Source", "ZeroSource"):
+        assert f"{gone} omitted: unused */" in tr.text
+    assert "pthread" not in tr.text.replace("#include <pthread.h>", "")
+    assert "typedef struct {\n    float weight;" in tr.text  # the kernel's type stays
+
+
+def test_integer_arguments_of_math_functions_get_cudas_conversion() -> None:
+    tr = _translate("host_side.cu")
+    assert "log2((double)16)" in tr.text  # C++ <cmath>: integers only -> double
+    assert "pow((float)2, (float)l)" in tr.text  # __powf takes floats
+    assert "sqrt((float)tag)" in tr.text and "floor((float)(tag / 2))" in tr.text
+    assert "pow((double)2, (double)LEVELS)" in tr.text
+
+
+def test_mixed_or_unknown_math_arguments_are_left_alone() -> None:
+    src = (
+        "__global__ void k(float* p, int n) {\n"
+        "  float x = p[0];\n"
+        "  p[1] = pow(x, 2);\n"  # pow(float, int): OpenCL picks pow(float, float), as CUDA does
+        "  p[2] = pow(x, n) + fmaxf(x, 1.0f);\n"
+        "}\n"
+    )
+    tr = translate_to_opencl(src, "k.cu")
+    assert "pow(x, 2)" in tr.text and "pow(x, n)" in tr.text and "fmax(x, 1.0f)" in tr.text
+
+
+def test_a_kernel_reading_a_host_pointer_is_untranslatable() -> None:
+    src = 'const char *name = "x";\n__global__ void k(char* out) { out[0] = name[0]; }\n'
+    tr = translate_to_opencl(src, "k.cu")
+    assert _kernel(tr, "k").untranslatable
+    assert any("host data" in e for e in _errors(tr))
+
+
+@pytest.mark.integration
+def test_run_host_side(ocl: tuple[Any, Any]) -> None:
+    n = 100
+    samples = np.zeros(n, dtype=[("weight", np.float32), ("tag", np.int32)])
+    samples["weight"] = np.linspace(-1, 1, n, dtype=np.float32)
+    samples["tag"] = np.arange(n) % 17
+    tr = _translate("host_side.cu")
+    out = _run(ocl, tr, "weigh", [samples, np.zeros(n, np.float32), np.int32(n)], (2,), (64,))[1]
+    tag = samples["tag"]
+    expect = 30 * samples["weight"] + np.sqrt(tag.astype(np.float32)) + 16 + tag // 2
+    np.testing.assert_allclose(out, expect, rtol=1e-6, atol=1e-5)  # acc sums in another order

@@ -126,3 +126,35 @@ def test_run_host_side(ocl: tuple[Any, Any]) -> None:
     tag = samples["tag"]
     expect = 30 * samples["weight"] + np.sqrt(tag.astype(np.float32)) + 16 + tag // 2
     np.testing.assert_allclose(out, expect, rtol=1e-6, atol=1e-5)  # acc sums in another order
+
+
+# --------------------------------------------------------------------------- float and double atomicMax / atomicMin
+
+
+def test_float_atomic_min_max_become_compare_and_swap_helpers() -> None:
+    tr = _translate("float_minmax.cu")
+    assert not _errors(tr)
+    assert "porter_atomic_max_f32_local(&block_max, x[i])" in tr.text
+    assert "porter_atomic_min_f64_global(&dout[1], y[i])" in tr.text
+    assert "static float porter_atomic_max_f32_local(volatile __local float* p, float v)" in tr.text
+    assert "static double porter_atomic_min_f64_global(volatile __global double* p, double v)" in tr.text
+    assert "#pragma OPENCL EXTENSION cl_khr_fp64 : enable" in tr.text
+
+
+@pytest.mark.integration
+def test_run_float_atomic_min_max(ocl: tuple[Any, Any]) -> None:
+    rng = np.random.default_rng(11)
+    n, block = 1000, 128
+    grid = (n + block - 1) // block
+    x = rng.standard_normal(n).astype(np.float32) * 100
+    y = rng.standard_normal(n) * 1e3
+    seen = np.concatenate([rng.standard_normal(n).astype(np.float32), np.zeros(n, np.float32)])
+    fout = np.array([-1e30, 1e30], np.float32)
+    dout = np.array([-1e300, 1e300])
+    tr = _translate("float_minmax.cu")
+    out = _run(ocl, tr, "extremes", [x, y, fout, dout, seen.copy(), np.int32(n)], (grid,), (block,))
+    fout_o, dout_o, seen_o = out[2], out[3], out[4]
+    assert fout_o[0] == x.max() and fout_o[1] == x.min()
+    assert dout_o[0] == y.max() and dout_o[1] == y.min()
+    np.testing.assert_array_equal(seen_o[:n], np.maximum(seen[:n], np.float32(0.5)))
+    np.testing.assert_array_equal(seen_o[n:], seen[:n])  # the old values

@@ -752,6 +752,7 @@ class _Body:
         self.extern_shared: list[tuple[str, str]] = []
         self.hoisted: list[str] = []
         self.warned: set[str] = set()
+        self.refs: set[str] = set()  # reference parameters, pointers once translated: uses read (*x)
         for c in tr.consts.values():
             self.vars[c.name] = _Var("constant", c.elem, bool(c.dims))
 
@@ -839,7 +840,8 @@ class _Body:
                 return _literal_type(self.subst[name])
             var = self.vars.get(name)
             if var is not None:
-                return None if var.indirect else _canonical_scalar(var.elem)
+                indirect = var.indirect and name not in self.refs
+                return None if indirect else _canonical_scalar(var.elem)
             if name in self.tr.defines:
                 value = " ".join(k.text for k in c_tokens(self.tr.expand(name)) if k.kind != COMMENT)
                 return _literal_type(value.strip("() "))
@@ -967,6 +969,8 @@ class _Body:
         name = _text(node)
         if name in self.subst:
             self.edits.append(Edit.replace(node, _paren(self.subst[name])))
+        elif name in self.refs:
+            self.edits.append(Edit.replace(node, f"(*{self.tr.safe_name(name)})"))
         elif name == "warpSize":
             self.warp_call(node, "warpSize", [])
         elif name in self.tr.warp_macros:
@@ -1442,7 +1446,25 @@ class _Body:
     def helper_call(self, node: Node, name: str, fn: Node, arglist: Node | None, args: list[Node]) -> None:
         helper = self.tr.helpers[name]
         spaces: list[str | None] = []
+        addressed: list[Edit] = []  # `&arg` for the reference parameters
         for i, p in enumerate(helper.params):
+            if p.reference and not p.pointer and not p.const_pointee:
+                arg = args[i] if i < len(args) else None
+                space = self.lvalue_space(arg)
+                if space is None or arg is None:
+                    self.error(
+                        node,
+                        f"{name}(... {_text(arg)} ...)",
+                        f"cannot tell which memory argument {i + 1} of {name} (a reference) lives in",
+                    )
+                    space = "private"
+                elif arg.type in ("identifier", "parenthesized_expression", "subscript_expression"):
+                    addressed.append(Edit(arg.start_byte, arg.start_byte, "&"))
+                else:
+                    addressed.append(Edit(arg.start_byte, arg.start_byte, "&("))
+                    addressed.append(Edit(arg.end_byte, arg.end_byte, ")"))
+                spaces.append(space)
+                continue
             if not p.pointer:
                 spaces.append(None)
                 continue
@@ -1462,7 +1484,9 @@ class _Body:
         if vname != name:
             self.edits.append(Edit.replace(fn, vname))
         if arglist is not None:
+            self.edits.extend(e for e in addressed if e.text != ")")
             self.visit(arglist)
+            self.edits.extend(e for e in addressed if e.text == ")")
             consts = sorted(self.tr.const_uses.get(name, set()))
             if consts:
                 close = arglist.children[-1]
@@ -1563,7 +1587,7 @@ class _Body:
         fn = self.fn
         assert fn is not None
         if p.reference:
-            self.error(p.node, _text(p.node), "C++ reference parameter: OpenCL C has no references")
+            self.reference_param(p)
             return
         elem = self.type_of(p.node)
         if p.pointer:
@@ -1591,6 +1615,72 @@ class _Body:
         else:
             for c in p.node.children:
                 self.visit(c)
+
+    def reference_param(self, p: _Param) -> None:
+        """`const T& v` becomes the value `const T v` (what it reads cannot change through it);
+        `T& x` becomes the pointer `T* x` into the memory of the call's argument (one helper
+        variant per memory, as for pointer parameters), its uses `(*x)`, its call sites `&arg`."""
+        fn = self.fn
+        assert fn is not None
+        decl = p.node.child_by_field_name("declarator")
+        amp = decl.children[0] if decl is not None and decl.children else None
+        inner = decl.named_children[0] if decl is not None and decl.named_children else None
+        if (
+            fn.kernel
+            or p.pointer
+            or decl is None
+            or decl.type != "reference_declarator"
+            or amp is None
+            or amp.type != "&"
+            or inner is None
+            or inner.type != "identifier"
+        ):
+            self.error(
+                p.node, _text(p.node), "C++ reference parameter of this kind: OpenCL C has no references"
+            )
+            return
+        elem = self.type_of(p.node)
+        data = self.tr.data
+        spaced = (
+            data[amp.start_byte - 1 : amp.start_byte].isspace()
+            or data[amp.end_byte : amp.end_byte + 1].isspace()
+        )
+        if p.name != self.tr.safe_name(p.name):
+            self.edits.append(Edit.replace(inner, self.tr.safe_name(p.name)))
+        if p.const_pointee:
+            self.edits.append(Edit.replace(amp, "" if spaced else " "))
+            self.vars[p.name] = _Var("private", elem, False)
+        else:
+            space = self.spaces.get(p.name) or "private"
+            if space != "private":
+                self.edits.append(Edit(p.node.start_byte, p.node.start_byte, f"__{space} "))
+            self.edits.append(Edit.replace(amp, "*"))
+            self.vars[p.name] = _Var(space, elem, True)
+            self.refs.add(p.name)
+        for c in p.node.children:
+            if c != decl:
+                self.visit(c)
+
+    def lvalue_space(self, node: Node | None) -> str | None:
+        """The memory an lvalue lives in (None: porter cannot tell)."""
+        if node is None:
+            return None
+        t = node.type
+        if t == "identifier":
+            var = self.vars.get(_text(node))
+            return var.space if var is not None else None
+        if t == "parenthesized_expression":
+            return self.lvalue_space(node.named_children[0] if node.named_child_count else None)
+        if t == "field_expression":
+            base = node.child_by_field_name("argument")
+            if _text(node.child_by_field_name("operator")) == "->":
+                r = self.root(base)
+                return r.space if r is not None and r.indirect else None
+            return self.lvalue_space(base)
+        if t in ("subscript_expression", "pointer_expression") and not _text(node).startswith("&"):
+            r = self.root(node)
+            return r.space if r is not None and r.indirect else None
+        return None
 
     def const_extra(self, c: _Const) -> dict[str, Any]:
         count = " * ".join(_paren(self.tr.expand(d)) for d in c.dims) if c.dims else "1"

@@ -158,3 +158,42 @@ def test_run_float_atomic_min_max(ocl: tuple[Any, Any]) -> None:
     assert dout_o[0] == y.max() and dout_o[1] == y.min()
     np.testing.assert_array_equal(seen_o[:n], np.maximum(seen[:n], np.float32(0.5)))
     np.testing.assert_array_equal(seen_o[n:], seen[:n])  # the old values
+
+
+# --------------------------------------------------------------------------- reference parameters
+
+
+def test_reference_parameters_become_pointers_per_memory() -> None:
+    tr = _translate("references.cu")
+    assert not _errors(tr)
+    assert "void accumulate(float* acc, float v) { (*acc) += v; }" in tr.text
+    assert "accumulate(&(*acc), v);" in tr.text  # a reference passed on
+    assert "void bump(int* counter, const int step_)" in tr.text  # const T& is a value
+    assert "bump(&steps, 3);" in tr.text
+    assert "void swap_values__global_global(__global float* a, __global float* b)" in tr.text
+    assert "swap_values__global_global(&out[n + i], &out[2 * n + i]);" in tr.text
+    assert "int count_hit(__local int* hits)" in tr.text and "count_hit(&block_hits);" in tr.text
+    assert "return atomic_add(&(*hits), 1);" in tr.text
+
+
+def test_reference_to_an_unknown_memory_is_reported() -> None:
+    src = "__device__ void inc(int& x) { x++; }\n__global__ void k(int* p) { inc(p[0] + 1); }\n"
+    tr = translate_to_opencl(src, "k.cu")
+    assert _kernel(tr, "k").untranslatable
+    assert any("a reference" in e for e in _errors(tr))
+
+
+@pytest.mark.integration
+def test_run_references(ocl: tuple[Any, Any]) -> None:
+    n, block = 300, 64
+    grid = (n + block - 1) // block
+    x = np.linspace(-3, 3, n, dtype=np.float32)
+    out = np.concatenate([np.zeros(n), np.arange(n), -np.arange(n)]).astype(np.float32)
+    tr = _translate("references.cu")
+    got = _run(ocl, tr, "references", [x, out, np.zeros(grid + 1, np.int32), np.int32(n)], (grid,), (block,))
+    out_o, counts = got[1], got[2]
+    np.testing.assert_allclose(out_o[:n], 2 * x + 4 - 10 * x, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(out_o[n : 2 * n], -np.arange(n, dtype=np.float32))
+    np.testing.assert_array_equal(out_o[2 * n :], np.arange(n, dtype=np.float32))
+    assert counts[0] == n
+    np.testing.assert_array_equal(counts[1:], np.minimum(block, n - block * np.arange(grid)))

@@ -335,9 +335,9 @@ _DIAGNOSTICS = [
         False,
     ),
     (
-        "reference-param",
-        "__device__ void h(float& r) { r = 1.0f; }\n__global__ void k(float* p) { h(p[0]); }",
-        "float& r",
+        "reference-param",  # an rvalue reference (T& is translated: test_kernel_coverage.py)
+        "__device__ void h(float&& r) { r = 1.0f; }\n__global__ void k(float* p) { h(p[0] + 1.0f); }",
+        "float&& r",
         "reference",
         Severity.ERROR,
         True,

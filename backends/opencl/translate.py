@@ -219,6 +219,11 @@ class _Var:
     space: str  # global | local | constant | private
     elem: str  # element (pointee) type for pointers and arrays, the type for scalars
     indirect: bool  # pointer or array
+    rank: int | None = None  # subscripts from the variable to a scalar (None: 1 if indirect else 0)
+
+    @property
+    def subscripts(self) -> int:
+        return self.rank if self.rank is not None else int(self.indirect)
 
 
 @dataclass
@@ -754,7 +759,7 @@ class _Body:
         self.warned: set[str] = set()
         self.refs: set[str] = set()  # reference parameters, pointers once translated: uses read (*x)
         for c in tr.consts.values():
-            self.vars[c.name] = _Var("constant", c.elem, bool(c.dims))
+            self.vars[c.name] = _Var("constant", c.elem, bool(c.dims), len(c.dims))
 
     # ------------------------------------------------------------------ small tools
 
@@ -840,8 +845,7 @@ class _Body:
                 return _literal_type(self.subst[name])
             var = self.vars.get(name)
             if var is not None:
-                indirect = var.indirect and name not in self.refs
-                return None if indirect else _canonical_scalar(var.elem)
+                return None if var.subscripts else _canonical_scalar(var.elem)
             if name in self.tr.defines:
                 value = " ".join(k.text for k in c_tokens(self.tr.expand(name)) if k.kind != COMMENT)
                 return _literal_type(value.strip("() "))
@@ -860,12 +864,14 @@ class _Body:
             return _canonical_scalar(self.render(tnode))
         if t == "sizeof_expression":
             return "ulong"
+        if t == "call_expression":
+            return self.call_type(node)
         if t == "subscript_expression" or (t == "pointer_expression" and _text(node).startswith("*")):
             r = self.root(node)
             if r is None or not r.indirect or "*" in r.elem:
                 return None
-            arrays = self.subscript_depth(node)
-            return _canonical_scalar(r.elem) if arrays is not None else None
+            depth_ = self.subscript_depth(node)
+            return _canonical_scalar(r.elem) if depth_ == r.subscripts else None
         if t == "unary_expression":
             op = node.child_by_field_name("operator")
             if op is not None and _text(op) == "!":
@@ -889,6 +895,32 @@ class _Body:
         if t in ("assignment_expression", "comma_expression"):
             side = "left" if t == "assignment_expression" else "right"
             return self.scalar_type(node.child_by_field_name(side), depth + 1)
+        return None
+
+    def call_type(self, node: Node) -> str | None:
+        """The scalar a call returns: float math functions, min/max, the file's helpers."""
+        fn = node.child_by_field_name("function")
+        if fn is None or fn.type != "identifier":
+            return None
+        name = _text(fn)
+        args = _args(node.child_by_field_name("arguments"))
+        table = self.t["float_arguments"]
+        if name in table["float"]:
+            return "float"
+        if name in table["double"] or name in ("min", "max"):
+            types = [self.scalar_type(a) for a in args]
+            if not types or None in types:
+                return None
+            if name in ("min", "max"):
+                return _usual(types[0], types[-1])
+            return "float" if all(ty == "float" for ty in types) else "double"
+        helper = self.tr.helpers.get(name)
+        if helper is not None:
+            decl = helper.node.child_by_field_name("declarator")
+            rtype = helper.node.child_by_field_name("type")
+            if decl is None or decl.type != "function_declarator" or rtype is None:
+                return None  # returns a pointer or a reference
+            return _canonical_scalar(_text(rtype))
         return None
 
     def subscript_depth(self, node: Node) -> int | None:
@@ -1121,6 +1153,9 @@ class _Body:
             return self.shared(node, "extern" in quals)
         if self._thread_block_handle(node):
             return True
+        tnode = node.child_by_field_name("type")
+        if tnode is not None and tnode.type == "placeholder_type_specifier":
+            return self.auto_declaration(node, tnode)
         elem = self.type_of(node)
         declarators = node.children_by_field_name("declarator")
         spaces: set[str] = set()
@@ -1147,7 +1182,8 @@ class _Body:
                 stars = sum(1 for c in chain if c.type == "pointer_declarator")
                 self.vars[name] = _Var(space, elem + "*" * (stars - 1), True)
             elif chain and chain[0].type == "array_declarator":
-                self.vars[name] = _Var("private", elem, True)
+                rank = sum(1 for c in chain if c.type == "array_declarator")
+                self.vars[name] = _Var("private", elem, True, rank)
                 plain = True
             else:
                 self.vars[name] = _Var("private", elem, False)
@@ -1159,6 +1195,88 @@ class _Body:
         for c in node.children:
             self.visit(c)
         return True
+
+    def auto_declaration(self, node: Node, tnode: Node) -> bool:
+        """`auto v = <init>;`: the type written out where the initializer tells it (a literal, a
+        variable, a cast, arithmetic on those, an element, a math call, a pointer into a known
+        memory); else an error naming the variable."""
+        deduced: list[tuple[Node, str, _Var]] = []
+        for d in node.children_by_field_name("declarator"):
+            value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+            inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+            if value is not None and value.type in ("initializer_list", "argument_list"):
+                value = value.named_children[0] if value.named_child_count == 1 else None
+            if inner is None or inner.type not in ("identifier", "pointer_declarator"):
+                self.error(node, _text(node), "auto with a reference or array declarator: write the type out")
+                return True
+            ident, chain = _declared(inner)
+            found = self.deduce(value) if value is not None and ident is not None else None
+            if found is not None and chain and found[1].indirect is False:
+                found = None  # `auto* p = <not a pointer>`
+            if found is None or ident is None:
+                name = _text(ident) if ident is not None else _text(d)
+                self.error(
+                    node,
+                    _text(node),
+                    f"auto: porter cannot tell the type of {name}'s initializer; write the type out",
+                )
+                return True
+            deduced.append((ident, *found))
+        texts = {text for _, text, _ in deduced}
+        if len(texts) != 1:
+            self.error(node, _text(node), "auto declaring variables of different types: split it")
+            return True
+        text = texts.pop()
+        for ident, _, var in deduced:
+            self.vars[_text(ident)] = var
+        if text.endswith("*") and any(c.type == "pointer_declarator" for c in node.named_children):
+            text = text[:-1].rstrip()  # `auto* p`: the star is written already
+        self.edits.append(Edit.replace(tnode, text))
+        for c in node.children:
+            if c != tnode:
+                self.visit(c)
+        return True
+
+    def deduce(self, value: Node) -> tuple[str, _Var] | None:
+        """(the OpenCL type, the variable) an `auto` initialized from `value` declares."""
+        scalar = self.scalar_type(value)
+        if scalar is not None:
+            if scalar == "double":
+                self.res.fp64 = True
+            return scalar, _Var("private", scalar, False)
+        node = value
+        while node.type == "parenthesized_expression" and node.named_child_count:
+            node = node.named_children[0]
+        space: str | None
+        if node.type == "cast_expression":
+            tnode = node.child_by_field_name("type")
+            if tnode is None or not any(c.type in _POINTER_DECLS for c in tnode.named_children):
+                return None
+            r = self.root(node.child_by_field_name("value"))
+            space = r.space if r is not None and r.indirect else "private"
+            elem = self.render(tnode).rstrip()
+            if not elem.endswith("*"):
+                return None
+            elem = elem[:-1].rstrip()
+        elif node.type == "pointer_expression" and _text(node).startswith("&"):
+            target = node.child_by_field_name("argument")
+            space = self.lvalue_space(target)
+            elem_type = self.scalar_type(target)
+            if space is None or elem_type is None:
+                return None
+            elem = elem_type
+        else:
+            base: Node | None = node
+            if node.type == "binary_expression" and _text(node.child_by_field_name("operator")) in ("+", "-"):
+                base = node.child_by_field_name("left")  # pointer + offset
+            if base is None or base.type != "identifier":
+                return None
+            r = self.vars.get(_text(base))
+            if r is None or not r.indirect or r.subscripts != 1:
+                return None
+            space, elem = r.space, r.elem
+        qual = f"__{space} " if space in _SPACES else ""
+        return f"{qual}{elem}*", _Var(space, elem, True)
 
     def pointer_space(self, name: str, value: Node | None) -> str | None:
         candidates: list[Node | None] = [value] if value is not None else []
@@ -1189,10 +1307,11 @@ class _Body:
         elem = self.type_of(node)
         declared = []
         for d in node.children_by_field_name("declarator"):
-            ident, _ = _declared(d)
+            ident, chain = _declared(d)
             if ident is not None:
                 declared.append(_text(ident))
-                self.vars[_text(ident)] = _Var("local", elem, True)
+                rank = sum(1 for c in chain if c.type == "array_declarator")
+                self.vars[_text(ident)] = _Var("local", elem, True, rank)
                 if extern:
                     self.extern_shared.append((_text(ident), elem))
         if extern:
@@ -1655,7 +1774,7 @@ class _Body:
             if space != "private":
                 self.edits.append(Edit(p.node.start_byte, p.node.start_byte, f"__{space} "))
             self.edits.append(Edit.replace(amp, "*"))
-            self.vars[p.name] = _Var(space, elem, True)
+            self.vars[p.name] = _Var(space, elem, True, 0)
             self.refs.add(p.name)
         for c in p.node.children:
             if c != decl:

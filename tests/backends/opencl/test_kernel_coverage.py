@@ -197,3 +197,54 @@ def test_run_references(ocl: tuple[Any, Any]) -> None:
     np.testing.assert_array_equal(out_o[2 * n :], np.arange(n, dtype=np.float32))
     assert counts[0] == n
     np.testing.assert_array_equal(counts[1:], np.minimum(block, n - block * np.arange(grid)))
+
+
+# --------------------------------------------------------------------------- auto locals
+
+
+def test_auto_locals_get_the_initializers_type() -> None:
+    tr = _translate("auto_locals.cu")
+    assert not _errors(tr)
+    assert "uint i = (uint)get_group_id(0)" in tr.text and "uint t = (uint)get_local_id(0);" in tr.text
+    assert "float scale = 0.5f;" in tr.text and "int big = 1 << 20;" in tr.text
+    assert "float v = i < n ? x[i] : 0.0f;" in tr.text
+    assert "__local float* row = &tile[0];" in tr.text
+    assert "__global const float* src = x + i;" in tr.text
+    assert "__global const float* twin = (__global const float*)src;" in tr.text
+    assert "float root = sqrt(fabs(v));" in tr.text and "int doubled = twice(half_n);" in tr.text
+    assert "long wide = (long)big * 4096;" in tr.text and "const float bias = (float)doubled;" in tr.text
+    assert "auto " not in tr.text.split("__kernel")[1]
+
+
+@pytest.mark.parametrize(
+    ("body", "name"),
+    [
+        ("auto v = make_float2(p[0], p[1]); p[0] = v.x;", "v"),
+        ("auto q = unknown_helper(p); p[0] = q;", "q"),
+        ("auto& r = p[0]; r = 1.0f;", "reference"),
+    ],
+)
+def test_auto_without_a_type_porter_can_tell_is_an_error(body: str, name: str) -> None:
+    tr = translate_to_opencl(f"__global__ void k(float* p) {{ {body} }}\n", "k.cu")
+    assert _kernel(tr, "k").untranslatable
+    assert any("auto" in e and name in e for e in _errors(tr)), _errors(tr)
+
+
+@pytest.mark.integration
+def test_run_auto_locals(ocl: tuple[Any, Any]) -> None:
+    n, block = 200, 64
+    grid = (n + block - 1) // block
+    x = np.linspace(-2, 2, n, dtype=np.float32)
+    tr = _translate("auto_locals.cu")
+    out = _run(
+        ocl,
+        tr,
+        "auto_locals",
+        [x, np.zeros(n, np.float32), np.zeros(n, np.uint32), np.int32(n)],
+        (grid,),
+        (block,),
+    )
+    bias = np.float32(2 * (n // 2))
+    expect = x * np.float32(0.5) + x + np.sqrt(np.abs(x)) + bias + np.float32(1)  # (2**20 * 4096) >> 32
+    np.testing.assert_allclose(out[1], expect, rtol=1e-6)
+    np.testing.assert_array_equal(out[2], np.arange(n) // block * block)

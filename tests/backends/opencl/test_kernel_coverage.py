@@ -248,3 +248,48 @@ def test_run_auto_locals(ocl: tuple[Any, Any]) -> None:
     expect = x * np.float32(0.5) + x + np.sqrt(np.abs(x)) + bias + np.float32(1)  # (2**20 * 4096) >> 32
     np.testing.assert_allclose(out[1], expect, rtol=1e-6)
     np.testing.assert_array_equal(out[2], np.arange(n) // block * block)
+
+
+# --------------------------------------------------------------------------- float -> integer conversions
+
+
+def test_float_to_integer_conversions_are_kept_as_c_casts() -> None:
+    """OpenCL C converts floating point to integers toward zero, as CUDA's C++ casts do (for values
+    in range: out of range both are undefined), so the casts stay casts; CUDA's __float2int_r*
+    intrinsics are the ones that name a rounding (convert_int_rt*)."""
+    tr = _translate("float_to_int.cu")
+    assert not _errors(tr)
+    assert "as_int[2 * i] = (int)f;" in tr.text and "int implicit = f;" in tr.text
+    assert (
+        "(unsigned char)(fabs(f) * 10.0f)" in tr.text and "unsigned char pixel = fabs(f) * 10.0f;" in tr.text
+    )
+    assert "as_long[i] = (long)(y[i] * 1e6);" in tr.text
+
+
+@pytest.mark.integration
+def test_run_float_to_integer_conversions(ocl: tuple[Any, Any]) -> None:
+    n, block = 500, 128
+    grid = (n + block - 1) // block
+    rng = np.random.default_rng(12)
+    x = rng.uniform(-25.4, 25.4, n).astype(np.float32)
+    x[:8] = [0.0, -0.0, 0.999, -0.999, 1.5, -1.5, 25.49, -2.5]
+    y = rng.uniform(-1e3, 1e3, n)
+    tr = _translate("float_to_int.cu")
+    args = [
+        x,
+        y,
+        np.zeros(2 * n, np.int32),
+        np.zeros(2 * n, np.uint8),
+        np.zeros(n, np.int16),
+        np.zeros(n, np.uint32),
+        np.zeros(n, np.int64),
+        np.int32(n),
+    ]
+    out = _run(ocl, tr, "to_integers", args, (grid,), (block,))
+    as_int, as_byte, as_short, as_uint, as_long = out[2:]
+    np.testing.assert_array_equal(as_int, np.repeat(np.trunc(x), 2).astype(np.int32))
+    byte = np.trunc(np.abs(x) * np.float32(10)).astype(np.uint8)  # 0 .. 254: in range
+    np.testing.assert_array_equal(as_byte, np.repeat(byte, 2))
+    np.testing.assert_array_equal(as_short, np.trunc(x * np.float32(100)).astype(np.int16))
+    np.testing.assert_array_equal(as_uint, np.trunc(np.abs(x * np.float32(1000))).astype(np.uint32))
+    np.testing.assert_array_equal(as_long, np.trunc(y * 1e6).astype(np.int64))

@@ -35,6 +35,10 @@ class Dialect:
     # Host and device code in one C++ file (CUDA, HIP): a variant keeps only device code and may include
     # the original's headers.  False: a device-only language compiled alone (OpenCL C).
     single_source: ClassVar[bool] = True
+    # A device-only dialect whose ports are programs too: the program's files are written beside the
+    # device code with their host side translated (``host_text``), built by the program toolchains of
+    # this language.  A single-source dialect's ports are always programs (their own language).
+    host_program: ClassVar[bool] = False
     # Kernels are C++ templates launched as ``name<args>``; False: each instantiation is its own kernel.
     templates: ClassVar[bool] = True
     # A rule-based translator from the source dialect exists (``translate``).
@@ -49,6 +53,17 @@ class Dialect:
     @property
     def suffix(self) -> str:
         return self.suffixes[0]
+
+    @property
+    def program_language(self) -> str | None:
+        """The language its program ports are built as (by the program toolchains of that language), or
+        None when its ports are device code only."""
+        return self.name if self.single_source or self.host_program else None
+
+    def host_text(self, text: str, device_files: Sequence[tuple[str, Sequence[TranslatedKernel]]]) -> str:
+        """A program file's host side in a ``host_program`` port: `device_files` are the port's device
+        files (relative to the port) with the kernels each holds, in the program's unit order."""
+        return text
 
     @property
     def facts(self) -> DialectFacts | None:

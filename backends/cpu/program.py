@@ -229,6 +229,7 @@ class CpuProgramToolchain:
 
     backend = "cpu"
     family = "cpu-runtime"  # what --toolchains names it by, at every width
+    runtime_header = "porter_runtime.h"  # what every C++ unit is compiled with force-included
 
     def __init__(self, backend: Any, width: int = 0, languages: tuple[str, ...] = ("cuda", "hip")) -> None:
         """`width`: warps of that many lanes (``warpSize``, the device properties, ballots and shuffles)
@@ -274,20 +275,27 @@ class CpuProgramToolchain:
     def _prepare(self, source: ProgramSource, out: Path) -> tuple[Path, Path, list[str], dict[Path, str]]:
         """The rewritten copy of the program (``out/src``), porter's headers (``out/porter-include``),
         the include folders as the copy sees them, and every rewritten text by its path."""
-        facts = self._backend.dialect
         inc = out / "porter-include"
         if inc.exists():
             shutil.rmtree(inc)
-        program_facts = _runtime_data()["program"]
-        write_runtime_headers(
-            inc, [*facts.includes["stub"], *program_facts.get("stub", ())], refused_headers(facts)
-        )
+        self.write_headers(inc, source)
         scratch, include_dirs, texts = instrumented_copy(
             source, out, lambda text, kernels: register_kernels(register_symbols(src_mod.spell_noinline(
                 src_mod.rewrite_shared(rewrite_launches(text, kernels.deduced, kernels.labels))
             )), kernels.deduced),
         )  # fmt: skip
         return scratch, inc, include_dirs, texts
+
+    def write_headers(self, inc: Path, source: ProgramSource) -> None:
+        """porter's runtime headers and a stub for every CUDA/HIP header the program may include."""
+        facts = self._backend.dialect
+        program_facts = _runtime_data()["program"]
+        write_runtime_headers(
+            inc, [*facts.includes["stub"], *program_facts.get("stub", ())], refused_headers(facts)
+        )
+
+    def link_libs(self) -> list[str]:
+        return list(_runtime_data()["program"].get("link", ["-lm", "-lpthread"]))
 
     def _refusal(
         self, units: Sequence[Path], scratch: Path, inc: Path, out: Path, cmd: Sequence[str], jail: Jail
@@ -338,7 +346,7 @@ class CpuProgramToolchain:
             compiler,
             *flags,
             "-include",
-            "porter_runtime.h",
+            self.runtime_header,
             *(f"-D{d}" for d in source.defines),
             *incs,
             "-x",
@@ -356,7 +364,7 @@ class CpuProgramToolchain:
             "flags": flags,
             "include": str(inc),
             "runtime_c": str(Path(__file__).parent / "porter_runtime_c.cpp"),
-            "link": list(_runtime_data()["program"].get("link", ["-lm", "-lpthread"])),
+            "link": self.link_libs(),
             "log": str(out / "drivers.log"),
             "within": str(scratch) + os.sep,
             "deduced": sorted(kernels.deduced),
@@ -405,7 +413,7 @@ class CpuProgramToolchain:
         incs = [f"-I{inc}", *(f"-I{d}" for d in include_dirs)]
         objects: dict[Path, Path] = {}
         commands: list[str] = []
-        cxx = [compiler, *flags, "-include", "porter_runtime.h", *incs, "-x", "c++"]  # each unit adds its -D
+        cxx = [compiler, *flags, "-include", self.runtime_header, *incs, "-x", "c++"]  # each unit adds its -D
         jail = build_jail(source, out)
         why = self._refusal(units, scratch, inc, out, [*cxx, *defines], jail)  # before anything is built
         if why:
@@ -476,7 +484,7 @@ class CpuProgramToolchain:
                 )
             others.append(shim)
         executables: dict[str, str] = {}
-        libs = list(program_facts.get("link", ["-lm", "-lpthread"]))
+        libs = self.link_libs()
         for main in mains:
             exe = out / "bin" / main.relative_to(scratch).with_suffix("")
             exe.parent.mkdir(parents=True, exist_ok=True)

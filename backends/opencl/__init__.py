@@ -285,6 +285,13 @@ class OpenCLBackend(BackendBase):
         except Exception:  # never raise from discovery
             return []
 
+    def program_toolchains(self) -> tuple[Any, ...]:
+        """One OpenCL program toolchain per device that runs kernels here (backends/opencl/program.py):
+        an OpenCL port's host code built with porter's OpenCL runtime, run on that device."""
+        from porter.backends.opencl.program import program_toolchains
+
+        return program_toolchains(self.devices())
+
     def toolchain_id(self, device: Device | None = None, arch: str | None = None) -> str:
         if device is None:
             return _default_toolchain_id(self)

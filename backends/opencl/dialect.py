@@ -20,6 +20,7 @@ class OpenCLDialect(Dialect):
     package: ClassVar[str] = "porter.backends.opencl"
     suffixes: ClassVar[tuple[str, ...]] = (".cl",)
     single_source: ClassVar[bool] = False
+    host_program: ClassVar[bool] = True  # the port is a program: host code over porter_opencl.h
     templates: ClassVar[bool] = False
     translates: ClassVar[bool] = True
     comment_marks: ClassVar[tuple[str, str]] = ("/*", "*/")  # OpenCL C 1.2 sources stay C89-safe
@@ -36,6 +37,11 @@ class OpenCLDialect(Dialect):
         from porter.backends.opencl.translate import translate_to_opencl
 
         return translate_to_opencl(source, path, include_dirs=include_dirs, scanned=scanned)
+
+    def host_text(self, text: str, device_files: Sequence[tuple[str, Sequence[TranslatedKernel]]]) -> str:
+        from porter.backends.opencl.host import entries_of, host_text
+
+        return host_text(text, entries_of(device_files))
 
     def instance_entry(self, kernel: str, template_args: Sequence[str]) -> str:
         from porter.backends.opencl.launch import instance_entry

@@ -39,7 +39,7 @@ from porter.defines import BuildFlags
 from porter.errors import UsageError
 from porter.files import carried, encode_text, reads_once
 from porter.harness.gate import compile_check
-from porter.model import Translation, to_jsonable
+from porter.model import TranslatedKernel, Translation, to_jsonable
 from porter.program import ProgramFile, discover
 from porter.results import FileTarget, ProgramFileResult, ProgramKernel, ProgramReport
 from porter.workflows.program_plan import ProgramPlan
@@ -135,6 +135,8 @@ class _Porter:
                     self.results[f.path].targets[target] = done
 
             self._each(self.program.units, one, f"{target} units")
+            if dialect.host_program:
+                self.host_tree(target)
 
     def _each(self, files: Sequence[ProgramFile], work: Callable[[ProgramFile], None], what: str) -> None:
         """`work` on every file, ``jobs`` at a time, with counts and the time left in the progress."""
@@ -196,6 +198,26 @@ class _Porter:
         self._locate_kernels(f)
         status = "untranslatable" if any(tk.untranslatable for tk in tr.kernels) else "translated"
         return FileTarget(str(dest), status, diagnostics=tuple(tr.diagnostics))
+
+    def host_tree(self, target: str) -> None:
+        """The program's files beside `target`'s device code, their host side translated (the port is a
+        program: backends' ``host_text``); a unit's own result stays its device code's."""
+        dialect = get_dialect(target)
+        held: list[tuple[str, Sequence[TranslatedKernel]]] = []
+        for f in self.program.units:
+            tr = self.plan.translation(target, f) if self.plan.uses_cuda(f) else None
+            if isinstance(tr, Translation) and tr.kernels:
+                held.append((f.rel.with_name(f.rel.stem + dialect.suffix).as_posix(), tr.kernels))
+        for f in self.program.files:
+            dest = self.out / target / f.rel
+            text = self.plan.text(f)
+            if text is None or not self.plan.uses_cuda(f):
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(f.path, dest)
+                continue
+            _write_bytes(dest, encode_text(dialect.host_text(text, held)))
+            if f.path not in {u.path for u in self.program.units}:
+                self.results[f.path].targets[target] = FileTarget(str(dest), "translated")
 
     def build_unit(self, target: str, f: ProgramFile) -> None:
         """Compile the mirrored unit's device code, kernels of its headers included, with a real

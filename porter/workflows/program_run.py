@@ -282,8 +282,9 @@ class _Runner:
         """(variant, its language, its tree): the original, then each single-source port."""
         found = [("original", self.language, self.program.root)]
         for target in self.report.targets:
-            if get_dialect(target).single_source and (self.out / target).is_dir():
-                found.append((target, target, self.out / target))
+            language = get_dialect(target).program_language
+            if language is not None and (self.out / target).is_dir():
+                found.append((target, language, self.out / target))
         return found
 
     def build_all(self, jobs: int) -> dict[tuple[str, str], tuple[ProgramBuild, ProgramToolchain]]:
@@ -468,7 +469,7 @@ class _Runner:
                     run.variants.append(rec)
                     self.save()
             for target in self.report.targets:
-                if not get_dialect(target).single_source:
+                if get_dialect(target).program_language is None:
                     run.variants.append(
                         RunResult(
                             target,
@@ -589,7 +590,9 @@ class _Runner:
             env.update(capture_env(scratch / "capture", *self.capture_limits))
         device = chain.device()
         on_gpu = device is not None and device.times
-        jail = Jail(tuple(map(str, writable)), readable=self.data, home=str(home), gpu=on_gpu)
+        # what the toolchain's runtime reads besides the system (an OpenCL ICD folder of porter's)
+        readable = (*self.data, *getattr(chain, "run_readable", lambda: [])())
+        jail = Jail(tuple(map(str, writable)), readable=readable, home=str(home), gpu=on_gpu)
         ran = program_jail.run(
             [f"./{name}", *argv], jail, cwd, stdout=scratch / "stdout.txt", stderr=scratch / "stderr.txt",
             env=env, timeout=self.timeout, max_output=self.max_output,

@@ -1,0 +1,270 @@
+"""The host side of an OpenCL program port: the program's own files, with each kernel's body replaced by a
+host stub that launches its OpenCL translation, and device-only functions removed.
+
+`porter port DIR --to opencl` writes, beside each unit's ``.cl`` (its kernels in OpenCL C) and its
+``.launch.json`` (the launch mapping), every file of the program through :func:`host_text`:
+
+* a ``__global__`` function keeps its signature (template header, parameters, qualifiers as written); its
+  body becomes ``porter_opencl::Launch`` calls setting the OpenCL kernel's arguments in the translation's
+  order (``arg_map``: a CUDA parameter, or an added ``__local`` buffer sized by the launch's dynamic shared
+  memory, or a ``__constant__`` variable passed as a buffer) and enqueueing it.  A template kernel gets one
+  branch per instance the translation made (``if constexpr``), each naming its entry (``axpby_float``);
+* a function that is only ``__device__`` is blanked (it runs only inside kernels, which are OpenCL C now);
+* everything else is kept byte for byte, and every line stays where it was, so a compiler's message about
+  the host code names the user's line.
+
+The launches themselves are left as written: the OpenCL program toolchain rewrites them as porter's CPU
+runtime does (backends/launches.py) and its runtime header (``porter_opencl.h``) serves the CUDA runtime
+API over OpenCL.  A kernel the translator could not translate gets a stub that fails when launched; the
+toolchain refuses to build a program holding one (:func:`untranslatable`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from porter.files import decode_text, encode_text
+from porter.model import TranslatedKernel
+
+# what the host stubs of a unit are generated from: kernel name -> [(its OpenCL kernel, the .cl file)]
+Entries = Mapping[str, Sequence[tuple[TranslatedKernel, str]]]
+
+_TYPE_PARAM = re.compile(r"^\s*(?:typename|class)\b")
+
+
+@dataclass(frozen=True)
+class _Kernel:
+    name: str
+    params: tuple[str, ...]  # parameter names, "" where unnamed
+    template: tuple[tuple[str, bool], ...]  # (name, is a type) per template parameter
+    body: tuple[int, int]  # byte range of the body's braces
+
+
+def entries_of(
+    translations: Iterable[tuple[str, Sequence[TranslatedKernel]]],
+) -> dict[str, list[tuple[TranslatedKernel, str]]]:
+    """Kernel name -> its translated instances with the ``.cl`` file (relative to the port) holding each,
+    from (``.cl`` path, kernels) per unit; the first unit holding an instance wins."""
+    out: dict[str, list[tuple[TranslatedKernel, str]]] = {}
+    seen: set[str] = set()
+    for cl, kernels in translations:
+        for tk in kernels:
+            if tk.name in seen:
+                continue
+            seen.add(tk.name)
+            out.setdefault(tk.name.split("<", 1)[0].strip(), []).append((tk, cl))
+    return out
+
+
+def _c_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
+
+
+def _split_top(text: str) -> list[str]:
+    """`text` split at commas outside brackets."""
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
+    for ch in text:
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if "".join(cur).strip():
+        parts.append("".join(cur).strip())
+    return parts
+
+
+def _declared_name(node: Any) -> str:
+    """The identifier a (parameter) declarator declares, or ""."""
+    while node is not None and node.type not in ("identifier", "field_identifier"):
+        inner = node.child_by_field_name("declarator")
+        if inner is None:
+            found = [c for c in node.named_children if c.type == "identifier"]
+            return found[0].text.decode() if found else ""
+        node = inner
+    return node.text.decode() if node is not None else ""
+
+
+def _specifiers(node: Any) -> set[str]:
+    words: set[str] = set()
+    for c in node.children:
+        if c.type in (
+            "storage_class_specifier",
+            "type_qualifier",
+            "attribute_specifier",
+            "ms_declspec_modifier",
+        ):
+            words.update(c.text.decode().split())
+        elif c.type in ("primitive_type", "type_identifier") and c.text.decode().startswith("__"):
+            words.add(c.text.decode())
+    # tree-sitter-cuda marks __global__/__device__/__host__ as their own nodes in some versions
+    for c in node.children:
+        text = c.text.decode() if c.type not in ("compound_statement", "function_declarator") else ""
+        if text in ("__global__", "__device__", "__host__"):
+            words.add(text)
+    return words
+
+
+def _function_name(definition: Any) -> str:
+    decl = definition.child_by_field_name("declarator")
+    while decl is not None and decl.type != "function_declarator":
+        decl = decl.child_by_field_name("declarator")
+    if decl is None:
+        return ""
+    name = decl.child_by_field_name("declarator")
+    return name.text.decode().split("::")[-1] if name is not None else ""
+
+
+def _params(definition: Any) -> tuple[str, ...]:
+    decl = definition.child_by_field_name("declarator")
+    while decl is not None and decl.type != "function_declarator":
+        decl = decl.child_by_field_name("declarator")
+    plist = decl.child_by_field_name("parameters") if decl is not None else None
+    if plist is None:
+        return ()
+    out = []
+    for p in plist.named_children:
+        if p.type == "comment":
+            continue
+        if p.type == "parameter_declaration" and p.text.decode().strip() == "void":
+            continue
+        out.append(_declared_name(p.child_by_field_name("declarator")))
+    return tuple(out)
+
+
+def _template(definition: Any) -> tuple[tuple[str, bool], ...]:
+    parent = definition.parent
+    if parent is None or parent.type != "template_declaration":
+        return ()
+    plist = parent.child_by_field_name("parameters")
+    out = []
+    for p in plist.named_children if plist is not None else ():
+        text = p.text.decode()
+        name = re.findall(r"[A-Za-z_]\w*", text.split("=", 1)[0])
+        out.append((name[-1] if name else "", bool(_TYPE_PARAM.match(text)) or p.type.startswith("type_")))
+    return tuple(out)
+
+
+def _functions(root: Any) -> list[Any]:
+    found, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "function_definition":
+            found.append(node)
+            continue  # no kernels inside functions
+        stack.extend(node.children)
+    return found
+
+
+def _stub(k: _Kernel, instances: Sequence[tuple[TranslatedKernel, str]]) -> list[str]:
+    """The statements of `k`'s host stub, one per line."""
+
+    def launch(tk: TranslatedKernel, cl: str, indent: str) -> list[str]:
+        if tk.untranslatable:
+            why = "; ".join(tk.untranslatable)
+            return [f"{indent}porter_opencl::untranslatable({_c_string(tk.name)}, {_c_string(why)});"]
+        calls, extras = [], iter(tk.extra_args)
+        for slot in tk.arg_map or tuple(range(len(k.params))):
+            if slot is None:
+                extra: Mapping[str, Any] = next(extras, {})
+                if extra.get("kind") == "constant":
+                    calls.append(f".symbol({extra.get('symbol')})")
+                else:
+                    calls.append(".local()")
+            elif 0 <= int(slot) < len(k.params) and k.params[int(slot)]:
+                calls.append(f".arg({k.params[int(slot)]})")
+            else:
+                why = f"parameter {slot} of {k.name} has no name the host stub can pass"
+                return [f"{indent}porter_opencl::untranslatable({_c_string(tk.name)}, {_c_string(why)});"]
+        head = (
+            f"{indent}porter_opencl::Launch porter_launch({_c_string(tk.entry or tk.name)}, {_c_string(cl)});"
+        )
+        return [head, f"{indent}porter_launch{''.join(calls)}.run();"]
+
+    if not k.template:
+        if not instances:
+            return [
+                "porter_opencl::untranslatable(" + _c_string(k.name) + ', "no OpenCL translation of it");'
+            ]
+        tk, cl = instances[0]
+        return launch(tk, cl, "")
+    lines: list[str] = []
+    for tk, cl in instances:
+        args = _split_top(tk.name[tk.name.index("<") + 1 : tk.name.rindex(">")]) if "<" in tk.name else []
+        if len(args) != len(k.template):
+            continue
+        tests = [
+            f"std::is_same_v<{name}, {arg}>" if is_type else f"({name}) == ({arg})"
+            for (name, is_type), arg in zip(k.template, args, strict=True)
+        ]
+        lines.append(f"{'else ' if lines else ''}if constexpr ({' && '.join(tests)}) {{")
+        lines += launch(tk, cl, "    ")
+        lines.append("}")
+    why = _c_string("no launch of this instance was seen when porter translated the program")
+    fallback = f"porter_opencl::untranslatable({_c_string(k.name)}, {why});"
+    lines += [f"else {{ {fallback} }}"] if lines else [fallback]
+    return lines
+
+
+def host_text(text: str, entries: Entries) -> str:
+    """`text` (a CUDA file of the program) as the OpenCL port's host code; same line count."""
+    from porter.grammars import parse
+
+    data = encode_text(text)
+    if b"__global__" not in data and b"__device__" not in data:
+        return text
+    tree = parse("cuda", data)
+    edits: list[tuple[int, int, bytes]] = []
+    for fn in _functions(tree.root_node):
+        words = _specifiers(fn)
+        body = fn.child_by_field_name("body")
+        if body is None:
+            continue
+        if "__global__" in words:
+            k = _Kernel(_function_name(fn), _params(fn), _template(fn), (body.start_byte, body.end_byte))
+            old = data[body.start_byte : body.end_byte]
+            lines = _stub(k, entries.get(k.name, ()))
+            rows = old.count(b"\n")
+            if len(lines) + 1 <= rows:
+                stub = (
+                    "{\n" + "".join(f"    {line}\n" for line in lines) + "\n" * (rows - len(lines) - 1) + "}"
+                )
+            else:
+                stub = "{ " + " ".join(line.strip() for line in lines) + " }" + "\n" * rows
+            edits.append((body.start_byte, body.end_byte, encode_text(stub)))
+        elif "__device__" in words and "__host__" not in words:
+            whole = fn.parent if fn.parent is not None and fn.parent.type == "template_declaration" else fn
+            old = data[whole.start_byte : whole.end_byte]
+            edits.append((whole.start_byte, whole.end_byte, b"\n" * old.count(b"\n")))
+    out = data
+    for start, end, replacement in sorted(edits, reverse=True):
+        out = out[:start] + replacement + out[end:]
+    return decode_text(out)
+
+
+def untranslatable(tree: Path) -> str:
+    """'cannot translate: <kernel>: <reason>' for the first kernel of the port's launch mappings
+    (``*.launch.json`` under `tree`) that has no OpenCL translation, or ''."""
+    for mapping in sorted(tree.rglob("*.launch.json")):
+        try:
+            doc = json.loads(mapping.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for k in doc.get("kernels", ()):
+            if k.get("untranslatable"):
+                return f"cannot translate: {k.get('name')}: {'; '.join(map(str, k['untranslatable']))}"
+    return ""
+
+
+__all__ = ["Entries", "entries_of", "host_text", "untranslatable"]

@@ -1,0 +1,1047 @@
+// porter_opencl.h -- the runtime of porter's OpenCL programs (porter's own header).
+//
+// `porter port DIR --to opencl` writes an OpenCL program: each unit's kernels as OpenCL C (`unit.cl`)
+// and the program's host code as written, except that each kernel's body is replaced by a host stub that
+// enqueues the kernel's OpenCL translation (`porter_opencl::Launch`), and its __device__ functions are
+// gone.  The host code keeps calling the CUDA runtime API; this header serves that API over OpenCL 1.2:
+//
+//   * one context and one in-order queue on the device chosen by PORTER_OPENCL_PLATFORM and
+//     PORTER_OPENCL_DEVICE (an index or a part of the name; default: the first device of the first
+//     platform that has one), a queue more per cudaStream_t;
+//   * cudaMalloc makes a cl_mem buffer and returns an address of porter's own: never dereferenceable on
+//     the host (as device memory is not), but pointer arithmetic works as on the GPU -- a kernel argument
+//     that points into an allocation becomes a sub-buffer at that offset (OpenCL requires the offset to be
+//     a multiple of the device's CL_DEVICE_MEM_BASE_ADDR_ALIGN; at any other offset the kernel works on a
+//     copy of the allocation's rest, copied back after it -- refused when the launch passes the same
+//     allocation twice, as the copy would hide one argument's writes from the other);
+//   * copies, memset (clEnqueueFillBuffer), __constant__ symbols (the host variable of the same name
+//     holds the bytes cudaMemcpyToSymbol wrote; a launch passes them as a __constant buffer), streams,
+//     events (timed on the host clock after the stream's queue finished), errors;
+//   * the kernels' OpenCL C is built once per program source from the copies embedded at build time
+//     (porter_opencl_sources.h), or read from the folder PORTER_OPENCL_SOURCES names.  A build failure
+//     prints the compiler's log and ends the program (exit 3).
+//
+// The OpenCL API is reached through the ICD loader opened at run time (libOpenCL.so.1, or
+// PORTER_OPENCL_LIBRARY): no OpenCL headers or link-time library are needed to build.  Launch order
+// follows CUDA's legacy default stream: work on the default stream waits for every stream, work on a
+// stream waits for the default stream, copies wait for everything.  Documented in docs/OPENCL_PROGRAMS.md.
+#ifndef PORTER_OPENCL_H
+#define PORTER_OPENCL_H
+
+#ifndef PORTER_PROGRAM
+#define PORTER_PROGRAM 1
+#endif
+#define PORTER_OPENCL_RUNTIME 1
+
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+// what is left of device code in the host units: qualifiers (the stubs keep the kernels' signatures)
+#define __global__
+#define __device__
+#define __host__
+#define __constant__
+#define __managed__
+#define __grid_constant__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+#define __shared__ static
+#ifndef __CUDACC__
+#define __CUDACC__ 1
+#endif
+
+#include "porter_cuda_types.h"
+#include "porter_runtime_data.h"
+#include "porter_runtime_c.h"  // cudaMemcpyKind
+#include "porter_runtime_types.h"
+
+#define PORTER_DEDUCED_LAUNCH(...) __VA_ARGS__
+#include "porter_capture.h"  // the launch interface porter's rewrite calls, the symbol registry
+
+// --------------------------------------------------------------------------- the OpenCL C API (1.2)
+
+namespace porter_cl {
+typedef int32_t cl_int;
+typedef uint32_t cl_uint;
+typedef uint64_t cl_ulong;
+typedef cl_ulong cl_bitfield;
+typedef struct _cl_platform_id* cl_platform_id;
+typedef struct _cl_device_id* cl_device_id;
+typedef struct _cl_context* cl_context;
+typedef struct _cl_command_queue* cl_command_queue;
+typedef struct _cl_mem* cl_mem;
+typedef struct _cl_program* cl_program;
+typedef struct _cl_kernel* cl_kernel;
+typedef struct _cl_event* cl_event;
+struct cl_buffer_region {
+    size_t origin, size;
+};
+
+enum : cl_int { CL_SUCCESS = 0, CL_BUILD_PROGRAM_FAILURE = -11, CL_MISALIGNED_SUB_BUFFER_OFFSET = -13 };
+enum : cl_uint {
+    CL_FALSE = 0,
+    CL_TRUE = 1,
+    CL_PLATFORM_NAME = 0x0902,
+    CL_DEVICE_MAX_COMPUTE_UNITS = 0x1002,
+    CL_DEVICE_MAX_WORK_GROUP_SIZE = 0x1004,
+    CL_DEVICE_MAX_WORK_ITEM_SIZES = 0x1005,
+    CL_DEVICE_MAX_CLOCK_FREQUENCY = 0x100C,
+    CL_DEVICE_MEM_BASE_ADDR_ALIGN = 0x1019,
+    CL_DEVICE_GLOBAL_MEM_SIZE = 0x101F,
+    CL_DEVICE_MAX_CONSTANT_BUFFER_SIZE = 0x1020,
+    CL_DEVICE_LOCAL_MEM_SIZE = 0x1023,
+    CL_DEVICE_NAME = 0x102B,
+    CL_DEVICE_OPENCL_C_VERSION = 0x103D,
+    CL_PROGRAM_BUILD_LOG = 0x1183,
+    CL_BUFFER_CREATE_TYPE_REGION = 0x1220,
+};
+const cl_bitfield CL_DEVICE_TYPE_ALL = 0xFFFFFFFF;
+const cl_bitfield CL_MEM_READ_WRITE = 1;
+
+struct Api {
+    cl_int (*GetPlatformIDs)(cl_uint, cl_platform_id*, cl_uint*);
+    cl_int (*GetPlatformInfo)(cl_platform_id, cl_uint, size_t, void*, size_t*);
+    cl_int (*GetDeviceIDs)(cl_platform_id, cl_bitfield, cl_uint, cl_device_id*, cl_uint*);
+    cl_int (*GetDeviceInfo)(cl_device_id, cl_uint, size_t, void*, size_t*);
+    cl_context (*CreateContext)(const intptr_t*, cl_uint, const cl_device_id*,
+                                void (*)(const char*, const void*, size_t, void*), void*, cl_int*);
+    cl_command_queue (*CreateCommandQueue)(cl_context, cl_device_id, cl_bitfield, cl_int*);
+    cl_int (*ReleaseCommandQueue)(cl_command_queue);
+    cl_mem (*CreateBuffer)(cl_context, cl_bitfield, size_t, void*, cl_int*);
+    cl_mem (*CreateSubBuffer)(cl_mem, cl_bitfield, cl_uint, const void*, cl_int*);
+    cl_int (*ReleaseMemObject)(cl_mem);
+    cl_program (*CreateProgramWithSource)(cl_context, cl_uint, const char**, const size_t*, cl_int*);
+    cl_int (*BuildProgram)(cl_program, cl_uint, const cl_device_id*, const char*, void (*)(cl_program, void*),
+                           void*);
+    cl_int (*GetProgramBuildInfo)(cl_program, cl_device_id, cl_uint, size_t, void*, size_t*);
+    cl_kernel (*CreateKernel)(cl_program, const char*, cl_int*);
+    cl_int (*SetKernelArg)(cl_kernel, cl_uint, size_t, const void*);
+    cl_int (*EnqueueNDRangeKernel)(cl_command_queue, cl_kernel, cl_uint, const size_t*, const size_t*,
+                                   const size_t*, cl_uint, const cl_event*, cl_event*);
+    cl_int (*EnqueueReadBuffer)(cl_command_queue, cl_mem, cl_uint, size_t, size_t, void*, cl_uint,
+                                const cl_event*, cl_event*);
+    cl_int (*EnqueueWriteBuffer)(cl_command_queue, cl_mem, cl_uint, size_t, size_t, const void*, cl_uint,
+                                 const cl_event*, cl_event*);
+    cl_int (*EnqueueCopyBuffer)(cl_command_queue, cl_mem, cl_mem, size_t, size_t, size_t, cl_uint,
+                                const cl_event*, cl_event*);
+    cl_int (*EnqueueFillBuffer)(cl_command_queue, cl_mem, const void*, size_t, size_t, size_t, cl_uint,
+                                const cl_event*, cl_event*);
+    cl_int (*Finish)(cl_command_queue);
+};
+}  // namespace porter_cl
+
+// --------------------------------------------------------------------------- the runtime's state
+
+namespace porter_opencl __attribute__((visibility("hidden"))) {
+using namespace porter_cl;
+
+struct Source {
+    const char* path;     // the .cl file, relative to the port's tree ("src/main.cl")
+    const char* text;     // its OpenCL C
+    const char* options;  // its build options (the unit's -D)
+};
+}  // namespace porter_opencl
+
+#if __has_include("porter_opencl_sources.h")
+#include "porter_opencl_sources.h"  // generated by the build: every .cl of the port, embedded
+#else
+namespace porter_opencl __attribute__((visibility("hidden"))) {
+inline const Source porter_opencl_sources[1] = {{"", "", ""}};
+inline const size_t porter_opencl_source_count = 0;
+}  // namespace porter_opencl
+#endif
+
+struct porter_stream {
+    porter_cl::cl_command_queue queue;
+};
+struct porter_event {
+    double ms;
+    int recorded;
+};
+
+namespace porter_opencl __attribute__((visibility("hidden"))) {
+
+[[noreturn]] inline void die(const char* what) {
+    fprintf(stderr, "porter opencl runtime: %s\n", what);
+    fflush(stderr);
+    exit(3);
+}
+
+inline Api& api() {
+    static Api a = [] {
+        Api f{};
+        const char* named = getenv("PORTER_OPENCL_LIBRARY");
+        void* lib = dlopen(named && *named ? named : "libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (lib == nullptr && !(named && *named)) lib = dlopen("libOpenCL.so", RTLD_NOW | RTLD_LOCAL);
+        if (lib == nullptr) {
+            std::string why = std::string("cannot open the OpenCL ICD loader (") + dlerror() +
+                              "): install ocl-icd-libopencl1, or name the library in PORTER_OPENCL_LIBRARY";
+            die(why.c_str());
+        }
+#define PORTER_CL_LOAD(name)                                                              \
+    f.name = reinterpret_cast<decltype(f.name)>(dlsym(lib, "cl" #name));                 \
+    if (f.name == nullptr) die("the OpenCL library lacks cl" #name " (OpenCL 1.2 needed)");
+        PORTER_CL_LOAD(GetPlatformIDs) PORTER_CL_LOAD(GetPlatformInfo) PORTER_CL_LOAD(GetDeviceIDs)
+        PORTER_CL_LOAD(GetDeviceInfo) PORTER_CL_LOAD(CreateContext) PORTER_CL_LOAD(CreateCommandQueue)
+        PORTER_CL_LOAD(ReleaseCommandQueue) PORTER_CL_LOAD(CreateBuffer) PORTER_CL_LOAD(CreateSubBuffer)
+        PORTER_CL_LOAD(ReleaseMemObject) PORTER_CL_LOAD(CreateProgramWithSource) PORTER_CL_LOAD(BuildProgram)
+        PORTER_CL_LOAD(GetProgramBuildInfo) PORTER_CL_LOAD(CreateKernel) PORTER_CL_LOAD(SetKernelArg)
+        PORTER_CL_LOAD(EnqueueNDRangeKernel) PORTER_CL_LOAD(EnqueueReadBuffer) PORTER_CL_LOAD(EnqueueWriteBuffer)
+        PORTER_CL_LOAD(EnqueueCopyBuffer) PORTER_CL_LOAD(EnqueueFillBuffer) PORTER_CL_LOAD(Finish)
+#undef PORTER_CL_LOAD
+        return f;
+    }();
+    return a;
+}
+
+inline std::string info_string(cl_device_id d, cl_uint what) {
+    char buf[1024] = {0};
+    api().GetDeviceInfo(d, what, sizeof buf - 1, buf, nullptr);
+    return buf;
+}
+template <class T>
+inline T info_value(cl_device_id d, cl_uint what) {
+    T v{};
+    api().GetDeviceInfo(d, what, sizeof v, &v, nullptr);
+    return v;
+}
+
+// `pick` chooses among `names`: an index ("1"), a part of a name ("Intel"), or nothing (-1: the first).
+inline int choose(const char* pick, const std::vector<std::string>& names, const char* what) {
+    if (pick == nullptr || *pick == 0) return -1;
+    char* end = nullptr;
+    long n = strtol(pick, &end, 10);
+    if (end && *end == 0) {
+        if (n < 0 || (size_t)n >= names.size()) {
+            std::string why = std::string(what) + " " + pick + " does not exist (" + std::to_string(names.size()) + " found)";
+            die(why.c_str());
+        }
+        return (int)n;
+    }
+    for (size_t i = 0; i < names.size(); ++i)
+        if (names[i].find(pick) != std::string::npos) return (int)i;
+    std::string why = std::string("no ") + what + " named like '" + pick + "'; found:";
+    for (const std::string& s : names) why += " '" + s + "'";
+    die(why.c_str());
+}
+
+struct Alloc {
+    cl_mem mem;
+    size_t bytes;
+    std::map<size_t, cl_mem> views;  // offset -> sub-buffer, made when a launch points there
+};
+
+struct State {
+    cl_platform_id platform = nullptr;
+    cl_device_id device = nullptr;
+    cl_context context = nullptr;
+    cl_command_queue queue = nullptr;  // the default stream
+    std::vector<porter_stream*> streams;
+    std::string device_name, c_version;
+    size_t align = 128;       // sub-buffer offsets: a multiple of this many bytes
+    size_t max_group = 1024;  // work-items per work-group
+    std::map<uintptr_t, Alloc> allocs;
+    uintptr_t next = (uintptr_t)0x00a0000000000000ULL;  // porter's device addresses: never mapped on the host
+    std::map<std::string, cl_program> programs;         // by source path
+    std::map<std::string, cl_kernel> kernels;           // by source path + '\n' + entry
+    std::map<const void*, std::pair<cl_mem, unsigned long long>> symbols;  // host variable -> buffer, version
+    unsigned long long symbol_version = 1;
+};
+
+inline std::recursive_mutex& lock() {
+    static std::recursive_mutex m;
+    return m;
+}
+
+inline State& state() {
+    static State* s = [] {
+        State* st = new State();
+        Api& cl = api();
+        cl_uint np = 0;
+        if (cl.GetPlatformIDs(0, nullptr, &np) != CL_SUCCESS || np == 0)
+            die("no OpenCL platform (is an ICD installed, e.g. pocl-opencl-icd?)");
+        std::vector<cl_platform_id> plats(np);
+        cl.GetPlatformIDs(np, plats.data(), nullptr);
+        std::vector<std::string> pnames;
+        for (cl_platform_id p : plats) {
+            char buf[256] = {0};
+            cl.GetPlatformInfo(p, CL_PLATFORM_NAME, sizeof buf - 1, buf, nullptr);
+            pnames.push_back(buf);
+        }
+        int pi = choose(getenv("PORTER_OPENCL_PLATFORM"), pnames, "OpenCL platform");
+        for (cl_uint i = 0; i < np; ++i) {
+            if (pi >= 0 && (int)i != pi) continue;
+            cl_uint nd = 0;
+            if (cl.GetDeviceIDs(plats[i], CL_DEVICE_TYPE_ALL, 0, nullptr, &nd) != CL_SUCCESS || nd == 0) continue;
+            std::vector<cl_device_id> devs(nd);
+            cl.GetDeviceIDs(plats[i], CL_DEVICE_TYPE_ALL, nd, devs.data(), nullptr);
+            std::vector<std::string> dnames;
+            for (cl_device_id d : devs) dnames.push_back(info_string(d, CL_DEVICE_NAME));
+            int di = choose(getenv("PORTER_OPENCL_DEVICE"), dnames, "OpenCL device");
+            st->platform = plats[i];
+            st->device = devs[di < 0 ? 0 : di];
+            break;
+        }
+        if (st->device == nullptr) die("no OpenCL device on the chosen platform");
+        cl_int err = 0;
+        st->context = cl.CreateContext(nullptr, 1, &st->device, nullptr, nullptr, &err);
+        if (err != CL_SUCCESS) die("clCreateContext failed");
+        st->queue = cl.CreateCommandQueue(st->context, st->device, 0, &err);
+        if (err != CL_SUCCESS) die("clCreateCommandQueue failed");
+        st->device_name = info_string(st->device, CL_DEVICE_NAME);
+        st->c_version = info_string(st->device, CL_DEVICE_OPENCL_C_VERSION);
+        cl_uint bits = info_value<cl_uint>(st->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN);
+        if (bits >= 8) st->align = bits / 8;
+        st->max_group = info_value<size_t>(st->device, CL_DEVICE_MAX_WORK_GROUP_SIZE);
+        if (getenv("PORTER_OPENCL_VERBOSE"))
+            fprintf(stderr, "porter opencl runtime: %s (%s)\n", st->device_name.c_str(), st->c_version.c_str());
+        return st;
+    }();
+    return *s;
+}
+
+// (the allocation holding p, its base) or (nullptr, 0)
+inline std::pair<Alloc*, uintptr_t> find(const void* p) {
+    State& s = state();
+    auto it = s.allocs.upper_bound((uintptr_t)p);
+    if (it == s.allocs.begin()) return {nullptr, 0};
+    --it;
+    if ((uintptr_t)p < it->first + (it->second.bytes ? it->second.bytes : 1)) return {&it->second, it->first};
+    return {nullptr, 0};
+}
+
+inline cudaError_t g_last_error = cudaSuccess;
+inline cudaError_t g_sticky_error = cudaSuccess;
+inline cudaError_t note(cudaError_t e) {
+    if (e != cudaSuccess) g_last_error = e;
+    return e;
+}
+
+inline cl_command_queue queue_of(cudaStream_t s) { return s ? s->queue : state().queue; }
+
+// CUDA's legacy default stream: before work on `q`, the work it must follow is finished
+inline cl_int order_before(cl_command_queue q) {
+    State& s = state();
+    cl_int err = CL_SUCCESS;
+    if (q == s.queue) {
+        for (porter_stream* st : s.streams)
+            if (cl_int e = api().Finish(st->queue)) err = e;
+    } else {
+        err = api().Finish(s.queue);
+    }
+    return err;
+}
+inline cl_int finish_all() {
+    State& s = state();
+    cl_int err = api().Finish(s.queue);
+    for (porter_stream* st : s.streams)
+        if (cl_int e = api().Finish(st->queue)) err = e;
+    return err;
+}
+inline cudaError_t device_failed(cl_int err, const char* where) {
+    fprintf(stderr, "porter opencl runtime: %s failed (OpenCL error %d)\n", where, (int)err);
+    g_sticky_error = cudaErrorLaunchFailure;
+    return note(cudaErrorLaunchFailure);
+}
+
+inline double now_ms() {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+inline std::string source_text(const Source& src) {
+    const char* dir = getenv("PORTER_OPENCL_SOURCES");
+    if (dir == nullptr || *dir == 0) return src.text;
+    std::string path = std::string(dir) + "/" + src.path;
+    FILE* f = fopen(path.c_str(), "rb");
+    if (f == nullptr) {
+        std::string why = "PORTER_OPENCL_SOURCES: cannot read " + path;
+        die(why.c_str());
+    }
+    std::string text;
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+    fclose(f);
+    return text;
+}
+
+inline cl_program program(const Source& src) {
+    State& s = state();
+    auto it = s.programs.find(src.path);
+    if (it != s.programs.end()) return it->second;
+    std::string text = source_text(src);
+    const char* ptr = text.c_str();
+    size_t len = text.size();
+    cl_int err = 0;
+    cl_program p = api().CreateProgramWithSource(s.context, 1, &ptr, &len, &err);
+    if (err != CL_SUCCESS) die("clCreateProgramWithSource failed");
+    std::string options = src.options;
+    // sub-group functions come as an OpenCL C 2.0 extension or a 3.0 feature: ask for the device's version
+    if (text.find("sub_group") != std::string::npos) {
+        if (s.c_version.find("C 3.") != std::string::npos) options += " -cl-std=CL3.0";
+        else if (s.c_version.find("C 2.") != std::string::npos) options += " -cl-std=CL2.0";
+    }
+    err = api().BuildProgram(p, 1, &s.device, options.c_str(), nullptr, nullptr);
+    if (err != CL_SUCCESS) {
+        size_t n = 0;
+        api().GetProgramBuildInfo(p, s.device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
+        std::string log(n, '\0');
+        api().GetProgramBuildInfo(p, s.device, CL_PROGRAM_BUILD_LOG, n, &log[0], nullptr);
+        fprintf(stderr, "porter opencl runtime: building %s for %s failed (OpenCL error %d):\n%s\n", src.path,
+                s.device_name.c_str(), (int)err, log.c_str());
+        die("the port's OpenCL C does not build on this device");
+    }
+    s.programs[src.path] = p;
+    return p;
+}
+
+// The kernel `entry`, from `file` (its unit's .cl) or, failing that, any of the port's sources.
+inline cl_kernel kernel(const char* file, const char* entry) {
+    State& s = state();
+    std::string key = std::string(file) + "\n" + entry;
+    auto it = s.kernels.find(key);
+    if (it != s.kernels.end()) return it->second;
+    const Source* order[2] = {nullptr, nullptr};
+    for (size_t i = 0; i < porter_opencl_source_count; ++i)
+        if (strcmp(porter_opencl_sources[i].path, file) == 0) order[0] = &porter_opencl_sources[i];
+    for (int pass = 0; pass < 2; ++pass) {
+        for (size_t i = 0; i < (pass == 0 ? 1 : porter_opencl_source_count); ++i) {
+            const Source* src = pass == 0 ? order[0] : &porter_opencl_sources[i];
+            if (src == nullptr || (pass == 1 && src == order[0])) continue;
+            cl_int err = 0;
+            cl_kernel k = api().CreateKernel(program(*src), entry, &err);
+            if (err == CL_SUCCESS) {
+                s.kernels[key] = k;
+                return k;
+            }
+        }
+    }
+    std::string why = std::string("no OpenCL kernel '") + entry + "' in " + file + " or any source of the port";
+    die(why.c_str());
+}
+
+// The launch the host stub of a kernel is making (set by launch_kernel around the stub's call).
+inline thread_local const porter_emu::Config* g_config = nullptr;
+inline thread_local cudaError_t g_status = cudaSuccess;
+
+// A host stub's launch: the OpenCL kernel's arguments, set one by one in the translation's order, then
+// the NDRange of the CUDA launch.
+class Launch {
+  public:
+    Launch(const char* entry, const char* file) : entry_(entry) {
+        if (g_config == nullptr) {
+            fprintf(stderr, "porter opencl runtime: kernel %s called outside a launch\n", entry);
+            failed_ = true;
+            return;
+        }
+        kernel_ = kernel(file, entry);
+    }
+    template <class T>
+    Launch& arg(T* p) {
+        if (failed_) return *this;
+        if (p == nullptr) return set(sizeof(cl_mem), nullptr);
+        auto found = find((const void*)p);
+        if (found.first == nullptr) {
+            fprintf(stderr, "porter opencl runtime: argument %u of %s is %p, not device memory from cudaMalloc\n",
+                    index_, entry_, (const void*)p);
+            return fail(cudaErrorInvalidDevicePointer);
+        }
+        size_t offset = (uintptr_t)p - found.second;
+        cl_mem mem = found.first->mem;
+        used_.push_back(found.first);
+        if (offset) {
+            auto v = found.first->views.find(offset);
+            if (v != found.first->views.end()) {
+                mem = v->second;
+            } else {
+                if (offset % state().align) {  // no sub-buffer there: the kernel works on a copy of the rest
+                    cl_int err = 0;
+                    size_t n = found.first->bytes - offset;
+                    cl_mem temp = api().CreateBuffer(state().context, CL_MEM_READ_WRITE, n ? n : 1, nullptr, &err);
+                    if (err != CL_SUCCESS) return fail(device_failed(err, "a staging buffer for an unaligned argument"));
+                    staged_.push_back({found.first, temp, offset, n});
+                    return set(sizeof(cl_mem), &temp);
+                }
+                cl_buffer_region region{offset, found.first->bytes - offset};
+                cl_int err = 0;
+                mem = api().CreateSubBuffer(found.first->mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region,
+                                            &err);
+                if (err != CL_SUCCESS) {
+                    fprintf(stderr, "porter opencl runtime: a sub-buffer at offset %zu for %s failed (OpenCL error %d)\n",
+                            offset, entry_, (int)err);
+                    return fail(cudaErrorInvalidValue);
+                }
+                found.first->views[offset] = mem;
+            }
+        }
+        return set(sizeof(cl_mem), &mem);
+    }
+    template <class T, std::enable_if_t<!std::is_pointer_v<T>, int> = 0>
+    Launch& arg(const T& v) {
+        return set(sizeof(T), &v);
+    }
+    // the launch's dynamic shared memory (an `extern __shared__` array: a __local argument)
+    Launch& local() { return set(g_config->shared ? g_config->shared : 1, nullptr); }
+    // a __constant__ variable: its bytes as the host variable holds them, in a buffer of its own
+    template <class T>
+    Launch& symbol(const T& var) {
+        if (failed_) return *this;
+        State& s = state();
+        auto& slot = s.symbols[(const void*)&var];
+        cl_int err = CL_SUCCESS;
+        if (slot.first == nullptr) slot.first = api().CreateBuffer(s.context, CL_MEM_READ_WRITE, sizeof(T), nullptr, &err);
+        if (err == CL_SUCCESS && slot.second != s.symbol_version) {
+            err = api().EnqueueWriteBuffer(queue_of(g_config->stream), slot.first, CL_TRUE, 0, sizeof(T), &var, 0, nullptr,
+                                           nullptr);
+            slot.second = s.symbol_version;
+        }
+        if (err != CL_SUCCESS) return fail(device_failed(err, "uploading a __constant__ variable"));
+        return set(sizeof(cl_mem), &slot.first);
+    }
+    void run() {
+        if (failed_) {
+            g_status = note(g_status == cudaSuccess ? cudaErrorLaunchFailure : g_status);
+            return;
+        }
+        const porter_emu::Config& c = *g_config;
+        size_t local[3] = {c.block.x, c.block.y, c.block.z};
+        size_t global[3] = {(size_t)c.grid.x * c.block.x, (size_t)c.grid.y * c.block.y, (size_t)c.grid.z * c.block.z};
+        cl_command_queue q = queue_of(c.stream);
+        for (const Staged& s : staged_) {
+            size_t uses = 0;
+            for (Alloc* a : used_) uses += a == s.alloc;
+            if (uses > 1) {
+                fprintf(stderr,
+                        "porter opencl runtime: %s takes two pointers into one allocation, one of them at an offset "
+                        "OpenCL cannot make a sub-buffer at (%zu bytes; %zu needed on %s)\n",
+                        entry_, s.offset, state().align, state().device_name.c_str());
+                release_staged();
+                g_status = note(cudaErrorInvalidValue);
+                return;
+            }
+        }
+        cl_int err = order_before(q);
+        for (const Staged& s : staged_)
+            if (err == CL_SUCCESS && s.bytes)
+                err = api().EnqueueCopyBuffer(q, s.alloc->mem, s.temp, s.offset, 0, s.bytes, 0, nullptr, nullptr);
+        if (err == CL_SUCCESS) err = api().EnqueueNDRangeKernel(q, kernel_, 3, nullptr, global, local, 0, nullptr, nullptr);
+        for (const Staged& s : staged_)  // what the kernel wrote goes back where the program will read it
+            if (err == CL_SUCCESS && s.bytes)
+                err = api().EnqueueCopyBuffer(q, s.temp, s.alloc->mem, 0, s.offset, s.bytes, 0, nullptr, nullptr);
+        release_staged();
+        if (err != CL_SUCCESS) {
+            fprintf(stderr, "porter opencl runtime: launching %s (grid %u,%u,%u block %u,%u,%u) failed (OpenCL error %d)\n",
+                    entry_, c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y, c.block.z, (int)err);
+            g_status = note(cudaErrorLaunchFailure);
+            return;
+        }
+        if (getenv("PORTER_OPENCL_SYNC")) {  // every launch finished before the next call: errors where they happen
+            err = api().Finish(q);
+            if (err != CL_SUCCESS) g_status = device_failed(err, entry_);
+        }
+    }
+
+  private:
+    struct Staged {
+        Alloc* alloc;
+        cl_mem temp;
+        size_t offset, bytes;
+    };
+    void release_staged() {
+        for (const Staged& s : staged_) api().ReleaseMemObject(s.temp);  // freed once its commands are done
+        staged_.clear();
+    }
+    Launch& set(size_t n, const void* v) {
+        if (failed_) return *this;
+        cl_int err = api().SetKernelArg(kernel_, index_, n, v);
+        if (err != CL_SUCCESS) {
+            fprintf(stderr, "porter opencl runtime: argument %u of %s (%zu bytes) refused (OpenCL error %d)\n", index_,
+                    entry_, n, (int)err);
+            return fail(cudaErrorInvalidValue);
+        }
+        ++index_;
+        return *this;
+    }
+    Launch& fail(cudaError_t e) {
+        release_staged();
+        failed_ = true;
+        g_status = e;
+        return *this;
+    }
+    const char* entry_;
+    cl_kernel kernel_ = nullptr;
+    cl_uint index_ = 0;
+    bool failed_ = false;
+    std::vector<Staged> staged_;  // arguments at offsets no sub-buffer can start at
+    std::vector<Alloc*> used_;    // the allocation of every pointer argument
+};
+
+// A kernel porter could not translate: the build refuses a program that launches one, so this runs only
+// when the refusal was overridden.
+inline void untranslatable(const char* kernel, const char* why) {
+    fprintf(stderr, "porter opencl runtime: kernel %s has no OpenCL translation: %s\n", kernel, why);
+    g_status = note(cudaErrorInvalidDeviceFunction);
+}
+
+inline cudaError_t allocate(void** out, size_t bytes) {
+    if (out == nullptr) return note(cudaErrorInvalidValue);
+    std::lock_guard<std::recursive_mutex> guard(lock());
+    State& s = state();
+    cl_int err = 0;
+    cl_mem mem = api().CreateBuffer(s.context, CL_MEM_READ_WRITE, bytes ? bytes : 1, nullptr, &err);
+    if (err != CL_SUCCESS) {
+        *out = nullptr;
+        return note(cudaErrorMemoryAllocation);
+    }
+    const unsigned char zero = 0;  // fresh device memory reads as zero, as a GPU driver's pages do
+    if (bytes) api().EnqueueFillBuffer(s.queue, mem, &zero, 1, 0, bytes, 0, nullptr, nullptr);
+    uintptr_t base = s.next;
+    s.next += ((bytes + 4095) & ~(uintptr_t)4095) + 4096;
+    s.allocs[base] = Alloc{mem, bytes, {}};
+    *out = (void*)base;
+    return cudaSuccess;
+}
+inline cudaError_t release(void* p) {
+    if (p == nullptr) return cudaSuccess;
+    std::lock_guard<std::recursive_mutex> guard(lock());
+    State& s = state();
+    auto it = s.allocs.find((uintptr_t)p);
+    if (it == s.allocs.end()) return note(cudaErrorInvalidDevicePointer);
+    finish_all();
+    for (auto& v : it->second.views) api().ReleaseMemObject(v.second);
+    api().ReleaseMemObject(it->second.mem);
+    s.allocs.erase(it);
+    return cudaSuccess;
+}
+
+inline void fill_properties(cudaDeviceProp* p) {
+    memset(p, 0, sizeof *p);
+    PORTER_FILL_DEVICE_PROPERTIES(p);
+    State& s = state();
+    strncpy(p->name, s.device_name.c_str(), sizeof p->name - 1);
+    p->warpSize = 32;
+    p->totalGlobalMem = (size_t)info_value<cl_ulong>(s.device, CL_DEVICE_GLOBAL_MEM_SIZE);
+    p->sharedMemPerBlock = (size_t)info_value<cl_ulong>(s.device, CL_DEVICE_LOCAL_MEM_SIZE);
+    p->totalConstMem = (size_t)info_value<cl_ulong>(s.device, CL_DEVICE_MAX_CONSTANT_BUFFER_SIZE);
+    p->maxThreadsPerBlock = (int)s.max_group;
+    p->multiProcessorCount = (int)info_value<cl_uint>(s.device, CL_DEVICE_MAX_COMPUTE_UNITS);
+    p->clockRate = (int)info_value<cl_uint>(s.device, CL_DEVICE_MAX_CLOCK_FREQUENCY) * 1000;
+}
+
+}  // namespace porter_opencl
+
+// --------------------------------------------------------------------------- porter_capture.h's hooks
+
+namespace porter_emu __attribute__((visibility("hidden"))) {
+inline std::pair<uintptr_t, size_t> allocation_of(const void* p) {
+    auto found = porter_opencl::find(p);
+    return found.first ? std::pair<uintptr_t, size_t>{found.second, found.first->bytes} : std::pair<uintptr_t, size_t>{0, 0};
+}
+inline std::recursive_mutex& runtime_lock() { return porter_opencl::lock(); }
+inline int capture_sync() { return (int)porter_opencl::finish_all(); }
+inline bool capture_allowed(const void*) { return false; }  // a port's runs are compared, not captured
+inline const void* capture_bytes(uintptr_t, size_t, bool, std::vector<unsigned char>&) { return nullptr; }
+inline const char* kernel_mangled_name(const void* fn) { return exported_symbol(fn); }
+
+inline cudaError_t check_config(const Config& c) {
+    unsigned long long threads = (unsigned long long)c.block.x * c.block.y * c.block.z;
+    if (c.grid.x == 0 || c.grid.y == 0 || c.grid.z == 0 || threads == 0 || threads > 1024 || c.block.z > 64 ||
+        c.grid.y > 65535 || c.grid.z > 65535)
+        return cudaErrorInvalidConfiguration;
+    if (threads > porter_opencl::state().max_group) {
+        fprintf(stderr, "porter opencl runtime: a block of %llu threads is more than %s's %zu work-items per group\n",
+                threads, porter_opencl::state().device_name.c_str(), porter_opencl::state().max_group);
+        return cudaErrorInvalidConfiguration;
+    }
+    return cudaSuccess;
+}
+
+// porter's rewrite of k<<<g, b, s, st>>>(args): the kernel's host stub runs once, with the launch set
+template <class... P>
+inline cudaError_t launch_kernel(void (*kernel)(P...), const Config& c, std::tuple<typename ParamOf<P>::type...> args,
+                                 const char* = "a kernel") {
+    std::lock_guard<std::recursive_mutex> guard(porter_opencl::lock());
+    if (porter_opencl::g_sticky_error != cudaSuccess) return porter_opencl::g_sticky_error;
+    if (cudaError_t e = check_config(c)) return porter_opencl::note(e);
+    porter_opencl::g_config = &c;
+    porter_opencl::g_status = cudaSuccess;
+    std::apply(kernel, args);
+    porter_opencl::g_config = nullptr;
+    return porter_opencl::g_status;
+}
+template <class F, class... A>
+inline cudaError_t launch_deduced(const Config& c, F f, const char*, A&&... a) {
+    std::lock_guard<std::recursive_mutex> guard(porter_opencl::lock());
+    if (porter_opencl::g_sticky_error != cudaSuccess) return porter_opencl::g_sticky_error;
+    if (cudaError_t e = check_config(c)) return porter_opencl::note(e);
+    porter_opencl::g_config = &c;
+    porter_opencl::g_status = cudaSuccess;
+    f(std::forward<A>(a)...);
+    porter_opencl::g_config = nullptr;
+    return porter_opencl::g_status;
+}
+template <class... P>
+inline cudaError_t launch_args(void (*kernel)(P...), dim3 grid, dim3 block, void** args, size_t shared = 0,
+                               cudaStream_t stream = 0) {
+    if (kernel == nullptr) return porter_opencl::note(cudaErrorInvalidDeviceFunction);
+    if (args == nullptr && sizeof...(P) > 0) return porter_opencl::note(cudaErrorInvalidValue);
+    return launch_kernel(kernel, Config(grid, block, shared, stream),
+                         args_tuple<P...>(args, std::index_sequence_for<P...>{}), "cudaLaunchKernel");
+}
+inline cudaError_t launch_args(const void* fn, dim3 grid, dim3 block, void** args, size_t shared = 0,
+                               cudaStream_t stream = 0) {
+    const KernelEntry* e = registered_kernel(fn);
+    if (e == nullptr || args == nullptr) return porter_opencl::note(cudaErrorInvalidDeviceFunction);
+    return (cudaError_t)e->launch(fn, e->name.c_str(), Config(grid, block, shared, stream), args);
+}
+template <class K>
+inline cudaError_t launch_args_cooperative(K kernel, dim3 grid, dim3 block, void** args, size_t shared = 0,
+                                           cudaStream_t stream = 0) {
+    return launch_args(kernel, grid, block, args, shared, stream);
+}
+}  // namespace porter_emu
+
+// --------------------------------------------------------------------------- errors and devices
+
+static inline cudaError_t cudaGetLastError() {
+    cudaError_t e = porter_opencl::g_last_error;
+    porter_opencl::g_last_error = porter_opencl::g_sticky_error;
+    return e;
+}
+static inline cudaError_t cudaPeekAtLastError() { return porter_opencl::g_last_error; }
+static inline const char* cudaGetErrorString(cudaError_t e) { return porter_emu::error_string(e); }
+static inline const char* cudaGetErrorName(cudaError_t e) { return porter_emu::error_name(e); }
+static inline cudaError_t cudaGetDeviceCount(int* n) {
+    if (!n) return porter_opencl::note(cudaErrorInvalidValue);
+    porter_opencl::state();
+    *n = 1;
+    return cudaSuccess;
+}
+static inline cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : porter_opencl::note(cudaErrorInvalidDevice); }
+static inline cudaError_t cudaGetDevice(int* d) {
+    if (!d) return porter_opencl::note(cudaErrorInvalidValue);
+    *d = 0;
+    return cudaSuccess;
+}
+static inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
+    if (!p) return porter_opencl::note(cudaErrorInvalidValue);
+    if (d != 0) return porter_opencl::note(cudaErrorInvalidDevice);
+    porter_opencl::fill_properties(p);
+    return cudaSuccess;
+}
+static inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int d) {
+    if (!v) return porter_opencl::note(cudaErrorInvalidValue);
+    if (d != 0) return porter_opencl::note(cudaErrorInvalidDevice);
+    cudaDeviceProp p;
+    porter_opencl::fill_properties(&p);
+    *v = porter_emu::attribute(&p, a);
+    return cudaSuccess;
+}
+static inline cudaError_t cudaChooseDevice(int* d, const cudaDeviceProp*) { *d = 0; return cudaSuccess; }
+static inline cudaError_t cudaSetDeviceFlags(unsigned) { return cudaSuccess; }
+static inline cudaError_t cudaGetDeviceFlags(unsigned* f) { *f = 0; return cudaSuccess; }
+static inline cudaError_t cudaDeviceSynchronize() {
+    porter_cl::cl_int err = porter_opencl::finish_all();
+    if (err != porter_cl::CL_SUCCESS) return porter_opencl::device_failed(err, "cudaDeviceSynchronize");
+    return porter_opencl::g_sticky_error;
+}
+static inline cudaError_t cudaThreadSynchronize() { return cudaDeviceSynchronize(); }
+static inline cudaError_t cudaDeviceReset() {
+    porter_opencl::finish_all();
+    porter_opencl::g_sticky_error = porter_opencl::g_last_error = cudaSuccess;
+    return cudaSuccess;
+}
+static inline cudaError_t cudaThreadExit() { return cudaDeviceReset(); }
+static inline cudaError_t cudaDeviceSetCacheConfig(cudaFuncCache) { return cudaSuccess; }
+static inline cudaError_t cudaThreadSetCacheConfig(cudaFuncCache) { return cudaSuccess; }
+static inline cudaError_t cudaDeviceSetSharedMemConfig(cudaSharedMemConfig) { return cudaSuccess; }
+static inline cudaError_t cudaDeviceSetLimit(cudaLimit, size_t) { return cudaSuccess; }
+static inline cudaError_t cudaThreadSetLimit(cudaLimit, size_t) { return cudaSuccess; }
+static inline cudaError_t cudaDeviceGetLimit(size_t* v, cudaLimit) { *v = 0; return cudaSuccess; }
+static inline cudaError_t cudaDriverGetVersion(int* v) { *v = PORTER_RUNTIME_VERSION; return cudaSuccess; }
+static inline cudaError_t cudaRuntimeGetVersion(int* v) { *v = PORTER_RUNTIME_VERSION; return cudaSuccess; }
+static inline cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
+    cudaDeviceProp p;
+    porter_opencl::fill_properties(&p);
+    size_t used = 0;
+    for (auto& kv : porter_opencl::state().allocs) used += kv.second.bytes;
+    if (total) *total = p.totalGlobalMem;
+    if (free_bytes) *free_bytes = p.totalGlobalMem > used ? p.totalGlobalMem - used : 0;
+    return cudaSuccess;
+}
+static inline cudaError_t cudaProfilerStart() { return cudaSuccess; }
+static inline cudaError_t cudaProfilerStop() { return cudaSuccess; }
+
+// --------------------------------------------------------------------------- memory
+
+template <class T>
+static inline cudaError_t cudaMalloc(T** p, size_t bytes) { return porter_opencl::allocate((void**)p, bytes); }
+static inline cudaError_t cudaFree(void* p) { return porter_opencl::release(p); }
+template <class T>
+static inline cudaError_t cudaMallocAsync(T** p, size_t bytes, cudaStream_t) { return porter_opencl::allocate((void**)p, bytes); }
+static inline cudaError_t cudaFreeAsync(void* p, cudaStream_t) { return porter_opencl::release(p); }
+template <class T>
+static inline cudaError_t cudaMallocPitch(T** p, size_t* pitch, size_t width, size_t height) {
+    size_t row = (width + 255) & ~(size_t)255;
+    if (pitch) *pitch = row;
+    return porter_opencl::allocate((void**)p, row * height);
+}
+// pinned host memory is host memory here (copies are synchronous)
+template <class T>
+static inline cudaError_t cudaMallocHost(T** p, size_t bytes, unsigned = 0) {
+    *p = (T*)aligned_alloc(256, ((bytes + 255) & ~(size_t)255) ?: 256);
+    return *p ? cudaSuccess : porter_opencl::note(cudaErrorMemoryAllocation);
+}
+template <class T>
+static inline cudaError_t cudaHostAlloc(T** p, size_t bytes, unsigned) { return cudaMallocHost(p, bytes); }
+static inline cudaError_t cudaFreeHost(void* p) {
+    free(p);
+    return cudaSuccess;
+}
+static inline cudaError_t cudaHostRegister(void*, size_t, unsigned) { return cudaSuccess; }
+static inline cudaError_t cudaHostUnregister(void*) { return cudaSuccess; }
+static inline cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* a, const void* p) {
+    bool device = porter_opencl::find(p).first != nullptr;
+    a->type = device ? cudaMemoryTypeDevice : cudaMemoryTypeHost;
+    a->device = 0;
+    a->devicePointer = device ? (void*)p : nullptr;
+    a->hostPointer = device ? nullptr : (void*)p;
+    return cudaSuccess;
+}
+
+namespace porter_opencl __attribute__((visibility("hidden"))) {
+inline cudaError_t copy(void* dst, const void* src, size_t n, cudaStream_t stream) {
+    if (n == 0) return cudaSuccess;
+    if (!dst || !src) return note(cudaErrorInvalidValue);
+    if (g_sticky_error != cudaSuccess) return g_sticky_error;
+    std::lock_guard<std::recursive_mutex> guard(lock());
+    auto d = find(dst), s = find(src);
+    cl_command_queue q = queue_of(stream);
+    cl_int err = finish_all();
+    if (err != CL_SUCCESS) return device_failed(err, "a kernel before cudaMemcpy");
+    if (d.first && n > d.first->bytes - ((uintptr_t)dst - d.second)) return note(cudaErrorInvalidValue);
+    if (s.first && n > s.first->bytes - ((uintptr_t)src - s.second)) return note(cudaErrorInvalidValue);
+    if (d.first && s.first) {
+        err = api().EnqueueCopyBuffer(q, s.first->mem, d.first->mem, (uintptr_t)src - s.second,
+                                      (uintptr_t)dst - d.second, n, 0, nullptr, nullptr);
+        if (err == CL_SUCCESS) err = api().Finish(q);
+    } else if (d.first) {
+        err = api().EnqueueWriteBuffer(q, d.first->mem, CL_TRUE, (uintptr_t)dst - d.second, n, src, 0, nullptr, nullptr);
+    } else if (s.first) {
+        err = api().EnqueueReadBuffer(q, s.first->mem, CL_TRUE, (uintptr_t)src - s.second, n, dst, 0, nullptr, nullptr);
+    } else {
+        memmove(dst, src, n);
+    }
+    return err == CL_SUCCESS ? cudaSuccess : device_failed(err, "a copy");
+}
+inline cudaError_t fill(void* p, int v, size_t n, cudaStream_t stream) {
+    if (n == 0) return cudaSuccess;
+    std::lock_guard<std::recursive_mutex> guard(lock());
+    auto d = find(p);
+    if (d.first == nullptr) return note(cudaErrorInvalidValue);
+    if (n > d.first->bytes - ((uintptr_t)p - d.second)) return note(cudaErrorInvalidValue);
+    cl_command_queue q = queue_of(stream);
+    cl_int err = order_before(q);
+    const unsigned char byte = (unsigned char)v;
+    if (err == CL_SUCCESS)
+        err = api().EnqueueFillBuffer(q, d.first->mem, &byte, 1, (uintptr_t)p - d.second, n, 0, nullptr, nullptr);
+    if (err == CL_SUCCESS) err = api().Finish(q);
+    return err == CL_SUCCESS ? cudaSuccess : device_failed(err, "cudaMemset");
+}
+}  // namespace porter_opencl
+
+static inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind = cudaMemcpyDefault) {
+    if ((int)kind < 0 || (int)kind > 4) return porter_opencl::note(cudaErrorInvalidMemcpyDirection);
+    return porter_opencl::copy(dst, src, n, nullptr);
+}
+static inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind kind = cudaMemcpyDefault,
+                                          cudaStream_t stream = 0) {
+    if ((int)kind < 0 || (int)kind > 4) return porter_opencl::note(cudaErrorInvalidMemcpyDirection);
+    return porter_opencl::copy(dst, src, n, stream);
+}
+static inline cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                                       size_t height, cudaMemcpyKind kind = cudaMemcpyDefault) {
+    if (width > dpitch || width > spitch) return porter_opencl::note(cudaErrorInvalidPitchValue);
+    for (size_t r = 0; r < height; ++r) {
+        cudaError_t e = cudaMemcpy((char*)dst + r * dpitch, (const char*)src + r * spitch, width, kind);
+        if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+}
+static inline cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                                            size_t height, cudaMemcpyKind kind = cudaMemcpyDefault, cudaStream_t = 0) {
+    return cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind);
+}
+static inline cudaError_t cudaMemset(void* p, int v, size_t n) { return porter_opencl::fill(p, v, n, nullptr); }
+static inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t s = 0) { return porter_opencl::fill(p, v, n, s); }
+static inline cudaError_t cudaMemset2D(void* p, size_t pitch, int v, size_t width, size_t height) {
+    for (size_t r = 0; r < height; ++r) {
+        cudaError_t e = cudaMemset((char*)p + r * pitch, v, width);
+        if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+}
+// __constant__ / __device__ variables are host variables here; a launch uploads a __constant__ one's bytes
+template <class T>
+static inline cudaError_t cudaMemcpyToSymbol(const T& symbol, const void* src, size_t n, size_t offset = 0,
+                                             cudaMemcpyKind = cudaMemcpyHostToDevice) {
+    if (offset + n > sizeof(T)) return porter_opencl::note(cudaErrorInvalidValue);
+    std::lock_guard<std::recursive_mutex> guard(porter_opencl::lock());
+    if (porter_opencl::find(src).first != nullptr) {  // from device memory
+        cudaError_t e = porter_opencl::copy((char*)&symbol + offset, src, n, nullptr);
+        if (e != cudaSuccess) return e;
+    } else {
+        memcpy((char*)&symbol + offset, src, n);
+    }
+    ++porter_opencl::state().symbol_version;
+    return cudaSuccess;
+}
+template <class T>
+static inline cudaError_t cudaMemcpyToSymbolAsync(const T& symbol, const void* src, size_t n, size_t offset = 0,
+                                                  cudaMemcpyKind kind = cudaMemcpyHostToDevice, cudaStream_t = 0) {
+    return cudaMemcpyToSymbol(symbol, src, n, offset, kind);
+}
+template <class T>
+static inline cudaError_t cudaMemcpyFromSymbol(void* dst, const T& symbol, size_t n, size_t offset = 0,
+                                               cudaMemcpyKind = cudaMemcpyDeviceToHost) {
+    if (offset + n > sizeof(T)) return porter_opencl::note(cudaErrorInvalidValue);
+    memcpy(dst, (const char*)&symbol + offset, n);
+    return cudaSuccess;
+}
+template <class T>
+static inline cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const T& symbol, size_t n, size_t offset = 0,
+                                                    cudaMemcpyKind kind = cudaMemcpyDeviceToHost, cudaStream_t = 0) {
+    return cudaMemcpyFromSymbol(dst, symbol, n, offset, kind);
+}
+template <class T>
+static inline cudaError_t cudaGetSymbolSize(size_t* n, const T&) {
+    *n = sizeof(T);
+    return cudaSuccess;
+}
+
+// --------------------------------------------------------------------------- streams and events
+
+static inline cudaError_t cudaStreamCreate(cudaStream_t* s) {
+    std::lock_guard<std::recursive_mutex> guard(porter_opencl::lock());
+    porter_opencl::State& st = porter_opencl::state();
+    porter_cl::cl_int err = 0;
+    porter_cl::cl_command_queue q = porter_opencl::api().CreateCommandQueue(st.context, st.device, 0, &err);
+    if (err != porter_cl::CL_SUCCESS) return porter_opencl::note(cudaErrorMemoryAllocation);
+    *s = new porter_stream{q};
+    st.streams.push_back(*s);
+    return cudaSuccess;
+}
+static inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) { return cudaStreamCreate(s); }
+static inline cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned, int) { return cudaStreamCreate(s); }
+static inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
+    if (s == nullptr) return cudaSuccess;
+    std::lock_guard<std::recursive_mutex> guard(porter_opencl::lock());
+    porter_opencl::State& st = porter_opencl::state();
+    porter_opencl::api().Finish(s->queue);
+    porter_opencl::api().ReleaseCommandQueue(s->queue);
+    for (size_t i = 0; i < st.streams.size(); ++i)
+        if (st.streams[i] == s) st.streams.erase(st.streams.begin() + (long)i);
+    delete s;
+    return cudaSuccess;
+}
+static inline cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+    porter_cl::cl_int err = porter_opencl::api().Finish(porter_opencl::queue_of(s));
+    if (err != porter_cl::CL_SUCCESS) return porter_opencl::device_failed(err, "cudaStreamSynchronize");
+    return porter_opencl::g_sticky_error;
+}
+static inline cudaError_t cudaStreamQuery(cudaStream_t s) { return cudaStreamSynchronize(s); }
+static inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned = 0) {
+    porter_opencl::finish_all();  // the event's work is done before the stream's next
+    return cudaSuccess;
+}
+typedef void (*cudaStreamCallback_t)(cudaStream_t, cudaError_t, void*);
+static inline cudaError_t cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t cb, void* data, unsigned) {
+    cudaError_t e = cudaStreamSynchronize(s);
+    cb(s, e, data);
+    return cudaSuccess;
+}
+typedef void (*cudaHostFn_t)(void*);
+static inline cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void* data) {
+    cudaStreamSynchronize(s);
+    fn(data);
+    return cudaSuccess;
+}
+static inline cudaError_t cudaEventCreate(cudaEvent_t* e) {
+    *e = new porter_event{0.0, 0};
+    return cudaSuccess;
+}
+static inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) { return cudaEventCreate(e); }
+static inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
+    delete e;
+    return cudaSuccess;
+}
+// an event is the host clock once the stream's queue (and the default stream's) finished its work
+static inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s = 0) {
+    if (!e) return porter_opencl::note(cudaErrorInvalidResourceHandle);
+    porter_cl::cl_int err = s ? porter_opencl::api().Finish(porter_opencl::queue_of(s)) : porter_opencl::finish_all();
+    if (err != porter_cl::CL_SUCCESS) return porter_opencl::device_failed(err, "cudaEventRecord");
+    e->ms = porter_opencl::now_ms();
+    e->recorded = 1;
+    return cudaSuccess;
+}
+static inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return porter_opencl::g_sticky_error; }
+static inline cudaError_t cudaEventQuery(cudaEvent_t) { return porter_opencl::g_sticky_error; }
+static inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) {
+    if (!ms || !a || !b || !a->recorded || !b->recorded) return porter_opencl::note(cudaErrorInvalidResourceHandle);
+    *ms = (float)(b->ms - a->ms);
+    return cudaSuccess;
+}
+
+// --------------------------------------------------------------------------- functions and launches
+
+template <class K>
+static inline cudaError_t cudaFuncSetCacheConfig(K*, cudaFuncCache) { return cudaSuccess; }
+template <class K>
+static inline cudaError_t cudaFuncSetSharedMemConfig(K*, cudaSharedMemConfig) { return cudaSuccess; }
+template <class K>
+static inline cudaError_t cudaFuncSetAttribute(K*, cudaFuncAttribute, int) { return cudaSuccess; }
+template <class K>
+static inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* a, K*) {
+    memset(a, 0, sizeof *a);
+    a->maxThreadsPerBlock = (int)porter_opencl::state().max_group;
+    a->numRegs = 32;
+    a->ptxVersion = a->binaryVersion = 80;
+    return cudaSuccess;
+}
+template <class K>
+static inline cudaError_t cudaOccupancyMaxPotentialBlockSize(int* min_grid, int* block, K, size_t = 0, int limit = 0) {
+    int most = (int)porter_opencl::state().max_group;
+    int b = limit > 0 && limit < most ? limit : (most < 1024 ? most : 1024);
+    cudaDeviceProp p;
+    porter_opencl::fill_properties(&p);
+    if (block) *block = b;
+    if (min_grid) *min_grid = p.multiProcessorCount * (2048 / b > 0 ? 2048 / b : 1);
+    return cudaSuccess;
+}
+template <class K>
+static inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* n, K, int block, size_t) {
+    *n = block > 0 ? 2048 / block : 0;
+    return cudaSuccess;
+}
+template <class K>
+static inline cudaError_t cudaLaunchKernel(K kernel, dim3 grid, dim3 block, void** args, size_t shared = 0,
+                                           cudaStream_t stream = 0) {
+    return porter_emu::launch_args(kernel, grid, block, args, shared, stream);
+}
+
+#endif  // PORTER_OPENCL_H

@@ -1220,6 +1220,9 @@ class _Body:
                     _text(node),
                     f"auto: porter cannot tell the type of {name}'s initializer; write the type out",
                 )
+                for c in node.children:  # what else the initializer holds is reported too
+                    if c != tnode:
+                        self.visit(c)
                 return True
             deduced.append((ident, *found))
         texts = {text for _, text, _ in deduced}

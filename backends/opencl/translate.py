@@ -420,7 +420,14 @@ class _Translator:
                 continue
             defined.append((node, names, _identifiers(node) - names))
             inside.add(node.id)
-        used: set[str] = set()
+        # the template arguments of the host's launches name types the instances use
+        used = {
+            k.text
+            for launch in (self.scan.launches if self.scan else ())
+            for a in launch.template_args
+            for k in c_tokens(a)
+            if k.kind == IDENT
+        }
         stack = [self.tree.root_node]
         while stack:
             n = stack.pop()

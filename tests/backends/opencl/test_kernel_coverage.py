@@ -88,6 +88,17 @@ def test_host_data_is_left_out_of_the_program() -> None:
     assert "typedef struct {\n    float weight;" in tr.text  # the kernel's type stays
 
 
+def test_a_type_named_only_by_a_launchs_template_argument_is_kept() -> None:
+    src = (
+        "typedef struct { float a; float b; } Pair;\n"
+        "template <typename T> __global__ void fill(T* p) { p[threadIdx.x] = p[0]; }\n"
+        "int main() { Pair* d; fill<Pair><<<1, 32>>>(d); return 0; }\n"
+    )
+    tr = translate_to_opencl(src, "k.cu")
+    assert "typedef struct { float a; float b; } Pair;" in tr.text
+    assert "__kernel void fill_Pair(__global Pair* p)" in tr.text
+
+
 def test_integer_arguments_of_math_functions_get_cudas_conversion() -> None:
     tr = _translate("host_side.cu")
     assert "log2((double)16)" in tr.text  # C++ <cmath>: integers only -> double

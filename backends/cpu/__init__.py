@@ -66,6 +66,11 @@ def _header_text() -> str:
 
 
 FP16_HEADER = "porter_fp16.h"  # half precision and bfloat16 (the stubs of cuda_fp16.h and friends)
+CG_HEADER = "porter_cooperative_groups.h"  # cooperative groups (porter_emu.h includes it)
+
+
+def _cg_text() -> str:
+    return resources.files(PACKAGE).joinpath(CG_HEADER).read_text(encoding="utf-8")
 
 
 def _fp16_text() -> str:
@@ -437,7 +442,7 @@ class CpuBackend(BackendBase):
         return flags
 
     def toolchain_id(self, device: Device | None = None, arch: str | None = None) -> str:
-        headers = _header_text() + _types_text() + _fp16_text() + _host_decls_text()
+        headers = _header_text() + _types_text() + _cg_text() + _fp16_text() + _host_decls_text()
         digest = hashlib.sha256(headers.encode()).hexdigest()[:12]
         flags = " ".join(self._flags(CompileOptions()))
         # the wavefront device (arch "wave64") builds for its width; otherwise the arch asked for
@@ -533,6 +538,7 @@ class CpuBackend(BackendBase):
         inc.mkdir(parents=True, exist_ok=True)
         (inc / HEADER).write_text(_header_text(), encoding="utf-8")
         (inc / TYPES_HEADER).write_text(_types_text(), encoding="utf-8")
+        (inc / CG_HEADER).write_text(_cg_text(), encoding="utf-8")
         (inc / FP16_HEADER).write_text(_fp16_text(), encoding="utf-8")
         (inc / HOST_DECLS_HEADER).write_text(_host_decls_text(), encoding="utf-8")
         for name in self.dialect.includes["stub"]:

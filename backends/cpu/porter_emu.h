@@ -613,26 +613,11 @@ static inline void __syncwarp(M mask) {
     porter_emu::warp_op(porter_emu::OP_SYNC, (unsigned long long)mask, 0, 0, 0, PORTER_STRICT_MASKS);
 }
 
-// --------------------------------------------------------------------------- cooperative groups: the block
-// The thread-block group only: this_thread_block(), its sync / thread_rank / size / indices, and
-// cooperative_groups::sync(block).  Tiles, coalesced and grid groups are refused before compiling
-// (dialect.toml [[refuse]]), so a kernel using them is never emulated with a wrong meaning.
-namespace cooperative_groups {
-struct thread_block {
-    void sync() const { __syncthreads(); }
-    unsigned long long thread_rank() const {
-        return (static_cast<unsigned long long>(threadIdx.z) * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
-    }
-    unsigned long long size() const { return static_cast<unsigned long long>(blockDim.x) * blockDim.y * blockDim.z; }
-    unsigned long long num_threads() const { return size(); }
-    dim3 group_index() const { return dim3(blockIdx.x, blockIdx.y, blockIdx.z); }
-    dim3 thread_index() const { return dim3(threadIdx.x, threadIdx.y, threadIdx.z); }
-    dim3 group_dim() const { return blockDim; }
-    dim3 dim_threads() const { return blockDim; }
-};
-static inline thread_block this_thread_block() { return thread_block(); }
-static inline void sync(const thread_block& g) { g.sync(); }
-}  // namespace cooperative_groups
+// --------------------------------------------------------------------------- cooperative groups
+// The thread block, its tiles and their collectives (cg::reduce, the scans): porter's own header, built on
+// the warp collectives above and the group barrier.  Grid, coalesced and partitioned groups are refused
+// before compiling (dialect.toml [[refuse]]).
+#include "porter_cooperative_groups.h"
 [[noreturn]] static inline void __trap() {
     porter_emu::fail("kernel executed __trap()");
     porter_emu::ctx_jump(porter_emu::g_sched);

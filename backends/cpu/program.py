@@ -149,6 +149,7 @@ RUNTIME_HEADERS = tuple(
         for n in (
             "porter_emu.h",
             "porter_cuda_types.h",
+            "porter_cooperative_groups.h",
             "porter_runtime.h",
             "porter_runtime_types.h",
             "porter_runtime_c.h",

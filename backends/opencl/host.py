@@ -261,9 +261,12 @@ def untranslatable(tree: Path) -> str:
             doc = json.loads(mapping.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
+        errors = {str(e.get("what")): e for e in doc.get("errors", ()) if isinstance(e, dict)}
         for k in doc.get("kernels", ()):
-            if k.get("untranslatable"):
-                return f"cannot translate: {k.get('name')}: {'; '.join(map(str, k['untranslatable']))}"
+            for why in k.get("untranslatable") or ():
+                at = errors.get(str(why))
+                where = f" ({at.get('file')} line {at.get('line')})" if at else ""
+                return f"cannot translate: {k.get('name')}: {why}{where}"
     return ""
 
 

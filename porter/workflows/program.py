@@ -39,7 +39,7 @@ from porter.defines import BuildFlags
 from porter.errors import UsageError
 from porter.files import carried, encode_text, reads_once
 from porter.harness.gate import compile_check
-from porter.model import TranslatedKernel, Translation, to_jsonable
+from porter.model import Severity, TranslatedKernel, Translation, to_jsonable
 from porter.program import ProgramFile, discover
 from porter.results import FileTarget, ProgramFileResult, ProgramKernel, ProgramReport
 from porter.workflows.program_plan import ProgramPlan
@@ -252,6 +252,12 @@ class _Porter:
         mapping = {
             "source": str(f.rel),
             "kernels": [to_jsonable(tk) for tk in tr.kernels],
+            # where each untranslatable construct is (the program's refusal names its file and line)
+            "errors": [
+                {"file": self._shown(d.path), "line": d.line, "what": f"{d.construct}: {d.reason}"}
+                for d in tr.diagnostics
+                if d.severity == Severity.ERROR
+            ],
         }
         write_atomic(dest.with_name(dest.stem + ".launch.json"), json.dumps(mapping, indent=2) + "\n")
         self._note_kernels(target, tr, f)
@@ -261,6 +267,15 @@ class _Porter:
             tk = next(tk for tk in tr.kernels if not tk.untranslatable)
             result = self._build(target, f, tr.text, tk.entry or tk.name, result, ())
         return result
+
+    def _shown(self, path: str) -> str:
+        """A diagnostic's file as the user knows it: relative to the program's folder when inside it."""
+        p = Path(path)
+        return (
+            str(p.relative_to(self.program.root))
+            if p.is_absolute() and p.is_relative_to(self.program.root)
+            else path
+        )
 
     def _build(
         self, target: str, f: ProgramFile, text: str, entry: str, result: FileTarget, dirs: tuple[str, ...]

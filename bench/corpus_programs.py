@@ -131,23 +131,27 @@ def main() -> int:
         orig_runs, hip_runs = _runs(doc)
         verdict = doc["program"].get("verdicts", {}).get("hip", {}).get("status", "-")
         why = _reason(doc, "original") or _reason(doc, "hip")
+        ocl = doc["program"].get("verdicts", {}).get("opencl", {})
+        ocl_why = str(ocl.get("detail", ""))[:160].replace("|", "/")
         rows.append(
             f"| {name} | {_builds(doc, 'original')} | {_builds(doc, 'hip')} | {orig_runs} | {hip_runs} | "
-            f"**{verdict}** {why.replace('|', '/')} | {_replays(doc)} | {seconds:.0f} |"
+            f"**{verdict}** {why.replace('|', '/')} | **{ocl.get('status', '-')}** {ocl_why} | {_replays(doc)} "
+            f"| {seconds:.0f} |"
         )
         summary[name] = {
             "exit": proc.returncode,
             "seconds": round(seconds, 1),
             "verdict": verdict,
+            "opencl_verdict": ocl.get("status", "-"),
             "report": doc,
         }
         print(rows[-1], flush=True)
     print()
     print(
         "| program | original built by | HIP port built by | original runs | HIP runs | HIP verdict "
-        "| kernels replayed: validated / failed / other (not replayable, compiled only) (original, hip, hip 64 lanes, opencl) | s |"
+        "| OpenCL program verdict | kernels replayed: validated / failed / other (not replayable, compiled only) (original, hip, hip 64 lanes, opencl) | s |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=1), encoding="utf-8")

@@ -254,6 +254,10 @@ class CpuProgramToolchain:
         devices = self._backend.devices()
         return devices[0] if devices else None
 
+    def device_name(self) -> str:
+        """The name its runtime reports for its device (cudaDeviceProp.name): runtime.toml's virtual device."""
+        return str(_runtime_data()["virtual_device"]["name"])
+
     def toolchain_id(self) -> str:
         digest = hashlib.sha256(
             b"".join(path.read_bytes() for path in RUNTIME_HEADERS) + runtime_data_header().encode()

@@ -104,7 +104,10 @@ enum : cl_uint {
     CL_DEVICE_MAX_CONSTANT_BUFFER_SIZE = 0x1020,
     CL_DEVICE_LOCAL_MEM_SIZE = 0x1023,
     CL_DEVICE_NAME = 0x102B,
+    CL_DEVICE_EXTENSIONS = 0x1030,
     CL_DEVICE_OPENCL_C_VERSION = 0x103D,
+    CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV = 0x4000,  // cl_nv_device_attribute_query
+    CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV = 0x4001,
     CL_PROGRAM_BUILD_LOG = 0x1183,
     CL_BUFFER_CREATE_TYPE_REGION = 0x1220,
 };
@@ -390,7 +393,8 @@ inline cl_program program(const Source& src) {
     cl_int err = 0;
     cl_program p = api().CreateProgramWithSource(s.context, 1, &ptr, &len, &err);
     if (err != CL_SUCCESS) die("clCreateProgramWithSource failed");
-    std::string options = src.options;
+    // CUDA contracts a * b + c into an FMA by default (nvcc --fmad=true): so may the OpenCL compiler
+    std::string options = std::string("-cl-mad-enable ") + src.options;
     // sub-group functions come as an OpenCL C 2.0 extension or a 3.0 feature: ask for the device's version
     if (text.find("sub_group") != std::string::npos) {
         if (s.c_version.find("C 3.") != std::string::npos) options += " -cl-std=CL3.0";
@@ -641,6 +645,11 @@ inline void fill_properties(cudaDeviceProp* p) {
     p->maxThreadsPerBlock = (int)s.max_group;
     p->multiProcessorCount = (int)info_value<cl_uint>(s.device, CL_DEVICE_MAX_COMPUTE_UNITS);
     p->clockRate = (int)info_value<cl_uint>(s.device, CL_DEVICE_MAX_CLOCK_FREQUENCY) * 1000;
+    // an NVIDIA GPU says its compute capability (elsewhere: the runtime's virtual device's)
+    if (info_string(s.device, CL_DEVICE_EXTENSIONS).find("cl_nv_device_attribute_query") != std::string::npos) {
+        p->major = (int)info_value<cl_uint>(s.device, CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV);
+        p->minor = (int)info_value<cl_uint>(s.device, CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV);
+    }
 }
 
 }  // namespace porter_opencl

@@ -92,6 +92,10 @@ class OpenclProgramToolchain(CpuProgramToolchain):
     def device(self) -> Any:
         return self._device
 
+    def device_name(self) -> str:
+        """What porter_opencl.h reports as the device's name: the OpenCL device's own."""
+        return str(self._device.name)
+
     def toolchain_id(self) -> str:
         digest = hashlib.sha256(
             b"".join(p.read_bytes() for p in HEADERS) + runtime_data_header().encode()

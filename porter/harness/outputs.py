@@ -315,6 +315,23 @@ def width_lines(
     return Unstable(lines=frozenset(lines), numbers=tuple(numbers), count=len(lines))
 
 
+def as_device(other: RunOutput, names: tuple[str, str]) -> tuple[RunOutput, tuple[int, ...]]:
+    """`other` (a run on another device) with the name its device calls itself (`names[1]`,
+    ``cudaDeviceProp.name``) read as the original's device's (`names[0]`) wherever its stdout prints it,
+    and the numbers of those lines: a line saying which device the program ran on (``GPU Device 0:
+    "NVIDIA H200"``) is then compared as the original's, masked or not alike, while every other number
+    on it (its compute capability) is still compared."""
+    mine, theirs = (n.strip() for n in names)
+    if not mine or not theirs or mine == theirs:
+        return other, ()
+    lines = list(_lines(other.stdout))
+    numbers = tuple(n for n, line in enumerate(lines, 1) if theirs in line)
+    if not numbers:
+        return other, ()
+    text = "\n".join(line.replace(theirs, mine) for line in lines) + "\n"
+    return replace(other, stdout=text), numbers
+
+
 def unstable(first: RunOutput, second: RunOutput, rule: Rule | None = None) -> Unstable:
     """What differs between two runs of the same original build."""
     rule = rule or default_rule()

@@ -49,6 +49,7 @@ from porter.harness.outputs import (
     RunOutput,
     Unstable,
     Written,
+    as_device,
     compare,
     default_rule,
     snapshot,
@@ -275,6 +276,7 @@ class _Runner:
         self.outputs: dict[int, RunOutput] = {}  # id(RunResult) -> what that run printed and wrote
         self.varies: dict[int, Unstable] = {}  # id(an original's RunResult) -> what varies between its runs
         self.widths: dict[str, int] = {}  # device label -> its warp width (the runs compared across widths)
+        self.names: dict[str, str] = {}  # device label -> the name its runtime reports (cudaDeviceProp.name)
 
     # ------------------------------------------------------------------ builds
 
@@ -511,6 +513,13 @@ class _Runner:
                     "not compared"
                     for n in named.numbers
                 )
+        names = (self.names.get(ref.device, ""), self.names.get(rec.device, ""))
+        if not _same_device(ref.device, rec.device):
+            mine, numbers = as_device(mine, names)  # a line naming the device it ran on, as the original's
+            if numbers:
+                said = f"stdout line{'s' if len(numbers) > 1 else ''} {', '.join(map(str, numbers[:5]))} name the device"
+                said += f" ({names[1]} here, {names[0]} on {ref.device}): compared with that name swapped"
+                rec.reason = "; ".join(part for part in (rec.reason, said) if part)
         rec.differences = compare(original, mine, self.rule, varies)
         rec.status = "differs" if rec.differences else "matches"
         if rec.differences and not _same_device(rec.against, rec.device):
@@ -527,6 +536,7 @@ class _Runner:
         found = chain.device()
         if found is not None:  # its warp width: a run at another width is compared knowing it
             self.widths[build.device] = found.facts.warp_size
+            self.names[build.device] = getattr(chain, "device_name", lambda: found.name)()
         prog = self.trees.get(build.variant, self.program)
         if prog is not self.program:  # its main units, read once per program
             mains = self._mains.setdefault(prog.root, main_units(prog))

@@ -116,18 +116,22 @@ def warp_size_for(arch: str | None, defines: Sequence[str] = ()) -> int:
     return int(_dialect().default_warp_size or 32)
 
 
-def _rewritten_headers(source: str, include_dirs: Sequence[str], into: Path) -> Path | None:
-    """Rewritten copies of the headers `source` reaches in `include_dirs` that declare ``__shared__``
-    memory (a helper's ``extern __shared__ T s[];`` in a header, as the source's own are rewritten) or
-    mark functions ``__noinline__`` (spelled as the attribute: porter_emu.h defines no macro for it),
-    laid out under `into` as they lie under their include folder; `into` goes first on the include
-    path.  None when no header needs it."""
+def _rewritten_headers(source: str, include_dirs: Sequence[str], into: Path) -> tuple[str, ...]:
+    """The include path of `source`'s build: `include_dirs`, each preceded by a folder of rewritten
+    copies of the headers `source` reaches in it that declare ``__shared__`` memory (a helper's
+    ``extern __shared__ T s[];`` in a header, as the source's own are rewritten) or mark functions
+    ``__noinline__`` (spelled as the attribute: porter_emu.h defines no macro for it), laid out as they
+    lie under that folder.  A header lies under every include folder above it (the program's root and
+    its ``include/``): ``#include "ops.cuh"`` found through the second reaches its copy there, as
+    ``#include "include/ops.cuh"`` through the first does, and a header found earlier on the path keeps
+    coming first.  `include_dirs` as they are when no header needs it."""
     from porter.includes import reachable
 
     if not include_dirs:
-        return None
+        return ()
     roots = [Path(d).resolve() for d in include_dirs]
-    wrote = False
+    shadows = [into / str(i) for i in range(len(roots))]
+    wrote: set[int] = set()
     for path, data in list(reachable([("", source.encode("utf-8", "surrogateescape"))], include_dirs))[1:]:
         if b"__shared__" not in data and b"__noinline__" not in data:
             continue
@@ -136,14 +140,17 @@ def _rewritten_headers(source: str, include_dirs: Sequence[str], into: Path) -> 
         if rewritten == text:
             continue
         where = Path(path).resolve()
-        root = next((r for r in roots if where.is_relative_to(r)), None)
-        if root is None:
-            continue
-        dest = into / where.relative_to(root)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(rewritten, encoding="utf-8", errors="surrogateescape")
-        wrote = True
-    return into if wrote else None
+        for i, root in enumerate(roots):
+            if not where.is_relative_to(root):
+                continue
+            dest = shadows[i] / where.relative_to(root)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(rewritten, encoding="utf-8", errors="surrogateescape")
+            wrote.add(i)
+    out: list[str] = []
+    for i, d in enumerate(include_dirs):
+        out += [str(shadows[i]), d] if i in wrote else [d]
+    return tuple(out)
 
 
 def _check_imports(
@@ -477,7 +484,7 @@ class CpuBackend(BackendBase):
             tmpdir = Path(tmp)
             inc = tmpdir / "include"
             self._write_headers(inc)
-            shadow = _rewritten_headers(source, options.include_dirs, tmpdir / "rewritten")
+            include_path = _rewritten_headers(source, options.include_dirs, tmpdir / "rewritten")
             unit = tmpdir / "porter_unit.cpp"
             unit.write_text(
                 src_mod.translation_unit(
@@ -492,8 +499,7 @@ class CpuBackend(BackendBase):
                 *flags,
                 *defines,
                 f"-I{inc}",
-                *([f"-I{shadow}"] if shadow else []),
-                *[f"-I{d}" for d in options.include_dirs],
+                *[f"-I{d}" for d in include_path],
                 *options.flags,
                 str(unit),
                 "-o",

@@ -887,3 +887,40 @@ def test_shared_memory_declared_in_an_included_header_is_rewritten_too(be: CpuBa
     prog(x, grid=(1,), block=(8,), shared_bytes=8 * 4)
     assert be.to_host(x, np.float32, (8,)).tolist() == list(range(7, -1, -1))
     assert (tmp_path / "smem.cuh").read_text().count("extern __shared__") == 1  # the user's file untouched
+
+
+def test_shared_memory_in_a_header_found_through_a_nested_include_folder(be: CpuBackend, tmp_path) -> None:
+    # a program's own folder and its include/ both on the path (as porter builds a kernel of a program
+    # whose -I names include/): the header found through include/ is the rewritten one (issue #29)
+    (tmp_path / "include").mkdir()
+    (tmp_path / "include" / "ops.cuh").write_text(
+        "__global__ void rev(float* x) {\n"
+        "    extern __shared__ float part[];\n"
+        "    part[threadIdx.x] = x[threadIdx.x];\n    __syncthreads();\n"
+        "    x[threadIdx.x] = part[blockDim.x - 1 - threadIdx.x];\n}\n"
+    )
+    source = '#include "ops.cuh"\n'
+    dirs = (str(tmp_path), str(tmp_path / "include"))
+    device = be.devices()[0]
+    prog = be.load(be.compile(source, "rev", CompileOptions(include_dirs=dirs), device), device)
+    x = be.to_device(np.arange(8, dtype=np.float32))
+    prog(x, grid=(1,), block=(8,), shared_bytes=8 * 4)
+    assert be.to_host(x, np.float32, (8,)).tolist() == list(range(7, -1, -1))
+
+
+def test_a_header_earlier_on_the_include_path_keeps_coming_first(be: CpuBackend, tmp_path) -> None:
+    # two headers of one name: the first include folder's wins, as in the program's own build, though
+    # only the second one's copy is rewritten
+    for sub, value in (("a", 1), ("b", 2)):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "v.cuh").write_text(
+            f"__device__ float v() {{ {'extern __shared__ float s[]; (void)s; ' if sub == 'b' else ''}"
+            f"return {value}.0f; }}\n"
+        )
+    source = '#include "v.cuh"\n__global__ void k(float* x) { x[threadIdx.x] = v(); }\n'
+    dirs = (str(tmp_path / "a"), str(tmp_path / "b"))
+    device = be.devices()[0]
+    prog = be.load(be.compile(source, "k", CompileOptions(include_dirs=dirs), device), device)
+    x = be.to_device(np.zeros(4, dtype=np.float32))
+    prog(x, grid=(1,), block=(4,))
+    assert be.to_host(x, np.float32, (4,)).tolist() == [1.0] * 4

@@ -753,7 +753,7 @@ def replay(
                 logs=rep.left_out,
             )  # fmt: skip
         ]
-    spec, instances = _for_variant(rep, variant)
+    spec, instances = _for_variant(rep, variant, options.compile.include_dirs)
     opts = replace(options, given=instances, trials=1)
     floor_of = {d.label: f for d in devices if (f := rep.floors.get(physical(d.label))) is not None}
     verdicts = validate(
@@ -838,13 +838,13 @@ def timed(
 
     if rep.spec is None:
         return []
-    spec, instances = _for_variant(rep, variant)
+    spec, instances = _for_variant(rep, variant, plan.compile.include_dirs)
     chosen = {inst.label for inst in timing_instances(rep, most)}
     reference = Reference(recorded=rep.recorded)
     ref_device = next((d for d in reference_devices if d.name == device.name and d.kind == device.kind), None)
     o_spec, o_by_label = spec, {}  # the original's launches, timed beside the variant's on its device
     if original is not None and ref_device is not None:
-        o_spec, o_instances = _for_variant(rep, original)
+        o_spec, o_instances = _for_variant(rep, original, (original_options or plan.compile).include_dirs)
         o_by_label = {i.label: i for i in o_instances}
     o_plan = replace(plan, compile=original_options or plan.compile, revalidate=False)
     results = []
@@ -870,16 +870,29 @@ def timed(
     return results
 
 
-def _for_variant(rep: Replay, variant: Variant) -> tuple[KernelSpec, tuple[Instance, ...]]:
-    """The spec and instances with only the program variables `variant` has: those its source names,
+def _for_variant(
+    rep: Replay, variant: Variant, include_dirs: Sequence[str] = ()
+) -> tuple[KernelSpec, tuple[Instance, ...]]:
+    """The spec and instances with only the program variables `variant` has: those its source or a
+    header it reaches in `include_dirs` names (a ``__constant__`` declared in the program's header),
     or takes as an added argument (OpenCL's __constant buffers)."""
     assert rep.spec is not None
     wanted = {str(e.get("symbol")) for e in variant.extra_args if e.get("kind") == "constant"}
-    keep = tuple(
-        c
-        for c in rep.spec.constants
-        if c.name in wanted or re.search(rf"\b{re.escape(c.name)}\b", variant.source)
-    )
+    headers: list[str] = []  # the texts of the headers the source reaches, read on first need
+
+    def named(name: str) -> bool:
+        pattern = re.compile(rf"\b{re.escape(name)}\b")
+        if pattern.search(variant.source):
+            return True
+        if not headers and include_dirs:
+            from porter.includes import reachable
+
+            found = reachable([("", variant.source.encode("utf-8", "surrogateescape"))], include_dirs)
+            headers.extend(data.decode("utf-8", "surrogateescape") for _, data in list(found)[1:])
+            headers.append("")  # read, even when it reaches none
+        return any(pattern.search(t) for t in headers)
+
+    keep = tuple(c for c in rep.spec.constants if c.name in wanted or named(c.name))
     if len(keep) == len(rep.spec.constants):
         return rep.spec, rep.instances
     spec = replace(rep.spec, constants=keep)

@@ -36,7 +36,7 @@ from porter.backends import SOURCE_DIALECT, Device
 from porter.errors import UsageError
 from porter.harness import replay as replaying
 from porter.harness.trial import ValidateOptions
-from porter.model import Status, Variant, Verdict
+from porter.model import Kernel, Status, Variant, Verdict
 from porter.plan import PlannedVariant, Refusal
 from porter.results import KernelReplay, ProgramKernel, ProgramReport
 from porter.workflows.program_plan import ProgramPlan
@@ -81,6 +81,32 @@ def resolved_launches(launches: Sequence[capture.Launch], scanned: Mapping[str, 
             )
         out.append(la)
     return out
+
+
+def kernel_of(name: str, kernels: Mapping[str, ProgramKernel]) -> ProgramKernel | None:
+    """The kernel of the program whose rows the captured instance `name` gets: its template kernel
+    (``axpby`` for ``axpby<float>``, the instance's rows under it), else the instance itself where a
+    translator listed only the instances (OpenCL's ``axpy<float>`` and ``axpy<double>`` of a template
+    in a header), each judged by its own launches."""
+    base = name.split("<", 1)[0].strip()
+    found = kernels.get(base) or kernels.get(base.rsplit("::", 1)[-1])
+    if found is not None or base == name:
+        return found
+    squash = "".join(name.split())
+    return next((k for k in kernels.values() if "".join(k.name.split()) == squash), None)
+
+
+def kernel_scan(plan: ProgramPlan, name: str, rel: str) -> Kernel | None:
+    """The scan of the kernel `name` (an instance: its template's) listed in the file `rel`: where it
+    is defined there, else in a header `rel` reaches (a unit's kernels are listed under the unit when a
+    translator of units saw them in its headers); None when no scan finds it."""
+    names = tuple(dict.fromkeys((name, name.split("<", 1)[0].strip())))
+    f = plan.file(rel)
+    for where in (rel, *(str(h.rel) for h in (plan.reached(f) if f is not None else ()))):
+        for n in names:
+            if (found := plan.kernel_scan(n, where)) is not None:
+                return found
+    return None
 
 
 def build_replay(
@@ -383,13 +409,16 @@ def _replay(
         return rows
 
     kernels = {k.name: k for k in report.kernels}
-    scanned = {pk.name: found for pk in kernels.values() if (found := plan.kernel_scan(pk.name, pk.file))}
+    scanned: dict[str, Kernel] = {}
+    for listed in kernels.values():
+        if (found := kernel_scan(plan, listed.name, listed.file)) is not None:
+            scanned[listed.name] = found
+            scanned.setdefault(found.name, found)  # a listed instance's template: how launches are named
     launches = resolved_launches(launches, scanned)
     said = {k.name: k.targets for k in report.kernels}  # what each translation said of a kernel
     grouped = capture.by_kernel(launches)
     for n, (name, las) in enumerate(grouped.items(), 1):
-        base = name.split("<", 1)[0].strip()
-        pk = kernels.get(base) or kernels.get(base.rsplit("::", 1)[-1])
+        pk = kernel_of(name, kernels)
         if pk is None:
             report.notes.append(f"captured launches of {name}: not a kernel porter found in the program")
             continue
@@ -459,4 +488,4 @@ def _replay(
             row.captured_on = captured_on.get(row.instance, "")
 
 
-__all__ = ["build_replay", "replay_program", "resolved_launches"]
+__all__ = ["build_replay", "kernel_of", "kernel_scan", "replay_program", "resolved_launches"]

@@ -373,3 +373,63 @@ def test_each_unit_of_a_compilation_database_is_built_and_replayed_with_its_own_
     assert doc["program"]["runs"][0]["variants"][0]["status"] == "matches"
     replays = _replays(doc)
     assert set(replays) == {"original", "hip", "opencl"} and set().union(*replays.values()) == {"validated"}
+
+
+HEADER_KERNELS = ROOT / "tests" / "fixtures" / "programs" / "header_kernels"
+
+
+@pytest.fixture(scope="module")
+def header_kernels_port(tmp_path_factory: pytest.TempPathFactory) -> dict:  # type: ignore[type-arg]
+    """tests/fixtures/programs/header_kernels ported to OpenCL and replayed: its kernels live in
+    include/kern.cuh (found through -I), so the OpenCL translation lists its template's instances only."""
+    tmp = tmp_path_factory.mktemp("header_kernels")
+    src = tmp / "header_kernels"
+    shutil.copytree(HEADER_KERNELS, src)
+    out = tmp / "out"
+    r = porter(
+        "port", str(src), "-I", str(src / "include"), "--to", "opencl", "--toolchains", "cpu-runtime",
+        "--run", "", "--out", str(out),
+    )  # fmt: skip
+    assert r.returncode in (0, 1), r.stderr + r.stdout[-3000:]
+    assert "Traceback" not in r.stderr, r.stderr
+    return json.loads((out / "report.json").read_text())  # type: ignore[no-any-return]
+
+
+def _rows(doc: dict, kernel: str, variant: str) -> list[dict]:  # type: ignore[type-arg]
+    return [r for k in doc["kernels"] if k["name"] == kernel for r in k["replays"] if r["variant"] == variant]
+
+
+def _variants_judged_here() -> tuple[str, ...]:
+    """The original, and the OpenCL port where an OpenCL device runs kernels here."""
+    from porter.backends import get_backend
+
+    return (
+        ("original", "opencl")
+        if any(d.role == "runs" for d in get_backend("opencl").devices())
+        else ("original",)
+    )
+
+
+def test_a_kernel_whose_header_declares_dynamic_shared_memory_and_a_constant_is_replayed(
+    header_kernels_port: dict,  # type: ignore[type-arg]
+) -> None:
+    # the header's `extern __shared__ float part[];` is rewritten in the kernel's build though it is
+    # found through the -I folder below the program's own (it failed to compile: "conflicting
+    # specifiers"), and the header's __constant__ is set from the capture (it was left zero)
+    for variant in _variants_judged_here():
+        rows = _rows(header_kernels_port, "scaled_sums", variant)
+        assert rows and all(r["status"] == "validated" for r in rows), (variant, rows)
+
+
+def test_each_instance_of_a_template_launched_in_a_host_template_is_judged_by_its_own_launch(
+    header_kernels_port: dict,  # type: ignore[type-arg]
+) -> None:
+    # twice<T><<<...>>> inside run_twice<T>, for float and double: the capture names twice<float> and
+    # twice<double>, which the OpenCL translation lists apart (no `twice` kernel): each is judged
+    for instance in ("twice<float>", "twice<double>"):
+        for variant in _variants_judged_here():
+            rows = _rows(header_kernels_port, instance, variant)
+            assert rows and all(r["status"] == "validated" for r in rows), (instance, variant, rows)
+            assert all(r["instance"] == instance and r["launches"] == 1 for r in rows), rows
+    notes = header_kernels_port["notes"]
+    assert not [n for n in notes if "not a kernel porter found" in n], notes

@@ -174,3 +174,34 @@ def test_arguments_into_one_allocation_are_replayed_as_one_buffer_and_a_wrong_ha
     again = port_program([str(src)], ["hip", "opencl"], out_dir=str(tmp_path / "planted"), run=cpu)
     hip = [r for k in again.kernels if k.name == "halves" for r in k.replays if r.variant == "hip"]
     assert hip and all(r.status == "failed" and "matches-reference" in r.reason for r in hip), hip
+
+
+HEADER_KERNELS = ROOT / "tests" / "fixtures" / "programs" / "header_kernels"
+
+
+def test_a_captured_instance_goes_to_its_template_kernel_or_else_to_the_instance_listed() -> None:
+    from porter.results import ProgramKernel
+
+    # the OpenCL translation of a template in a header lists its instances only (no `twice`): each
+    # captured instance is its own kernel's (they were "not a kernel porter found in the program")
+    listed = {n: ProgramKernel(n, "main.cu", 0) for n in ("twice<float>", "twice<double>", "scale")}
+    assert program_replay.kernel_of("twice<float>", listed) is listed["twice<float>"]
+    assert program_replay.kernel_of("twice< double >", listed) is listed["twice<double>"]
+    assert program_replay.kernel_of("scale", listed) is listed["scale"]
+    assert program_replay.kernel_of("twice<int>", listed) is None
+    # a template listed beside an instance (matrixMul's MatrixMulCUDA<16>): the rows stay the template's
+    both = {n: ProgramKernel(n, "main.cu", 0) for n in ("MatrixMulCUDA", "MatrixMulCUDA<16>")}
+    assert program_replay.kernel_of("MatrixMulCUDA<16>", both) is both["MatrixMulCUDA"]
+
+
+def test_the_scan_of_an_instance_listed_under_its_unit_is_its_templates_in_the_header() -> None:
+    from porter.program import discover
+    from porter.workflows.program_plan import ProgramPlan
+
+    program = discover([str(HEADER_KERNELS)], include_dirs=[str(HEADER_KERNELS / "include")])
+    plan = ProgramPlan(program)
+    found = program_replay.kernel_scan(plan, "twice<double>", "main.cu")  # defined in include/kern.cuh
+    assert found is not None and found.name == "twice" and found.template_params == ("typename T",)
+    sums = program_replay.kernel_scan(plan, "scaled_sums", "main.cu")
+    assert sums is not None and [p.written for p in sums.params] == [False, True, False]
+    assert program_replay.kernel_scan(plan, "absent", "main.cu") is None

@@ -40,33 +40,33 @@ inline unsigned block_rank() { return (unsigned)(g_cur - g_threads); }
 inline unsigned block_threads() { return blockDim.x * blockDim.y * blockDim.z; }
 
 // The first thread (block rank) of the caller's tile of N threads, and the tile's lanes in its warp.
-template <unsigned N>
-inline unsigned tile_first() { return block_rank() & ~(N - 1u); }
-template <unsigned N>
+template <unsigned PorterN>
+inline unsigned tile_first() { return block_rank() & ~(PorterN - 1u); }
+template <unsigned PorterN>
 inline lanemask_t tile_lanes() {
-    unsigned base = (unsigned)g_cur->lane & ~(N - 1u);
-    return (N >= 64 ? ~0ull : ((1ull << (N % 64)) - 1ull)) << base;
+    unsigned base = (unsigned)g_cur->lane & ~(PorterN - 1u);
+    return (PorterN >= 64 ? ~0ull : ((1ull << (PorterN % 64)) - 1ull)) << base;
 }
 
 // The tile's barrier: a warp collective of its lanes, or the group barrier of its threads.
-template <unsigned N>
+template <unsigned PorterN>
 inline void tile_barrier() {
-    if constexpr (N <= PORTER_WARP_SIZE) {
-        warp_op(OP_SYNC, tile_lanes<N>(), 0, 0, 0);
+    if constexpr (PorterN <= PORTER_WARP_SIZE) {
+        warp_op(OP_SYNC, tile_lanes<PorterN>(), 0, 0, 0);
     } else {
-        group_barrier((int)tile_first<N>(), (int)N);
+        group_barrier((int)tile_first<PorterN>(), (int)PorterN);
     }
 }
 
 // A value of any trivially copyable type through a warp collective, 8 bytes at a time.
-template <class T>
-inline T warp_move(int op, lanemask_t mask, const T& v, int arg, int width) {
-    static_assert(std::is_trivially_copyable<T>::value, "cooperative groups move trivially copyable values only");
-    T out = v;
+template <class PorterT>
+inline PorterT warp_move(int op, lanemask_t mask, const PorterT& v, int arg, int width) {
+    static_assert(std::is_trivially_copyable<PorterT>::value, "cooperative groups move trivially copyable values only");
+    PorterT out = v;
     unsigned char* o = reinterpret_cast<unsigned char*>(&out);
     const unsigned char* in = reinterpret_cast<const unsigned char*>(&v);
-    for (size_t at = 0; at < sizeof(T); at += 8) {
-        size_t n = sizeof(T) - at < 8 ? sizeof(T) - at : 8;
+    for (size_t at = 0; at < sizeof(PorterT); at += 8) {
+        size_t n = sizeof(PorterT) - at < 8 ? sizeof(PorterT) - at : 8;
         uint64_t b = 0;
         memcpy(&b, in + at, n);
         b = warp_op(op, mask, b, arg, width);
@@ -79,16 +79,16 @@ inline T warp_move(int op, lanemask_t mask, const T& v, int arg, int width) {
 constexpr size_t SLOT_BYTES = 64;
 alignas(64) inline unsigned char g_slots[PORTER_MAX_BLOCK][SLOT_BYTES];
 
-template <class T>
-inline void slot_put(const T& v) {
-    static_assert(std::is_trivially_copyable<T>::value, "cooperative groups move trivially copyable values only");
-    static_assert(sizeof(T) <= SLOT_BYTES, "cooperative groups collectives of values over 64 bytes are not emulated");
-    memcpy(g_slots[block_rank()], &v, sizeof(T));
+template <class PorterT>
+inline void slot_put(const PorterT& v) {
+    static_assert(std::is_trivially_copyable<PorterT>::value, "cooperative groups move trivially copyable values only");
+    static_assert(sizeof(PorterT) <= SLOT_BYTES, "cooperative groups collectives of values over 64 bytes are not emulated");
+    memcpy(g_slots[block_rank()], &v, sizeof(PorterT));
 }
-template <class T>
-inline T slot_get(unsigned index, const T& like) {
-    T out = like;
-    memcpy(&out, g_slots[index], sizeof(T));
+template <class PorterT>
+inline PorterT slot_get(unsigned index, const PorterT& like) {
+    PorterT out = like;
+    memcpy(&out, g_slots[index], sizeof(PorterT));
     return out;
 }
 // A thread of the block that takes part (it exists and has not exited: it wrote its slot).
@@ -98,106 +98,106 @@ inline bool member(unsigned index) {
 
 // Write the caller's value, wait for the tile, read (every thread has written), wait again (no slot is
 // overwritten by a later collective before every thread has read).
-template <unsigned N, class T, class Read>
-inline auto exchange(const T& mine, Read read) -> decltype(read()) {
+template <unsigned PorterN, class PorterT, class PorterRead>
+inline auto exchange(const PorterT& mine, PorterRead read) -> decltype(read()) {
     slot_put(mine);
-    tile_barrier<N>();
+    tile_barrier<PorterN>();
     auto r = read();
-    tile_barrier<N>();
+    tile_barrier<PorterN>();
     return r;
 }
 
 // op folded over the values of the tile's members of rank first..last-1 (in rank order); `none` when
 // there is none.
-template <unsigned N, class R, class T, class Op>
-inline R fold(unsigned last, const T& like, Op& op, const R& none) {
-    unsigned first = tile_first<N>();
+template <unsigned PorterN, class PorterR, class PorterT, class PorterOp>
+inline PorterR fold(unsigned last, const PorterT& like, PorterOp& op, const PorterR& none) {
+    unsigned first = tile_first<PorterN>();
     bool any = false;
-    R acc = none;
+    PorterR acc = none;
     for (unsigned i = first; i < last; ++i) {
         if (!member(i)) continue;
-        T v = slot_get(i, like);
-        acc = any ? R(op(acc, v)) : R(v);
+        PorterT v = slot_get(i, like);
+        acc = any ? PorterR(op(acc, v)) : PorterR(v);
         any = true;
     }
     return acc;
 }
 
-template <unsigned N>
+template <unsigned PorterN>
 class tile_base {
-    static_assert(N >= 1 && N <= 1024 && (N & (N - 1)) == 0,
-                  "thread_block_tile<N>: N must be a power of two from 1 to 1024");
-    static constexpr bool in_warp = N <= PORTER_WARP_SIZE;
+    static_assert(PorterN >= 1 && PorterN <= 1024 && (PorterN & (PorterN - 1)) == 0,
+                  "thread_block_tile<PorterN>: PorterN must be a power of two from 1 to 1024");
+    static constexpr bool in_warp = PorterN <= PORTER_WARP_SIZE;
 
 protected:
     unsigned meta_rank_, meta_size_;
 
 public:
     tile_base(unsigned meta_rank, unsigned meta_size) : meta_rank_(meta_rank), meta_size_(meta_size) {}
-    static constexpr unsigned int num_threads() { return N; }
-    static constexpr unsigned int size() { return N; }
-    static unsigned int thread_rank() { return block_rank() & (N - 1u); }
+    static constexpr unsigned int num_threads() { return PorterN; }
+    static constexpr unsigned int size() { return PorterN; }
+    static unsigned int thread_rank() { return block_rank() & (PorterN - 1u); }
     unsigned int meta_group_rank() const { return meta_rank_; }
     unsigned int meta_group_size() const { return meta_size_; }
     static constexpr bool is_valid() { return true; }
-    static void sync() { tile_barrier<N>(); }
+    static void sync() { tile_barrier<PorterN>(); }
 
-    template <class T>
-    T shfl(T var, int src_rank) const {
+    template <class PorterT>
+    PorterT shfl(PorterT var, int src_rank) const {
         if constexpr (in_warp) {
-            return warp_move(OP_SHFL_IDX, tile_lanes<N>(), var, src_rank, (int)N);
+            return warp_move(OP_SHFL_IDX, tile_lanes<PorterN>(), var, src_rank, (int)PorterN);
         } else {
-            unsigned src = tile_first<N>() + ((unsigned)src_rank & (N - 1u));
-            return exchange<N>(var, [&] { return member(src) ? slot_get(src, var) : var; });
+            unsigned src = tile_first<PorterN>() + ((unsigned)src_rank & (PorterN - 1u));
+            return exchange<PorterN>(var, [&] { return member(src) ? slot_get(src, var) : var; });
         }
     }
-    template <class T>
-    T shfl_down(T var, unsigned int delta) const {
+    template <class PorterT>
+    PorterT shfl_down(PorterT var, unsigned int delta) const {
         static_assert(in_warp, "thread_block_tile::shfl_down: tiles of at most warpSize threads");
-        return warp_move(OP_SHFL_DOWN, tile_lanes<N>(), var, (int)delta, (int)N);
+        return warp_move(OP_SHFL_DOWN, tile_lanes<PorterN>(), var, (int)delta, (int)PorterN);
     }
-    template <class T>
-    T shfl_up(T var, unsigned int delta) const {
+    template <class PorterT>
+    PorterT shfl_up(PorterT var, unsigned int delta) const {
         static_assert(in_warp, "thread_block_tile::shfl_up: tiles of at most warpSize threads");
-        return warp_move(OP_SHFL_UP, tile_lanes<N>(), var, (int)delta, (int)N);
+        return warp_move(OP_SHFL_UP, tile_lanes<PorterN>(), var, (int)delta, (int)PorterN);
     }
-    template <class T>
-    T shfl_xor(T var, unsigned int lane_mask) const {
+    template <class PorterT>
+    PorterT shfl_xor(PorterT var, unsigned int lane_mask) const {
         static_assert(in_warp, "thread_block_tile::shfl_xor: tiles of at most warpSize threads");
-        return warp_move(OP_SHFL_XOR, tile_lanes<N>(), var, (int)lane_mask, (int)N);
+        return warp_move(OP_SHFL_XOR, tile_lanes<PorterN>(), var, (int)lane_mask, (int)PorterN);
     }
     int any(int predicate) const {
         if constexpr (in_warp) {
-            return (int)warp_op(OP_ANY, tile_lanes<N>(), predicate != 0, 0, 0);
+            return (int)warp_op(OP_ANY, tile_lanes<PorterN>(), predicate != 0, 0, 0);
         } else {
             auto either = [](int a, int b) { return (int)(a || b); };
-            return exchange<N>((int)(predicate != 0), [&] { return fold<N>(tile_first<N>() + N, 0, either, 0); });
+            return exchange<PorterN>((int)(predicate != 0), [&] { return fold<PorterN>(tile_first<PorterN>() + PorterN, 0, either, 0); });
         }
     }
     int all(int predicate) const {
         if constexpr (in_warp) {
-            return (int)warp_op(OP_ALL, tile_lanes<N>(), predicate != 0, 0, 0);
+            return (int)warp_op(OP_ALL, tile_lanes<PorterN>(), predicate != 0, 0, 0);
         } else {
             auto both = [](int a, int b) { return (int)(a && b); };
-            return exchange<N>((int)(predicate != 0), [&] { return fold<N>(tile_first<N>() + N, 0, both, 1); });
+            return exchange<PorterN>((int)(predicate != 0), [&] { return fold<PorterN>(tile_first<PorterN>() + PorterN, 0, both, 1); });
         }
     }
     mask_t ballot(int predicate) const {
         static_assert(in_warp, "thread_block_tile::ballot: tiles of at most warpSize threads");
-        unsigned base = (unsigned)g_cur->lane & ~(N - 1u);
-        return (mask_t)(warp_op(OP_BALLOT, tile_lanes<N>(), predicate != 0, 0, 0) >> base);
+        unsigned base = (unsigned)g_cur->lane & ~(PorterN - 1u);
+        return (mask_t)(warp_op(OP_BALLOT, tile_lanes<PorterN>(), predicate != 0, 0, 0) >> base);
     }
-    template <class T>
-    mask_t match_any(T value) const {
+    template <class PorterT>
+    mask_t match_any(PorterT value) const {
         static_assert(in_warp, "thread_block_tile::match_any: tiles of at most warpSize threads");
-        unsigned base = (unsigned)g_cur->lane & ~(N - 1u);
-        return (mask_t)(warp_op(OP_MATCH_ANY, tile_lanes<N>(), to_bits(value), 0, 0) >> base);
+        unsigned base = (unsigned)g_cur->lane & ~(PorterN - 1u);
+        return (mask_t)(warp_op(OP_MATCH_ANY, tile_lanes<PorterN>(), to_bits(value), 0, 0) >> base);
     }
-    template <class T>
-    mask_t match_all(T value, int& pred) const {
+    template <class PorterT>
+    mask_t match_all(PorterT value, int& pred) const {
         static_assert(in_warp, "thread_block_tile::match_all: tiles of at most warpSize threads");
-        unsigned base = (unsigned)g_cur->lane & ~(N - 1u);
-        mask_t r = (mask_t)(warp_op(OP_MATCH_ALL, tile_lanes<N>(), to_bits(value), 0, 0) >> base);
+        unsigned base = (unsigned)g_cur->lane & ~(PorterN - 1u);
+        mask_t r = (mask_t)(warp_op(OP_MATCH_ALL, tile_lanes<PorterN>(), to_bits(value), 0, 0) >> base);
         pred = g_warps[g_cur->warp].pred[g_cur->lane];
         return r;
     }
@@ -233,24 +233,24 @@ static inline thread_block this_thread_block(block_tile_memory<MaxBlockSize>&) {
     return thread_block();
 }
 
-template <unsigned int N, class Parent = void>
-class thread_block_tile : public porter_emu::cg::tile_base<N> {
+template <unsigned int PorterN, class PorterParent = void>
+class thread_block_tile : public porter_emu::cg::tile_base<PorterN> {
 public:
-    thread_block_tile(unsigned meta_rank, unsigned meta_size) : porter_emu::cg::tile_base<N>(meta_rank, meta_size) {}
+    thread_block_tile(unsigned meta_rank, unsigned meta_size) : porter_emu::cg::tile_base<PorterN>(meta_rank, meta_size) {}
     // a tile converts to one of the same size with another (or no) parent type
-    template <class P>
-    thread_block_tile(const thread_block_tile<N, P>& t)
-        : porter_emu::cg::tile_base<N>(t.meta_group_rank(), t.meta_group_size()) {}
+    template <class PorterP>
+    thread_block_tile(const thread_block_tile<PorterN, PorterP>& t)
+        : porter_emu::cg::tile_base<PorterN>(t.meta_group_rank(), t.meta_group_size()) {}
 };
 
-template <unsigned int N>
-static inline thread_block_tile<N, thread_block> tiled_partition(const thread_block& parent) {
-    return thread_block_tile<N, thread_block>(parent.thread_rank() / N, (parent.size() + N - 1) / N);
+template <unsigned int PorterN>
+static inline thread_block_tile<PorterN, thread_block> tiled_partition(const thread_block& parent) {
+    return thread_block_tile<PorterN, thread_block>(parent.thread_rank() / PorterN, (parent.size() + PorterN - 1) / PorterN);
 }
-template <unsigned int N, unsigned int M, class P>
-static inline thread_block_tile<N, thread_block_tile<M, P>> tiled_partition(const thread_block_tile<M, P>& parent) {
-    static_assert(N <= M, "tiled_partition<N>(tile): N must not exceed the parent tile's size");
-    return thread_block_tile<N, thread_block_tile<M, P>>(parent.thread_rank() / N, M / N);
+template <unsigned int PorterN, unsigned int PorterM, class PorterP>
+static inline thread_block_tile<PorterN, thread_block_tile<PorterM, PorterP>> tiled_partition(const thread_block_tile<PorterM, PorterP>& parent) {
+    static_assert(PorterN <= PorterM, "tiled_partition<PorterN>(tile): PorterN must not exceed the parent tile's size");
+    return thread_block_tile<PorterN, thread_block_tile<PorterM, PorterP>>(parent.thread_rank() / PorterN, PorterM / PorterN);
 }
 static inline thread_block_tile<1, void> this_thread() {
     return thread_block_tile<1, void>(porter_emu::cg::block_rank(), porter_emu::cg::block_threads());
@@ -274,62 +274,62 @@ static inline bool is_valid(const Group& g) {
 }
 
 // The operators of cg::reduce and the scans.
-template <class T>
+template <class PorterT>
 struct plus {
-    T operator()(T a, T b) const { return a + b; }
+    PorterT operator()(PorterT a, PorterT b) const { return a + b; }
 };
-template <class T>
+template <class PorterT>
 struct less {  // the smaller (the first of equal ones)
-    T operator()(T a, T b) const { return (b < a) ? b : a; }
+    PorterT operator()(PorterT a, PorterT b) const { return (b < a) ? b : a; }
 };
-template <class T>
+template <class PorterT>
 struct greater {  // the larger (the first of equal ones)
-    T operator()(T a, T b) const { return (a < b) ? b : a; }
+    PorterT operator()(PorterT a, PorterT b) const { return (a < b) ? b : a; }
 };
-template <class T>
+template <class PorterT>
 struct bit_and {
-    T operator()(T a, T b) const { return a & b; }
+    PorterT operator()(PorterT a, PorterT b) const { return a & b; }
 };
-template <class T>
+template <class PorterT>
 struct bit_or {
-    T operator()(T a, T b) const { return a | b; }
+    PorterT operator()(PorterT a, PorterT b) const { return a | b; }
 };
-template <class T>
+template <class PorterT>
 struct bit_xor {
-    T operator()(T a, T b) const { return a ^ b; }
+    PorterT operator()(PorterT a, PorterT b) const { return a ^ b; }
 };
 
 // op over the values of every thread of the tile, in rank order; each thread gets the result.
-template <unsigned int N, class P, class T, class Op>
-static inline auto reduce(const thread_block_tile<N, P>&, const T& val, Op&& op) ->
+template <unsigned int PorterN, class PorterP, class PorterT, class PorterOp>
+static inline auto reduce(const thread_block_tile<PorterN, PorterP>&, const PorterT& val, PorterOp&& op) ->
     typename std::decay<decltype(op(val, val))>::type {
-    using R = typename std::decay<decltype(op(val, val))>::type;
+    using PorterR = typename std::decay<decltype(op(val, val))>::type;
     using namespace porter_emu::cg;
-    return exchange<N>(val, [&] { return fold<N>(tile_first<N>() + N, val, op, R(val)); });
+    return exchange<PorterN>(val, [&] { return fold<PorterN>(tile_first<PorterN>() + PorterN, val, op, PorterR(val)); });
 }
 // op over the values of the threads of rank 0..thread_rank() (inclusive) or 0..thread_rank()-1
 // (exclusive: rank 0 gets a value-initialised result).
-template <unsigned int N, class P, class T, class Op>
-static inline auto inclusive_scan(const thread_block_tile<N, P>&, const T& val, Op&& op) ->
+template <unsigned int PorterN, class PorterP, class PorterT, class PorterOp>
+static inline auto inclusive_scan(const thread_block_tile<PorterN, PorterP>&, const PorterT& val, PorterOp&& op) ->
     typename std::decay<decltype(op(val, val))>::type {
-    using R = typename std::decay<decltype(op(val, val))>::type;
+    using PorterR = typename std::decay<decltype(op(val, val))>::type;
     using namespace porter_emu::cg;
-    return exchange<N>(val, [&] { return fold<N>(block_rank() + 1, val, op, R(val)); });
+    return exchange<PorterN>(val, [&] { return fold<PorterN>(block_rank() + 1, val, op, PorterR(val)); });
 }
-template <unsigned int N, class P, class T, class Op>
-static inline auto exclusive_scan(const thread_block_tile<N, P>&, const T& val, Op&& op) ->
+template <unsigned int PorterN, class PorterP, class PorterT, class PorterOp>
+static inline auto exclusive_scan(const thread_block_tile<PorterN, PorterP>&, const PorterT& val, PorterOp&& op) ->
     typename std::decay<decltype(op(val, val))>::type {
-    using R = typename std::decay<decltype(op(val, val))>::type;
+    using PorterR = typename std::decay<decltype(op(val, val))>::type;
     using namespace porter_emu::cg;
-    return exchange<N>(val, [&] { return fold<N>(block_rank(), val, op, R{}); });
+    return exchange<PorterN>(val, [&] { return fold<PorterN>(block_rank(), val, op, PorterR{}); });
 }
-template <unsigned int N, class P, class T>
-static inline T inclusive_scan(const thread_block_tile<N, P>& g, const T& val) {
-    return inclusive_scan(g, val, plus<T>());
+template <unsigned int PorterN, class PorterP, class PorterT>
+static inline PorterT inclusive_scan(const thread_block_tile<PorterN, PorterP>& g, const PorterT& val) {
+    return inclusive_scan(g, val, plus<PorterT>());
 }
-template <unsigned int N, class P, class T>
-static inline T exclusive_scan(const thread_block_tile<N, P>& g, const T& val) {
-    return exclusive_scan(g, val, plus<T>());
+template <unsigned int PorterN, class PorterP, class PorterT>
+static inline PorterT exclusive_scan(const thread_block_tile<PorterN, PorterP>& g, const PorterT& val) {
+    return exclusive_scan(g, val, plus<PorterT>());
 }
 
 }  // namespace cooperative_groups

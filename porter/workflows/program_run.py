@@ -950,7 +950,8 @@ def _load_output(scratch: Path) -> RunOutput | None:
 def check_toolchains(names: Sequence[str], targets: Sequence[str]) -> None:
     """UsageError naming the choices when a name is no program toolchain of the original's or a target's
     language."""
-    known = {c.name for lang in ("cuda", *targets) for c in toolchains_for(lang)}
+    chains = [c for lang in ("cuda", *targets) for c in toolchains_for(lang)]
+    known = {c.name for c in chains} | {str(getattr(c, "family", "")) for c in chains} - {""}
     unknown = sorted(set(names) - known)
     if unknown:
         raise UsageError(

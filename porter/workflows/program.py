@@ -216,6 +216,12 @@ class _Porter:
                 shutil.copyfile(f.path, dest)
                 continue
             _write_bytes(dest, encode_text(dialect.host_text(text, held)))
+            self._locate_kernels(f)  # a header's kernels: defined there, not in the unit that includes it
+        with self.lock:  # a template's instances are defined where the template is
+            for name, k in self.kernels.items():
+                base = self.kernels.get(name.split("<", 1)[0].strip())
+                if "<" in name and not k.line and base is not None and base.line:
+                    k.file, k.line = base.file, base.line
             if f.path not in {u.path for u in self.program.units}:
                 self.results[f.path].targets[target] = FileTarget(str(dest), "translated")
 

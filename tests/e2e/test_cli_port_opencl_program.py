@@ -58,6 +58,8 @@ def test_the_tour_matches_the_original_on_every_cpu_opencl_device(tmp_path: Path
     ran_on = {v["device"] for v in runs if v["status"] == "matches"}
     assert ran_on == set(devices), runs
     assert all(v["status"] == "matches" for v in runs), runs
+    where = {k["name"]: (k["file"], k["line"]) for k in doc["kernels"]}
+    assert where["filter"] == ("include/ops.cuh", 11) and where["axpy<float>"] == ("include/ops.cuh", 22)
     # the port is a program: host files beside the kernels, the kernels' bodies now host stubs
     out = tmp_path / "out" / "opencl"
     assert (

@@ -33,7 +33,11 @@
 #endif
 #define PORTER_OPENCL_RUNTIME 1
 
+#include <assert.h>
 #include <dlfcn.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>  // nvcc's runtime header brings the math library into every unit
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -72,6 +72,10 @@
 #include "porter_runtime_c.h"  // cudaMemcpyKind
 #include "porter_runtime_types.h"
 
+// what the host side of a unit using cooperative groups still names (`namespace cg = cooperative_groups;`):
+// the groups themselves lived in device code, now OpenCL C
+namespace cooperative_groups {}
+
 #define PORTER_DEDUCED_LAUNCH(...) __VA_ARGS__
 #include "porter_capture.h"  // the launch interface porter's rewrite calls, the symbol registry
 

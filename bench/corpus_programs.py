@@ -85,6 +85,7 @@ def main() -> int:
     ap.add_argument("--out", default="/tmp/porter-corpus")
     ap.add_argument("--json", default="")
     ap.add_argument("--porter", default="", help="the porter command (default: this Python's -m porter)")
+    ap.add_argument("--to", default="hip,opencl", help="the targets ported")
     ap.add_argument("--toolchains", default="", help="passed to porter port --toolchains")
     args = ap.parse_args()
     table = tomllib.loads((HERE / "corpus_runs.toml").read_text(encoding="utf-8"))["programs"]
@@ -105,7 +106,7 @@ def main() -> int:
             "port",
             str(folder),
             "--to",
-            "hip,opencl",
+            args.to,
             "--out",
             f"{args.out}/{name}",
             "--json",

@@ -19,6 +19,14 @@ Decisions worth knowing:
   variables become trailing ``__constant`` arguments, threaded through the helpers that read them;
 * templated kernels are emitted once per template-argument tuple found at launch sites
   (``axpby<float>`` -> ``axpby_float``);
+* a shared-memory accessor template (the CUDA samples' ``SharedMemory<T>``: member functions
+  that only return an ``extern __shared__`` array) is omitted, and its uses in a kernel
+  (``SharedMemory<T>()``, ``smem.getPointer()``) become that same dynamic ``__local`` argument
+  cast to the instance's element type (``((__local float*)__smem)``);
+* a struct or union C++ names without its keyword gets ``typedef struct S S;`` after its first
+  declaration, unless the file typedefs that name itself;
+* ``[kernel_param_types]`` (``bool`` -> ``uchar``, ``size_t`` -> ``ulong``) also applies to what
+  pointers into ``__global`` memory point to: the host's ``bool`` arrays arrive as ``uchar*``;
 * warp shuffles and votes become sub-group functions guarded by ``#if defined(<extension>)``,
   so a device without them still builds the file's other kernels.  ``subgroups=False`` makes
   them (and their kernels) untranslatable;
@@ -335,6 +343,123 @@ def _type_names(node: Node) -> tuple[set[str], Node | None]:
     return names, spec.child_by_field_name("body")
 
 
+@dataclass
+class _Accessor:
+    """A shared-memory accessor: `template <class T> struct SharedMemory` (and its specialisations)
+    made of member functions that hand out an `extern __shared__` array cast to `T*` (a pointer
+    conversion operator, a method like `getPointer()`).  Its uses in a kernel (`SharedMemory<T>()`,
+    `smem.getPointer()`) become the kernel's dynamic `__local` argument cast to the instance's
+    element type."""
+
+    name: str
+    # template argument (None: the primary template) -> (its extern __shared__ array, the members
+    # returning it: method names, "operator" for the pointer conversion)
+    # (None: a definition handing out no shared memory, like the primary's `error()` guard)
+    defs: dict[str | None, tuple[str, frozenset[str]] | None] = field(default_factory=dict)
+    nodes: list[Node] = field(default_factory=list)  # the template declarations
+
+    def array(self, arg: str, member: str) -> str | None:
+        """The extern __shared__ array `member` of the accessor of element type `arg` returns."""
+        found = self.defs.get(arg) if arg in self.defs else self.defs.get(None)
+        return found[0] if found is not None and member in found[1] else None
+
+    def members(self) -> set[str]:
+        return {m for d in self.defs.values() if d is not None for m in d[1]}
+
+
+def _uncast(value: Node | None) -> Node | None:
+    """`value` without the casts and parentheses around it (`(T*)x`, `reinterpret_cast<T*>(x)`)."""
+    while value is not None:
+        if value.type == "cast_expression":
+            value = value.child_by_field_name("value")
+        elif value.type == "parenthesized_expression":
+            value = value.named_children[0] if value.named_child_count else None
+        elif value.type == "call_expression":
+            fn = value.child_by_field_name("function")
+            args = _args(value.child_by_field_name("arguments"))
+            name = (
+                _text(fn.child_by_field_name("name"))
+                if fn is not None and fn.type == "template_function"
+                else ""
+            )
+            if name not in ("static_cast", "reinterpret_cast", "const_cast") or len(args) != 1:
+                return value
+            value = args[0]
+        else:
+            return value
+    return value
+
+
+def _returned_array(member: Node) -> str | None:
+    """The `extern __shared__` array a member function declares and returns (through casts)."""
+    arrays: set[str] = set()
+    returned: set[str] = set()
+    stack = [member.child_by_field_name("body")]
+    while stack:
+        n = stack.pop()
+        if n is None:
+            continue
+        if n.type == "declaration":
+            quals = {_text(c) for c in n.children if c.type in ("type_qualifier", "storage_class_specifier")}
+            ident, _ = _declared(n.child_by_field_name("declarator"))
+            if {"extern", "__shared__"} <= quals and ident is not None:
+                arrays.add(_text(ident))
+        elif n.type == "return_statement":
+            value = n.named_children[0] if n.named_child_count else None
+            value = _uncast(value)
+            if value is not None and value.type == "identifier":
+                returned.add(_text(value))
+        stack.extend(n.children)
+    found = sorted(arrays & returned)
+    return found[0] if len(found) == 1 and returned == set(found) else None
+
+
+def _accessor_definition(spec: Node) -> tuple[str, str | None, tuple[str, frozenset[str]] | None] | None:
+    """(family name, specialisation argument or None, (extern __shared__ array, the members that
+    return it) or None) of a struct template made of member functions only; None for any other."""
+    if spec.type not in ("struct_specifier", "class_specifier"):
+        return None
+    name_node = spec.child_by_field_name("name")
+    body = spec.child_by_field_name("body")
+    if name_node is None or body is None:
+        return None
+    arg: str | None = None
+    if name_node.type == "template_type":
+        targs = name_node.child_by_field_name("arguments")
+        real = [c for c in targs.named_children if c.type != "comment"] if targs is not None else []
+        if len(real) != 1:
+            return None
+        arg = _squash(_text(real[0]))
+        name_node = name_node.child_by_field_name("name")
+    if name_node is None or name_node.type != "type_identifier":
+        return None
+    arrays: set[str] = set()
+    members: set[str] = set()
+    for member in body.named_children:
+        if member.type in ("comment", "access_specifier"):
+            continue
+        if member.type != "function_definition":
+            return None  # data members: a real struct, not an accessor
+        array = _returned_array(member)
+        if array is None:
+            continue  # the primary's `error(); return NULL;` guard, a helper method: not an access
+        decl = member.child_by_field_name("declarator")
+        while decl is not None and decl.type not in ("function_declarator", "operator_cast"):
+            decl = decl.child_by_field_name("declarator")
+        if decl is None:
+            continue
+        if decl.type == "function_declarator":
+            members.add(_text(decl.child_by_field_name("declarator")))
+        elif any(c.type == "abstract_pointer_declarator" for c in decl.named_children):
+            members.add("operator")
+        else:
+            continue
+        arrays.add(array)
+    if len(arrays) > 1:
+        return None
+    return _text(name_node), arg, (arrays.pop(), frozenset(members)) if arrays else None
+
+
 def _identifiers(node: Node | None) -> set[str]:
     out: set[str] = set()
     if node is None:
@@ -376,6 +501,8 @@ class _Translator:
         self.const_uses: dict[str, set[str]] = {}
         self.reserved = frozenset(self.t["reserved"]["names"])
         self.flattened: set[str] = set()  # names of the namespaces translated at file scope
+        self.accessors: dict[str, _Accessor] = {}  # shared-memory accessor templates (SharedMemory<T>)
+        self.struct_templates: list[Node] = []  # other `template <...> struct S {...}`: omitted
 
     # ------------------------------------------------------------------ diagnostics
 
@@ -390,6 +517,7 @@ class _Translator:
 
     def collect(self) -> None:
         self._collect(self.tree.root_node)
+        self._omit_struct_templates()
         names = set(self.helpers)
         direct: dict[str, tuple[set[str], set[str]]] = {}
         for fn in [*self.kernels, *self.helpers.values()]:
@@ -458,6 +586,46 @@ class _Translator:
             shown = f"{kind} {', '.join(sorted(names))}"
             self.diag(node, shown, "type no device code uses (host code): omitted", Severity.INFO)
             self.top_edits.append(Edit(node.start_byte, end, f"/* porter: {shown} omitted: unused */"))
+        omitted = {node.id for node, _, _ in defined if node.id not in kept}
+        self._bare_name_typedefs(omitted)
+
+    def _bare_name_typedefs(self, omitted: set[int]) -> None:
+        """`struct Pair {...};` is named `Pair` in C++, `struct Pair` in C: a `typedef struct Pair
+        Pair;` after its first declaration at file scope gives OpenCL C the C++ name (unless the
+        file typedefs that name itself, which C99 allows only once)."""
+        typedefs: set[str] = set()
+        stack = [self.tree.root_node]
+        while stack:
+            n = stack.pop()
+            if n.type == "type_definition":
+                typedefs |= {
+                    _text(d) for d in n.children_by_field_name("declarator") if d.type == "type_identifier"
+                }
+            stack.extend(n.named_children)
+        done: set[str] = set()
+        for node in self._type_definitions(self.tree.root_node):
+            if node.id in omitted:
+                continue
+            spec = node.child_by_field_name("type") if node.type == "type_definition" else node
+            if spec is None or spec.type not in ("struct_specifier", "union_specifier"):
+                continue
+            name = spec.child_by_field_name("name")
+            if name is None or name.type != "type_identifier":
+                continue
+            tag = _text(name)
+            if tag in typedefs or tag in done:
+                continue
+            end = node.end_byte
+            if node.type != "type_definition":
+                after = node.next_sibling
+                if after is None or after.type != ";":
+                    continue  # `struct S {...} s;`: a variable declaration, another node
+                end = after.end_byte
+            done.add(tag)
+            kind = spec.type.split("_")[0]
+            self.top_edits.append(
+                Edit(end, end, f"\ntypedef {kind} {tag} {tag}; /* porter: C++ names it {tag} */")
+            )
 
     def _type_definitions(self, node: Node) -> list[Node]:
         """The struct / class / union definitions at file scope (in #if blocks and namespaces too)."""
@@ -509,14 +677,7 @@ class _Translator:
                 if fn is not None:
                     self._add_function(fn, child)
                 else:
-                    # `template <class T> struct S {...}`: no OpenCL C compiler takes it, and a
-                    # kernel that uses it is untranslatable anyway; left in, it would stop the
-                    # build of every kernel in the program
-                    head = _squash(_text(child).split("{", 1)[0]).replace("*/", "* /")
-                    self.diag(child, head, "C++ template in device code: omitted (OpenCL C has no templates)")
-                    self.top_edits.append(
-                        Edit.replace(child, f"/* porter: {head} omitted: OpenCL C has no templates */")
-                    )
+                    self._add_struct_template(child)
             elif t == "linkage_specification":
                 body = child.child_by_field_name("body")
                 if body is not None and body.type == "function_definition":
@@ -545,6 +706,52 @@ class _Translator:
                     self.defines[name] = _text(value).strip()
                 if value is not None and "warpSize" in {k.text for k in c_tokens(_text(value))}:
                     self.warp_macros.add(name)  # its uses need sub-groups: get_sub_group_size()
+
+    def _add_struct_template(self, node: Node) -> None:
+        """`template <class T> struct S {...}`: no OpenCL C compiler takes it, and left in it would
+        stop the build of every kernel in the program, so it is omitted.  A shared-memory accessor
+        (:class:`_Accessor`) is recorded: its uses are translated where they are."""
+        spec = next(
+            (c for c in node.named_children if c.type in ("struct_specifier", "class_specifier")), None
+        )
+        found = _accessor_definition(spec) if spec is not None else None
+        if found is None:
+            self.struct_templates.append(node)
+            return
+        name, arg, access = found
+        acc = self.accessors.setdefault(name, _Accessor(name))
+        acc.defs[arg] = access
+        acc.nodes.append(node)
+
+    def _omit_struct_templates(self) -> None:
+        """The edits and diagnostics of the struct templates :meth:`_add_struct_template` saw: an
+        accessor family only where one of its definitions hands out an extern __shared__ array."""
+        for name, acc in list(self.accessors.items()):
+            if not any(acc.defs.values()):
+                del self.accessors[name]  # member functions only, but no shared memory: a functor
+                self.struct_templates += acc.nodes
+        omitted = [(n, False) for n in self.struct_templates]
+        omitted += [(n, True) for acc in self.accessors.values() for n in acc.nodes]
+        for node, accessor in sorted(omitted, key=lambda na: na[0].start_byte):
+            head = _squash(_text(node).split("{", 1)[0]).replace("*/", "* /")
+            if accessor:
+                self.diag(
+                    node,
+                    head,
+                    "shared-memory accessor template: omitted, its uses become the kernel's dynamic "
+                    "__local argument",
+                    Severity.INFO,
+                )
+                self.top_edits.append(
+                    Edit.replace(
+                        node, f"/* porter: {head} omitted: uses become the dynamic __local argument */"
+                    )
+                )
+            else:
+                self.diag(node, head, "C++ template in device code: omitted (OpenCL C has no templates)")
+                self.top_edits.append(
+                    Edit.replace(node, f"/* porter: {head} omitted: OpenCL C has no templates */")
+                )
 
     def _add_function(self, fn: Node, outer: Node) -> None:
         info = _function(fn, outer)
@@ -765,6 +972,7 @@ class _Body:
         self.hoisted: list[str] = []
         self.warned: set[str] = set()
         self.refs: set[str] = set()  # reference parameters, pointers once translated: uses read (*x)
+        self.accessor_handles: dict[str, tuple[Node, str]] = {}  # `SharedMemory<T> smem;`: (T, family)
         for c in tr.consts.values():
             self.vars[c.name] = _Var("constant", c.elem, bool(c.dims), len(c.dims))
 
@@ -795,8 +1003,9 @@ class _Body:
             self.warned.add(key)
             self.tr.diag(node, construct, reason, severity)
 
-    def type_of(self, decl: Node) -> str:
-        """The OpenCL element type of a declaration (qualifiers kept: const, volatile)."""
+    def type_of(self, decl: Node, mapped: str | None = None) -> str:
+        """The OpenCL element type of a declaration (qualifiers kept: const, volatile); `mapped`:
+        the type to write instead of the declaration's own."""
         quals = [
             _text(c)
             for c in decl.children
@@ -804,7 +1013,18 @@ class _Body:
         ]
         type_node = decl.child_by_field_name("type")
         assert type_node is not None
-        return _squash(" ".join([*quals, self.render(type_node)]))
+        return _squash(" ".join([*quals, mapped or self.render(type_node)]))
+
+    def global_pointee(self, decl: Node) -> str | None:
+        """What a pointer into __global memory points to instead of the declaration's type: the
+        host's arrays of `bool` (or `size_t` ...) reach kernels as arguments of the same-sized
+        type of [kernel_param_types] (`bool*` -> `uchar*`, as a `bool` scalar becomes `uchar`),
+        and every pointer into that memory keeps that type."""
+        type_node = decl.child_by_field_name("type")
+        if type_node is None:
+            return None
+        mapped = self.t["kernel_param_types"].get(_squash(_text(type_node)))
+        return str(mapped) if mapped is not None else None
 
     def root(self, node: Node | None) -> _Var | None:
         """The variable a pointer expression points into (through subscripts, &, *, +, casts)."""
@@ -830,9 +1050,100 @@ class _Body:
                 node = node.child_by_field_name("consequence")
             elif t == "assignment_expression":
                 node = node.child_by_field_name("right")
+            elif t == "call_expression":
+                use = self.accessor_use(node)
+                return _Var("local", self.render(use[0]), True) if use is not None else None
             else:
                 return None
         return None
+
+    # ------------------------------------------------------------------ shared-memory accessors
+
+    def accessor_use(self, call: Node) -> tuple[Node, str, str] | None:
+        """(the element type's node, the accessor family, the member: "operator" or the method) of
+        `SharedMemory<T>()` or `smem.getPointer()` on a `SharedMemory<T> smem`; None for any other
+        call."""
+        fn = call.child_by_field_name("function")
+        if fn is None or _args(call.child_by_field_name("arguments")):
+            return None
+        if fn.type == "template_function":
+            name = _text(fn.child_by_field_name("name"))
+            targs = fn.child_by_field_name("arguments")
+            real = [c for c in targs.named_children if c.type != "comment"] if targs is not None else []
+            if name in self.tr.accessors and len(real) == 1 and real[0].type == "type_descriptor":
+                return real[0], name, "operator"
+        elif fn.type == "field_expression":
+            arg = fn.child_by_field_name("argument")
+            handle = (
+                self.accessor_handles.get(_text(arg))
+                if arg is not None and arg.type == "identifier"
+                else None
+            )
+            if (
+                handle is not None
+                and _text(fn.child_by_field_name("field")) in self.tr.accessors[handle[1]].members()
+            ):
+                return (*handle, _text(fn.child_by_field_name("field")))
+        return None
+
+    def accessor_spelling(self, tdesc: Node) -> str:
+        """The CUDA spelling of an accessor's template argument, template parameters substituted."""
+        text = _squash(_text(tdesc))
+        return _squash(self.subst.get(text, text))
+
+    def accessor_pointer(self, node: Node, tdesc: Node, family: str, member: str) -> None:
+        """`SharedMemory<T>()` -> `((__local T*)<the dynamic __local argument>)`."""
+        shown = f"{family}<{self.accessor_spelling(tdesc)}>"
+        if self.fn is None or not self.fn.kernel:
+            self.error(
+                node,
+                shown,
+                "shared-memory accessor in a __device__ helper: OpenCL allows __local only in kernels "
+                "(pass the pointer from the kernel)",
+            )
+            return
+        array = self.tr.accessors[family].array(self.accessor_spelling(tdesc), member)
+        if array is None:
+            how = f"{family}<...>()" if member == "operator" else f".{member}()"
+            self.error(
+                node,
+                shown,
+                f"{family} has no definition for this type whose {how} returns extern __shared__ memory",
+            )
+            return
+        elem = self.render(tdesc)
+        if self.extern_shared:
+            base = self.extern_shared[0][0]
+        else:
+            base = self.tr.safe_name(array)
+            self.extern_shared.append((base, elem))
+            self.vars[base] = _Var("local", elem, True)
+        self.edits.append(Edit.replace(node, f"((__local {elem}*){base})"))
+
+    def accessor_handle(self, node: Node) -> bool:
+        """`SharedMemory<T> smem;`: recorded (its `smem.getPointer()` calls are the dynamic __local
+        argument) and the declaration dropped."""
+        tnode = node.child_by_field_name("type")
+        if tnode is None or tnode.type != "template_type":
+            return False
+        family = _text(tnode.child_by_field_name("name"))
+        targs = tnode.child_by_field_name("arguments")
+        real = [c for c in targs.named_children if c.type != "comment"] if targs is not None else []
+        declarators = node.children_by_field_name("declarator")
+        if (
+            family not in self.tr.accessors
+            or len(real) != 1
+            or real[0].type != "type_descriptor"
+            or not declarators
+            or any(d.type != "identifier" for d in declarators)
+        ):
+            return False
+        names = [_text(d) for d in declarators]
+        for name in names:
+            self.accessor_handles[name] = (real[0], family)
+        shown = f"{family}<{self.accessor_spelling(real[0])}> {', '.join(names)}"
+        self.edits.append(Edit.replace(node, f"/* porter: {shown}: the dynamic __local argument */"))
+        return True
 
     def scalar_type(self, node: Node | None, depth: int = 0) -> str | None:
         """The canonical OpenCL scalar type of an expression (C's usual arithmetic conversions),
@@ -1158,7 +1469,7 @@ class _Body:
         quals = {_text(c) for c in node.children if c.type in ("type_qualifier", "storage_class_specifier")}
         if "__shared__" in quals:
             return self.shared(node, "extern" in quals)
-        if self._thread_block_handle(node):
+        if self._thread_block_handle(node) or self.accessor_handle(node):
             return True
         tnode = node.child_by_field_name("type")
         if tnode is not None and tnode.type == "placeholder_type_specifier":
@@ -1167,6 +1478,7 @@ class _Body:
         declarators = node.children_by_field_name("declarator")
         spaces: set[str] = set()
         plain = False
+        single: list[str] = []  # the pointers (not pointers to pointers) declared
         for d in declarators:
             value = d.child_by_field_name("value") if d.type == "init_declarator" else None
             inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
@@ -1188,6 +1500,10 @@ class _Body:
                     spaces.add(space)
                 stars = sum(1 for c in chain if c.type == "pointer_declarator")
                 self.vars[name] = _Var(space, elem + "*" * (stars - 1), True)
+                if stars == 1:
+                    single.append(name)
+                else:
+                    plain = True  # `bool** q`: left alone
             elif chain and chain[0].type == "array_declarator":
                 rank = sum(1 for c in chain if c.type == "array_declarator")
                 self.vars[name] = _Var("private", elem, True, rank)
@@ -1195,12 +1511,22 @@ class _Body:
             else:
                 self.vars[name] = _Var("private", elem, False)
                 plain = True
+        pointee = None
         if len(spaces) > 1 or (spaces and plain):
             self.error(node, _text(node), "one declaration mixes pointers into different memories: split it")
         elif spaces:
-            self.edits.append(Edit(node.start_byte, node.start_byte, f"__{spaces.pop()} "))
+            space = spaces.pop()
+            self.edits.append(Edit(node.start_byte, node.start_byte, f"__{space} "))
+            pointee = self.global_pointee(node) if space == "global" and not plain else None
+            if pointee is not None:  # `bool* f = flags;` with `flags` a kernel's `uchar*`
+                elem = self.type_of(node, pointee)
+                for name in single:
+                    self.vars[name] = _Var("global", elem, True)
         for c in node.children:
-            self.visit(c)
+            if pointee is not None and c == tnode:
+                self.edits.append(Edit.replace(c, pointee))
+            else:
+                self.visit(c)
         return True
 
     def auto_declaration(self, node: Node, tnode: Node) -> bool:
@@ -1368,6 +1694,10 @@ class _Body:
             return True
         if any(c.type == "kernel_call_syntax" for c in node.children):
             self.error(node, _text(fn) + "<<<...>>>", "kernel launch from device code (dynamic parallelism)")
+            return True
+        accessor = self.accessor_use(node)
+        if accessor is not None:
+            self.accessor_pointer(node, *accessor)
             return True
         if fn is not None and fn.type == "template_function":
             name = _text(fn.child_by_field_name("name"))
@@ -1718,21 +2048,27 @@ class _Body:
         if p.reference:
             self.reference_param(p)
             return
-        elem = self.type_of(p.node)
         if p.pointer:
             space = "global" if fn.kernel else (self.spaces.get(p.name) or "private")
             if space != "private":
                 self.edits.append(Edit(p.node.start_byte, p.node.start_byte, f"__{space} "))
             _, chain = _declared(p.node.child_by_field_name("declarator"))
             stars = sum(1 for c in chain if c.type in ("pointer_declarator", "array_declarator"))
+            pointee = self.global_pointee(p.node) if space == "global" and stars == 1 else None
+            elem = self.type_of(p.node, pointee)
             self.vars[p.name] = _Var(space, elem + "*" * (stars - 1), True)
             if fn.kernel and stars > 1:
                 self.error(
                     p.node, _text(p.node), "pointer-to-pointer kernel argument: OpenCL cannot pass one"
                 )
+            type_node = p.node.child_by_field_name("type")
             for c in p.node.children:
-                self.visit(c)
+                if pointee is not None and c == type_node:
+                    self.edits.append(Edit.replace(c, pointee))
+                else:
+                    self.visit(c)
             return
+        elem = self.type_of(p.node)
         self.vars[p.name] = _Var("private", elem, False)
         type_node = p.node.child_by_field_name("type")
         mapped = self.t["kernel_param_types"].get(_squash(_text(type_node))) if fn.kernel else None

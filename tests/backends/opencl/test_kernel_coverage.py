@@ -48,16 +48,28 @@ def ocl() -> tuple[Any, Any]:
 
 
 def _run(
-    ocl: tuple[Any, Any], tr: Translation, name: str, args: list[Any], grid: Any, block: Any
+    ocl: tuple[Any, Any],
+    tr: Translation,
+    name: str,
+    args: list[Any],
+    grid: Any,
+    block: Any,
+    shared_bytes: int = 0,
 ) -> list[Any]:
-    """Build kernel `name`, run it with `args` (CUDA order), return the arrays as they came back."""
+    """Build kernel `name`, run it with `args` (CUDA order), return the arrays as they came back.
+    `shared_bytes`: the launch's dynamic shared memory, the kernel's one added `__local` argument."""
     from porter.backends import CompileOptions
+    from porter.backends.isolate import LocalBuffer
     from porter.backends.opencl import requirement_options
 
     backend, device = ocl
     k = _kernel(tr, name)
     assert not k.untranslatable, k.untranslatable
-    assert not k.extra_args
+    if shared_bytes:
+        assert [e["kind"] for e in k.extra_args] == ["local"], k.extra_args
+        args = [*args, LocalBuffer(shared_bytes)]
+    else:
+        assert not k.extra_args
     options = CompileOptions(flags=requirement_options(device, k.requires))
     program = backend.load(backend.compile(tr.text, k.entry, options, device=device), device)
     cl_args: list[Any] = []
@@ -304,3 +316,217 @@ def test_run_float_to_integer_conversions(ocl: tuple[Any, Any]) -> None:
     np.testing.assert_array_equal(as_short, np.trunc(x * np.float32(100)).astype(np.int16))
     np.testing.assert_array_equal(as_uint, np.trunc(np.abs(x * np.float32(1000))).astype(np.uint32))
     np.testing.assert_array_equal(as_long, np.trunc(y * 1e6).astype(np.int64))
+
+
+# --------------------------------------------------------------------------- shared-memory accessor templates
+
+
+def test_shared_memory_accessor_becomes_the_dynamic_local_argument() -> None:
+    tr = _translate("shared_accessor.cu")
+    assert not _errors(tr)
+    assert "struct DynamicScratch omitted: uses become the dynamic __local argument */" in tr.text
+    assert "struct DynamicScratch<double> omitted" in tr.text
+    assert "__global float *sums, unsigned count, __local float* scratch_words)" in tr.text
+    assert "__local float *tile = ((__local float*)scratch_words);" in tr.text
+    assert "__local int *tile = ((__local int*)scratch_words);" in tr.text
+    # the double specialisation's own array
+    assert "__global double *sums, unsigned count, __local double* scratch_doubles)" in tr.text
+    assert "__local double *tile = ((__local double*)scratch_doubles);" in tr.text
+    # the handle style: the declaration goes, the method call is the argument
+    assert "/* porter: DynamicScratch<int> scratch: the dynamic __local argument */" in tr.text
+    assert "__local int *cell = ((__local int*)scratch_words);" in tr.text
+    assert "__local double *cell = ((__local double*)scratch_doubles);" in tr.text
+    for k in tr.kernels:
+        assert k.extra_args[0]["kind"] == "local" and k.arg_map[-1] is None, k
+
+
+SAMPLES_STYLE = """
+template <class T> struct SharedMemory {
+    __device__ T *getPointer() { extern __device__ void error(void); error(); return NULL; }
+};
+template <> struct SharedMemory<float> {
+    __device__ float *getPointer() { extern __shared__ float s_float[]; return s_float; }
+};
+template <> struct SharedMemory<unsigned int> {
+    __device__ unsigned int *getPointer() { extern __shared__ unsigned int s_uint[]; return s_uint; }
+};
+template <class T> __global__ void twice(T *data) {
+    SharedMemory<T> smem;
+    T *s = smem.getPointer();
+    s[threadIdx.x] = data[threadIdx.x];
+    __syncthreads();
+    data[threadIdx.x] = s[threadIdx.x] * (T)2;
+}
+int main() {
+    float *f; unsigned int *u; short *h;
+    twice<float><<<1, 32, 128>>>(f);
+    twice<unsigned int><<<1, 32, 128>>>(u);
+    twice<short><<<1, 32, 64>>>(h);
+}
+"""
+
+
+def test_accessor_specialisations_pick_their_array_and_the_primary_guard_is_an_error() -> None:
+    tr = translate_to_opencl(SAMPLES_STYLE, "k.cu")
+    assert "__kernel void twice_float(__global float *data, __local float* s_float)" in tr.text
+    assert "__local float *s = ((__local float*)s_float);" in tr.text
+    assert "__local unsigned int *s = ((__local unsigned int*)s_uint);" in tr.text
+    assert not _kernel(tr, "twice<float>").untranslatable
+    assert not _kernel(tr, "twice<unsigned int>").untranslatable
+    # the primary template hands out no shared memory (it calls error()): no element type of its own
+    assert _kernel(tr, "twice<short>").untranslatable
+    assert any("SharedMemory<short>" in e and ".getPointer()" in e for e in _errors(tr)), _errors(tr)
+
+
+def test_accessor_next_to_the_kernels_own_extern_shared_array_shares_the_argument() -> None:
+    src = (
+        "template <class T> struct Smem { __device__ operator T*() {"
+        " extern __shared__ int raw[]; return (T*)raw; } };\n"
+        "template <class T> __global__ void k(T* p) {\n"
+        "  extern __shared__ char bytes[];\n"
+        "  T* s = Smem<T>();\n"
+        "  bytes[0] = 1; s[1] = p[0]; p[1] = ((T*)Smem<T>())[1];\n"
+        "}\n"
+        "int main() { float* p; k<float><<<1, 32, 64>>>(p); }\n"
+    )
+    tr = translate_to_opencl(src, "k.cu")
+    assert not _errors(tr)
+    assert "__kernel void k_float(__global float* p, __local char* bytes)" in tr.text
+    assert "__local float* s = ((__local float*)bytes);" in tr.text
+    assert "p[1] = ((__local float*)((__local float*)bytes))[1];" in tr.text
+    assert len(_kernel(tr, "k<float>").extra_args) == 1
+
+
+def test_accessor_in_a_device_helper_is_an_error() -> None:
+    src = (
+        "template <class T> struct Smem { __device__ operator T*() {"
+        " extern __shared__ float raw[]; return (T*)raw; } };\n"
+        "__device__ float* scratch() { return Smem<float>(); }\n"
+        "__global__ void k(float* p) { float* s = scratch(); s[0] = p[0]; }\n"
+    )
+    tr = translate_to_opencl(src, "k.cu")
+    assert _kernel(tr, "k").untranslatable
+    assert any("Smem<float>" in e and "helper" in e for e in _errors(tr)), _errors(tr)
+
+
+def test_struct_templates_that_are_not_accessors_are_still_omitted() -> None:
+    src = (
+        "template <class T> struct Sum { __device__ T operator()(T a, T b) const { return a + b; } };\n"
+        "template <class T> struct Box { T value; };\n"
+        "__global__ void k(float* p) { p[0] = 1.0f; }\n"
+    )
+    tr = translate_to_opencl(src, "k.cu")
+    assert "/* porter: template <class T> struct Sum omitted: OpenCL C has no templates */" in tr.text
+    assert "/* porter: template <class T> struct Box omitted: OpenCL C has no templates */" in tr.text
+    assert not _kernel(tr, "k").untranslatable
+
+
+@pytest.mark.integration
+def test_run_shared_memory_accessor(ocl: tuple[Any, Any]) -> None:
+    count, block = 1000, 128
+    grid = (count + block - 1) // block
+    rng = np.random.default_rng(13)
+    tr = _translate("shared_accessor.cu")
+    for ctype, dtype in (("float", np.float32), ("int", np.int32), ("double", np.float64)):
+        src = (rng.integers(-1000, 1000, count)).astype(dtype)
+        size = block * np.dtype(dtype).itemsize
+        _, flipped, sums = _run(
+            ocl,
+            tr,
+            f"flip_and_sum<{ctype}>",
+            [src, np.zeros(count, dtype), np.zeros(grid, dtype), np.uint32(count)],
+            (grid,),
+            (block,),
+            shared_bytes=size,
+        )
+        padded = np.concatenate([src, np.zeros(grid * block - count, dtype)]).reshape(grid, block)
+        np.testing.assert_array_equal(flipped, padded[:, ::-1].reshape(-1)[:count])
+        np.testing.assert_array_equal(sums, padded.sum(axis=1))  # integers: exact in any order
+        if ctype == "float":
+            continue
+        (scaled,) = _run(
+            ocl, tr, f"times_block_size<{ctype}>", [src], (grid - 1,), (block,), shared_bytes=size
+        )
+        body = src[: (grid - 1) * block].reshape(grid - 1, block)
+        np.testing.assert_array_equal(scaled[: (grid - 1) * block], (block * body[:, ::-1]).reshape(-1))
+
+
+# --------------------------------------------------------------------------- C++ struct names, bool arrays
+
+
+def test_structs_named_without_the_struct_keyword_get_a_typedef() -> None:
+    tr = _translate("bare_names.cu")
+    assert not _errors(tr)
+    for kind, name in (("struct", "Body"), ("union", "Word"), ("struct", "Fence")):
+        assert f"}};\ntypedef {kind} {name} {name}; /* porter: C++ names it {name} */" in tr.text
+    assert "Body advance(Body b, float dt)" in tr.text and "Word w;" in tr.text
+
+
+def test_no_second_typedef_for_a_name_the_file_typedefs_or_an_omitted_type() -> None:
+    src = (
+        "struct A { int x; };\ntypedef struct A A;\n"
+        "typedef struct B { int y; } B;\n"
+        "typedef struct C { int z; } Cee;\n"
+        "struct Host { int fd; };\n"
+        "__global__ void k(A* a, B* b, C* c) { a->x = b->y + c->z; }\n"
+    )
+    tr = translate_to_opencl(src, "k.cu")
+    assert tr.text.count("typedef struct A A;") == 1 and "typedef struct B B;" not in tr.text
+    assert "typedef struct C { int z; } Cee;\ntypedef struct C C; /* porter: C++ names it C */" in tr.text
+    assert "struct Host omitted: unused */" in tr.text and "typedef struct Host" not in tr.text
+
+
+def test_bool_arrays_are_uchar_arrays_like_bool_scalars() -> None:
+    tr = _translate("bare_names.cu")
+    assert "__global const uchar *frozen, __global uchar *escaped," in tr.text
+    assert "float dt, uchar bounce, int count)" in tr.text  # [kernel_param_types]: bool -> uchar
+    assert "__global uchar *mark = escaped + i;" in tr.text
+    assert "void flag(__global uchar *marks, int i, bool value)" in tr.text
+    assert "bool out = outside(fence, b.position);" in tr.text  # private bools stay bool
+
+
+def test_bool_pointers_into_other_memories_stay_bool() -> None:
+    src = (
+        "__device__ void set(bool* f) { f[0] = true; }\n"
+        "__global__ void k(int* p) { __shared__ bool seen[32]; bool mine[2];\n"
+        "  set(seen); set(mine); bool* q = seen; p[0] = q[0] + mine[0]; }\n"
+    )
+    tr = translate_to_opencl(src, "k.cu")
+    assert not _errors(tr)
+    assert "void set__local(__local bool* f)" in tr.text or "void set(__local bool* f)" in tr.text
+    assert "(bool* f)" in tr.text  # the private variant
+    assert "__local bool* q = seen;" in tr.text
+
+
+@pytest.mark.integration
+def test_run_bare_names(ocl: tuple[Any, Any]) -> None:
+    count, block = 300, 64
+    grid = (count + block - 1) // block
+    body = np.dtype([("position", np.float32), ("speed", np.float32), ("hits", np.int32)])
+    fence_t = np.dtype([("low", np.float32), ("high", np.float32)])
+    bodies = np.zeros(count, body)
+    bodies["position"] = np.linspace(-2, 2, count, dtype=np.float32)
+    bodies["speed"] = np.linspace(3, -3, count, dtype=np.float32)
+    bodies["hits"] = np.arange(count) % 3
+    fence = np.array([(-1.5, 1.5)], fence_t)
+    frozen = (np.arange(count) % 4 == 0).astype(np.bool_)
+    escaped = np.ones(count, np.bool_)
+    tr = _translate("bare_names.cu")
+    args = [
+        bodies,
+        fence,
+        frozen,
+        escaped,
+        np.zeros(count, np.uint32),
+        np.float32(0.25),
+        np.uint8(1),
+        np.int32(count),
+    ]
+    out_bodies, _, _, out_escaped, out_sign = _run(ocl, tr, "move_bodies", args, (grid,), (block,))
+    pos = np.where(frozen, bodies["position"], bodies["position"] + bodies["speed"] * np.float32(0.25))
+    out = (pos < np.float32(-1.5)) | (pos > np.float32(1.5))
+    np.testing.assert_array_equal(out_bodies["position"], pos)
+    np.testing.assert_array_equal(out_bodies["speed"], np.where(out, -bodies["speed"], bodies["speed"]))
+    np.testing.assert_array_equal(out_bodies["hits"], bodies["hits"] + out)
+    np.testing.assert_array_equal(out_escaped, out)
+    np.testing.assert_array_equal(out_sign, (pos < 0) | ((pos == 0) & np.signbit(pos)))

@@ -4,6 +4,10 @@
 #ifndef PORTER_CUDA_TYPES_H
 #define PORTER_CUDA_TYPES_H
 
+#include <math.h>
+
+#include <type_traits>
+
 #define PORTER_VEC1(T, N, A) \
     struct __attribute__((aligned(A))) N##1 { T x; }; \
     static inline N##1 make_##N##1(T x) { N##1 v; v.x = x; return v; }
@@ -39,5 +43,31 @@ struct dim3 {
     constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
     constexpr operator uint3() const { return uint3{x, y, z}; }
 };
+
+// CUDA's min and max, for host and device code alike (nvcc declares them in every unit)
+static inline int min(int a, int b) { return a < b ? a : b; }
+static inline unsigned int min(unsigned int a, unsigned int b) { return a < b ? a : b; }
+static inline long long min(long long a, long long b) { return a < b ? a : b; }
+static inline unsigned long long min(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
+static inline long min(long a, long b) { return a < b ? a : b; }
+static inline unsigned long min(unsigned long a, unsigned long b) { return a < b ? a : b; }
+static inline float min(float a, float b) { return fminf(a, b); }
+static inline double min(double a, double b) { return fmin(a, b); }
+static inline int max(int a, int b) { return a > b ? a : b; }
+static inline unsigned int max(unsigned int a, unsigned int b) { return a > b ? a : b; }
+static inline long long max(long long a, long long b) { return a > b ? a : b; }
+static inline unsigned long long max(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
+static inline long max(long a, long b) { return a > b ? a : b; }
+static inline unsigned long max(unsigned long a, unsigned long b) { return a > b ? a : b; }
+static inline float max(float a, float b) { return fmaxf(a, b); }
+static inline double max(double a, double b) { return fmax(a, b); }
+template <class A, class B, class = std::enable_if_t<!std::is_same<A, B>::value>>
+static inline std::common_type_t<A, B> min(A a, B b) {
+    return min((std::common_type_t<A, B>)a, (std::common_type_t<A, B>)b);
+}
+template <class A, class B, class = std::enable_if_t<!std::is_same<A, B>::value>>
+static inline std::common_type_t<A, B> max(A a, B b) {
+    return max((std::common_type_t<A, B>)a, (std::common_type_t<A, B>)b);
+}
 
 #endif  // PORTER_CUDA_TYPES_H

@@ -910,30 +910,7 @@ static inline double safeAtomicAdd(double* p, double v) { return atomicAdd(p, v)
 
 // --------------------------------------------------------------------------- math
 
-static inline int min(int a, int b) { return a < b ? a : b; }
-static inline unsigned int min(unsigned int a, unsigned int b) { return a < b ? a : b; }
-static inline long long min(long long a, long long b) { return a < b ? a : b; }
-static inline unsigned long long min(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
-static inline long min(long a, long b) { return a < b ? a : b; }
-static inline unsigned long min(unsigned long a, unsigned long b) { return a < b ? a : b; }
-static inline float min(float a, float b) { return fminf(a, b); }
-static inline double min(double a, double b) { return fmin(a, b); }
-static inline int max(int a, int b) { return a > b ? a : b; }
-static inline unsigned int max(unsigned int a, unsigned int b) { return a > b ? a : b; }
-static inline long long max(long long a, long long b) { return a > b ? a : b; }
-static inline unsigned long long max(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
-static inline long max(long a, long b) { return a > b ? a : b; }
-static inline unsigned long max(unsigned long a, unsigned long b) { return a > b ? a : b; }
-static inline float max(float a, float b) { return fmaxf(a, b); }
-static inline double max(double a, double b) { return fmax(a, b); }
-template <class A, class B, class = std::enable_if_t<!std::is_same<A, B>::value>>
-static inline std::common_type_t<A, B> min(A a, B b) {
-    return min((std::common_type_t<A, B>)a, (std::common_type_t<A, B>)b);
-}
-template <class A, class B, class = std::enable_if_t<!std::is_same<A, B>::value>>
-static inline std::common_type_t<A, B> max(A a, B b) {
-    return max((std::common_type_t<A, B>)a, (std::common_type_t<A, B>)b);
-}
+// min and max of every type: porter_cuda_types.h (host code calls them too)
 static inline unsigned int umin(unsigned int a, unsigned int b) { return a < b ? a : b; }
 static inline unsigned int umax(unsigned int a, unsigned int b) { return a > b ? a : b; }
 static inline long long llmin(long long a, long long b) { return a < b ? a : b; }

@@ -195,7 +195,11 @@ def _stub(k: _Kernel, instances: Sequence[tuple[TranslatedKernel, str]]) -> list
     if not k.template:
         if not instances:
             return [
-                "porter_opencl::untranslatable(" + _c_string(k.name) + ', "no OpenCL translation of it");'
+                "porter_opencl::untranslatable("
+                + _c_string(k.name)
+                + ", "
+                + _c_string("no unit's OpenCL translation holds it (diagnostics.txt says why)")
+                + ");"
             ]
         tk, cl = instances[0]
         return launch(tk, cl, "")
@@ -212,7 +216,7 @@ def _stub(k: _Kernel, instances: Sequence[tuple[TranslatedKernel, str]]) -> list
         lines += launch(tk, cl, "    ")
         lines.append("}")
     why = _c_string("no launch of this instance was seen when porter translated the program")
-    fallback = f"porter_opencl::untranslatable({_c_string(k.name)}, {why});"
+    fallback = f"porter_opencl::no_instance({_c_string(k.name)}, {why});"
     lines += [f"else {{ {fallback} }}"] if lines else [fallback]
     return lines
 
@@ -253,9 +257,34 @@ def host_text(text: str, entries: Entries) -> str:
     return decode_text(out)
 
 
+_STUB_REFUSED = re.compile(r'porter_opencl::untranslatable\("((?:[^"\\]|\\.)*)", "((?:[^"\\]|\\.)*)"\)')
+_HOST_SUFFIXES = frozenset(
+    {".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".c", ".cc", ".cpp", ".cxx", ".inc", ".inl"}
+)
+
+
 def untranslatable(tree: Path) -> str:
-    """'cannot translate: <kernel>: <reason>' for the first kernel of the port's launch mappings
-    (``*.launch.json`` under `tree`) that has no OpenCL translation, or ''."""
+    """'cannot translate: <kernel>: <reason> (<file> line N)' for the first kernel of the port that has no
+    OpenCL translation -- in the launch mappings (``*.launch.json`` under `tree`: the construct's line),
+    else a host stub that can only fail (a kernel no unit's translation holds) -- or ''."""
+    found = _untranslatable_mapped(tree)
+    if found:
+        return found
+    for path in sorted(tree.rglob("*")):
+        if path.suffix.lower() not in _HOST_SUFFIXES or not path.is_file():
+            continue
+        data = path.read_bytes()
+        if b"porter_opencl::untranslatable(" not in data:
+            continue
+        text = decode_text(data)
+        m = _STUB_REFUSED.search(text)
+        if m:
+            line = text.count("\n", 0, m.start()) + 1
+            return f"cannot translate: {m.group(1)}: {m.group(2)} ({path.relative_to(tree)} line {line})"
+    return ""
+
+
+def _untranslatable_mapped(tree: Path) -> str:
     for mapping in sorted(tree.rglob("*.launch.json")):
         try:
             doc = json.loads(mapping.read_text(encoding="utf-8"))

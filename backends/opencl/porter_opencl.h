@@ -609,6 +609,8 @@ inline void untranslatable(const char* kernel, const char* why) {
     fprintf(stderr, "porter opencl runtime: kernel %s has no OpenCL translation: %s\n", kernel, why);
     g_status = note(cudaErrorInvalidDeviceFunction);
 }
+// An instance of a template kernel the translation did not make (no launch of it was seen).
+inline void no_instance(const char* kernel, const char* why) { untranslatable(kernel, why); }
 
 inline cudaError_t allocate(void** out, size_t bytes) {
     if (out == nullptr) return note(cudaErrorInvalidValue);

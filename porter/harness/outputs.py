@@ -56,6 +56,7 @@ class Rule:
     max_file_bytes: int
     max_differences: int
     max_varying_lines: int = 10_000
+    device_property_words: tuple[str, ...] = ()
 
     @functools.cached_property
     def masked(self) -> re.Pattern[str]:
@@ -89,6 +90,7 @@ def rule_from(values: Mapping[str, Any]) -> Rule:
         max_file_bytes=int(values["max_file_bytes"]),
         max_differences=int(values["max_differences"]),
         max_varying_lines=int(values.get("max_varying_lines", 10_000)),
+        device_property_words=tuple(values.get("device_property_words", ())),
     )
 
 
@@ -330,6 +332,30 @@ def as_device(other: RunOutput, names: tuple[str, str]) -> tuple[RunOutput, tupl
         return other, ()
     text = "\n".join(line.replace(theirs, mine) for line in lines) + "\n"
     return replace(other, stdout=text), numbers
+
+
+def property_lines(original: RunOutput, other: RunOutput, rule: Rule | None = None) -> Unstable:
+    """The stdout lines where a run on another device only reports a property of its device (``Total Global
+    Memory - 16777216 KB`` against the other device's): both lines name one of the rule's
+    ``device_property_words`` and differ.  Not compared across devices, and said (``numbers``)."""
+    rule = rule or default_rule()
+    if not rule.device_property_words:
+        return Unstable()
+    words = re.compile(
+        r"(?<!\w)("
+        + "|".join(re.escape(w).replace("\\ ", r"\s+") for w in rule.device_property_words)
+        + r")(?!\w)",
+        re.IGNORECASE,
+    )
+    lines: set[int] = set()
+    numbers: list[int] = []
+    for k, (a, b) in enumerate(zip_longest(_kept(original.stdout, rule), _kept(other.stdout, rule))):
+        if a is None or b is None or not words.search(a[1]) or not words.search(b[1]):
+            continue
+        if _lines_differ(a[1], b[1], rule):
+            lines.add(k)
+            numbers.append(a[0])
+    return Unstable(lines=frozenset(lines), numbers=tuple(numbers), count=len(lines))
 
 
 def unstable(first: RunOutput, second: RunOutput, rule: Rule | None = None) -> Unstable:

@@ -52,6 +52,7 @@ from porter.harness.outputs import (
     as_device,
     compare,
     default_rule,
+    property_lines,
     snapshot,
     unstable,
     width_lines,
@@ -519,6 +520,17 @@ class _Runner:
             if numbers:
                 said = f"stdout line{'s' if len(numbers) > 1 else ''} {', '.join(map(str, numbers[:5]))} name the device"
                 said += f" ({names[1]} here, {names[0]} on {ref.device}): compared with that name swapped"
+                rec.reason = "; ".join(part for part in (rec.reason, said) if part)
+            props = property_lines(original, mine, self.rule)  # its memory, limits, clocks: the device's
+            if props.lines:
+                varies = replace(
+                    varies or Unstable(), lines=(varies.lines if varies else frozenset()) | props.lines
+                )
+                said = "; ".join(
+                    f"stdout line {n} reports a property of the device ({rec.device} here, {ref.device} for the "
+                    "original): not compared"
+                    for n in props.numbers
+                )
                 rec.reason = "; ".join(part for part in (rec.reason, said) if part)
         rec.differences = compare(original, mine, self.rule, varies)
         rec.status = "differs" if rec.differences else "matches"

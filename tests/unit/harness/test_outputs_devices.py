@@ -43,3 +43,17 @@ def test_nothing_is_swapped_without_two_different_names() -> None:
     assert as_device(port, ("X", "X")) == (port, ())
     assert as_device(port, ("", "Y")) == (port, ())
     assert as_device(port, ("X", "Z")) == (port, ())
+
+
+def test_a_line_reporting_a_device_property_is_named_and_a_result_is_not() -> None:
+    from porter.harness.outputs import property_lines
+
+    original = _out(
+        "Total Global Memory\t\t - 16777216 KB\nNumber of Multi processors - 8\nresult 42\nPASS\n"
+    )
+    port = _out("Total Global Memory\t\t - 22586640 KB\nNumber of Multi processors - 2\nresult 41\nPASS\n")
+    props = property_lines(original, port)
+    assert props.numbers == (1, 2)
+    assert compare(original, port, varies=props) == ["stdout line 3: original 'result 42', port 'result 41'"]
+    # the same property printed alike is compared as any line (and is no difference)
+    assert property_lines(original, original).numbers == ()

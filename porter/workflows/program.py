@@ -205,7 +205,7 @@ class _Porter:
         dialect = get_dialect(target)
         held: list[tuple[str, Sequence[TranslatedKernel]]] = []
         for f in self.program.units:
-            tr = self.plan.translation(target, f) if self.plan.uses_cuda(f) else None
+            tr = self.plan.translation(target, f)  # as unit() made it (kernels of included .cu too)
             if isinstance(tr, Translation) and tr.kernels:
                 held.append((f.rel.with_name(f.rel.stem + dialect.suffix).as_posix(), tr.kernels))
         for f in self.program.files:

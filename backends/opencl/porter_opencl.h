@@ -402,7 +402,9 @@ inline cl_program program(const Source& src) {
     cl_program p = api().CreateProgramWithSource(s.context, 1, &ptr, &len, &err);
     if (err != CL_SUCCESS) die("clCreateProgramWithSource failed");
     // CUDA contracts a * b + c into an FMA by default (nvcc --fmad=true): so may the OpenCL compiler
-    std::string options = std::string("-cl-mad-enable ") + src.options;
+    // (PORTER_OPENCL_OPTIONS replaces that choice: "" builds with the unit's -D alone)
+    const char* chosen = getenv("PORTER_OPENCL_OPTIONS");
+    std::string options = std::string(chosen ? chosen : "-cl-mad-enable") + " " + src.options;
     // sub-group functions come as an OpenCL C 2.0 extension or a 3.0 feature: ask for the device's version
     if (text.find("sub_group") != std::string::npos) {
         if (s.c_version.find("C 3.") != std::string::npos) options += " -cl-std=CL3.0";

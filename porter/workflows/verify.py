@@ -184,7 +184,10 @@ def verify_program(
     except KeyError as err:
         raise UsageError(f"--to {target}: {err.args[0]}") from None
     if not dialect.single_source:
-        raise UsageError(f"verify checks ports that are programs (HIP); a {target} port is device code only")
+        raise UsageError(
+            f"verify checks ports written in a single-source language (HIP); a hand-written {target} port calls "
+            f"its own host API, which porter does not build (porter port --to {target} writes and checks its own)"
+        )
     if not against:
         raise UsageError("give the original with --against")
     skip = [out_dir] if out_dir is not None else []

@@ -216,8 +216,13 @@ def _stub(k: _Kernel, instances: Sequence[tuple[TranslatedKernel, str]]) -> list
         lines += launch(tk, cl, "    ")
         lines.append("}")
     why = _c_string("no launch of this instance was seen when porter translated the program")
-    fallback = f"porter_opencl::no_instance({_c_string(k.name)}, {why});"
-    lines += [f"else {{ {fallback} }}"] if lines else [fallback]
+    if lines:
+        return [*lines, f"else {{ porter_opencl::no_instance({_c_string(k.name)}, {why}); }}"]
+    # no instance at all: a program that launches it cannot run (untranslatable() refuses it)
+    why = _c_string(
+        "launched with template arguments porter could not resolve, so no instance was translated"
+    )
+    return [f"porter_opencl::no_instances({_c_string(k.name)}, {why});"]
     return lines
 
 
@@ -281,6 +286,29 @@ def untranslatable(tree: Path) -> str:
         if m:
             line = text.count("\n", 0, m.start()) + 1
             return f"cannot translate: {m.group(1)}: {m.group(2)} ({path.relative_to(tree)} line {line})"
+    return _launched_without_instances(tree)
+
+
+_NO_INSTANCES = re.compile(r'porter_opencl::no_instances\("((?:[^"\\]|\\.)*)", "((?:[^"\\]|\\.)*)"\)')
+
+
+def _launched_without_instances(tree: Path) -> str:
+    """The refusal for a template kernel the translation made no instance of, when a file of the port
+    launches it (``k<...><<<``), or ''."""
+    stubs: list[tuple[str, str, str]] = []
+    texts: list[str] = []
+    for path in sorted(tree.rglob("*")):
+        if path.suffix.lower() not in _HOST_SUFFIXES or not path.is_file():
+            continue
+        text = decode_text(path.read_bytes())
+        texts.append(text)
+        for m in _NO_INSTANCES.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            stubs.append((m.group(1), m.group(2), f"{path.relative_to(tree)} line {line}"))
+    for name, why, where in stubs:
+        launch = re.compile(rf"(?<![\w:]){re.escape(name)}\s*<[^;{{}}]*?>\s*<<<")
+        if any(launch.search(text) for text in texts):
+            return f"cannot translate: {name}: {why} ({where})"
     return ""
 
 

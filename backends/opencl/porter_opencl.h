@@ -613,6 +613,8 @@ inline void untranslatable(const char* kernel, const char* why) {
 }
 // An instance of a template kernel the translation did not make (no launch of it was seen).
 inline void no_instance(const char* kernel, const char* why) { untranslatable(kernel, why); }
+// A template kernel the translation made no instance of at all.
+inline void no_instances(const char* kernel, const char* why) { untranslatable(kernel, why); }
 
 inline cudaError_t allocate(void** out, size_t bytes) {
     if (out == nullptr) return note(cudaErrorInvalidValue);

@@ -72,3 +72,16 @@ def test_a_kernel_no_unit_translated_refuses_the_build_with_its_line(tmp_path: P
     why = untranslatable(tmp_path)
     assert why.startswith("cannot translate: smooth: no unit's OpenCL translation holds it")
     assert why.endswith("(src/main.cu line 11)")
+
+
+def test_a_template_kernel_without_any_instance_refuses_a_program_that_launches_it(tmp_path: Path) -> None:
+    out = host_text(SOURCE, entries_of([("main.cl", [_tk("smooth", "smooth", (0, 1))])]))
+    assert 'porter_opencl::no_instances("axpy"' in out
+    (tmp_path / "main.cu").write_text(out)
+    assert untranslatable(tmp_path) == ""  # nothing launches axpy<...>
+    (tmp_path / "host.cu").write_text(
+        "template <class T> void go(T* x) { axpy<T><<<1, 32>>>(T(1), x, x, 32); }\n"
+    )
+    why = untranslatable(tmp_path)
+    assert why.startswith("cannot translate: axpy: launched with template arguments porter could not resolve")
+    assert why.endswith("(main.cu line 8)")  # the stub, inside the kernel's body

@@ -103,6 +103,7 @@ enum : cl_uint {
     CL_FALSE = 0,
     CL_TRUE = 1,
     CL_PLATFORM_NAME = 0x0902,
+    CL_DEVICE_TYPE = 0x1000,
     CL_DEVICE_MAX_COMPUTE_UNITS = 0x1002,
     CL_DEVICE_MAX_WORK_GROUP_SIZE = 0x1004,
     CL_DEVICE_MAX_WORK_ITEM_SIZES = 0x1005,
@@ -647,12 +648,28 @@ inline cudaError_t release(void* p) {
     return cudaSuccess;
 }
 
+// What cudaGetDeviceProperties says.  A GPU: its own figures (memory, limits, clock, compute units).  A CPU
+// device: the virtual device porter's CPU runtime reports (backends/cpu/runtime.toml; the same name aside),
+// so a program that sizes its work by the device (transpose scales its matrix by the multiprocessors) does
+// the work the original did on the CPU runtime.  PORTER_OPENCL_PROPERTIES=device|virtual chooses.
+inline bool virtual_properties() {
+    const char* chosen = getenv("PORTER_OPENCL_PROPERTIES");
+    if (chosen && strcmp(chosen, "virtual") == 0) return true;
+    if (chosen && strcmp(chosen, "device") == 0) return false;
+    const cl_bitfield cpu = 1 << 1;  // CL_DEVICE_TYPE_CPU
+    return (info_value<cl_bitfield>(state().device, CL_DEVICE_TYPE) & cpu) != 0;
+}
+
 inline void fill_properties(cudaDeviceProp* p) {
     memset(p, 0, sizeof *p);
     PORTER_FILL_DEVICE_PROPERTIES(p);
     State& s = state();
     strncpy(p->name, s.device_name.c_str(), sizeof p->name - 1);
     p->warpSize = 32;
+    if (virtual_properties()) {
+        if ((size_t)p->maxThreadsPerBlock > s.max_group) p->maxThreadsPerBlock = (int)s.max_group;
+        return;
+    }
     p->totalGlobalMem = (size_t)info_value<cl_ulong>(s.device, CL_DEVICE_GLOBAL_MEM_SIZE);
     p->sharedMemPerBlock = (size_t)info_value<cl_ulong>(s.device, CL_DEVICE_LOCAL_MEM_SIZE);
     p->totalConstMem = (size_t)info_value<cl_ulong>(s.device, CL_DEVICE_MAX_CONSTANT_BUFFER_SIZE);

@@ -25,6 +25,9 @@ Decisions worth knowing:
   cast to the instance's element type (``((__local float*)__smem)``);
 * a struct or union C++ names without its keyword gets ``typedef struct S S;`` after its first
   declaration, unless the file typedefs that name itself;
+* C++ functional casts to a scalar type become C casts, in code and in macro bodies:
+  ``float(x)`` -> ``((float)(x))``, also through a template parameter, a file-scope typedef of a
+  scalar (``typedef float real;``) or an object-like macro whose body is one (``#define fp float``);
 * ``[kernel_param_types]`` (``bool`` -> ``uchar``, ``size_t`` -> ``ulong``) also applies to what
   pointers into ``__global`` memory point to: the host's ``bool`` arrays arrive as ``uchar*``;
 * warp shuffles and votes become sub-group functions guarded by ``#if defined(<extension>)``,
@@ -53,7 +56,7 @@ from tree_sitter import Node
 from porter.model import Diagnostic, FileScan, Severity, TranslatedKernel, Translation
 from porter.scan.instances import instance_name, template_instantiations
 from porter.source import Scanned
-from porter.translate.common import COMMENT, IDENT, NUMBER, c_tokens
+from porter.translate.common import COMMENT, IDENT, NUMBER, PUNCT, Token, c_tokens
 from porter.translate.edits import Edit, apply_edits
 
 __all__ = ["launch_geometry", "requirements", "tables", "translate_to_opencl"]
@@ -67,6 +70,8 @@ _FLOAT_LITERAL = re.compile(r"^(?:[0-9]*\.[0-9]*(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][
 _LL_SUFFIX = re.compile(r"^(.*?)([uU]?)(ll|LL)([uU]?)$")
 _POINTER_DECLS = frozenset({"pointer_declarator", "abstract_pointer_declarator"})
 _SPACES = ("global", "local", "constant")
+# type keywords tree-sitter reads as identifiers when called: `unsigned(n)`, `long(x)`
+_FUNCTIONAL_KEYWORDS = frozenset({"unsigned", "signed", "long", "short"})
 
 
 @cache
@@ -503,6 +508,7 @@ class _Translator:
         self.flattened: set[str] = set()  # names of the namespaces translated at file scope
         self.accessors: dict[str, _Accessor] = {}  # shared-memory accessor templates (SharedMemory<T>)
         self.struct_templates: list[Node] = []  # other `template <...> struct S {...}`: omitted
+        self.scalar_aliases: dict[str, str] = {}  # `typedef float real;`, `#define fp float`: canonical
 
     # ------------------------------------------------------------------ diagnostics
 
@@ -535,6 +541,36 @@ class _Translator:
                         changed = True
         self.const_uses = uses
         self._unused_types()
+        self._scalar_aliases()
+
+    def _scalar_aliases(self) -> None:
+        """The names that spell a scalar type: file-scope typedefs of one (`typedef float real;`)
+        and object-like macros whose body is one (`#define fp float`), through each other.  Their
+        functional casts (`fp(1.6)`, `real(x)`) become C casts."""
+        typedefs: dict[str, str] = {}
+        for node in self._type_definitions(self.tree.root_node):
+            spec = node.child_by_field_name("type") if node.type == "type_definition" else None
+            if spec is None or spec.type not in ("primitive_type", "sized_type_specifier", "type_identifier"):
+                continue
+            quals = " ".join(_text(c) for c in node.named_children if c.type == "type_qualifier")
+            text = _squash(f"{quals} {_text(spec)}")
+            for d in node.children_by_field_name("declarator"):
+                if d.type == "type_identifier":
+                    typedefs[_text(d)] = text
+        spelled = {**typedefs, **{k: _squash(v) for k, v in self.defines.items() if v}}
+        changed = True
+        while changed:
+            changed = False
+            for name, text in spelled.items():
+                if name in self.scalar_aliases:
+                    continue
+                words = [w for w in text.split() if w not in ("const", "volatile")]
+                canonical = _canonical_scalar(" ".join(words)) if words else None
+                if canonical is None and len(words) == 1:
+                    canonical = self.scalar_aliases.get(words[0])
+                if canonical is not None:
+                    self.scalar_aliases[name] = canonical
+                    changed = True
 
     def _unused_types(self) -> None:
         """Omit the struct, class and union definitions no device code names: a header inlined for
@@ -1215,8 +1251,29 @@ class _Body:
             return self.scalar_type(node.child_by_field_name(side), depth + 1)
         return None
 
+    def functional_cast(self, node: Node) -> str | None:
+        """The canonical scalar a C++ functional cast converts to (`float(x)`, `unsigned(n)`,
+        `fp(1.6)` through `#define fp float`, `real(x)` through `typedef float real;`, `T(x)` in a
+        template instance), or None when `node` is no such call."""
+        fn = node.child_by_field_name("function")
+        if fn is None or len(_args(node.child_by_field_name("arguments"))) > 1:
+            return None
+        name = _text(fn)
+        if fn.type in ("primitive_type", "sized_type_specifier"):
+            return _canonical_scalar(name)
+        if fn.type != "identifier" or name in self.vars or name in self.tr.helpers:
+            return None
+        if name in self.subst:
+            return _canonical_scalar(self.subst[name])
+        if name in _FUNCTIONAL_KEYWORDS:
+            return _canonical_scalar(name)
+        return self.tr.scalar_aliases.get(name)
+
     def call_type(self, node: Node) -> str | None:
         """The scalar a call returns: float math functions, min/max, the file's helpers."""
+        cast = self.functional_cast(node)
+        if cast is not None:
+            return cast
         fn = node.child_by_field_name("function")
         if fn is None or fn.type != "identifier":
             return None
@@ -1698,6 +1755,15 @@ class _Body:
         accessor = self.accessor_use(node)
         if accessor is not None:
             self.accessor_pointer(node, *accessor)
+            return True
+        if fn is not None and self.functional_cast(node) is not None:
+            # `float(x)`, `fp(1.6)`: C++'s functional casts are no OpenCL C
+            value = self.render(args[0]) if args else "0"
+            name = _text(fn)
+            spelled = self.map_type(self.subst[name]) if name in self.subst else self.render(fn)
+            if self.functional_cast(node) == "double":
+                self.res.fp64 = True
+            self.edits.append(Edit.replace(node, f"(({spelled})({value}))"))
             return True
         if fn is not None and fn.type == "template_function":
             name = _text(fn.child_by_field_name("name"))
@@ -2197,6 +2263,10 @@ def _macro_body(tr: _Translator, value: Node, name: str) -> str | None:
     while i < len(toks):
         tok = toks[i]
         nxt = toks[i + 1].text if i + 1 < len(toks) else ""
+        close = _functional_cast_close(tr, toks, i)
+        if close is not None:
+            # `fp(x)` -> `((fp)(x))`: C++'s functional cast as a C cast
+            edits += [(tok.start, tok.start, "(("), (tok.end, tok.end, ")"), (close, close, ")")]
         if tok.kind == NUMBER:
             m = _LL_SUFFIX.match(tok.text)
             if m:
@@ -2250,6 +2320,7 @@ def _macro_body(tr: _Translator, value: Node, name: str) -> str | None:
         i += 1
     if not edits:
         return None
+    edits.sort(key=lambda e: (e[0], e[0] != e[1]))  # stable: insertions before a replacement there
     out = []
     pos = 0
     for s, e, rep in edits:
@@ -2258,6 +2329,37 @@ def _macro_body(tr: _Translator, value: Node, name: str) -> str | None:
         pos = e
     out.append(text[pos:])
     return "".join(out)
+
+
+def _functional_cast_close(tr: _Translator, toks: list[Token], i: int) -> int | None:
+    """Where the functional cast `toks[i](...)` of a macro body ends (None: no such cast): a
+    scalar type word or alias (`float`, `unsigned`, `fp`) called with at most one argument, not
+    after a word (a declaration `int (x)`, `unsigned long`) nor in front of `(*` (a function
+    pointer; `return float(x)` is a cast)."""
+    tok = toks[i]
+    if tok.kind != IDENT or i + 2 >= len(toks) or toks[i + 1].text != "(" or toks[i + 2].text in ("*", "&"):
+        return None
+    if _canonical_scalar(tok.text) is None and tok.text not in tr.scalar_aliases:
+        return None
+    if (
+        i > 0
+        and toks[i - 1].kind in (IDENT, NUMBER)
+        and toks[i - 1].text not in ("return", "case", "else", "do")
+    ):
+        return None
+    depth = 0
+    for k in toks[i + 1 :]:
+        if k.kind != PUNCT:
+            continue
+        if k.text in ("(", "[", "{"):
+            depth += 1
+        elif k.text in (")", "]", "}"):
+            depth -= 1
+            if depth == 0:
+                return k.end
+        elif k.text == "," and depth == 1:
+            return None  # `T(a, b)`: a constructor, no cast
+    return None
 
 
 def _macro_edits(tr: _Translator, referenced: set[str], main_path: str) -> None:

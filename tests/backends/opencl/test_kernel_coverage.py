@@ -530,3 +530,78 @@ def test_run_bare_names(ocl: tuple[Any, Any]) -> None:
     np.testing.assert_array_equal(out_bodies["hits"], bodies["hits"] + out)
     np.testing.assert_array_equal(out_escaped, out)
     np.testing.assert_array_equal(out_sign, (pos < 0) | ((pos == 0) & np.signbit(pos)))
+
+
+# --------------------------------------------------------------------------- functional casts
+
+
+def test_functional_casts_become_c_casts() -> None:
+    tr = _translate("functional_casts.cu")
+    assert not _errors(tr)
+    assert "#define HALF(v) (((fp)(v)) * ((fp)(0.5)))" in tr.text  # inside a macro body
+    assert "return ((real)(1)) / (((real)(1)) + a * a);" in tr.text  # a typedef, in a helper
+    assert "pow(fabs(v), ((fp)(1.6)))" in tr.text  # a type macro
+    assert "((float)(k[i])) / ((fp)(3)) + smooth(((real)(k[i])))" in tr.text
+    assert "((real)(((double)(v)) * 2.0))" in tr.text
+    assert "((fp)(((word)(k[i])) >> 1))" in tr.text
+    assert "((int)(((unsigned)(k[i])) % 7u))" in tr.text
+    assert "out[i] = ((float)(i)) / ((float)(4));" in tr.text  # T(i) in the float instance
+
+
+def test_calls_that_are_not_functional_casts_are_left_alone() -> None:
+    src = (
+        "#define N 16\n"
+        "#define TWICE(f) (f(2) + f(2))\n"
+        "#define SIG float (*sig)(float)\n"
+        "typedef struct { float a; } Box;\n"
+        "__device__ float scale(float x) { return x * N; }\n"
+        "__global__ void k(float* p) {\n"
+        "  p[0] = scale(p[1]) + (float)(p[2]) + TWICE(scale) + sizeof(float);\n"
+        "}\n"
+    )
+    tr = translate_to_opencl(src, "k.cu")
+    assert not _errors(tr)
+    assert "p[0] = scale(p[1]) + (float)(p[2]) + TWICE(scale) + sizeof(float);" in tr.text
+    assert "#define TWICE(f) (f(2) + f(2))" in tr.text
+    assert "#define SIG float (*sig)(float)" in tr.text
+
+
+def test_type_aliases_through_each_other_and_keywords() -> None:
+    src = (
+        "#define REAL real_t\n"
+        "typedef double real_t;\n"
+        "typedef unsigned long long u64;\n"
+        "__global__ void k(double* p, unsigned long long* q, int n) {\n"
+        "  p[0] = REAL(n) + real_t(1);\n"
+        "  q[0] = u64(n) + (unsigned long long)long(n) + short(n) + signed(n) + bool(n) + char(n);\n"
+        "}\n"
+    )
+    tr = translate_to_opencl(src, "k.cu")
+    assert not _errors(tr)
+    assert "p[0] = ((REAL)(n)) + ((real_t)(1));" in tr.text
+    assert "((u64)(n)) + (ulong)((long)(n)) + ((short)(n)) + ((signed)(n)) + ((bool)(n)) + ((char)(n))" in (
+        tr.text
+    )
+
+
+@pytest.mark.integration
+def test_run_functional_casts(ocl: tuple[Any, Any]) -> None:
+    n, block = 200, 64
+    grid = (n + block - 1) // block
+    x = np.linspace(-3, 3, n, dtype=np.float32)
+    k = np.arange(n, dtype=np.int32) - 60
+    tr = _translate("functional_casts.cu")
+    args = [x, k, np.zeros(4 * n, np.float32), np.zeros(2 * n, np.int32), np.int32(n)]
+    out, iout = _run(ocl, tr, "casts", args, (grid,), (block,))[2:4]
+    out, iout = out.reshape(n, 4), iout.reshape(n, 2)
+    kf = k.astype(np.float32)
+    np.testing.assert_allclose(out[:, 0], np.abs(x) ** np.float32(1.6), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out[:, 1], kf / 3 + 1 / (1 + kf * kf), rtol=1e-6)
+    np.testing.assert_allclose(
+        out[:, 2], kf * np.float32(0.5) + (x.astype(np.float64) * 2).astype(np.float32)
+    )
+    np.testing.assert_array_equal(out[:, 3], (k.astype(np.uint32) >> 1).astype(np.float32))
+    np.testing.assert_array_equal(iout[:, 0], np.trunc(x * np.float32(10)).astype(np.int32))
+    np.testing.assert_array_equal(iout[:, 1], (k.astype(np.uint32) % 7).astype(np.int32))
+    ramp = _run(ocl, tr, "ramp<float>", [np.zeros(32, np.float32), np.int32(32)], (1,), (32,))[0]
+    np.testing.assert_array_equal(ramp, np.arange(32, dtype=np.float32) / 4)

@@ -216,14 +216,30 @@ class _Porter:
                 shutil.copyfile(f.path, dest)
                 continue
             _write_bytes(dest, encode_text(dialect.host_text(text, held)))
-            self._locate_kernels(f)  # a header's kernels: defined there, not in the unit that includes it
-        with self.lock:  # a template's instances are defined where the template is
-            for name, k in self.kernels.items():
-                base = self.kernels.get(name.split("<", 1)[0].strip())
-                if "<" in name and not k.line and base is not None and base.line:
-                    k.file, k.line = base.file, base.line
-            if f.path not in {u.path for u in self.program.units}:
-                self.results[f.path].targets[target] = FileTarget(str(dest), "translated")
+            self._locate_instances(f)  # a header's kernels: defined there, not in the unit including it
+            with self.lock:
+                if f.path not in {u.path for u in self.program.units}:
+                    self.results[f.path].targets[target] = FileTarget(str(dest), "translated")
+
+    def _locate_instances(self, f: ProgramFile) -> None:
+        """Each kernel `f` defines, where it is defined: a template's rows are its translated instances
+        (``twice<float>``: each judged by its own launches), which take the template's file and line; a
+        kernel without such rows gets its own row (:meth:`_locate_kernels`)."""
+        for name, line in self.plan.facts(f).kernels:
+            with self.lock:
+                instances = [
+                    k for n, k in self.kernels.items() if "<" in n and n.split("<", 1)[0].strip() == name
+                ]
+                for k in instances:
+                    k.file, k.line = str(f.rel), line
+            if not instances:
+                with self.lock:
+                    known = self.kernels.get(name)
+                    if known is None:
+                        self.kernels[name] = ProgramKernel(name, str(f.rel), line)
+                        self.report.kernels.append(self.kernels[name])
+                    else:
+                        known.file, known.line = str(f.rel), line
 
     def build_unit(self, target: str, f: ProgramFile) -> None:
         """Compile the mirrored unit's device code, kernels of its headers included, with a real

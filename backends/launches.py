@@ -268,7 +268,7 @@ def _template_params(angle: str) -> list[str]:
     if close < 0:
         return []
     found = []
-    for part in _split_top(angle[1:close]):
+    for part in split_top(angle[1:close]):
         decl = part.split("=", 1)[0].strip()
         m = re.search(r"([A-Za-z_]\w*)\s*$", decl)
         if m is None or m.group(1) in ("typename", "class") or "..." in decl:
@@ -277,7 +277,7 @@ def _template_params(angle: str) -> list[str]:
     return found
 
 
-def _split_top(text: str) -> list[str]:
+def split_top(text: str) -> list[str]:
     """`text` split at the commas outside brackets."""
     parts, depth, last = [], 0, 0
     for k, c in enumerate(text):

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from porter.backends.launches import split_top
+
 from porter.files import decode_text, encode_text
 from porter.model import TranslatedKernel
 
@@ -65,26 +67,6 @@ def _c_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
 
 
-def _split_top(text: str) -> list[str]:
-    """`text` split at commas outside brackets."""
-    parts: list[str] = []
-    cur: list[str] = []
-    depth = 0
-    for ch in text:
-        if ch in "<([{":
-            depth += 1
-        elif ch in ">)]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-    if "".join(cur).strip():
-        parts.append("".join(cur).strip())
-    return parts
-
-
 def _declared_name(node: Any) -> str:
     """The identifier a (parameter) declarator declares, or ""."""
     while node is not None and node.type not in ("identifier", "field_identifier"):
@@ -97,23 +79,13 @@ def _declared_name(node: Any) -> str:
 
 
 def _specifiers(node: Any) -> set[str]:
-    words: set[str] = set()
-    for c in node.children:
-        if c.type in (
-            "storage_class_specifier",
-            "type_qualifier",
-            "attribute_specifier",
-            "ms_declspec_modifier",
-        ):
-            words.update(c.text.decode().split())
-        elif c.type in ("primitive_type", "type_identifier") and c.text.decode().startswith("__"):
-            words.add(c.text.decode())
-    # tree-sitter-cuda marks __global__/__device__/__host__ as their own nodes in some versions
-    for c in node.children:
-        text = c.text.decode() if c.type not in ("compound_statement", "function_declarator") else ""
-        if text in ("__global__", "__device__", "__host__"):
-            words.add(text)
-    return words
+    """The CUDA function qualifiers among a definition's own nodes (the body and declarator aside)."""
+    return {
+        c.text.decode()
+        for c in node.children
+        if c.type not in ("compound_statement", "function_declarator")
+        and c.text.decode() in ("__global__", "__device__", "__host__")
+    }
 
 
 def _function_name(definition: Any) -> str:
@@ -205,7 +177,8 @@ def _stub(k: _Kernel, instances: Sequence[tuple[TranslatedKernel, str]]) -> list
         return launch(tk, cl, "")
     lines: list[str] = []
     for tk, cl in instances:
-        args = _split_top(tk.name[tk.name.index("<") + 1 : tk.name.rindex(">")]) if "<" in tk.name else []
+        inner = tk.name[tk.name.index("<") + 1 : tk.name.rindex(">")] if "<" in tk.name else ""
+        args = [a.strip() for a in split_top(inner)]
         if len(args) != len(k.template):
             continue
         tests = [

@@ -24,7 +24,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from porter.backends.cpu.program import CpuProgramToolchain, runtime_data_header
+from porter.backends.cpu.program import CpuProgramToolchain, refused_headers, runtime_data_header
 from porter.backends.hip.names import NAMES_HEADER, hip_names_header
 from porter.backends.opencl.host import untranslatable
 from porter.backends.programs import BuiltProgram, ProgramSource
@@ -149,8 +149,6 @@ class OpenclProgramToolchain(CpuProgramToolchain):
                 "#endif\n",
                 encoding="utf-8",
             )
-        from porter.backends.cpu.program import refused_headers
-
         for name, what in refused_headers(facts).items():
             path = inc / name
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -193,8 +193,6 @@ static inline cudaError_t cudaGetLastError() {
     return e;
 }
 static inline cudaError_t cudaPeekAtLastError() { return porter_emu::g_last_error; }
-static inline const char* cudaGetErrorString(cudaError_t e) { return porter_emu::error_string(e); }
-static inline const char* cudaGetErrorName(cudaError_t e) { return porter_emu::error_name(e); }
 
 // --------------------------------------------------------------------------- devices
 
@@ -227,9 +225,6 @@ static inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int d
     *v = porter_emu::attribute(&p, a);
     return cudaSuccess;
 }
-static inline cudaError_t cudaChooseDevice(int* d, const cudaDeviceProp*) { *d = 0; return cudaSuccess; }
-static inline cudaError_t cudaSetDeviceFlags(unsigned) { return cudaSuccess; }
-static inline cudaError_t cudaGetDeviceFlags(unsigned* f) { *f = 0; return cudaSuccess; }
 static inline cudaError_t cudaDeviceSynchronize() { return porter_emu::sticky_or(cudaSuccess); }
 static inline cudaError_t cudaThreadSynchronize() { return porter_emu::sticky_or(cudaSuccess); }
 static inline cudaError_t cudaDeviceReset() {
@@ -237,12 +232,6 @@ static inline cudaError_t cudaDeviceReset() {
     porter_emu::g_last_error = cudaSuccess;
     return cudaSuccess;
 }
-static inline cudaError_t cudaThreadExit() { return cudaDeviceReset(); }
-static inline cudaError_t cudaDeviceSetCacheConfig(cudaFuncCache) { return cudaSuccess; }
-static inline cudaError_t cudaThreadSetCacheConfig(cudaFuncCache) { return cudaSuccess; }
-static inline cudaError_t cudaDeviceSetSharedMemConfig(cudaSharedMemConfig) { return cudaSuccess; }
-static inline cudaError_t cudaDeviceSetLimit(cudaLimit, size_t) { return cudaSuccess; }
-static inline cudaError_t cudaThreadSetLimit(cudaLimit, size_t) { return cudaSuccess; }
 static inline cudaError_t cudaDeviceGetLimit(size_t* v, cudaLimit l) {
     *v = l == cudaLimitStackSize ? PORTER_STACK_BYTES : (l == cudaLimitPrintfFifoSize ? 1 << 20 : 8 << 20);
     return cudaSuccess;
@@ -254,8 +243,6 @@ static inline cudaError_t cudaDeviceGetStreamPriorityRange(int* lo, int* hi) {
     if (hi) *hi = 0;
     return cudaSuccess;
 }
-static inline cudaError_t cudaDriverGetVersion(int* v) { *v = PORTER_RUNTIME_VERSION; return cudaSuccess; }
-static inline cudaError_t cudaRuntimeGetVersion(int* v) { *v = PORTER_RUNTIME_VERSION; return cudaSuccess; }
 static inline cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
     cudaDeviceProp p;
     porter_emu::fill_properties(&p);
@@ -265,8 +252,6 @@ static inline cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
     if (free_bytes) *free_bytes = p.totalGlobalMem > used ? p.totalGlobalMem - used : 0;
     return cudaSuccess;
 }
-static inline cudaError_t cudaProfilerStart() { return cudaSuccess; }
-static inline cudaError_t cudaProfilerStop() { return cudaSuccess; }
 
 // --------------------------------------------------------------------------- memory
 
@@ -293,8 +278,6 @@ static inline cudaError_t cudaMallocPitch(T** p, size_t* pitch, size_t width, si
 static inline cudaError_t cudaFree(void* p) { return porter_emu::release(p); }
 static inline cudaError_t cudaFreeHost(void* p) { return porter_emu::release(p); }
 static inline cudaError_t cudaFreeAsync(void* p, cudaStream_t) { return porter_emu::release(p); }
-static inline cudaError_t cudaHostRegister(void*, size_t, unsigned) { return cudaSuccess; }
-static inline cudaError_t cudaHostUnregister(void*) { return cudaSuccess; }
 template <class T>
 static inline cudaError_t cudaHostGetDevicePointer(T** d, void* h, unsigned) {
     *d = (T*)h;
@@ -333,10 +316,6 @@ static inline cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src
     }
     return cudaSuccess;
 }
-static inline cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
-                                            size_t height, cudaMemcpyKind kind = cudaMemcpyDefault, cudaStream_t = 0) {
-    return cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind);
-}
 static inline cudaError_t cudaMemcpyPeer(void* dst, int, const void* src, int, size_t n) { return cudaMemcpy(dst, src, n); }
 static inline cudaError_t cudaMemset(void* p, int v, size_t n) {
     if (n && !p) return porter_emu::note(cudaErrorInvalidValue);
@@ -358,30 +337,15 @@ static inline cudaError_t cudaMemcpyToSymbol(const T& symbol, const void* src, s
     return cudaSuccess;
 }
 template <class T>
-static inline cudaError_t cudaMemcpyToSymbolAsync(const T& symbol, const void* src, size_t n, size_t offset = 0,
-                                                  cudaMemcpyKind kind = cudaMemcpyHostToDevice, cudaStream_t = 0) {
-    return cudaMemcpyToSymbol(symbol, src, n, offset, kind);
-}
-template <class T>
 static inline cudaError_t cudaMemcpyFromSymbol(void* dst, const T& symbol, size_t n, size_t offset = 0,
                                                cudaMemcpyKind = cudaMemcpyDeviceToHost) {
     if (offset + n > sizeof(T)) return porter_emu::note(cudaErrorInvalidValue);
     memcpy(dst, (const char*)&symbol + offset, n);
     return cudaSuccess;
 }
-template <class T>
-static inline cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const T& symbol, size_t n, size_t offset = 0,
-                                                    cudaMemcpyKind kind = cudaMemcpyDeviceToHost, cudaStream_t = 0) {
-    return cudaMemcpyFromSymbol(dst, symbol, n, offset, kind);
-}
 template <class P, class T>
 static inline cudaError_t cudaGetSymbolAddress(P** p, const T& symbol) {
     *p = (P*)&symbol;
-    return cudaSuccess;
-}
-template <class T>
-static inline cudaError_t cudaGetSymbolSize(size_t* n, const T&) {
-    *n = sizeof(T);
     return cudaSuccess;
 }
 
@@ -422,15 +386,6 @@ static inline cudaError_t cudaLaunchHostFunc(cudaStream_t, cudaHostFn_t fn, void
     fn(data);
     return cudaSuccess;
 }
-static inline cudaError_t cudaEventCreate(cudaEvent_t* e) {
-    *e = new porter_event{0.0, 0};
-    return cudaSuccess;
-}
-static inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) { return cudaEventCreate(e); }
-static inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
-    delete e;
-    return cudaSuccess;
-}
 static inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t = 0) {
     if (!e) return porter_emu::note(cudaErrorInvalidResourceHandle);
     e->ms = porter_emu::now_ms();
@@ -449,12 +404,6 @@ static inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEve
 // --------------------------------------------------------------------------- functions and launches
 
 template <class K>
-static inline cudaError_t cudaFuncSetCacheConfig(K*, cudaFuncCache) { return cudaSuccess; }
-template <class K>
-static inline cudaError_t cudaFuncSetSharedMemConfig(K*, cudaSharedMemConfig) { return cudaSuccess; }
-template <class K>
-static inline cudaError_t cudaFuncSetAttribute(K*, cudaFuncAttribute, int) { return cudaSuccess; }
-template <class K>
 static inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* a, K*) {
     memset(a, 0, sizeof *a);
     a->maxThreadsPerBlock = PORTER_MAX_BLOCK;
@@ -468,11 +417,6 @@ static inline cudaError_t cudaOccupancyMaxPotentialBlockSize(int* min_grid, int*
     int b = limit > 0 && limit < PORTER_MAX_BLOCK ? limit : PORTER_MAX_BLOCK;
     if (block) *block = b;
     if (min_grid) *min_grid = PORTER_VIRTUAL_SMS * (2048 / b);
-    return cudaSuccess;
-}
-template <class K>
-static inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* n, K, int block, size_t) {
-    *n = block > 0 ? 2048 / block : 0;
     return cudaSuccess;
 }
 // Launches through the runtime's API (porter's rewrite calls porter_emu::launch_args for each
@@ -532,11 +476,6 @@ inline cudaError_t launch_args_cooperative(K kernel, dim3 grid, dim3 block, void
 }  // namespace porter_emu
 
 template <class K>
-static inline cudaError_t cudaLaunchKernel(K kernel, dim3 grid, dim3 block, void** args, size_t shared = 0,
-                                           cudaStream_t stream = 0) {
-    return porter_emu::launch_args(kernel, grid, block, args, shared, stream);
-}
-template <class K>
 static inline cudaError_t cudaLaunchCooperativeKernel(K kernel, dim3 grid, dim3 block, void** args, size_t shared = 0,
                                                       cudaStream_t stream = 0) {
     return porter_emu::launch_args_cooperative(kernel, grid, block, args, shared, stream);
@@ -548,6 +487,8 @@ static inline cudaError_t cudaLaunchCooperativeKernel(K kernel, dim3 grid, dim3 
 #define hipLaunchKernelGGL(kernel, grid, block, shared, stream, ...)                                             \
     porter_emu::launch_kernel(kernel, porter_emu::Config(dim3(grid), dim3(block), (shared), (stream)),            \
                               decltype(porter_emu::params(kernel))(__VA_ARGS__), #kernel)
+
+#include "porter_runtime_common.h"  // the calls both runtimes define alike
 
 #include "porter_hip_names.h"
 

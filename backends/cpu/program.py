@@ -152,6 +152,7 @@ RUNTIME_HEADERS = tuple(
             "porter_cooperative_groups.h",
             "porter_runtime.h",
             "porter_runtime_types.h",
+            "porter_runtime_common.h",
             "porter_runtime_c.h",
         )
     ]

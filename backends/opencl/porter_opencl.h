@@ -764,8 +764,6 @@ static inline cudaError_t cudaGetLastError() {
     return e;
 }
 static inline cudaError_t cudaPeekAtLastError() { return porter_opencl::g_last_error; }
-static inline const char* cudaGetErrorString(cudaError_t e) { return porter_emu::error_string(e); }
-static inline const char* cudaGetErrorName(cudaError_t e) { return porter_emu::error_name(e); }
 static inline cudaError_t cudaGetDeviceCount(int* n) {
     if (!n) return porter_opencl::note(cudaErrorInvalidValue);
     porter_opencl::state();
@@ -792,9 +790,6 @@ static inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int d
     *v = porter_emu::attribute(&p, a);
     return cudaSuccess;
 }
-static inline cudaError_t cudaChooseDevice(int* d, const cudaDeviceProp*) { *d = 0; return cudaSuccess; }
-static inline cudaError_t cudaSetDeviceFlags(unsigned) { return cudaSuccess; }
-static inline cudaError_t cudaGetDeviceFlags(unsigned* f) { *f = 0; return cudaSuccess; }
 static inline cudaError_t cudaDeviceSynchronize() {
     porter_cl::cl_int err = porter_opencl::finish_all();
     if (err != porter_cl::CL_SUCCESS) return porter_opencl::device_failed(err, "cudaDeviceSynchronize");
@@ -806,15 +801,7 @@ static inline cudaError_t cudaDeviceReset() {
     porter_opencl::g_sticky_error = porter_opencl::g_last_error = cudaSuccess;
     return cudaSuccess;
 }
-static inline cudaError_t cudaThreadExit() { return cudaDeviceReset(); }
-static inline cudaError_t cudaDeviceSetCacheConfig(cudaFuncCache) { return cudaSuccess; }
-static inline cudaError_t cudaThreadSetCacheConfig(cudaFuncCache) { return cudaSuccess; }
-static inline cudaError_t cudaDeviceSetSharedMemConfig(cudaSharedMemConfig) { return cudaSuccess; }
-static inline cudaError_t cudaDeviceSetLimit(cudaLimit, size_t) { return cudaSuccess; }
-static inline cudaError_t cudaThreadSetLimit(cudaLimit, size_t) { return cudaSuccess; }
 static inline cudaError_t cudaDeviceGetLimit(size_t* v, cudaLimit) { *v = 0; return cudaSuccess; }
-static inline cudaError_t cudaDriverGetVersion(int* v) { *v = PORTER_RUNTIME_VERSION; return cudaSuccess; }
-static inline cudaError_t cudaRuntimeGetVersion(int* v) { *v = PORTER_RUNTIME_VERSION; return cudaSuccess; }
 static inline cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
     cudaDeviceProp p;
     porter_opencl::fill_properties(&p);
@@ -824,8 +811,6 @@ static inline cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
     if (free_bytes) *free_bytes = p.totalGlobalMem > used ? p.totalGlobalMem - used : 0;
     return cudaSuccess;
 }
-static inline cudaError_t cudaProfilerStart() { return cudaSuccess; }
-static inline cudaError_t cudaProfilerStop() { return cudaSuccess; }
 
 // --------------------------------------------------------------------------- memory
 
@@ -853,8 +838,6 @@ static inline cudaError_t cudaFreeHost(void* p) {
     free(p);
     return cudaSuccess;
 }
-static inline cudaError_t cudaHostRegister(void*, size_t, unsigned) { return cudaSuccess; }
-static inline cudaError_t cudaHostUnregister(void*) { return cudaSuccess; }
 static inline cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* a, const void* p) {
     bool device = porter_opencl::find(p).first != nullptr;
     a->type = device ? cudaMemoryTypeDevice : cudaMemoryTypeHost;
@@ -923,10 +906,6 @@ static inline cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src
     }
     return cudaSuccess;
 }
-static inline cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
-                                            size_t height, cudaMemcpyKind kind = cudaMemcpyDefault, cudaStream_t = 0) {
-    return cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind);
-}
 static inline cudaError_t cudaMemset(void* p, int v, size_t n) { return porter_opencl::fill(p, v, n, nullptr); }
 static inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t s = 0) { return porter_opencl::fill(p, v, n, s); }
 static inline cudaError_t cudaMemset2D(void* p, size_t pitch, int v, size_t width, size_t height) {
@@ -952,25 +931,10 @@ static inline cudaError_t cudaMemcpyToSymbol(const T& symbol, const void* src, s
     return cudaSuccess;
 }
 template <class T>
-static inline cudaError_t cudaMemcpyToSymbolAsync(const T& symbol, const void* src, size_t n, size_t offset = 0,
-                                                  cudaMemcpyKind kind = cudaMemcpyHostToDevice, cudaStream_t = 0) {
-    return cudaMemcpyToSymbol(symbol, src, n, offset, kind);
-}
-template <class T>
 static inline cudaError_t cudaMemcpyFromSymbol(void* dst, const T& symbol, size_t n, size_t offset = 0,
                                                cudaMemcpyKind = cudaMemcpyDeviceToHost) {
     if (offset + n > sizeof(T)) return porter_opencl::note(cudaErrorInvalidValue);
     memcpy(dst, (const char*)&symbol + offset, n);
-    return cudaSuccess;
-}
-template <class T>
-static inline cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const T& symbol, size_t n, size_t offset = 0,
-                                                    cudaMemcpyKind kind = cudaMemcpyDeviceToHost, cudaStream_t = 0) {
-    return cudaMemcpyFromSymbol(dst, symbol, n, offset, kind);
-}
-template <class T>
-static inline cudaError_t cudaGetSymbolSize(size_t* n, const T&) {
-    *n = sizeof(T);
     return cudaSuccess;
 }
 
@@ -1021,15 +985,6 @@ static inline cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, vo
     fn(data);
     return cudaSuccess;
 }
-static inline cudaError_t cudaEventCreate(cudaEvent_t* e) {
-    *e = new porter_event{0.0, 0};
-    return cudaSuccess;
-}
-static inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) { return cudaEventCreate(e); }
-static inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
-    delete e;
-    return cudaSuccess;
-}
 // an event is the host clock once the stream's queue (and the default stream's) finished its work
 static inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s = 0) {
     if (!e) return porter_opencl::note(cudaErrorInvalidResourceHandle);
@@ -1050,12 +1005,6 @@ static inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEve
 // --------------------------------------------------------------------------- functions and launches
 
 template <class K>
-static inline cudaError_t cudaFuncSetCacheConfig(K*, cudaFuncCache) { return cudaSuccess; }
-template <class K>
-static inline cudaError_t cudaFuncSetSharedMemConfig(K*, cudaSharedMemConfig) { return cudaSuccess; }
-template <class K>
-static inline cudaError_t cudaFuncSetAttribute(K*, cudaFuncAttribute, int) { return cudaSuccess; }
-template <class K>
 static inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* a, K*) {
     memset(a, 0, sizeof *a);
     a->maxThreadsPerBlock = (int)porter_opencl::state().max_group;
@@ -1073,15 +1022,7 @@ static inline cudaError_t cudaOccupancyMaxPotentialBlockSize(int* min_grid, int*
     if (min_grid) *min_grid = p.multiProcessorCount * (2048 / b > 0 ? 2048 / b : 1);
     return cudaSuccess;
 }
-template <class K>
-static inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* n, K, int block, size_t) {
-    *n = block > 0 ? 2048 / block : 0;
-    return cudaSuccess;
-}
-template <class K>
-static inline cudaError_t cudaLaunchKernel(K kernel, dim3 grid, dim3 block, void** args, size_t shared = 0,
-                                           cudaStream_t stream = 0) {
-    return porter_emu::launch_args(kernel, grid, block, args, shared, stream);
-}
+
+#include "porter_runtime_common.h"  // the calls both runtimes define alike
 
 #endif  // PORTER_OPENCL_H

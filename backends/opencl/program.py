@@ -37,6 +37,7 @@ HEADERS = (
     _HERE / RUNTIME,
     _CPU / "porter_cuda_types.h",
     _CPU / "porter_runtime_types.h",
+    _CPU / "porter_runtime_common.h",
     _CPU / "porter_runtime_c.h",
     _HERE.parent / "porter_capture.h",
 )

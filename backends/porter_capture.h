@@ -14,8 +14,12 @@
 // is taken again by each launch whose number is a power of two (4, 8, 16, ...), so the launches kept
 // spread over the run without knowing its length (10 launches: the 1st, 2nd and 8th).  A launch whose
 // allocations exceed PORTER_CAPTURE_MIB (default 64) MiB in all is recorded without its arrays
-// ("skipped").  Pointers inside a struct passed by value are not captured: such an argument is marked
-// ("holds_device_pointer").  The run's own results are unchanged.
+// ("skipped") -- unless no launch of its kernel has been kept whole yet: that one may take up to
+// PORTER_CAPTURE_FIRST_MIB (default 1024), so every kernel of a program at its real size is judged once.
+// A launch is also skipped when its arrays (before and after) would not fit the capture folder's free
+// disk, and a skipped launch never takes the last slot from a launch kept whole.  Pointers inside a
+// struct passed by value are not captured: such an argument is marked ("holds_device_pointer").  The
+// run's own results are unchanged.
 //
 // The runtime including it defines the hooks declared below (namespace porter_emu, "what a runtime
 // provides"), and the type dim3 and a stream type before the #include: cudaStream_t, or the one
@@ -30,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <sys/stat.h>  // (not <unistd.h>: a program may ship its own, as Rodinia's kmeans does)
 
 #include <map>
@@ -83,6 +88,7 @@ struct CaptureSettings {
     std::string dir;
     unsigned limit = 3;
     size_t max_bytes = (size_t)64 << 20;
+    size_t first_bytes = (size_t)1024 << 20;  // a kernel's launch while none of its launches is kept whole
 };
 
 inline const CaptureSettings* capture_settings() {
@@ -93,6 +99,8 @@ inline const CaptureSettings* capture_settings() {
         c->dir = d;
         if (const char* k = getenv("PORTER_CAPTURE_LAUNCHES")) c->limit = (unsigned)strtoul(k, nullptr, 10);
         if (const char* m = getenv("PORTER_CAPTURE_MIB")) c->max_bytes = (size_t)strtoull(m, nullptr, 10) << 20;
+        if (const char* f = getenv("PORTER_CAPTURE_FIRST_MIB")) c->first_bytes = (size_t)strtoull(f, nullptr, 10) << 20;
+        if (c->first_bytes < c->max_bytes) c->first_bytes = c->max_bytes;
         if (c->limit == 0) return nullptr;
         mkdir(c->dir.c_str(), 0755);
         mkdir((c->dir + "/launches").c_str(), 0755);
@@ -105,6 +113,8 @@ inline const CaptureSettings* capture_settings() {
 struct KernelCount {
     std::string name;
     unsigned long long launches = 0;
+    bool kept = false;       // a launch of it was captured with its arrays
+    bool last_kept = false;  // ... and the last slot holds such a launch
 };
 inline std::vector<KernelCount>& capture_kernels() {
     static std::vector<KernelCount> k;  // by order of first launch: the kernel's index in file names
@@ -413,7 +423,28 @@ inline Capture* capture_begin(const char* what, const dim3& g, const dim3& b, si
                 array_name(*cap, "s", i, "before") + "\",\"after\":\"" + array_name(*cap, "s", i, "after") + "\"}";
     }
     syms += "]";
-    bool skipped = cap->total > s->max_bytes;
+    // (a launch is captured before and after: twice its bytes on disk)
+    const char* why = nullptr;
+    if (cap->total > (kernels[k].kept ? s->max_bytes : s->first_bytes)) {
+        why = kernels[k].kept ? "its allocations exceed the capture limit of a later launch (--capture-mib; a launch of this kernel is kept)"
+                              : "its allocations exceed the capture limit (--capture-first-mib)";
+    } else {
+        struct statvfs fs;
+        if (statvfs(s->dir.c_str(), &fs) == 0 &&
+            (unsigned long long)fs.f_bavail * fs.f_frsize < 2ull * cap->total + ((size_t)64 << 20))
+            why = "its allocations do not fit the free disk of the capture folder";
+    }
+    bool skipped = why != nullptr;
+    if (skipped && slot == s->limit - 1 && n > s->limit && kernels[k].last_kept) {
+        delete cap;  // keep the launch kept whole in the last slot
+        return nullptr;
+    }
+    if (!skipped) {
+        kernels[k].kept = true;
+        if (slot == s->limit - 1) kernels[k].last_kept = true;
+    } else if (slot == s->limit - 1) {
+        kernels[k].last_kept = false;
+    }
     if (skipped) {
         syms = ",\"symbols\":[]";
         cap->syms.clear();
@@ -427,7 +458,7 @@ inline Capture* capture_begin(const char* what, const dim3& g, const dim3& b, si
                                  array_name(*cap, "a", i, "after") + "\"") + "}";
     }
     cap->json = head + ",\"args\":[" + cap->json + "]" + allocs + "]" + syms +
-                (skipped ? ",\"skipped\":\"its allocations exceed the capture limit (PORTER_CAPTURE_MIB)\"" : "");
+                (skipped ? ",\"skipped\":" + json_string(std::string(why) + " (" + std::to_string((cap->total + (1 << 20) - 1) >> 20) + " MiB)") : std::string());
     if (skipped) cap->allocs.clear();
     capture_sync();  // what the launch reads: everything queued before it
     snapshot(*cap, "before");

@@ -40,8 +40,11 @@ MANIFEST = "manifest.json"
 ENV_DIR = "PORTER_CAPTURE_DIR"
 ENV_LAUNCHES = "PORTER_CAPTURE_LAUNCHES"
 ENV_MIB = "PORTER_CAPTURE_MIB"
+ENV_FIRST_MIB = "PORTER_CAPTURE_FIRST_MIB"
 DEFAULT_LAUNCHES = 3
 DEFAULT_MIB = 64
+# a kernel's launch while none of its launches is kept whole: every kernel at its real size judged once
+DEFAULT_FIRST_MIB = 1024
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,9 @@ class SymbolValue:
     constant: bool  # __constant__ (else __device__)
     before: str
     after: str
+    # a texture reference: its bytes are the memory bound to it at the launch (empty: unbound), which a
+    # replay binds again (KernelSpec.textures); read-only, like a __constant__
+    texture: bool = False
 
 
 @dataclass(frozen=True)
@@ -134,9 +140,17 @@ class Capture:
     problems: list[str] = field(default_factory=list)  # damaged records, each with its file
 
 
-def capture_env(folder: Path, launches: int = DEFAULT_LAUNCHES, mib: int = DEFAULT_MIB) -> dict[str, str]:
-    """The environment that makes the CPU runtime capture into `folder`."""
-    return {ENV_DIR: str(folder), ENV_LAUNCHES: str(launches), ENV_MIB: str(mib)}
+def capture_env(
+    folder: Path, launches: int = DEFAULT_LAUNCHES, mib: int = DEFAULT_MIB, first_mib: int = DEFAULT_FIRST_MIB
+) -> dict[str, str]:
+    """The environment that makes the CPU runtime capture into `folder`: `launches` kept per kernel, at
+    most `mib` MiB of arrays per launch, or `first_mib` for a kernel none of whose launches is kept yet."""
+    return {
+        ENV_DIR: str(folder),
+        ENV_LAUNCHES: str(launches),
+        ENV_MIB: str(mib),
+        ENV_FIRST_MIB: str(max(first_mib, mib)),
+    }
 
 
 _ARRAY_NAME = re.compile(r"arrays/[A-Za-z0-9_.-]+\.bin")
@@ -277,6 +291,7 @@ def _parse_launch(doc: Mapping[str, Any], run: int, folder: str) -> Launch:
                 bool(y.get("constant")),
                 str(_array_name(y["before"])),
                 str(_array_name(y["after"])),
+                bool(y.get("texture")),
             )  # fmt: skip
             for y in doc.get("symbols") or ()
         ),

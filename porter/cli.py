@@ -140,7 +140,19 @@ CaptureLaunchesOption = Annotated[
 CaptureMibOption = Annotated[
     int,
     typer.Option(
-        "--capture-mib", min=1, help="With --run: at most this many MiB of arrays per captured launch."
+        "--capture-mib",
+        min=1,
+        help="With --run: at most this many MiB of arrays per captured launch, once a launch of its kernel is "
+        "kept (see --capture-first-mib).",
+    ),
+]
+CaptureFirstMibOption = Annotated[
+    int,
+    typer.Option(
+        "--capture-first-mib",
+        min=1,
+        help="With --run: at most this many MiB of arrays for a kernel's launch while none of its launches is "
+        "kept, so every kernel is judged once at the program's own size (at least --capture-mib).",
     ),
 ]
 ExpectExitOption = Annotated[
@@ -468,6 +480,7 @@ def port(
     toolchains: ProgramToolchainsOption = None,
     capture_launches: CaptureLaunchesOption = 3,
     capture_mib: CaptureMibOption = 64,
+    capture_first_mib: CaptureFirstMibOption = 1024,
     max_output: MaxOutputOption = 64,
     data: DataOption = None,
     define: DefineOption = None,
@@ -514,7 +527,7 @@ def port(
     chains = [c.strip() for c in toolchains.split(",") if c.strip()] if toolchains is not None else None
     _port_program(
         paths, to, include, out, translate_only, json_out, options, err, fresh, run or [], timeout, rtol, atol,
-        chains, build or "", (capture_launches, capture_mib), max_output, data, define or [], undefine or [],
+        chains, build or "", (capture_launches, capture_mib, capture_first_mib), max_output, data, define or [], undefine or [],
         expect_exit,
     )  # fmt: skip
 
@@ -535,7 +548,7 @@ def _port_program(
     atol: float | None = None,
     toolchains: list[str] | None = None,
     build_command: str = "",
-    capture_limits: tuple[int, int] | None = None,
+    capture_limits: tuple[int, ...] | None = None,
     max_output: int = 64,
     data: list[Path] | None = None,
     defines: list[str] | None = None,
@@ -681,6 +694,7 @@ def verify(
     toolchains: ProgramToolchainsOption = None,
     capture_launches: CaptureLaunchesOption = 3,
     capture_mib: CaptureMibOption = 64,
+    capture_first_mib: CaptureFirstMibOption = 1024,
     max_output: MaxOutputOption = 64,
     data: DataOption = None,
     define: DefineOption = None,
@@ -701,7 +715,7 @@ def verify(
     chains = [c.strip() for c in toolchains.split(",") if c.strip()] if toolchains is not None else None
     _port_program(
         paths, to, include, out, False, json_out, {}, plain_console(stderr=True), fresh, run or [], timeout,
-        rtol, atol, chains, "", (capture_launches, capture_mib), max_output, data, define or [],
+        rtol, atol, chains, "", (capture_launches, capture_mib, capture_first_mib), max_output, data, define or [],
         undefine or [], expect_exit, verify_against=against,
     )  # fmt: skip
 
@@ -726,7 +740,18 @@ def capture(
     launches: Annotated[
         int, typer.Option("--launches", help="Launches kept per kernel, spread over the run.")
     ] = 3,
-    mib: Annotated[int, typer.Option("--mib", help="At most this many MiB of arrays per launch.")] = 64,
+    mib: Annotated[
+        int,
+        typer.Option(
+            "--mib", help="At most this many MiB of arrays per launch, once one of its kernel is kept."
+        ),
+    ] = 64,
+    first_mib: Annotated[
+        int,
+        typer.Option(
+            "--first-mib", help="At most this many MiB of arrays for a kernel's launch while none is kept."
+        ),
+    ] = 1024,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds per run (default 300).")] = None,
     toolchain: Annotated[
         str | None,
@@ -757,7 +782,7 @@ def capture(
         ProgramRuns(
             runs=tuple(run),
             timeout=timeout or 0.0,  # 0: capture's default
-            capture_limits=(launches, mib),
+            capture_limits=(launches, mib, first_mib),
             max_output=max_output << 20,
             data=tuple(str(d) for d in data or ()),
         ),

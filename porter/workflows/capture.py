@@ -90,7 +90,7 @@ def capture_program(
 ) -> CaptureReport:
     """Build the program with a capturing toolchain and capture each of ``run.runs``; see the module
     docstring.  ``run``: besides the runs, the seconds each may take (``timeout``, 0: the default), the
-    launches kept per kernel and MiB per launch (``capture_limits``), the bytes a run (or the build) may
+    launches kept per kernel, MiB per launch and per kernel's first launch kept (``capture_limits``), the bytes a run (or the build) may
     print per stream (``max_output``) and the folders the runs may read (``data``).  ``flags``: the
     command line's ``-I`` and ``-D``/``-U`` (over a compilation database's).
     The build and the runs are jailed as ``port --run``'s are (:mod:`porter.sandbox.jail`)."""
@@ -109,7 +109,7 @@ def capture_program(
     if not run.runs:
         raise UsageError('capture needs a run of the program: --run "ARGS"')
     if min(run.capture_limits) < 1:
-        raise UsageError("--launches and --mib must be at least 1")
+        raise UsageError("--launches, --mib and --first-mib must be at least 1")
     folders = check_data(run.data)
     check_max_output(run.max_output)
     require_jail()

@@ -41,7 +41,7 @@ from porter.backends.programs import (
     defines_main,
     toolchains_for,
 )
-from porter.capture import DEFAULT_LAUNCHES, DEFAULT_MIB, MANIFEST, capture_env, finish
+from porter.capture import DEFAULT_FIRST_MIB, DEFAULT_LAUNCHES, DEFAULT_MIB, MANIFEST, capture_env, finish
 from porter.errors import PorterError, UsageError
 from porter.files import decode_text, read_input
 from porter.harness.outputs import (
@@ -225,7 +225,7 @@ class ProgramRuns:
     ``runs``: each ``--run`` (a command line, ``"./prog ARGS"``, or the arguments alone); ``timeout``:
     seconds per run; ``rule``: how outputs are compared (None: :func:`default_rule`); ``toolchains``: the
     program toolchains by name (None: every one here); ``build_command``: the user's own build (``make``)
-    run with porter's compiler drivers; ``capture_limits``: launches kept per kernel and MiB per launch;
+    run with porter's compiler drivers; ``capture_limits``: launches kept per kernel, MiB per launch and MiB for a kernel's first launch kept;
     ``max_output``: bytes a run or build command may print per stream; ``data``: folders every run may
     read; ``jobs``: builds at a time (0: one per CPU)."""
 
@@ -234,7 +234,7 @@ class ProgramRuns:
     rule: Rule | None = None
     toolchains: tuple[str, ...] | None = None
     build_command: str = ""
-    capture_limits: tuple[int, int] = (DEFAULT_LAUNCHES, DEFAULT_MIB)
+    capture_limits: tuple[int, ...] = (DEFAULT_LAUNCHES, DEFAULT_MIB, DEFAULT_FIRST_MIB)
     max_output: int = DEFAULT_MAX_OUTPUT
     data: tuple[str, ...] = ()
     jobs: int = 0

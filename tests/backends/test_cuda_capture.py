@@ -86,13 +86,13 @@ def test_a_native_gpu_capture_agrees_with_the_cpu_runtimes_capture_of_the_same_r
     shutil.copytree(TOUR, tmp_path / "tour")
     gpu = capture_program(
         [str(tmp_path / "tour")],
-        ProgramRuns(("./main",), capture_limits=(capture.DEFAULT_LAUNCHES, 2)),
+        ProgramRuns(("./main",), capture_limits=(capture.DEFAULT_LAUNCHES, 2, 2)),
         out_dir=str(tmp_path / "gpu"),
     )
     assert gpu.exit_code == 0 and gpu.device.startswith("cuda:"), gpu
     cpu = capture_program(
         [str(tmp_path / "tour")],
-        ProgramRuns(("./main",), capture_limits=(capture.DEFAULT_LAUNCHES, 2)),
+        ProgramRuns(("./main",), capture_limits=(capture.DEFAULT_LAUNCHES, 2, 2)),
         out_dir=str(tmp_path / "cpu"),
         toolchain="cpu-runtime",
     )
@@ -159,7 +159,7 @@ def test_replays_from_a_native_capture_pass_one_buffer_twice_and_a_struct_by_val
     shutil.copytree(TOUR, tmp_path / "tour")
     got = capture_program(
         [str(tmp_path / "tour")],
-        ProgramRuns(("./main",), capture_limits=(capture.DEFAULT_LAUNCHES, 2)),
+        ProgramRuns(("./main",), capture_limits=(capture.DEFAULT_LAUNCHES, 2, 2)),
         out_dir=str(tmp_path / "gpu"),
     )
     assert got.exit_code == 0 and got.device.startswith("cuda:"), got

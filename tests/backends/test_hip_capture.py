@@ -50,14 +50,14 @@ def test_a_hip_program_is_captured_on_the_cpu_runtime_as_its_cuda_original_is(
     assert {"cpu-runtime", "hip-on-cuda", "hipcc"} <= set(capturing_toolchains("hip"))
     got = capture_program(
         [str(hip_tree)],
-        ProgramRuns(("./main",), capture_limits=(capture.DEFAULT_LAUNCHES, 2)),
+        ProgramRuns(("./main",), capture_limits=(capture.DEFAULT_LAUNCHES, 2, 2)),
         out_dir=str(tmp_path / "hip"),
         toolchain="cpu-runtime",
     )
     assert got.exit_code == 0, got
     cuda = capture_program(
         [str(TOUR)],
-        ProgramRuns(("./main",), capture_limits=(capture.DEFAULT_LAUNCHES, 2)),
+        ProgramRuns(("./main",), capture_limits=(capture.DEFAULT_LAUNCHES, 2, 2)),
         out_dir=str(tmp_path / "cuda"),
         toolchain="cpu-runtime",
     )
@@ -97,14 +97,14 @@ def test_a_hip_programs_native_run_through_hip_on_cuda_records_its_launches(
     _chain("hip-on-cuda")
     got = capture_program(
         [str(hip_tree)],
-        ProgramRuns(("./main",), capture_limits=(capture.DEFAULT_LAUNCHES, 2)),
+        ProgramRuns(("./main",), capture_limits=(capture.DEFAULT_LAUNCHES, 2, 2)),
         out_dir=str(tmp_path / "gpu"),
         toolchain="hip-on-cuda",
     )
     assert got.exit_code == 0 and got.device.startswith("hip:"), got
     cpu = capture_program(
         [str(hip_tree)],
-        ProgramRuns(("./main",), capture_limits=(capture.DEFAULT_LAUNCHES, 2)),
+        ProgramRuns(("./main",), capture_limits=(capture.DEFAULT_LAUNCHES, 2, 2)),
         out_dir=str(tmp_path / "cpu"),
         toolchain="cpu-runtime",
     )

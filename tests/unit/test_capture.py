@@ -25,7 +25,7 @@ def tour(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(FIXTURE, root / "tour")
     report = capture_program(
         [str(root / "tour")],
-        ProgramRuns(("./main",), capture_limits=(capture.DEFAULT_LAUNCHES, 2)),
+        ProgramRuns(("./main",), capture_limits=(capture.DEFAULT_LAUNCHES, 2, 2)),
         out_dir=str(root / "cap"),
     )
     assert report.build == "built" and report.exit_code == 0, report

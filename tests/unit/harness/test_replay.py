@@ -27,7 +27,7 @@ def _captured(tmp: Path, source: Path, runs: list[str]) -> dict[str, list[captur
     if shutil.which("g++") is None:
         pytest.skip("g++ not found (apt-get install g++)")
     shutil.copytree(source, tmp / "prog")
-    small = ProgramRuns(tuple(runs), capture_limits=(capture.DEFAULT_LAUNCHES, 2))
+    small = ProgramRuns(tuple(runs), capture_limits=(capture.DEFAULT_LAUNCHES, 2, 2))
     report = capture_program([str(tmp / "prog")], small, out_dir=str(tmp / "cap"))
     assert report.exit_code == 0, report
     return capture.by_kernel(capture.load(tmp / "cap").launches)

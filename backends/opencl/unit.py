@@ -20,6 +20,15 @@ from porter.scan.extract import device_code
 
 _PRAGMA_ONCE = re.compile(r"^\s*#\s*pragma\s+once\b")
 _INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+# `#ifdef __cplusplus` / `extern "C" {` / `#endif` (and its closing `}`): a C header's guard for C++
+# callers.  OpenCL C never defines __cplusplus, but the parser cannot see past the unbalanced brace, so
+# the guard's lines are blanked (a kernel after such a header would otherwise be lost in an ERROR node).
+_IF_CPLUSPLUS = re.compile(
+    r"^\s*#\s*(?:ifdef\s+__cplusplus|if\s+defined\s*\(?\s*__cplusplus\s*\)?)\s*(?://.*|/\*.*)?$"
+)
+_EXTERN_C_OPEN = re.compile(r'^\s*extern\s+"C"\s*\{\s*(?://.*|/\*.*)?$')
+_CLOSE_BRACE = re.compile(r"^\s*\}\s*;?\s*(?://.*|/\*.*)?$")
+_ENDIF = re.compile(r"^\s*#\s*endif\b")
 
 
 @dataclass
@@ -67,6 +76,20 @@ def build_unit(
     return unit
 
 
+def _without_cplusplus_guards(lines: list[str]) -> list[str]:
+    """`lines` with each three-line ``#ifdef __cplusplus`` guard of an ``extern "C" {`` or of its
+    closing ``}`` blanked (the number of lines is kept)."""
+    out = list(lines)
+    for i in range(len(out) - 2):
+        if (
+            _IF_CPLUSPLUS.match(out[i])
+            and (_EXTERN_C_OPEN.match(out[i + 1]) or _CLOSE_BRACE.match(out[i + 1]))
+            and _ENDIF.match(out[i + 2])
+        ):
+            out[i] = out[i + 1] = out[i + 2] = ""
+    return out
+
+
 def _append(
     unit: Unit,
     source: str,
@@ -78,7 +101,7 @@ def _append(
     depth: int,
     rewrite: Callable[[str], str],
 ) -> None:
-    for index, line in enumerate(device_code(rewrite(source)).split("\n")):
+    for index, line in enumerate(_without_cplusplus_guards(device_code(rewrite(source)).split("\n"))):
         lineno = index + 1
         if depth and _PRAGMA_ONCE.match(line):
             line = ""

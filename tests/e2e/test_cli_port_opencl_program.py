@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TOUR = ROOT / "tests" / "fixtures" / "programs" / "opencl_tour"
 REFUSED = ROOT / "tests" / "fixtures" / "programs" / "opencl_refused"
 SMOOTH = ROOT / "samples" / "programs" / "smooth"
+INCLUDED = ROOT / "tests" / "fixtures" / "programs" / "included_kernel_unit"
 
 
 def porter(*args: str) -> subprocess.CompletedProcess[str]:
@@ -121,6 +122,25 @@ def test_an_untranslatable_kernel_refuses_the_program_with_its_line(tmp_path: Pa
     assert all("lane_ids" in b["reason"] and "(main.cu line 9)" in b["reason"] for b in builds), builds
     runs = [v for run in doc["program"]["runs"] for v in run["variants"] if v["target"] == "opencl"]
     assert runs and all(v["status"] == "not-run" for v in runs), runs
+
+
+@needs_opencl
+def test_a_kernel_in_an_included_cu_is_translated_and_matches(tmp_path: Path) -> None:
+    """lavaMD's layout: a C main, a wrapper .cu that #includes a C header guarded for C++ callers and
+    then the .cu defining the kernel.  The wrapper's OpenCL C holds the kernel; the included .cu's body
+    is a host stub naming the wrapper's .cl."""
+    if not _opencl_devices():
+        pytest.skip("no OpenCL device here")
+    src = tmp_path / "included"
+    shutil.copytree(INCLUDED, src)
+    doc = _port(src, tmp_path / "out")
+    runs = [v for run in doc["program"]["runs"] for v in run["variants"] if v["target"] == "opencl"]
+    assert runs and all(v["status"] == "matches" for v in runs), runs
+    out = tmp_path / "out" / "opencl" / "kernel"
+    assert "__kernel void scale(" in (out / "wrapper.cl").read_text()
+    assert (
+        'porter_opencl::Launch porter_launch("scale", "kernel/wrapper.cl")' in (out / "scale.cu").read_text()
+    )
 
 
 @needs_opencl

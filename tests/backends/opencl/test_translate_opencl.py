@@ -176,6 +176,24 @@ def test_include_dirs_are_searched(tmp_path: Path) -> None:
     assert not [d for d in found.diagnostics if d.severity == Severity.ERROR]
 
 
+def test_a_kernel_after_a_c_header_guarded_for_cplusplus_is_translated(tmp_path: Path) -> None:
+    """`#ifdef __cplusplus` / `extern "C" {` / `#endif` in an inlined C header (lavaMD's timer.h): the
+    guard's lines are blanked, so the kernel of the .cu included after it is still seen (it was lost in
+    the parser's ERROR node over the unbalanced brace)."""
+    guard = (
+        '#ifdef __cplusplus\nextern "C" {\n#endif\nlong long ticks(void);\n#ifdef __cplusplus\n}\n#endif\n'
+    )
+    (tmp_path / "clock.h").write_text(guard, encoding="utf-8")
+    (tmp_path / "k.cu").write_text(
+        "__global__ void k(float* p) { p[threadIdx.x] *= 2.0f; }\n", encoding="utf-8"
+    )
+    src = '#include "clock.h"\n#include "k.cu"\nvoid host(float* d) { k<<<1, 32>>>(d); }\n'
+    tr = translate_to_opencl(src, str(tmp_path / "wrapper.cu"))
+    assert [k.name for k in tr.kernels] == ["k"]
+    assert "__kernel void k(__global float* p)" in tr.text and 'extern "C"' not in tr.text
+    assert not [d for d in tr.diagnostics if d.severity == Severity.ERROR]
+
+
 def test_helpers_get_address_space_variants() -> None:
     tr = _translate_file(GOLDEN / "helpers.cu")
     assert "float sum3(__global const float* p)" in tr.text

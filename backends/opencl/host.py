@@ -291,7 +291,10 @@ def _untranslatable_mapped(tree: Path) -> str:
             doc = json.loads(mapping.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        errors = {str(e.get("what")): e for e in doc.get("errors", ()) if isinstance(e, dict)}
+        errors: dict[str, dict[str, object]] = {}  # each construct where it is first met (the file's order)
+        for e in doc.get("errors", ()):
+            if isinstance(e, dict):
+                errors.setdefault(str(e.get("what")), e)
         for k in doc.get("kernels", ()):
             for why in k.get("untranslatable") or ():
                 at = errors.get(str(why))

@@ -2,7 +2,9 @@
 
 * :func:`template_instantiations`: the template-argument tuples each templated kernel is launched
   with, following template parameters of enclosing host templates to the calls that instantiate
-  them (``run_axpby<float>(...)`` launching ``axpby<T><<<...>>>``).
+  them (``run_axpby<float>(...)`` launching ``axpby<T><<<...>>>``) and to their explicit
+  instantiations (``template void run_axpby<float>(...);``, or ``template void run_axpby(float*, ...);``
+  whose arguments are deduced from parameters spelled ``T``, ``T*`` or ``const T*``).
 * :func:`kernel_instances`: every kernel of a scan as :class:`Instance` entries (``axpby<float>``,
   ``axpby<double>``, ``vector_add``), the plan's unit of work.
 """
@@ -12,6 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+
+from tree_sitter import Node
 
 from porter.grammars import parse
 from porter.model import FileScan, LaunchSite
@@ -34,8 +38,11 @@ class Instantiations:
 @dataclass
 class _HostTemplates:
     params: dict[str, tuple[str, ...]] = field(default_factory=dict)  # function -> template parameter names
-    # function -> [(template args, enclosing function of the call)]
+    # function -> [(template args, enclosing function of the call)]; an explicit instantiation is a
+    # call from no function
     calls: dict[str, list[tuple[tuple[str, ...], str | None]]] = field(default_factory=dict)
+    param_types: dict[str, tuple[str, ...]] = field(default_factory=dict)  # template -> its parameters' types
+    deduced: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)  # `template void f(int*);`
 
 
 def _host_templates(source: str) -> _HostTemplates:
@@ -51,6 +58,9 @@ def _host_templates(source: str) -> _HostTemplates:
                 name = function_name(fn)
                 if name:
                     out.params[name] = template_param_names(plist)
+                    out.param_types[name] = _param_types(fn.child_by_field_name("declarator"))
+        elif node.type == "template_instantiation":
+            _explicit_instantiation(node, out)
         elif node.type == "call_expression":
             fn_node = node.child_by_field_name("function")
             if fn_node is not None and fn_node.type == "template_function":
@@ -61,7 +71,75 @@ def _host_templates(source: str) -> _HostTemplates:
                 )
                 out.calls.setdefault(name, []).append((args, enclosing_function(node)))
         stack.extend(reversed(node.children))
+    for name, instantiations in out.deduced.items():
+        for types in instantiations:
+            fixed = _deduce(out.params.get(name, ()), out.param_types.get(name, ()), types)
+            if fixed is not None:
+                out.calls.setdefault(name, []).append((fixed, None))
     return out
+
+
+def _declarator(node: Node | None) -> Node | None:
+    """The function_declarator under `node` (through pointer and reference declarators)."""
+    while node is not None and node.type != "function_declarator":
+        node = node.child_by_field_name("declarator")
+    return node
+
+
+def _param_types(declarator: Node | None) -> tuple[str, ...]:
+    """Each parameter's type as written, its name left out (`const T *`, `int`)."""
+    fn = _declarator(declarator)
+    plist = fn.child_by_field_name("parameters") if fn is not None else None
+    out = []
+    for p in plist.named_children if plist is not None else []:
+        if p.type != "parameter_declaration":
+            continue
+        text = node_text(p)
+        name = p.child_by_field_name("declarator")
+        while name is not None and name.type not in ("identifier", "abstract_pointer_declarator"):
+            name = name.child_by_field_name("declarator")
+        if name is not None and name.type == "identifier":
+            cut = name.start_byte - p.start_byte
+            text = text[:cut] + text[cut + (name.end_byte - name.start_byte) :]
+        out.append(squash(text.replace("*", " * ").replace("&", " & ")))
+    return tuple(out)
+
+
+def _explicit_instantiation(node: Node, out: _HostTemplates) -> None:
+    """`template void reduce<int>(...);` (its arguments) or `template void reduce(int*, ...);` (its
+    parameter types, for :func:`_deduce`)."""
+    fn = _declarator(node.child_by_field_name("declarator"))
+    target = fn.child_by_field_name("declarator") if fn is not None else None
+    if target is None:
+        return
+    if target.type == "template_function":
+        targs = target.child_by_field_name("arguments")
+        args = tuple(squash(node_text(a)) for a in (targs.named_children if targs is not None else []))
+        out.calls.setdefault(node_text(target.child_by_field_name("name")), []).append((args, None))
+    elif target.type == "identifier":
+        out.deduced.setdefault(node_text(target), []).append(_param_types(fn))
+
+
+def _deduce(params: Sequence[str], written: Sequence[str], given: Sequence[str]) -> tuple[str, ...] | None:
+    """The template arguments an explicit instantiation's parameter types `given` fix, where the
+    template's own parameters (`written`) spell a template parameter as `T`, `T *` or `const T *`;
+    None unless every template parameter is fixed, and fixed once."""
+    if not params or len(written) != len(given):
+        return None
+    found: dict[str, str] = {}
+    for mine, theirs in zip(written, given, strict=True):
+        words, other = mine.split(), theirs.split()
+        for p in params:
+            if p not in words:
+                continue
+            at = words.index(p)
+            head, tail = words[:at], words[at + 1 :]
+            if other[: len(head)] != head or (tail and other[len(other) - len(tail) :] != tail):
+                return None
+            arg = " ".join(other[len(head) : len(other) - len(tail)])
+            if not arg or found.setdefault(p, arg) != arg:
+                return None
+    return tuple(found[p] for p in params) if all(p in found for p in params) else None
 
 
 def _substitute(text: str, mapping: dict[str, str]) -> str:
@@ -85,7 +163,7 @@ def _resolve(
     if not calls:
         return [], (
             f"template arguments {', '.join(args)} depend on the template parameters of {function}, "
-            "which is never called with explicit template arguments"
+            "which is never called with explicit template arguments nor explicitly instantiated"
         )
     out: list[tuple[str, ...]] = []
     why = None

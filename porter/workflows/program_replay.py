@@ -26,6 +26,7 @@ Every verdict lands in the report's kernel (``kernels[].replays``); a failed one
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -92,8 +93,15 @@ def kernel_of(name: str, kernels: Mapping[str, ProgramKernel]) -> ProgramKernel 
     found = kernels.get(base) or kernels.get(base.rsplit("::", 1)[-1])
     if found is not None or base == name:
         return found
-    squash = "".join(name.split())
-    return next((k for k in kernels.values() if "".join(k.name.split()) == squash), None)
+    spelled = _spelled(name)
+    return next((k for k in kernels.values() if _spelled(k.name) == spelled), None)
+
+
+def _spelled(name: str) -> str:
+    """An instance's name without blanks or integer-literal suffixes: the capture names the instance as
+    the compiler does (``reduce6<int, 256u, true>`` for an ``unsigned int`` parameter), porter as the
+    launch or instantiation wrote it (``reduce6<int, 256, true>``)."""
+    return re.sub(r"\b(\d+)[uUlL]+\b", r"\1", "".join(name.split()))
 
 
 def kernel_scan(plan: ProgramPlan, name: str, rel: str) -> Kernel | None:

@@ -3,6 +3,7 @@ functions go, every line stays where it was, and a kernel without a translation 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from porter.backends.opencl.host import entries_of, host_text, untranslatable
@@ -85,3 +86,20 @@ def test_a_template_kernel_without_any_instance_refuses_a_program_that_launches_
     why = untranslatable(tmp_path)
     assert why.startswith("cannot translate: axpy: launched with template arguments porter could not resolve")
     assert why.endswith("(main.cu line 8)")  # the stub, inside the kernel's body
+
+
+def test_a_refused_kernel_names_the_first_line_of_its_construct(tmp_path: Path) -> None:
+    """Several kernels hold the same construct (reduction's cg::thread_block_tile in reduce4, reduce5,
+    cg_reduce): the first refused kernel names the construct's first line, not its last."""
+    what = "cg::thread_block_tile: cooperative groups: no OpenCL C counterpart"
+    doc = {
+        "source": "k.cu",
+        "kernels": [
+            {"name": "plain", "untranslatable": []},
+            {"name": "reduce4<int, 512>", "untranslatable": [what]},
+            {"name": "cg_reduce<int>", "untranslatable": [what]},
+        ],
+        "errors": [{"file": "k.cu", "line": 276, "what": what}, {"file": "k.cu", "line": 526, "what": what}],
+    }
+    (tmp_path / "k.launch.json").write_text(json.dumps(doc))
+    assert untranslatable(tmp_path) == f"cannot translate: reduce4<int, 512>: {what} (k.cu line 276)"

@@ -194,6 +194,18 @@ def test_a_kernel_after_a_c_header_guarded_for_cplusplus_is_translated(tmp_path:
     assert not [d for d in tr.diagnostics if d.severity == Severity.ERROR]
 
 
+def test_a_launch_in_an_explicitly_instantiated_host_template_is_translated_per_instance() -> None:
+    src = (
+        "template <class T> __global__ void twice(T* x) { x[threadIdx.x] *= 2; }\n"
+        "template <class T> void run(T* d) { twice<T><<<1, 32>>>(d); }\n"
+        "template void run<float>(float* d);\n"
+        "template void run(int* d);\n"
+    )
+    tr = translate_to_opencl(src, "t.cu")
+    assert [k.name for k in tr.kernels] == ["twice<float>", "twice<int>"]
+    assert "__kernel void twice_float(__global float* x)" in tr.text and "twice_int" in tr.text
+
+
 def test_helpers_get_address_space_variants() -> None:
     tr = _translate_file(GOLDEN / "helpers.cu")
     assert "float sum3(__global const float* p)" in tr.text

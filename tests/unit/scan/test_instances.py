@@ -44,3 +44,43 @@ def test_template_arguments_are_followed_through_host_templates(tmp_path: Path) 
     result = template_instantiations(src.read_text(), scan.launches, ["fill"])
     assert result.found == {"fill": [("float",), ("int",), ("char",)]}
     assert not result.unresolved
+
+
+def test_template_arguments_are_followed_to_explicit_instantiations_of_the_host_template(
+    tmp_path: Path,
+) -> None:
+    """cuda-samples' reduction: the launches sit in a host template instantiated only explicitly
+    (`template void reduce<int>(...);`); one spelled without arguments is deduced from its parameters."""
+    src = tmp_path / "t.cu"
+    src.write_text(
+        "template <class T, unsigned B> __global__ void red(const T* x, T* y) { y[0] = x[0] * B; }\n"
+        "template <class T> void reduce(int n, const T* x, T* y) {\n"
+        "    if (n > 64) red<T, 128><<<1, 128>>>(x, y); else red<T, 64><<<1, 64>>>(x, y);\n"
+        "}\n"
+        "template void reduce<int>(int n, const int* x, int* y);\n"
+        "extern template void reduce<float>(int, const float*, float*);\n"
+        "template void reduce(int n, const double* x, double* y);\n"
+        "template void reduce(int n, const double* x, float* y);\n"  # T is not one type: not deduced
+    )
+    scan = scan_file(str(src))
+    result = template_instantiations(src.read_text(), scan.launches, ["red"])
+    assert result.found == {
+        "red": [
+            ("int", "128"), ("float", "128"), ("double", "128"), ("int", "64"), ("float", "64"), ("double", "64"),
+        ]
+    }  # fmt: skip
+    assert not result.unresolved
+    names = [i.name for i in kernel_instances(scan, src.read_text())]
+    assert names[:2] == ["red<int, 128>", "red<float, 128>"] and len(names) == 6
+
+
+def test_a_host_template_never_instantiated_leaves_the_launch_unresolved(tmp_path: Path) -> None:
+    src = tmp_path / "t.cu"
+    src.write_text(
+        "template <class T> __global__ void k(T* y) { y[0] = 1; }\n"
+        "template <class T> void go(T* y) { k<T><<<1, 1>>>(y); }\n"
+    )
+    scan = scan_file(str(src))
+    result = template_instantiations(src.read_text(), scan.launches, ["k"])
+    assert result.found == {"k": []}
+    assert result.unresolved and "nor explicitly instantiated" in result.unresolved[0][2]

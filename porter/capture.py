@@ -112,6 +112,9 @@ class Launch:
     run: int = 1  # which --run of the capture (1-based)
     folder: str = ""  # the capture folder holding its arrays
     device: str = ""  # the device the program ran on when it was captured (the manifest's)
+    # macros a replay defines to compile kernels as the capturing build did (the manifest's: the CPU
+    # runtime's one host-and-device pass leaves the device-pass macros undefined)
+    defines: tuple[str, ...] = ()
 
     def array(self, alloc: int, when: str) -> bytes:
         """The bytes of allocation `alloc` before or after the launch."""
@@ -324,11 +327,19 @@ def _records(folder: Path, run: int, device: str = "") -> tuple[list[Launch], li
 
 
 def finish(
-    folder: Path, command: str, run: int, exit_code: int | None, program: str = "", device: str = ""
+    folder: Path,
+    command: str,
+    run: int,
+    exit_code: int | None,
+    program: str = "",
+    device: str = "",
+    defines: Sequence[str] = (),
 ) -> Capture:
     """Write ``manifest.json`` for the run just captured into `folder` (on `device`) and drop
-    unreferenced arrays."""
+    unreferenced arrays; `defines`: the macros a replay compiles kernels with to match the capturing
+    build (:attr:`Launch.defines`)."""
     launches, problems = _records(folder, run, device)
+    launches = [replace(la, defines=tuple(defines)) for la in launches]
     named = {n for la in launches for a in la.allocations for n in (a.before, a.after) if n}
     named |= {n for la in launches for y in la.symbols for n in (y.before, y.after)}
     for path in sorted((folder / "arrays").glob("*.bin")) if (folder / "arrays").is_dir() else ():
@@ -347,6 +358,7 @@ def finish(
         "command": command,
         "run": run,
         "device": device,
+        "replay_defines": list(defines),
         "exit_code": exit_code,
         "kernels": kernels,
         "launches": [f"launches/{p.name}" for p in sorted((folder / "launches").glob("*.json"))],
@@ -392,7 +404,15 @@ def load(folder: str | Path) -> Capture:
                 f"run is {manifest.get('run')!r}, not a number", path=str(manifest_path)
             ) from None
         launches, problems = _listed(folder_, manifest, run, str(manifest.get("device") or ""))
-        out.launches += launches
+        defines = manifest.get("replay_defines") or []
+        if not isinstance(defines, list) or not all(
+            isinstance(d, str) and re.fullmatch(r"[A-Za-z_]\w*(=\w*)?", d) for d in defines
+        ):
+            raise UsageError(
+                "'replay_defines' is not a list of macro definitions: the capture was changed after porter wrote it",
+                path=str(manifest_path),
+            )
+        out.launches += [replace(la, defines=tuple(defines)) for la in launches]
         out.problems += [*manifest.get("problems", ()), *problems]
         out.command = out.command or str(manifest.get("command", ""))
     return out

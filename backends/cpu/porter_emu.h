@@ -63,10 +63,11 @@
 #define __shared__ static
 // A whole program (PORTER_PROGRAM, porter_runtime.h) is host and device code in one pass: the
 // device-pass macros stay undefined there, so `#ifdef __CUDA_ARCH__` host/device splits take the host
-// side, which every function can run on the CPU.
+// side, which every function can run on the CPU.  A kernel replayed from such a program's capture is
+// compiled the same way (PORTER_HOST_PASS), so it takes the paths the captured run took.
 #if defined(PORTER_HIP)
 #define __HIPCC__ 1
-#if !defined(PORTER_PROGRAM)
+#if !defined(PORTER_PROGRAM) && !defined(PORTER_HOST_PASS)
 #define __HIP_DEVICE_COMPILE__ 1
 #endif
 #else
@@ -74,7 +75,7 @@
 #if defined(PORTER_PROGRAM)
 #define __NVCC__ 1
 #endif
-#if !defined(__CUDA_ARCH__) && !defined(PORTER_PROGRAM)
+#if !defined(__CUDA_ARCH__) && !defined(PORTER_PROGRAM) && !defined(PORTER_HOST_PASS)
 #define __CUDA_ARCH__ 800
 #endif
 #endif
@@ -390,9 +391,10 @@ inline uint64_t compute_warp_result(Warp& w, int lane, lanemask_t group) {
     }
     if (op >= OP_SHFL_IDX && op <= OP_SHFL_XOR) {
         // A source lane that takes no part (exited, beyond the block's last wavefront, or calling with
-        // another mask).  64 lanes: AMD's ds_bpermute reads 0 from an inactive lane.  32 lanes: the
-        // caller's own value (CUDA leaves it undefined).
-        if (src < 0 || src >= 64 || !(group & lane_bit(src))) return PORTER_WARP_SIZE == 64 ? 0 : w.val[lane];
+        // another mask) reads 0.  64 lanes: AMD's ds_bpermute reads 0 from an inactive lane.  32 lanes:
+        // CUDA leaves it undefined, and NVIDIA GPUs read 0 there too, which code in the wild relies on
+        // (the CUDA samples' reduce7 sums a partial warp with a mask of the lanes that have a value).
+        if (src < 0 || src >= 64 || !(group & lane_bit(src))) return 0;
         return w.val[src];
     }
     uint64_t acc = 0;

@@ -232,6 +232,9 @@ class CpuProgramToolchain:
     backend = "cpu"
     family = "cpu-runtime"  # what --toolchains names it by, at every width
     runtime_header = "porter_runtime.h"  # what every C++ unit is compiled with force-included
+    # A program is host and device code in one pass, so __CUDA_ARCH__ / __HIP_DEVICE_COMPILE__ stay
+    # undefined in its kernels; a replay of its capture compiles them the same way (porter_emu.h).
+    replay_defines = ("PORTER_HOST_PASS",)
 
     def __init__(self, backend: Any, width: int = 0, languages: tuple[str, ...] = ("cuda", "hip")) -> None:
         """`width`: warps of that many lanes (``warpSize``, the device properties, ballots and shuffles)

@@ -444,6 +444,7 @@ def _replay(
         if isinstance(made, Refusal):
             pk.replays.append(KernelReplay("original", "", "not-replayable", made.reason, instance=name))
             continue
+        made = _as_captured(made, las[0].defines)
         on = run_devices(SOURCE_DIALECT)
         original = replaying.Original(made.variant, made.compile, tuple(on), timeout)
         built = functools.partial(build_replay, name, las, atomics, written, original)
@@ -483,6 +484,7 @@ def _replay(
             if isinstance(port, Refusal):
                 pk.replays.append(KernelReplay(target, "", "not-replayable", port.reason, instance=name))
                 continue
+            port = _as_captured(port, las[0].defines)
             # every device of the target, and its other wavefront widths where emulated (HIP: 64 lanes)
             devices = [
                 d
@@ -494,6 +496,16 @@ def _replay(
     for k in report.kernels:
         for row in k.replays:
             row.captured_on = captured_on.get(row.instance, "")
+
+
+def _as_captured(planned: PlannedVariant, defines: Sequence[str]) -> PlannedVariant:
+    """`planned` compiled with the macros of the build that captured its launches (the CPU runtime's one
+    host-and-device pass: ``PORTER_HOST_PASS``), so a kernel with ``#if __CUDA_ARCH__ >= 800`` takes the
+    branch the captured run took; every variant alike, so a port is judged against the same paths."""
+    extra = tuple(d for d in defines if d not in planned.compile.defines)
+    if not extra:
+        return planned
+    return replace(planned, compile=replace(planned.compile, defines=(*planned.compile.defines, *extra)))
 
 
 __all__ = ["build_replay", "kernel_of", "kernel_scan", "replay_program", "resolved_launches"]

@@ -631,7 +631,7 @@ class _Runner:
         if capturing and (scratch / "capture" / "launches").is_dir():
             finish(
                 scratch / "capture", shlex.join([f"./{name}", *argv]), n, exit_code, str(self.program.root),
-                build.device,
+                build.device, getattr(chain, "replay_defines", ()),
             )  # fmt: skip
             rec.capture = str(scratch / "capture")
             rec.capture_kind = device.kind if device is not None else ""

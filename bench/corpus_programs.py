@@ -57,24 +57,43 @@ def _runs(doc: dict[str, Any]) -> tuple[str, str]:
     return "; ".join(originals) or "-", "; ".join(ports) or "-"
 
 
+NOT_LAUNCHED = "none of the program's runs launched it"
+TOTALS: dict[str, list[int]] = {}  # column -> validated, failed, other, never launched (every program)
+
+
 def _replays(doc: dict[str, Any]) -> str:
-    """Per variant, how many kernels were validated / failed / not replayable from the capture."""
+    """Per variant, how many kernel instances were validated / failed / not replayable from the capture,
+    and how many of the not replayable ones no run launched (``+N unlaunched``)."""
     counts: dict[str, list[int]] = {}
     for k in doc.get("kernels", []):
-        seen: dict[str, str] = {}
+        seen: dict[tuple[str, str], tuple[str, str]] = {}
         for r in k.get("replays", []):
             column = r["variant"] + (" 64" if r.get("wavefront") == 64 else "")
             if column.startswith("opencl"):
                 column = "opencl"
-            status = r["status"]
-            # one verdict per kernel and column: a failure anywhere in it counts as failed
-            if seen.get(column) != "failed":
-                seen[column] = status
-        for column, status in seen.items():
-            c = counts.setdefault(column, [0, 0, 0])
-            c[0 if status == "validated" else 1 if status == "failed" else 2] += 1
+            key = (r.get("instance") or k.get("name", ""), column)
+            # one verdict per instance and column: a failure anywhere in it counts as failed
+            if seen.get(key, ("", ""))[0] != "failed":
+                seen[key] = (r["status"], r.get("reason", ""))
+        for (_instance, column), (status, reason) in seen.items():
+            c = counts.setdefault(column, [0, 0, 0, 0])
+            if status != "validated" and status != "failed" and NOT_LAUNCHED in reason:
+                c[3] += 1
+            else:
+                c[0 if status == "validated" else 1 if status == "failed" else 2] += 1
+    for column, c in counts.items():
+        TOTALS.setdefault(column, [0, 0, 0, 0])
+        TOTALS[column] = [a + b for a, b in zip(TOTALS[column], c, strict=True)]
     order = ["original", "hip", "hip 64", "opencl"]
-    return ", ".join(f"{c} {'/'.join(map(str, counts[c]))}" for c in order if c in counts) or "-"
+    return (
+        ", ".join(
+            f"{c} {'/'.join(map(str, counts[c][:3]))}"
+            + (f" +{counts[c][3]} unlaunched" if counts[c][3] else "")
+            for c in order
+            if c in counts
+        )
+        or "-"
+    )
 
 
 def main() -> int:
@@ -154,6 +173,16 @@ def main() -> int:
     )
     print("|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
+    print()
+    print(
+        "Kernel instances over every program (validated / failed / not replayable; never launched by a run):"
+    )
+    for column, (ok, bad, other, unlaunched) in TOTALS.items():
+        launched = ok + bad + other
+        share = f"{100 * ok / launched:.0f} %" if launched else "-"
+        print(
+            f"- {column}: {ok} / {bad} / {other} of {launched} launched ({share} validated); {unlaunched} never launched"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=1), encoding="utf-8")
     return 0

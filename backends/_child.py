@@ -400,8 +400,14 @@ class Launcher:
             raise Failed(
                 "load", f"backend {self.job.backend} cannot set module globals (__constant__ symbols)"
             )
+        bind = getattr(self.backend, "bind_texture", None)
         for name, value in self.job.symbols.items():
-            self.backend.set_symbol(self.program, name, np.ascontiguousarray(value))
+            if name not in self.job.textures:
+                self.backend.set_symbol(self.program, name, np.ascontiguousarray(value))
+            elif bind is None:
+                raise Failed("load", f"backend {self.job.backend} cannot bind texture references ({name})")
+            else:
+                bind(self.program, name, np.ascontiguousarray(value))
 
     def run_once(self, seed: int) -> list[np.ndarray]:
         args = self.device_args()

@@ -125,6 +125,9 @@ class Job:
     # Module globals set after load and before every run (and before the timed launches), through
     # the backend's `set_symbol(program, name, array)`: cudaMemcpyToSymbol of `__constant__` data.
     symbols: dict[str, np.ndarray] = field(default_factory=dict)
+    # Those of `symbols` that are texture references: bound to their array through the backend's
+    # `bind_texture(program, name, array)` instead.
+    textures: tuple[str, ...] = ()
     # Instead of one launch of `source`/`entry`: sequences of launches (args, grid, block unused), one
     # per input set, each from its own buffers; a run's outputs are every set's read-backs in order
     launches: tuple[Launches, ...] = ()

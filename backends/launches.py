@@ -134,6 +134,29 @@ def namespace_symbols(text: str) -> list[tuple[str, bool]]:
     return found
 
 
+_TEXTURE_DECL = re.compile(
+    r"^\s*(?:static\s+)?texture\s*<[^;{}]*>\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*$"
+)
+
+
+def namespace_textures(text: str) -> list[str]:
+    """The names of the texture references (``texture<T, 1, cudaReadModeElementType> tex;``) the file
+    defines at global scope, outside any ``#if`` block."""
+    if "texture" not in text:
+        return []
+    code, conditional = _global_code(text)
+    found: list[str] = []
+    for begin, end, ender in _global_statements(code):
+        stmt = code[begin:end]
+        if ender != ";" or "texture" not in stmt:
+            continue
+        m = _TEXTURE_DECL.match(stmt)
+        if m is None or code.count("\n", 0, begin + len(stmt) - len(stmt.lstrip())) in conditional:
+            continue
+        found += [n.strip() for n in m.group(1).split(",")]
+    return found
+
+
 def _global_code(text: str) -> tuple[str, set[int]]:
     """`text` with comments, strings and directives blanked, and its lines inside an ``#if``."""
     code = blank_comments_and_strings(text)
@@ -218,13 +241,21 @@ def _conditional_lines(code: str) -> set[int]:
 
 def register_symbols(text: str) -> str:
     """`text` with a registration of each of its global ``__constant__`` / ``__device__`` variables
-    appended (porter_capture.h: a launch's capture then holds their contents); lines kept."""
+    and texture references appended (porter_capture.h: a launch's capture then holds their contents,
+    a texture's being the memory bound to it); lines kept."""
     names = namespace_symbols(text) if "__constant__" in text or "__device__" in text else []
-    if not names:
+    textures = namespace_textures(text)
+    if not names and not textures:
         return text
     lines = [
         f"PORTER_REGISTER_SYMBOL({name}, {'true' if constant else 'false'});" for name, constant in names
     ]
+    if textures:  # a runtime whose texture references are memory it can read (porter's CPU runtime)
+        lines += [
+            "#ifdef PORTER_REGISTER_TEXTURE",
+            *(f"PORTER_REGISTER_TEXTURE({n});" for n in textures),
+            "#endif",
+        ]
     tail = "" if text.endswith("\n") else "\n"
     return text + tail + "#ifdef __cplusplus\n" + "\n".join(lines) + "\n#endif\n"
 

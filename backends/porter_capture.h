@@ -188,6 +188,7 @@ inline std::string hex_bytes(const void* p, size_t n) {
 struct CapturedAlloc {
     uintptr_t base;
     size_t bytes;
+    bool device = false;  // a symbol's bytes that are device memory (a texture's bound range)
 };
 
 // The program's __constant__ and __device__ variables at namespace scope: porter's rewrite registers
@@ -199,6 +200,10 @@ struct Symbol {
     std::string name, element, dtype;
     size_t element_bytes;
     bool constant;
+    // a texture reference (a runtime's PORTER_REGISTER_TEXTURE): what it is bound to at the launch, read
+    // through these (its contents are that device memory, not the variable's own bytes)
+    const void* const* bound = nullptr;
+    const size_t* bound_bytes = nullptr;
 };
 inline std::vector<Symbol>& symbols() {
     static std::vector<Symbol> s;
@@ -301,7 +306,8 @@ inline void snapshot(Capture& cap, const char* when) {
         const std::vector<CapturedAlloc>& v = kind[0] == 'a' ? cap.allocs : cap.syms;
         for (size_t i = 0; i < v.size(); ++i) {
             std::string path = cap.dir + "/" + array_name(cap, kind, i, when);
-            const void* bytes = capture_bytes(v[i].base, v[i].bytes, kind[0] == 's', scratch);
+            const void* bytes = v[i].bytes == 0 ? (const void*)""  // an unbound texture: no bytes
+                                                : capture_bytes(v[i].base, v[i].bytes, kind[0] == 's' && !v[i].device, scratch);
             if (bytes == nullptr)
                 fprintf(stderr, "porter capture: cannot read %s\n", path.c_str());
             else if (!write_file(path, bytes, v[i].bytes))
@@ -414,12 +420,22 @@ inline Capture* capture_begin(const char* what, const dim3& g, const dim3& b, si
     std::string syms = ",\"symbols\":[";
     for (size_t i = 0; i < symbols().size(); ++i) {
         const Symbol& y = symbols()[i];
-        cap->syms.push_back({(uintptr_t)y.addr, y.bytes});
-        cap->total += y.bytes;
+        uintptr_t base = (uintptr_t)y.addr;
+        size_t bytes = y.bytes;
+        if (y.bound != nullptr) {  // a texture: the memory bound to it now (none: unbound, or freed since)
+            base = (uintptr_t)*y.bound;
+            std::pair<uintptr_t, size_t> a = base ? allocation_of((const void*)base) : std::pair<uintptr_t, size_t>{0, 0};
+            size_t room = a.first ? (size_t)(a.first + a.second - base) : 0;
+            bytes = *y.bound_bytes < room ? *y.bound_bytes : room;
+            if (bytes == 0) base = 0;
+        }
+        cap->syms.push_back({base, bytes, y.bound != nullptr});
+        cap->total += bytes;
         syms += std::string(i ? "," : "") + "{\"name\":" + json_string(y.name) + ",\"element\":" +
                 json_string(y.element) + ",\"dtype\":" + json_string(y.dtype) +
-                ",\"element_bytes\":" + std::to_string(y.element_bytes) + ",\"bytes\":" + std::to_string(y.bytes) +
-                ",\"constant\":" + (y.constant ? "true" : "false") + ",\"before\":\"" +
+                ",\"element_bytes\":" + std::to_string(y.element_bytes) + ",\"bytes\":" + std::to_string(bytes) +
+                ",\"constant\":" + (y.constant ? "true" : "false") +
+                (y.bound != nullptr ? ",\"texture\":true" : "") + ",\"before\":\"" +
                 array_name(*cap, "s", i, "before") + "\",\"after\":\"" + array_name(*cap, "s", i, "after") + "\"}";
     }
     syms += "]";

@@ -285,6 +285,9 @@ class KernelSpec:
     # with cudaMemcpyToSymbol): inputs drawn per trial like `in` arguments; name is the symbol, shape
     # its element count(s).  Role is always IN.
     constants: tuple[ArgSpec, ...] = ()
+    # Those of `constants` that are texture references (a captured `texture<T, 1>`): bound to their
+    # array -- a pointer and a size, as cudaBindTexture does -- instead of copied into the symbol.
+    textures: tuple[str, ...] = ()
     # Size symbols the kernel itself holds at their program value (a #define its body uses, from the
     # file or a -D): never scaled for timing, or the arrays would not be the size the kernel works on.
     fixed: tuple[str, ...] = ()

@@ -243,6 +243,7 @@ class CpuProgram:
         self.seed = secrets.randbits(63)
         self.last_seed: int | None = None
         self._launches = 0
+        self._textures: dict[str, np.ndarray] = {}  # the memory each bound texture reads, kept while loaded
         facts = _dialect().facts
         self._max_threads = int(facts["max_threads_per_launch"])
         self._max_dyn = int(facts["max_dynamic_shared"])
@@ -337,6 +338,16 @@ class CpuProgram:
         """cudaMemcpyToSymbol: copy `value`'s bytes into the global `name` (size is the caller's)."""
         data = np.ascontiguousarray(value).tobytes()
         ctypes.memmove(self.symbol_address(name), data, len(data))
+
+    def bind_texture(self, name: str, value: np.ndarray) -> None:
+        """cudaBindTexture: the texture reference `name` reads a copy of `value`.  A texture reference --
+        porter_emu.h's ``texture<T, 1>`` and the HIP translation's ``porter_texref<T>`` alike -- begins
+        with the bound pointer and its size in bytes; a fetch past them reads zero."""
+        data = np.array(value, copy=True, order="C")
+        self._textures[name] = data
+        at = self.symbol_address(name)
+        ctypes.c_void_p.from_address(at).value = int(data.ctypes.data) if data.nbytes else None
+        ctypes.c_size_t.from_address(at + ctypes.sizeof(ctypes.c_void_p)).value = data.nbytes
 
     def get_symbol(self, name: str, dtype: Any, shape: Sequence[int]) -> np.ndarray:
         """cudaMemcpyFromSymbol: a copy of the global `name` viewed as dtype/shape."""
@@ -551,6 +562,10 @@ class CpuBackend(BackendBase):
             path = inc / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(f'#pragma once\n#include "{HEADER}"\n', encoding="utf-8")
+        for name in self.dialect.includes.get("blank", ()):  # OpenGL's: a call of it fails by name
+            path = inc / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("#pragma once\n", encoding="utf-8")
         for name in self.dialect.includes.get("half", ()):
             path = inc / name
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -619,6 +634,10 @@ class CpuBackend(BackendBase):
     def set_symbol(self, program: CpuProgram, name: str, value: np.ndarray | np.generic) -> None:
         """cudaMemcpyToSymbol on a loaded program: `value`'s bytes into its global `name`."""
         program.set_symbol(name, value)
+
+    def bind_texture(self, program: CpuProgram, name: str, value: np.ndarray) -> None:
+        """cudaBindTexture on a loaded program: its texture reference `name` reads a copy of `value`."""
+        program.bind_texture(name, value)
 
     def program_toolchains(self) -> tuple[Any, ...]:
         # and one per other width a language's GPUs run at, for the languages that run at it (dialect.toml

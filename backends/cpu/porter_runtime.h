@@ -122,7 +122,23 @@ inline const void* capture_bytes(uintptr_t addr, size_t, bool, std::vector<unsig
     return (const void*)addr;
 }
 inline const char* kernel_mangled_name(const void* fn) { return exported_symbol(fn); }
+
+// A texture reference (porter_emu.h) is captured as a read-only variable whose contents are the memory
+// bound to it at the launch (porter's rewrite registers each one at the end of the file declaring it).
+struct TextureReg {
+    template <class T, int dim, enum cudaTextureReadMode M>
+    TextureReg(texture<T, dim, M>& tex, const char* name) {
+        for (const Symbol& known : symbols())
+            if (known.addr == (const void*)&tex) return;  // a header's texture, registered by each unit
+        Symbol y{(const void*)&tex, 0, name, type_name<T>(), dtype_name<T>(), sizeof(T), true};
+        y.bound = &tex.porter_ptr;
+        y.bound_bytes = &tex.porter_bytes;
+        symbols().push_back(y);
+    }
+};
 }  // namespace porter_emu
+#define PORTER_REGISTER_TEXTURE(tex) \
+    static porter_emu::TextureReg PORTER_SYMBOL_CAT(porter_texture_, __COUNTER__)(tex, #tex)
 
 #define PORTER_DEDUCED_LAUNCH(...) __VA_ARGS__  // the rewrite's lambda calls a deduced kernel directly
 
@@ -347,6 +363,61 @@ template <class P, class T>
 static inline cudaError_t cudaGetSymbolAddress(P** p, const T& symbol) {
     *p = (P*)&symbol;
     return cudaSuccess;
+}
+
+// Texture references over linear memory (porter_emu.h): binding one records the device pointer and the
+// bytes from it that lie in its allocation.
+static inline cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w, cudaChannelFormatKind f) {
+    return cudaChannelFormatDesc{x, y, z, w, f};
+}
+template <class T>
+static inline cudaChannelFormatDesc cudaCreateChannelDesc() {
+    if constexpr (std::is_floating_point<T>::value)
+        return cudaChannelFormatDesc{(int)sizeof(T) * 8, 0, 0, 0, cudaChannelFormatKindFloat};
+    else if constexpr (std::is_signed<T>::value)
+        return cudaChannelFormatDesc{(int)sizeof(T) * 8, 0, 0, 0, cudaChannelFormatKindSigned};
+    else if constexpr (std::is_integral<T>::value)
+        return cudaChannelFormatDesc{(int)sizeof(T) * 8, 0, 0, 0, cudaChannelFormatKindUnsigned};
+    else
+        return cudaChannelFormatDesc{0, 0, 0, 0, cudaChannelFormatKindNone};
+}
+static inline cudaError_t cudaBindTexture(size_t* offset, const textureReference* tex, const void* p,
+                                          const cudaChannelFormatDesc* = nullptr, size_t bytes = ~(size_t)0) {
+    if (tex == nullptr) return porter_emu::note(cudaErrorInvalidTexture);
+    if (offset != nullptr) *offset = 0;
+    textureReference* t = const_cast<textureReference*>(tex);
+    if (p == nullptr) {
+        t->porter_ptr = nullptr;
+        t->porter_bytes = 0;
+        return cudaSuccess;
+    }
+    std::pair<uintptr_t, size_t> a = porter_emu::allocation_of(p);
+    if (a.first == 0) return porter_emu::note(cudaErrorInvalidValue);  // not device memory
+    size_t room = a.first + a.second - (uintptr_t)p;
+    t->porter_ptr = p;
+    t->porter_bytes = bytes < room ? bytes : room;
+    return cudaSuccess;
+}
+template <class T, int dim, enum cudaTextureReadMode M>
+static inline cudaError_t cudaBindTexture(size_t* offset, const texture<T, dim, M>& tex, const void* p,
+                                          const cudaChannelFormatDesc& desc, size_t bytes = ~(size_t)0) {
+    return cudaBindTexture(offset, &tex, p, &desc, bytes);
+}
+template <class T, int dim, enum cudaTextureReadMode M>
+static inline cudaError_t cudaBindTexture(size_t* offset, const texture<T, dim, M>& tex, const void* p,
+                                          size_t bytes = ~(size_t)0) {
+    return cudaBindTexture(offset, &tex, p, nullptr, bytes);
+}
+static inline cudaError_t cudaUnbindTexture(const textureReference* tex) {
+    if (tex == nullptr) return porter_emu::note(cudaErrorInvalidTexture);
+    textureReference* t = const_cast<textureReference*>(tex);
+    t->porter_ptr = nullptr;
+    t->porter_bytes = 0;
+    return cudaSuccess;
+}
+template <class T, int dim, enum cudaTextureReadMode M>
+static inline cudaError_t cudaUnbindTexture(const texture<T, dim, M>& tex) {
+    return cudaUnbindTexture(&tex);
 }
 
 // --------------------------------------------------------------------------- streams and events

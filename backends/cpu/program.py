@@ -160,7 +160,20 @@ RUNTIME_HEADERS = tuple(
 )
 
 
-def write_runtime_headers(inc: Path, stubs: Iterable[str], refusing: Mapping[str, str] | None = None) -> None:
+def write_blank_headers(inc: Path, names: Iterable[str]) -> None:
+    """An empty header for each of `names` (dialect.toml ``[includes] blank``: OpenGL's), in `inc`."""
+    for name in names:
+        path = inc / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            "#pragma once\n// porter: answered empty (a call of what it declares is refused by name)\n",
+            encoding="utf-8",
+        )
+
+
+def write_runtime_headers(
+    inc: Path, stubs: Iterable[str], refusing: Mapping[str, str] | None = None, blank: Iterable[str] = ()
+) -> None:
     """porter's headers and a stub for every CUDA/HIP header a program may include, in `inc`."""
     inc.mkdir(parents=True, exist_ok=True)
     for path in RUNTIME_HEADERS:
@@ -174,6 +187,7 @@ def write_runtime_headers(inc: Path, stubs: Iterable[str], refusing: Mapping[str
             '#pragma once\n#ifdef __cplusplus\n#include "porter_runtime.h"\n#else\n#include "porter_runtime_c.h"\n#endif\n',
             encoding="utf-8",
         )
+    write_blank_headers(inc, blank)
     for name, what in (refusing or {}).items():  # a program including one stops with its construct
         path = inc / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -300,7 +314,10 @@ class CpuProgramToolchain:
         facts = self._backend.dialect
         program_facts = _runtime_data()["program"]
         write_runtime_headers(
-            inc, [*facts.includes["stub"], *program_facts.get("stub", ())], refused_headers(facts)
+            inc,
+            [*facts.includes["stub"], *program_facts.get("stub", ())],
+            refused_headers(facts),
+            facts.includes.get("blank", ()),
         )
 
     def link_libs(self) -> list[str]:
@@ -562,5 +579,6 @@ __all__ = [
     "active_refusal",
     "refused_headers",
     "runtime_data_header",
+    "write_blank_headers",
     "write_runtime_headers",
 ]

@@ -83,14 +83,15 @@ def check_emulable(
 _DEVICE_QUALIFIER = re.compile(r"\b(__device__|__global__)\b")
 
 
-def host_function_bodies(blanked: str) -> list[tuple[int, int]]:
+def host_function_bodies(blanked: str, heads: bool = False) -> list[tuple[int, int]]:
     """The bodies (``{`` to ``}``) of the functions `blanked` defines -- at namespace scope or in a class
-    -- whose declaration says neither ``__device__`` nor ``__global__``: host code."""
+    -- whose declaration says neither ``__device__`` nor ``__global__``: host code.  ``heads``: from the
+    start of each one's declaration (its return and parameter types are host code too)."""
     bodies = []
     for start, end in _function_scopes(blanked):
-        head = blanked[max(blanked.rfind(c, 0, start) for c in ";{}") + 1 : start]
-        if not _DEVICE_QUALIFIER.search(head):
-            bodies.append((start, end))
+        head_at = max(blanked.rfind(c, 0, start) for c in ";{}") + 1
+        if not _DEVICE_QUALIFIER.search(blanked[head_at:start]):
+            bodies.append((head_at if heads else start, end))
     return bodies
 
 
@@ -115,7 +116,7 @@ def _check(
                     _check(text, dialect, include_dirs, path.name, seen, in_header=True)
                     break
     blanked = _unused_macros_blanked(blank_comments_and_strings(source))
-    host = host_function_bodies(blanked) if in_header else []
+    host = host_function_bodies(blanked, heads=True) if in_header else []
     hits = []
     for rule in dialect.refuse:
         for m in re.finditer(rule["pattern"], blanked):

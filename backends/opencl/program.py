@@ -24,7 +24,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from porter.backends.cpu.program import CpuProgramToolchain, refused_headers, runtime_data_header
+from porter.backends.cpu.program import (
+    CpuProgramToolchain,
+    refused_headers,
+    runtime_data_header,
+    write_blank_headers,
+)
 from porter.backends.hip.names import NAMES_HEADER, hip_names_header
 from porter.backends.opencl.host import untranslatable
 from porter.backends.programs import BuiltProgram, ProgramSource
@@ -150,6 +155,7 @@ class OpenclProgramToolchain(CpuProgramToolchain):
                 "#endif\n",
                 encoding="utf-8",
             )
+        write_blank_headers(inc, facts.includes.get("blank", ()))  # OpenGL's
         for name, what in refused_headers(facts).items():
             path = inc / name
             path.parent.mkdir(parents=True, exist_ok=True)

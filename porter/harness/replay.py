@@ -569,6 +569,7 @@ def _assemble(
             *notes,
         ),
         constants=constants,
+        textures=tuple(y.name for y in first.symbols if y.texture),
     )
     instances = [Instance.given(spec, *g) for g in given]
     # visible launches first, then the held-back ones (the validator's order for hidden sizes)

@@ -305,6 +305,7 @@ def make_job(
         # A backend without module globals (OpenCL) receives __constant__ data as added arguments
         # (extra_args); the others as module globals.
         symbols=dict(inst.constants) if _sets_symbols(backend) else {},
+        textures=tuple(n for n in spec.textures if n in inst.constants),
         names={str(p): (spec.args[i].name, inst.length(i)) for i, p in zip(arrays, positions, strict=True)},
     )
     return job, arrays

@@ -573,3 +573,51 @@ def test_a_compile_error_in_a_preprocessed_unit_names_the_users_line(tmp_path: P
     assert not built.ok and not built.refused
     assert "main.cu:8:" in built.log and "undeclared_thing" in built.log, built.log
     assert str(tmp_path / "out") not in built.log
+
+
+@compiles
+def test_a_program_that_only_includes_opengl_builds_and_its_texture_reference_reads_the_bound_memory(
+    tmp_path: Path,
+) -> None:
+    built = built_ok(build(PROGRAMS / "texture_reference", tmp_path / "build"))
+    proc = run(next(iter(built.executables.values())), tmp_path / "run")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[-1] == "PASS"  # in range: the bound weights; past it: zero
+
+
+@compiles
+def test_a_program_calling_opengl_is_refused_naming_opengl_and_the_line(tmp_path: Path) -> None:
+    tree = write_program(
+        tmp_path / "src",
+        {
+            "main.cu": (
+                "#include <GL/glut.h>\n#include <cuda_runtime.h>\n\n"
+                "int main(int argc, char** argv) {\n"
+                "    glutInit(&argc, argv);\n"
+                "    return 0;\n"
+                "}\n"
+            )
+        },
+    )
+    built = build(tree, tmp_path / "build")
+    assert not built.ok and built.refused
+    assert built.reason == "cannot emulate: OpenGL (glutInit, main.cu line 5)", built.reason
+
+
+@compiles
+def test_a_2d_texture_reference_is_still_refused_with_its_line(tmp_path: Path) -> None:
+    tree = write_program(
+        tmp_path / "src",
+        {
+            "main.cu": (
+                "#include <cuda_runtime.h>\n"
+                "texture<float, 2, cudaReadModeElementType> img;\n"
+                "__global__ void k(float* o) { o[0] = tex2D(img, 0.5f, 0.5f); }\n"
+                "int main() { return 0; }\n"
+            )
+        },
+    )
+    built = build(tree, tmp_path / "build")
+    assert not built.ok and built.refused
+    assert built.reason.startswith("cannot emulate: 2-D, 3-D and layered texture references"), built.reason
+    assert "main.cu line 2" in built.reason

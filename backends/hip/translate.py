@@ -25,9 +25,12 @@ What is translated:
   ``warpSize`` is kept (64 on AMD at run time).
 * ``cub::`` -> ``hipcub::``, ``__CUDACC__`` -> ``__HIPCC__``, ``defined(__CUDA_ARCH__)`` ->
   ``defined(__HIP_DEVICE_COMPILE__)``.
+* 1-D texture references over linear memory -> a ``__device__`` pointer and size, bound by
+  ``hipMemcpyToSymbol`` and read by a guarded plain load (:mod:`porter.backends.hip.texrefs`; 2-D/3-D
+  ones, normalized-float reads and filtering stay errors with their line).
 
 Everything else is a :class:`~porter.model.Diagnostic` with file:line, construct and reason:
-unsupported names (texture references, removed launch API ...), CUDA-looking identifiers the
+unsupported names (surface references, the texture API beyond 1-D references, removed launch API ...), CUDA-looking identifiers the
 tables do not map (unless the file or its local headers define them), cooperative groups, libcu++,
 numeric ``__CUDA_ARCH__`` checks, and the scanner's hazards (warp-size assumptions always; inline
 PTX and dynamic parallelism as errors).  An ERROR inside a kernel (or in a device function it
@@ -47,6 +50,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from porter.backends.hip.texrefs import rewrite_textures
 from porter.grammars import parse
 
 from porter.errors import UsageError
@@ -119,8 +123,8 @@ class HipTables:
     """``backends/hip/cuda2hip.toml``, indexed."""
 
     headers: dict[str, str]
-    # header -> (what in a file uses it, why HIP has no counterpart)
-    no_counterpart: dict[str, tuple[re.Pattern[str], str]]
+    # header -> (what in a file uses it, why HIP has no counterpart, the severity of keeping a used one)
+    no_counterpart: dict[str, tuple[re.Pattern[str], str, Severity]]
     renames: dict[str, str]
     groups: dict[str, dict[str, str]]  # group -> its renames (for tests and docs)
     notes: dict[str, Note]
@@ -197,7 +201,7 @@ def hip_tables() -> HipTables:
     return HipTables(
         headers=headers,
         no_counterpart={
-            name: (re.compile(entry["uses"]), entry["reason"])
+            name: (re.compile(entry["uses"]), entry["reason"], Severity(entry.get("used", "error")))
             for name, entry in raw.get("headers_without_counterpart", {}).items()
         },
         renames=renames,
@@ -640,9 +644,10 @@ def _include(state: _State, node) -> None:
     t = hip_tables()
     missing = t.no_counterpart.get(name)
     if missing is not None:
-        uses, reason = missing
-        if uses.search(state.src.decode("utf-8", "surrogateescape")):
-            _diag(state, node.start_byte, raw, f"{reason}: kept; the file uses it", Severity.ERROR)
+        uses, reason, used = missing
+        code = re.sub(r"(?m)^[ \t]*#[ \t]*include\b.*$", "", state.src.decode("utf-8", "surrogateescape"))
+        if uses.search(code):  # (its #include lines name headers, not what they declare)
+            _diag(state, node.start_byte, raw, f"{reason}: kept; the file uses it", used)
         else:
             state.edits.append(
                 Edit(node.start_byte, path_node.end_byte, f"// porter: #include {raw} dropped")
@@ -826,6 +831,15 @@ def _translate_to_hip(
     root = parse("cuda", src).root_node
     macros = _macro_ranges(state, root)
     macro_starts = [r[0] for r in macros]
+    textures = rewrite_textures(src, root, state.line_starts)  # texture references -> plain loads
+    for start, end, text in textures.edits:
+        state.edits.append(Edit(start, end, text))
+    for span in textures.handled:
+        insort(state.deleted, span)
+    for offset, construct, why, severity in textures.diagnostics:
+        _diag(state, offset, construct, why, severity)
+    if textures.names or textures.diagnostics:
+        state.uses_cuda = True
 
     for m in t.hits.finditer(src):
         start, end = m.start(), m.end()
@@ -859,6 +873,9 @@ def _translate_to_hip(
             continue
         parent = node.parent
         ptype = parent.type if parent is not None else ""
+        if name == "tex1Dfetch" and ptype == "template_function":
+            state.uses_cuda = True  # a texture object's fetch, tex1Dfetch<T>(obj, i): HIP has it
+            continue
         defined_check = ptype in ("preproc_defined",) or (
             ptype in ("preproc_ifdef", "preproc_elifdef")
             and parent is not None

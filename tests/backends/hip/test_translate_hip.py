@@ -229,17 +229,55 @@ def test_user_defined_cuda_prefixed_names_are_not_reported(tmp_path: Path) -> No
     ]
 
 
-def test_texture_reference_is_an_error_and_blocks_the_kernel() -> None:
+def test_a_1d_texture_reference_becomes_a_pointer_and_a_size_with_lines_kept() -> None:
     src = (SAMPLES / "legacy_texture.cu").read_text()
     tr = translate_to_hip(src, str(SAMPLES / "legacy_texture.cu"))
-    assert _only(tr, "texture").severity == Severity.ERROR
-    assert _only(tr, "texture").line == 14
-    assert _only(tr, "cudaBindTexture").severity == Severity.ERROR
-    assert "tex1Dfetch" in _kernel(tr, "scale_tex").untranslatable
+    decl = _only(tr, "texture<float, 1, cudaReadModeElementType>")
+    assert (decl.line, decl.severity) == (14, Severity.INFO)
+    assert _only(tr, "cudaBindTexture").severity == Severity.INFO
+    assert _kernel(tr, "scale_tex").untranslatable == ()
     assert _kernel(tr, "saxpy_plain").untranslatable == ()
+    lines = tr.text.splitlines()
+    at = lines.index("__device__ porter_texref<float> tex_in;")
+    assert lines[at - 1] == "#line 14"  # the helpers sit on lines of their own; line numbers hold
+    assert "out[i] = alpha * porter_tex1Dfetch(tex_in, i);" in tr.text
+    assert "porter_bind_texture(" in tr.text and "porter_unbind_texture(tex_in)" in tr.text
     removed = _only(tr, "cudaThreadSynchronize")
     assert removed.severity == Severity.INFO and "hipDeviceSynchronize();" not in src
     assert "CUDA_CHECK(hipDeviceSynchronize());" in tr.text
+
+
+def test_texture_references_a_plain_load_cannot_express_stay_errors_with_their_lines() -> None:
+    src = (
+        "texture<float, 2, cudaReadModeElementType> img;\n"
+        "texture<unsigned char, 1, cudaReadModeNormalizedFloat> bytes;\n"
+        "texture<float, 1, cudaReadModeElementType> ok;\n"
+        "__global__ void k(float* o) { o[0] = tex2D(img, 0.5f, 0.5f) + tex1Dfetch(ok, 0); }\n"
+        "void setup() { ok.filterMode = cudaFilterModeLinear; }\n"
+    )
+    tr = translate_to_hip(src, "t.cu")
+    errors = {(d.line, d.construct) for d in tr.diagnostics if d.severity == Severity.ERROR}
+    assert (1, "texture") in errors and (2, "texture") in errors  # 2-D; normalized-float reads
+    assert (5, "ok.filterMode = cudaFilterModeLinear") in errors  # filtering
+    two_d = next(d for d in tr.diagnostics if d.line == 1 and d.construct == "texture")
+    assert "2-D texture reference" in two_d.reason
+    assert "img" in _kernel(tr, "k").untranslatable  # the kernel reading it is not translated
+    assert "__device__ porter_texref<float> ok;" in tr.text  # the 1-D one is still translated
+    assert "texture<float, 2, cudaReadModeElementType> img;" in tr.text  # kept as written
+
+
+def test_a_texture_objects_fetch_is_hips_own() -> None:
+    src = "__global__ void k(cudaTextureObject_t t, float* o) { o[0] = tex1Dfetch<float>(t, 0); }\n"
+    tr = translate_to_hip(src, "t.cu")
+    assert "tex1Dfetch<float>(t, 0)" in tr.text and "porter_tex1Dfetch" not in tr.text
+
+
+def test_opengl_headers_a_file_does_not_use_are_dropped_and_kept_when_it_does() -> None:
+    unused = translate_to_hip("#include <GL/glut.h>\n__global__ void k(float* a) { a[0] = 1; }\n", "u.cu")
+    assert "// porter: #include <GL/glut.h> dropped" in unused.text
+    used = translate_to_hip("#include <GL/glut.h>\nvoid draw() { glutSwapBuffers(); }\n", "g.cu")
+    assert "#include <GL/glut.h>" in used.text
+    assert _only(used, "<GL/glut.h>").severity == Severity.INFO
 
 
 def test_a_variable_named_texture_is_not_a_texture_reference() -> None:

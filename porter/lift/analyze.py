@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from porter.lift import deps
 from porter.lift import kernels as K
 from porter.lift.emit import (
     DTYPE_NAMES,
@@ -74,9 +76,11 @@ def analyze(
         for n in module.body
         if isinstance(n, (ast.Import, ast.ImportFrom))
     )
+    constants = _module_constants(module)
     lifted: list[Lifted] = []
     refused: list[Refusal] = []
     for fn in functions:
+        fn = _plain(fn, constants)
         if fn.name.startswith("_") and only is None:
             continue  # a helper (_check, __main__ logic): not a function the file offers
         try:
@@ -194,6 +198,8 @@ class _Function:
         self.count = 0
         self.returns = ""
         self.index_bounds: dict[str, str] = {}
+        self.fixed: list[ast.For] = []  # sequential loops run on the host around the nest being lifted
+        self.transforming = False  # lifting a nest a transformation made: no further transformation
 
     # ------------------------------------------------------------------ entry
 
@@ -735,6 +741,165 @@ class _Function:
     # ------------------------------------------------------------------ loops
 
     def _for(self, s: ast.For) -> None:
+        """A loop nest: as it is written when its pattern allows; else, where the exact dependences
+        prove it legal, distributed (a nest per statement, a reduction loop moved inside), or run as a
+        sequential loop on the host around the parallel nests of its body (a kernel per nest per step)."""
+        saved = self._save()
+        try:
+            self._nest_as_written(s)
+            return
+        except Unliftable as err:
+            if self.transforming:
+                raise
+            first = err
+        tried: list[Unliftable] = []
+        for strategy in (self._distributed, self._sequential):
+            self._load(saved)
+            try:
+                strategy(s)
+                return
+            except Unliftable as err:
+                tried.append(err)
+        self._load(saved)
+        sequential = tried[-1]
+        try:
+            model = self._nest([s])
+        except deps.NonAffine:
+            raise first from None
+        var = range_of(s)[0]
+        exact = sequential.reason.startswith(("loop-carried dependence: ", "dependence: "))
+        if not model.parallel(var) and getattr(sequential, "step", False) and exact:
+            raise Unliftable(
+                sequential.line,
+                f"{var} runs in order (sequential in {var}); at each {var}: {sequential.reason}",
+            ) from None
+        raise first
+
+    def _save(self) -> tuple[Any, ...]:
+        return copy.copy(
+            (dict(self.arrays), {k: list(v) for k, v in self.shapes.items()}, dict(self.host),
+             dict(self.host_expr), dict(self.device), list(self.params), list(self.locals),
+             _Out(*(list(getattr(self.out, f)) for f in ("steps", "kernels", "temporaries", "patterns", "reorders", "notes"))),
+             self.count, self.returns, dict(self.index_bounds))
+        )  # fmt: skip
+
+    def _load(self, state: tuple[Any, ...]) -> None:
+        (arrays, shapes, host, host_expr, device, params, locals_, out, count, returns, bounds) = state
+        self.arrays, self.shapes, self.host, self.host_expr = (
+            dict(arrays),
+            copy.deepcopy(shapes),
+            dict(host),
+            dict(host_expr),
+        )
+        self.device, self.params, self.locals = dict(device), list(params), list(locals_)
+        self.out = _Out(
+            *(
+                list(getattr(out, f))
+                for f in ("steps", "kernels", "temporaries", "patterns", "reorders", "notes")
+            )
+        )
+        self.count, self.returns, self.index_bounds = count, returns, dict(bounds)  # fmt: skip
+
+    def _nest(self, body: Sequence[ast.stmt], around: Sequence[ast.For] = ()) -> deps.Nest:
+        """The exact model of `body`, the host's integers as parameters (`around`: loops of an enclosing
+        kernel, their variables fixed there, in their ranges); raises deps.NonAffine."""
+        params: dict[str, bool] = {}
+        for name, t in self.host.items():
+            if t.is_int:
+                expr = self.host_expr.get(name, "")
+                params[name] = ".shape[" in expr or expr.endswith(".size")
+        return deps.Nest(body, self.arrays, params, fixed=[*self.fixed, *around])
+
+    def _distributed(self, s: ast.For) -> None:
+        """Each statement of the nest in a nest of its own, in order, the loops its written element
+        names outside the others (a reduction loop moved inside) -- when the dependences allow both."""
+        try:
+            model = self._nest([s])
+        except deps.NonAffine as err:
+            raise Unliftable(err.line, err.reason) from None
+        if len(model.statements) < 2 and all(
+            [lp.var for lp in st.loops] == self._write_first(st) for st in model.statements
+        ):
+            raise Unliftable(s.lineno, "nothing to distribute or interchange")
+        bad = model.distribution_violation()
+        if bad is not None:
+            raise Unliftable(bad.target.line, "not distributable: " + model.explain(bad))
+        for st in model.statements:
+            if any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) for n in ast.walk(st.node)):
+                raise Unliftable(
+                    st.node.lineno, f"{st.target}: a scalar carries a value between the nest's statements"
+                )
+        nodes = {id(n): n for n in ast.walk(s) if isinstance(n, ast.For)}
+        nests: list[ast.For] = []
+        for st in model.statements:
+            loops = [nodes[lp.node_id] for lp in st.loops]
+            order = self._write_first(st)
+            if order != [lp.var for lp in st.loops] and self._interchangeable(model, st, loops, order):
+                byvar = {range_of(x)[0]: x for x in loops}
+                loops = [byvar[v] for v in order]
+            nests.append(_wrap(loops, [_copy(st.node)])[0])  # type: ignore[arg-type]
+        self.transforming = True
+        try:
+            for nest in nests:
+                self._for(nest)
+        finally:
+            self.transforming = False
+        self.out.notes.append(
+            f"line {s.lineno}: the nest is distributed into {len(nests)} nests (legal by its exact dependences)"
+        )
+
+    def _write_first(self, st: deps.Statement) -> list[str]:
+        """The statement's loops, those its written element names first (in their order), then the rest."""
+        names = [lp.var for lp in st.loops]
+        written = next((a for a in st.accesses if a.write), None)
+        if written is None:
+            return names
+        node = st.node
+        index: list[ast.expr] = []
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []  # fmt: skip
+        for tg in targets:
+            if isinstance(tg, ast.Subscript):
+                index = _subscript_parts(tg)[1]
+                break
+        inside = {n.id for e in index for n in ast.walk(e) if isinstance(n, ast.Name)}
+        return [v for v in names if v in inside] + [v for v in names if v not in inside]
+
+    def _interchangeable(
+        self, model: deps.Nest, st: deps.Statement, loops: list[ast.For], order: list[str]
+    ) -> bool:
+        """Loops of one statement reordered: its own dependences stay forward, and no loop's bounds name a
+        loop that would run inside it."""
+        if model.interchange_violation(st.index, order) is not None:
+            return False
+        byvar = {range_of(x)[0]: x for x in loops}
+        for k, v in enumerate(order):
+            inner = set(order[k + 1 :])
+            if any(isinstance(n, ast.Name) and n.id in inner for n in ast.walk(byvar[v].iter)):
+                return False
+        return True
+
+    def _sequential(self, s: ast.For) -> None:
+        """The loop runs on the host, in order, around the nests of its body: each nest judged (and
+        launched) at each of its steps, with the loop's variable a parameter."""
+        if not any(isinstance(x, ast.For) for x in s.body):
+            raise Unliftable(s.lineno, "no nest inside the loop to run per step")
+        if self.fixed:
+            raise Unliftable(s.lineno, "a sequential loop inside a sequential loop")
+        if not self._time_steps(s, indexed=True):
+            raise Unliftable(s.lineno, "the loop's body holds statements that do not run as kernels per step")
+        self.fixed.append(s)
+        try:
+            self._repeat(s)
+        except Unliftable as err:
+            err.step = True  # type: ignore[attr-defined]
+            raise
+        finally:
+            self.fixed.pop()
+        self.out.notes.append(
+            f"line {s.lineno}: {range_of(s)[0]} runs on the host, a launch per nest per step"
+        )
+
+    def _nest_as_written(self, s: ast.For) -> None:
         chain = [s]
         while len(chain[-1].body) == 1 and isinstance(chain[-1].body[0], ast.For):
             chain.append(chain[-1].body[0])
@@ -751,9 +916,9 @@ class _Function:
             return
         self._flat(chain, inner)
 
-    def _time_steps(self, s: ast.For) -> bool:
+    def _time_steps(self, s: ast.For, indexed: bool = False) -> bool:
         """A sequential loop around parallel nests: its body is loops (and swaps, and resets of
-        accumulators), and its variable indexes nothing."""
+        accumulators), and its variable indexes nothing (`indexed`: it may)."""
         var = range_of(s)[0]
         if not any(isinstance(x, ast.For) for x in s.body):
             return False
@@ -763,6 +928,8 @@ class _Function:
             if isinstance(x, ast.Assign) and len(x.targets) == 1 and isinstance(x.targets[0], ast.Name):
                 continue
             return False
+        if indexed:
+            return True
         for n in ast.walk(s):
             if isinstance(n, ast.Subscript):
                 sl = n.slice
@@ -870,7 +1037,7 @@ class _Function:
         if reduce_into:
             self._reduce_into(chain, body, reduce_into)
             return
-        self._dependences(body, writes, vars_, atomic)
+        self._dependences(body, writes, vars_, atomic, chain, min(rect, 3))
         self._parallel(chain, rect, body, atomic)
 
     def _outer_prefix(self, present: set[str], vars_: list[str]) -> bool:
@@ -902,9 +1069,34 @@ class _Function:
 
     # ------------------------------------------------------------------ dependences
 
+    def _exact(
+        self, chain: Sequence[ast.For], body: list[ast.stmt], band: Sequence[str]
+    ) -> deps.NonAffine | None:
+        """Judge the `band` loops of the nest by its exact dependences: raise the first one they carry;
+        None when none; the reason when the nest is not affine (the caller's conservative rule decides)."""
+        try:
+            model = self._nest(_wrap(chain, body))
+            bad = model.band_violation(band)
+        except deps.NonAffine as err:
+            return err
+        if bad is not None:
+            raise Unliftable(bad.target.line, model.explain(bad))
+        return None
+
     def _dependences(self, body: list[ast.stmt], writes: list[tuple[str, list[ast.expr], int, bool]],
-                     vars_: list[str], atomic: set[str]) -> None:  # fmt: skip
-        """Reads of an array the nest writes must be of the element the same iteration writes."""
+                     vars_: list[str], atomic: set[str], chain: Sequence[ast.For] = (), n_band: int = 0) -> None:  # fmt: skip
+        """Reads of an array the nest writes: exact, by the dependences the parallel loops carry, when the
+        nest is affine; else they must be of the element the same iteration writes (the conservative rule)."""
+        if n_band and not atomic:
+            why = self._exact(chain, body, [range_of(x)[0] for x in chain[:n_band]])
+            if why is None:
+                self._carried_scalars(body, vars_)
+                return
+            try:
+                self._dependences(body, writes, vars_, atomic)
+            except Unliftable as err:
+                raise Unliftable(err.line, f"{err.reason} -- {why.reason}") from None
+            return
         written: dict[str, tuple[tuple[str, ...], int]] = {}
         for array, index, line, _ in writes:
             key = tuple(ast.unparse(i) for i in index)
@@ -1115,10 +1307,28 @@ class _Function:
         for made in (load, store, element, *ast.walk(load), *ast.walk(store)):
             ast.copy_location(made, reducing)
         ast.fix_missing_locations(loop)
-        self._rows(chain[:n_outer], [load, loop, store], synthetic=True)
+        why = self._exact(chain, body, vars_[:n_outer])
+        rows: list[ast.stmt] = [load, loop, store]
+        n_rect = self._rectangular(chain[:n_outer])
+        if 0 < n_rect < n_outer:
+            # a triangular element loop (``for j in range(i + 1)``): its threads stride over it inside
+            # the block of each rectangular outer iteration, each reducing its own element in order
+            rows = _wrap(chain[n_rect:n_outer], rows)
+            self.out.notes.append(
+                f"line {chain[n_rect].lineno}: a triangular loop, strided by the threads of each row"
+            )
+            n_outer = n_rect
+        self._rows(chain[:n_outer], rows, synthetic=True, judged=(why,))
 
-    def _rows(self, chain: list[ast.For], body: list[ast.stmt], synthetic: bool = False) -> None:
-        """A map over `chain` whose body holds inner loops: a block per outer iteration."""
+    def _rows(
+        self,
+        chain: list[ast.For],
+        body: list[ast.stmt],
+        synthetic: bool = False,
+        judged: tuple[deps.NonAffine | None] | None = None,
+    ) -> None:
+        """A map over `chain` whose body holds inner loops: a block per outer iteration.  `judged`: the
+        caller judged the outer loops by the exact dependences of the nest as written (the result)."""
         rect = self._rectangular(chain)
         if rect < len(chain):
             raise Unliftable(
@@ -1147,7 +1357,7 @@ class _Function:
                 if len({a for a, _ in accs}) != len(accs):
                     raise Unliftable(s.lineno, "an accumulator with two operators")
                 inner_var = range_of(s)[0]
-                self._inner_independent(s, outer_vars + [inner_var], [a for a, _ in accs])
+                self._inner_independent(s, outer_vars + [inner_var], [a for a, _ in accs], chain)
                 segments.append(K.Segment((), s, tuple(accs)))
                 for target, _, _ in _all_assignments(s.body):
                     if (
@@ -1173,7 +1383,12 @@ class _Function:
                     line,
                     f"{array}[{', '.join(ast.unparse(i) for i in index)}] is not an element of its own outer iteration",
                 )
-        self._row_dependences(body)
+        why = judged[0] if judged is not None else self._exact(chain, body, outer_vars) if chain else None
+        if why is not None or not chain:
+            try:
+                self._row_dependences(body)
+            except Unliftable as err:
+                raise Unliftable(err.line, f"{err.reason} -- {why.reason}" if why else err.reason) from None
         loops = list(reversed([K.ploop(x) for x in chain]))
         scope = self._scope()
         built = K.rows(
@@ -1206,7 +1421,9 @@ class _Function:
                     f"other iterations write ({mine}); not a reduction within one iteration",
                 )
 
-    def _inner_independent(self, loop: ast.For, vars_: list[str], accs: list[str]) -> None:
+    def _inner_independent(
+        self, loop: ast.For, vars_: list[str], accs: list[str], around: Sequence[ast.For] = ()
+    ) -> None:
         writes = _writes(loop.body)
         inner = vars_[-1]
         for array, index, line, _ in writes:
@@ -1217,7 +1434,18 @@ class _Function:
                     line,
                     f"{array}[{', '.join(ast.unparse(i) for i in index)}] is written by several iterations of the inner loop",
                 )
-        self._dependences_inner(loop.body, writes)
+        try:
+            model = self._nest([loop], around)
+            bad = next((d for d in model.dependences if inner in d.carried), None)
+        except deps.NonAffine as err:
+            try:
+                self._dependences_inner(loop.body, writes)
+            except Unliftable as e:
+                raise Unliftable(e.line, f"{e.reason} -- {err.reason}") from None
+            bad = None
+        else:
+            if bad is not None:
+                raise Unliftable(bad.target.line, model.explain(bad))
         self._carried_scalars_except(loop.body, accs)
 
     def _dependences_inner(
@@ -1314,6 +1542,98 @@ class _Function:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _module_constants(module: ast.Module) -> dict[str, ast.expr]:
+    """Module-level names bound once to a number (``SHIFT = 4.0``) or to a NumPy scalar type
+    (``DATA_TYPE = np.float64``): what a function's use of them means."""
+    found: dict[str, ast.expr] = {}
+    bound: dict[str, int] = {}
+    for s in module.body:
+        for n in ast.walk(s):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                bound[n.id] = bound.get(n.id, 0) + 1
+    for s in module.body:
+        if not (isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None):
+            continue
+        targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+        if len(targets) != 1 or not isinstance(targets[0], ast.Name) or bound.get(targets[0].id) != 1:
+            continue
+        v = s.value
+        number = isinstance(v, ast.Constant) and type(v.value) in (int, float)
+        number = number or (
+            isinstance(v, ast.UnaryOp)
+            and isinstance(v.op, ast.USub)
+            and isinstance(v.operand, ast.Constant)
+            and type(v.operand.value) in (int, float)
+        )
+        dtype = (
+            isinstance(v, ast.Attribute)
+            and isinstance(v.value, ast.Name)
+            and v.value.id in NUMPY
+            and v.attr in DTYPE_NAMES
+        )
+        if number or dtype:
+            found[targets[0].id] = v
+    return found
+
+
+class _Plain(ast.NodeTransformer):
+    """The Python people write, in the forms the analysis reads: a module constant or dtype alias by its
+    value, and a chained assignment ``a = b = v`` (whose value reads none of its targets) as one
+    assignment per target."""
+
+    def __init__(self, constants: Mapping[str, ast.expr]):
+        self.constants = constants
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if isinstance(node.ctx, ast.Load) and node.id in self.constants:
+            made = copy.deepcopy(self.constants[node.id])
+            for m in ast.walk(made):
+                ast.copy_location(m, node)
+            return made
+        return node
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST | list[ast.AST]:
+        self.generic_visit(node)
+        if len(node.targets) < 2:
+            return node
+        names = {tg.id for tg in node.targets if isinstance(tg, ast.Name)}
+        names |= {_subscript_parts(tg)[0] or "" for tg in node.targets if isinstance(tg, ast.Subscript)}
+        if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node.value)):
+            return node  # the value reads a target: left for the translator to refuse
+        if any(isinstance(n, ast.Call) for n in ast.walk(node.value)) and not all(
+            _callee(c.func)[0] in ("math", *NUMPY)
+            or _callee(c.func) in ((None, "abs"), (None, "min"), (None, "max"))
+            for c in ast.walk(node.value)
+            if isinstance(c, ast.Call)
+        ):
+            return node  # a call evaluated once, not once per target
+        out: list[ast.AST] = []
+        for tg in node.targets:
+            made = ast.Assign(targets=[tg], value=copy.deepcopy(node.value))
+            ast.copy_location(made, node)
+            out.append(made)
+        return out
+
+
+def _plain(fn: ast.FunctionDef, constants: Mapping[str, ast.expr]) -> ast.FunctionDef:
+    local = {a.arg for a in fn.args.args} | {
+        n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    made = _Plain({k: v for k, v in constants.items() if k not in local}).visit(copy.deepcopy(fn))
+    assert isinstance(made, ast.FunctionDef)
+    return made
+
+
+def _wrap(chain: Sequence[ast.For], body: list[ast.stmt]) -> list[ast.stmt]:
+    """`body` inside copies of the loops of `chain` (outermost first), each at its loop's line."""
+    inner = list(body)
+    for loop in reversed(chain):
+        made = ast.For(target=loop.target, iter=loop.iter, body=inner, orelse=[], type_comment=None)
+        ast.copy_location(made, loop)
+        inner = [made]
+    return inner
 
 
 def scope_atomic(scope: Scope, arrays: set[str]) -> None:

@@ -318,6 +318,10 @@ def rows(
             scope.nonneg.add(lp.var)
     em = Body(scope, function)
     every = [s for seg in segments for s in ((seg.loop,) if seg.loop is not None else seg.stmts)]
+    for s in every:  # the variables of the loops inside a row, for typing its locals
+        for n in ast.walk(s):
+            if isinstance(n, ast.For):
+                scope.loop_vars.add(range_of(n)[0])
     decl_locals = em.declare(every)
     inner: list[str] = []
     shared: dict[str, str] = {}  # dtype -> shared array for its accumulators

@@ -95,7 +95,7 @@ def test_a_map_over_the_outer_index_with_a_reduction_inside_is_not_a_reduction()
         # a row that reads what other rows write is a dependence, not a reduction within the row
         (
             "for i in range(n):\n        for j in range(i):\n            x[i] += x[j]",
-            "x[j] reads an element other iterations write",
+            "x[i] at line 7 reads x[j] written by an earlier i iteration",
         ),
     ],
 )

@@ -69,6 +69,9 @@ class Replay:
     # outputs whose order the original's own runs do not fix, compared by what they keep (settle())
     unordered: tuple[Unordered, ...] = ()
     compared: tuple[str, ...] = ()  # each such comparison in words ("arg1 compared as a multiset")
+    # arrays of structs compared as their fields' scalar type ("arg3 (FOUR_VECTOR) compared field by field
+    # as float64"), not byte for byte
+    typed: tuple[str, ...] = ()
     unsettled: str = ""  # why settle() found no comparison the original's runs keep
     # a capture made on another device: by physical device (same_device), the original's own spread
     # there, every variant's floor on it (cross_device_floors)
@@ -770,7 +773,9 @@ def replay(
         said += f" ({poisoned} of them run on poisoned outputs: as captured they changed nothing)"
     if rep.compared:
         said += f"; {KEPT}: {rep.said()}"
-    named = tuple(f"compared:{c}" for c in rep.compared)
+    if rep.typed:
+        said += "; " + "; ".join(rep.typed)
+    named = tuple(f"compared:{c}" for c in (*rep.compared, *rep.typed))
     verdicts = [
         replace(v, reason=said, checks=(*v.checks, *named)) if v.status is Status.VALIDATED else v
         for v in verdicts

@@ -32,6 +32,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from porter import capture
 from porter.backends import SOURCE_DIALECT, Device
 from porter.errors import UsageError
@@ -128,11 +130,45 @@ def build_replay(
     arrays the kernel writes, `written`, poisoned); a capture porter cannot read is its reason, never
     raised."""
     try:
-        return replaying.build(name, launches, atomics=atomics, written=written, original=original)
+        rep = replaying.build(name, launches, atomics=atomics, written=written, original=original)
     except (ValueError, KeyError, TypeError, OSError) as err:
         return replaying.Replay(
             name, None, problem=f"the capture cannot be read ({type(err).__name__}: {err})"
         )
+    first = launches[0] if launches else None
+    as_lanes = tuple(
+        f"arg{a.index} ({a.element}) compared field by field as {a.dtype}"
+        for a in (first.args if first is not None and rep.spec is not None else ())
+        if a.kind == "pointer" and a.dtype and a.element_bytes > np.dtype(a.dtype).itemsize
+    )
+    return replace(rep, typed=as_lanes) if as_lanes else rep
+
+
+def struct_lanes(launches: Sequence[capture.Launch], plan: ProgramPlan) -> list[capture.Launch]:
+    """`launches` with each pointer to a struct whose fields are all one scalar type (``FOUR_VECTOR``: four
+    doubles) typed as that scalar, when the fields the program's source declares add up to the element
+    size the compiler reported: such arrays are compared field by field within the scalar's tolerance,
+    not byte for byte (where a port's last-bit rounding of a double would fail it)."""
+    from porter.scan.structs import homogeneous_structs
+
+    def unknown(a: capture.Arg) -> bool:
+        return a.kind == "pointer" and not a.dtype and replaying.element_dtype("", a.element) == "uint8"
+
+    if not any(unknown(a) for la in launches for a in la.args):
+        return list(launches)
+    texts = (plan.text(f) for f in plan.program.files)
+    structs = homogeneous_structs(t for t in texts if t is not None)
+    out = []
+    for la in launches:
+        args = []
+        for a in la.args:
+            name = " ".join(w for w in a.element.split() if w not in ("const", "volatile", "struct"))
+            lanes = structs.get(name) if unknown(a) else None
+            if lanes is not None and lanes.count * np.dtype(lanes.dtype).itemsize == a.element_bytes:
+                a = replace(a, dtype=lanes.dtype)
+            args.append(a)
+        out.append(replace(la, args=tuple(args)))
+    return out
 
 
 def variant_name(variant: Variant) -> str:
@@ -423,6 +459,7 @@ def _replay(
             scanned[listed.name] = found
             scanned.setdefault(found.name, found)  # a listed instance's template: how launches are named
     launches = resolved_launches(launches, scanned)
+    launches = struct_lanes(launches, plan)
     said = {k.name: k.targets for k in report.kernels}  # what each translation said of a kernel
     grouped = capture.by_kernel(launches)
     for n, (name, las) in enumerate(grouped.items(), 1):

@@ -231,3 +231,42 @@ def test_a_partial_warp_sum_and_an_arch_path_replay_as_the_captured_run_took_the
         # replay compiles the kernel the same way, so the original reproduces it and the port is judged
         assert {r.variant for r in at32} == {"original", "hip"}, rows
         assert all(r.status == "validated" for r in at32), at32
+
+
+STRUCT_FIELDS = ROOT / "tests" / "fixtures" / "programs" / "struct_fields"
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU runtime needs g++")
+def test_arrays_of_double_structs_are_compared_field_by_field_and_a_wrong_field_still_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from porter.workflows.program_plan import ProgramPlan
+
+    src = tmp_path / "struct_fields"
+    shutil.copytree(STRUCT_FIELDS, src)
+    cpu = ProgramRuns(("",), toolchains=("cpu-runtime",))
+    real = ProgramPlan.variant
+    edit = {"from": "b.mass / 7.0", "to": "b.mass * (1.0 / 7.0)"}  # the last bit of many a double
+
+    def planted(self, target, name, *rest, **kw):  # type: ignore[no-untyped-def]
+        found = real(self, target, name, *rest, **kw)
+        if target != "hip" or name != "advance" or not hasattr(found, "variant"):
+            return found
+        changed = found.variant.source.replace(edit["from"], edit["to"])
+        assert changed != found.variant.source
+        return replace(found, variant=replace(found.variant, source=changed))
+
+    monkeypatch.setattr(ProgramPlan, "variant", planted)
+    report = port_program([str(src)], ["hip"], out_dir=str(tmp_path / "out"), run=cpu)
+    rows = {k.name: [r for r in k.replays if r.device == "cpu:cpu-emulator"] for k in report.kernels}
+    # the port rounds x / 7 differently in the last bit: within float64's tolerance, field by field
+    assert all(r.status == "validated" for r in rows["advance"]), rows["advance"]
+    assert all("arg1 (Body) compared field by field as float64" in r.reason for r in rows["advance"])
+    # a struct of an int and a float is still compared byte for byte (no field-by-field note)
+    assert all(r.status == "validated" and "(Tally)" not in r.reason for r in rows["tally"]), rows["tally"]
+    # a port that writes y into z is caught however its fields are compared
+    edit.update({"from": "b.z = b.z * 0.5", "to": "b.z = b.y * 0.5"})
+    wrong = port_program([str(src)], ["hip"], out_dir=str(tmp_path / "wrong"), run=cpu)
+    hip = [r for k in wrong.kernels if k.name == "advance" for r in k.replays if r.variant == "hip"]
+    assert hip and all(r.status == "failed" and "matches-reference" in r.reason for r in hip), hip

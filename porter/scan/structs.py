@@ -1,0 +1,164 @@
+"""Structs whose fields are all of one arithmetic type (``typedef struct { fp v, x, y, z; } FOUR_VECTOR;``
+with ``#define fp double``): what a replay compares an array of them as -- its lanes, each within the
+tolerance of its type -- instead of byte for byte, where the last bit of a double would fail a port.
+
+Found on the syntax tree of the program's files: a struct (tagged or typedef'd) whose every field is a
+scalar of one type, directly or through a ``#define`` or ``typedef`` naming it, possibly as fixed-size
+arrays (``double r[3];``).  The lane count is what the fields say; whoever uses it checks it against the
+element size the compiler reported (padding, a macro that means something else in another unit)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from porter.grammars import parse
+from porter.scan.macros import definitions
+
+# the scalar spellings a field may have (after aliases), as the validator names their types
+_SCALARS = {
+    "float": "float32",
+    "double": "float64",
+    "int": "int32",
+    "signed int": "int32",
+    "unsigned int": "uint32",
+    "unsigned": "uint32",
+    "long long": "int64",
+    "long long int": "int64",
+    "unsigned long long": "uint64",
+    "unsigned long long int": "uint64",
+    "short": "int16",
+    "unsigned short": "uint16",
+    "int32_t": "int32",
+    "uint32_t": "uint32",
+    "int64_t": "int64",
+    "uint64_t": "uint64",
+}
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """A struct of `count` fields of one scalar type (`dtype`, the validator's name)."""
+
+    dtype: str
+    count: int
+
+
+def homogeneous_structs(texts: Iterable[str]) -> dict[str, Lanes]:
+    """Struct name (its tag and every typedef name) -> its lanes, for the structs in `texts` whose
+    fields are all one scalar type.  A name two files define differently is left out."""
+    found: dict[str, Lanes | None] = {}
+    for text in texts:
+        aliases = _aliases(text)
+        tree = parse("cuda", text)
+        for name, lanes in _structs(tree.root_node, aliases):
+            if name in found and found[name] != lanes:
+                found[name] = None
+            else:
+                found[name] = lanes
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def _aliases(text: str) -> dict[str, str]:
+    """Object-like macros and typedefs that name a scalar type: ``#define fp double`` -> ``double``."""
+    out: dict[str, str] = {}
+    for name, bodies in definitions(text.encode()).items():
+        spelled = {" ".join(b) for b in bodies}
+        if len(spelled) == 1:
+            out[name] = next(iter(spelled))
+    root = parse("cuda", text).root_node
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "type_definition":
+            kind = node.child_by_field_name("type")
+            declarator = node.child_by_field_name("declarator")
+            if (
+                kind is not None
+                and declarator is not None
+                and declarator.type == "type_identifier"
+                and kind.type in ("primitive_type", "sized_type_specifier", "type_identifier")
+            ):
+                out[_text(declarator)] = " ".join(_text(kind).split())
+        stack.extend(node.children)
+    return out
+
+
+def _scalar(spelled: str, aliases: Mapping[str, str]) -> str | None:
+    seen: set[str] = set()
+    words = " ".join(w for w in spelled.split() if w not in ("const", "volatile"))
+    while words in aliases and words not in seen:
+        seen.add(words)
+        words = aliases[words]
+    return _SCALARS.get(words)
+
+
+def _structs(root: Node, aliases: Mapping[str, str]) -> Iterable[tuple[str, Lanes]]:
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        if node.type != "struct_specifier":
+            continue
+        body = node.child_by_field_name("body")
+        if body is None:
+            continue
+        lanes = _lanes(body, aliases)
+        if lanes is None:
+            continue
+        tag = node.child_by_field_name("name")
+        if tag is not None:
+            yield _text(tag), lanes
+        parent = node.parent
+        if parent is not None and parent.type == "type_definition":
+            for d in parent.children_by_field_name("declarator"):
+                if d.type == "type_identifier":
+                    yield _text(d), lanes
+
+
+def _lanes(body: Node, aliases: Mapping[str, str]) -> Lanes | None:
+    dtype = ""
+    count = 0
+    for field in body.named_children:
+        if field.type == "comment":
+            continue
+        if field.type != "field_declaration":
+            return None  # a method, an access specifier, a nested type: not plain data
+        kind = field.child_by_field_name("type")
+        scalar = _scalar(_text(kind), aliases) if kind is not None else None
+        if scalar is None or (dtype and scalar != dtype):
+            return None
+        dtype = scalar
+        for d in field.children_by_field_name("declarator"):
+            n = _extent(d)
+            if n is None:
+                return None
+            count += n
+    return Lanes(dtype, count) if count else None
+
+
+def _extent(declarator: Node) -> int | None:
+    """How many scalars a field declarator holds: 1, or an array's literal extents multiplied."""
+    n = 1
+    while declarator.type == "array_declarator":
+        size = declarator.child_by_field_name("size")
+        if size is None or size.type != "number_literal":
+            return None
+        try:
+            n *= int(_text(size).rstrip("uUlL"), 0)
+        except ValueError:
+            return None
+        inner = declarator.child_by_field_name("declarator")
+        if inner is None:
+            return None
+        declarator = inner
+    return n if declarator.type == "field_identifier" else None
+
+
+def _text(node: Node) -> str:
+    return node.text.decode("utf-8", "replace") if node.text is not None else ""
+
+
+__all__ = ["Lanes", "homogeneous_structs"]

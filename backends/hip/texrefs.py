@@ -5,10 +5,11 @@ with ``tex1Dfetch`` is in effect a global pointer and a size, so it is translate
 
 * ``texture<T, 1, cudaReadModeElementType> name;`` at file scope -> ``__device__ porter_texref<T> name;``
   (the pointer and its size in bytes; the fields host code sets -- ``normalized``, ``filterMode``,
-  ``addressMode[]`` -- are kept so those statements build, and mean nothing to a fetch, as they meant
-  nothing to CUDA's ``tex1Dfetch``);
-* ``cudaBindTexture(offset, name, ptr, [desc,] bytes)`` -> ``porter_bind_texture(...)``: the pointer and
-  size copied to the device symbol (``hipMemcpyToSymbol``); ``cudaUnbindTexture(name)`` clears them;
+  ``addressMode[]``, ``channelDesc`` -- are kept so those statements build, and mean nothing to a fetch,
+  as they meant nothing to CUDA's ``tex1Dfetch``);
+* ``cudaBindTexture(offset, name, ptr, [desc,] bytes)`` (or the C forms, ``&name`` and ``&desc``) ->
+  ``porter_bind_texture(...)``: the pointer and size copied to the device symbol (``hipMemcpyToSymbol``);
+  ``cudaUnbindTexture(name)`` clears them;
 * ``tex1Dfetch(name, i)`` -> ``porter_tex1Dfetch(name, i)``: a plain load, zero outside the bound range
   as CUDA's fetch is (a texture object's ``tex1Dfetch<T>(obj, i)`` is HIP's own and stays).
 
@@ -33,11 +34,14 @@ from porter.model import Severity
 HELPERS = """#ifndef PORTER_TEXREF_DEFINED
 #define PORTER_TEXREF_DEFINED
 // porter: a 1-D texture reference over linear memory, as a pointer and its size (HIP has no texture references)
-template <class T> struct porter_texref { const T* ptr; size_t bytes; int normalized; int filterMode; int addressMode[3]; };
+struct porter_texref_desc { template <class D> porter_texref_desc& operator=(const D&) { return *this; } };  // a channel descriptor, unread
+template <class T> struct porter_texref { const T* ptr; size_t bytes; int normalized; int filterMode; int addressMode[3]; porter_texref_desc channelDesc; };
 template <class T> __device__ __forceinline__ T porter_tex1Dfetch(const porter_texref<T>& t, int i) { return t.ptr != nullptr && i >= 0 && (size_t)i < t.bytes / sizeof(T) ? t.ptr[i] : T(); }
 template <class T> static inline hipError_t porter_bind_texture(size_t* offset, const porter_texref<T>& t, const void* p, size_t bytes = ~(size_t)0) { porter_texref<T> v = {}; v.ptr = (const T*)p; v.bytes = p != nullptr ? bytes : 0; if (offset != nullptr) *offset = 0; return hipMemcpyToSymbol(t, &v, sizeof v); }
 template <class T, class D> static inline hipError_t porter_bind_texture(size_t* offset, const porter_texref<T>& t, const void* p, const D& /* channel descriptor */, size_t bytes) { return porter_bind_texture(offset, t, p, bytes); }
 template <class T> static inline hipError_t porter_unbind_texture(const porter_texref<T>& t) { return porter_bind_texture((size_t*)nullptr, t, nullptr, 0); }
+template <class T, class D> static inline hipError_t porter_bind_texture(size_t* offset, const porter_texref<T>* t, const void* p, const D* /* channel descriptor */, size_t bytes) { return porter_bind_texture(offset, *t, p, bytes); }
+template <class T> static inline hipError_t porter_unbind_texture(const porter_texref<T>* t) { return porter_unbind_texture(*t); }
 #endif
 """
 

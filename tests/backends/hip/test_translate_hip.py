@@ -616,3 +616,33 @@ def test_kernel_compiles_through_the_hip_backend(tmp_path: Path) -> None:
     except ToolchainMissing as err:
         pytest.skip(str(err))
     assert binary.backend == "hip"
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+def test_the_texture_helpers_bind_fetch_in_range_and_unbind_in_both_api_forms(tmp_path: Path) -> None:
+    from porter.backends.hip.texrefs import HELPERS
+
+    shim = (
+        "#include <stddef.h>\n#include <string.h>\ntypedef int hipError_t;\n"
+        "template <class S> hipError_t hipMemcpyToSymbol(const S& s, const void* p, size_t n)"
+        " { memcpy((void*)&s, p, n); return 0; }\n"
+        "struct hipChannelFormatDesc { int x; };\n#define __device__\n#define __forceinline__ inline\n"
+    )
+    main = (
+        "__device__ porter_texref<float> t;\n"
+        "int main() {\n"
+        "    float a[4] = {1, 2, 3, 4};\n"
+        "    hipChannelFormatDesc d = {32};\n"
+        "    t.channelDesc = d;\n"
+        "    porter_bind_texture(0, t, a, d, sizeof a);\n"
+        "    int r = (int)porter_tex1Dfetch(t, 3);\n"  # 4
+        "    porter_bind_texture(NULL, &t, a, &d, 2 * sizeof(float));\n"  # the C form: 2 floats
+        "    r = 10 * r + (int)porter_tex1Dfetch(t, 1) + (int)porter_tex1Dfetch(t, 2) + (int)porter_tex1Dfetch(t, -1);\n"
+        "    porter_unbind_texture(&t);\n"
+        "    return r + (int)porter_tex1Dfetch(t, 0);\n"  # 42: out of range and unbound read zero
+        "}\n"
+    )
+    (tmp_path / "t.cpp").write_text(shim + HELPERS + main)
+    subprocess.run(["g++", "-std=c++17", "t.cpp", "-o", "t"], cwd=tmp_path, check=True)
+    assert subprocess.run([str(tmp_path / "t")]).returncode == 42

@@ -663,6 +663,46 @@ class _Translator:
                 Edit(end, end, f"\ntypedef {kind} {tag} {tag}; /* porter: C++ names it {tag} */")
             )
 
+    def field_type(self, struct: str, field: str) -> str | None:
+        """The CUDA spelling of `field`'s element type in the struct named `struct` (its tag or a
+        typedef name) defined at file scope, None when porter does not find one (a field that is an
+        array gives its element type)."""
+        if not hasattr(self, "_fields"):
+            self._fields: dict[str, dict[str, str]] = {}
+            for node in self._type_definitions(self.tree.root_node):
+                spec = node.child_by_field_name("type") if node.type == "type_definition" else node
+                if spec is None or spec.type not in ("struct_specifier", "class_specifier"):
+                    continue
+                body = spec.child_by_field_name("body")
+                if body is None:
+                    continue
+                fields: dict[str, str] = {}
+                for f in body.named_children:
+                    kind = f.child_by_field_name("type") if f.type == "field_declaration" else None
+                    if kind is None:
+                        continue
+                    for d in f.children_by_field_name("declarator"):
+                        stars = 0
+                        while d.type in ("array_declarator", "pointer_declarator"):
+                            stars += d.type == "pointer_declarator"
+                            inner = d.child_by_field_name("declarator")
+                            if inner is None:
+                                break
+                            d = inner
+                        if d.type == "field_identifier":
+                            fields[_text(d)] = _squash(_text(kind)) + "*" * stars
+                names = [_text(n)] if (n := spec.child_by_field_name("name")) is not None else []
+                if node.type == "type_definition":
+                    names += [
+                        _text(d)
+                        for d in node.children_by_field_name("declarator")
+                        if d.type == "type_identifier"
+                    ]
+                for name in names:
+                    self._fields[name] = fields
+        words = [w for w in _squash(struct).split() if w not in ("const", "volatile", "struct", "class")]
+        return self._fields.get(" ".join(words), {}).get(field)
+
     def _type_definitions(self, node: Node) -> list[Node]:
         """The struct / class / union definitions at file scope (in #if blocks and namespaces too)."""
         out: list[Node] = []
@@ -1089,6 +1129,18 @@ class _Body:
             elif t == "call_expression":
                 use = self.accessor_use(node)
                 return _Var("local", self.render(use[0]), True) if use is not None else None
+            elif t == "field_expression":
+                # `b->count`, `bins[i].sum`: the struct's memory, the field's type (a scalar field of a
+                # struct in global or local memory: an atomic's target)
+                base = self.root(node.child_by_field_name("argument"))
+                kind = (
+                    self.tr.field_type(base.elem, _text(node.child_by_field_name("field")))
+                    if base is not None and base.indirect and base.space in ("global", "local")
+                    else None
+                )
+                if base is None or kind is None or "*" in kind:
+                    return None
+                return _Var(base.space, _canonical(kind) or kind, True)
             else:
                 return None
         return None
@@ -1426,8 +1478,11 @@ class _Body:
         return squashed
 
     def _v_primitive_type(self, node: Node) -> bool:
-        if _text(node) == "double":
+        text = _text(node)
+        if text == "double":
             self.res.fp64 = True
+        elif text in self.t["types"]:  # <stdint.h> names parse as primitive types: uint64_t -> ulong
+            self.edits.append(Edit.replace(node, self.t["types"][text]))
         return True
 
     def _v_sized_type_specifier(self, node: Node) -> bool:

@@ -605,3 +605,92 @@ def test_run_functional_casts(ocl: tuple[Any, Any]) -> None:
     np.testing.assert_array_equal(iout[:, 1], (k.astype(np.uint32) % 7).astype(np.int32))
     ramp = _run(ocl, tr, "ramp<float>", [np.zeros(32, np.float32), np.int32(32)], (1,), (32,))[0]
     np.testing.assert_array_equal(ramp, np.arange(32, dtype=np.float32) / 4)
+
+
+# --------------------------------------------------------------------------- 64-bit integers, struct atomics
+
+_M64 = (1 << 64) - 1
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (64 - r))) & _M64
+
+
+def _mix(k: int) -> int:
+    k ^= k >> 33
+    k = (k * 0xFF51AFD7ED558CCD) & _M64
+    k ^= k >> 33
+    k = (k * 0xC4CEB9FE1A85EC53) & _M64
+    return k ^ (k >> 33)
+
+
+def _hash_reference(key: bytes, seed: int) -> tuple[int, int]:
+    """hash64.cu's hash in Python integers, from the algorithm's description."""
+    c1, c2 = 0x87C37B91114253D5, 0x4CF5AD432745937F
+    h1 = h2 = seed
+    nblocks = len(key) // 16
+    for b in range(nblocks):
+        k1 = int.from_bytes(key[16 * b : 16 * b + 8], "little")
+        k2 = int.from_bytes(key[16 * b + 8 : 16 * b + 16], "little")
+        k1 = (_rotl((k1 * c1) & _M64, 31) * c2) & _M64
+        h1 ^= k1
+        h1 = (_rotl(h1, 27) + h2) & _M64
+        h1 = (h1 * 5 + 0x52DCE729) & _M64
+        k2 = (_rotl((k2 * c2) & _M64, 33) * c1) & _M64
+        h2 ^= k2
+        h2 = (_rotl(h2, 31) + h1) & _M64
+        h2 = (h2 * 5 + 0x38495AB5) & _M64
+    tail = key[16 * nblocks :]
+    if len(key) & 15 in (1, 2, 3):
+        k1 = 0
+        for j in range((len(key) & 15) - 1, -1, -1):
+            k1 ^= tail[j] << (8 * j)
+        h1 ^= (_rotl((k1 * c1) & _M64, 31) * c2) & _M64
+    h1 ^= len(key)
+    h2 ^= len(key)
+    h1 = (h1 + h2) & _M64
+    h2 = (h2 + h1) & _M64
+    h1, h2 = _mix(h1), _mix(h2)
+    h1 = (h1 + h2) & _M64
+    h2 = (h2 + h1) & _M64
+    return h1, h2
+
+
+def test_a_64_bit_hash_with_stdint_names_builds_and_matches_the_algorithm(ocl: tuple[Any, Any]) -> None:
+    tr = _translate("hash64.cu")
+    assert not _errors(tr)
+    # <stdint.h> names parse as primitive types and still become OpenCL's
+    assert "__global const uchar* keys" in tr.text and "ulong seed" in tr.text and "uint64_t" not in tr.text
+    n, stride, key_bytes, seed = 64, 48, 35, 0x9E3779B97F4A7C15  # two blocks and a three-byte tail
+    rng = np.random.default_rng(7)
+    keys = rng.integers(0, 256, n * stride, dtype=np.uint8)
+    out = np.zeros(2 * n, dtype=np.uint64)
+    _, got = _run(
+        ocl, tr, "hash_keys",
+        [keys, np.int32(stride), np.int32(key_bytes), np.uint64(seed), out, np.int32(n)], (2, 1, 1), (32, 1, 1),
+    )  # fmt: skip
+    want = [
+        v
+        for i in range(n)
+        for v in _hash_reference(keys[i * stride : i * stride + key_bytes].tobytes(), seed)
+    ]
+    assert [int(v) for v in got] == want
+
+
+def test_atomics_on_struct_fields_in_global_memory(ocl: tuple[Any, Any]) -> None:
+    tr = _translate("member_atomics.cu")
+    assert not _errors(tr)
+    assert "atomic_add(&b->count, 1)" in tr.text and "atomic_max(&(b->max_bits)" in tr.text
+    assert "porter_atomic_add_f32_global(&bins[which[i]].sum" in tr.text
+    n, nbins = 1024, 8
+    rng = np.random.default_rng(3)
+    values = rng.uniform(0.0, 4.0, n).astype(np.float32)
+    which = rng.integers(0, nbins, n).astype(np.int32)
+    bins = np.zeros(nbins, dtype=[("count", np.int32), ("sum", np.float32), ("max_bits", np.uint32)])
+    *_, got = _run(ocl, tr, "bin_values", [values, which, bins, np.int32(n)], (n // 64, 1, 1), (64, 1, 1))
+    got = got.view(bins.dtype) if got.dtype != bins.dtype else got
+    for b in range(nbins):
+        mine = values[which == b]
+        assert got["count"][b] == len(mine)
+        assert got["sum"][b] == pytest.approx(float(mine.sum(dtype=np.float64)), rel=1e-5)
+        assert got["max_bits"][b] == mine.view(np.uint32).max()  # non-negative floats order as their bits

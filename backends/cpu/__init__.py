@@ -119,8 +119,9 @@ def warp_size_for(arch: str | None, defines: Sequence[str] = ()) -> int:
 def _rewritten_headers(source: str, include_dirs: Sequence[str], into: Path) -> tuple[str, ...]:
     """The include path of `source`'s build: `include_dirs`, each preceded by a folder of rewritten
     copies of the headers `source` reaches in it that declare ``__shared__`` memory (a helper's
-    ``extern __shared__ T s[];`` in a header, as the source's own are rewritten) or mark functions
-    ``__noinline__`` (spelled as the attribute: porter_emu.h defines no macro for it), laid out as they
+    ``extern __shared__ T s[];`` in a header, as the source's own are rewritten), mark functions
+    ``__noinline__`` (spelled as the attribute: porter_emu.h defines no macro for it) or launch kernels
+    from host code (an included ``.cu`` driver: :func:`source.inert_host_launches`), laid out as they
     lie under that folder.  A header lies under every include folder above it (the program's root and
     its ``include/``): ``#include "ops.cuh"`` found through the second reaches its copy there, as
     ``#include "include/ops.cuh"`` through the first does, and a header found earlier on the path keeps
@@ -132,21 +133,26 @@ def _rewritten_headers(source: str, include_dirs: Sequence[str], into: Path) -> 
     roots = [Path(d).resolve() for d in include_dirs]
     shadows = [into / str(i) for i in range(len(roots))]
     wrote: set[int] = set()
-    for path, data in list(reachable([("", source.encode("utf-8", "surrogateescape"))], include_dirs))[1:]:
-        if b"__shared__" not in data and b"__noinline__" not in data:
-            continue
+    found = list(reachable([("", source.encode("utf-8", "surrogateescape"))], include_dirs))[1:]
+    texts: dict[Path, tuple[str, str]] = {}  # header -> (as it is, as the build reads it)
+    for path, data in found:
         text = data.decode("utf-8", "surrogateescape")
-        rewritten = src_mod.spell_noinline(src_mod.rewrite_shared(text))
-        if rewritten == text:
+        rewritten = text
+        if b"__shared__" in data or b"__noinline__" in data or b"<<<" in data:
+            rewritten = src_mod.inert_host_launches(src_mod.spell_noinline(src_mod.rewrite_shared(text)))
+        texts[Path(path).resolve()] = (text, rewritten)
+    for i, root in enumerate(roots):
+        under = {w: t for w, t in texts.items() if w.is_relative_to(root)}
+        if all(t == r for t, r in under.values()):
             continue
-        where = Path(path).resolve()
-        for i, root in enumerate(roots):
-            if not where.is_relative_to(root):
-                continue
+        # every header under the folder, rewritten or not: a quoted #include looks beside the including
+        # file first, so a header reached through another one (main.cu -> work.cu -> master.cu) is read
+        # from the copy only if the one including it is a copy too
+        for where, (_, rewritten) in under.items():
             dest = shadows[i] / where.relative_to(root)
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_text(rewritten, encoding="utf-8", errors="surrogateescape")
-            wrote.add(i)
+        wrote.add(i)
     out: list[str] = []
     for i, d in enumerate(include_dirs):
         out += [str(shadows[i]), d] if i in wrote else [d]

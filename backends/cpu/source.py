@@ -167,6 +167,28 @@ def spell_noinline(text: str) -> str:
     return "".join(out) + text[pos:]
 
 
+def inert_host_launches(text: str) -> str:
+    """A header's host code as a kernel's own build compiles it: each ``<<<...>>>`` launch in the body
+    of a host function (one declared without ``__device__`` / ``__global__``: a Rodinia driver in an
+    included ``.cu``) loses its chevrons to a comment, so g++ builds the call it stands for.  Such host
+    code is never run there (a replay runs the kernel alone); a launch in device code stays as it is, and
+    stays refused (dynamic parallelism).  Every line stays where it was."""
+    if "<<<" not in text:
+        return text
+    blanked = blank_comments_and_strings(text)
+    bodies = host_function_bodies(blanked)
+    out, pos = [], 0
+    for m in re.finditer(r"<<<", blanked):
+        if m.start() < pos or not _inside(bodies, m.start()):
+            continue
+        end = blanked.find(">>>", m.end())
+        if end < 0:
+            break
+        out += [text[pos : m.start()], "/*", text[m.start() : end + 3], "*/"]
+        pos = end + 3
+    return "".join(out) + text[pos:]
+
+
 def rewrite_shared(source: str) -> str:
     """Rewrite every ``__shared__`` declaration for porter_emu.h, keeping the line count.
 

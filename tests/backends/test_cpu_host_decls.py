@@ -198,3 +198,23 @@ def test_the_host_functions_of_a_header_are_found() -> None:
     )
     bodies = host_function_bodies(blank_comments_and_strings(text))
     assert [text[s : e + 1] for s, e in bodies] == ["{ x(); }", "{ y(); }"]
+
+
+def test_a_headers_host_launches_lose_their_chevrons_and_device_launches_keep_them() -> None:
+    from porter.backends.cpu.source import inert_host_launches
+
+    text = (
+        "__global__ void child(int* p) { p[0] = 1; }\n"
+        "__global__ void parent(int* p) { child<<<1, 1>>>(p); }\n"
+        "void drive(int* p, int n) {\n"
+        "    // a comment with <<< in it\n"
+        '    const char* s = "<<<";\n'
+        "    child<<<(n + 31) / 32,\n"
+        "            32>>>(p);\n"
+        "}\n"
+    )
+    out = inert_host_launches(text)
+    assert "child<<<1, 1>>>(p); }" in out  # device code: still a launch (refused as dynamic parallelism)
+    assert "child/*<<<(n + 31) / 32,\n            32>>>*/(p);" in out
+    assert '"<<<"' in out and "// a comment with <<< in it" in out
+    assert out.count("\n") == text.count("\n")

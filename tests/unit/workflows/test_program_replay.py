@@ -270,3 +270,21 @@ def test_arrays_of_double_structs_are_compared_field_by_field_and_a_wrong_field_
     wrong = port_program([str(src)], ["hip"], out_dir=str(tmp_path / "wrong"), run=cpu)
     hip = [r for k in wrong.kernels if k.name == "advance" for r in k.replays if r.variant == "hip"]
     assert hip and all(r.status == "failed" and "matches-reference" in r.reason for r in hip), hip
+
+
+INCLUDED_DRIVER = ROOT / "tests" / "fixtures" / "programs" / "included_driver"
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU runtime needs g++")
+def test_a_kernel_launched_from_an_included_drivers_host_code_is_replayed(tmp_path: Path) -> None:
+    # main.cu includes driver.cu, which includes the kernel and launches it from a host function: the
+    # kernel's own build once refused that launch as dynamic parallelism, then could not compile it
+    src = tmp_path / "included_driver"
+    shutil.copytree(INCLUDED_DRIVER, src)
+    cpu = ProgramRuns(("",), toolchains=("cpu-runtime",))
+    report = port_program([str(src)], ["hip"], out_dir=str(tmp_path / "out"), run=cpu)
+    rows = [r for k in report.kernels if k.name == "relax" for r in k.replays]
+    assert {r.variant for r in rows} == {"original", "hip"}, rows
+    assert all(r.status == "validated" for r in rows), rows
+    assert (src / "driver.cu").read_text().count("<<<") == 1  # the user's file as it was

@@ -646,3 +646,33 @@ def test_the_texture_helpers_bind_fetch_in_range_and_unbind_in_both_api_forms(tm
     (tmp_path / "t.cpp").write_text(shim + HELPERS + main)
     subprocess.run(["g++", "-std=c++17", "t.cpp", "-o", "t"], cwd=tmp_path, check=True)
     assert subprocess.run([str(tmp_path / "t")]).returncode == 42
+
+
+def test_the_error_codes_helper_cuda_names_take_hips_names_and_build_on_the_cpu_runtime() -> None:
+    from porter.backends.hip.names import hip_names_header
+
+    src = (
+        "#include <cuda_runtime.h>\n"
+        "const char* name_of(cudaError_t e) {\n"
+        "  switch (e) {\n"
+        '    case cudaErrorMissingConfiguration: return "missing";\n'
+        '    case cudaErrorPriorLaunchFailure: return "prior";\n'
+        '    case cudaErrorMapBufferObjectFailed: return "map";\n'
+        '    case cudaErrorNoKernelImageForDevice: return "image";\n'
+        '    default: return "other";\n'
+        "  }\n"
+        "}\n"
+    )
+    tr = translate_to_hip(src, "errors.cu")
+    for hip in (
+        "hipErrorMissingConfiguration",
+        "hipErrorPriorLaunchFailure",
+        "hipErrorMapFailed",
+        "hipErrorNoBinaryForGpu",
+    ):
+        assert f"case {hip}:" in tr.text
+    assert not [d for d in tr.diagnostics if d.severity == Severity.WARNING and "cudaError" in d.construct]
+    # the same names back to CUDA's, for a HIP program on porter's CPU runtime or HIP-on-CUDA
+    header = hip_names_header()
+    assert "#define hipErrorMissingConfiguration cudaErrorMissingConfiguration" in header
+    assert "#define hipErrorNoBinaryForGpu cudaErrorNoKernelImageForDevice" in header

@@ -40,6 +40,8 @@ _FUNCS: dict[str, Callable[..., Any]] = {
 }  # fmt: skip
 _MATH = {"sqrt", "exp", "log", "log2", "log10", "sin", "cos", "tan", "floor", "ceil", "pow", "hypot", "fabs"}
 _CONSTANTS = ("pi", "e", "inf", "nan")
+_DTYPES = {"float32": "float32", "float64": "float64", "int32": "int32", "int64": "int64", "float_": "float64",
+           "double": "float64", "single": "float32", "intc": "int32", "bool_": "bool_"}  # fmt: skip
 # what a host expression's names mean whatever the function's own names are (the drop-in module calls
 # them through its own names too): these calls are Python's builtins, these attributes the math module's
 BUILTINS = frozenset(_FUNCS)
@@ -118,6 +120,14 @@ def _eval(n: ast.expr, env: Mapping[str, Any]) -> Any:
             and f.attr in _MATH
         ):
             return getattr(math, f.attr)(*args)
+        if (
+            isinstance(f, ast.Attribute)
+            and isinstance(f.value, ast.Name)
+            and f.value.id in ("np", "numpy")
+            and f.attr in _DTYPES
+            and len(args) == 1
+        ):
+            return getattr(np, _DTYPES[f.attr])(args[0])  # a NumPy scalar conversion: np.float64(0.1)
     raise HostError(f"{ast.unparse(n)[:60]} is not a host expression porter evaluates")
 
 

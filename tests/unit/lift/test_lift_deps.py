@@ -263,3 +263,10 @@ def test_the_collection_has_25_kernels_and_each_is_lifted_or_refused_as_it_says(
     assert got == expected
     for r in a.refused:  # every refusal names a dependence, with its line
         assert "dependence: " in r.reason and " at line " in r.reason, r
+
+
+def test_a_numpy_scalar_conversion_is_a_host_value() -> None:
+    from porter.lift.hostexpr import evaluate
+
+    v = evaluate("np.float64(0.1)", {})
+    assert type(v).__name__ == "float64" and v == 0.1

@@ -120,8 +120,8 @@ def _rewritten_headers(source: str, include_dirs: Sequence[str], into: Path) -> 
     """The include path of `source`'s build: `include_dirs`, each preceded by a folder of rewritten
     copies of the headers `source` reaches in it that declare ``__shared__`` memory (a helper's
     ``extern __shared__ T s[];`` in a header, as the source's own are rewritten), mark functions
-    ``__noinline__`` (spelled as the attribute: porter_emu.h defines no macro for it) or launch kernels
-    from host code (an included ``.cu`` driver: :func:`source.inert_host_launches`), laid out as they
+    ``__noinline__`` (spelled as the attribute: porter_emu.h defines no macro for it) or hold host code
+    (an included ``.cu`` driver, a helper's error check: :func:`source.inert_host_code`), laid out as they
     lie under that folder.  A header lies under every include folder above it (the program's root and
     its ``include/``): ``#include "ops.cuh"`` found through the second reaches its copy there, as
     ``#include "include/ops.cuh"`` through the first does, and a header found earlier on the path keeps
@@ -137,9 +137,9 @@ def _rewritten_headers(source: str, include_dirs: Sequence[str], into: Path) -> 
     texts: dict[Path, tuple[str, str]] = {}  # header -> (as it is, as the build reads it)
     for path, data in found:
         text = data.decode("utf-8", "surrogateescape")
-        rewritten = text
-        if b"__shared__" in data or b"__noinline__" in data or b"<<<" in data:
-            rewritten = src_mod.inert_host_launches(src_mod.spell_noinline(src_mod.rewrite_shared(text)))
+        rewritten = src_mod.inert_host_code(text)
+        if b"__shared__" in data or b"__noinline__" in data:
+            rewritten = src_mod.spell_noinline(src_mod.rewrite_shared(rewritten))
         texts[Path(path).resolve()] = (text, rewritten)
     for i, root in enumerate(roots):
         under = {w: t for w, t in texts.items() if w.is_relative_to(root)}

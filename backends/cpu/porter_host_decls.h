@@ -215,6 +215,18 @@ __attribute__((noinline, cold)) inline void host_runtime_call(const char* name) 
     fail(msg);
     leave_thread();
 }
+// A header's host function whose body a kernel's own build left out (source.py inert_host_code): the
+// same rule -- reached in device code, the launch fails with its name; elsewhere nothing happens.
+__attribute__((noinline, cold)) inline void host_code_left_out(const char* name) noexcept {
+    if (g_cur == nullptr) return;
+    char msg[320];
+    snprintf(msg, sizeof msg,
+             "the host function %s is not available inside a replayed kernel: device code cannot call host "
+             "code (thread (%u,%u,%u) of block (%u,%u,%u) called it)",
+             name, threadIdx.x, threadIdx.y, threadIdx.z, blockIdx.x, blockIdx.y, blockIdx.z);
+    fail(msg);
+    leave_thread();
+}
 }  // namespace porter_emu
 
 // The runtime functions returning an error code: CUDA's spelling and HIP's, each its own stub (so the

@@ -167,12 +167,40 @@ def spell_noinline(text: str) -> str:
     return "".join(out) + text[pos:]
 
 
-def inert_host_launches(text: str) -> str:
-    """A header's host code as a kernel's own build compiles it: each ``<<<...>>>`` launch in the body
-    of a host function (one declared without ``__device__`` / ``__global__``: a Rodinia driver in an
-    included ``.cu``) loses its chevrons to a comment, so g++ builds the call it stands for.  Such host
-    code is never run there (a replay runs the kernel alone); a launch in device code stays as it is, and
-    stays refused (dynamic parallelism).  Every line stays where it was."""
+_VOID_HEAD = re.compile(
+    r"^\s*(?:template\s*<[^{;]*>\s*)?(?:(?:static|inline|extern|__host__|__forceinline__|__inline__)\s+)*void\s+"
+    r"(?P<name>[A-Za-z_]\w*)\s*\([^{;]*\)\s*(?:const\s*)?(?:noexcept\s*)?$"
+)
+
+
+def inert_host_code(text: str) -> str:
+    """A header's host code as a kernel's own build compiles it: the body of each ``void`` host function
+    (declared without ``__device__`` / ``__global__``: a Rodinia driver in an included ``.cu``, an
+    initialiser calling ``checkCudaErrors`` that only the including unit declared) becomes a call of
+    ``porter_emu::host_code_left_out("name")`` with its lines kept: a replay runs the kernel alone and
+    never this code, and device code that calls it anyway fails its launch by name, as a host runtime
+    call does (porter_host_decls.h).  So a launch there (``k<<<g, b>>>(...)``) is not taken for dynamic
+    parallelism, and names the unit declared before including the file are not needed.  Left as written:
+    functions returning a value, constructors (a static object's, run when the kernel loads), and any
+    head the pattern does not read as a plain ``void f(...)`` -- a macro may define a kernel.  A launch
+    in device code stays as it is, and stays refused (dynamic parallelism)."""
+    blanked = blank_comments_and_strings(text)
+    out, pos = [], 0
+    for start, end in host_function_bodies(blanked):
+        head_at = max(blanked.rfind(c, 0, start) for c in ";{}") + 1
+        head = re.sub(r"^[ \t]*#.*$", "", blanked[head_at:start], flags=re.MULTILINE)
+        m = _VOID_HEAD.match(head)
+        if m is None or start < pos:
+            continue
+        lines = text[start + 1 : end].count("\n")
+        out += [text[pos : start + 1], f' porter_emu::host_code_left_out("{m["name"]}"); ', "\n" * lines]
+        pos = end
+    return _inert_launches("".join(out) + text[pos:])
+
+
+def _inert_launches(text: str) -> str:
+    """Each ``<<<...>>>`` launch left in a host function's body (one returning a value) loses its
+    chevrons to a comment, so g++ builds the call it stands for; lines kept."""
     if "<<<" not in text:
         return text
     blanked = blank_comments_and_strings(text)

@@ -152,7 +152,8 @@ def test_an_untrusted_kernel_still_may_not_run_host_code_when_it_loads(tmp_path:
         ("float* p; cudaMalloc(&p, 4);", "cudaMalloc"),
         ('printf("%s", cudaGetErrorString(cudaErrorInvalidValue));', "cudaGetErrorString"),
         ("hipDeviceProp_t prop; hipGetDeviceProperties(&prop, 0);", "hipGetDeviceProperties"),
-        ("timed_step(y);", "hipEventRecord"),  # through a header's host function
+        # a header's void host function: left out of the kernel's build, and named when reached
+        ("timed_step(y);", "timed_step"),
     ],
 )
 def test_a_runtime_call_in_device_code_fails_the_launch_by_name(tmp_path: Path, call: str, name: str) -> None:
@@ -173,7 +174,8 @@ def test_a_runtime_call_in_device_code_fails_the_launch_by_name(tmp_path: Path, 
         prog = cpu.load(cpu.compile(source, "k", options, device), device)
         with pytest.raises(LaunchError) as err:
             prog(cpu.alloc(256), grid=(1,), block=(32,))
-        assert f"the host runtime call {name} is not available inside a replayed kernel" in str(err.value)
+        said = "host function" if name == "timed_step" else "host runtime call"
+        assert f"the {said} {name} is not available inside a replayed kernel" in str(err.value)
         assert "thread (3,0,0) of block (0,0,0)" in str(err.value)
 
 
@@ -200,21 +202,31 @@ def test_the_host_functions_of_a_header_are_found() -> None:
     assert [text[s : e + 1] for s, e in bodies] == ["{ x(); }", "{ y(); }"]
 
 
-def test_a_headers_host_launches_lose_their_chevrons_and_device_launches_keep_them() -> None:
-    from porter.backends.cpu.source import inert_host_launches
+def test_a_headers_void_host_function_bodies_are_left_out_and_the_rest_kept() -> None:
+    from porter.backends.cpu.source import inert_host_code
 
     text = (
         "__global__ void child(int* p) { p[0] = 1; }\n"
         "__global__ void parent(int* p) { child<<<1, 1>>>(p); }\n"
-        "void drive(int* p, int n) {\n"
+        "constexpr int tile() { return 32; }\n"
+        "KERNEL_DEF(scale, float* x) { x[0] *= 2; }\n"
+        "static void drive(int* p, int n) {\n"
         "    // a comment with <<< in it\n"
-        '    const char* s = "<<<";\n'
+        "    checkCudaErrors(cudaMalloc(&p, n));\n"
         "    child<<<(n + 31) / 32,\n"
         "            32>>>(p);\n"
         "}\n"
+        "int count(int n) { child<<<n, 1>>>(0); return helper(n); }\n"
+        "struct Timer { Timer() { start_clock(); } void stop() const { stop_clock(); } };\n"
     )
-    out = inert_host_launches(text)
+    out = inert_host_code(text)
     assert "child<<<1, 1>>>(p); }" in out  # device code: still a launch (refused as dynamic parallelism)
-    assert "child/*<<<(n + 31) / 32,\n            32>>>*/(p);" in out
-    assert '"<<<"' in out and "// a comment with <<< in it" in out
-    assert out.count("\n") == text.count("\n")
+    assert (
+        "constexpr int tile() { return 32; }" in out and "KERNEL_DEF(scale, float* x) { x[0] *= 2; }" in out
+    )
+    assert 'static void drive(int* p, int n) { porter_emu::host_code_left_out("drive"); \n\n\n\n\n}' in out
+    # a value to return: left as written but for its launch's chevrons
+    assert "int count(int n) { child/*<<<n, 1>>>*/(0); return helper(n); }" in out
+    assert "Timer() { start_clock(); }" in out  # a constructor: run when a static object loads
+    assert 'void stop() const { porter_emu::host_code_left_out("stop"); }' in out
+    assert "checkCudaErrors" not in out and out.count("\n") == text.count("\n")

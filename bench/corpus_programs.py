@@ -58,6 +58,7 @@ def _runs(doc: dict[str, Any]) -> tuple[str, str]:
 
 
 NOT_LAUNCHED = "none of the program's runs launched it"
+RANK = {"failed": 0, "validated": 1, "compiled": 2, "not-replayable": 3}
 TOTALS: dict[str, list[int]] = {}  # column -> validated, failed, other, never launched (every program)
 
 
@@ -72,8 +73,9 @@ def _replays(doc: dict[str, Any]) -> str:
             if column.startswith("opencl"):
                 column = "opencl"
             key = (r.get("instance") or k.get("name", ""), column)
-            # one verdict per instance and column: a failure anywhere in it counts as failed
-            if seen.get(key, ("", ""))[0] != "failed":
+            # one verdict per instance and column, as the report counts it: failed on any device, else
+            # validated on any, else compiled, else not replayable
+            if RANK.get(r["status"], 4) < RANK.get(seen.get(key, ("", ""))[0], 5):
                 seen[key] = (r["status"], r.get("reason", ""))
         for (_instance, column), (status, reason) in seen.items():
             c = counts.setdefault(column, [0, 0, 0, 0])

@@ -44,6 +44,9 @@ class ValidateOptions:
     timeout_s: float = 120.0  # per child job
     memcheck: bool = True  # compute-sanitizer on NVIDIA GPUs
     checker_trials: int = 1  # trials under a checker device (Oclgrind is a slow simulator)
+    # the largest launch (work-items) a checker device simulates: a program's own launch at its real size
+    # (a 3072 x 3072 image) would take the simulator hours; over it the variant is only compiled there
+    checker_max_work_items: int = 1 << 18
     compile: CompileOptions = CompileOptions()
     sizes: tuple[dict[str, int], ...] | None = None  # override the spec's sizes (tests)
     # Inputs given instead of drawn (a program's captured launches, porter.harness.replay): each is

@@ -100,6 +100,23 @@ def validate(
     ]
 
 
+def _over_checker_limit(spec: KernelSpec, sizes: Sequence[Mapping[str, int]], most: int) -> str:
+    """Why a checker device does not simulate the launches at `sizes` ("" when it does): the smallest
+    has more work-items than `most`."""
+    from porter.harness.spec import geometry
+
+    counts = []
+    for size in sizes:
+        try:
+            grid, block, _ = geometry(spec, size)
+        except ValueError:
+            return ""
+        counts.append(int(np.prod(grid)) * int(np.prod(block)))
+    if not counts or min(counts) <= most:
+        return ""
+    return f"its smallest launch has {min(counts)} work-items, over the {most} a checker simulates"
+
+
 def compile_only(
     variant: Variant,
     spec: KernelSpec,
@@ -167,6 +184,16 @@ def _validate_on(
 
         visible = [s for s in sizes if not s[1].startswith("hidden")]
         sizes = [min(visible, key=lambda s: volume(s[0]))] if visible else sizes[:1]
+        too_big = _over_checker_limit(spec, [s for s, _ in sizes], opts.checker_max_work_items)
+        if too_big:
+            built = compile_only(variant, spec, opts, backend=device.backend)
+            if built is not None:
+                return replace(
+                    built,
+                    device=device.label,
+                    reason=f"{built.reason if built.status is not Status.COMPILED else 'compiled'}; not "
+                    f"simulated here: {too_big}",
+                )
     base: dict[str, Any] = dict(
         kernel=spec.kernel, target=variant.target, device=device.label, backend=device.backend
     )

@@ -227,3 +227,24 @@ def test_no_reference_available(cl_device):
     original = Variant("saxpy", "cuda", "__global__ void saxpy(){}", "saxpy", "original")
     (v,) = validate(_cl(GOOD_SAXPY), SAXPY_SPEC, Reference(original=original, devices=()), [cl_device], OPTS)
     assert v.status is not Status.VALIDATED and "no reference can run" in v.reason
+
+
+@pytest.mark.integration
+def test_a_checker_device_only_compiles_a_launch_too_large_to_simulate() -> None:
+    """A program's own launch at its real size would take the simulator hours: over the limit, the
+    checker device builds the variant and says why it did not run it; within it, it runs."""
+    checkers = [d for d in get_backend("opencl").devices() if d.checks]
+    if not checkers:
+        pytest.skip("no checker device (install oclgrind)")
+    variant = _cl(GOOD_SAXPY)
+    small = ValidateOptions(trials=1, checker_max_work_items=512)
+    (v,) = validate(variant, SAXPY_SPEC, Reference(python=saxpy_ref), checkers[:1], small)
+    assert v.status is Status.COMPILED and v.device == checkers[0].label
+    assert (
+        "not simulated here: its smallest launch has 1024 work-items, over the 512 a checker simulates"
+        in (v.reason)
+    )
+    (ran,) = validate(
+        variant, SAXPY_SPEC, Reference(python=saxpy_ref), checkers[:1], ValidateOptions(trials=1)
+    )
+    assert ran.status is Status.VALIDATED

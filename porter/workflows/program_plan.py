@@ -267,8 +267,13 @@ class ProgramPlan:
 
     def _entries_of(self, target: str) -> dict[str, tuple[str, str]]:
         found: dict[str, tuple[str, str]] = {}
+        single = get_dialect(target).single_source
         for f in self.wanted(target):
-            if f.kind == "other" or not self.uses_cuda(f):
+            # a device-only port translates a unit with what it includes: a unit with no CUDA of its own
+            # holds the kernels of the .cu files it includes (myocyte: main.cu -> work_2.cu -> solver_2.cu)
+            if f.kind == "other" or not (
+                self.uses_cuda(f) or (not single and any(self.uses_cuda(g) for g in self.reached(f)))
+            ):
                 continue
             tr = self.translation(target, f)
             if isinstance(tr, str):

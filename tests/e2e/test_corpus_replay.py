@@ -34,7 +34,20 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "lud": [],
     "nw": [],
     "pathfinder": [],
-    "lavaMD": [("opencl", "no translation of kernel_gpu_cuda")],  # its kernel is in an #included .cu
+    # its kernel, in an #included .cu, compared field by field (FOUR_VECTOR: four doubles)
+    "lavaMD": [],
+    # `kernel`'s block 1 writes d_finavalu[com_offset] while block 0 writes d_finavalu[0..2] (Rodinia meant
+    # d_com): the original races, said so, and no port is judged against it; solver_2 (mode 1) validates
+    "myocyte": [
+        ("original", "deterministic"),
+        ("hip", "the original kernel's replay does not reproduce the captured run"),
+        ("opencl", "the original kernel's replay does not reproduce the captured run"),
+        # solver_2 is an adaptive Runge-Kutta-Fehlberg integrator: PoCL, Intel's runtime and Oclgrind all
+        # land on the same values, 4.6e-4 (relative) from the emulator's: a difference of rounding that
+        # the step control grows (math library or multiply-add fusing: not yet pinned down) -- reported
+        # as a failure, never hidden
+        *[("opencl", "matches-reference: arg2[3]")] * 3,
+    ],
 }
 
 

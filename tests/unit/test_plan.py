@@ -76,7 +76,9 @@ def test_the_spec_file_is_read_once_for_every_kernel(tmp_path: Path, monkeypatch
 
 
 FIXTURES = ROOT / "tests" / "fixtures" / "cuda"
-NEEDS = FIXTURES / "variant_needs.cu"  # scale: ports; warp_sum: needs sub-groups of OpenCL; fetch: a texture
+NEEDS = (
+    FIXTURES / "variant_needs.cu"
+)  # scale: ports; warp_sum: needs sub-groups of OpenCL; fetch: a 2-D texture
 
 
 def _by_name(plan: planning.Plan, targets: tuple[str, ...] = ("hip", "opencl")) -> dict[str, Instance]:
@@ -117,10 +119,10 @@ def test_variant_for_refuses_what_the_translation_or_the_device_cannot_take(
     bare = Device(
         backend="opencl", name="bare", arch="opencl-1.2", kind="cpu"
     )  # reaches no runtime: no extension
-    assert plan.variant_for(by_name["fetch"], "hip") == Refusal("construct", "tex1Dfetch")
+    assert plan.variant_for(by_name["fetch"], "hip") == Refusal("construct", "tex")  # a 2-D texture reference
     refused = plan.variant_for(by_name["fetch"], "opencl", bare)
     assert isinstance(refused, Refusal) and refused.stage == "construct"
-    assert refused.reason.startswith("tex1Dfetch: texture fetch")
+    assert refused.reason.startswith("tex2D: texture fetch")
     assert plan.variant_for(Instance("nope", "nope", ()), "hip") == Refusal(
         "kernel", "the hip translation has no kernel nope"
     )

@@ -292,12 +292,20 @@ class Backend(Protocol):
         """The memory / race checkers that apply on `device` ("compute-sanitizer", "oclgrind")."""
         ...
 
-    def checker_wrapper(self, device: Device, log_path: str) -> tuple[str, ...]:
-        """The command a checker device's child runs under (empty: none)."""
+    def checker_wrapper(
+        self, device: Device, log_path: str, without: tuple[str, ...] = ()
+    ) -> tuple[str, ...]:
+        """The command a checker device's child runs under (empty: none), the options in `without` left
+        out."""
         ...
 
     def checker_findings(self, device: Device, log: str) -> list[CheckerFinding]:
         """The findings of a checker device's log that reject a variant."""
+        ...
+
+    def checker_relief(self, device: Device, finding: CheckerFinding) -> str:
+        """The checker option to run again without when `finding` is the checker itself stopping ("":
+        none; the finding stands)."""
         ...
 
     def set_symbol(self, program: Any, name: str, value: np.ndarray | np.generic) -> None: ...
@@ -377,11 +385,16 @@ class BackendBase:
     def checkers(self, device: Device) -> tuple[str, ...]:
         return ()
 
-    def checker_wrapper(self, device: Device, log_path: str) -> tuple[str, ...]:
+    def checker_wrapper(
+        self, device: Device, log_path: str, without: tuple[str, ...] = ()
+    ) -> tuple[str, ...]:
         return ()
 
     def checker_findings(self, device: Device, log: str) -> list[CheckerFinding]:
         return []
+
+    def checker_relief(self, device: Device, finding: CheckerFinding) -> str:
+        return ""
 
     def set_symbol(self, program: Any, name: str, value: np.ndarray | np.generic) -> None:
         raise LaunchError(f"backend {self.name} cannot set module globals (__constant__ symbols)")

@@ -58,7 +58,7 @@ from .devices import (
     opened,
     pyopencl,
 )
-from .oclgrind import oclgrind_wrapper, parse_oclgrind_log
+from .oclgrind import oclgrind_wrapper, parse_oclgrind_log, plugin_option
 
 __all__ = [
     "OpenCLBackend",
@@ -338,19 +338,28 @@ class OpenCLBackend(BackendBase):
     def checkers(self, device: Device) -> tuple[str, ...]:
         return ("oclgrind",) if device.kind == "checker" else ()
 
-    def checker_wrapper(self, device: Device, log_path: str) -> tuple[str, ...]:
-        """The checker device's runs happen in a child started under Oclgrind."""
-        return tuple(oclgrind_wrapper(log_path)) if device.kind == "checker" else ()
+    def checker_wrapper(
+        self, device: Device, log_path: str, without: tuple[str, ...] = ()
+    ) -> tuple[str, ...]:
+        """The checker device's runs happen in a child started under Oclgrind (its options in `without`
+        left out)."""
+        return tuple(oclgrind_wrapper(log_path, without=without)) if device.kind == "checker" else ()
 
     def checker_findings(self, device: Device, log: str) -> list[CheckerFinding]:
-        """Oclgrind's out-of-bounds, uninitialised-read and data-race reports in `log`."""
+        """Oclgrind's out-of-bounds, uninitialised-read and data-race reports in `log`, and its own stops
+        (kind ``simulator-error``: a plugin that cannot follow an instruction)."""
         if device.kind != "checker":
             return []
         return [
             CheckerFinding(f.kind, f.message, f.line, f.code)
             for f in parse_oclgrind_log(log)
-            if f.kind in ("out-of-bounds", "uninitialized", "data-race")
+            if f.kind in ("simulator-error", "out-of-bounds", "uninitialized", "data-race")
         ]
+
+    def checker_relief(self, device: Device, finding: CheckerFinding) -> str:
+        """The option to run the checker without when `finding` is the simulator stopping in one of its
+        plugins ("" otherwise)."""
+        return plugin_option(finding.message) if finding.kind == "simulator-error" else ""
 
     def _default_live(self) -> Live | None:
         entries = inventory().live

@@ -69,12 +69,25 @@ def oclgrind_version() -> str:
     return match.group(0) if match else ""
 
 
-def oclgrind_wrapper(log_path: str, *, max_errors: int | None = None) -> tuple[str, ...]:
-    """Command prefix that runs a child under Oclgrind with every check on, findings to `log_path`."""
+def oclgrind_wrapper(
+    log_path: str, *, max_errors: int | None = None, without: tuple[str, ...] = ()
+) -> tuple[str, ...]:
+    """Command prefix that runs a child under Oclgrind with every check on (but the options in
+    `without`), findings to `log_path`."""
     data = settings()
     limit = data["max_errors"] if max_errors is None else max_errors
     program = oclgrind_path() or data["program"]
-    return (program, *data["options"], "--max-errors", str(limit), "--log", log_path)
+    options = [o for o in data["options"] if o not in without]
+    return (program, *options, "--max-errors", str(limit), "--log", log_path)
+
+
+def plugin_option(message: str) -> str:
+    """The option of the plugin an "OCLGRIND FATAL ERROR (./src/plugins/X.cpp:N)" names ("" when it
+    names none porter knows: then nothing can be left out)."""
+    for source, option in settings().get("plugin_options", {}).items():
+        if f"/{source}:" in message or f"({source}:" in message:
+            return str(option)
+    return ""
 
 
 def checker_device(opencl_version: str | None = None, driver: str | None = None) -> Device:

@@ -198,6 +198,7 @@ def _validate_on(
         kernel=spec.kernel, target=variant.target, device=device.label, backend=device.backend
     )
     last_inst: Instance | None = None
+    without: list[str] = []  # checker options left out: plugins that stopped the simulator on this kernel
     try:
         if len(sizes) < 2 and not checker and not given:
             logs.append("warning: fewer than two problem sizes in the spec")
@@ -211,25 +212,34 @@ def _validate_on(
                         else Instance.draw(spec, size, label, seed, 0 if checker else GUARD_ELEMENTS)
                     )
                     last_inst = inst
-                    wrapper: tuple[str, ...] = ()
-                    if checker:
-                        wrapper = get_backend(device.backend).checker_wrapper(
-                            device, "{scratch}/" + CHECKER_LOG
+                    while True:  # under a checker: again without a plugin that stopped the simulator
+                        wrapper: tuple[str, ...] = ()
+                        if checker:
+                            wrapper = get_backend(device.backend).checker_wrapper(
+                                device, "{scratch}/" + CHECKER_LOG, tuple(without)
+                            )
+                        job, arrays = make_job(
+                            variant,
+                            spec,
+                            device,
+                            inst,
+                            1 if checker else opts.runs,
+                            opts.compile,
+                            seed,
+                            wrapper,
                         )
-                    job, arrays = make_job(
-                        variant,
-                        spec,
-                        device,
-                        inst,
-                        1 if checker else opts.runs,
-                        opts.compile,
-                        seed,
-                        wrapper,
-                    )
-                    if checker:
-                        job = replace(job, collect=(CHECKER_LOG,))
-                    res = run_job(job, opts.timeout_s * (10 if checker else 1))
-                    findings = checker_findings(device, res) if checker else []
+                        if checker:
+                            job = replace(job, collect=(CHECKER_LOG,))
+                        res = run_job(job, opts.timeout_s * (10 if checker else 1))
+                        findings = checker_findings(device, res) if checker else []
+                        stop = next((f for f in findings if f.kind == "simulator-error"), None)
+                        option = get_backend(device.backend).checker_relief(device, stop) if stop else ""
+                        if stop is None or not option or option in without:
+                            break
+                        without.append(option)
+                        logs.append(
+                            f"{label}: the checker stopped ({stop.message}): run again without {option}"
+                        )
                     toolchain = toolchain or res.toolchain
                     compiled = compiled or res.stage not in ("compile", "unavailable")
                     if not res.ok:
@@ -263,7 +273,8 @@ def _validate_on(
             if not label.startswith("hidden"):
                 tested.append(size)
         if checker:
-            checks.extend(get_backend(device.backend).checkers(device) or ("checker",))
+            named = get_backend(device.backend).checkers(device) or ("checker",)
+            checks.extend(f"{c} (without {' '.join(without)})" if without else c for c in named)
         if (
             opts.memcheck
             and last_inst is not None

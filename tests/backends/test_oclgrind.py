@@ -269,3 +269,20 @@ def test_translated_float_atomics_are_race_free_under_oclgrind():
     assert kinds(parse_oclgrind_log(result.files.get("oclgrind.log", "") + result.log)) == set()
     _, fsum, dsum = result.outputs[0]
     assert fsum.tolist() == [8.0] * 4 and dsum.tolist() == [4.0] * 4
+
+
+def test_the_simulator_stopping_in_a_plugin_is_its_own_kind_and_names_the_option_to_drop() -> None:
+    from porter.backends.opencl.oclgrind import plugin_option
+
+    log = (
+        "OCLGRIND FATAL ERROR (./src/plugins/Uninitialized.cpp:1805)\n"
+        "\tUnhandled instruction: freeze\n"
+        "When executing kernel 'row_sums'\n"
+    )
+    (stop,) = parse_oclgrind_log(log)
+    assert stop.kind == "simulator-error"  # not a finding about the kernel (before: "uninitialized")
+    assert plugin_option(stop.message) == "--uninitialized"
+    assert plugin_option("OCLGRIND FATAL ERROR (./src/core/WorkItem.cpp:12)") == ""  # the core: no relief
+    wrapped = oclgrind_wrapper("/tmp/log", without=("--uninitialized",))
+    assert "--uninitialized" not in wrapped and "--data-races" in wrapped and "--check-api" in wrapped
+    assert "--uninitialized" in oclgrind_wrapper("/tmp/log")

@@ -12,7 +12,9 @@ tree-sitter pass tolerates broken files), one function at a time, statement by s
   **reduction** into scalars (``s += ...``, ``s *= ...``, ``s = max(s, ...)``), a **row reduction** (a
   map over outer loops whose inner loops reduce, ``y[i] += A[i, j] * x[j]`` included), a **scan** (``out[i]
   = out[i - 1] + x[i]``, or a running accumulator written each iteration) with ``+``, ``*``, ``max`` or
-  ``min``, and **time stepping** (a sequential loop around parallel nests, ``a, b = b, a`` between steps);
+  ``min``, **time stepping** (a sequential loop around parallel nests, ``a, b = b, a`` between steps), and
+  a **row kernel** (a thread per iteration of the outer loops the exact dependences leave parallel, each
+  running the inner loops that carry one in order: ``for i: for j: p[i, j] = f(p[i, j - 1])``);
 * statements outside loops that write elements (``out[0] = x[0]``) and values computed from reduction
   results (``mean = s / n``), run by one thread;
 * ``return`` of an array, of a reduction's value, or of an expression of them.
@@ -358,10 +360,11 @@ class _Function:
         stops: dict[str, ast.expr] = {}
         for loop in (n for n in ast.walk(self.fn) if isinstance(n, ast.For)):
             try:
-                var, _, stop, _ = range_of(loop)
+                var, start, stop, step = range_of(loop)
             except Unliftable:
                 continue
-            stops[var] = stop
+            by = deps._const(step)
+            stops[var] = start if by is not None and by < 0 else stop  # range(n - 2, 0, -1): below n
         for node in ast.walk(self.fn):
             if not isinstance(node, ast.Subscript) or isinstance(node.value, ast.Subscript):
                 continue
@@ -753,7 +756,7 @@ class _Function:
                 raise
             first = err
         tried: list[Unliftable] = []
-        for strategy in (self._distributed, self._sequential):
+        for strategy in (self._distributed, self._sequential, self._row_kernel):
             self._load(saved)
             try:
                 strategy(s)
@@ -761,7 +764,7 @@ class _Function:
             except Unliftable as err:
                 tried.append(err)
         self._load(saved)
-        sequential = tried[-1]
+        sequential = tried[1]
         try:
             model = self._nest([s])
         except deps.NonAffine:
@@ -899,6 +902,54 @@ class _Function:
             f"line {s.lineno}: {range_of(s)[0]} runs on the host, a launch per nest per step"
         )
 
+    def _row_kernel(self, s: ast.For) -> None:
+        """A thread per iteration of the outermost loops the exact dependences leave parallel (at most
+        three, bounds the host knows), each running the rest of the nest in order -- inner loops that
+        carry a dependence included (an ADI sweep: ``for i: for j: p[i, j] = f(p[i, j - 1])``).  Legal when
+        no dependence has a nonzero distance on those loops: each thread's work is then one iteration's,
+        in its original order."""
+        chain = [s]
+        while len(chain[-1].body) == 1 and isinstance(chain[-1].body[0], ast.For):
+            chain.append(chain[-1].body[0])
+        body = chain[-1].body
+        if len(chain) < 2 and not any(isinstance(n, ast.For) for x in body for n in ast.walk(x)):
+            raise Unliftable(s.lineno, "no inner loop to run in order inside a thread")
+        try:
+            model = self._nest([s])
+        except deps.NonAffine as err:
+            raise Unliftable(err.line, err.reason) from None
+        vars_ = [range_of(x)[0] for x in chain]
+        rect = self._rectangular(chain)
+        n_par = next((k for k in range(min(rect, 3), 0, -1) if model.band_violation(vars_[:k]) is None), 0)
+        if n_par == 0:
+            bad = model.band_violation(vars_[:1])
+            if bad is not None:
+                raise Unliftable(bad.target.line, model.explain(bad))
+            raise Unliftable(s.lineno, "the outer loop's bounds depend on values the host does not know")
+        par, serial = chain[:n_par], chain[n_par:]
+        kbody = _wrap(serial, list(body))
+        inner = [range_of(n)[0] for x in kbody for n in ast.walk(x) if isinstance(n, ast.For)]
+        if not inner:
+            raise Unliftable(s.lineno, "no loop left to run in order inside a thread")
+        if set(inner) & set(vars_[:n_par]):
+            raise Unliftable(s.lineno, "an inner loop reuses the variable of a loop around it")
+        outside = set(self.host) | set(self.device) | {p.name for p in self.params}
+        for target, _, line in _all_assignments(kbody):
+            if isinstance(target, ast.Name) and target.id in outside:
+                raise Unliftable(line, f"{target.id} is assigned in the nest, but it lives outside it")
+        self._carried_scalars(kbody, vars_[:n_par])
+        loops = [K.ploop(x) for x in par]
+        order = self._coalescing_order(loops, body)
+        built = K.parallel(
+            self._kname("rowk"), "row-kernel", order, kbody, self._scope(), self.name, s.lineno
+        )
+        self._add(built, "row-kernel")
+        self.out.notes.append(
+            f"line {s.lineno}: a thread per {', '.join(vars_[:n_par])}, each running its "
+            f"{', '.join(dict.fromkeys(inner))} loop{'s' if len(set(inner)) > 1 else ''} in order "
+            "(legal by its exact dependences)"
+        )
+
     def _nest_as_written(self, s: ast.For) -> None:
         chain = [s]
         while len(chain[-1].body) == 1 and isinstance(chain[-1].body[0], ast.For):
@@ -971,7 +1022,11 @@ class _Function:
                 name = x.targets[0].id if isinstance(x.targets[0], ast.Name) else ""
                 if name not in self.device:  # an accumulator's reset each step: it must be one already
                     if self._host_type(x.value) is None:
-                        raise Unliftable(x.lineno, f"{name} is set each step from device data")
+                        if not name or name in self.host or name in self.arrays:
+                            raise Unliftable(x.lineno, f"{name} is set each step from device data")
+                        # ``s = x[i]`` before a reduction into s: one thread writes its buffer each step
+                        self._device_value(name, x.value, x)
+                        continue
                     self._accumulator_reset(name, x)
                 else:
                     self._device_value(name, x.value, x)

@@ -487,17 +487,20 @@ class Body:
         code_start, _ = self.expr(start)
         code_stop, _ = self.expr(stop)
         code_step, ts = self.expr(step)
-        if not (isinstance(step, ast.Constant) and isinstance(step.value, int) and step.value != 0):
+        by = step.value if isinstance(step, ast.Constant) else None
+        if (
+            isinstance(step, ast.UnaryOp)
+            and isinstance(step.op, ast.USub)
+            and isinstance(step.operand, ast.Constant)
+        ):
+            by = step.operand.value if isinstance(step.operand.value, int) else None
+            by = -by if by is not None else None  # ``range(n - 2, 0, -1)``
+        if not (isinstance(by, int) and not isinstance(by, bool) and by != 0):
             raise Unliftable(s.lineno, "a loop step that is not a nonzero integer constant")
         self.scope.loop_vars.add(var)
-        if (
-            isinstance(start, ast.Constant)
-            and isinstance(start.value, int)
-            and start.value >= 0
-            and step.value > 0
-        ):
+        if isinstance(start, ast.Constant) and isinstance(start.value, int) and start.value >= 0 and by > 0:
             self.scope.nonneg.add(var)
-        cmp = "<" if step.value > 0 else ">"
+        cmp = "<" if by > 0 else ">"
         v = cname(var)
         head = f"{indent}for (long long {v} = {code_start}; {v} {cmp} {code_stop}; {v} += {code_step}) {{"
         body = self.stmts(s.body, indent + "    ")

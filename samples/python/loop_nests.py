@@ -302,8 +302,8 @@ def fdtd_2d(steps: int, ex: F64, ey: F64, hz: F64, fict: F64) -> None:
 
 def adi(steps: int, u: F64, v: F64, p: F64, q: F64) -> None:
     """Alternating-direction implicit sweeps (a tridiagonal solve per column, then per row).
-    expect: refused (each column's forward sweep is sequential in j; a row kernel whose threads run a
-    sequential inner loop is not lifted yet)"""
+    expect: lifted (a row kernel per step: a thread per column i, each running its sweeps over j in
+    order; i carries no dependence)"""
     n = u.shape[0]
     a = -0.5
     b = 2.0
@@ -434,7 +434,8 @@ def forward_solve(L: F64, x: F64) -> None:
 
 def back_solve_rows(U: F64, x: F64) -> None:
     """Row-oriented back substitution: x <- (U + SHIFT * n I)^-1 x.
-    expect: refused (x[i] reads x[j] written by an earlier i iteration: sequential in i)"""
+    expect: lifted (i in order on the host, as x[i] reads x[j] written by an earlier i iteration; at each
+    i the j loop is a reduction into s, then one thread writes x[i])"""
     n = U.shape[0]
     for i in range(n - 1, -1, -1):
         s = x[i]

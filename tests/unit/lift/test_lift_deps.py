@@ -11,7 +11,7 @@ import pytest
 
 from porter.lift.analyze import analyze
 from porter.lift.deps import CONSERVATIVE, Nest, NonAffine
-from porter.lift.ir import Lifted, Repeat
+from porter.lift.ir import Launch, Lifted, Repeat
 
 ROOT = Path(__file__).resolve().parents[3]
 COLLECTION = ROOT / "samples" / "python" / "loop_nests.py"
@@ -208,7 +208,7 @@ def test_a_real_carried_dependence_is_never_parallelised() -> None:
     assert not refused
     (rep,) = [s for s in lifted["f"].steps if isinstance(s, Repeat)]
     assert rep.var == "i"
-    # the same with the dependence along j is parallel in i only, never in j
+    # the same with the dependence along j is parallel in i only, never in j: a row kernel
     lifted, refused = _lift(
         """
         import numpy as np
@@ -219,7 +219,139 @@ def test_a_real_carried_dependence_is_never_parallelised() -> None:
                     a[i, j] = a[i, j - 1] + 1.0
         """
     )
-    assert "g" in refused and "sequential in j; parallel in i" in refused["g"][1]
+    assert not refused, refused
+    (k,) = lifted["g"].kernels
+    assert lifted["g"].patterns == ("row-kernel",) and "for (long long v_j = 1; v_j < v_m;" in k.source
+    (launch,) = lifted["g"].steps
+    assert isinstance(launch, Launch) and len(launch.grid) == 1  # threads over i only
+
+
+# ----------------------------------------------------------------------------- row kernels
+
+
+def test_an_adi_sweep_is_a_row_kernel_per_step_its_threads_running_j_in_order() -> None:
+    # i carries nothing (each column's sweep touches its own p[i, :], q[i, :], v[:, i]); both j loops
+    # carry p[i, j - 1] / v[j + 1, i]: a thread per i runs them in order, one launch per step
+    lifted, refused = _lift(
+        """
+        import numpy as np
+        def adi(steps: int, u: np.ndarray, v: np.ndarray, p: np.ndarray):
+            n = u.shape[0]
+            for t in range(steps):
+                for i in range(1, n - 1):
+                    p[i, 0] = 0.0
+                    for j in range(1, n - 1):
+                        p[i, j] = 0.5 / (p[i, j - 1] + 2.0) + u[j, i]
+                    v[n - 1, i] = 1.0
+                    for j in range(n - 2, 0, -1):
+                        v[j, i] = p[i, j] * v[j + 1, i]
+        """
+    )
+    assert not refused, refused
+    f = lifted["adi"]
+    (rep,) = f.steps
+    assert isinstance(rep, Repeat) and rep.var == "t" and len(rep.body) == 1
+    (k,) = f.kernels
+    assert k.pattern == "row-kernel" and "v_j > 0; v_j += (-1))" in k.source
+    assert any("a thread per i, each running its j loop in order" in note for note in f.notes)
+    # the model behind it: i parallel, j sequential
+    model = _nest(
+        "for i in range(1, n - 1):\n    for j in range(1, n - 1):\n        p[i, j] = p[i, j - 1] + u[j, i]\n",
+        "p u",
+    )
+    assert model.band_violation(["i"]) is None and not model.parallel("j")
+
+
+def test_a_row_kernel_is_refused_when_the_outer_loop_carries_a_dependence_too() -> None:
+    # a[i, j] reads a[i - 1, j - 1]: a thread per i would read a row another thread is writing
+    model = _nest(
+        "for i in range(1, n):\n    for j in range(1, m):\n        a[i, j] = a[i, j - 1] + a[i - 1, j - 1]\n",
+        "a",
+    )
+    bad = model.band_violation(["i"])
+    assert bad is not None and bad.target.text == "a[i - 1, j - 1]" and bad.carried == ("i",)
+    lifted, refused = _lift(
+        """
+        import numpy as np
+        def f(steps: int, a: np.ndarray):
+            n, m = a.shape
+            for t in range(steps):
+                for i in range(1, n):
+                    for j in range(1, m):
+                        a[i, j] = a[i, j - 1] + a[i - 1, j - 1]
+        def g(p: np.ndarray):
+            n, m = p.shape
+            for i in range(1, n):
+                p[i, 0] = 0.0
+                for j in range(1, m):
+                    p[i, j] = 0.5 * p[i, j - 1] + p[i - 1, j - 1]
+        """
+    )
+    assert not lifted, lifted
+    line, why = refused["f"]
+    assert line == 8 and "loop-carried dependence: a[i, j] at line 8 reads a[i" in why
+    assert "sequential in t" in why and "sequential in i, j" in why
+    line, why = refused["g"]
+    assert line == 14 and why.startswith("i runs in order (sequential in i); at each i: loop-carried")
+    assert "p[i, j] at line 14 reads p[i, j - 1]" in why
+    # with only the outer dependence the nest is still lifted -- i on the host, j parallel per step
+    lifted, refused = _lift(
+        """
+        import numpy as np
+        def h(a: np.ndarray):
+            n, m = a.shape
+            for i in range(1, n):
+                for j in range(1, m):
+                    a[i, j] = a[i - 1, j - 1] * 0.5
+        """
+    )
+    assert not refused and "row-kernel" not in lifted["h"].patterns
+    assert [s.var for s in lifted["h"].steps if isinstance(s, Repeat)] == ["i"]
+
+
+def test_row_oriented_back_substitution_reduces_into_its_scalar_at_each_host_step() -> None:
+    # x[i] reads x[j] (j > i) written by earlier i iterations: i runs on the host; at each i, s = x[i]
+    # is one thread's write, the j loop a reduction into s, then x[i] = s / U[i, i] one thread's
+    lifted, refused = _lift(
+        """
+        import numpy as np
+        def back(U: np.ndarray, x: np.ndarray):
+            n = U.shape[0]
+            for i in range(n - 1, -1, -1):
+                s = x[i]
+                for j in range(i + 1, n):
+                    s -= U[i, j] * x[j]
+                x[i] = s / U[i, i]
+        """
+    )
+    assert not refused, refused
+    f = lifted["back"]
+    (rep,) = f.steps
+    assert isinstance(rep, Repeat) and rep.var == "i"
+    assert [b.kernel for b in rep.body] == [
+        "back_value1", "back_reduce2_blocks", "back_reduce2_final_0", "back_step3"
+    ]  # fmt: skip
+    assert "reduction" in f.patterns and "row-kernel" not in f.patterns
+    assert [t.name for t in f.temporaries if t.shape == ("1",)] == ["__s_s"]
+    # at a fixed i the j loop writes nothing: no dependence, a reduction of one element
+    step = _nest(
+        "for j in range(i + 1, n):\n    s -= U[i, j] * x[j]\n", "U x", fixed="for i in range(n):\n    pass\n"
+    )
+    assert step.dependences == []
+    # the accumulator set from a size the host holds is not turned into device data
+    _, refused = _lift(
+        """
+        import numpy as np
+        def bad(U: np.ndarray, x: np.ndarray):
+            n = U.shape[0]
+            for i in range(n - 1, -1, -1):
+                n = x[i]
+                for j in range(i + 1, U.shape[0]):
+                    n -= U[i, j] * x[j]
+                x[i] = n
+        """
+    )
+    assert "bad" in refused
 
 
 # ----------------------------------------------------------------------------- the Python people write

@@ -54,7 +54,9 @@ def gesummv(alpha: float, beta: float, A: F64, B: F64, x: F64, y: F64, tmp: F64)
         y[i] = alpha * tmp[i] + beta * y[i]
 
 
-def gemver(alpha: float, beta: float, A: F64, u1: F64, v1: F64, u2: F64, v2: F64, w: F64, x: F64, y: F64, z: F64) -> None:
+def gemver(
+    alpha: float, beta: float, A: F64, u1: F64, v1: F64, u2: F64, v2: F64, w: F64, x: F64, y: F64, z: F64
+) -> None:
     """A += u1 v1' + u2 v2'; x += beta A' y + z; w += alpha A x.  expect: lifted"""
     n = A.shape[0]
     for i in range(n):
@@ -269,17 +271,29 @@ def heat_3d(steps: int, a: F64, b: F64) -> None:
             for j in range(1, n - 1):
                 for k in range(1, n - 1):
                     b[i, j, k] = a[i, j, k] + 0.125 * (
-                        a[i + 1, j, k] - 2.0 * a[i, j, k] + a[i - 1, j, k]
-                        + a[i, j + 1, k] - 2.0 * a[i, j, k] + a[i, j - 1, k]
-                        + a[i, j, k + 1] - 2.0 * a[i, j, k] + a[i, j, k - 1]
+                        a[i + 1, j, k]
+                        - 2.0 * a[i, j, k]
+                        + a[i - 1, j, k]
+                        + a[i, j + 1, k]
+                        - 2.0 * a[i, j, k]
+                        + a[i, j - 1, k]
+                        + a[i, j, k + 1]
+                        - 2.0 * a[i, j, k]
+                        + a[i, j, k - 1]
                     )
         for i in range(1, n - 1):
             for j in range(1, n - 1):
                 for k in range(1, n - 1):
                     a[i, j, k] = b[i, j, k] + 0.125 * (
-                        b[i + 1, j, k] - 2.0 * b[i, j, k] + b[i - 1, j, k]
-                        + b[i, j + 1, k] - 2.0 * b[i, j, k] + b[i, j - 1, k]
-                        + b[i, j, k + 1] - 2.0 * b[i, j, k] + b[i, j, k - 1]
+                        b[i + 1, j, k]
+                        - 2.0 * b[i, j, k]
+                        + b[i - 1, j, k]
+                        + b[i, j + 1, k]
+                        - 2.0 * b[i, j, k]
+                        + b[i, j - 1, k]
+                        + b[i, j, k + 1]
+                        - 2.0 * b[i, j, k]
+                        + b[i, j, k - 1]
                     )
 
 
@@ -327,9 +341,17 @@ def seidel_2d(steps: int, a: F64) -> None:
     for t in range(steps):
         for i in range(1, n - 1):
             for j in range(1, n - 1):
-                a[i, j] = (a[i - 1, j - 1] + a[i - 1, j] + a[i - 1, j + 1]
-                           + a[i, j - 1] + a[i, j] + a[i, j + 1]
-                           + a[i + 1, j - 1] + a[i + 1, j] + a[i + 1, j + 1]) / 9.0
+                a[i, j] = (
+                    a[i - 1, j - 1]
+                    + a[i - 1, j]
+                    + a[i - 1, j + 1]
+                    + a[i, j - 1]
+                    + a[i, j]
+                    + a[i, j + 1]
+                    + a[i + 1, j - 1]
+                    + a[i + 1, j]
+                    + a[i + 1, j + 1]
+                ) / 9.0
 
 
 def gauss_seidel(steps: int, A: F64, b: F64, x: F64) -> None:
@@ -442,3 +464,59 @@ def back_solve_rows(U: F64, x: F64) -> None:
         for j in range(i + 1, n):
             s -= U[i, j] * x[j]
         x[i] = s / (U[i, i] + SHIFT * n)
+
+
+# ----------------------------------------------------------------------------- self-check
+
+
+def _check() -> bool:
+    """A handful of the kernels against NumPy's own formulation of the same mathematics (the collection's
+    purpose is what `porter lift` does with each; bench/lift_collection.py validates every one)."""
+    rng = np.random.default_rng(5)
+    n, m, p = 7, 6, 5
+    ok = True
+    A, B, C = rng.random((n, p)), rng.random((p, m)), rng.random((n, m))
+    want = 1.5 * A @ B + 0.5 * C
+    gemm(1.5, 0.5, A, B, C)
+    ok &= bool(np.allclose(C, want))
+    M, x, y = rng.random((n, m)), rng.random(m), np.empty(n)
+    matvec_reset(M, x, y)
+    ok &= bool(np.allclose(y, M @ x))
+    out, tmp = np.empty(m), np.empty(n)
+    atax(M, x, out, tmp)
+    ok &= bool(np.allclose(out, M.T @ (M @ x)))
+    S = rng.random((n, n))
+    F = S.copy()
+    lu(F)
+    lower, upper = np.tril(F, -1) + np.eye(n), np.triu(F)
+    ok &= bool(np.allclose(lower @ upper, S + SHIFT * n * np.eye(n)))
+    sym = S + S.T
+    G = sym.copy()
+    cholesky(G)
+    factor = np.tril(G)
+    ok &= bool(np.allclose(factor @ factor.T, sym + SHIFT * n * np.eye(n)))
+    U, rhs = np.triu(rng.random((n, n))), rng.random(n)
+    sol = rhs.copy()
+    back_solve_rows(U, sol)
+    ok &= bool(np.allclose((U + SHIFT * n * np.eye(n)) @ sol, rhs))
+    dist = rng.random((n, n)) * 10
+    np.fill_diagonal(dist, 0.0)
+    paths = dist.copy()
+    floyd_warshall(paths)
+    ok &= bool(
+        all(
+            paths[i, j] <= paths[i, k] + paths[k, j] + 1e-12
+            for i in range(n)
+            for j in range(n)
+            for k in range(n)
+        )
+    )
+    return ok
+
+
+if __name__ == "__main__":
+    if _check():
+        print("PASS")
+    else:
+        print("FAIL")
+        raise SystemExit(1)

@@ -46,7 +46,16 @@ def test_bench_with_a_capture_times_each_kernel_at_the_programs_own_launches(tmp
 
     shutil.copytree(TOUR, tmp_path / "tour")
     r = porter(
-        "capture", str(tmp_path / "tour"), "--run", "./main", "--mib", "2", "--toolchain", "cpu-runtime"
+        "capture",
+        str(tmp_path / "tour"),
+        "--run",
+        "./main",
+        "--mib",
+        "2",
+        "--first-mib",
+        "2",
+        "--toolchain",
+        "cpu-runtime",
     )
     assert r.returncode == 0, r.stderr + r.stdout
     cap = str(tmp_path / "tour.capture")

@@ -2662,6 +2662,9 @@ def _translate_to_opencl(
     for helper_name, space in sorted(helper_fns):
         src = t["helpers"][helper_name]["source"].strip("\n")
         prelude.append("\n" + src.replace("{space}", space).replace("{qual}", f"__{space}"))
+    for macro, definition in t.get("prelude_macros", {}).items():
+        if re.search(rf"\b{re.escape(macro)}\b", body):
+            prelude.append(definition)
     text = "\n".join(prelude) + "\n\n" + body
     text = re.sub(r"\n[ \t]*\n(?:[ \t]*\n)+", "\n\n", text).strip("\n") + "\n"
     seen: set[tuple[str, int, str, str]] = set()

@@ -694,3 +694,15 @@ def test_atomics_on_struct_fields_in_global_memory(ocl: tuple[Any, Any]) -> None
         assert got["count"][b] == len(mine)
         assert got["sum"][b] == pytest.approx(float(mine.sum(dtype=np.float64)), rel=1e-5)
         assert got["max_bits"][b] == mine.view(np.uint32).max()  # non-negative floats order as their bits
+
+
+def test_mul24_with_mixed_argument_types_builds_and_runs(ocl: tuple[Any, Any]) -> None:
+    tr = _translate("mul24.cu")
+    assert not _errors(tr)
+    assert "#define porter_mul24(a, b) mul24((int)(a), (int)(b))" in tr.text  # CUDA's __mul24 takes ints
+    assert "#define IMUL(a, b) porter_mul24(a, b)" in tr.text
+    n = 256
+    data = np.arange(n, dtype=np.int32)
+    _, got = _run(ocl, tr, "spread", [data, np.zeros(n, np.int32), np.int32(n)], (2, 1, 1), (128, 1, 1))
+    lane = np.arange(n) % 128
+    np.testing.assert_array_equal(got, data + (lane >> 5) * 64 + lane * 3)

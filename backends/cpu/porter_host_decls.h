@@ -203,30 +203,24 @@ typedef cudaDeviceProp hipDeviceProp_t;
 // --------------------------------------------------------------------------- functions
 
 namespace porter_emu __attribute__((visibility("hidden"))) {
-// A host runtime function reached: in device code (a launch's thread) the launch fails with its name
-// (and the thread never returns here); elsewhere nothing happens.
-__attribute__((noinline, cold)) inline void host_runtime_call(const char* name) noexcept {
+// Host code reached: in device code (a launch's thread) the launch fails naming it (and the thread never
+// returns here); elsewhere nothing happens.  A runtime function, or a header's host function whose body a
+// kernel's own build left out (source.py inert_host_code).
+__attribute__((noinline, cold)) inline void host_code_reached(const char* what, const char* name,
+                                                                const char* callee) noexcept {
     if (g_cur == nullptr) return;
     char msg[320];
     snprintf(msg, sizeof msg,
-             "the host runtime call %s is not available inside a replayed kernel: device code cannot call the "
-             "CUDA/HIP host runtime (thread (%u,%u,%u) of block (%u,%u,%u) called it)",
-             name, threadIdx.x, threadIdx.y, threadIdx.z, blockIdx.x, blockIdx.y, blockIdx.z);
+             "the %s %s is not available inside a replayed kernel: device code cannot call %s (thread "
+             "(%u,%u,%u) of block (%u,%u,%u) called it)",
+             what, name, callee, threadIdx.x, threadIdx.y, threadIdx.z, blockIdx.x, blockIdx.y, blockIdx.z);
     fail(msg);
     leave_thread();
 }
-// A header's host function whose body a kernel's own build left out (source.py inert_host_code): the
-// same rule -- reached in device code, the launch fails with its name; elsewhere nothing happens.
-__attribute__((noinline, cold)) inline void host_code_left_out(const char* name) noexcept {
-    if (g_cur == nullptr) return;
-    char msg[320];
-    snprintf(msg, sizeof msg,
-             "the host function %s is not available inside a replayed kernel: device code cannot call host "
-             "code (thread (%u,%u,%u) of block (%u,%u,%u) called it)",
-             name, threadIdx.x, threadIdx.y, threadIdx.z, blockIdx.x, blockIdx.y, blockIdx.z);
-    fail(msg);
-    leave_thread();
+inline void host_runtime_call(const char* name) noexcept {
+    host_code_reached("host runtime call", name, "the CUDA/HIP host runtime");
 }
+inline void host_code_left_out(const char* name) noexcept { host_code_reached("host function", name, "host code"); }
 }  // namespace porter_emu
 
 // The runtime functions returning an error code: CUDA's spelling and HIP's, each its own stub (so the

@@ -368,7 +368,7 @@ class _Function:
         for node in ast.walk(self.fn):
             if not isinstance(node, ast.Subscript) or isinstance(node.value, ast.Subscript):
                 continue
-            array, index = _subscript_parts(node)
+            array, index = deps.subscript_parts(node)
             if array not in self.arrays:
                 continue
             for k, e in enumerate(index):
@@ -392,10 +392,10 @@ class _Function:
         """The size an int array's values index (``hist[x[i]]``: x's values lie in [0, len(hist)))."""
         for n in ast.walk(self.fn):
             if isinstance(n, ast.Subscript) and not isinstance(n.value, ast.Subscript):
-                array, index = _subscript_parts(n)
+                array, index = deps.subscript_parts(n)
                 for k, e in enumerate(index):
                     if any(
-                        isinstance(m, ast.Subscript) and _subscript_parts(m)[0] == name for m in ast.walk(e)
+                        isinstance(m, ast.Subscript) and deps.subscript_parts(m)[0] == name for m in ast.walk(e)
                     ):
                         key = f"{array}.shape[{k}]"
                         return labels.get(key, key)
@@ -862,7 +862,7 @@ class _Function:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []  # fmt: skip
         for tg in targets:
             if isinstance(tg, ast.Subscript):
-                index = _subscript_parts(tg)[1]
+                index = deps.subscript_parts(tg)[1]
                 break
         inside = {n.id for e in index for n in ast.walk(e) if isinstance(n, ast.Name)}
         return [v for v in names if v in inside] + [v for v in names if v not in inside]
@@ -1654,7 +1654,7 @@ class _Plain(ast.NodeTransformer):
         if len(node.targets) < 2:
             return node
         names = {tg.id for tg in node.targets if isinstance(tg, ast.Name)}
-        names |= {_subscript_parts(tg)[0] or "" for tg in node.targets if isinstance(tg, ast.Subscript)}
+        names |= {deps.subscript_parts(tg)[0] or "" for tg in node.targets if isinstance(tg, ast.Subscript)}
         if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node.value)):
             return node  # the value reads a target: left for the translator to refuse
         if any(isinstance(n, ast.Call) for n in ast.walk(node.value)) and not all(
@@ -1804,16 +1804,6 @@ def _copy(node: ast.stmt) -> ast.stmt:
     return copy
 
 
-def _subscript_parts(node: ast.Subscript) -> tuple[str | None, list[ast.expr]]:
-    chain: list[ast.expr] = []
-    base: ast.expr = node
-    while isinstance(base, ast.Subscript):
-        sl = base.slice
-        chain[:0] = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
-        base = base.value
-    return (base.id if isinstance(base, ast.Name) else None), chain
-
-
 def _writes(body: Sequence[ast.stmt]) -> list[tuple[str, list[ast.expr], int, bool]]:
     """(array, index, line, augmented) of every element assignment."""
     found = []
@@ -1831,7 +1821,7 @@ def _writes(body: Sequence[ast.stmt]) -> list[tuple[str, list[ast.expr], int, bo
                 continue
             for t in targets:
                 if isinstance(t, ast.Subscript):
-                    array, index = _subscript_parts(t)
+                    array, index = deps.subscript_parts(t)
                     if array is not None:
                         if isinstance(n, ast.Assign) and _reads_itself(t, n.value):
                             aug = True
@@ -1868,12 +1858,12 @@ def _reads(body: Sequence[ast.stmt]) -> list[tuple[str, list[ast.expr], int]]:
             ):
                 if isinstance(n.value, ast.Subscript):
                     continue  # the outer subscript of a[i][j] holds the whole index
-                array, index = _subscript_parts(n)
+                array, index = deps.subscript_parts(n)
                 if array is not None:
                     found.append((array, index, n.lineno))
         for n in ast.walk(s):
             if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Subscript):
-                array, index = _subscript_parts(n.target)
+                array, index = deps.subscript_parts(n.target)
                 if array is not None:
                     found.append((array, index, n.lineno))
     # a[i][j]: ast.walk also yields the inner a[i]; keep only the outermost chains
@@ -1992,7 +1982,7 @@ class _ReplaceTarget(ast.NodeTransformer):
         self.array, self.acc = array, acc
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
-        if isinstance(node.target, ast.Subscript) and _subscript_parts(node.target)[0] == self.array:
+        if isinstance(node.target, ast.Subscript) and deps.subscript_parts(node.target)[0] == self.array:
             new = ast.AugAssign(target=ast.Name(self.acc, ast.Store()), op=node.op, value=node.value)
             return ast.copy_location(new, node)
         return node
@@ -2001,7 +1991,7 @@ class _ReplaceTarget(ast.NodeTransformer):
         t = node.targets[0]
         if (
             isinstance(t, ast.Subscript)
-            and _subscript_parts(t)[0] == self.array
+            and deps.subscript_parts(t)[0] == self.array
             and _reads_itself(t, node.value)
         ):
             assert isinstance(node.value, ast.BinOp)

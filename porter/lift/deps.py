@@ -210,7 +210,9 @@ class _Affine:
         return None
 
 
-def _subscript_parts(node: ast.Subscript) -> tuple[str | None, list[ast.expr]]:
+def subscript_parts(node: ast.Subscript) -> tuple[str | None, list[ast.expr]]:
+    """The array a subscript chain indexes (None: not a plain name) and its indices, outermost first
+    (``A[i][j]`` and ``A[i, j]`` alike)."""
     chain: list[ast.expr] = []
     base: ast.expr = node
     while isinstance(base, ast.Subscript):
@@ -308,13 +310,13 @@ class Nest:
         for n in ast.walk(s):
             if not isinstance(n, ast.Subscript) or id(n) in stores or id(n) in inner_parts:
                 continue
-            array, _ = _subscript_parts(n)
+            array, _ = subscript_parts(n)
             if array in self.arrays:
                 reads.append(self._access(n, loops, False, getattr(n, "lineno", s.lineno), index))
         return reads + writes  # an instance reads, then writes
 
     def _access(self, n: ast.Subscript, loops: list[str], write: bool, line: int, stmt: int) -> Access:
-        array, index = _subscript_parts(n)
+        array, index = subscript_parts(n)
         text = ast.unparse(n)
         if array is None:
             raise NonAffine(line, f"{text}: an element of something that is not a named array")

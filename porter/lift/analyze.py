@@ -395,7 +395,8 @@ class _Function:
                 array, index = deps.subscript_parts(n)
                 for k, e in enumerate(index):
                     if any(
-                        isinstance(m, ast.Subscript) and deps.subscript_parts(m)[0] == name for m in ast.walk(e)
+                        isinstance(m, ast.Subscript) and deps.subscript_parts(m)[0] == name
+                        for m in ast.walk(e)
                     ):
                         key = f"{array}.shape[{k}]"
                         return labels.get(key, key)

@@ -489,6 +489,9 @@ class _Translator:
         self.scan = scan
         self.source = source
         self.t = tables()
+        self._fields: dict[str, dict[str, str]] | None = (
+            None  # struct -> field -> type (field_type, on first need)
+        )
         self.data = unit.text.encode("utf-8", "surrogateescape")
         self.tree = parse("cuda", self.data)
         self.diags: list[Diagnostic] = list(unit.diagnostics)
@@ -667,39 +670,17 @@ class _Translator:
         """The CUDA spelling of `field`'s element type in the struct named `struct` (its tag or a
         typedef name) defined at file scope, None when porter does not find one (a field that is an
         array gives its element type)."""
-        if not hasattr(self, "_fields"):
-            self._fields: dict[str, dict[str, str]] = {}
+        if self._fields is None:
+            from porter.scan.structs import struct_of
+
+            self._fields = {}
             for node in self._type_definitions(self.tree.root_node):
                 spec = node.child_by_field_name("type") if node.type == "type_definition" else node
-                if spec is None or spec.type not in ("struct_specifier", "class_specifier"):
-                    continue
-                body = spec.child_by_field_name("body")
-                if body is None:
-                    continue
-                fields: dict[str, str] = {}
-                for f in body.named_children:
-                    kind = f.child_by_field_name("type") if f.type == "field_declaration" else None
-                    if kind is None:
-                        continue
-                    for d in f.children_by_field_name("declarator"):
-                        stars = 0
-                        while d.type in ("array_declarator", "pointer_declarator"):
-                            stars += d.type == "pointer_declarator"
-                            inner = d.child_by_field_name("declarator")
-                            if inner is None:
-                                break
-                            d = inner
-                        if d.type == "field_identifier":
-                            fields[_text(d)] = _squash(_text(kind)) + "*" * stars
-                names = [_text(n)] if (n := spec.child_by_field_name("name")) is not None else []
-                if node.type == "type_definition":
-                    names += [
-                        _text(d)
-                        for d in node.children_by_field_name("declarator")
-                        if d.type == "type_identifier"
-                    ]
-                for name in names:
-                    self._fields[name] = fields
+                found = struct_of(spec) if spec is not None else None
+                if found is not None:
+                    names, defined = found
+                    fields = {k: f.type + "*" * f.stars for k, f in defined.fields.items()}
+                    self._fields.update(dict.fromkeys(names, fields))
         words = [w for w in _squash(struct).split() if w not in ("const", "volatile", "struct", "class")]
         return self._fields.get(" ".join(words), {}).get(field)
 

@@ -95,70 +95,114 @@ def _scalar(spelled: str, aliases: Mapping[str, str]) -> str | None:
     return _SCALARS.get(words)
 
 
+@dataclass(frozen=True)
+class Field:
+    """One field of a struct: its type as written (whitespace squashed), the pointer declarators around
+    its name, and how many elements it holds (an array's literal extents multiplied; None when an extent
+    is not a literal)."""
+
+    type: str
+    stars: int
+    count: int | None
+
+
+@dataclass(frozen=True)
+class Struct:
+    """A struct's (or class's) fields by name, in order; ``plain``: nothing else in its body (no method,
+    access specifier or nested type); ``keyword``: ``struct`` or ``class``."""
+
+    fields: dict[str, Field]
+    plain: bool
+    keyword: str
+
+
+def struct_of(spec: Node) -> tuple[list[str], Struct] | None:
+    """The names (its tag and each typedef name) and fields of the struct or class `spec` defines (a
+    ``struct_specifier`` / ``class_specifier`` with a body), None for any other node.  The one reader of
+    struct definitions: the replay's field-by-field comparison here, the OpenCL translator's atomics on
+    struct fields."""
+    if spec.type not in ("struct_specifier", "class_specifier"):
+        return None
+    body = spec.child_by_field_name("body")
+    if body is None:
+        return None
+    fields: dict[str, Field] = {}
+    plain = True
+    for child in body.named_children:
+        if child.type == "comment":
+            continue
+        kind = child.child_by_field_name("type") if child.type == "field_declaration" else None
+        if kind is None:
+            plain = False
+            continue
+        for d in child.children_by_field_name("declarator"):
+            stars = 0
+            count: int | None = 1
+            while d.type in ("array_declarator", "pointer_declarator"):
+                if d.type == "pointer_declarator":
+                    stars += 1
+                else:
+                    count = count * n if count is not None and (n := _literal_extent(d)) is not None else None
+                inner = d.child_by_field_name("declarator")
+                if inner is None:
+                    break
+                d = inner
+            if d.type == "field_identifier":
+                fields[_text(d)] = Field(" ".join(_text(kind).split()), stars, count)
+            else:
+                plain = False
+    names = [_text(tag)] if (tag := spec.child_by_field_name("name")) is not None else []
+    parent = spec.parent
+    if parent is not None and parent.type == "type_definition":
+        names += [
+            _text(d) for d in parent.children_by_field_name("declarator") if d.type == "type_identifier"
+        ]
+    return names, Struct(fields, plain, spec.type.split("_")[0])
+
+
+def _literal_extent(array: Node) -> int | None:
+    size = array.child_by_field_name("size")
+    if size is None or size.type != "number_literal":
+        return None
+    try:
+        return int(_text(size).rstrip("uUlL"), 0)
+    except ValueError:
+        return None
+
+
 def _structs(root: Node, aliases: Mapping[str, str]) -> Iterable[tuple[str, Lanes]]:
     stack = [root]
     while stack:
         node = stack.pop()
         stack.extend(node.children)
-        if node.type != "struct_specifier":
+        found = struct_of(node) if node.type == "struct_specifier" else None
+        if found is None:
             continue
-        body = node.child_by_field_name("body")
-        if body is None:
-            continue
-        lanes = _lanes(body, aliases)
-        if lanes is None:
-            continue
-        tag = node.child_by_field_name("name")
-        if tag is not None:
-            yield _text(tag), lanes
-        parent = node.parent
-        if parent is not None and parent.type == "type_definition":
-            for d in parent.children_by_field_name("declarator"):
-                if d.type == "type_identifier":
-                    yield _text(d), lanes
+        names, struct = found
+        lanes = _lanes(struct, aliases)
+        if lanes is not None:
+            for name in names:
+                yield name, lanes
 
 
-def _lanes(body: Node, aliases: Mapping[str, str]) -> Lanes | None:
+def _lanes(struct: Struct, aliases: Mapping[str, str]) -> Lanes | None:
+    """The struct's lanes when it is plain data whose every field is a scalar (or a fixed array of them)
+    of one type."""
+    if not struct.plain:
+        return None  # a method, an access specifier, a nested type: not plain data
     dtype = ""
     count = 0
-    for field in body.named_children:
-        if field.type == "comment":
-            continue
-        if field.type != "field_declaration":
-            return None  # a method, an access specifier, a nested type: not plain data
-        kind = field.child_by_field_name("type")
-        scalar = _scalar(_text(kind), aliases) if kind is not None else None
-        if scalar is None or (dtype and scalar != dtype):
+    for f in struct.fields.values():
+        scalar = _scalar(f.type, aliases)
+        if scalar is None or (dtype and scalar != dtype) or f.stars or f.count is None:
             return None
         dtype = scalar
-        for d in field.children_by_field_name("declarator"):
-            n = _extent(d)
-            if n is None:
-                return None
-            count += n
+        count += f.count
     return Lanes(dtype, count) if count else None
-
-
-def _extent(declarator: Node) -> int | None:
-    """How many scalars a field declarator holds: 1, or an array's literal extents multiplied."""
-    n = 1
-    while declarator.type == "array_declarator":
-        size = declarator.child_by_field_name("size")
-        if size is None or size.type != "number_literal":
-            return None
-        try:
-            n *= int(_text(size).rstrip("uUlL"), 0)
-        except ValueError:
-            return None
-        inner = declarator.child_by_field_name("declarator")
-        if inner is None:
-            return None
-        declarator = inner
-    return n if declarator.type == "field_identifier" else None
 
 
 def _text(node: Node) -> str:
     return node.text.decode("utf-8", "replace") if node.text is not None else ""
 
 
-__all__ = ["Lanes", "homogeneous_structs"]
+__all__ = ["Field", "Lanes", "Struct", "homogeneous_structs", "struct_of"]

@@ -21,6 +21,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from porter.results import REPLAY_RANK  # how the report counts an instance judged on several devices
+
 HERE = Path(__file__).resolve().parent
 SHORT = {"cpu-runtime": "cpu", "hip-on-cuda": "h-o-c", "nvcc": "nvcc", "hipcc": "hipcc"}
 
@@ -58,7 +60,7 @@ def _runs(doc: dict[str, Any]) -> tuple[str, str]:
 
 
 NOT_LAUNCHED = "none of the program's runs launched it"
-RANK = {"failed": 0, "validated": 1, "compiled": 2, "not-replayable": 3}
+
 TOTALS: dict[str, list[int]] = {}  # column -> validated, failed, other, never launched (every program)
 
 
@@ -75,7 +77,7 @@ def _replays(doc: dict[str, Any]) -> str:
             key = (r.get("instance") or k.get("name", ""), column)
             # one verdict per instance and column, as the report counts it: failed on any device, else
             # validated on any, else compiled, else not replayable
-            if RANK.get(r["status"], 4) < RANK.get(seen.get(key, ("", ""))[0], 5):
+            if REPLAY_RANK.get(r["status"], 4) < REPLAY_RANK.get(seen.get(key, ("", ""))[0], 5):
                 seen[key] = (r["status"], r.get("reason", ""))
         for (_instance, column), (status, reason) in seen.items():
             c = counts.setdefault(column, [0, 0, 0, 0])

@@ -408,7 +408,7 @@ class ProgramReport:
         ``not-replayable``, with ``reasons`` (the first clause of each reason -> instances).  An
         instance judged on several devices counts once: failed if it failed on any, else validated if
         it validated on any, else compiled, else not replayable."""
-        rank = {"failed": 0, "validated": 1, "compiled": 2, "not-replayable": 3}
+        rank = REPLAY_RANK
         best: dict[str, dict[str, KernelReplay]] = {}
         for k in self.kernels:
             for r in k.replays:
@@ -531,6 +531,10 @@ class ProgramReport:
                 v_doc.update({"key": v.key, "resumed": v.resumed})
         doc["sandbox"] = sandbox.summary()
         return to_jsonable(doc)
+
+
+# how an instance judged on several devices counts: the first status here that any of its rows has
+REPLAY_RANK = {"failed": 0, "validated": 1, "compiled": 2, "not-replayable": 3}
 
 
 def _reason_kind(reason: str) -> str:

@@ -187,33 +187,25 @@ def inert_host_code(text: str) -> str:
     blanked = blank_comments_and_strings(text)
     out, pos = [], 0
     for start, end in host_function_bodies(blanked):
+        if start < pos:
+            continue
         head_at = max(blanked.rfind(c, 0, start) for c in ";{}") + 1
         head = re.sub(r"^[ \t]*#.*$", "", blanked[head_at:start], flags=re.MULTILINE)
         m = _VOID_HEAD.match(head)
-        if m is None or start < pos:
+        if m is not None:
+            lines = text[start + 1 : end].count("\n")
+            out += [text[pos : start + 1], f' porter_emu::host_code_left_out("{m["name"]}"); ', "\n" * lines]
+            pos = end
             continue
-        lines = text[start + 1 : end].count("\n")
-        out += [text[pos : start + 1], f' porter_emu::host_code_left_out("{m["name"]}"); ', "\n" * lines]
-        pos = end
-    return _inert_launches("".join(out) + text[pos:])
-
-
-def _inert_launches(text: str) -> str:
-    """Each ``<<<...>>>`` launch left in a host function's body (one returning a value) loses its
-    chevrons to a comment, so g++ builds the call it stands for; lines kept."""
-    if "<<<" not in text:
-        return text
-    blanked = blank_comments_and_strings(text)
-    bodies = host_function_bodies(blanked)
-    out, pos = [], 0
-    for m in re.finditer(r"<<<", blanked):
-        if m.start() < pos or not _inside(bodies, m.start()):
-            continue
-        end = blanked.find(">>>", m.end())
-        if end < 0:
-            break
-        out += [text[pos : m.start()], "/*", text[m.start() : end + 3], "*/"]
-        pos = end + 3
+        # a function returning a value stays; each launch in it loses its chevrons to a comment, so g++
+        # builds the call it stands for
+        for launch in re.finditer(r"<<<", blanked[start:end]):
+            at = start + launch.start()
+            close = blanked.find(">>>", at + 3, end)
+            if at < pos or close < 0:
+                continue
+            out += [text[pos:at], "/*", text[at : close + 3], "*/"]
+            pos = close + 3
     return "".join(out) + text[pos:]
 
 

@@ -19,6 +19,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -75,11 +76,18 @@ def _diffuse(xp: Any, u: Any, tmp: Any, steps: int) -> Any:
     return u
 
 
-def gpu_time(cp: Any, fn: Callable[[], Any], repeat: int, prepare: Callable[[], Any] | None = None) -> float:
-    """Median ms of `fn` on the GPU (CUDA events around it alone; `prepare` -- fresh copies of the
-    inputs -- runs before each, untimed), after two warm-up calls."""
+def gpu_times(
+    cp: Any,
+    fn: Callable[[], Any],
+    repeat: int,
+    prepare: Callable[[], Any] | None = None,
+    deadline: float | None = None,
+) -> list[float]:
+    """The ms of each of `repeat` calls of `fn` on the GPU (CUDA events around it alone; `prepare` --
+    fresh copies of the inputs -- runs before each, untimed), after two warm-up calls.  Past `deadline`
+    (a ``time.perf_counter()`` value) the remaining calls are skipped, one timed call kept at least."""
     start, stop = cp.cuda.Event(), cp.cuda.Event()
-    times = []
+    times: list[float] = []
     for k in range(repeat + 2):
         if prepare is not None:
             prepare()
@@ -88,46 +96,113 @@ def gpu_time(cp: Any, fn: Callable[[], Any], repeat: int, prepare: Callable[[], 
         fn()
         stop.record()
         stop.synchronize()
+        ms = cp.cuda.get_elapsed_time(start, stop)
         if k >= 2:
-            times.append(cp.cuda.get_elapsed_time(start, stop))
-    return statistics.median(times)
+            times.append(ms)
+        if deadline is not None and time.perf_counter() > deadline:
+            if not times:  # past the limit in the warm-up: this call's time is the one kept
+                times.append(ms)
+            break
+    return times
 
 
-def cpu_time(fn: Callable[[], Any], repeat: int) -> float:
+def gpu_time(cp: Any, fn: Callable[[], Any], repeat: int, prepare: Callable[[], Any] | None = None) -> float:
+    """Median ms of `fn` on the GPU (see :func:`gpu_times`)."""
+    return statistics.median(gpu_times(cp, fn, repeat, prepare))
+
+
+def cpu_times(
+    fn: Callable[[], Any],
+    repeat: int,
+    prepare: Callable[[], Any] | None = None,
+    deadline: float | None = None,
+) -> list[float]:
+    """The ms of each of `repeat` calls of `fn` after one warm-up call (`prepare` before each, untimed).
+    Past `deadline` the remaining calls are skipped; a warm-up that ran past it is the one time."""
+    if prepare is not None:
+        prepare()
+    t0 = time.perf_counter()
     fn()
+    warm = (time.perf_counter() - t0) * 1000.0
+    if deadline is not None and time.perf_counter() > deadline:
+        return [warm]
     times = []
     for _ in range(repeat):
+        if prepare is not None:
+            prepare()
         t0 = time.perf_counter()
         fn()
         times.append((time.perf_counter() - t0) * 1000.0)
-    return statistics.median(times)
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+    return times
+
+
+def cpu_time(fn: Callable[[], Any], repeat: int) -> float:
+    return statistics.median(cpu_times(fn, repeat))
+
+
+def lifted_plan(f: Any, host: dict[str, Any]) -> tuple[Any, str]:
+    """Porter's plan of lifted function `f` for arguments `host` (launches resolved, buffers allocated,
+    no poison) and the CUDA text of its kernels: everything up to the compile, no GPU needed."""
+    from porter.lift.hostexpr import plan
+    from porter.lift.kernels import unit
+
+    return plan(f, host, poison=False), unit(f.kernels)
+
+
+@dataclass
+class LiftedRun:
+    """A lifted function ready on the GPU: its plan, the device buffers by name (`work`), `refresh`
+    (copies the initial contents back into `work`: in-place functions accumulate) and `run` (every
+    launch of one call, in order)."""
+
+    plan: Any
+    work: dict[str, Any]
+    refresh: Callable[[], None]
+    run: Callable[[], None]
+
+
+def lifted_run(cp: Any, f: Any, host: dict[str, Any]) -> LiftedRun:
+    """`f`'s kernels compiled with CuPy's RawModule and launched as porter's plan for `host` says."""
+    p, source = lifted_plan(f, host)
+    module = cp.RawModule(code=source, options=("-std=c++17",))
+    funcs = [module.get_function(k) for k in p.kernels]
+    base = {k: cp.asarray(v) for k, v in p.buffers.items()}
+    work = {k: v.copy() for k, v in base.items()}
+
+    def refresh() -> None:
+        for k, v in base.items():
+            work[k][...] = v
+
+    def run() -> None:
+        for la in p.launches:
+            a = [work[x] if isinstance(x, str) else x for x in la.args]
+            funcs[la.kernel](la.grid, la.block, tuple(a), shared_mem=la.shared)
+
+    return LiftedRun(p, work, refresh, run)
+
+
+def python_ms(fn: Callable[..., Any], f: Any, small: dict[str, int], seed: int = 3) -> float:
+    """Ms of one call of the Python function `fn` (lifted as `f`) on arguments drawn at sizes `small`."""
+    from porter.lift import inputs
+
+    args = inputs.draw(f, inputs.default_sizes(f, small), seed=seed)
+    t0 = time.perf_counter()
+    fn(**args)
+    return (time.perf_counter() - t0) * 1000.0
 
 
 def measure(cp: Any, f: Any, case: dict[str, Any], repeat: int, py: Any) -> str:
     """One function's row of the table."""
     from porter.lift import inputs
-    from porter.lift.hostexpr import plan
-    from porter.lift.kernels import unit
 
     sizes = inputs.default_sizes(f, case["sizes"])
     host = inputs.draw(f, sizes, seed=11)
-    p = plan(f, host, poison=False)
-    module = cp.RawModule(code=unit(f.kernels), options=("-std=c++17",))
-    funcs = [module.get_function(k) for k in p.kernels]
-    base = {k: cp.asarray(v) for k, v in p.buffers.items()}
-    work = {k: v.copy() for k, v in base.items()}
-
-    def refresh() -> None:  # a fresh start each call: in-place functions accumulate
-        for k, v in base.items():
-            work[k][...] = v
-
-    def lifted() -> None:
-        for la in p.launches:
-            a = [work[x] if isinstance(x, str) else x for x in la.args]
-            funcs[la.kernel](la.grid, la.block, tuple(a), shared_mem=la.shared)
-
-    refresh()
-    lifted()
+    run = lifted_run(cp, f, host)
+    p, work = run.plan, run.work
+    run.refresh()
+    run.run()
     cp.cuda.Device().synchronize()
     dev_args = {k: (cp.asarray(v) if isinstance(v, np.ndarray) else v) for k, v in host.items()}
     lib_args = {k: v.copy() if isinstance(v, cp.ndarray) else v for k, v in dev_args.items()}
@@ -141,7 +216,7 @@ def measure(cp: Any, f: Any, case: dict[str, Any], repeat: int, py: Any) -> str:
     else:
         got = work[case["out"]]
     ok = bool(cp.allclose(got, want, rtol=1e-3, atol=1e-3))
-    t_lift = gpu_time(cp, lifted, repeat, refresh)
+    t_lift = gpu_time(cp, run.run, repeat, run.refresh)
     fresh: dict[str, Any] = {}
 
     def copies() -> None:
@@ -157,10 +232,7 @@ def measure(cp: Any, f: Any, case: dict[str, Any], repeat: int, py: Any) -> str:
         3,
     )
     small = inputs.default_sizes(f, case["small"])
-    py_args = inputs.draw(f, small, seed=3)
-    t0 = time.perf_counter()
-    getattr(py, f.function)(**py_args)
-    t_small = (time.perf_counter() - t0) * 1000.0
+    t_small = python_ms(getattr(py, f.function), f, case["small"])
     work_units = float(np.prod([sizes[k] for k in case["sizes"] if k != "counts.shape[0]"]))
     small_units = float(np.prod([small[k] for k in case["small"] if k != "counts.shape[0]"]))
     t_py = t_small * work_units / small_units
@@ -184,7 +256,7 @@ def main() -> int:
     from porter.lift.analyze import analyze
 
     sys.path.insert(0, str(SAMPLE.parent))
-    import lift_patterns as py
+    import lift_patterns as py  # type: ignore[import-not-found]
 
     analysis = analyze(str(SAMPLE), SAMPLE.read_text())
     table = cases(cp, args.scale)

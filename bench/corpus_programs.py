@@ -1,23 +1,27 @@
 """Port, build and run the development corpus as whole programs; print a Markdown table for BENCHMARKS.md.
 
     python bench/corpus_programs.py [--corpus ../shared/corpus] [--only name,name] [--timeout 120]
-                                    [--out /tmp/porter-corpus] [--json summary.json]
+                                    [--out /tmp/porter-corpus] [--json summary.json] [--jobs N]
 
 Each program of bench/corpus_runs.toml is ported with the CLI, as a user would
 (``porter port DIR -I ... --run ARGS --json``); the table says, per program, which program toolchains
 built the original and the HIP port, and per run whether the original ran and the HIP port matched on
 each device.  The corpus is third-party code: it is read in place, never copied into the project.
+``--jobs N`` ports N programs at a time (each ``porter port`` is its own process); rows come in the table's
+order, and ``--json`` is rewritten after each program, so a sweep cut off by a time limit keeps what it did.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import shutil
 import subprocess
 import sys
 import time
 import tomllib
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +104,31 @@ def _replays(doc: dict[str, Any]) -> str:
     )
 
 
+def _row(name: str, proc: subprocess.CompletedProcess[str], seconds: float, summary: dict[str, Any]) -> str:
+    """One program's table row (and its entry in ``summary``) from its ``porter port --json`` run."""
+    try:
+        doc = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        return f"| {name} | porter exit {proc.returncode}: {proc.stderr.strip()[-120:]} | | | | | {seconds:.0f} |"
+    orig_runs, hip_runs = _runs(doc)
+    verdict = doc["program"].get("verdicts", {}).get("hip", {}).get("status", "-")
+    why = _reason(doc, "original") or _reason(doc, "hip")
+    ocl = doc["program"].get("verdicts", {}).get("opencl", {})
+    ocl_why = str(ocl.get("detail", ""))[:160].replace("|", "/")
+    summary[name] = {
+        "exit": proc.returncode,
+        "seconds": round(seconds, 1),
+        "verdict": verdict,
+        "opencl_verdict": ocl.get("status", "-"),
+        "report": doc,
+    }
+    return (
+        f"| {name} | {_builds(doc, 'original')} | {_builds(doc, 'hip')} | {orig_runs} | {hip_runs} | "
+        f"**{verdict}** {why.replace('|', '/')} | **{ocl.get('status', '-')}** {ocl_why} | {_replays(doc)} "
+        f"| {seconds:.0f} |"
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", default=str(HERE.parent.parent / "shared" / "corpus"))
@@ -110,31 +139,21 @@ def main() -> int:
     ap.add_argument("--porter", default="", help="the porter command (default: this Python's -m porter)")
     ap.add_argument("--to", default="hip,opencl", help="the targets ported")
     ap.add_argument("--toolchains", default="", help="passed to porter port --toolchains")
+    ap.add_argument("--jobs", type=int, default=1, help="programs ported at a time")
     args = ap.parse_args()
     table = tomllib.loads((HERE / "corpus_runs.toml").read_text(encoding="utf-8"))["programs"]
     wanted = {w for w in args.only.split(",") if w}
     corpus = Path(args.corpus)
-    rows = []
+    rows: dict[str, str] = {}
     summary: dict[str, Any] = {}
-    for name, entry in table.items():
-        if wanted and name not in wanted:
-            continue
-        folder = corpus / entry["path"]
-        if not folder.is_dir():
-            continue
-        python = sys.executable or shutil.which("python3") or "python3"
-        base = args.porter.split() if args.porter else [python, "-m", "porter"]
-        cmd = [
-            *base,
-            "port",
-            str(folder),
-            "--to",
-            args.to,
-            "--out",
-            f"{args.out}/{name}",
-            "--json",
-            "--fresh",
-        ]
+    python = sys.executable or shutil.which("python3") or "python3"
+    base = args.porter.split() if args.porter else [python, "-m", "porter"]
+    names = [n for n, e in table.items() if (not wanted or n in wanted) and (corpus / e["path"]).is_dir()]
+
+    def port(name: str) -> tuple[str, subprocess.CompletedProcess[str], float]:
+        entry = table[name]
+        cmd = [*base, "port", str(corpus / entry["path"]), "--to", args.to, "--out", f"{args.out}/{name}"]
+        cmd += ["--json", "--fresh"]
         for inc in entry.get("include", []):
             cmd += ["-I", str(corpus / inc)]
         for run in entry.get("runs", []):
@@ -144,39 +163,23 @@ def main() -> int:
             cmd += ["--toolchains", args.toolchains]
         start = time.monotonic()
         proc = subprocess.run(cmd, capture_output=True, text=True)
-        seconds = time.monotonic() - start
-        try:
-            doc = json.loads(proc.stdout)
-        except json.JSONDecodeError:
-            rows.append(
-                f"| {name} | porter exit {proc.returncode}: {proc.stderr.strip()[-120:]} | | | | | {seconds:.0f} |"
-            )
-            continue
-        orig_runs, hip_runs = _runs(doc)
-        verdict = doc["program"].get("verdicts", {}).get("hip", {}).get("status", "-")
-        why = _reason(doc, "original") or _reason(doc, "hip")
-        ocl = doc["program"].get("verdicts", {}).get("opencl", {})
-        ocl_why = str(ocl.get("detail", ""))[:160].replace("|", "/")
-        rows.append(
-            f"| {name} | {_builds(doc, 'original')} | {_builds(doc, 'hip')} | {orig_runs} | {hip_runs} | "
-            f"**{verdict}** {why.replace('|', '/')} | **{ocl.get('status', '-')}** {ocl_why} | {_replays(doc)} "
-            f"| {seconds:.0f} |"
-        )
-        summary[name] = {
-            "exit": proc.returncode,
-            "seconds": round(seconds, 1),
-            "verdict": verdict,
-            "opencl_verdict": ocl.get("status", "-"),
-            "report": doc,
-        }
-        print(rows[-1], flush=True)
+        return name, proc, time.monotonic() - start
+
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for done in as_completed([pool.submit(port, n) for n in names]):
+            name, proc, seconds = done.result()
+            rows[name] = _row(name, proc, seconds, summary)
+            print(rows[name], flush=True)
+            if args.json:  # gzip-compressed when the name ends in .gz
+                text = json.dumps(summary, indent=1).encode()
+                Path(args.json).write_bytes(gzip.compress(text) if args.json.endswith(".gz") else text)
     print()
     print(
         "| program | original built by | HIP port built by | original runs | HIP runs | HIP verdict "
         "| OpenCL program verdict | kernels replayed: validated / failed / other (not replayable, compiled only) (original, hip, hip 64 lanes, opencl) | s |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
-    print("\n".join(rows))
+    print("\n".join(rows[n] for n in names if n in rows))
     print()
     print(
         "Kernel instances over every program (validated / failed / not replayable; never launched by a run):"
@@ -187,8 +190,6 @@ def main() -> int:
         print(
             f"- {column}: {ok} / {bad} / {other} of {launched} launched ({share} validated); {unlaunched} never launched"
         )
-    if args.json:
-        Path(args.json).write_text(json.dumps(summary, indent=1), encoding="utf-8")
     return 0
 
 

@@ -330,16 +330,23 @@ class _Function:
                 parent[rb] = ra
 
         def norm(e: ast.expr) -> str | None:
+            return shifted(e)[0]
+
+        def shifted(e: ast.expr) -> tuple[str | None, int]:
+            """A bound as (the size it names, the constant added to it): ``n + 1`` -> (n, 1)."""
+            offset = 0
             while (
                 isinstance(e, ast.BinOp)
                 and isinstance(e.op, (ast.Add, ast.Sub))
                 and isinstance(e.right, ast.Constant)
             ):
+                c = e.right.value
+                offset += (c if isinstance(e.op, ast.Add) else -c) if isinstance(c, int) else 0
                 e = e.left
             if isinstance(e, ast.Name) and e.id in self.host_expr:
-                return e.id
+                return e.id, offset
             size = self._size_expr(e)
-            return size.replace(".size", ".shape[0]") if size else None
+            return (size.replace(".size", ".shape[0]") if size else None), offset
 
         names = list(self.host_expr)
         for n in names:
@@ -365,6 +372,9 @@ class _Function:
                 continue
             by = deps._const(step)
             stops[var] = start if by is not None and by < 0 else stop  # range(n - 2, 0, -1): below n
+        # an extent a size plus a constant (``H[i, j]`` over ``range(n + 1)``): n + 1, unless the array's
+        # dimension meets a size otherwise
+        beyond: dict[str, tuple[str, int]] = {}
         for node in ast.walk(self.fn):
             if not isinstance(node, ast.Subscript) or isinstance(node.value, ast.Subscript):
                 continue
@@ -374,8 +384,10 @@ class _Function:
             for k, e in enumerate(index):
                 vars_in = [m.id for m in ast.walk(e) if isinstance(m, ast.Name) and m.id in stops]
                 if len(vars_in) == 1 and _unit_offset(e, vars_in[0]):
-                    bound = norm(stops[vars_in[0]])
-                    if bound is not None:
+                    bound, offset = shifted(stops[vars_in[0]])
+                    if bound is not None and offset > 0:
+                        beyond.setdefault(f"{array}.shape[{k}]", (bound, offset))
+                    elif bound is not None:
                         union(f"{array}.shape[{k}]", bound)
         labels: dict[str, str] = {}
         groups: dict[str, list[str]] = {}
@@ -386,6 +398,9 @@ class _Function:
             label = named[0] if named else sorted(members, key=lambda m: (m not in parent, m))[0]
             for m in members:
                 labels[m] = label
+        for key, (bound, offset) in beyond.items():
+            if len(groups.get(find(key), [key])) == 1 and labels.get(key, key) == key:
+                labels[key] = f"{labels.get(bound, bound)} + {offset}"
         return labels
 
     def _index_bound(self, name: str, labels: Mapping[str, str]) -> str | None:
@@ -757,7 +772,13 @@ class _Function:
                 raise
             first = err
         tried: list[Unliftable] = []
-        for strategy in (self._distributed, self._sequential, self._row_kernel):
+        for strategy in (
+            self._distributed,
+            self._sequential,
+            self._row_kernel,
+            self._guarded,
+            self._wavefront,
+        ):
             self._load(saved)
             try:
                 strategy(s)
@@ -765,6 +786,8 @@ class _Function:
             except Unliftable as err:
                 tried.append(err)
         self._load(saved)
+        if getattr(tried[4], "skew", False):
+            raise tried[4]  # a 2-D nest no loop of which is parallel, and no diagonal sweep either: why
         sequential = tried[1]
         try:
             model = self._nest([s])
@@ -951,6 +974,146 @@ class _Function:
             "(legal by its exact dependences)"
         )
 
+    def _guarded(self, s: ast.For) -> None:
+        """A step of a min-plus closure (Floyd-Warshall at pivot p: ``T[i, j] = min(T[i, j], T[i, p] +
+        T[p, j])``, p the variable of a loop the host runs): the exact dependences make i and j sequential
+        only through T[i, p] and T[p, j], which the step writes when j == p or i == p -- and there it
+        writes ``min(x, x + T[p, p])``, which is x whenever T[p, p] is not negative (x + d >= x for
+        d >= 0 in floating point; a NaN d leaves x too).  So each step is two kernels: one thread checks
+        T[p, p] and, when it is negative (a negative cycle), runs the step itself in the Python's order;
+        otherwise a thread per (i, j) off row and column p updates its element, in parallel."""
+        chain = [s]
+        while len(chain[-1].body) == 1 and isinstance(chain[-1].body[0], ast.For):
+            chain.append(chain[-1].body[0])
+        if len(chain) != 2 or len(chain[-1].body) != 1 or self._rectangular(chain) < 2:
+            raise Unliftable(s.lineno, "not a min-plus step over two loops")
+        stmt = chain[-1].body[0]
+        (r, _, _, _), (c, _, _, _) = range_of(chain[0]), range_of(chain[1])
+        form = _min_plus(stmt, {r, c})
+        if form is None:
+            raise Unliftable(stmt.lineno, "not a min-plus step over two loops")
+        array, row, col, pivot = form
+        if array not in self.arrays or self.arrays[array].dtype not in ("float32", "float64"):
+            raise Unliftable(stmt.lineno, f"{array} is not a float array (integer sums may wrap)")
+        if pivot not in self.host or not self.host[pivot].is_int or pivot in (r, c):
+            raise Unliftable(stmt.lineno, f"{pivot} is not an integer the host knows during the step")
+        try:
+            model = self._nest([s])
+        except deps.NonAffine as err:
+            raise Unliftable(err.line, err.reason) from None
+        through = {f"{array}[{row}, {pivot}]", f"{array}[{pivot}, {col}]", f"{array}[{row}, {col}]"}
+        for d in model.dependences:
+            if d.carried and not {d.source.text, d.target.text} <= through:
+                raise Unliftable(d.target.line, model.explain(d))
+        self.count += 1
+        flag = f"__guard{self.count}_{array}"
+        self.out.temporaries.append(Local(flag, "int32", ("1",), "zeros", s.lineno))
+        tp, tr, tc = f"{array}[{pivot}, {pivot}]", range_of(chain[0]), range_of(chain[1])
+        nonempty = f"({ast.unparse(tr[1])}) < ({ast.unparse(tr[2])}) and ({ast.unparse(tc[1])}) < ({ast.unparse(tc[2])})"
+        check = ast.parse(f"if {nonempty} and {tp} < 0:\n    {flag}[0] = 1\nelse:\n    {flag}[0] = 0\n").body[
+            0
+        ]
+        assert isinstance(check, ast.If)
+        check.body.append(_copy(s))
+        guard = ast.parse(f"if {flag}[0] == 0 and {row} != {pivot} and {col} != {pivot}:\n    pass\n").body[0]
+        assert isinstance(guard, ast.If)
+        guard.body = [_copy(stmt)]
+        for made in (check, guard):
+            for n in ast.walk(made):
+                if not hasattr(n, "lineno") or n.lineno < s.lineno:
+                    ast.copy_location(n, s)
+        scope = self._scope()
+        scope.arrays[flag] = Array(flag, "int32", 1)
+        built = K.single(self._kname("check"), [check], scope, self.name, s.lineno)
+        self._add(built, "guarded-step")
+        scope = self._scope()
+        scope.arrays[flag] = Array(flag, "int32", 1)
+        loops = [K.ploop(x) for x in chain]
+        order = self._coalescing_order(loops, [stmt])
+        built = K.parallel(self._kname("step"), "map", order, [guard], scope, self.name, s.lineno)
+        self._add(built, "guarded-step")
+        self.out.notes.append(
+            f"line {s.lineno}: {r} and {c} parallel at each {pivot}, off row and column {pivot}: those "
+            f"elements keep their values in the step when {tp} >= 0 (min(x, x + {tp}) is x), which one "
+            f"thread checks before each step; when it is negative (a negative cycle) that thread runs the "
+            "step in the Python's order"
+        )
+
+    def _wavefront(self, s: ast.For) -> None:
+        """A 2-D nest neither of whose loops runs in parallel, by anti-diagonals: the host runs the
+        diagonals ``d = k * i + j`` in order, a launch each, a thread per cell of the diagonal (its range of
+        i computed on the host, so the triangular ends have no idle threads).  Legal when every dependence
+        between two iterations goes to a later diagonal (deps.Nest.wavefront: k = 1 for ``H[i - 1, j]``,
+        ``H[i, j - 1]``; k = 2 when a cell also reads ``a[i - 1, j + 1]`` or ``a[i + 1, j - 1]``, as an
+        in-place nine-point sweep does)."""
+        if len(s.body) != 1 or not isinstance(s.body[0], ast.For):
+            raise Unliftable(s.lineno, "a wavefront runs a perfect nest of two loops")
+        inner_loop = s.body[0]
+        body = inner_loop.body
+        if any(isinstance(n, (ast.For, ast.While)) for x in body for n in ast.walk(x)):
+            raise Unliftable(s.lineno, "a wavefront runs a perfect nest of two loops")
+        chain = [s, inner_loop]
+        if self._rectangular(chain) < 2:
+            raise Unliftable(s.lineno, "a wavefront needs loop bounds the host knows")
+        for loop in chain:
+            if loop.orelse:
+                raise Unliftable(loop.lineno, "for ... else")
+            step = range_of(loop)[3]
+            if not (isinstance(step, ast.Constant) and step.value == 1):
+                raise Unliftable(loop.lineno, "a wavefront over a loop whose step is not 1")
+        try:
+            model = self._nest([s])
+        except deps.NonAffine as err:
+            raise Unliftable(err.line, err.reason) from None
+        (i, i0, i1, _), (j, j0, j1, _) = range_of(s), range_of(inner_loop)
+        if i == j:
+            raise Unliftable(inner_loop.lineno, "an inner loop reuses the variable of a loop around it")
+        k, bad = model.wavefront(i, j)
+        if bad is not None:
+            refusal = Unliftable(
+                bad.target.line,
+                f"{model.explain(bad)}; no wavefront either: no diagonal sweep d = k * {i} + {j} (k from 1 "
+                f"to {k}) puts it on a later diagonal",
+            )
+            refusal.skew = True  # type: ignore[attr-defined]
+            raise refusal
+        outside = set(self.host) | set(self.device) | {p.name for p in self.params}
+        for target, _, line in _all_assignments(body):
+            if isinstance(target, ast.Name) and target.id in outside:
+                raise Unliftable(line, f"{target.id} is assigned in the nest, but it lives outside it")
+        self._carried_scalars(body, [i, j])
+        a0, a1, b0, b1 = (f"({ast.unparse(e)})" for e in (i0, i1, j0, j1))
+        self.count += 1
+        d = f"_porter_d{self.count}"
+        ni, nj = f"len(range({a0}, {a1}))", f"len(range({b0}, {b1}))"
+        count = f"min(1, {ni}) * min(1, {nj}) * ({k} * ({ni} - 1) + {nj})"
+        first = f"{k} * {a0} + {b0}" if k != 1 else f"{a0} + {b0}"
+        # the cells of diagonal d: i from ceil((d - (j1 - 1)) / k) to floor((d - j0) / k), within [i0, i1)
+        lo = f"max({a0}, -(({b1} - 1 - {d}) // {k}))"
+        hi = f"min({a1}, ({d} - {b0}) // {k} + 1)"
+        cells = K.PLoop(i, lo, "1", f"max(0, {hi} - {lo})", K.ploop(s).nonneg)
+        j_nonneg = isinstance(j0, ast.Constant) and isinstance(j0.value, int) and j0.value >= 0
+        skew = K.Skew(j, i, k, d, j_nonneg)
+        built = K.parallel(
+            self._kname("wavefront"),
+            "wavefront",
+            [cells],
+            list(body),
+            self._scope(),
+            self.name,
+            s.lineno,
+            skew,
+        )
+        self.out.kernels += built.kernels
+        self.out.temporaries += built.temporaries
+        self.out.steps.append(Repeat(d, count, tuple(built.launches), (), first, "1", "diagonal"))
+        self.out.patterns.append("wavefront")
+        self.out.notes.append(
+            f"line {s.lineno}: a wavefront: the diagonals d = {'' if k == 1 else f'{k} * '}{i} + {j} run in order "
+            f"on the host, a launch each, a thread per cell (legal by its exact dependences: each goes to a "
+            "later diagonal)"
+        )
+
     def _nest_as_written(self, s: ast.For) -> None:
         chain = [s]
         while len(chain[-1].body) == 1 and isinstance(chain[-1].body[0], ast.For):
@@ -1034,9 +1197,9 @@ class _Function:
         self._flush(pending)
         body = self.out.steps[before:]
         del self.out.steps[before:]
-        if any(isinstance(b, Repeat) for b in body):
+        if any(isinstance(b, Repeat) and b.kind != "diagonal" for b in body):
             raise Unliftable(s.lineno, "a time loop inside a time loop")
-        launches = tuple(b for b in body if not isinstance(b, Repeat))
+        launches = tuple(body)
         self.out.steps.append(Repeat(var, f"len(range({ast.unparse(start)}, {ast.unparse(stop)}, {ast.unparse(step)}))",
                                      launches, tuple(swaps), ast.unparse(start), ast.unparse(step)))  # fmt: skip
         self.out.patterns.append("time-stepping")
@@ -1768,6 +1931,36 @@ def _reduction_op(name: str, value: ast.expr) -> str | None:
             isinstance(b, ast.Name) and b.id == name and not _mentions(a, name)
         ):
             return _callee(value.func)[1]
+    return None
+
+
+def _min_plus(stmt: ast.stmt, loops: set[str]) -> tuple[str, str, str, str] | None:
+    """(T, i, j, p) of ``T[i, j] = min(T[i, j], T[i, p] + T[p, j])`` (the sum either way round), i and j
+    the two loop variables, p a name; else None."""
+    if not (
+        isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Subscript)
+    ):
+        return None
+    array, index = deps.subscript_parts(stmt.targets[0])
+    if array is None or len(index) != 2 or not all(isinstance(e, ast.Name) for e in index):
+        return None
+    row, col = (e.id for e in index if isinstance(e, ast.Name))
+    if {row, col} != loops or row == col:
+        return None
+    v = stmt.value
+    if not (
+        isinstance(v, ast.Call) and _callee(v.func) == (None, "min") and len(v.args) == 2 and not v.keywords
+    ):
+        return None
+    first, second = v.args
+    if ast.unparse(first) != f"{array}[{row}, {col}]" or not (
+        isinstance(second, ast.BinOp) and isinstance(second.op, ast.Add)
+    ):
+        return None
+    terms = sorted([ast.unparse(second.left), ast.unparse(second.right)])
+    for pivot in {n.id for n in ast.walk(second) if isinstance(n, ast.Name)} - {array, row, col}:
+        if terms == sorted([f"{array}[{row}, {pivot}]", f"{array}[{pivot}, {col}]"]):
+            return array, row, col, pivot
     return None
 
 

@@ -484,6 +484,36 @@ class Nest:
         ]
         return min(found, key=_rank) if found else None
 
+    def skew_violation(self, outer: str, inner: str, factor: int) -> Dep | None:
+        """The first dependence that running the nest's (`outer`, `inner`) iterations by anti-diagonals
+        ``d = factor * outer + inner`` -- the diagonals in order, the cells of one diagonal all at once --
+        breaks: one between two different iterations whose distance does not move it to a later
+        diagonal (``factor * d_outer + d_inner <= 0``).  Each iteration's own statements stay in order."""
+        dims = "d0, d1"
+        bad = isl.Set(f"{{ D[{dims}] : {factor} * d0 + d1 <= 0 and (d0 > 0 or d0 < 0 or d1 > 0 or d1 < 0) }}")
+        found = []
+        for d in self.dependences:
+            if d.loops[:2] != (outer, inner):
+                if outer in d.loops or inner in d.loops:
+                    found.append(d)  # a dependence that does not lie within the two loops: not judged here
+                continue
+            dist = d.distance
+            if len(d.loops) > 2:  # the loops inside the two run within one cell: only (d0, d1) matters
+                dist = dist.project_out(isl.dim_type.set, 2, len(d.loops) - 2)
+            if not dist.intersect(bad).is_empty():
+                found.append(d)
+        return min(found, key=_rank) if found else None
+
+    def wavefront(self, outer: str, inner: str, most: int = 4) -> tuple[int, Dep | None]:
+        """The smallest factor k (at most `most`) whose diagonals ``d = k * outer + inner`` keep every
+        dependence (:meth:`skew_violation`), with None; else `most` and the dependence that forbids it."""
+        bad: Dep | None = None
+        for k in range(1, most + 1):
+            bad = self.skew_violation(outer, inner, k)
+            if bad is None:
+                return k, None
+        return most, bad
+
     def distribution_violation(self) -> Dep | None:
         """The first dependence that running each statement's whole nest before the next statement's
         (full distribution, in textual order) breaks: one from a later statement to an earlier one."""

@@ -392,8 +392,9 @@ def _function(f: Lifted) -> str:
     lines.append(
         f"    {p}first = {p}builtins.dict({p}b)  # the buffers of the caller's arrays, whatever swaps do to the names"
     )
+    temps = {t.name: t.shape for t in f.temporaries}
     for step in f.steps:
-        lines += _step(step, "    ")
+        lines += _step(step, "    ", temps)
     arrays = [q.name for q in f.params if q.kind == "array"]
     for name in (n for n in arrays if n in f.writes):
         lines.append(f"    {name}[...] = {p}rt.download({p}first[{name!r}]).reshape({name}.shape)")
@@ -409,7 +410,7 @@ def _function(f: Lifted) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _step(step: Launch | Repeat, indent: str) -> list[str]:
+def _step(step: Launch | Repeat, indent: str, temps: Mapping[str, tuple[str, ...]]) -> list[str]:
     p = PREFIX
     if isinstance(step, Repeat):
         start, count, stride = _host(step.start), _host(step.count), _host(step.step)
@@ -417,11 +418,11 @@ def _step(step: Launch | Repeat, indent: str) -> list[str]:
             f"{indent}for {step.var} in {p}builtins.range({start}, {start} + ({count}) * ({stride}), {stride}):"
         ]
         for inner in step.body:
-            out += _step(inner, indent + "    ")
+            out += _step(inner, indent + "    ", temps)
         for a, b in step.swaps:
             out.append(f"{indent}    {p}b[{a!r}], {p}b[{b!r}] = {p}b[{b!r}], {p}b[{a!r}]")
         return out
-    args = ", ".join(_arg(a) for a in step.args)
+    args = ", ".join(_arg(a, temps) for a in step.args)
     grid = "(" + ", ".join(f"{p}builtins.int({_host(g)})" for g in step.grid) + ",)"
     return [
         f"{indent}{p}rt.launch({p}src, *{p}entries[{step.kernel!r}][:1], {grid}, {tuple(step.block)!r}, [{args}], "
@@ -429,10 +430,37 @@ def _step(step: Launch | Repeat, indent: str) -> list[str]:
     ]
 
 
-def _arg(a: Arg) -> str:
+def _arg(a: Arg, temps: Mapping[str, tuple[str, ...]]) -> str:
     if a.kind == "array":
         return f"{PREFIX}b[{a.value!r}]"
-    return f"{PREFIX}np.{a.dtype}({_host(a.value)})"
+    return f"{PREFIX}np.{a.dtype}({_host(_temp_shapes(a.value, temps))})"
+
+
+def _temp_shapes(expr: str, temps: Mapping[str, tuple[str, ...]]) -> str:
+    """A device-only buffer has no Python name in the module: ``__s_x.shape[0]`` (a kernel's extent
+    argument) becomes the buffer's own shape expression."""
+    if not any(t in expr for t in temps):
+        return expr
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError:
+        return expr
+
+    class Shape(ast.NodeTransformer):
+        def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+            v = node.value
+            if (
+                isinstance(v, ast.Attribute)
+                and v.attr == "shape"
+                and isinstance(v.value, ast.Name)
+                and v.value.id in temps
+                and isinstance(node.slice, ast.Constant)
+                and isinstance(node.slice.value, int)
+            ):
+                return ast.parse(f"({temps[v.value.id][node.slice.value]})", mode="eval").body
+            return self.generic_visit(node)
+
+    return ast.unparse(Shape().visit(tree))
 
 
 def _allocation(local: Local) -> str:

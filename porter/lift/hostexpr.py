@@ -223,20 +223,23 @@ def plan(lifted: Lifted, args: Mapping[str, Any], poison: bool = True) -> Plan:
         shared = int(evaluate(step.shared, local_env)) if step.shared != "0" else 0
         return PlanLaunch(index[step.kernel], grid, tuple(step.block), tuple(values), shared)
 
+    def run(step: Launch | Repeat, outer_env: Mapping[str, Any]) -> None:
+        if not isinstance(step, Repeat):
+            launches.append(resolve(step, outer_env))
+            return
+        start, stride = int(evaluate(step.start, outer_env)), int(evaluate(step.step, outer_env))
+        for k in range(int(evaluate(step.count, outer_env))):
+            local_env = {**outer_env, step.var: start + k * stride}
+            # arrays by their current names: a swap changes which buffer a name is
+            for name in names:
+                local_env[name] = buffers[names[name]]
+            for inner in step.body:
+                run(inner, local_env)
+            for a, b in step.swaps:
+                names[a], names[b] = names[b], names[a]
+
     for step in lifted.steps:
-        if isinstance(step, Repeat):
-            start, stride = int(evaluate(step.start, env)), int(evaluate(step.step, env))
-            for k in range(int(evaluate(step.count, env))):
-                local_env = {**env, step.var: start + k * stride}
-                # arrays by their current names: a swap changes which buffer a name is
-                for name in names:
-                    local_env[name] = buffers[names[name]]
-                for inner in step.body:
-                    launches.append(resolve(inner, local_env))
-                for a, b in step.swaps:
-                    names[a], names[b] = names[b], names[a]
-        else:
-            launches.append(resolve(step, env))
+        run(step, env)
     written = _written(lifted)
     results = tuple(n for n in buffers if n in written)
     returns = lifted.returns

@@ -18,14 +18,30 @@ from porter.lift.ir import Lifted
 from porter.lift.kernels import settings
 
 
+def base(label: str) -> tuple[str, int]:
+    """A dimension's label as (the size it names, the constant added): ``n + 1`` -> ("n", 1); a size
+    itself -> (it, 0)."""
+    name, plus, offset = label.partition(" + ")
+    if plus and offset.isdigit():
+        return name, int(offset)
+    return label, 0
+
+
+def extent(label: str, sizes: Mapping[str, int]) -> int:
+    """A dimension's extent at `sizes` (``n + 1`` at n = 40: 41)."""
+    name, offset = base(label)
+    return int(sizes[name]) + offset
+
+
 def size_names(lifted: Lifted) -> list[str]:
-    """Every size a call needs, in order of first appearance: the labels of the array dimensions, then
-    int scalar parameters."""
+    """Every size a call needs, in order of first appearance: the labels of the array dimensions (the
+    size of ``n + 1``: n), then int scalar parameters."""
     names: list[str] = []
     for p in lifted.params:
         for label in p.shape:
-            if label not in names:
-                names.append(label)
+            name = base(label)[0]
+            if name not in names:
+                names.append(name)
     for p in lifted.params:
         if p.kind == "scalar" and p.dtype in ("int32", "int64") and p.name not in names:
             names.append(p.name)
@@ -39,8 +55,9 @@ def sizes_of_args(lifted: Lifted, args: Mapping[str, Any]) -> dict[str, int]:
     for p in lifted.params:
         value = args.get(p.name)
         if p.kind == "array" and isinstance(value, np.ndarray):
-            for label, extent in zip(p.shape, value.shape, strict=False):
-                sizes.setdefault(label, int(extent))
+            for label, have in zip(p.shape, value.shape, strict=False):
+                name, offset = base(label)
+                sizes.setdefault(name, int(have) - offset)
         elif p.kind == "scalar" and p.dtype in ("int32", "int64") and value is not None:
             sizes[p.name] = int(value)
     return sizes
@@ -86,12 +103,12 @@ def timing_sizes(lifted: Lifted, sizes: Mapping[str, int], elements: int) -> dic
     arrays = [p.shape for p in lifted.params if p.kind == "array" and p.shape]
     if not arrays:
         return dict(sizes)
-    largest = max(arrays, key=lambda shape: int(np.prod([sizes[d] for d in shape])))
-    now = int(np.prod([sizes[d] for d in largest]))
+    largest = max(arrays, key=lambda shape: int(np.prod([extent(d, sizes) for d in shape])))
+    now = int(np.prod([extent(d, sizes) for d in largest]))
     if now >= elements:
         return dict(sizes)
     scale = (elements / now) ** (1.0 / len(largest))
-    dims = {d for shape in arrays for d in shape}
+    dims = {base(d)[0] for shape in arrays for d in shape}
     return {k: max(v, int(round(v * scale))) if k in dims else v for k, v in sizes.items()}
 
 
@@ -101,7 +118,7 @@ def draw(lifted: Lifted, sizes: Mapping[str, int], seed: int) -> dict[str, Any]:
     args: dict[str, Any] = {}
     for p in lifted.params:
         if p.kind == "array":
-            shape = tuple(int(sizes[label]) for label in p.shape)
+            shape = tuple(extent(label, sizes) for label in p.shape)
             if p.index_bound is not None:
                 high = max(1, int(sizes.get(p.index_bound, 1)))
                 args[p.name] = rng.integers(0, high, size=shape).astype(p.dtype)

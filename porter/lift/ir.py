@@ -87,14 +87,17 @@ class Launch:
 class Repeat:
     """A sequential loop of the function around parallel nests (time stepping): its body's launches
     ``count`` times; after each pass the named arrays trade places (``a, b = b, a``).  ``var``: the
-    loop variable, passed to the kernels that read it."""
+    loop variable, passed to the kernels that read it.  ``kind``: "" a loop of the function's own;
+    "diagonal" the anti-diagonals of a wavefront (``var`` then porter's own name), which may run inside
+    one of the function's loops."""
 
     var: str
     count: str
-    body: tuple[Launch, ...]
+    body: tuple[Launch | Repeat, ...]
     swaps: tuple[tuple[str, str], ...] = ()
     start: str = "0"
     step: str = "1"
+    kind: str = ""
 
 
 Step = Launch | Repeat

@@ -127,16 +127,39 @@ def _grid(count: str, block: int, cap: int) -> str:
 # --------------------------------------------------------------------------- map / stencil / histogram
 
 
+@dataclass(frozen=True)
+class Skew:
+    """A wavefront's cell: the thread's loop variable `outer` and the diagonal `diagonal` (a host
+    expression: the host loop's variable) give ``inner = diagonal - factor * outer``."""
+
+    inner: str
+    outer: str
+    factor: int
+    diagonal: str
+    nonneg: bool
+
+
 def parallel(
-    name: str, pattern: str, loops: list[PLoop], body: list[ast.stmt], scope: Scope, function: str, line: int
+    name: str,
+    pattern: str,
+    loops: list[PLoop],
+    body: list[ast.stmt],
+    scope: Scope,
+    function: str,
+    line: int,
+    skew: Skew | None = None,
 ) -> Built:
     """One thread per iteration of `loops` (at most three: the caller keeps the rest in `body`); `loops[0]`
-    is on x."""
+    is on x.  `skew`: a wavefront's diagonal -- one more loop variable computed from the thread's."""
     cfg = settings()
     for lp in loops:
         scope.loop_vars.add(lp.var)
         if lp.nonneg:
             scope.nonneg.add(lp.var)
+    if skew is not None:
+        scope.loop_vars.add(skew.inner)
+        if skew.nonneg:
+            scope.nonneg.add(skew.inner)
     # a histogram into one small 1-D array of int32/float32: bins per block in shared memory, merged once
     private = [
         a for a in scope.atomic if scope.arrays[a].ndim == 1 and scope.arrays[a].dtype in ("int32", "float32")
@@ -149,6 +172,11 @@ def parallel(
     decl_locals = em.declare(body)
     lines = em.stmts(body, "        ")
     loop_decls, loop_args = _loop_params(loops)
+    skew_params: list[tuple[str, str]] = []
+    if skew is not None:
+        loop_decls.append("long long p_w")
+        loop_args.append(Arg("scalar", skew.diagonal, "int64"))
+        skew_params.append(("p_w", "scalar:int64"))
     decls, args, params = _params(scope, loop_decls)
     dims = "xyz"
     out: list[str] = []
@@ -175,6 +203,8 @@ def parallel(
     out[-1] += " {"
     for k, lp in enumerate(loops):
         out.append(f"        long long {cname(lp.var)} = p_s{k} + k{k} * p_t{k};")
+    if skew is not None:
+        out.append(f"        long long {cname(skew.inner)} = p_w - {skew.factor}LL * {cname(skew.outer)};")
     out += ["        " + d for d in decl_locals] + lines + ["    }"]
     if priv is not None:
         ct = C_TYPES[scope.arrays[priv].dtype]
@@ -190,7 +220,7 @@ def parallel(
     if scope.atomic:  # each block merges its bins once: a few blocks per multiprocessor are enough
         caps[0] = min(caps[0], int(cfg["hist_blocks"]))
     grid = tuple(_grid(lp.count, block[k], caps[k]) for k, lp in enumerate(loops))
-    kernel = Kernel(name, pattern, _unit(name, decls, out), tuple(params + [(f"p_{c}{k}", "scalar:int64") for k in range(len(loops)) for c in "stc"]), line)  # fmt: skip
+    kernel = Kernel(name, pattern, _unit(name, decls, out), tuple(params + [(f"p_{c}{k}", "scalar:int64") for k in range(len(loops)) for c in "stc"] + skew_params), line)  # fmt: skip
     return Built([kernel], [Launch(name, grid, block, tuple(args + loop_args), shared)])
 
 

@@ -335,8 +335,9 @@ def adi(steps: int, u: F64, v: F64, p: F64, q: F64) -> None:
 
 
 def seidel_2d(steps: int, a: F64) -> None:
-    """In-place nine-point Gauss-Seidel sweeps.  expect: refused (in place: sequential in i and j; a
-    wavefront schedule is not lifted yet)"""
+    """In-place nine-point Gauss-Seidel sweeps.  expect: lifted (in place: sequential in i and j; a
+    wavefront per step -- a[i - 1, j + 1] and a[i + 1, j - 1] put the diagonals at d = 2 i + j, run in
+    order on the host, a thread per cell)"""
     n = a.shape[0]
     for t in range(steps):
         for i in range(1, n - 1):
@@ -371,8 +372,10 @@ def gauss_seidel(steps: int, A: F64, b: F64, x: F64) -> None:
 
 
 def floyd_warshall(path: F64) -> None:
-    """All-pairs shortest paths.  expect: refused (at each k, path[i, k] and path[k, j] are written by the
-    step itself: parallel only when path[k, k] >= 0, a property of the data)"""
+    """All-pairs shortest paths.  expect: lifted (k in order on the host; at each k, path[i, k] and
+    path[k, j] are written by the step itself, but keep their values when path[k, k] >= 0: one thread
+    checks it, then i and j run in parallel off row and column k -- or, on a negative cycle, that thread
+    runs the step in order)"""
     n = path.shape[0]
     for k in range(n):
         for i in range(n):
@@ -382,7 +385,8 @@ def floyd_warshall(path: F64) -> None:
 
 def alignment_score(a: F64, b: F64, H: F64) -> None:
     """Needleman-Wunsch score table (match +1, mismatch -1, gap -1) of two sequences of codes.
-    expect: refused (H[i, j] reads H[i, j - 1] and H[i - 1, j]: a wavefront, not lifted yet)"""
+    expect: lifted (the borders as maps; H[i, j] reads H[i, j - 1] and H[i - 1, j]: a wavefront over the
+    anti-diagonals d = i + j, a launch each, a thread per cell)"""
     n = a.shape[0]
     m = b.shape[0]
     for i in range(n + 1):

@@ -7,8 +7,10 @@ import ast
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from porter.lift import inputs
 from porter.lift.analyze import analyze
 from porter.lift.deps import CONSERVATIVE, Nest, NonAffine
 from porter.lift.ir import Launch, Lifted, Repeat
@@ -155,28 +157,136 @@ def test_each_nest_of_a_time_loop_is_judged_on_its_own() -> None:
 
 
 def test_a_nest_of_a_time_loop_with_its_own_carried_dependence_is_refused_with_it() -> None:
+    # each row reads the previous row mirrored (x[i - 1, m - 1 - j]): a distance along j of any sign and
+    # size, so neither loop is parallel and no diagonal sweep puts the dependence on a later diagonal
     _, refused = _lift(
         """
         import numpy as np
         def f(steps: int, a: np.ndarray):
-            n = a.shape[0]
+            n, m = a.shape
             for t in range(steps):
-                for i in range(1, n - 1):
-                    for j in range(1, n - 1):
-                        a[i, j] = (a[i - 1, j] + a[i, j - 1] + a[i + 1, j] + a[i, j + 1]) / 4.0
+                for i in range(1, n):
+                    for j in range(1, m):
+                        a[i, j] = 0.5 * (a[i - 1, m - 1 - j] + a[i, j - 1])
         """
     )
     line, why = refused["f"]
     assert line == 8
-    assert why.startswith(
-        "t runs in order (sequential in t); at each t: loop-carried dependence: a[i, j] at line 8 reads"
+    assert why == (
+        "t runs in order (sequential in t); at each t: loop-carried dependence: a[i, j] at line 8 reads "
+        "a[i - 1, m - 1 - j] written by the previous i iteration (line 8): sequential in i, j; no wavefront "
+        "either: no diagonal sweep d = k * i + j (k from 1 to 4) puts it on a later diagonal"
     )
-    assert "sequential in i, j" in why
 
 
-def test_floyd_warshall_k_is_sequential_and_its_step_is_refused_with_the_row_and_column_it_writes() -> None:
-    # at a fixed k the step writes row k and column k, which it reads: parallel only when
-    # path[k, k] >= 0 -- a property of the data, not of the loops, so porter refuses it
+# ----------------------------------------------------------------------------- wavefronts
+
+
+def _cells(f: Lifted, args: dict[str, object]) -> list[list[tuple[int, int]]]:
+    """The (i, j) cells each wavefront launch of `f`'s plan runs, in launch order (from its arguments:
+    the thread range p_s0 + [0, p_c0) of i, and j = p_w - k * i)."""
+    from porter.lift.hostexpr import plan
+
+    run = plan(f, args)
+    out = []
+    for launch in run.launches:
+        kernel = f.kernels[launch.kernel]
+        if kernel.pattern != "wavefront":
+            continue
+        named = dict(zip([p for p, _ in kernel.params], launch.args, strict=True))
+        k = int(kernel.source.split("p_w - ")[1].split("LL")[0])
+        start, count, w = int(named["p_s0"]), int(named["p_c0"]), int(named["p_w"])
+        out.append([(i, w - k * i) for i in range(start, start + count)])
+    return out
+
+
+ALIGNMENT = """
+import numpy as np
+def align(a: np.ndarray, b: np.ndarray, H: np.ndarray):
+    n = a.shape[0]
+    m = b.shape[0]
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            s = 1.0 if abs(a[i - 1] - b[j - 1]) < 0.5 else -1.0
+            H[i, j] = max(H[i - 1, j - 1] + s, H[i - 1, j] - 1.0, H[i, j - 1] - 1.0)
+"""
+
+
+def test_a_dynamic_programming_table_is_a_wavefront_over_its_anti_diagonals() -> None:
+    # H[i - 1, j - 1], H[i - 1, j], H[i, j - 1]: distances (1, 1), (1, 0), (0, 1) -- every one to a later
+    # diagonal i + j; the cells of one diagonal are independent
+    model = _nest(
+        "for i in range(1, n):\n    for j in range(1, m):\n"
+        "        H[i, j] = max(H[i - 1, j - 1], H[i - 1, j], H[i, j - 1])\n",
+        "H",
+    )
+    assert not model.parallel("i") and not model.parallel("j")
+    assert model.wavefront("i", "j") == (1, None)
+    lifted, refused = _lift(ALIGNMENT)
+    assert not refused, refused
+    f = lifted["align"]
+    assert f.patterns == ("wavefront",)
+    (rep,) = f.steps
+    assert isinstance(rep, Repeat) and rep.kind == "diagonal" and len(rep.body) == 1
+    assert any("the diagonals d = i + j run in order" in note for note in f.notes)
+    # H is (n + 1) x (m + 1): its dimensions are sizes plus one, not the sizes
+    assert [p.shape for p in f.params] == [("n",), ("m",), ("n + 1", "m + 1")]
+    assert inputs.size_names(f) == ["n", "m"]
+    drawn = inputs.draw(f, {"n": 4, "m": 6}, seed=0)
+    assert drawn["H"].shape == (5, 7) and inputs.sizes_of_args(f, drawn) == {"n": 4, "m": 6}
+    n, m = 5, 7
+    rng = np.random.default_rng(1)
+    args = {"a": rng.integers(0, 3, n).astype(float), "b": rng.integers(0, 3, m).astype(float),
+            "H": np.zeros((n + 1, m + 1))}  # fmt: skip
+    cells = _cells(f, args)
+    assert [c for launch in cells for c in launch] == sorted(
+        ((i, j) for i in range(1, n + 1) for j in range(1, m + 1)), key=lambda c: (c[0] + c[1], c[0])
+    )  # every cell once, diagonal by diagonal; the triangular ends have no idle threads
+    assert all(len({i + j for i, j in launch}) == 1 for launch in cells)
+
+
+def test_an_in_place_nine_point_sweep_needs_the_diagonals_2i_plus_j_and_gets_them() -> None:
+    # a[i - 1, j + 1] (read, written by the previous i) and a[i + 1, j - 1] (read before the next i writes
+    # it): distance (1, -1) lies on one diagonal i + j, so k = 1 is illegal and k = 2 the sweep
+    sweep = (
+        "for i in range(1, n - 1):\n    for j in range(1, n - 1):\n        a[i, j] = ("
+        "a[i - 1, j - 1] + a[i - 1, j] + a[i - 1, j + 1] + a[i, j - 1] + a[i, j] + a[i, j + 1]"
+        " + a[i + 1, j - 1] + a[i + 1, j] + a[i + 1, j + 1]) / 9.0\n"
+    )
+    model = _nest(sweep, "a")
+    bad = model.skew_violation("i", "j", 1)
+    assert bad is not None and {bad.source.text, bad.target.text} & {"a[i - 1, j + 1]", "a[i + 1, j - 1]"}
+    assert model.skew_violation("i", "j", 2) is None
+    assert model.wavefront("i", "j") == (2, None)
+    src = "import numpy as np\ndef seidel(steps: int, a: np.ndarray):\n    n = a.shape[0]\n    for t in range(steps):\n"
+    src += textwrap.indent(sweep, "        ")
+    lifted, refused = _lift(src)
+    assert not refused, refused
+    f = lifted["seidel"]
+    (rep,) = f.steps
+    assert isinstance(rep, Repeat) and rep.var == "t"
+    (inner,) = rep.body
+    assert isinstance(inner, Repeat) and inner.kind == "diagonal"
+    # the plan's order, run in Python with each diagonal's cells backwards, gives the Python's result
+    n = 9
+    a0 = np.random.default_rng(2).random((n, n))
+    cells = _cells(f, {"steps": 2, "a": a0.copy()})
+    assert len(cells) == 2 * (2 * (n - 3) + (n - 2))
+    want, got = a0.copy(), a0.copy()
+    for _ in range(2):
+        for i in range(1, n - 1):
+            for j in range(1, n - 1):
+                want[i, j] = want[i - 1 : i + 2, j - 1 : j + 2].sum() / 9.0
+    for launch in cells:
+        for i, j in reversed(launch):
+            got[i, j] = got[i - 1 : i + 2, j - 1 : j + 2].sum() / 9.0
+    assert np.allclose(got, want, rtol=0, atol=1e-12)
+
+
+def test_floyd_warshall_at_each_k_is_parallel_behind_a_check_of_the_diagonal() -> None:
+    # at a fixed k the step writes row k and column k, which it reads: the exact dependences make i and j
+    # sequential through them; but there it writes min(x, x + path[k, k]), which is x when
+    # path[k, k] >= 0 -- checked by one thread before each step, which runs the step itself otherwise
     fw = _nest(
         "for i in range(n):\n    for j in range(n):\n        p[i, j] = min(p[i, j], p[i, k] + p[k, j])\n",
         "p",
@@ -184,13 +294,25 @@ def test_floyd_warshall_k_is_sequential_and_its_step_is_refused_with_the_row_and
     )
     bad = fw.band_violation(["i", "j"])
     assert bad is not None and bad.kind == "flow" and bad.target.text in ("p[i, k]", "p[k, j]")
-    _, refused = _lift(
-        "def fw(path):\n    n = path.shape[0]\n    for k in range(n):\n        for i in range(n):\n"
+    text = (
+        "import numpy as np\nimport numpy.typing as npt\n"
+        "def fw(path: npt.NDArray[np.DTYPE]):\n    n = path.shape[0]\n    for k in range(n):\n        for i in range(n):\n"
         "            for j in range(n):\n                path[i, j] = min(path[i, j], path[i, k] + path[k, j])\n"
     )
-    assert refused["fw"][1].startswith(
-        "k runs in order (sequential in k); at each k: loop-carried dependence: path[i, j]"
-    )
+    lifted, refused = _lift(text.replace("DTYPE", "float64"))
+    assert not refused, refused
+    f = lifted["fw"]
+    assert f.patterns == ("guarded-step", "time-stepping")
+    (rep,) = f.steps
+    assert isinstance(rep, Repeat) and rep.var == "k" and len(rep.body) == 2
+    check, step = f.kernels
+    assert "< ((double)(0))" in check.source and "for (long long v_i = 0;" in check.source  # the fallback
+    assert "(v_i != v_k)" in step.source and "(v_j != v_k)" in step.source  # row and column k untouched
+    assert any("path[k, k] >= 0" in note for note in f.notes)
+    # integers may wrap (x + d < x): no guard; the exact dependences still allow the diagonals i + j
+    lifted, refused = _lift(text.replace("DTYPE", "int64"))
+    assert not refused, refused
+    assert lifted["fw"].patterns == ("wavefront", "time-stepping")
 
 
 def test_a_real_carried_dependence_is_never_parallelised() -> None:
@@ -287,11 +409,9 @@ def test_a_row_kernel_is_refused_when_the_outer_loop_carries_a_dependence_too() 
                     p[i, j] = 0.5 * p[i, j - 1] + p[i - 1, j - 1]
         """
     )
-    assert not lifted, lifted
-    line, why = refused["f"]
-    assert line == 8 and "loop-carried dependence: a[i, j] at line 8 reads a[i" in why
-    assert "sequential in t" in why and "sequential in i, j" in why
-    line, why = refused["g"]
+    # f: no row kernel, but both distances, (0, 1) and (1, 1), go to a later diagonal i + j: a wavefront
+    assert set(lifted) == {"f"} and lifted["f"].patterns == ("wavefront", "time-stepping")
+    line, why = refused["g"]  # g's nest is not a perfect one (p[i, 0] between the loops): no wavefront
     assert line == 14 and why.startswith("i runs in order (sequential in i); at each i: loop-carried")
     assert "p[i, j] at line 14 reads p[i, j - 1]" in why
     # with only the outer dependence the nest is still lifted -- i on the host, j parallel per step

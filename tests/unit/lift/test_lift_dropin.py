@@ -145,3 +145,35 @@ def test_a_name_with_the_modules_prefix_or_a_default_naming_a_global_is_refused(
 def test_the_modules_own_fallback_warning_is_recognised() -> None:
     assert dropin.fell_back(["RuntimeWarning: f: no GPU runtime found (x); running the original Python"])
     assert not dropin.fell_back(["UserWarning: something else"])
+
+
+def test_device_only_buffers_and_a_wavefronts_diagonals_have_no_user_visible_name() -> None:
+    # a scalar set from device data each step (s = x[t]) lives in a buffer the module keeps in its dict
+    # only: its extent argument is the buffer's own shape, never a name the wrapper does not have (the
+    # written module once raised NameError on ``__s_s``); a wavefront's diagonal is the module's own name
+    a = analyze(
+        "t.py",
+        textwrap.dedent(
+            """
+            import numpy as np
+            def step(x: np.ndarray, y: np.ndarray):
+                n = x.shape[0]
+                for t in range(3):
+                    s = x[t]
+                    for i in range(n):
+                        y[i] = y[i] + s
+            def table(H: np.ndarray):
+                n, m = H.shape
+                for i in range(1, n):
+                    for j in range(1, m):
+                        H[i, j] = max(H[i - 1, j], H[i, j - 1]) + 1.0
+            """
+        ),
+    )
+    assert not a.refused, a.refused
+    text = _module(list(a.lifted))
+    for f in a.lifted:
+        fn = _wrapper(text, f.function)
+        names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+        assert {n for n in names if not n.startswith(dropin.PREFIX)} <= _users_names(f) | {"np"}, names
+    assert "_porter_d" in text and "__s_s'" in text and "__s_s." not in text

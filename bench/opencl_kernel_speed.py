@@ -30,11 +30,28 @@ GLOBAL = re.compile(r"__global__")
 
 
 def kernel_files(folder: Path) -> list[Path]:
-    """The program's source files that define a kernel (the ones ``porter bench`` can time)."""
-    found = []
-    for f in sorted(folder.rglob("*")):
-        if f.suffix in {".cu", ".cuh"} and f.is_file() and GLOBAL.search(f.read_text(errors="replace")):
-            found.append(f)
+    """The files ``porter bench`` times: each source file that defines a kernel, or, where another
+    source file includes it (a unity build: lavaMD's wrapper, myocyte's main.cu), the outermost file
+    including it, which gives its kernels their types and macros."""
+    sources = [
+        f for f in sorted(folder.rglob("*")) if f.suffix in {".cu", ".cuh", ".c", ".cpp"} and f.is_file()
+    ]
+    text = {f: f.read_text(errors="replace") for f in sources}
+
+    def includer(f: Path) -> Path | None:
+        pattern = re.compile(r'#\s*include\s*"([^"]*/)?' + re.escape(f.name) + '"')
+        return next((g for g in sources if g != f and g.suffix != ".cuh" and pattern.search(text[g])), None)
+
+    found: list[Path] = []
+    for f in sources:
+        if not GLOBAL.search(text[f]):
+            continue
+        top, seen = f, {f}
+        while (up := includer(top)) is not None and up not in seen:
+            top = up
+            seen.add(up)
+        if top not in found:
+            found.append(top)
     return found
 
 
@@ -79,24 +96,38 @@ def program_rows(
             rows.append({"program": name, "file": f.name, "kernel": "-", "error": proc.stderr.strip()[-200:]})
             continue
         for k in doc.get("kernels", []):
-            row: dict[str, Any] = {
-                "program": name,
-                "file": f.name,
-                "kernel": k["kernel"],
-                "error": k.get("error", ""),
-            }
+            # one row per timed launch size (porter bench times up to three) and device of a port, the
+            # baseline backend's first device at the same size beside it
+            by_device: dict[str, list[dict[str, Any]]] = {}
             for r in k.get("results", []):
-                if r.get("device_kind") == "cpu" and args.gpu_only:
-                    continue
-                row[r["backend"]] = {
-                    "device": r["device"],
-                    "ok": r["ok"],
-                    "median_ms": r.get("median_ms"),
-                    "reason": r.get("reason", ""),
-                    "contended": r.get("contended", ""),
-                }
-            if k.get("results") or k.get("error"):
-                rows.append(row)
+                if not (r.get("device_kind") == "cpu" and args.gpu_only):
+                    by_device.setdefault(r["device"], []).append(r)
+            base = next((v for v in by_device.values() if v[0]["backend"] == args.backend[0]), [])
+            ports = [v for v in by_device.values() if v[0]["backend"] != args.backend[0]]
+            if not by_device and k.get("error"):
+                rows.append({"program": name, "file": f.name, "kernel": k["kernel"], "error": k["error"]})
+            for results in ports or [[]]:
+                for i in range(max(len(results), len(base))):
+                    row: dict[str, Any] = {
+                        "program": name,
+                        "file": f.name,
+                        "kernel": k["kernel"],
+                        "error": "",
+                    }
+                    for r in ([base[min(i, len(base) - 1)]] if base else []) + (
+                        [results[min(i, len(results) - 1)]] if results else []
+                    ):
+                        row["size"] = ", ".join(
+                            f"{a}={b}" for a, b in r.get("size", {}).items() if a[0] in "gb"
+                        )
+                        row[r["backend"]] = {
+                            "device": r["device"],
+                            "ok": r["ok"],
+                            "median_ms": r.get("median_ms"),
+                            "reason": r.get("reason", ""),
+                            "contended": r.get("contended", ""),
+                        }
+                    rows.append(row)
     return rows
 
 
@@ -128,20 +159,24 @@ def table(rows: list[dict[str, Any]], backends: list[str]) -> str:
             )
         ratios = [speed(row, base, p) for p in ports]
         out.append(
-            f"| {row['program']} | {row['kernel']} | "
+            f"| {row['program']} | {row['kernel']} {row.get('size', '')} | "
             + " | ".join(c.replace("|", "/") for c in cells)
             + " | "
             + " | ".join(f"{x:.2f}x" if x else "-" for x in ratios)
             + " |"
         )
     for p in ports:
-        got = [(x, r) for r in rows if (x := speed(r, base, p))]
+        per_kernel: dict[tuple[str, str], list[float]] = {}  # a kernel timed at several sizes counts once
+        for r in rows:
+            if (x := speed(r, base, p)) is not None:
+                per_kernel.setdefault((r["program"], r["kernel"]), []).append(x)
+        got = {k: math.exp(sum(map(math.log, v)) / len(v)) for k, v in per_kernel.items()}
         if got:
-            geo = math.exp(sum(math.log(x) for x, _ in got) / len(got))
-            low, lrow = min(got, key=lambda t: t[0])
+            geo = math.exp(sum(math.log(x) for x in got.values()) / len(got))
+            (lp, lk), low = min(got.items(), key=lambda t: t[1])
             out.append(
-                f"\n{p} against {base}: geometric mean {geo:.2f}x over {len(got)} kernels; slowest "
-                f"{lrow['program']} {lrow['kernel']} {low:.2f}x; under 0.8x: {sum(1 for x, _ in got if x < 0.8)}"
+                f"\n{p} against {base}: geometric mean {geo:.2f}x over {len(got)} kernels (each kernel's sizes "
+                f"averaged first); slowest {lp} {lk} {low:.2f}x; under 0.8x: {sum(1 for x in got.values() if x < 0.8)}"
             )
     return "\n".join(out)
 

@@ -488,6 +488,8 @@ def make_plan(
     include_dirs: Sequence[str] = (),
     options: Mapping[str, Mapping[str, str]] | None = None,
     defines: Sequence[str] = (),
+    *,
+    unity: bool = False,
 ) -> Plan:
     """The plan of the CUDA source at `path` (:func:`porter.source.load`: UsageError for bad input);
     ``options``: translator options per target (UsageError for one its translator does not take);
@@ -497,4 +499,4 @@ def make_plan(
             get_dialect(target).check_options(opts)
         except ValueError as err:
             raise UsageError(str(err)) from None
-    return Plan(load(path, command, include_dirs, defines), options)
+    return Plan(load(path, command, include_dirs, defines, unity=unity), options)

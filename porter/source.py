@@ -58,11 +58,16 @@ def load(
     command: str,
     include_dirs: Sequence[str | os.PathLike[str]] = (),
     defines: Sequence[str] = (),
+    *,
+    unity: bool = False,
 ) -> SourceUnit:
     """The CUDA source at `path` with at least one kernel, as one unit; UsageError (exit 2) naming the
     file (and line) when it is missing, not a regular file, too large, not UTF-8, not CUDA or without
     a kernel; ``command`` names the porter command in those messages.  ``defines``: the build's
-    ``-D NAME[=VALUE]`` (UsageError for one that is not a macro name)."""
+    ``-D NAME[=VALUE]`` (UsageError for one that is not a macro name).  ``unity``: a file without
+    kernels of its own whose ``#include "x.cu"`` lines pull in source files that define them (a unity
+    build: lavaMD's wrapper, myocyte's main.cu) is read with those files' text in place of the lines,
+    so its kernels are built with the types and macros the unit gives them."""
     from porter.defines import check_defines
 
     check_defines(defines, ())
@@ -82,6 +87,12 @@ def load(
         if reason is not None:
             raise UsageError(reason, path=name)
         scan = scan_source(data, name, macros=macros)
+        if unity and not scan.kernels:
+            inlined = unity_source(name, data, dirs)
+            if inlined is not None:
+                data, folders = inlined
+                dirs = (*dirs, *(f for f in folders if f not in dirs))
+                scan = scan_source(data, name, macros=macros)
         if language_for(name, data) != "cuda" or scan.language != "cuda":
             raise UsageError(
                 "not a CUDA source (expected a .cu/.cuh file, or C++ with CUDA kernels)", path=name
@@ -108,6 +119,44 @@ def load(
         headers=MappingProxyType(headers),
         defines=tuple(defines),
     )
+
+
+def unity_source(name: str, data: bytes, dirs: Sequence[str]) -> tuple[bytes, list[str]] | None:
+    """`data` with each ``#include "x"`` of a local source file (.cu, .c, .cpp ...) replaced by that
+    file's bytes, recursively (each file once, as its include guard-less unity build would), and the
+    folders of the files inlined (their own quoted includes resolve there); None when no inlined file
+    defines a kernel."""
+    from porter.includes import _INCLUDE, SOURCE_SUFFIXES, at_line_start, resolve_local_include
+
+    seen: set[str] = {os.path.abspath(name)}
+    folders: list[str] = []
+    kernels = False
+
+    def inline(path: str, body: bytes, depth: int) -> bytes:
+        nonlocal kernels
+        out, last = [], 0
+        for m in _INCLUDE.finditer(body):
+            if m.group(1) != b'"' or not at_line_start(body, m.start()) or depth > 16:
+                continue
+            target = resolve_local_include(m.group(2).decode("utf-8", "surrogateescape").strip(), path, dirs)
+            if target is None or target.suffix not in SOURCE_SUFFIXES or not files.is_regular(str(target)):
+                continue
+            key = os.path.abspath(target)
+            if key in seen:
+                continue
+            seen.add(key)
+            text = files.read_header(str(target), quiet=True)
+            if text is None:
+                continue
+            kernels = kernels or b"__global__" in text
+            if str(target.parent) not in folders:
+                folders.append(str(target.parent))
+            out += [body[last : m.start()], inline(str(target), text, depth + 1), b"\n"]
+            last = m.end()
+        return b"".join([*out, body[last:]])
+
+    result = inline(name, data, 0)
+    return (result, folders) if kernels else None
 
 
 def _kernels_in_headers(name: str, data: bytes, dirs: Sequence[str], command: str) -> str:

@@ -151,7 +151,8 @@ def bench_file(
         raise UsageError("porter bench takes a CUDA source (.cu)", path=path)
     # the compiles search the source's folder and the include dirs: so does the macro table
     dirs = (str(Path(path).resolve().parent), *(str(Path(d).resolve()) for d in include_dirs))
-    source_plan = make_plan(path, "bench", dirs, defines=defines)
+    # a unit whose kernels are source files it includes (a unity build) is timed as that build
+    source_plan = make_plan(path, "bench", dirs, defines=defines, unity=True)
     names = source_plan.kernel_names()
     if kernel is not None and kernel not in names:
         raise UsageError(f"no kernel named {kernel!r} (kernels: {', '.join(names) or 'none'})", path=path)

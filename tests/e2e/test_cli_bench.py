@@ -139,3 +139,23 @@ def test_bench_on_an_nvidia_gpu() -> None:
     assert r["median_ms"] > 0 and r["revalidated"] is True and r["suspect"] is False
     if r["floor_ms"] is not None:
         assert r["pct_bandwidth"] > 0
+
+
+UNITY = ROOT / "tests" / "fixtures" / "programs" / "unity_types"
+
+
+def test_a_unity_build_is_timed_at_its_captured_launch(tmp_path: Path) -> None:
+    """kernel/step.cu uses pair_t and SHIFT from params.h without including it (wrapper.cu includes both,
+    as Rodinia's lavaMD does): given the wrapper, bench builds the kernel as the program does and times
+    it at the launch the program's run captured, on the CPU emulator and each OpenCL device."""
+    cap = tmp_path / "cap"
+    got = _porter(
+        "capture", str(UNITY), "--run", "./prog", "--toolchain", "cpu-runtime", "--out", str(cap), timeout=240
+    )
+    assert got.returncode == 0, got.stderr
+    got = _porter("bench", str(UNITY / "kernel" / "wrapper.cu"), "--capture", str(cap), "--json", timeout=240)
+    assert got.returncode == 0, got.stderr
+    (kernel,) = json.loads(got.stdout)["kernels"]
+    assert kernel["kernel"] == "step" and kernel["size"]["gx"] == 16 and kernel["size"]["bx"] == 64
+    assert {r["backend"] for r in kernel["results"]} >= {"cpu"}
+    assert all(r["ok"] and r["median_ms"] > 0 for r in kernel["results"]), kernel["results"]

@@ -185,3 +185,31 @@ def test_a_latin1_byte_is_kept_and_every_kernel_still_found(tmp_path: Path) -> N
     unit = load(target, "port")
     assert unit.data == raw and unit.text.encode("utf-8", "surrogateescape") == raw
     assert [k.name for k in unit.scan.kernels] == ["k"]
+
+
+UNITY = ROOT / "tests" / "fixtures" / "programs" / "unity_types"
+
+
+def test_a_unity_build_is_read_with_its_included_kernel_files_in_place() -> None:
+    """wrapper.cu has no kernel: it includes params.h, then step.cu, whose kernel needs params.h's
+    types.  Read as a unity build, the unit holds step's kernel after those types, and step.cu's own
+    folder joins the include path; read plainly it is refused, naming the file with the kernel."""
+    wrapper = UNITY / "kernel" / "wrapper.cu"
+    unit = load(wrapper, "bench", unity=True)
+    assert [k.name for k in unit.scan.kernels] == ["step"]
+    assert unit.text.index('#include "../params.h"') < unit.text.index("__global__ void step")
+    assert '#include "./step.cu"' not in unit.text
+    assert str(UNITY / "kernel") in unit.include_dirs
+    with pytest.raises(UsageError, match=r"step\.cu \(step\)"):
+        load(wrapper, "bench")
+
+
+def test_a_unity_build_inlines_each_file_once_and_leaves_headers_alone(tmp_path: Path) -> None:
+    (tmp_path / "k.cu").write_text('#include "t.h"\n__global__ void k(T* p) { p[0] = 1; }\n')
+    (tmp_path / "t.h").write_text("typedef int T;\n")
+    (tmp_path / "main.cu").write_text(
+        '#include "t.h"\n#include "k.cu"\n#include "k.cu"\nint main() { return 0; }\n'
+    )
+    unit = load(tmp_path / "main.cu", "bench", unity=True)
+    assert unit.text.count("__global__ void k") == 1
+    assert unit.text.count('#include "t.h"') == 2  # a header stays an #include: its guard is the compiler's

@@ -487,6 +487,14 @@ def port(
     undefine: UndefineOption = None,
     expect_exit: ExpectExitOption = 0,
     exclusive: ExclusiveOption = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Fail (exit 1, naming each) when a CUDA API name is left unmapped because the target has no "
+            "equivalent; without it such names are kept, commented and reported.",
+        ),
+    ] = False,
 ) -> None:
     """Scan, translate, compile and validate every kernel of a CUDA FILE for each target on every device
     here (exit 0: every variant at least compiled, none failed; 1: some failed or untranslatable; 2: bad
@@ -517,7 +525,7 @@ def port(
             _port_one(
                 paths[0], to, include, out, translate_only, trials, json_out, model, base_url,
                 candidates, rounds, replay, record, max_dollars, request_timeout, retries, fresh,
-                options, err, define or [],
+                options, err, define or [], strict,
             )  # fmt: skip
         except NoKernelError:  # its kernels live in its headers, or it is host code: a program
             if model is not None:
@@ -528,8 +536,26 @@ def port(
     _port_program(
         paths, to, include, out, translate_only, json_out, options, err, fresh, run or [], timeout, rtol, atol,
         chains, build or "", (capture_launches, capture_mib, capture_first_mib), max_output, data, define or [], undefine or [],
-        expect_exit,
+        expect_exit, strict=strict,
     )  # fmt: skip
+
+
+def _show_port(report: Any, view: Any, json_out: bool, err: Any, strict: bool) -> NoReturn:
+    """Show a port's report; with --strict, exit 1 after naming each CUDA API name left unmapped."""
+    if not strict:
+        show(report, view, json_out)
+    try:
+        show(report, view, json_out)
+    except typer.Exit as done:
+        unmapped = report.unmapped_api()
+        if not unmapped:
+            raise
+        err.print(
+            f"porter: --strict: {len(unmapped)} CUDA API name(s) without an equivalent were left as written:"
+        )
+        for d in unmapped:
+            err.print(f"  {d.path}:{d.line}: {d.construct}")
+        raise typer.Exit(max(done.exit_code or 0, 1)) from None
 
 
 def _port_program(
@@ -555,6 +581,7 @@ def _port_program(
     undefines: list[str] | None = None,
     expect_exit: int = 0,
     verify_against: list[Path] | None = None,
+    strict: bool = False,
 ) -> None:
     from porter.defines import BuildFlags
     from porter.harness.outputs import with_tolerance
@@ -593,7 +620,7 @@ def _port_program(
             [str(p) for p in paths], [to], flags=flags, out_dir=out_dir, translate_only=translate_only,
             translate_options=options, fresh=fresh, run=run, hooks=hooks,
         )  # fmt: skip
-    show(report, program_view, json_out)
+    _show_port(report, program_view, json_out, err, strict)
 
 
 def _port_one(
@@ -617,6 +644,7 @@ def _port_one(
     options: dict[str, dict[str, str]],
     err: Any,
     defines: list[str] | None = None,
+    strict: bool = False,
 ) -> None:
     from porter.defines import BuildFlags
     from porter.harness.validate import ValidateOptions
@@ -652,7 +680,7 @@ def _port_one(
         translate_only=translate_only,
         translate_options=options,
     )
-    show(report, port_view, json_out)
+    _show_port(report, port_view, json_out, err, strict)
 
 
 @app.command()

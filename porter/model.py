@@ -216,6 +216,11 @@ class Diagnostic:
     construct: str  # the source text or API name concerned
     reason: str
     severity: Severity = Severity.WARNING  # ERROR: the kernel is untranslatable as is
+    code: str = ""  # a stable kind, where one is given: UNMAPPED_API (what `porter port --strict` fails on)
+
+
+# Diagnostic.code of a CUDA API name a translator left as written because the target has no equivalent
+UNMAPPED_API = "unmapped-api"
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from porter import sandbox
-from porter.model import Status, to_jsonable
+from porter.model import UNMAPPED_API, Status, to_jsonable
 from porter.records import VALIDATED, Totals, attempt_doc, trade_off, usage_doc
 from porter.redact import redact
 
@@ -134,6 +134,10 @@ class PortReport:
 
     def rows(self) -> list[VariantRow]:
         return [r for k in self.kernels for r in k.variants]
+
+    def unmapped_api(self) -> list[Diagnostic]:
+        """The CUDA API names a translator left as written for want of an equivalent (``--strict``)."""
+        return [d for d in self.diagnostics if d.code == UNMAPPED_API]
 
     @property
     def exit_code(self) -> int:
@@ -430,6 +434,12 @@ class ProgramReport:
             doc["reasons"] = dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))
             out[variant] = doc
         return out
+
+    def unmapped_api(self) -> list[Diagnostic]:
+        """The CUDA API names a translator left as written for want of an equivalent (``--strict``)."""
+        return [
+            d for f in self.files for t in f.targets.values() for d in t.diagnostics if d.code == UNMAPPED_API
+        ]
 
     def counts(self, target: str) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -55,12 +55,15 @@ from porter.grammars import parse
 
 from porter.errors import UsageError
 from porter.includes import reachable, resolve_local_include
-from porter.model import Diagnostic, FileScan, Kernel, Severity, TranslatedKernel, Translation
+from porter.model import UNMAPPED_API, Diagnostic, FileScan, Kernel, Severity, TranslatedKernel, Translation
 from porter.translate.common import IDENT, PUNCT, Token, code_tokens, split_call_args
 from porter.translate.edits import Edit, apply_edits
 
 LAUNCH_STYLES = ("chevrons", "ggl")
 TARGET = "hip"
+# The HIP whose API the generated tables call "in HIP" (cuda2hip_api.toml [inputs.headers]): what an unmapped
+# name is said to lack
+HIP_REFERENCE = "HIP 5.2"
 
 _IDENT_NODES = frozenset({"identifier", "type_identifier", "field_identifier", "namespace_identifier"})
 _RUNTIME_HEADERS = frozenset({"hip/hip_runtime.h", "hip/hip_runtime_api.h"})
@@ -141,12 +144,38 @@ class HipTables:
     math_unsupported: frozenset[str]
     math_reason: str
     unmapped: re.Pattern[str]
+    api_unsupported: dict[str, str]  # generated: CUDA API names HIP has no equivalent of -> the CUDA version
     hits: re.Pattern[bytes]  # where in the bytes a name worth looking at may start
 
 
-def _load_toml() -> dict[str, Any]:
-    text = resources.files("porter.backends.hip").joinpath("cuda2hip.toml").read_text(encoding="utf-8")
+def _load_toml(name: str = "cuda2hip.toml") -> dict[str, Any]:
+    text = resources.files("porter.backends.hip").joinpath(name).read_text(encoding="utf-8")
     return tomllib.loads(text)
+
+
+# the generated tables (backends/hip/tables/generate.py): families whose entries rename (math is identity)
+API_FAMILIES = ("runtime", "driver", "rtc", "complex", "types", "enums", "unions", "defines")
+
+
+def _api_note(cuda: str, row: Mapping[str, Any]) -> Note | None:
+    """The diagnostic a generated entry carries: deprecated (warning), or a HIP name newer than HIP 5.2."""
+    hip = row["hip"]
+    said: list[str] = []
+    if row.get("cuda_removed"):
+        said.append(f"removed in CUDA {row['cuda_removed']}")
+    if row.get("cuda_deprecated"):
+        said.append(f"deprecated since CUDA {row['cuda_deprecated']}")
+    if row.get("hip_deprecated") or row.get("hip_removed"):
+        said.append(f"HIP deprecates {hip}")
+    if row.get("in_hip") is False:
+        since = row.get("hip_since")
+        said.append(
+            f"{hip} is not in {HIP_REFERENCE}" + (f" (ROCm {since} and later have it)" if since else "")
+        )
+        return Note(Severity.WARNING, "; ".join(said), since or None)
+    if row.get("status") == "deprecated" or said:
+        return Note(Severity.WARNING, "; ".join(said or ["deprecated"]))
+    return None
 
 
 @cache
@@ -166,6 +195,33 @@ def hip_tables() -> HipTables:
 
     notes = {name: note(spec) for name, spec in raw.get("notes", {}).items()}
     unsupported = {name: note(spec) for name, spec in raw.get("unsupported", {}).items()}
+    # the generated API tables under the hand table: a name the hand table knows keeps its meaning
+    hand_known = (
+        set(renames)
+        | set(unsupported)
+        | set(raw.get("warp", {}))
+        | set(raw.get("preprocessor", {}))
+        | set(raw.get("namespaces", {}))
+        | set(raw.get("math", {}).get("unsupported", {}).get("names", []))
+    )
+    api = _load_toml("cuda2hip_api.toml")
+    api_unsupported: dict[str, str] = {}
+    for family in API_FAMILIES:
+        mine: dict[str, str] = {}
+        for name, row in api.get(family, {}).items():
+            if name in hand_known:
+                continue
+            hip = row.get("hip")
+            if hip is None or row.get("status") == "unsupported":
+                api_unsupported[name] = str(row.get("cuda", ""))
+                continue
+            if hip == name:
+                continue
+            mine[name] = renames[name] = hip
+            api_note = _api_note(name, row)
+            if api_note is not None and name not in notes:
+                notes[name] = api_note
+        groups[f"api.{family}"] = mine
     template_only = frozenset({"texture", "surface"} & set(unsupported))
     namespaces = {
         name: NamespaceRule(spec.get("rename"), Severity(spec.get("severity", "warning")), spec["reason"])
@@ -184,6 +240,7 @@ def hip_tables() -> HipTables:
     # patterns' literal starts.  Anything else is never touched.
     known = (
         set(renames)
+        | set(api_unsupported)
         | set(unsupported)
         | set(warp)
         | set(raw.get("preprocessor", {}))
@@ -220,6 +277,7 @@ def hip_tables() -> HipTables:
         math_unsupported=frozenset(math_unsupported.get("names", [])),
         math_reason=math_unsupported.get("reason", ""),
         unmapped=unmapped,
+        api_unsupported=api_unsupported,
         hits=hits,
     )
 
@@ -253,6 +311,7 @@ class _Pending:
 
     name: str
     line: int
+    start: int  # byte offset of the name
 
 
 @dataclass
@@ -370,8 +429,8 @@ def _handle_name(
     if name in t.math_unsupported:
         _diag(state, start, name, t.math_reason, Severity.WARNING)
         return
-    if t.unmapped.match(name):
-        state.pending.append(_Pending(name, _line(state, start)))
+    if name in t.api_unsupported or t.unmapped.match(name):
+        state.pending.append(_Pending(name, _line(state, start), start))
 
 
 # --------------------------------------------------------------------------- warp intrinsics
@@ -899,20 +958,26 @@ def _translate_to_hip(
     defined = state.defined | header_defined
     kernel_scan, scan_error = (scan, None) if scan is not None else _scan(src, path, state.include_dirs)
     index = _KernelIndex(kernel_scan.kernels if kernel_scan is not None else ())
-    for p in state.pending:
-        if p.name in defined:
-            continue
+    unmapped = [p for p in state.pending if p.name not in defined]
+    for p in unmapped:
         inside = index.at(p.line)
+        known = p.name in t.api_unsupported
+        since = t.api_unsupported.get(p.name) or ""
         state.diags.append(
             Diagnostic(
                 path,
                 p.line,
                 p.name,
-                "CUDA name with no HIP mapping in porter's tables: left as written"
+                f"{p.name} has no HIP equivalent ({HIP_REFERENCE}"
+                + (f"; CUDA {since} API" if since else "; a CUDA API name" if known else "")
+                + (")" if known else "; not in porter's tables)")
+                + ": left as written"
                 + (", so this kernel will not compile for HIP" if inside else ""),
                 Severity.ERROR if inside else Severity.WARNING,
+                UNMAPPED_API,
             )
         )
+    _comment_unmapped(state, root, unmapped)
     for name, line in state.includes:
         if resolve_local_include(name, path, state.include_dirs) is None and Path(path).parent.exists():
             state.diags.append(
@@ -962,6 +1027,43 @@ def _translate_to_hip(
 
 
 _SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+
+
+def _comment_unmapped(state: _State, root, unmapped: Sequence[_Pending]) -> None:
+    """``// porter: NAME has no HIP equivalent (HIP 5.2)`` at the end of each line that keeps an unmapped
+    name (one comment a line, naming each once).  Where a line comment cannot go there (a macro line
+    continued with a backslash, a line ending inside a block comment or a string), a block comment
+    follows the name instead."""
+    by_line: dict[int, list[_Pending]] = {}
+    for p in unmapped:
+        by_line.setdefault(p.line, []).append(p)
+    src = state.src
+    for line, names in sorted(by_line.items()):
+        shown = list(dict.fromkeys(p.name for p in names))
+        text = "; ".join(f"{n} has no HIP equivalent ({HIP_REFERENCE})" for n in shown)
+        end = state.line_starts[line] - 1 if line < len(state.line_starts) else len(src)
+        if end > 0 and src[end - 1 : end] == b"\r":
+            end -= 1
+        body = src[state.line_starts[line - 1] : end].rstrip()
+        tail = state.line_starts[line - 1] + len(body)
+        node = root.descendant_for_byte_range(max(tail - 1, 0), max(tail - 1, 0)) if tail > 0 else None
+        awkward = body.endswith(b"\\") or (
+            node is not None
+            and node.type in ("comment", "string_content", "raw_string_literal", "raw_string_content")
+            and not (node.type == "comment" and node.text.startswith(b"//"))
+            and node.end_byte > tail
+        )
+        awkward = awkward or any(e.start < tail < e.end for e in state.edits)
+        if awkward or "*/" in text:
+            for p in names:
+                end_name = p.start + len(p.name.encode())
+                state.edits.append(
+                    Edit(
+                        end_name, end_name, f" /* porter: {p.name} has no HIP equivalent ({HIP_REFERENCE}) */"
+                    )
+                )
+            continue
+        state.edits.append(Edit(tail, tail, f" // porter: {text}"))
 
 
 def _merge_hazards(state: _State, scan: FileScan) -> None:

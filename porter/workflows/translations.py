@@ -94,7 +94,9 @@ def _decode(doc: dict[str, Any]) -> tuple[Translation, Facts]:
         for k in t["kernels"]
     )
     diagnostics = tuple(
-        Diagnostic(d["path"], int(d["line"]), d["construct"], d["reason"], Severity(d["severity"]))
+        Diagnostic(
+            d["path"], int(d["line"]), d["construct"], d["reason"], Severity(d["severity"]), d.get("code", "")
+        )
         for d in t["diagnostics"]
     )
     translation = Translation(t["source_path"], t["target"], t["text"], kernels, diagnostics)

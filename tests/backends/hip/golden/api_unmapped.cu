@@ -1,0 +1,17 @@
+// CUDA API names HIP has no equivalent of, and a deprecated one: kept, commented, reported; written for
+// porter's tests.
+#include <cuda_runtime.h>
+
+#define FLUSH_RDMA() cudaDeviceFlushGPUDirectRDMAWrites(cudaFlushGPUDirectRDMAWritesTargetCurrentDevice, \
+                                                        cudaFlushGPUDirectRDMAWritesToOwner)
+
+int run_unmapped(cudaArray_t array, const float* host) {
+    cudaStream_t s;
+    cudaStreamCreate(&s);
+    cudaStreamAttrValue value;
+    cudaStreamGetAttribute(s, cudaStreamAttributeAccessPolicyWindow, &value);  // CUDA 11
+    FLUSH_RDMA();
+    cudaMemcpyToArray(array, 0, 0, host, 16, cudaMemcpyHostToDevice);
+    int id = cudaInitDevice(0, 0, 0); /* CUDA 12 */
+    return id;
+}

@@ -49,7 +49,7 @@ from porter.lift.emit import (
     _callee,
     range_of,
 )
-from porter.lift.ir import Analysis, Lifted, Local, Param, Refusal, Repeat, Step
+from porter.lift.ir import Analysis, Lifted, Local, Param, Part, Partial, Refusal, Repeat, Step
 from porter.lift.types import PY_FLOAT, PY_INT, T, promote
 
 REDUCE_OPS = {ast.Add: "+", ast.Sub: "+", ast.Mult: "*"}
@@ -81,6 +81,8 @@ def analyze(
     constants = _module_constants(module)
     lifted: list[Lifted] = []
     refused: list[Refusal] = []
+    partial: list[Partial] = []
+    taken = {n.name for n in module.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     for fn in functions:
         fn = _plain(fn, constants)
         if fn.name.startswith("_") and only is None:
@@ -89,9 +91,171 @@ def analyze(
             got = _Function(fn, text, example or {}).lift()
         except Unliftable as err:
             refused.append(Refusal(fn.name, err.line or fn.lineno, err.reason))
+            with contextlib.suppress(Unliftable):
+                part = _partial(fn, text, example or {}, imports, taken)
+                if part is not None:
+                    partial.append(part)
             continue
         lifted.append(Lifted(**{**got.__dict__, "imports": imports}))
-    return Analysis(path, tuple(lifted), tuple(refused))
+    return Analysis(path, tuple(lifted), tuple(refused), partial=tuple(partial))
+
+
+def _partial(
+    fn: ast.FunctionDef, text: str, example: Mapping[str, Any], imports: tuple[str, ...], taken: set[str]
+) -> Partial | None:
+    """A refused function lifted partly: each loop nest of its body, on its own, as a function of the names
+    it uses (the sizes and host values it needs bound again from its arrays), lifted by the same rules;
+    None unless at least one nest lifts and something stays in Python."""
+    body = list(fn.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    nests = [s for s in body if isinstance(s, ast.For)]
+    if not nests:
+        return None
+    parent = _Function(fn, text, example)
+    parent._params()
+    parent._infer_dtypes(body)
+    binds: dict[str, ast.stmt] = {}  # a size or host value -> the statement that binds it
+    for s in body:
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and not parent._element_statement(s):
+            try:
+                parent._assign(s.targets[0], s.value, s)
+            except Unliftable:
+                continue
+            for n in ast.walk(s.targets[0]):
+                if isinstance(n, ast.Name) and (n.id in parent.host_expr or n.id in parent.arrays):
+                    binds.setdefault(n.id, s)
+    signed = signature(text, fn.name, example)
+    if isinstance(signed, str):
+        return None
+    params, sizes = signed
+    kinds = {p.name: p for p in params}
+    parts: list[Part] = []
+    for nest in nests:
+        name = f"{fn.name}_nest{nest.lineno}"
+        if name in taken:
+            parts.append(Part(nest.lineno, None, f"{name} is a name of the file already"))
+            continue
+        part = _nest_function(fn, body, nest, name, parent, binds, kinds)
+        if isinstance(part, str):
+            parts.append(Part(nest.lineno, None, part))
+            continue
+        synth, dummy = part
+        try:
+            got = _Function(synth, text, dummy).lift()
+        except Unliftable as err:
+            parts.append(Part(nest.lineno, None, err.reason))
+            continue
+        source = ast.unparse(synth)
+        parts.append(Part(nest.lineno, Lifted(**{**got.__dict__, "imports": imports, "source": source})))
+    done = {p.line: p.lifted for p in parts if p.lifted is not None}
+    if not done or len(done) == len(body):
+        return None
+    wrapper = copy.deepcopy(fn)
+    wrapper.decorator_list, wrapper.returns = [], None
+    for a in wrapper.args.args:
+        a.annotation = None
+    wrapper.body = [
+        ast.Expr(
+            ast.Call(ast.Name(lf.function, ast.Load()), [ast.Name(p.name, ast.Load()) for p in lf.params], [])
+        )
+        if isinstance(s, ast.For) and (lf := done.get(s.lineno)) is not None
+        else s
+        for s in wrapper.body
+    ]
+    python = ast.unparse(ast.fix_missing_locations(wrapper))
+    probe = _Function(fn, text, example)
+    probe._params()
+    probe._infer_dtypes(body)
+    lifted_parts = [lf for lf in done.values() if lf is not None]
+    shell = Lifted(
+        function=fn.name,
+        line=fn.lineno,
+        patterns=("lifted partly",),
+        params=params,
+        sizes=sizes,
+        locals=(),
+        kernels=(),
+        steps=(),
+        writes=tuple(probe._written()),
+        reorders=tuple(dict.fromkeys(r for lf in lifted_parts for r in lf.reorders)),
+        source=ast.get_source_segment(text, fn) or ast.unparse(fn),
+        imports=imports,
+        python=python,
+    )
+    return Partial(shell, tuple(parts))
+
+
+def _nest_function(
+    fn: ast.FunctionDef,
+    body: list[ast.stmt],
+    nest: ast.For,
+    name: str,
+    parent: _Function,
+    binds: Mapping[str, ast.stmt],
+    kinds: Mapping[str, Param],
+) -> tuple[ast.FunctionDef, dict[str, Any]] | str:
+    """`nest` as a function of its own (its parameters the arrays and scalars it uses, the sizes and host
+    values it needs bound as the function binds them) and an example of its parameters' dtypes; or why it
+    cannot be one."""
+    loaded = {n.id for n in ast.walk(nest) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    stored = {n.id for n in ast.walk(nest) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    counters = {
+        n.target.id for n in ast.walk(nest) if isinstance(n, ast.For) and isinstance(n.target, ast.Name)
+    }
+    outside = {n.id for s in body if s is not nest for n in ast.walk(s) if isinstance(n, ast.Name)} | set(
+        kinds
+    )
+    escaping = sorted((stored - counters) & outside)
+    if escaping:
+        return f"it assigns {', '.join(escaping)}, which the Python around it uses too"
+    need: list[str] = []
+    stmts: list[ast.stmt] = []
+    todo = sorted(loaded - stored)
+    while todo:
+        n = todo.pop(0)
+        if n in need:
+            continue
+        if n in binds and n not in kinds:
+            s = binds[n]
+            if s not in stmts:
+                stmts.append(s)
+                todo += sorted(
+                    {m.id for m in ast.walk(s.value) if isinstance(m, ast.Name)}
+                    if isinstance(s, ast.Assign)
+                    else set()
+                )
+            continue
+        if n in kinds or n in parent.arrays:
+            need.append(n)
+            continue
+        if n in parent.device or any(
+            isinstance(t, ast.Name) and t.id == n
+            for s in body
+            for t in ast.walk(s)
+            if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
+        ):
+            return f"it reads {n}, which the Python before it computes"
+    order = [p for p in kinds if p in need] + [a for a in need if a not in kinds]
+    dummy: dict[str, Any] = {}
+    for n in order:
+        p = kinds.get(n)
+        if p is not None and p.kind == "scalar":
+            dummy[n] = (
+                {"float64": 1.0, "int64": 1, "bool": True}.get(p.dtype, 1.0)
+                if p.weak
+                else np.dtype(p.dtype).type(1)
+            )
+            continue
+        a = parent.arrays[n]
+        dummy[n] = np.zeros((1,) * a.ndim, a.dtype)
+    stmts.sort(key=lambda s: body.index(s) if s in body else 0)
+    made = ast.parse(f"def {name}({', '.join(order)}):\n    pass\n").body[0]
+    assert isinstance(made, ast.FunctionDef)
+    made.body = [*stmts, nest]
+    ast.copy_location(made, nest)
+    ast.fix_missing_locations(made)
+    return made, dummy
 
 
 def signature(

@@ -321,6 +321,9 @@ def module(
         RUNTIME,
     ]
     for f in lifted:
+        if f.python:  # lifted partly: its own Python, calling its nests' functions above or below
+            out.append(f.python + "\n")
+            continue
         src = sources.get(f.function, {})
         out.append(f"{PREFIX}SOURCES_{f.function} = {{")
         for stack, dialect in STACKS:

@@ -127,6 +127,39 @@ class Lifted:
     precision: str = ""
     source: str = ""  # the function's own text, for the generated module's fallback
     imports: tuple[str, ...] = ()  # the module's import lines the function's text needs
+    # a function lifted partly: its own Python, each lifted nest replaced by a call of that nest's
+    # function (a Lifted of its own); the drop-in module holds this text as the function
+    python: str = ""
+
+
+@dataclass(frozen=True)
+class Part:
+    """One top-level loop nest of a function lifted partly: the function it became (its own parameters:
+    the names the nest uses), or None and why it stays in Python."""
+
+    line: int
+    lifted: Lifted | None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Partial:
+    """A function the rules refused as a whole whose parallel nests lift on their own: `shell` is the
+    function as the drop-in module runs it (its Python with those nests replaced by calls: ``python``)."""
+
+    shell: Lifted
+    parts: tuple[Part, ...]
+
+    @property
+    def sentence(self) -> str:
+        """``lifted partly: nests at lines 4, 9 as kernels; the nest at line 6 stays in Python: <why>``."""
+        done = [p.line for p in self.parts if p.lifted is not None]
+        kept = [p for p in self.parts if p.lifted is None]
+        head = f"lifted partly: {'nests at lines' if len(done) > 1 else 'the nest at line'} "
+        head += ", ".join(str(x) for x in done) + " as kernels"
+        for p in kept:
+            head += f"; the nest at line {p.line} stays in Python: {p.reason}"
+        return head
 
 
 @dataclass(frozen=True)
@@ -137,3 +170,4 @@ class Analysis:
     lifted: tuple[Lifted, ...] = ()
     refused: tuple[Refusal, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    partial: tuple[Partial, ...] = ()  # refused functions whose parallel nests lift on their own

@@ -107,6 +107,7 @@ class _Run:
     say: Progress
     refs: dict[str, validate.Sets] = field(default_factory=dict)
     hung: Hang | None = None
+    modules: dict[str, str] = field(default_factory=dict)  # function -> the module holding it, if not path
 
     def sizes(self, lifted: Lifted) -> dict[str, int]:
         """The visible sizes of `lifted`: the example's, then those named, the rest lift.toml's."""
@@ -205,7 +206,19 @@ def lift_file(
     save()
     ctx = _Run(path, text, targets, given, example_args, seed, timeout, say)
     sources_by_function: dict[str, dict[str, tuple[str, dropin.Entries]]] = {}
-    for lifted in analysis.lifted:
+    partly: list[Lifted] = []  # functions lifted partly whose every lifted nest validated
+    todo = list(analysis.lifted)
+    if analysis.partial:
+        # each lifted nest is a function of its own, judged against its own Python: the file's text with
+        # those functions added, beside the report
+        nests = [p.lifted for part in analysis.partial for p in part.parts if p.lifted is not None]
+        beside = out / f"{src_path.stem}_nests.py"
+        out.mkdir(parents=True, exist_ok=True)
+        write_atomic(beside, text.rstrip("\n") + "\n\n\n# porter lift: the nests of functions lifted partly\n\n"
+                     + "\n\n\n".join(f.source for f in nests) + "\n")  # fmt: skip
+        ctx.modules.update({f.function: str(beside) for f in nests})
+        todo += nests
+    for lifted in todo:
         say(f"{lifted.function}: {', '.join(lifted.patterns)}")
         try:
             visible = ctx.sizes(lifted)
@@ -237,6 +250,20 @@ def lift_file(
         if row.validated and not row.failed:
             sources_by_function[lifted.function] = _validated_sources(row, srcs)
         save()
+    for part in analysis.partial:
+        nests = [p.lifted for p in part.parts if p.lifted is not None]
+        shell = part.shell
+        if not all(f.function in sources_by_function for f in nests):
+            continue
+        common = set.intersection(*(set(sources_by_function[f.function]) for f in nests))
+        visible = ctx.sizes(shell)
+        row = LiftedFunction(shell.function, shell.line, shell.patterns, (), sizes=visible,
+                             hidden=inputs.hidden_sizes(visible), notes=(part.sentence,))  # fmt: skip
+        report.functions.append(row)
+        report.refused = [r for r in report.refused if r.function != shell.function]
+        sources_by_function[shell.function] = {d: ("", {}) for d in sorted(common)}
+        partly.append(shell)
+        save()
     written_by_model: list[Lifted] = []
     if model is not None:
         for refusal in list(report.refused):
@@ -253,7 +280,7 @@ def lift_file(
                 sources_by_function[lifted_fn.function] = _validated_sources(row, srcs)
                 _write_sources(out, lifted_fn.function, srcs, row)
             save()
-    good = [f for f in (*analysis.lifted, *written_by_model) if f.function in sources_by_function]
+    good = [f for f in (*todo, *partly, *written_by_model) if f.function in sources_by_function]
     module = out / f"{src_path.stem}_gpu.py"
     if good:
         good = _write_checked_module(ctx, module, good, sources_by_function, report)
@@ -366,8 +393,9 @@ def _references(
         if len(args) == len(lifted.params):
             given.append(("the example's arguments", args))
     return validate.reference_run(
-        ctx.path, lifted, _sets(visible, hidden), ctx.seed, ctx.timeout, ctx.say, given
-    )
+        ctx.modules.get(lifted.function, ctx.path), lifted, _sets(visible, hidden), ctx.seed, ctx.timeout,
+        ctx.say, given,
+    )  # fmt: skip
 
 
 def _ask_model(

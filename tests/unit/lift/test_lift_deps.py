@@ -522,3 +522,64 @@ def test_a_numpy_scalar_conversion_is_a_host_value() -> None:
 
     v = evaluate("np.float64(0.1)", {})
     assert type(v).__name__ == "float64" and v == 0.1
+
+
+# ----------------------------------------------------------------------------- partial lifts
+
+
+def test_a_partly_parallel_function_is_lifted_partly_and_says_which_nest_stays_in_python(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from porter.lift import dropin
+
+    text = textwrap.dedent(
+        """
+        import numpy as np
+        def smooth_recur(x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
+            n = x.shape[0]
+            for i in range(n):
+                y[i] = 2.0 * x[i]
+            for i in range(1, n):
+                y[i] = 0.5 * y[i - 1] * y[i]
+            for i in range(n):
+                out[i] = y[i] * y[i] + 1.0
+        """
+    )
+    a = analyze("t.py", text)
+    assert [r.function for r in a.refused] == ["smooth_recur"]
+    (part,) = a.partial
+    assert part.sentence == (
+        "lifted partly: nests at lines 5, 9 as kernels; the nest at line 7 stays in Python: loop-carried "
+        "dependence: y[i] at line 8 reads y[i - 1] written by the previous i iteration (line 8): sequential in i"
+    )
+    first, kept, last = part.parts
+    assert kept.lifted is None and first.lifted is not None and last.lifted is not None
+    # each lifted nest is a function of the names it uses, its size bound again from its array
+    assert (
+        first.lifted.source
+        == "def smooth_recur_nest5(x, y):\n    n = x.shape[0]\n    for i in range(n):\n        y[i] = 2.0 * x[i]"
+    )
+    assert [p.name for p in last.lifted.params] == ["x", "y", "out"]
+    # the drop-in runs the Python nest and calls the others' kernels
+    assert part.shell.python.splitlines()[1:] == [
+        "    n = x.shape[0]",
+        "    smooth_recur_nest5(x, y)",
+        "    for i in range(1, n):",
+        "        y[i] = 0.5 * y[i - 1] * y[i]",
+        "    smooth_recur_nest9(x, y, out)",
+    ]
+    fs = (first.lifted, last.lifted, part.shell)
+    srcs = {f.function: {"opencl": ("/* */", {k.name: (k.name, None) for k in f.kernels})} for f in fs}
+    module = dropin.module("t.py", fs, srcs, ())
+    ns: dict[str, object] = {}
+    exec(compile(module, "t_gpu.py", "exec"), ns)  # noqa: S102 - porter's own generated module
+    x, y, out = np.arange(6.0), np.zeros(6), np.zeros(6)
+    ref_y, ref_out = y.copy(), out.copy()
+    exec(compile(text, "t.py", "exec"), ref := {})  # noqa: S102
+    ref["smooth_recur"](x, ref_y, ref_out)
+    monkeypatch.setenv("PORTER_LIFT_BACKEND", "python")  # the nests' original Python: no GPU here
+    with pytest.warns(RuntimeWarning):
+        ns["smooth_recur"](x, y, out)  # type: ignore[operator]
+    assert np.array_equal(y, ref_y) and np.array_equal(out, ref_out)
+    # Gauss-Seidel's one nest is its sequential time loop: nothing in it lifts on its own
+    assert not analyze(str(COLLECTION), COLLECTION.read_text(), only="gauss_seidel").partial

@@ -209,6 +209,7 @@ class DialectFacts:
     # `porter port` variant is also compiled for these where a compiler reaches them
     device_check_archs: tuple[str, ...] = ()
     compile_archs: tuple[str, ...] = ()
+    build_options: tuple[str, ...] = ()  # of every kernel build but a debug one (-cl-mad-enable)
     # prompts: name ("HIP C++"), fence_label (asked for on the reply's code block), fence_labels (every
     # label a reply's block may carry), headers (a reply may include), runtime_prefixes (of its host API)
     prompt: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
@@ -238,6 +239,7 @@ _KINDS: dict[str, str] = {
     "warp_size": "int|table",
     "device_check_archs": "strs",
     "compile_archs": "strs",
+    "build_options": "strs",
     "refuse": "tables",
     **{
         f.name: "int"

@@ -84,11 +84,14 @@ def _dialect() -> DialectFacts:
 
 
 def build_options(options: CompileOptions) -> list[str]:
-    """OpenCL C build options for `options` (-D, -I, -cl-opt-disable for debug, then flags)."""
+    """OpenCL C build options for `options` (-D, -I, -cl-opt-disable for debug or dialect.toml's
+    ``build_options``, then flags)."""
     out = [f"-D{d}" for d in options.defines]
     out += [f"-I{path}" for path in options.include_dirs]
     if options.debug:
         out.append("-cl-opt-disable")
+    else:
+        out += _dialect().build_options
     out += list(options.flags)
     return out
 

@@ -403,3 +403,14 @@ def test_a_jobs_child_takes_its_device_as_the_parent_probed_it(backend, device):
 
     backend.adopt(missing)  # nothing to adopt: found (or not) as in any process
     assert devices.live(missing) is None
+
+
+def test_kernel_builds_may_contract_multiply_adds_as_cuda_does() -> None:
+    """nvcc and NVRTC contract a * b + c into an FMA by default (--fmad=true); so may the OpenCL build
+    of a kernel (as porter_opencl.h builds a program's .cl); a debug build contracts nothing."""
+    from porter.backends.opencl import build_options
+
+    assert "-cl-mad-enable" in build_options(CompileOptions(defines=("N=4",)))
+    assert build_options(CompileOptions(defines=("N=4",)))[0] == "-DN=4"
+    debug = build_options(CompileOptions(debug=True))
+    assert "-cl-opt-disable" in debug and "-cl-mad-enable" not in debug

@@ -11,10 +11,10 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source bench/h200_env.sh || exit 1
 mkdir -p /tmp/icd-nv && cp /tmp/icd/nvidia.icd /tmp/icd-nv/  # NVIDIA's OpenCL alone: PoCL's CPU would be timed too
-OCL_ICD_VENDORS=/tmp/icd-nv timeout 230 python3 bench/opencl_kernel_speed.py --corpus .corpus --toolchain nvcc --backend cuda --backend opencl \
+OCL_ICD_VENDORS=/tmp/icd-nv timeout 200 python3 bench/opencl_kernel_speed.py --corpus .corpus --toolchain nvcc --backend cuda --backend opencl \
     --gpu-only --timeout 100 --json "$OUT/ocl_speed.json" >"$OUT/ocl_speed.md" 2>"$OUT/ocl_speed.err"
 tail -4 "$OUT/ocl_speed.md"
-timeout 190 python3 bench/lift_collection_gpu.py --json "$OUT/lift_collection_gpu.json" >"$OUT/lift_collection_gpu.md" 2>"$OUT/lift_collection_gpu.err"
+timeout 170 python3 bench/lift_collection_gpu.py --json "$OUT/lift_collection_gpu.json" >"$OUT/lift_collection_gpu.md" 2>"$OUT/lift_collection_gpu.err"
 tail -3 "$OUT/lift_collection_gpu.md"
-ONLY=${ONLY:-"gaussian nw pathfinder lud backprop lavaMD"} timeout 130 bash bench/h200_opencl_programs.sh 60 >/dev/null 2>&1
+ONLY=${ONLY:-"lud backprop lavaMD gaussian"} timeout 90 bash bench/h200_opencl_programs.sh 45 >/dev/null 2>&1
 tar czf "$OUT/logs.tgz" --exclude='*.cap' -C "$OUT" ocl -C /tmp porter-ocl-speed 2>/dev/null; rm -rf "$OUT/ocl"

@@ -1038,6 +1038,8 @@ def _comment_unmapped(state: _State, root, unmapped: Sequence[_Pending]) -> None
     for p in unmapped:
         by_line.setdefault(p.line, []).append(p)
     src = state.src
+    spans = sorted((e.start, e.end) for e in state.edits if e.end > e.start)  # edits never overlap
+    starts = [a for a, _ in spans]
     for line, names in sorted(by_line.items()):
         shown = list(dict.fromkeys(p.name for p in names))
         text = "; ".join(f"{n} has no HIP equivalent ({HIP_REFERENCE})" for n in shown)
@@ -1053,7 +1055,8 @@ def _comment_unmapped(state: _State, root, unmapped: Sequence[_Pending]) -> None
             and not (node.type == "comment" and node.text.startswith(b"//"))
             and node.end_byte > tail
         )
-        awkward = awkward or any(e.start < tail < e.end for e in state.edits)
+        k = bisect_right(starts, tail - 1) - 1  # the last edit starting before `tail`: does it span it?
+        awkward = awkward or (k >= 0 and spans[k][1] > tail)
         if awkward or "*/" in text:
             for p in names:
                 end_name = p.start + len(p.name.encode())

@@ -404,13 +404,31 @@ def bench(
 @app.command()
 def port(
     paths: Annotated[
-        list[Path],
+        list[Path] | None,
         typer.Argument(
             help="A CUDA source file (.cu), or a program: a folder, several files or a "
             "compile_commands.json. Inputs are never modified.",
             show_default=False,
         ),
-    ],
+    ] = None,
+    suite: Annotated[
+        Path | None,
+        typer.Option(
+            "--suite",
+            help="Port every program of a suite file (or a folder holding suite.toml; docs/SUITES.md), each "
+            "as `porter port DIR` does, into OUT/<name>/, with one summary (OUT/summary.md, summary.json, "
+            "summary.png).",
+        ),
+    ] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "-j",
+            "--jobs",
+            min=1,
+            help="With --suite: programs ported at once (default: one per core and 4 GB).",
+        ),
+    ] = None,
     to: Annotated[str, typer.Option("--to", help="Targets, comma-separated: hip, opencl.")] = "hip,opencl",
     include: IncludeOption = None,
     out: Annotated[
@@ -509,6 +527,12 @@ def port(
     from porter.errors import NoKernelError
     from porter.report import plain_console
 
+    if suite is not None or jobs is not None:
+        _port_suite(suite, paths or [], out, jobs, fresh, json_out, exclusive, strict)
+    if not paths:
+        raise UsageError(
+            "give a CUDA file, a program (a folder, files, a compile_commands.json) or --suite FILE"
+        )
     err = plain_console(stderr=True)
     options = {"hip": {"launch": hip_launch}}
     # one path that is not a folder (a file, or what port_file refuses by its type: a FIFO, a device)
@@ -538,6 +562,33 @@ def port(
         chains, build or "", (capture_launches, capture_mib, capture_first_mib), max_output, data, define or [], undefine or [],
         expect_exit, strict=strict,
     )  # fmt: skip
+
+
+def _port_suite(
+    given: Path | None,
+    paths: list[Path],
+    out: Path | None,
+    jobs: int | None,
+    fresh: bool,
+    json_out: bool,
+    exclusive: bool,
+    strict: bool,
+) -> NoReturn:
+    """`porter port --suite`: every program of the suite, `jobs` at a time, and the summary."""
+    from porter.report import suite_view
+    from porter.workflows.suite import SuiteHooks, SuiteOptions, run_suite
+    from porter.workflows.suite_file import default_jobs, load_suite
+
+    if given is None:
+        raise UsageError("-j (programs at once) goes with --suite")
+    if paths:
+        raise UsageError("--suite takes its programs from the suite file: give no PATHS beside it")
+    forwarded = (("--strict",) if strict else ()) + (("--exclusive",) if exclusive else ())
+    options, programs = SuiteOptions(out, jobs or default_jobs(), fresh, forwarded), load_suite(given)
+    with suite_view.Progress() as progress:
+        hooks = SuiteHooks(progress.update, suite_view.markdown, suite_view.chart)
+        report = run_suite(programs, options, hooks)
+    show(report, suite_view, json_out)
 
 
 def _show_port(report: Any, view: Any, json_out: bool, err: Any, strict: bool) -> NoReturn:

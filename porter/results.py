@@ -37,6 +37,7 @@ SCHEMAS = {
     "lift": "porter-lift-report/1",
     "tune": "porter-tune-report/1",
     "generate": "porter-generate-report/1",
+    "suite": "porter-suite-summary/1",  # summary.json of `porter port --suite` (porter/suite_report.py)
 }
 
 

@@ -7,12 +7,18 @@ two timings can run on one GPU at once, and so can another user's job.  Each tim
 listed processes other than porter's own (:meth:`porter.backends.Backend.other_users`).  A contended
 time is marked so in every report.  With :func:`set_exclusive` (``--exclusive``) porter's own timings
 on one device run one at a time; other processes can only be reported, never stopped.
+
+Several porter processes on one machine (the programs of ``porter port --suite``, run side by side) share
+its GPUs: where :data:`LOCKS_ENV` names a folder, every timing also holds its device's lock file there
+(``flock``), so timings on one device run one at a time across those processes too.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -24,6 +30,8 @@ _exclusive = False
 _serial: dict[str, threading.Lock] = {}  # device label -> its timing lock (--exclusive)
 _active: dict[str, int] = {}  # device label -> timings running on it now
 _started: dict[str, int] = {}  # device label -> timings started on it so far
+# a folder of per-device lock files that porter processes sharing this machine's GPUs take while timing
+LOCKS_ENV = "PORTER_DEVICE_LOCKS"
 
 
 def set_exclusive(on: bool) -> None:
@@ -67,7 +75,7 @@ def timing(device: Device) -> Iterator[Watch]:
         return
     with _state:
         lock = _serial.setdefault(device.label, threading.Lock())
-    with lock if _exclusive else contextlib.nullcontext():
+    with lock if _exclusive else contextlib.nullcontext(), machine_lock(device.label):
         with _state:
             watch.overlapped = _active.get(device.label, 0)
             _active[device.label] = _active.get(device.label, 0) + 1
@@ -81,6 +89,28 @@ def timing(device: Device) -> Iterator[Watch]:
                 _active[device.label] -= 1
                 # timings that started on the device while this one ran
                 watch.overlapped += _started[device.label] - began
+
+
+@contextlib.contextmanager
+def machine_lock(label: str) -> Iterator[None]:
+    """Hold `label`'s lock file in the folder :data:`LOCKS_ENV` names (none set: nothing is held; a
+    folder that cannot be used: nothing is held either, and the timing may be marked contended)."""
+    folder = os.environ.get(LOCKS_ENV, "")
+    if not folder:
+        yield
+        return
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", label) + ".lock"
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd = os.open(os.path.join(folder, name), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # (closing releases the lock)
 
 
 def other_users(device: Device) -> list[str]:
@@ -119,4 +149,4 @@ def _own_tree() -> set[int]:
     return tree
 
 
-__all__ = ["Watch", "exclusive", "other_users", "set_exclusive", "timing"]
+__all__ = ["LOCKS_ENV", "Watch", "exclusive", "machine_lock", "other_users", "set_exclusive", "timing"]

@@ -76,6 +76,27 @@ def test_exclusive_times_one_at_a_time_and_nothing_is_contended(gpu: Device) -> 
     assert reasons == ["", ""]
 
 
+def test_device_lock_files_serialise_timings_across_porter_processes(
+    gpu: Device, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A suite's programs (PORTER_DEVICE_LOCKS): each timing holds its device's lock file (flock), so
+    timings never overlap -- between threads here as between processes -- and the lock is free after."""
+    import fcntl
+
+    monkeypatch.setenv(contention.LOCKS_ENV, str(tmp_path / "locks"))
+    reasons, spans = _overlapping(gpu)
+    assert spans[1][0] >= spans[0][1] and reasons == ["", ""]
+    (lock,) = (tmp_path / "locks").iterdir()
+    assert lock.name == "busygpu_Busy_GPU.lock"
+    with contention.machine_lock(gpu.label):
+        fd = os.open(lock, os.O_RDWR)
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: another process would wait
+        finally:
+            os.close(fd)
+
+
 def test_other_processes_on_the_gpu_make_a_time_contended_but_porters_own_do_not(gpu: Device) -> None:
     LISTED[:] = [(os.getpid(), "python"), (999_999_999, "train.py")]  # porter itself, and another job
     with contention.timing(gpu) as watch:

@@ -1,0 +1,396 @@
+"""`porter port --suite SUITE.toml`: many programs in one run, one summary.
+
+Each program of the suite (:mod:`porter.workflows.suite_file`) is ported by its own ``porter port``
+process -- exactly the command a user would type for it, into ``OUT/<name>/`` -- ``jobs`` at a time.  A
+process per program keeps what porter already guarantees for one (its sandboxed children, its caches,
+its resume ledger, its signal handling) and isolates failures: a program that crashes or hangs is that
+program's row, never the suite's end.  The driver only starts, watches and stops them, and writes the
+summary from their reports (:class:`porter.suite_report.SuiteReport`):
+
+* a program past its ``timeout`` gets SIGTERM (porter port keeps its report, as on Ctrl-C), then SIGKILL
+  to its process group after :data:`TERM_GRACE_S`; it is reported ``timed-out`` and the suite goes on;
+* Ctrl-C (or SIGTERM) stops every running program the same way, writes the summary of what finished and
+  re-raises, so the command exits 130 (143);
+* a program that finished is recorded in ``OUT/.suite/<name>.json`` under a key over its ``porter port``
+  arguments, its input trees (names, sizes, modification times), porter's code and the toolchains
+  here; a re-run skips it while the key holds and its signed report is complete (``resumed``), and runs
+  it again otherwise -- where porter port's own ledger reuses every verdict whose key still holds;
+* every GPU timing of every program takes its device's lock file in ``OUT/.suite/locks/``
+  (:data:`porter.harness.contention.LOCKS_ENV`): timings stay one at a time per device across programs.
+
+summary.json and summary.md are rewritten after each program, so an interruption keeps them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from porter import signing
+from porter.errors import UsageError
+from porter.harness.contention import LOCKS_ENV
+from porter.suite_report import SuiteProgramResult, SuiteProgress, SuiteReport
+from porter.workflows.resume import key_of, load_report, sha, write_atomic
+from porter.workflows.suite_file import Suite, SuiteProgram
+
+STATE_DIR = ".suite"  # OUT/.suite: each program's log and resume record, the device locks
+SUMMARY_JSON, SUMMARY_MD, SUMMARY_PNG = "summary.json", "summary.md", "summary.png"
+TERM_GRACE_S = 10.0  # SIGTERM, then this long to save its report, then SIGKILL
+POLL_S = 0.2
+MAX_TREE_FILES = 100_000  # an input tree larger than this is not fingerprinted (never skipped)
+_RECORD_SCHEMA = "porter-suite-entry/1"
+_TOOLS = ("nvcc", "hipcc", "g++", "nvidia-smi", "rocminfo", "clinfo")
+
+
+@dataclass(frozen=True)
+class SuiteOptions:
+    out: Path | None  # None: <suite>.ported/ beside the suite file (or its folder)
+    jobs: int
+    fresh: bool = False
+    port_options: tuple[str, ...] = ()  # given to every program's porter port (--strict, --exclusive)
+    command: tuple[str, ...] = (sys.executable, "-m", "porter")
+    term_grace_s: float = TERM_GRACE_S
+
+
+@dataclass
+class SuiteHooks:
+    progress: Callable[[SuiteProgress], None] | None = None
+    markdown: Callable[[SuiteReport], str] | None = None
+    chart: Callable[[SuiteReport, Path], str] | None = None
+
+
+def default_out(suite: Suite) -> Path:
+    """``<stem>.ported/`` beside the suite file; for a folder's suite.toml, ``<folder>.ported/``."""
+    path = Path(suite.path)
+    from porter.workflows.suite_file import SUITE_NAME
+
+    if path.name == SUITE_NAME:
+        return path.parent.parent / f"{path.parent.name}.ported"
+    return path.with_name(f"{path.stem}.ported")
+
+
+def check_out(out: Path, suite: Suite) -> None:
+    """UsageError (exit 2) unless `out` can hold the suite's outputs without touching a user's file: a
+    folder that is new, empty or an earlier suite output, inside no program's source folder."""
+    if out.exists() and not out.is_dir():
+        raise UsageError("--out exists and is not a folder", path=str(out))
+    if out.is_dir() and any(out.iterdir()) and not (out / STATE_DIR).is_dir():
+        raise UsageError(
+            "--out holds files that are not a porter suite output; choose a new or empty folder",
+            path=str(out),
+        )
+    resolved = out.resolve()
+    for p in suite.programs:
+        for given in p.paths:
+            folder = Path(given).resolve()
+            folder = folder if folder.is_dir() else folder.parent
+            if resolved == folder or resolved.is_relative_to(folder):
+                raise UsageError(
+                    f"--out {out} is inside program {p.name!r}'s folder {folder}: its port would read the "
+                    "suite's outputs as the program's files; choose a folder outside it",
+                    path=suite.path,
+                    line=p.line or None,
+                )
+
+
+def run_suite(suite: Suite, options: SuiteOptions, hooks: SuiteHooks | None = None) -> SuiteReport:
+    """Port every program of `suite`, ``options.jobs`` at a time; the report of what each did."""
+    hooks = hooks or SuiteHooks()
+    out = (options.out or default_out(suite)).absolute()
+    check_out(out, suite)
+    (out / STATE_DIR).mkdir(parents=True, exist_ok=True)
+    runner = _Runner(suite, options, hooks, out)
+    return runner.run()
+
+
+@dataclass
+class _Running:
+    program: SuiteProgram
+    result: SuiteProgramResult
+    proc: subprocess.Popen[bytes]
+    log: IO[bytes]
+    started: float
+    deadline: float
+    key: str | None
+    kill_at: float | None = None  # set once SIGTERM was sent: SIGKILL past it
+    why: str = ""  # "timed-out" / "interrupted" once the suite stopped it
+
+
+class _Runner:
+    def __init__(self, suite: Suite, options: SuiteOptions, hooks: SuiteHooks, out: Path) -> None:
+        self.suite, self.options, self.hooks, self.out = suite, options, hooks, out
+        self.state = out / STATE_DIR
+        self.jobs = max(1, options.jobs)
+        self.report = SuiteReport(suite.path, str(out), self.jobs)
+        self.results = {
+            p.name: SuiteProgramResult(p.name, p.paths, str(out / p.name), p.targets) for p in suite.programs
+        }
+        self.report.programs = list(self.results.values())
+        self.running: dict[str, _Running] = {}
+        self.durations: list[float] = []  # seconds of each program run to its end by this run
+        self.pending: list[SuiteProgram] = []
+        self.began = time.monotonic()
+        self.shown = 0.0
+
+    # ------------------------------------------------------------------ the loop
+
+    def run(self) -> SuiteReport:
+        self.pending = pending = [p for p in self.suite.programs if not self.resumed(p)]
+        self.save()
+        try:
+            while pending or self.running:
+                while pending and len(self.running) < self.jobs:
+                    self.start(pending.pop(0))
+                self.poll()
+                self.show()
+                if self.running:
+                    time.sleep(POLL_S)
+        except KeyboardInterrupt:
+            self.report.interrupted = True
+            self.stop_all()
+            self.finish_report()
+            raise
+        self.finish_report()
+        return self.report
+
+    def start(self, program: SuiteProgram) -> None:
+        result = self.results[program.name]
+        argv = [*self.options.command, "port", *self.port_args(program)]
+        key = self.key(program)
+        log_path = self.state / f"{program.name}.log"
+        log = log_path.open("wb")
+        result.log = str(log_path)
+        env = {**os.environ, LOCKS_ENV: str(self.state / "locks")}
+        try:
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                start_new_session=True,  # its own process group: Ctrl-C at the terminal reaches the driver only
+            )  # fmt: skip
+        except OSError as err:
+            log.close()
+            result.status, result.reason = "error", f"could not start porter port: {err}"
+            self.ended(result)
+            return
+        now = time.monotonic()
+        result.status = "running"
+        self.running[program.name] = _Running(program, result, proc, log, now, now + program.timeout, key)
+        self.save()  # the summary says what runs
+
+    def port_args(self, program: SuiteProgram) -> list[str]:
+        args = [*program.port_args(), "--out", str(self.out / program.name), *self.options.port_options]
+        return [*args, "--fresh"] if self.options.fresh else args
+
+    def poll(self) -> None:
+        now = time.monotonic()
+        for name, r in list(self.running.items()):
+            code = r.proc.poll()
+            if code is None:
+                if r.kill_at is None and now >= r.deadline:
+                    r.why = "timed-out"
+                    self.signal(r, signal.SIGTERM)
+                    r.kill_at = now + self.options.term_grace_s
+                elif r.kill_at is not None and now >= r.kill_at:
+                    self.signal(r, signal.SIGKILL)
+                continue
+            del self.running[name]
+            self.exited(r, code, now)
+
+    def stop_all(self) -> None:
+        """Ctrl-C: SIGTERM to every running program, SIGKILL to what is left after the grace (at once on
+        a second Ctrl-C); each is reported interrupted with what its report kept."""
+        for r in self.running.values():
+            r.why = "interrupted"
+            self.signal(r, signal.SIGTERM)
+        deadline = time.monotonic() + self.options.term_grace_s
+        try:
+            while any(r.proc.poll() is None for r in self.running.values()) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        except KeyboardInterrupt:
+            pass
+        for name, r in list(self.running.items()):
+            if r.proc.poll() is None:
+                self.signal(r, signal.SIGKILL)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    r.proc.wait(timeout=5)
+            del self.running[name]
+            self.exited(r, r.proc.returncode, time.monotonic())
+
+    @staticmethod
+    def signal(r: _Running, sig: signal.Signals) -> None:
+        with contextlib.suppress(OSError):
+            os.killpg(r.proc.pid, sig)  # start_new_session: its pid is its group's id
+
+    # ------------------------------------------------------------------ outcomes
+
+    def exited(self, r: _Running, code: int | None, now: float) -> None:
+        with contextlib.suppress(OSError):
+            r.log.close()
+        result = r.result
+        result.exit_code, result.seconds = code, now - r.started
+        result.report = self.read_report(result)
+        complete = bool(result.report and result.report.get("complete"))
+        if r.why == "timed-out":
+            result.status = "timed-out"
+            result.reason = f"killed at its timeout of {r.program.timeout:g} s"
+        elif r.why == "interrupted" or code in (130, 128 + signal.SIGTERM, -signal.SIGTERM, -signal.SIGINT):
+            result.status, result.reason = "interrupted", "stopped by Ctrl-C (or SIGTERM)"
+        elif code in (0, 1) and complete:
+            result.status = "done"
+            self.record(r)
+        else:
+            result.status = "error"
+            result.reason = _last_error(Path(result.log)) or (
+                f"porter port exited {code}" + ("" if complete else " and left no complete report")
+            )
+        if result.status != "interrupted":
+            self.durations.append(result.seconds)
+        self.ended(result)
+
+    def ended(self, result: SuiteProgramResult) -> None:
+        self.save()
+        self.show(force=True)
+
+    def read_report(self, result: SuiteProgramResult) -> dict[str, Any] | None:
+        folder = Path(result.out)
+        if not (folder / "report.json").is_file():
+            return None
+        for kind in ("program", "port"):
+            doc = load_report(folder, kind)
+            if doc is not None:
+                return doc
+        return None
+
+    # ------------------------------------------------------------------ resume
+
+    def key(self, program: SuiteProgram) -> str | None:
+        """What a program's finished port depends on (None: its inputs are too large to fingerprint)."""
+        trees = _trees_state(program)
+        if trees is None:
+            return None
+        env = {k: v for k, v in os.environ.items() if k.startswith("PORTER_")}
+        tools = {t: shutil.which(t) or "" for t in _TOOLS}
+        argv = [a for a in self.port_args(program) if a != "--fresh"]
+        return key_of("suite-program", argv, trees, env, tools)
+
+    def record(self, r: _Running) -> None:
+        if r.key is None:
+            return
+        doc = {
+            "schema": _RECORD_SCHEMA,
+            "key": r.key,
+            "exit_code": r.result.exit_code,
+            "seconds": r.result.seconds,
+        }
+        write_atomic(self.state / f"{r.program.name}.json", signing.sign_json_text(json.dumps(doc, indent=1)))
+
+    def resumed(self, program: SuiteProgram) -> bool:
+        """Whether an earlier run finished `program` for the same inputs (then its result is that run's)."""
+        if self.options.fresh:
+            return False
+        try:
+            doc = json.loads((self.state / f"{program.name}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError):
+            return False
+        if not isinstance(doc, dict) or doc.get("schema") != _RECORD_SCHEMA or signing.json_problem(doc):
+            return False
+        if doc.get("key") != self.key(program):
+            return False
+        result = self.results[program.name]
+        report = self.read_report(result)
+        if not report or not report.get("complete"):
+            return False
+        result.status, result.report = "resumed", report
+        result.exit_code, result.seconds = doc.get("exit_code"), doc.get("seconds")
+        log = self.state / f"{program.name}.log"
+        result.log = str(log) if log.is_file() else ""
+        return True
+
+    # ------------------------------------------------------------------ views
+
+    def progress(self) -> SuiteProgress:
+        now, pending = time.monotonic(), self.pending
+        done = [p for p in self.report.programs if p.status not in ("not-started", "running")]
+        running = {name: now - r.started for name, r in self.running.items()}
+        eta = None
+        if self.durations:
+            mean = sum(self.durations) / len(self.durations)
+            work = len(pending) * mean + sum(max(0.0, mean - s) for s in running.values())
+            eta = work / self.jobs
+        return SuiteProgress(len(self.report.programs), self.jobs, done, running, len(pending), eta)
+
+    def show(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if self.hooks.progress is None or (not force and now - self.shown < 0.5):
+            return
+        self.shown = now
+        self.hooks.progress(self.progress())
+
+    def save(self) -> None:
+        """summary.json and summary.md as they stand (atomically)."""
+        self.report.seconds = time.monotonic() - self.began
+        write_atomic(self.out / SUMMARY_JSON, json.dumps(self.report.document(), indent=2) + "\n")
+        if self.hooks.markdown is not None:
+            write_atomic(self.out / SUMMARY_MD, self.hooks.markdown(self.report))
+
+    def finish_report(self) -> None:
+        for p in self.report.programs:
+            if p.status == "running":  # (never: every running one was stopped and ended)
+                p.status = "interrupted"
+        if self.hooks.chart is not None:
+            self.report.chart = self.hooks.chart(self.report, self.out / SUMMARY_PNG)
+        self.save()
+
+
+def _trees_state(program: SuiteProgram) -> str | None:
+    """A hash of every file's name, size and modification time under the program's inputs (its paths'
+    folders, include and data folders); None past :data:`MAX_TREE_FILES` files."""
+    roots = []
+    for given in program.paths:
+        p = Path(given)
+        roots.append(p if p.is_dir() else p.parent)
+    roots += [Path(d) for d in (*program.include, *program.data)]
+    seen: list[tuple[str, int, int]] = []
+    for root in dict.fromkeys(roots):
+        for folder, dirs, files in os.walk(root):
+            dirs.sort()
+            for name in sorted(files):
+                path = os.path.join(folder, name)
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    continue
+                seen.append((path, st.st_size, st.st_mtime_ns))
+                if len(seen) > MAX_TREE_FILES:
+                    return None
+    return sha(seen)
+
+
+def _last_error(log: Path) -> str:
+    """porter's own one-line error in a program's log (``porter: path:3: ...``), the last one."""
+    try:
+        with log.open("rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 65536))
+            tail = fh.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return ""
+    for line in reversed(tail):
+        if line.startswith("porter: ") and not line.startswith(("porter: warning", "porter: note")):
+            return line[len("porter: ") :].strip()
+    return ""
+
+
+def summary_paths(report: SuiteReport) -> Mapping[str, str]:
+    """Where the summary's files are."""
+    out = Path(report.out_dir)
+    return {"json": str(out / SUMMARY_JSON), "markdown": str(out / SUMMARY_MD), "chart": report.chart}

@@ -31,7 +31,9 @@ Output: one table per family (``runtime``, ``driver``, ``rtc``, ``complex``, ``t
 lacks the name; a later ROCm has it), ``from`` (which inputs said so); then ``[conflicts]``.
 
 Choosing among candidates for one CUDA name: a HIP name the installed HIP has beats one it lacks; a name
-HIP does not deprecate beats a deprecated one; the headers beat the documentation.  Every case where the
+HIP does not deprecate beats a deprecated one; the headers beat the documentation.  A chosen name the installed
+HIP itself deprecates with a replacement (``DEPRECATED("use hipHostMalloc instead") ... hipHostAlloc(``) is
+replaced by that name (``from = "amd-headers"``), listed under ``[conflicts]``.  Every case where the
 headers and the documentation (or the hand table) name different HIP names is listed under ``[conflicts]``.
 """
 
@@ -64,6 +66,14 @@ _TYPEDEF = re.compile(r"\btypedef\s+(?:(enum|struct|union)\s+)?([A-Za-z_]\w*)\s+
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([A-Za-z_]\w*)[ \t]*$", re.MULTILINE)
 _CASES = re.compile(
     r"((?:\bcase\s+[A-Za-z_]\w*\s*:\s*|\bdefault\s*:\s*)+)return\s+(?:\([^()]*\)\s*)?([A-Za-z_]\w*)\s*;"
+)
+# cuComplex.h's functions (cuCaddf, cuConj, cuComplexFloatToDouble, make_cuDoubleComplex...), not the driver's cuCtx*/cuCoredump*
+_COMPLEX_FUNCTION = re.compile(
+    r"^(?:cuC(?:add|sub|mul|div|abs|real|imag|fma)f?|cuConjf?|cuComplex\w*|make_cu(?:Float|Double)?Complex)$"
+)
+# HIP's own deprecation of a function: DEPRECATED("use hipHostMalloc instead") hipError_t hipHostAlloc(...)
+_AMD_DEPRECATED = re.compile(
+    r"\b(?:DEPRECATED|__HIP_DEPRECATED_MSG)\s*\(\s*(?:\"([^\"]*)\"|\w+)\s*\)\s*[^;{}()]*?\b(hip\w+)\s*\("
 )
 _VERSION_IF = re.compile(r"CUDA(?:RT)?_VERSION\s*>=\s*(?:CUDA_)?(\d{4,5})")
 
@@ -217,6 +227,8 @@ class HipIndex:
     """What each name is in the installed HIP (AMD platform): function, type, enum, union, macro."""
 
     kinds: dict[str, str] = field(default_factory=dict)
+    # names the installed HIP marks DEPRECATED("use hipY instead") -> hipY ('' when the message names none)
+    deprecated: dict[str, str] = field(default_factory=dict)
     words: set[str] = field(default_factory=set)
 
     def has(self, name: str) -> bool:
@@ -233,6 +245,9 @@ def hip_index(root: Path) -> HipIndex:
     for path in files:
         text = _strip_comments(path.read_text(encoding="utf-8", errors="replace"))
         index.words |= set(re.findall(r"\b[A-Za-z_]\w*\b", text))
+        for m in _AMD_DEPRECATED.finditer(text):
+            use = re.search(r"\buse\s+(hip\w+)\s+instead", m.group(1) or "")
+            index.deprecated.setdefault(m.group(2), use.group(1) if use else "")
 
         def mark(name: str, kind: str) -> None:
             index.kinds.setdefault(name, kind)
@@ -309,7 +324,7 @@ def family_of(cuda: str, hip: str | None, kind: str, index: HipIndex) -> str:
     if kind == "function" or (hip is not None and index.kinds.get(hip) == "function" and not hip.isupper()):
         if cuda.startswith(("nvrtc", "NVRTC")):
             return "rtc"
-        if cuda.startswith(("cuC", "make_cu")) and not cuda.startswith("make_cuda"):
+        if _COMPLEX_FUNCTION.match(cuda):
             return "complex"
         if re.match(r"cu[A-Z]", cuda):
             return "driver"
@@ -399,7 +414,7 @@ def build(
             row["from"] = "+".join(sorted(set(e.unsupported_in)))
             families[fam][cuda] = row
             continue
-        hip_deprecated = {c.hip for c in e.candidates if c.hip_deprecated}
+        hip_deprecated = {c.hip for c in e.candidates if c.hip_deprecated or c.hip in index.deprecated}
 
         def rank(c: Candidate, hip_deprecated: set[str] = hip_deprecated) -> tuple[int, int, int]:
             return (
@@ -409,6 +424,15 @@ def build(
             )
 
         best = min(cands, key=rank)
+        instead = index.deprecated.get(best.hip, "")
+        if instead and index.has(instead) and instead not in hip_deprecated:
+            # the installed HIP deprecates the documented name and names its replacement: map to that
+            conflicts.append(
+                f"{cuda}: {best.source} says {best.hip}, which HIP {header_version(headers_root)} deprecates"
+                f" (use {instead} instead); chosen {instead}"
+            )
+            best = Candidate(instead, "amd-headers", best.kind, cuda=best.cuda, hip_since=best.hip_since)
+            cands = [*cands, best]
         by_source = {c.source: c.hip for c in sorted(cands, key=rank)}
         if len(set(by_source.values())) > 1:
             conflicts.append(

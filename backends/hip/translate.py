@@ -17,7 +17,15 @@ What is translated:
 * runtime, driver, NVRTC, complex, cuBLAS, cuRAND, cuFFT names, types, constants, error codes.
 * launches: ``<<<>>>`` kept (``launch="chevrons"``) or rewritten to ``hipLaunchKernelGGL``
   (``launch="ggl"``, with ``HIP_KERNEL_NAME(...)`` around template instantiations, missing shared
-  bytes / stream as ``0``); arguments, comments and line breaks inside them are kept.
+  bytes / stream as ``0``); arguments, comments and line breaks inside them are kept.  Under ggl a
+  whole launch in a ``#define`` body is rewritten there (``#define L(k, ...) k<<<g, b>>>(__VA_ARGS__)``
+  -> ``hipLaunchKernelGGL(k, g, b, 0, 0, __VA_ARGS__)``); a body that leaves the launch to its use
+  (``k<<<g, b>>>`` or ``<<<g, b>>>``, the arguments after the use) keeps its chevrons and each use
+  becomes the ``hipLaunchKernelGGL`` it forms.  Namespaced kernels (``::k``, ``ns::k``) stay as written.
+* every branch of ``#if``/``#ifdef``/``#elif``/``#else`` (tree-sitter parses them all): a build of any
+  configuration gets HIP names; a runtime include inside one branch does not stand for the others.
+* arguments HIP 5.2 types differently (cuda2hip.toml [arguments]): a kernel given to
+  ``hipFuncSetAttribute`` & co. as ``reinterpret_cast<const void*>(k)``, a symbol as ``HIP_SYMBOL(s)``.
 * warp intrinsics, by this policy: every ``*_sync`` intrinsic becomes the mask-free form every HIP
   version has (``__shfl_down_sync(m, v, d, w)`` -> ``__shfl_down(v, d, w)``), which acts on all
   active lanes of the 64-lane wavefront.  A literal full mask (0xffffffff ...) is exactly that
@@ -122,6 +130,15 @@ class NamespaceRule:
 
 
 @dataclass(frozen=True)
+class ArgRule:
+    """An argument HIP types differently from CUDA (cuda2hip.toml [arguments]): wrapped where the call is renamed."""
+
+    index: int
+    wrap: str  # "{}" is the argument's text
+    unless: re.Pattern[str]  # the argument already has HIP's form
+
+
+@dataclass(frozen=True)
 class HipTables:
     """``backends/hip/cuda2hip.toml``, indexed."""
 
@@ -146,6 +163,7 @@ class HipTables:
     unmapped: re.Pattern[str]
     api_unsupported: dict[str, str]  # generated: CUDA API names HIP has no equivalent of -> the CUDA version
     hits: re.Pattern[bytes]  # where in the bytes a name worth looking at may start
+    arguments: dict[str, ArgRule] = field(default_factory=dict)  # by CUDA name
 
 
 def _load_toml(name: str = "cuda2hip.toml") -> dict[str, Any]:
@@ -279,6 +297,10 @@ def hip_tables() -> HipTables:
         unmapped=unmapped,
         api_unsupported=api_unsupported,
         hits=hits,
+        arguments={
+            name: ArgRule(int(spec["arg"]), spec["wrap"], re.compile(spec.get("unless", "(?!)")))
+            for name, spec in raw.get("arguments", {}).items()
+        },
     )
 
 
@@ -314,6 +336,17 @@ class _Pending:
     start: int  # byte offset of the name
 
 
+@dataclass(frozen=True)
+class _PartialLaunch:
+    """A macro body ending in a launch without its arguments: ``k<<<g, b>>>`` (``callee`` set) or
+    ``<<<g, b>>>`` (the use names the kernel before the macro).  Tokens index ``text``, the body."""
+
+    params: tuple[str, ...] | None  # None: an object-like macro
+    callee: tuple[Token, ...]
+    config: tuple[tuple[Token, ...], ...]
+    text: str
+
+
 @dataclass
 class _State:
     path: str
@@ -329,6 +362,8 @@ class _State:
     runtime_included: bool = False
     uses_cuda: bool = False
     line_starts: list[int] = field(default_factory=list)
+    # ggl: macros whose body holds a launch its uses complete (``k<<<g, b>>>`` or ``<<<g, b>>>``)
+    partial: dict[str, _PartialLaunch] = field(default_factory=dict)
 
 
 def _line(state: _State, offset: int) -> int:
@@ -519,6 +554,34 @@ def _tree_warp_call(state: _State, name: str, node) -> bool:
     return True
 
 
+# --------------------------------------------------------------------------- arguments
+
+
+def _wrap_argument(state: _State, name: str, start: int, end: int, text: str) -> None:
+    """Wrap the argument at ``start:end`` of a call to ``name`` as cuda2hip.toml [arguments] says."""
+    rule = hip_tables().arguments[name]
+    if rule.unless.search(text) or _is_deleted(state, start, end):
+        return
+    before, after = rule.wrap.split("{}", 1)
+    _edit(state, start, start, before)
+    _edit(state, end, end, after)
+
+
+def _tree_argument(state: _State, name: str, node) -> None:
+    call = node.parent
+    if call is None or call.type != "call_expression":
+        return
+    fn = call.child_by_field_name("function")
+    arglist = call.child_by_field_name("arguments")
+    if fn is None or arglist is None or fn.start_byte != node.start_byte or fn.end_byte != node.end_byte:
+        return
+    args = [a for a in arglist.named_children if a.type != "comment"]
+    index = hip_tables().arguments[name].index
+    if len(args) > index:
+        arg = args[index]
+        _wrap_argument(state, name, arg.start_byte, arg.end_byte, arg.text.decode("utf-8", "surrogateescape"))
+
+
 # --------------------------------------------------------------------------- launches
 
 
@@ -560,8 +623,10 @@ def _ggl_launch(state: _State, config) -> None:
     before_close = (
         last.end_byte if not state.src[last.end_byte : close_tok.start_byte].strip() else close_tok.start_byte
     )
-    state.edits.append(Edit(fn.end_byte, after_open, (")" if templated else "") + ", "))
-    state.edits.append(Edit(before_close, paren.end_byte, defaults + (", " if has_args else "")))
+    kept = _kept_lines(state, fn.end_byte, after_open, False)
+    state.edits.append(Edit(fn.end_byte, after_open, (")" if templated else "") + ", " + kept))
+    kept = _kept_lines(state, before_close, paren.end_byte, False)
+    state.edits.append(Edit(before_close, paren.end_byte, defaults + (", " if has_args else "") + kept))
 
 
 # --------------------------------------------------------------------------- macro bodies
@@ -617,13 +682,15 @@ def _macro_body(state: _State, define) -> None:
     t = hip_tables()
     for i, tok in enumerate(tokens):
         if tok.kind == PUNCT and tok.text == "<<<" and state.launch == "ggl":
-            _diag(
-                state,
-                at(tok.start),
-                "<<<...>>>",
-                "launch inside a macro body kept as <<<...>>> (hipcc accepts it); --hip-launch=ggl rewrites launches in code only",
-                Severity.INFO,
-            )
+            why = _macro_launch(state, tokens, i, text, at, head)
+            if why:
+                _diag(
+                    state,
+                    at(tok.start),
+                    "<<<...>>>",
+                    f"launch inside a macro body kept as <<<...>>> (hipcc accepts it): {why}",
+                    Severity.INFO,
+                )
             continue
         if tok.kind != IDENT:
             continue
@@ -670,6 +737,249 @@ def _macro_body(state: _State, define) -> None:
             defined_check=defined_check,
             qualified=_qualified_tokens(tokens, i + 1) if nxt is not None and nxt.text == "::" else "",
         )
+        if name in t.arguments and nxt is not None and nxt.text == "(":
+            split = split_call_args(tokens, i + 1)
+            index = t.arguments[name].index
+            if split is not None and len(split[0]) > index and split[0][index]:
+                arg = split[0][index]
+                _wrap_argument(
+                    state, name, at(arg[0].start), at(arg[-1].end), text[arg[0].start : arg[-1].end]
+                )
+
+
+# ------------------------------------------------------------------- launches in macros (ggl)
+
+
+def _callee_start(tokens: Sequence[Token], j: int) -> int | None:
+    """The first token of the kernel name that ends just before ``tokens[j]``: ``k``, ``ns::k``,
+    ``::k``, ``k<T, 4>``; None when no name ends there."""
+    i = j - 1
+    if i >= 0 and tokens[i].text in (">", ">>"):
+        depth = 0
+        while i >= 0:
+            tx = tokens[i].text
+            depth += {">": 1, ">>": 2, "<": -1, "<<": -2}.get(tx, 0)
+            if tx in (";", "{", "}"):
+                return None
+            i -= 1
+            if depth <= 0:
+                break
+        if depth != 0:
+            return None
+    if i < 0 or tokens[i].kind != IDENT:
+        return None
+    while i >= 2 and tokens[i - 1].text == "::" and tokens[i - 2].kind == IDENT:
+        i -= 2
+    if i >= 1 and tokens[i - 1].text == "::":
+        i -= 1
+    return i
+
+
+def _chevrons_close(tokens: Sequence[Token], j: int) -> int | None:
+    """The index of the ``>>>`` closing the ``<<<`` at ``tokens[j]``."""
+    depth = 0
+    for i in range(j + 1, len(tokens)):
+        tok = tokens[i]
+        if tok.kind != PUNCT:
+            continue
+        if tok.text in ("(", "[", "{"):
+            depth += 1
+        elif tok.text in (")", "]", "}"):
+            depth -= 1
+            if depth < 0:
+                return None
+        elif tok.text == ">>>" and depth == 0:
+            return i
+        elif tok.text == ";":
+            return None
+    return None
+
+
+def _top_level_split(tokens: Sequence[Token]) -> list[tuple[Token, ...]]:
+    """``tokens`` split at their top-level commas."""
+    parts: list[list[Token]] = [[]]
+    depth = 0
+    for tok in tokens:
+        if tok.kind == PUNCT and tok.text in ("(", "[", "{"):
+            depth += 1
+        elif tok.kind == PUNCT and tok.text in (")", "]", "}"):
+            depth -= 1
+        elif tok.kind == PUNCT and tok.text == "," and depth == 0:
+            parts.append([])
+            continue
+        parts[-1].append(tok)
+    return [tuple(p) for p in parts]
+
+
+def _kept_lines(state: _State, start: int, end: int, in_macro: bool) -> str:
+    """The line breaks an edit over ``start:end`` removes, given back (a macro's continued), with the
+    indentation of the last line they start."""
+    n = state.src.count(b"\n", start, end)
+    if not n:
+        return ""
+    last = state.src[state.src.rindex(b"\n", start, end) + 1 : end]
+    indent = last[: len(last) - len(last.lstrip(b" \t"))].decode("ascii")
+    return ("\\\n" if in_macro else "\n") * n + indent
+
+
+def _macro_launch(state: _State, tokens: list[Token], j: int, text: str, at, head: re.Match[str]) -> str:
+    """``k<<<g, b, s, st>>>(args)`` in a macro body -> ``hipLaunchKernelGGL(k, g, b, s, st, args)``.
+    A body ending in ``k<<<g, b>>>`` or ``<<<g, b>>>`` is completed by its uses: remembered in
+    ``state.partial`` and rewritten there.  Returns why a launch is kept ('' when rewritten)."""
+    close = _chevrons_close(tokens, j)
+    if close is None:
+        return "its >>> is not in the body"
+    config = [c for c in _top_level_split(tokens[j + 1 : close]) if c]
+    if len(config) < 2:
+        return "fewer than 2 configuration arguments"
+    c = _callee_start(tokens, j)
+    if any(tok.text in ("#", "##") for tok in tokens[max((c if c is not None else j) - 1, 0) : close]):
+        return "its kernel or configuration is built with # or ##"
+    after = tokens[close + 1] if close + 1 < len(tokens) else None
+    if after is None:  # the launch is completed where the macro is used
+        if c is None and j != 0:
+            return "no kernel name before <<<"
+        params = None
+        if head.group(2) is not None:
+            params = tuple(
+                "__VA_ARGS__" if p.strip() == "..." else p.strip().removesuffix("...").strip()
+                for p in head.group(2)[1:-1].split(",")
+                if p.strip()
+            )
+        state.partial[head.group(1)] = _PartialLaunch(
+            params, tuple(tokens[c:j]) if c is not None else (), tuple(config), text
+        )
+        return "the launch is completed where the macro is used: rewritten at each use"
+    if c is None:
+        return "no kernel name before <<<"
+    if after.text != "(":
+        return "no argument list after >>>"
+    split = split_call_args(tokens, close + 1)
+    if split is None:
+        return "its argument list is not closed in the body"
+    templated = any(tok.text in ("<", "<<") for tok in tokens[c:j])
+    defaults = ", 0" * max(0, 4 - len(config))
+    start = at(tokens[c].start)
+    _edit(state, start, start, "hipLaunchKernelGGL(" + ("HIP_KERNEL_NAME(" if templated else ""))
+    a, b = at(tokens[j - 1].end), at(config[0][0].start)
+    _edit(state, a, b, (")" if templated else "") + ", " + _kept_lines(state, a, b, True))
+    a, b = at(config[-1][-1].end), at(after.end)
+    _edit(state, a, b, defaults + (", " if split[0] else "") + _kept_lines(state, a, b, True))
+    return ""
+
+
+def _renamed(text: str) -> str:
+    """``text`` with the CUDA names the tables simply rename renamed (a macro argument copied to its use)."""
+    renames = hip_tables().renames
+    out: list[str] = []
+    pos = 0
+    for tok in code_tokens(text):
+        if tok.kind == IDENT and tok.text in renames:
+            out.append(text[pos : tok.start] + renames[tok.text])
+            pos = tok.end
+    return "".join(out) + text[pos:]
+
+
+def _spelled(tokens: Sequence[Token], text: str, args: Mapping[str, str]) -> str:
+    """The tokens as text, a macro parameter replaced by its argument and CUDA names renamed."""
+    out: list[str] = []
+    prev = None
+    renames = hip_tables().renames
+    for tok in tokens:
+        if prev is not None and text[prev : tok.start]:
+            out.append(" ")
+        word = tok.text
+        out.append(args.get(word, renames.get(word, word)) if tok.kind == IDENT else word)
+        prev = tok.end
+    return "".join(out)
+
+
+def _partial_launch_uses(state: _State, root, macros: Sequence[tuple[int, int]]) -> None:
+    """``M(a)(args)`` / ``k M(a)(args)`` where ``M``'s body is ``k<<<cfg>>>`` / ``<<<cfg>>>`` ->
+    ``hipLaunchKernelGGL(k, cfg..., args)`` (ggl mode): the launch is formed by the use."""
+    src = state.src
+    starts = [r[0] for r in macros]
+    for name, macro in state.partial.items():
+        for m in re.finditer(rb"(?<![A-Za-z0-9_$])" + re.escape(name.encode()) + rb"(?![A-Za-z0-9_$])", src):
+            start = m.start()
+            k = bisect_right(starts, start) - 1
+            if k >= 0 and start < macros[k][1]:
+                continue
+            node = root.descendant_for_byte_range(start, m.end())
+            if node is None or node.type not in _IDENT_NODES or node.start_byte != start:
+                continue
+            if src[state.line_starts[_line(state, start) - 1] : start].lstrip().startswith(b"#"):
+                continue  # #ifdef M, #undef M: a directive, not a use
+            _partial_use(state, macro, name, start)
+
+
+def _partial_use(state: _State, macro: _PartialLaunch, name: str, start: int) -> None:
+    src = state.src
+    window = src[start : start + 16384].decode("utf-8", "surrogateescape")
+    table = _byte_offsets(window)
+
+    def at(offset: int) -> int:
+        return start + (offset if table is None else table[offset])
+
+    tokens = code_tokens(window)
+    k = 0
+    args: dict[str, str] = {}
+    if macro.params is not None:
+        split = split_call_args(tokens, 1)
+        if split is None:
+            return
+        margs, k = split
+        texts = [_renamed(window[a[0].start : a[-1].end]) if a else "" for a in margs]
+        variadic = bool(macro.params) and macro.params[-1] == "__VA_ARGS__"
+        fixed = macro.params[:-1] if variadic else macro.params
+        if len(texts) < len(fixed) or (not variadic and len(texts) > len(fixed) and texts != [""]):
+            return
+        args = dict(zip(fixed, texts, strict=False))
+        if variadic:
+            args["__VA_ARGS__"] = ", ".join(texts[len(fixed) :])
+    call = split_call_args(tokens, k + 1)
+    if call is None:
+        return
+    begin = start
+    if macro.callee:
+        callee = _spelled(macro.callee, macro.text, args)
+    else:  # `k M(...)(args)`: the kernel is named before the macro
+        back_at = max(0, start - 1024)
+        back = src[back_at:start].decode("utf-8", "surrogateescape")
+        back_table = _byte_offsets(back)
+        back_tokens = code_tokens(back)
+        c = _callee_start(back_tokens, len(back_tokens))
+        if c is None:
+            return
+        first = back_tokens[c].start
+        begin = back_at + (first if back_table is None else back_table[first])
+        callee = back[first : back_tokens[-1].end]
+    templated = "<" in callee
+    config = [_spelled(c, macro.text, args) for c in macro.config]
+    paren_end = at(tokens[k + 1].end)
+    if _is_deleted(state, begin, paren_end) or any(
+        e.start < paren_end and begin < e.end for e in state.edits if e.end > e.start
+    ):
+        return
+    text = (
+        "hipLaunchKernelGGL("
+        + (f"HIP_KERNEL_NAME({callee})" if templated else callee)
+        + ", "
+        + ", ".join(config)
+        + ", 0" * max(0, 4 - len(config))
+        + (", " if call[0] else "")
+        + _kept_lines(state, begin, paren_end, False)
+    )
+    state.edits.append(Edit(begin, paren_end, text))
+    insort(state.deleted, (begin, paren_end))
+    state.uses_cuda = True
+    _diag(
+        state,
+        begin,
+        f"{name}(...)",
+        f"the launch {name} completes is written as hipLaunchKernelGGL here",
+        Severity.INFO,
+    )
 
 
 def _qualified_tokens(tokens: list[Token], colon: int) -> str:
@@ -692,6 +1002,32 @@ def _qualified_tree(node) -> str:
 
 
 # --------------------------------------------------------------------------- includes
+
+
+_CONDITIONALS = frozenset({"preproc_if", "preproc_ifdef", "preproc_elif", "preproc_else", "preproc_elifdef"})
+
+
+def _unconditional(node) -> bool:
+    """Is ``node`` in every configuration's code: inside no ``#if``/``#ifdef`` branch but an include
+    guard (``#ifndef X`` whose first line is ``#define X``)?  A runtime header included in one
+    branch leaves the other configurations without it."""
+    parent = node.parent
+    while parent is not None and parent.type != "translation_unit":
+        if parent.type in _CONDITIONALS and not _include_guard(parent):
+            return False
+        parent = parent.parent
+    return True
+
+
+def _include_guard(node) -> bool:
+    if node.type != "preproc_ifdef" or not node.children or node.children[0].type != "#ifndef":
+        return False
+    name = node.child_by_field_name("name")
+    body = [c for c in node.named_children if c != name and c.type != "comment"]
+    if name is None or not body or body[0].type != "preproc_def":
+        return False
+    defined = body[0].child_by_field_name("name")
+    return defined is not None and defined.text == name.text
 
 
 def _include(state: _State, node) -> None:
@@ -719,10 +1055,10 @@ def _include(state: _State, node) -> None:
     if target is not None:
         state.edits.append(Edit(path_node.start_byte, path_node.end_byte, f"<{target}>"))
         state.uses_cuda = True
-        if target in _RUNTIME_HEADERS:
+        if target in _RUNTIME_HEADERS and _unconditional(node):
             state.runtime_included = True
         return
-    if name.startswith("hip/hip_runtime"):
+    if name.startswith("hip/hip_runtime") and _unconditional(node):
         state.runtime_included = True
     if name.startswith("cuda/"):
         _diag(state, node.start_byte, raw, t.namespaces["cuda"].reason, Severity.WARNING)
@@ -890,6 +1226,8 @@ def _translate_to_hip(
     root = parse("cuda", src).root_node
     macros = _macro_ranges(state, root)
     macro_starts = [r[0] for r in macros]
+    if state.partial:
+        _partial_launch_uses(state, root, macros)
     textures = rewrite_textures(src, root, state.line_starts)  # texture references -> plain loads
     for start, end, text in textures.edits:
         state.edits.append(Edit(start, end, text))
@@ -952,6 +1290,8 @@ def _translate_to_hip(
             defined_check=defined_check,
             qualified=_qualified_tree(node) if node.type == "namespace_identifier" else "",
         )
+        if name in t.arguments:
+            _tree_argument(state, name, node)
 
     # names the file or its local headers define are the user's, not CUDA's
     header_defined, header_runtime = _local_header_facts(state)

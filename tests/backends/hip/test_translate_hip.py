@@ -137,11 +137,13 @@ def test_launch_style_is_validated() -> None:
         translate_to_hip("int x;", "x.cu", launch="triple")
 
 
-def test_launch_in_macro_is_reported_in_ggl_mode() -> None:
+def test_launch_in_macro_is_rewritten_in_ggl_mode_and_one_it_cannot_is_reported() -> None:
     src = "#define LAUNCH(k, a) k<<<1, 1>>>(a)\n__global__ void z(int* a) {}\nvoid f(int* a) { LAUNCH(z, a); }\n"
     tr = translate_to_hip(src, "m.cu", launch="ggl")
+    assert "#define LAUNCH(k, a) hipLaunchKernelGGL(k, 1, 1, 0, 0, a)\n" in tr.text
+    kept = translate_to_hip("#define L1(k) k<<<1>>>()\n", "m.cu", launch="ggl")
     assert any(
-        d.construct == "<<<...>>>" and d.line == 1 and d.severity == Severity.INFO for d in tr.diagnostics
+        d.construct == "<<<...>>>" and d.line == 1 and d.severity == Severity.INFO for d in kept.diagnostics
     )
 
 

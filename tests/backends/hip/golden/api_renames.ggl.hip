@@ -36,7 +36,7 @@ int runtime_api(int n)
     hipEventElapsedTime(&ms, start, stop);
     if (hipGetLastError() == hipErrorOutOfMemory) return 2;
     hipDeviceSynchronize();  // removed in CUDA 13
-    hipFuncSetAttribute(fill, hipFuncAttributeMaxDynamicSharedMemorySize, 65536);
+    hipFuncSetAttribute(reinterpret_cast<const void*>(fill), hipFuncAttributeMaxDynamicSharedMemorySize, 65536);
     int blocks = 0;
     hipOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fill, 256, 0);
     hipEventDestroy(start);

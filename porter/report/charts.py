@@ -4,6 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+
+def pyplot() -> Any | None:
+    """matplotlib's pyplot on the file-only Agg backend, or None where matplotlib is not installed (the
+    charts are an extra: a report without them is still whole)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return plt
 
 
 def time_error(
@@ -14,12 +28,8 @@ def time_error(
     timed = [p for p in points if p[1]]
     if not timed:
         return ""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return ""
     fig, ax = plt.subplots(figsize=(6, 4))
     most = max((mem or 1) for _, _, _, mem in timed)

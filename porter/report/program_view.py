@@ -8,6 +8,7 @@ from typing import Any
 from rich.text import Text
 
 from porter.report import plain_console, short
+from porter.report.charts import pyplot
 from porter.results import KernelReplay, ProgramReport
 
 _STYLE = {
@@ -330,12 +331,8 @@ def chart(report: ProgramReport, out: Path) -> str:
     ]
     if not bars:
         return ""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return ""
     colours = {"ran": "#4c72b0", "matches": "#55a868", "differs": "#c44e52", "failed": "#c44e52"}
     fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(bars) + 1), 3.2))

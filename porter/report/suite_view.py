@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 
 from porter.report import plain_console, short
+from porter.report.charts import pyplot
 from porter.suite_report import SuiteProgress, SuiteReport
 
 if TYPE_CHECKING:
@@ -236,12 +237,8 @@ def chart(report: SuiteReport, path: Path) -> str:
     ]
     if not bars:
         return ""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return ""
     fig, ax = plt.subplots(figsize=(8, max(2.5, 0.3 * len(bars) + 1.2)))
     rows = list(range(len(bars)))[::-1]

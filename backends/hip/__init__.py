@@ -49,6 +49,12 @@ def include_dir() -> str:
     return str(resources.files("porter.backends.hip").joinpath("include"))
 
 
+def amd_include_dir() -> str:
+    """The directory of porter's fallbacks for AMD builds against an older HIP (hip/hip_math_constants.h,
+    hip/hip_bf16.h: each defers to the installed HIP's own where it has one)."""
+    return str(resources.files("porter.backends.hip").joinpath("include_amd"))
+
+
 @cache
 def header_digest() -> str:
     """Short hash of the HIP-on-CUDA headers (part of the hip-on-cuda toolchain id)."""
@@ -127,6 +133,7 @@ class HipBackend(BackendBase):
                 "hipcc", self.name, "hip", hipcc, f"hipcc {amd.hipcc_version() or '?'} {arch}",
                 missing="install hipcc (apt-get install hipcc) to build HIP programs for AMD GPUs",
                 flags=("-O2", f"--offload-arch={arch}"), device_flags=("-x", "hip"), all_device=True,
+                include_dirs=(amd_include_dir(),),
                 env={"HIP_PLATFORM": "amd"}, find_device=lambda: gpu, command_vars=("HIPCC", "NVCC"),
                 capture_header=Path(__file__).parent / "porter_capture_hip.h", capture_flags=("-std=c++17",),
                 capture_link_flags=("-rdynamic",),  # porter_capture.h needs C++17; kernels named by dladdr
@@ -282,7 +289,7 @@ class HipBackend(BackendBase):
             shown_source=source,
             arch=arch,
             compiler=chosen,
-            include_dirs=options.include_dirs,
+            include_dirs=(*options.include_dirs, amd_include_dir()),
             defines=options.defines,
             flags=flags,
             debug=options.debug,

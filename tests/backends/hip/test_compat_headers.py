@@ -1,0 +1,85 @@
+"""porter's fallback headers for AMD builds against an older HIP (backends/hip/include_amd) and the
+HIP-on-CUDA math constants: generated from the API table and CUDA's math_constants.h, checked in, and
+the golden translations that need them (fp16_bf16, defines) compile with hipcc 5.2 and with nvcc."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from porter.backends.hip import amd_include_dir, include_dir
+from porter.backends.hip.names import NAMES_HEADER, hip_names_header
+from porter.backends.hip.tables import compat
+
+GOLDEN = Path(__file__).parent / "golden"
+CUDA_INCLUDE = Path("/usr/local/cuda/include")
+NEEDING = ["fp16_bf16", "defines"]
+
+
+@pytest.mark.skipif(
+    not (CUDA_INCLUDE / "math_constants.h").is_file(), reason="CUDA's headers are not installed"
+)
+def test_the_checked_in_headers_are_what_the_generator_writes(tmp_path: Path) -> None:
+    out = tmp_path / "hip_math_constants.h"
+    assert compat.main(["--cuda-include", str(CUDA_INCLUDE), "--out", str(out)]) == 0
+    assert out.read_text() == compat.OUT.read_text()
+    assert compat.header_on_cuda() == compat.OUT_CUDA.read_text()
+
+
+def test_the_fallback_defers_to_the_installed_hip_and_defines_what_the_table_maps() -> None:
+    amd = compat.OUT.read_text()
+    assert "__has_include_next(<hip/hip_math_constants.h>)" in amd and "#include_next" in amd
+    assert "#define HIP_PI_F " in amd and "#define HIP_INF_F " in amd
+    assert "CUDART_" not in amd.split("#else", 1)[1]  # the values carry no CUDA name
+    on_cuda = compat.OUT_CUDA.read_text()
+    assert "#include <math_constants.h>" in on_cuda and "HIP_PI_F                 CUDART_PI_F" in on_cuda
+    assert set(compat.mapped_constants(missing_only=True)) <= set(compat.mapped_constants(missing_only=False))
+
+
+def test_the_generator_refuses_a_missing_cuda_header_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert compat.main(["--cuda-include", str(tmp_path), "--out", str(tmp_path / "x.h")]) == 2
+    assert "math_constants.h not found" in capsys.readouterr().err
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", NEEDING)
+def test_translations_needing_the_fallbacks_compile_with_hipcc(name: str, tmp_path: Path) -> None:
+    hipcc = shutil.which("hipcc")
+    if hipcc is None:
+        pytest.skip("hipcc not installed")
+    copy = tmp_path / f"{name}.hip"
+    copy.write_text((GOLDEN / f"{name}.hip").read_text())
+    env = {**os.environ, "HIP_PLATFORM": "amd"}
+    cmd = [hipcc, "--offload-arch=gfx90a", "-x", "hip", "-fsyntax-only", f"-I{amd_include_dir()}", str(copy)]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", NEEDING)
+def test_translations_needing_the_fallbacks_compile_through_hip_on_cuda(name: str, tmp_path: Path) -> None:
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc not installed")
+    (tmp_path / NAMES_HEADER).write_text(hip_names_header())
+    copy = tmp_path / f"{name}.hip"
+    copy.write_text((GOLDEN / f"{name}.hip").read_text())
+    cmd = [
+        nvcc,
+        "-x",
+        "cu",
+        "-arch=sm_90",
+        "-c",
+        "-o",
+        os.devnull,
+        f"-I{include_dir()}",
+        f"-I{tmp_path}",
+        str(copy),
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]

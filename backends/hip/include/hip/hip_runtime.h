@@ -43,6 +43,11 @@
 #if __has_include(<cuda_profiler_api.h>) && !defined(__CUDACC_RTC__)
 #include <cuda_profiler_api.h> /* hipProfilerStart/Stop */
 #endif
+/* the driver API (cuda.h): HIP's module, context, array and driver-memcpy names (hipModuleLaunchKernel ->
+ * cuLaunchKernel, hipDeviceptr_t -> CUdeviceptr, HIP_ARRAY_DESCRIPTOR...) map onto it in a host build */
+#if __has_include(<cuda.h>) && !defined(__CUDACC_RTC__)
+#include <cuda.h>
+#endif
 /* CUDA headers that declare names the legacy-warp macros below take (__shfl, __any...), read first so
  * the macros never rewrite their declarations (nvcc builds; NVRTC's do not reach them). */
 #if !defined(__CUDACC_RTC__)
@@ -176,6 +181,67 @@ static inline cudaError_t porter_hip_get_device_properties(porter_hip_device_pro
 }
 #define hipDeviceProp_t porter_hip_device_prop
 #define hipGetDeviceProperties porter_hip_get_device_properties
+#endif
+
+/* CUDA 13 changed signatures HIP 5.2 keeps: memory advice and prefetch take a cudaMemLocation, the graph
+ * dependency calls and stream-capture queries take edge data; HIP's forms are kept here (no edge data, a device
+ * number, cudaCpuDeviceId for the host).  HIP-only graph node types get values CUDA never returns. */
+#if defined(__CUDA_RUNTIME_H__) && !defined(__CUDACC_RTC__) && defined(__cplusplus) && defined(CUDART_VERSION) && \
+    CUDART_VERSION >= 13000
+extern "C++" {
+namespace porter_hip {
+static inline cudaMemLocation location(int device) {
+    cudaMemLocation where{};
+    where.type = device == cudaCpuDeviceId ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
+    where.id = device == cudaCpuDeviceId ? 0 : device;
+    return where;
+}
+static inline cudaError_t mem_advise(const void* ptr, size_t count, cudaMemoryAdvise advice, int device) {
+    return cudaMemAdvise(ptr, count, advice, location(device));
+}
+static inline cudaError_t mem_prefetch_async(const void* ptr, size_t count, int device, cudaStream_t stream = 0) {
+    return cudaMemPrefetchAsync(ptr, count, location(device), 0, stream);
+}
+static inline cudaError_t graph_add_dependencies(cudaGraph_t graph, const cudaGraphNode_t* from,
+                                                 const cudaGraphNode_t* to, size_t count) {
+    return cudaGraphAddDependencies(graph, from, to, nullptr, count);
+}
+static inline cudaError_t graph_remove_dependencies(cudaGraph_t graph, const cudaGraphNode_t* from,
+                                                    const cudaGraphNode_t* to, size_t count) {
+    return cudaGraphRemoveDependencies(graph, from, to, nullptr, count);
+}
+static inline cudaError_t graph_get_edges(cudaGraph_t graph, cudaGraphNode_t* from, cudaGraphNode_t* to,
+                                          size_t* count) {
+    return cudaGraphGetEdges(graph, from, to, nullptr, count);
+}
+static inline cudaError_t graph_node_get_dependencies(cudaGraphNode_t node, cudaGraphNode_t* nodes, size_t* count) {
+    return cudaGraphNodeGetDependencies(node, nodes, nullptr, count);
+}
+static inline cudaError_t graph_node_get_dependent_nodes(cudaGraphNode_t node, cudaGraphNode_t* nodes,
+                                                         size_t* count) {
+    return cudaGraphNodeGetDependentNodes(node, nodes, nullptr, count);
+}
+static inline cudaError_t stream_get_capture_info_v2(cudaStream_t stream, cudaStreamCaptureStatus* status,
+                                                     unsigned long long* id = nullptr, cudaGraph_t* graph = nullptr,
+                                                     const cudaGraphNode_t** deps = nullptr,
+                                                     size_t* count = nullptr) {
+    return cudaStreamGetCaptureInfo(stream, status, id, graph, deps, nullptr, count);
+}
+}  // namespace porter_hip
+}
+#define hipMemAdvise porter_hip::mem_advise
+#define hipMemPrefetchAsync porter_hip::mem_prefetch_async
+#define hipGraphAddDependencies porter_hip::graph_add_dependencies
+#define hipGraphRemoveDependencies porter_hip::graph_remove_dependencies
+#define hipGraphGetEdges porter_hip::graph_get_edges
+#define hipGraphNodeGetDependencies porter_hip::graph_node_get_dependencies
+#define hipGraphNodeGetDependentNodes porter_hip::graph_node_get_dependent_nodes
+#define hipStreamGetCaptureInfo_v2 porter_hip::stream_get_capture_info_v2
+#endif
+#if defined(__CUDA_RUNTIME_H__) && !defined(__CUDACC_RTC__) && defined(__cplusplus)
+static constexpr cudaGraphNodeType hipGraphNodeTypeMemcpy1D = static_cast<cudaGraphNodeType>(0x1001);
+static constexpr cudaGraphNodeType hipGraphNodeTypeMemcpyFromSymbol = static_cast<cudaGraphNodeType>(0x1002);
+static constexpr cudaGraphNodeType hipGraphNodeTypeMemcpyToSymbol = static_cast<cudaGraphNodeType>(0x1003);
 #endif
 
 /* A whole program's host code: every HIP runtime name as the CUDA name it renames (hipMalloc ->

@@ -12,6 +12,8 @@ import re
 from porter.backends import load_data
 
 NAMES_HEADER = "porter_hip_names.h"
+# a CUDA driver API name (cuda.h: CUresult's CUDA_ERROR_*, CUdeviceptr, cuMemAlloc ...), not the runtime's cuda*
+_DRIVER = re.compile(r"CU[A-Z_]|cu[A-Z]")
 _GROUPS = ("runtime", "types", "constants", "errors", "runtime_removed")
 
 
@@ -37,6 +39,7 @@ def hip_names_header() -> str:
     api = load_data("porter.backends.hip", "cuda2hip_api.toml")
     hip_on_cuda_words, cpu_words = _own_header_words()
     chosen: dict[str, tuple[tuple[int, int, int, str], str]] = {}
+    runtime_only: dict[str, tuple[tuple[int, int, int, str], str]] = {}  # the same, of the runtime's names
     for family in API_FAMILIES:
         for cuda, row in (api.get(family) or {}).items():
             hip = row.get("hip")
@@ -57,10 +60,15 @@ def hip_names_header() -> str:
                 )
                 if hip not in chosen or rank < chosen[hip][0]:
                     chosen[hip] = (rank, cuda)
+                if not _DRIVER.match(cuda) and (hip not in runtime_only or rank < runtime_only[hip][0]):
+                    runtime_only[hip] = (rank, cuda)
     nvidia_only: dict[str, str] = {}
+    cpu_only: dict[str, str] = {}  # where HIP-on-CUDA takes a driver name: the runtime's, for the CPU runtime
     for hip, (_, cuda) in chosen.items():
-        if hip in cpu_words:
+        if hip in cpu_words or _DRIVER.match(cuda):  # the CPU runtime has neither its stubs' names nor cuda.h
             nvidia_only[hip] = cuda
+            if hip not in cpu_words and hip in runtime_only:
+                cpu_only[hip] = runtime_only[hip][1]
         else:
             seen[hip] = cuda
     lines = [
@@ -77,6 +85,8 @@ def hip_names_header() -> str:
     if nvidia_only:
         lines += ["#if defined(PORTER_HIP_ON_CUDA)"]
         lines += [_define(hip, cuda) for hip, cuda in sorted(nvidia_only.items())]
+        lines += ["#else"] if cpu_only else []
+        lines += [_define(hip, cuda) for hip, cuda in sorted(cpu_only.items())]
         lines += ["#endif"]
     lines += ["#define hipLaunchParm int"]  # a name HIP spells without a CUDA twin in the table
     # hipGetErrorName answers with HIP's names (a program printing them prints what ROCm would)

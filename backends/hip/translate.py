@@ -190,10 +190,27 @@ def _api_note(cuda: str, row: Mapping[str, Any]) -> Note | None:
         said.append(
             f"{hip} is not in {HIP_REFERENCE}" + (f" (ROCm {since} and later have it)" if since else "")
         )
+        if hip in fallback_names() and len(said) == 1:  # porter's fallback header gives it to an older HIP
+            return Note(Severity.INFO, said[0] + "; porter's fallback header defines it there", since or None)
         return Note(Severity.WARNING, "; ".join(said), since or None)
     if row.get("status") == "deprecated" or said:
         return Note(Severity.WARNING, "; ".join(said or ["deprecated"]))
     return None
+
+
+_DEFINED = re.compile(r"^\s*#\s*define\s+(\w+)|\b(?:typedef\s+\w+\s+|inline\s+\w+\s+)(\w+)\s*[;(]", re.M)
+
+
+@cache
+def fallback_names() -> frozenset[str]:
+    """The HIP names porter's fallback headers for AMD builds define (backends/hip/include_amd: newer HIP
+    names an older HIP lacks, e.g. HIP_PI_F), so a translation may use them with the HIP porter targets."""
+    folder = resources.files("porter.backends.hip").joinpath("include_amd").joinpath("hip")
+    found: set[str] = set()
+    for item in folder.iterdir():
+        if item.name.endswith(".h"):
+            found.update(a or b for a, b in _DEFINED.findall(item.read_text(encoding="utf-8")))
+    return frozenset(found)
 
 
 @cache
@@ -234,6 +251,11 @@ def hip_tables() -> HipTables:
                 api_unsupported[name] = str(row.get("cuda", ""))
                 continue
             if hip == name:
+                continue
+            if row.get("in_hip") is False and hip not in fallback_names():
+                # the HIP porter targets lacks it and porter's fallback headers do not give it: left as
+                # written and reported, as the unmapped are (output that builds with that HIP, or says why)
+                api_unsupported[name] = str(row.get("cuda", ""))
                 continue
             mine[name] = renames[name] = hip
             api_note = _api_note(name, row)

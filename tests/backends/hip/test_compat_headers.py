@@ -83,3 +83,36 @@ def test_translations_needing_the_fallbacks_compile_through_hip_on_cuda(name: st
     ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_a_name_the_targeted_hip_lacks_is_mapped_only_where_porter_gives_it() -> None:
+    """hipErrorInvalidTexture is ROCm 6.4's: HIP 5.2 (and porter's CPU runtime) lack it, so helper_cuda.h's
+    `case cudaErrorInvalidTexture:` stays as written, said loudly; HIP_PI_F is ROCm 5.3's, but porter's
+    fallback header defines it, so CUDART_PI_F is mapped (an info, not a warning)."""
+    from porter.backends.hip.translate import translate_to_hip
+
+    src = (
+        "#include <cuda_runtime.h>\n#include <math_constants.h>\n"
+        "const char* name(cudaError_t e) {\n  switch (e) {\n"
+        '  case cudaErrorInvalidTexture: return "tex";\n  default: return "?";\n  }\n}\n'
+        "__global__ void k(float* o) { o[0] = CUDART_PI_F; }\n"
+    )
+    tr = translate_to_hip(src, "h.cu")
+    (line,) = [x for x in tr.text.splitlines() if "case " in x and "Texture" in x]
+    assert line.startswith("  case cudaErrorInvalidTexture:")
+    assert "// porter: cudaErrorInvalidTexture has no HIP equivalent (HIP 5.2)" in line
+    assert "o[0] = HIP_PI_F;" in tr.text
+    said = {d.construct: d.severity.value for d in tr.diagnostics}
+    assert said["CUDART_PI_F"] == "info" and said["cudaErrorInvalidTexture"] == "warning"
+
+
+def test_the_names_header_gives_the_cpu_runtime_the_runtime_api_names() -> None:
+    """HIP-on-CUDA may take a HIP name from the driver API (cuda.h); porter's CPU runtime has no cuda.h, so
+    there the same name is the runtime API's (hipErrorUnmapFailed: CUDA_ERROR_UNMAP_FAILED on NVIDIA,
+    CUDA's cudaErrorUnmapBufferObjectFailed on the CPU runtime, as HIP's own NVIDIA headers pair them)."""
+    header = hip_names_header()
+    nvidia, _, rest = header.partition("#if defined(PORTER_HIP_ON_CUDA)")[2].partition("#else")
+    cpu = rest.partition("#endif\n#define hipLaunchParm")[0]
+    assert "#define hipErrorUnmapFailed CUDA_ERROR_UNMAP_FAILED" in nvidia
+    assert "#define hipErrorUnmapFailed cudaErrorUnmapBufferObjectFailed" in cpu
+    assert "CUDA_ERROR_" not in cpu and "CU_" not in cpu

@@ -13,7 +13,9 @@ from porter.backends import load_data
 
 NAMES_HEADER = "porter_hip_names.h"
 # a CUDA driver API name (cuda.h: CUresult's CUDA_ERROR_*, CUdeviceptr, cuMemAlloc ...), not the runtime's cuda*
-_DRIVER = re.compile(r"CU[A-Z_]|cu[A-Z]")
+_DRIVER = re.compile(r"CU[A-Za-z_]|cu[A-Z]")
+# runtime names CUDA 13 removed that the HIPIFY tables (cuda_removed) do not mark yet: the driver's twin wins
+_CUDA13_REMOVED = frozenset({"cudaDevAttrCooperativeMultiDeviceLaunch"})
 _GROUPS = ("runtime", "types", "constants", "errors", "runtime_removed")
 
 
@@ -31,15 +33,21 @@ def hip_names_header() -> str:
     # then the generated API tables (cuda2hip_api.toml), for names no hand entry spells and that porter's
     # HIP-on-CUDA headers do not declare themselves.  Of several CUDA names for one HIP name the one CUDA still
     # has wins (not removed: cudaGraphNodeTypeCount over the driver's CU_GRAPH_NODE_TYPE_COUNT, removed in CUDA 11),
-    # then the one HIP's own NVIDIA-platform headers use (hipArray -> cudaArray, not the driver's CUarray_st), then
+    # then the one HIP's own NVIDIA-platform headers use (hipArray -> cudaArray, not the driver's CUarray_st;
+    # hipMipmappedArray_t -> CUmipmappedArray), then the runtime API's over the driver's (hipError_t is cudaError_t
+    # and hipDeviceGetAttribute is cudaDeviceGetAttribute, so hipErrorNotFound is cudaErrorSymbolNotFound, not
+    # CUresult's CUDA_ERROR_NOT_FOUND, and hipComputeMode is cudaComputeMode, the type of hipComputeModeDefault), then
     # one not deprecated, then the first by name.  A name the CPU runtime declares itself (its replay stubs)
     # is defined only for HIP-on-CUDA (PORTER_HIP_ON_CUDA, set by porter's hip/hip_runtime.h).
     from porter.backends.hip.translate import API_FAMILIES
 
     api = load_data("porter.backends.hip", "cuda2hip_api.toml")
     hip_on_cuda_words, cpu_words = _own_header_words()
-    chosen: dict[str, tuple[tuple[int, int, int, str], str]] = {}
-    runtime_only: dict[str, tuple[tuple[int, int, int, str], str]] = {}  # the same, of the runtime's names
+    chosen: dict[str, tuple[tuple[int, int, int, int, str], str]] = {}
+    runtime_only: dict[
+        str, tuple[tuple[int, int, int, int, str], str]
+    ] = {}  # the same, of the runtime's names
+    candidates: dict[str, set[str]] = {}
     for family in API_FAMILIES:
         for cuda, row in (api.get(family) or {}).items():
             hip = row.get("hip")
@@ -53,8 +61,9 @@ def hip_names_header() -> str:
                 and hip not in hip_on_cuda_words
             ):
                 rank = (
-                    1 if row.get("cuda_removed") else 0,
+                    1 if row.get("cuda_removed") or cuda in _CUDA13_REMOVED else 0,
                     0 if "headers" in str(row.get("from", "")) else 1,
+                    1 if _DRIVER.match(cuda) else 0,
                     1 if row.get("status") == "deprecated" else 0,
                     cuda,
                 )
@@ -62,6 +71,11 @@ def hip_names_header() -> str:
                     chosen[hip] = (rank, cuda)
                 if not _DRIVER.match(cuda) and (hip not in runtime_only or rank < runtime_only[hip][0]):
                     runtime_only[hip] = (rank, cuda)
+                candidates.setdefault(hip, set()).add(cuda)
+    # a struct follows its handle: hipMipmappedArray_t is CUmipmappedArray, so hipMipmappedArray is CUmipmappedArray_st
+    for hip, (rank, cuda) in list(chosen.items()):
+        if hip.endswith("_t") and _DRIVER.match(cuda) and f"{cuda}_st" in candidates.get(hip[:-2], ()):
+            chosen[hip[:-2]] = (rank, f"{cuda}_st")
     nvidia_only: dict[str, str] = {}
     cpu_only: dict[str, str] = {}  # where HIP-on-CUDA takes a driver name: the runtime's, for the CPU runtime
     for hip, (_, cuda) in chosen.items():

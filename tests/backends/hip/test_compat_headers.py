@@ -108,11 +108,19 @@ def test_a_name_the_targeted_hip_lacks_is_mapped_only_where_porter_gives_it() ->
 
 def test_the_names_header_gives_the_cpu_runtime_the_runtime_api_names() -> None:
     """HIP-on-CUDA may take a HIP name from the driver API (cuda.h); porter's CPU runtime has no cuda.h, so
-    there the same name is the runtime API's (hipErrorUnmapFailed: CUDA_ERROR_UNMAP_FAILED on NVIDIA,
-    CUDA's cudaErrorUnmapBufferObjectFailed on the CPU runtime, as HIP's own NVIDIA headers pair them)."""
+    there the same name is the runtime API's (hipMipmappedArray_t: CUmipmappedArray on NVIDIA, as HIP's own NVIDIA
+    headers have it, CUDA's cudaMipmappedArray_t on the CPU runtime).  Where HIP's headers do not decide, both
+    take the runtime's name, since hipError_t is cudaError_t: hipErrorUnmapFailed is
+    cudaErrorUnmapBufferObjectFailed, not CUresult's CUDA_ERROR_UNMAP_FAILED, and hipComputeMode is
+    cudaComputeMode, the type of hipComputeModeDefault."""
     header = hip_names_header()
     nvidia, _, rest = header.partition("#if defined(PORTER_HIP_ON_CUDA)")[2].partition("#else")
     cpu = rest.partition("#endif\n#define hipLaunchParm")[0]
-    assert "#define hipErrorUnmapFailed CUDA_ERROR_UNMAP_FAILED" in nvidia
-    assert "#define hipErrorUnmapFailed cudaErrorUnmapBufferObjectFailed" in cpu
+    assert "#define hipMipmappedArray_t CUmipmappedArray" in nvidia
+    assert "#define hipMipmappedArray CUmipmappedArray_st" in nvidia  # a struct follows its handle
+    assert "#define hipMipmappedArray_t cudaMipmappedArray_t" in cpu
     assert "CUDA_ERROR_" not in cpu and "CU_" not in cpu
+    both = header.partition("#if defined(PORTER_HIP_ON_CUDA)")[0]
+    assert "#define hipErrorUnmapFailed cudaErrorUnmapBufferObjectFailed" in both
+    assert "#define hipComputeMode cudaComputeMode" in both
+    assert "CUDA_ERROR_UNMAP_FAILED" not in header

@@ -16,7 +16,7 @@ if [ "$SWEEP_S" -gt 0 ]; then  # SWEEP_S=0: the timings alone
 fi
 mkdir -p /tmp/icd-nv && cp /tmp/icd/nvidia.icd /tmp/icd-nv/
 OCL_ICD_VENDORS=/tmp/icd-nv timeout "${SPEED_S:-150}" python3 bench/opencl_kernel_speed.py --corpus .corpus --toolchain nvcc \
-    --backend cuda --backend opencl --gpu-only --timeout 60 --json "$OUT/ocl_speed.json" >"$OUT/ocl_speed.md" 2>/tmp/ocl_speed.err
+    --backend cuda --backend opencl --gpu-only --gpu-sizes --timeout 60 --json "$OUT/ocl_speed.json" >"$OUT/ocl_speed.md" 2>/tmp/ocl_speed.err
 tail -3 "$OUT/ocl_speed.md"
 timeout "${LIFT_S:-100}" python3 bench/lift_collection_gpu.py --repeat 5 --limit 6 --json /tmp/lift_collection_gpu.json \
     >"$OUT/lift_collection_gpu.md" 2>/dev/null

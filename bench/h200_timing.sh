@@ -12,7 +12,7 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source bench/h200_env.sh || exit 1
 mkdir -p /tmp/icd-nv && cp /tmp/icd/nvidia.icd /tmp/icd-nv/  # NVIDIA's OpenCL alone: PoCL's CPU would be timed too
 OCL_ICD_VENDORS=/tmp/icd-nv timeout 200 python3 bench/opencl_kernel_speed.py --corpus .corpus --toolchain nvcc --backend cuda --backend opencl \
-    --gpu-only --timeout 100 --json "$OUT/ocl_speed.json" >"$OUT/ocl_speed.md" 2>"$OUT/ocl_speed.err"
+    --gpu-only --gpu-sizes --timeout 100 --json "$OUT/ocl_speed.json" >"$OUT/ocl_speed.md" 2>"$OUT/ocl_speed.err"
 tail -4 "$OUT/ocl_speed.md"
 timeout 170 python3 bench/lift_collection_gpu.py --json "$OUT/lift_collection_gpu.json" >"$OUT/lift_collection_gpu.md" 2>"$OUT/lift_collection_gpu.err"
 tail -3 "$OUT/lift_collection_gpu.md"

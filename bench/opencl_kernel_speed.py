@@ -3,8 +3,8 @@
     python bench/opencl_kernel_speed.py [--corpus .corpus] [--only nw,gaussian] [--toolchain nvcc]
                                         [--backend cuda --backend opencl] [--json out.json]
 
-For each program of bench/corpus_runs.toml that has a run (``gpu_runs`` where the table gives one: sizes
-for a GPU), ``porter capture`` records its launches with the chosen toolchain (nvcc: the program's
+For each program of bench/corpus_runs.toml that has a run (with ``--gpu-sizes``, its ``gpu_runs`` where the
+table gives them: sizes for a GPU), ``porter capture`` records its launches with the chosen toolchain (nvcc: the program's
 native run on the GPU), then ``porter bench FILE --capture`` times every kernel of each source file that
 defines one, on each backend, with the captured grid, block and data (CUDA events, warm-up, L2 flushed,
 one kernel at a time: ``--exclusive``).  The table gives, per kernel, the original's median, each port's
@@ -71,7 +71,7 @@ def program_rows(
     """Capture one program and bench each of its kernel files; one row per (kernel, backend result)."""
     corpus, work = Path(args.corpus), Path(args.work)
     folder = corpus / entry["path"]
-    runs = entry.get("gpu_runs") or entry.get("runs") or []
+    runs = (entry.get("gpu_runs") if args.gpu_sizes else None) or entry.get("runs") or []
     includes = [x for inc in entry.get("include", []) for x in ("-I", str(corpus / inc))]
     cap = work / f"{name}.cap"
     cmd = [*porter, "capture", str(folder), "--out", str(cap), "--toolchain", args.toolchain, "--json"]
@@ -192,6 +192,9 @@ def main() -> int:
         "--backend", action="append", default=[], help="backends timed; the first is the baseline"
     )
     ap.add_argument("--gpu-only", action="store_true", help="leave CPU devices out of the table")
+    ap.add_argument(
+        "--gpu-sizes", action="store_true", help="run each program at its gpu_runs sizes (default: its runs)"
+    )
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per capture and per bench")
     ap.add_argument("--work", default="/tmp/porter-ocl-speed")
     ap.add_argument("--json", default="")

@@ -71,27 +71,12 @@ CALL_GAPS: dict[str, str] = {
         "HIP's hipArray is CUDA's runtime cudaArray; the driver calls take CUarray",
     ),
     **dict.fromkeys(
-        ("hipCtxCreate", "hipCtxGetApiVersion", "hipCtxGetCacheConfig", "hipCtxGetSharedMemConfig")
-        + ("hipCtxSetCacheConfig", "hipCtxSetSharedMemConfig"),
-        "context API: CUDA 13's cuCtxCreate takes CUctxCreateParams; the driver's enums differ from the runtime's",
+        ("hipCtxGetSharedMemConfig", "hipCtxSetSharedMemConfig"),
+        "cuCtxGetSharedMemConfig/cuCtxSetSharedMemConfig are deprecated in CUDA 13 and take CUsharedconfig",
     ),
     **dict.fromkeys(
-        (
-            "hipMemAddressFree",
-            "hipMemSetAccess",
-            "hipMemUnmap",
-            "hipStreamWriteValue32",
-            "hipStreamWriteValue64",
-        ),
-        "HIP passes device pointers as void*, the CUDA driver as CUdeviceptr (an integer)",
-    ),
-    **dict.fromkeys(
-        ("hipMemImportFromShareableHandle",),
-        "hipMemAllocationHandleType is the runtime's cudaMemAllocationHandleType, the call the driver's",
-    ),
-    **dict.fromkeys(
-        ("hipModuleOccupancyMaxPotentialBlockSize", "hipModuleOccupancyMaxPotentialBlockSizeWithFlags"),
-        "cuOccupancyMaxPotentialBlockSize takes a CUoccupancyB2DSize callback where HIP takes a size",
+        ("hipMemSetAccess",),
+        "HIP's hipMemAccessDesc is the runtime's cudaMemAccessDesc; cuMemSetAccess takes CUmemAccessDesc",
     ),
     **dict.fromkeys(
         ("hipTexRefGetAddress", "hipTexRefGetAddressMode", "hipTexRefGetFilterMode", "hipTexRefGetFlags")

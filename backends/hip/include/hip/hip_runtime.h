@@ -244,6 +244,12 @@ static constexpr cudaGraphNodeType hipGraphNodeTypeMemcpyFromSymbol = static_cas
 static constexpr cudaGraphNodeType hipGraphNodeTypeMemcpyToSymbol = static_cast<cudaGraphNodeType>(0x1003);
 #endif
 
+/* HIP's driver-style calls (hipModuleLaunchKernel, hipCtxCreate, hipMemcpyHtoD...): the driver's, returning
+ * cudaError_t and taking HIP's device pointers (hip/porter_hip_driver.h) */
+#if defined(__has_include) && !defined(__CUDACC_RTC__) && defined(__cplusplus)
+#include "porter_hip_driver.h"
+#endif
+
 /* A whole program's host code: every HIP runtime name as the CUDA name it renames (hipMalloc ->
  * cudaMalloc, hipDeviceProp_t -> cudaDeviceProp...), generated from porter's CUDA->HIP table into the
  * program's build folder, and beside a kernel build (backends/hip/names.py): nvcc builds the host

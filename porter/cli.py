@@ -426,7 +426,40 @@ def port(
             "-j",
             "--jobs",
             min=1,
-            help="With --suite: programs ported at once (default: one per core and 4 GB).",
+            help="With --suite: programs ported at once (default: one per core and 4 GB; on Ray, the "
+            "cluster's CPUs).",
+        ),
+    ] = None,
+    executor: Annotated[
+        str,
+        typer.Option(
+            "--executor",
+            help="With --suite: local (a process per program here) or ray (a Ray task per program on a "
+            "cluster's nodes; pip install 'porter-gpu[ray]'; docs/SUITES.md).",
+        ),
+    ] = "local",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray-address",
+            help="With --executor ray: the cluster (HOST:PORT of its head; default RAY_ADDRESS; 'local' "
+            "starts Ray here for this run).",
+        ),
+    ] = None,
+    shared_dir: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--shared-dir",
+            help="With --executor ray: a folder every node sees at the same path; inputs under it are "
+            "read in place instead of sent to the nodes; repeatable.",
+        ),
+    ] = None,
+    ray_accelerator: Annotated[
+        str | None,
+        typer.Option(
+            "--ray-accelerator",
+            help="With --executor ray: the accelerator_type (e.g. H100) of the GPU a program whose "
+            "toolchains need one asks for.",
         ),
     ] = None,
     to: Annotated[str, typer.Option("--to", help="Targets, comma-separated: hip, opencl.")] = "hip,opencl",
@@ -527,8 +560,9 @@ def port(
     from porter.errors import NoKernelError
     from porter.report import plain_console
 
-    if suite is not None or jobs is not None:
-        _port_suite(suite, paths or [], out, jobs, fresh, json_out, exclusive, strict)
+    ray_options = (executor, ray_address, tuple(str(d) for d in shared_dir or ()), ray_accelerator)
+    if suite is not None or jobs is not None or ray_options != ("local", None, (), None):
+        _port_suite(suite, paths or [], out, jobs, fresh, json_out, exclusive, strict, ray_options)
     if not paths:
         raise UsageError(
             "give a CUDA file, a program (a folder, files, a compile_commands.json) or --suite FILE"
@@ -573,18 +607,37 @@ def _port_suite(
     json_out: bool,
     exclusive: bool,
     strict: bool,
+    ray_options: tuple[str, str | None, tuple[str, ...], str | None] = ("local", None, (), None),
 ) -> NoReturn:
-    """`porter port --suite`: every program of the suite, `jobs` at a time, and the summary."""
+    """`porter port --suite`: every program of the suite, `jobs` at a time, and the summary; with
+    ``--executor ray`` each program a Ray task on a cluster (porter.workflows.suite_ray)."""
     from porter.report import suite_view
     from porter.workflows.suite import SuiteHooks, SuiteOptions, run_suite
     from porter.workflows.suite_file import default_jobs, load_suite
 
+    executor, ray_address, shared, accelerator = ray_options
     if given is None:
-        raise UsageError("-j (programs at once) goes with --suite")
+        what = "-j (programs at once)" if jobs is not None else "--executor, --ray-address, --shared-dir"
+        raise UsageError(f"{what} goes with --suite")
     if paths:
         raise UsageError("--suite takes its programs from the suite file: give no PATHS beside it")
+    if executor not in ("local", "ray"):
+        raise UsageError(f"--executor {executor}: choose local or ray")
+    if executor == "local" and (ray_address or shared or accelerator):
+        raise UsageError("--ray-address, --shared-dir and --ray-accelerator go with --executor ray")
+    for folder in shared:
+        if not Path(folder).is_dir():
+            raise UsageError("--shared-dir: not a folder", path=folder)
     forwarded = (("--strict",) if strict else ()) + (("--exclusive",) if exclusive else ())
-    options, programs = SuiteOptions(out, jobs or default_jobs(), fresh, forwarded), load_suite(given)
+    # on Ray, -j left out is 0: as many at once as the cluster has CPUs
+    count = jobs or (0 if executor == "ray" else default_jobs())
+    options = SuiteOptions(
+        out, count, fresh, forwarded, executor=executor, ray_address=ray_address, shared_dirs=shared,
+        ray_accelerator=accelerator,
+    )  # fmt: skip
+    programs = load_suite(given)
+    if executor == "ray":
+        from porter.workflows.suite_ray import run_suite_on_ray as run_suite
     with suite_view.Progress() as progress:
         hooks = SuiteHooks(progress.update, suite_view.markdown, suite_view.chart)
         report = run_suite(programs, options, hooks)

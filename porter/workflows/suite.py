@@ -19,6 +19,11 @@ summary from their reports (:class:`porter.suite_report.SuiteReport`):
   (:data:`porter.harness.contention.LOCKS_ENV`): timings stay one at a time per device across programs.
 
 summary.json and summary.md are rewritten after each program, so an interruption keeps them.
+
+With ``executor="ray"`` (:mod:`porter.workflows.suite_ray`, a subclass of this module's runner) each
+program's ``porter port`` runs as a Ray task on a node of a cluster instead of a child here; everything
+else -- the resume records, the summary, the outcomes -- is this module's, so a suite's result does not
+depend on where its programs ran.
 """
 
 from __future__ import annotations
@@ -60,6 +65,10 @@ class SuiteOptions:
     port_options: tuple[str, ...] = ()  # given to every program's porter port (--strict, --exclusive)
     command: tuple[str, ...] = (sys.executable, "-m", "porter")
     term_grace_s: float = TERM_GRACE_S
+    executor: str = "local"  # "local": a child process per program here; "ray": a Ray task per program
+    ray_address: str | None = None  # with "ray": the cluster (else RAY_ADDRESS; "local": a private one)
+    shared_dirs: tuple[str, ...] = ()  # with "ray": folders every node sees at the same path
+    ray_accelerator: str | None = None  # with "ray": Ray's accelerator_type for programs that need a GPU
 
 
 @dataclass
@@ -104,7 +113,8 @@ def check_out(out: Path, suite: Suite) -> None:
 
 
 def run_suite(suite: Suite, options: SuiteOptions, hooks: SuiteHooks | None = None) -> SuiteReport:
-    """Port every program of `suite`, ``options.jobs`` at a time; the report of what each did."""
+    """Port every program of `suite`, ``options.jobs`` at a time, here; the report of what each did.
+    (``executor="ray"``: :func:`porter.workflows.suite_ray.run_suite_on_ray`.)"""
     hooks = hooks or SuiteHooks()
     out = (options.out or default_out(suite)).absolute()
     check_out(out, suite)
@@ -117,13 +127,20 @@ def run_suite(suite: Suite, options: SuiteOptions, hooks: SuiteHooks | None = No
 class _Running:
     program: SuiteProgram
     result: SuiteProgramResult
-    proc: subprocess.Popen[bytes]
+    proc: subprocess.Popen[bytes] | None  # local: its porter port (None for a Ray task)
     log: IO[bytes]
     started: float
     deadline: float
     key: str | None
     kill_at: float | None = None  # set once SIGTERM was sent: SIGKILL past it
     why: str = ""  # "timed-out" / "interrupted" once the suite stopped it
+    task: Any = None  # ray: the task's ObjectRef
+    failure: str = ""  # ray: why no port came back (the task failed past its retries)
+
+    @property
+    def popen(self) -> subprocess.Popen[bytes]:
+        assert self.proc is not None
+        return self.proc
 
 
 class _Runner:
@@ -193,7 +210,7 @@ class _Runner:
     def poll(self) -> None:
         now = time.monotonic()
         for name, r in list(self.running.items()):
-            code = r.proc.poll()
+            code = r.popen.poll()
             if code is None:
                 if r.kill_at is None and now >= r.deadline:
                     r.why = "timed-out"
@@ -213,35 +230,39 @@ class _Runner:
             self.signal(r, signal.SIGTERM)
         deadline = time.monotonic() + self.options.term_grace_s
         try:
-            while any(r.proc.poll() is None for r in self.running.values()) and time.monotonic() < deadline:
+            while any(r.popen.poll() is None for r in self.running.values()) and time.monotonic() < deadline:
                 time.sleep(0.05)
         except KeyboardInterrupt:
             pass
         for name, r in list(self.running.items()):
-            if r.proc.poll() is None:
+            if r.popen.poll() is None:
                 self.signal(r, signal.SIGKILL)
                 with contextlib.suppress(subprocess.TimeoutExpired):
-                    r.proc.wait(timeout=5)
+                    r.popen.wait(timeout=5)
             del self.running[name]
-            self.exited(r, r.proc.returncode, time.monotonic())
+            self.exited(r, r.popen.returncode, time.monotonic())
 
     @staticmethod
     def signal(r: _Running, sig: signal.Signals) -> None:
         with contextlib.suppress(OSError):
-            os.killpg(r.proc.pid, sig)  # start_new_session: its pid is its group's id
+            os.killpg(r.popen.pid, sig)  # start_new_session: its pid is its group's id
 
     # ------------------------------------------------------------------ outcomes
 
-    def exited(self, r: _Running, code: int | None, now: float) -> None:
+    def exited(self, r: _Running, code: int | None, now: float, seconds: float | None = None) -> None:
+        """`r`'s port ended with `code` (None: killed, or no process came back); `seconds`: how long it ran
+        where it ran (default: since it was started here)."""
         with contextlib.suppress(OSError):
             r.log.close()
         result = r.result
-        result.exit_code, result.seconds = code, now - r.started
+        result.exit_code, result.seconds = code, now - r.started if seconds is None else seconds
         result.report = self.read_report(result)
         complete = bool(result.report and result.report.get("complete"))
         if r.why == "timed-out":
             result.status = "timed-out"
             result.reason = f"killed at its timeout of {r.program.timeout:g} s"
+        elif r.failure:
+            result.status, result.reason = "error", r.failure
         elif r.why == "interrupted" or code in (130, 128 + signal.SIGTERM, -signal.SIGTERM, -signal.SIGINT):
             result.status, result.reason = "interrupted", "stopped by Ctrl-C (or SIGTERM)"
         elif code in (0, 1) and complete:

@@ -12,6 +12,9 @@ import re
 from porter.backends import load_data
 
 NAMES_HEADER = "porter_hip_names.h"
+# HIP-on-CUDA's driver-style calls (hipModuleLaunchKernel...): function objects that header defines, which the
+# names header must not redefine; the CPU runtime, without that header, keeps the runtime's name where there is one
+DRIVER_HEADER = "porter_hip_driver.h"
 # a CUDA driver API name (cuda.h: CUresult's CUDA_ERROR_*, CUdeviceptr, cuMemAlloc ...), not the runtime's cuda*
 _DRIVER = re.compile(r"CU[A-Za-z_]|cu[A-Z]")
 # runtime names CUDA 13 removed that the HIPIFY tables (cuda_removed) do not mark yet: the driver's twin wins
@@ -42,7 +45,7 @@ def hip_names_header() -> str:
     from porter.backends.hip.translate import API_FAMILIES
 
     api = load_data("porter.backends.hip", "cuda2hip_api.toml")
-    hip_on_cuda_words, cpu_words = _own_header_words()
+    hip_on_cuda_words, cpu_words, driver_words = _own_header_words()
     chosen: dict[str, tuple[tuple[int, int, int, int, str], str]] = {}
     runtime_only: dict[
         str, tuple[tuple[int, int, int, int, str], str]
@@ -79,7 +82,14 @@ def hip_names_header() -> str:
     nvidia_only: dict[str, str] = {}
     cpu_only: dict[str, str] = {}  # where HIP-on-CUDA takes a driver name: the runtime's, for the CPU runtime
     for hip, (_, cuda) in chosen.items():
-        if hip in cpu_words or _DRIVER.match(cuda):  # the CPU runtime has neither its stubs' names nor cuda.h
+        if hip in driver_words:  # HIP-on-CUDA's porter_hip_driver.h defines it
+            if hip not in cpu_words and not _DRIVER.match(cuda):
+                cpu_only[hip] = cuda
+            elif hip not in cpu_words and hip in runtime_only:
+                cpu_only[hip] = runtime_only[hip][1]
+        elif hip in cpu_words or _DRIVER.match(
+            cuda
+        ):  # the CPU runtime has neither its stubs' names nor cuda.h
             nvidia_only[hip] = cuda
             if hip not in cpu_words and hip in runtime_only:
                 cpu_only[hip] = runtime_only[hip][1]
@@ -96,7 +106,7 @@ def hip_names_header() -> str:
     lines += ["#ifndef PORTER_HIP_OWN_DEVICE_PROP"]
     lines += [f"#define {hip} {cuda}" for hip, cuda in sorted(seen.items()) if hip in own]
     lines += ["#endif"]
-    if nvidia_only:
+    if nvidia_only or cpu_only:
         lines += ["#if defined(PORTER_HIP_ON_CUDA)"]
         lines += [_define(hip, cuda) for hip, cuda in sorted(nvidia_only.items())]
         lines += ["#else"] if cpu_only else []
@@ -121,20 +131,25 @@ def _define(hip: str, cuda: str) -> str:
 
 
 @functools.cache
-def _own_header_words() -> tuple[frozenset[str], frozenset[str]]:
-    """The identifiers porter's own runtime headers spell outside comments: (HIP-on-CUDA's, the CPU runtime's)."""
+def _own_header_words() -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """The identifiers porter's own runtime headers spell outside comments: (HIP-on-CUDA's but its driver header's,
+    the CPU runtime's, HIP-on-CUDA's driver header's)."""
     from importlib import resources
 
-    def words(package: str, folder: str) -> frozenset[str]:
+    def words(package: str, folder: str, only: str = "", but: str = "") -> frozenset[str]:
         root = resources.files(package).joinpath(folder) if folder else resources.files(package)
         found: set[str] = set()
         for node in root.iterdir():
-            if node.name.endswith((".h", ".hpp")):
+            if node.name.endswith((".h", ".hpp")) and node.name != but and (not only or node.name == only):
                 text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", node.read_text(encoding="utf-8"), flags=re.DOTALL)
                 found |= set(re.findall(r"\b[A-Za-z_]\w*\b", text))
         return frozenset(found)
 
-    return words("porter.backends.hip", "include/hip"), words("porter.backends.cpu", "")
+    return (
+        words("porter.backends.hip", "include/hip", but=DRIVER_HEADER),
+        words("porter.backends.cpu", ""),
+        words("porter.backends.hip", "include/hip", only=DRIVER_HEADER),
+    )
 
 
 __all__ = ["NAMES_HEADER", "hip_names_header"]

@@ -46,7 +46,8 @@ def test_driver_api_translations_compile_through_hip_on_cuda(name: str, tmp_path
 
 
 def test_driver_calls_return_hips_errors_and_take_hips_pointers(tmp_path: Path) -> None:
-    """A driver-style call's result is a hipError_t; a hipDeviceptr_t and a plain device pointer both pass;
+    """A driver-style call's result is a hipError_t; a hipDeviceptr_t and a plain device pointer both pass, and
+    HIP's runtime-typed arrays (hipArray_t) and access descriptors;
     hipFree(0) still frees nothing; the driver's error numbers are the runtime's for every pair porter maps."""
     nvcc = _nvcc()
     api = load_data("porter.backends.hip", "cuda2hip_api.toml")
@@ -93,6 +94,14 @@ int calls(hipModule_t mod, hipStream_t stream) {
     hipFuncCache_t cache;
     e = hipCtxGetCacheConfig(&cache);
     e = hipCtxSetCacheConfig(hipFuncCachePreferL1);
+    hipArray_t array = nullptr;
+    HIP_ARRAY_DESCRIPTOR desc{};
+    e = hipArrayCreate(&array, &desc);
+    e = hipMemcpyHtoA(array, 0, h, sizeof h);
+    e = hipMemcpyAtoH(h, array, 0, sizeof h);
+    e = hipArrayDestroy(array);
+    hipMemAccessDesc access{};
+    e = hipMemSetAccess(p, 64, &access, 1);
     e = hipFree(d);
     e = hipFree(p);
     e = hipFree(0);

@@ -68,6 +68,18 @@ struct either_out {
     operator D*() const { return p; }
 };
 
+/* a driver handle whose HIP type is the runtime's (hipArray_t is cudaArray_t; the runtime's array handle is the
+ * driver's CUarray, as HIP's own NVIDIA headers cast it) */
+template <class D, class R>
+struct handle {
+    D v;
+    handle(D d) : v(d) {}
+    handle(R r) : v(reinterpret_cast<D>(r)) {}
+    handle(std::nullptr_t) : v(nullptr) {}
+    operator D() const { return v; }
+};
+static_assert(sizeof(CUmemAccessDesc) == sizeof(cudaMemAccessDesc), "the driver's and the runtime's access descriptors agree");
+
 template <class P>
 struct arg_of {
     using type = P;
@@ -91,6 +103,18 @@ struct arg_of<CUfunc_cache> {
 template <>
 struct arg_of<CUfunc_cache*> {
     using type = either_out<CUfunc_cache, cudaFuncCache>;
+};
+template <>
+struct arg_of<CUarray> {
+    using type = handle<CUarray, cudaArray_t>;
+};
+template <>
+struct arg_of<CUarray*> {
+    using type = either_out<CUarray, cudaArray_t>;
+};
+template <>
+struct arg_of<const CUmemAccessDesc*> {
+    using type = either_out<const CUmemAccessDesc, const cudaMemAccessDesc>;
 };
 template <>
 struct arg_of<CUmemAllocationHandleType> {
@@ -141,6 +165,8 @@ static inline cudaError_t occupancy_max_potential_block_size_with_flags(int* gri
                                                                         unsigned int flags) {
     return status(cuOccupancyMaxPotentialBlockSizeWithFlags(grid, block, f, nullptr, shared, limit, flags));
 }
+/* hipFreeMipmappedArray: hipMipmappedArray_t is the driver's CUmipmappedArray (as HIP's NVIDIA headers have it) */
+static inline cudaError_t free_mipmapped_array(CUmipmappedArray array) { return status(cuMipmappedArrayDestroy(array)); }
 /* hipDeviceComputeCapability: cuDeviceComputeCapability is deprecated; the same two attributes */
 static inline cudaError_t compute_capability(int* major, int* minor, CUdevice device) {
     CUresult r = cuDeviceGetAttribute(major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
@@ -153,6 +179,7 @@ static inline cudaError_t compute_capability(int* major, int* minor, CUdevice de
 #define hipFree porter_hip::mem_free
 #define hipCtxCreate porter_hip::ctx_create
 #define hipDeviceComputeCapability porter_hip::compute_capability
+#define hipFreeMipmappedArray porter_hip::free_mipmapped_array
 #define hipModuleOccupancyMaxPotentialBlockSize porter_hip::occupancy_max_potential_block_size
 #define hipModuleOccupancyMaxPotentialBlockSizeWithFlags porter_hip::occupancy_max_potential_block_size_with_flags
 
@@ -234,6 +261,15 @@ PORTER_HIP_DRIVER(hipMemRelease, cuMemRelease)
 PORTER_HIP_DRIVER(hipMemRetainAllocationHandle, cuMemRetainAllocationHandle)
 PORTER_HIP_DRIVER(hipMemSetAccess, cuMemSetAccess)
 PORTER_HIP_DRIVER(hipMemUnmap, cuMemUnmap)
+/* arrays */
+PORTER_HIP_DRIVER(hipArrayCreate, cuArrayCreate)
+PORTER_HIP_DRIVER(hipArray3DCreate, cuArray3DCreate)
+PORTER_HIP_DRIVER(hipArrayDestroy, cuArrayDestroy)
+PORTER_HIP_DRIVER(hipMemcpyAtoH, cuMemcpyAtoH)
+PORTER_HIP_DRIVER(hipMemcpyHtoA, cuMemcpyHtoA)
+PORTER_HIP_DRIVER(hipMipmappedArrayCreate, cuMipmappedArrayCreate)
+PORTER_HIP_DRIVER(hipMipmappedArrayDestroy, cuMipmappedArrayDestroy)
+PORTER_HIP_DRIVER(hipMipmappedArrayGetLevel, cuMipmappedArrayGetLevel)
 /* texture objects through the driver */
 PORTER_HIP_DRIVER(hipTexObjectCreate, cuTexObjectCreate)
 PORTER_HIP_DRIVER(hipTexObjectDestroy, cuTexObjectDestroy)

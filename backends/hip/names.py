@@ -81,8 +81,10 @@ def hip_names_header() -> str:
             chosen[hip[:-2]] = (rank, f"{cuda}_st")
     nvidia_only: dict[str, str] = {}
     cpu_only: dict[str, str] = {}  # where HIP-on-CUDA takes a driver name: the runtime's, for the CPU runtime
+    c_only: dict[str, str] = {}  # porter_hip_driver.h's names in a C file (that header is C++): the CUDA name
     for hip, (_, cuda) in chosen.items():
         if hip in driver_words:  # HIP-on-CUDA's porter_hip_driver.h defines it
+            c_only[hip] = cuda
             if hip not in cpu_words and not _DRIVER.match(cuda):
                 cpu_only[hip] = cuda
             elif hip not in cpu_words and hip in runtime_only:
@@ -106,9 +108,12 @@ def hip_names_header() -> str:
     lines += ["#ifndef PORTER_HIP_OWN_DEVICE_PROP"]
     lines += [f"#define {hip} {cuda}" for hip, cuda in sorted(seen.items()) if hip in own]
     lines += ["#endif"]
-    if nvidia_only or cpu_only:
+    if nvidia_only or cpu_only or c_only:
         lines += ["#if defined(PORTER_HIP_ON_CUDA)"]
         lines += [_define(hip, cuda) for hip, cuda in sorted(nvidia_only.items())]
+        lines += ["#if !defined(__cplusplus)"] if c_only else []
+        lines += [_define(hip, cuda) for hip, cuda in sorted(c_only.items())]
+        lines += ["#endif"] if c_only else []
         lines += ["#else"] if cpu_only else []
         lines += [_define(hip, cuda) for hip, cuda in sorted(cpu_only.items())]
         lines += ["#endif"]

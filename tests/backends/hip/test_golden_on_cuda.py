@@ -112,3 +112,25 @@ int calls(hipModule_t mod, hipStream_t stream) {
     )
     done = _compile(nvcc, source, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_a_c_file_keeps_the_driver_names(tmp_path: Path) -> None:
+    """porter_hip_driver.h is C++; a C file including hip/hip_runtime.h still gets HIP's driver names as the
+    driver's own (hipInit -> cuInit, returning CUresult), from porter_hip_names.h."""
+    nvcc = _nvcc()
+    source = tmp_path / "driver.c"
+    source.write_text(
+        "#include <hip/hip_runtime.h>\n"
+        "int f(void) {\n"
+        "    hipDeviceptr_t d = 0;\n"
+        "    hipModule_t m;\n"
+        "    CUresult r = hipInit(0);\n"
+        "    r = hipMemcpyHtoD(d, 0, 0);\n"
+        '    r = hipModuleLoad(&m, "k.cubin");\n'
+        "    return (int)r;\n"
+        "}\n"
+    )
+    (tmp_path / NAMES_HEADER).write_text(hip_names_header())
+    cmd = [nvcc, "-c", "-o", os.devnull, f"-I{include_dir()}", f"-I{tmp_path}", str(source)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]

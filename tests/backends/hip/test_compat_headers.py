@@ -1,22 +1,18 @@
 """porter's fallback headers for AMD builds against an older HIP (backends/hip/include_amd) and the
 HIP-on-CUDA math constants: generated from the API table and CUDA's math_constants.h, checked in, and
-the golden translations that need them (fp16_bf16, defines) compile with hipcc 5.2 and with nvcc."""
+the golden translations that need them (fp16_bf16, defines) compile with hipcc 5.2 (test_api_tables) and
+with nvcc (test_golden_on_cuda)."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from porter.backends.hip import amd_include_dir, include_dir
-from porter.backends.hip.names import NAMES_HEADER, hip_names_header
+from porter.backends.hip.names import hip_names_header
 from porter.backends.hip.tables import compat
 
 GOLDEN = Path(__file__).parent / "golden"
 CUDA_INCLUDE = Path("/usr/local/cuda/include")
-NEEDING = ["fp16_bf16", "defines"]
 
 
 @pytest.mark.skipif(
@@ -44,45 +40,6 @@ def test_the_generator_refuses_a_missing_cuda_header_folder(
 ) -> None:
     assert compat.main(["--cuda-include", str(tmp_path), "--out", str(tmp_path / "x.h")]) == 2
     assert "math_constants.h not found" in capsys.readouterr().err
-
-
-@pytest.mark.integration
-@pytest.mark.parametrize("name", NEEDING)
-def test_translations_needing_the_fallbacks_compile_with_hipcc(name: str, tmp_path: Path) -> None:
-    hipcc = shutil.which("hipcc")
-    if hipcc is None:
-        pytest.skip("hipcc not installed")
-    copy = tmp_path / f"{name}.hip"
-    copy.write_text((GOLDEN / f"{name}.hip").read_text())
-    env = {**os.environ, "HIP_PLATFORM": "amd"}
-    cmd = [hipcc, "--offload-arch=gfx90a", "-x", "hip", "-fsyntax-only", f"-I{amd_include_dir()}", str(copy)]
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
-
-
-@pytest.mark.integration
-@pytest.mark.parametrize("name", NEEDING)
-def test_translations_needing_the_fallbacks_compile_through_hip_on_cuda(name: str, tmp_path: Path) -> None:
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("nvcc not installed")
-    (tmp_path / NAMES_HEADER).write_text(hip_names_header())
-    copy = tmp_path / f"{name}.hip"
-    copy.write_text((GOLDEN / f"{name}.hip").read_text())
-    cmd = [
-        nvcc,
-        "-x",
-        "cu",
-        "-arch=sm_90",
-        "-c",
-        "-o",
-        os.devnull,
-        f"-I{include_dir()}",
-        f"-I{tmp_path}",
-        str(copy),
-    ]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
 
 
 def test_a_name_the_targeted_hip_lacks_is_mapped_only_where_porter_gives_it() -> None:

@@ -36,6 +36,14 @@ def at_line_start(source: bytes, at: int) -> bool:
     return not source[source.rfind(b"\n", 0, at) + 1 : at].strip(b" \t")
 
 
+def directives(source: bytes) -> Iterator[tuple[int, int, bool, str]]:
+    """Each ``#include`` of `source` at a line's start: (start, end of the directive, quoted, the name)."""
+    for m in _INCLUDE.finditer(source):
+        if at_line_start(source, m.start()):
+            name = m.group(2).decode("utf-8", "surrogateescape").strip()
+            yield m.start(), m.end(), m.group(1) == b'"', name
+
+
 def reachable(
     files_: Iterable[tuple[str, bytes | None]],
     include_dirs: Iterable[str | Path] = (),
@@ -78,13 +86,10 @@ def reachable(
             continue
         # a source given without a path ("") has no folder of its own to search
         here = (os.path.dirname(path) or ".") if path else ""
-        for m in _INCLUDE.finditer(source):
-            if not at_line_start(source, m.start()):
-                continue
-            quoted = m.group(1) == b'"'
+        for start, end, quoted, name in directives(source):
             if quoted_only and not quoted:
                 continue
-            lookup = (here if quoted else "", m.group(2).decode("utf-8", "surrogateescape").strip())
+            lookup = (here if quoted else "", name)
             if lookup not in lookups:
                 lookups[lookup] = _find(lookup[1], [here, *dirs] if quoted and here else dirs)
             header = lookups[lookup]
@@ -99,8 +104,8 @@ def reachable(
                     header,
                     why,
                     path,
-                    source.count(b"\n", 0, m.start()) + 1,
-                    m.group().decode("utf-8", "surrogateescape"),
+                    source.count(b"\n", 0, start) + 1,
+                    source[start:end].decode("utf-8", "surrogateescape"),
                     strict,
                 )
                 continue

@@ -126,7 +126,7 @@ def unity_source(name: str, data: bytes, dirs: Sequence[str]) -> tuple[bytes, li
     file's bytes, recursively (each file once, as its include guard-less unity build would), and the
     folders of the files inlined (their own quoted includes resolve there); None when no inlined file
     defines a kernel."""
-    from porter.includes import _INCLUDE, SOURCE_SUFFIXES, at_line_start, resolve_local_include
+    from porter.includes import SOURCE_SUFFIXES, directives, resolve_local_include
 
     seen: set[str] = {os.path.abspath(name)}
     folders: list[str] = []
@@ -135,10 +135,10 @@ def unity_source(name: str, data: bytes, dirs: Sequence[str]) -> tuple[bytes, li
     def inline(path: str, body: bytes, depth: int) -> bytes:
         nonlocal kernels
         out, last = [], 0
-        for m in _INCLUDE.finditer(body):
-            if m.group(1) != b'"' or not at_line_start(body, m.start()) or depth > 16:
+        for start, end, quoted, included in directives(body):
+            if not quoted or depth > 16:
                 continue
-            target = resolve_local_include(m.group(2).decode("utf-8", "surrogateescape").strip(), path, dirs)
+            target = resolve_local_include(included, path, dirs)
             if target is None or target.suffix not in SOURCE_SUFFIXES or not files.is_regular(str(target)):
                 continue
             key = os.path.abspath(target)
@@ -151,8 +151,8 @@ def unity_source(name: str, data: bytes, dirs: Sequence[str]) -> tuple[bytes, li
             kernels = kernels or b"__global__" in text
             if str(target.parent) not in folders:
                 folders.append(str(target.parent))
-            out += [body[last : m.start()], inline(str(target), text, depth + 1), b"\n"]
-            last = m.end()
+            out += [body[last:start], inline(str(target), text, depth + 1), b"\n"]
+            last = end
         return b"".join([*out, body[last:]])
 
     result = inline(name, data, 0)

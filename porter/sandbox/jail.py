@@ -375,6 +375,8 @@ def run(
 # program (whose process's failed calls are the ones listed: the jail's own setup is not the program's)
 _TRACED = "execve,open,openat,openat2,creat,access,faccessat,faccessat2,stat,lstat,newfstatat,statx"
 _EXEC = re.compile(r'^(\d+)\s+execve\("((?:[^"\\]|\\.)*)".*= 0$')
+_UNFINISHED = re.compile(r"^(\d+)\s+(.*?)\s*<unfinished \.\.\.>$")
+_RESUMED = re.compile(r"^(\d+)\s+<\.\.\. \w+ resumed>(.*)$")
 _FAILED_OPEN = re.compile(r'^(\d+)\s+(\w+)\((?:AT_FDCWD, |\d+, )?"((?:[^"\\]|\\.)*)".*= -1 (ENOENT|EACCES)')
 # what a program's startup looks up that it never needed (the loader, locales, drivers, the system)
 _SYSTEM = (
@@ -406,7 +408,7 @@ def _tracer(path: str) -> str:  # by PATH: what one PATH lacked says nothing of 
     try:
         probe = subprocess.run(
             [tool, "-f", "-qq", "-e", "trace=openat", "-o", os.devnull, "true"],
-            capture_output=True, timeout=10, check=False,
+            capture_output=True, timeout=60, check=False,  # a loaded machine is slow, not unable
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         return ""
@@ -427,7 +429,7 @@ def missing_files(trace: Path, program: str, limit: int = 8) -> list[str]:
     except OSError:
         return []
     pid, found = "", []
-    for line in lines:
+    for line in _resumed(lines):
         started = _EXEC.match(line)
         if started is not None and started.group(2) == program:
             pid = started.group(1)
@@ -443,6 +445,26 @@ def missing_files(trace: Path, program: str, limit: int = 8) -> list[str]:
         if len(found) >= limit:
             break
     return found
+
+
+def _resumed(lines: list[str]) -> list[str]:
+    """The trace's lines with each call that another process interrupted ("... <unfinished ...>", later
+    "PID <... call resumed>...") joined into one line where it started, as if it had not been."""
+    joined: list[str] = []
+    pending: dict[str, int] = {}  # pid -> where its unfinished call's line is in `joined`
+    for line in lines:
+        unfinished = _UNFINISHED.match(line)
+        if unfinished is not None:
+            pending[unfinished.group(1)] = len(joined)
+            joined.append(f"{unfinished.group(1)} {unfinished.group(2)}")
+            continue
+        resumed = _RESUMED.match(line)
+        if resumed is not None and resumed.group(1) in pending:
+            at = pending.pop(resumed.group(1))
+            joined[at] += resumed.group(2)
+            continue
+        joined.append(line)
+    return joined
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:

@@ -98,6 +98,25 @@ def test_the_files_a_program_failed_to_open_are_its_own_not_the_jails_or_the_loa
     assert jail.missing_files(tmp_path / "absent.txt", "./solver") == []
 
 
+def test_a_call_another_process_interrupted_in_the_trace_still_counts(tmp_path: Path) -> None:
+    """On a loaded machine strace splits a call when another traced process runs between its start and
+    its end; the program's exec and its failed open are then written in two halves each."""
+    trace = tmp_path / "opens.txt"
+    trace.write_text(
+        '100 execve("/usr/bin/bwrap", ["bwrap", "--"], 0x7ffd /* 9 vars */) = 0\n'
+        '102 execve("./solver", ["./solver"], 0x7ffd /* 9 vars */ <unfinished ...>\n'
+        '101 openat(AT_FDCWD, "/newroot/opt", O_RDONLY) = -1 ENOENT (No such file or directory)\n'
+        "102 <... execve resumed>) = 0\n"
+        '102 openat(AT_FDCWD, "values.dat", O_RDONLY <unfinished ...>\n'
+        '101 openat(AT_FDCWD, "elsewhere.dat", O_RDONLY) = -1 ENOENT (No such file or directory)\n'
+        "102 <... openat resumed>) = -1 ENOENT (No such file or directory)\n"
+        '102 openat(AT_FDCWD, "found.dat", O_RDONLY <unfinished ...>\n'
+        "102 <... openat resumed>) = 3\n",
+        encoding="utf-8",
+    )
+    assert jail.missing_files(trace, "./solver") == ["values.dat"]
+
+
 @pytest.mark.skipif(not jail.tracer(), reason="strace is missing here, or cannot trace")
 def test_a_jailed_run_watched_by_strace_lists_what_it_did_not_find(tmp_path: Path) -> None:
     work = tmp_path / "work"

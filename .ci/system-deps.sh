@@ -6,11 +6,12 @@
 #   pocl-opencl-icd + ocl-icd-libopencl1   an OpenCL CPU device
 #   oclgrind       the OpenCL memory/race checker
 #   hipcc, clang-19  HIP device compiles for AMD targets (gfx90a/gfx940, gfx942)
+#   libgl-dev    GL headers, for CUDA's cuda_gl_interop.h under HIP-on-CUDA's GL interop names
 #   python3-venv   the virtual environment the README's commands create
 #   bubblewrap, libseccomp2   the sandbox of every child that runs code (PID/network namespaces,
 #                  read-only root; the seccomp filter)
 set -euo pipefail
-pkgs=(g++ make strace python3-venv python3-dev pocl-opencl-icd ocl-icd-libopencl1 oclgrind hipcc clang-19 bubblewrap libseccomp2)
+pkgs=(g++ make strace python3-venv python3-dev pocl-opencl-icd ocl-icd-libopencl1 oclgrind hipcc clang-19 libgl-dev bubblewrap libseccomp2)
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 missing=()

@@ -48,6 +48,13 @@
 #if __has_include(<cuda.h>) && !defined(__CUDACC_RTC__)
 #include <cuda.h>
 #endif
+/* OpenGL interop: HIP's hip_runtime.h declares hipGLGetDevices, hipGraphicsGLRegisterBuffer... with its own
+ * GLuint/GLenum; CUDA's counterparts live in cuda_gl_interop.h, which reads the system's GL headers (Debian:
+ * libgl-dev).  Without them those names are missing, as they would be; PORTER_HIP_NO_GL leaves GL out. */
+#if __has_include(<GL/gl.h>) && __has_include(<cuda_gl_interop.h>) && !defined(__CUDACC_RTC__) && \
+    !defined(PORTER_HIP_NO_GL)
+#include <cuda_gl_interop.h>
+#endif
 /* CUDA headers that declare names the legacy-warp macros below take (__shfl, __any...), read first so
  * the macros never rewrite their declarations (nvcc builds; NVRTC's do not reach them). */
 #if !defined(__CUDACC_RTC__)

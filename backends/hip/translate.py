@@ -139,6 +139,19 @@ class ArgRule:
 
 
 @dataclass(frozen=True)
+class ArityRule:
+    """A call whose CUDA signature changed (cuda2hip.toml [by_arity]): what a call with this many arguments
+    becomes.  ``hip``: its HIP name (else the table's usual one); ``drop_null``: the 0-based argument HIP's
+    form lacks, dropped when it is a null pointer; ``append``: arguments HIP's form needs that CUDA's
+    defaults (", 0"); ``reason``: HIP has no form of it (kept, reported)."""
+
+    hip: str | None
+    drop_null: int | None
+    append: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class HipTables:
     """``backends/hip/cuda2hip.toml``, indexed."""
 
@@ -164,6 +177,7 @@ class HipTables:
     api_unsupported: dict[str, str]  # generated: CUDA API names HIP has no equivalent of -> the CUDA version
     hits: re.Pattern[bytes]  # where in the bytes a name worth looking at may start
     arguments: dict[str, ArgRule] = field(default_factory=dict)  # by CUDA name
+    by_arity: dict[str, dict[int, ArityRule]] = field(default_factory=dict)  # CUDA name -> argument count ->
 
 
 def _load_toml(name: str = "cuda2hip.toml") -> dict[str, Any]:
@@ -323,6 +337,15 @@ def hip_tables() -> HipTables:
             name: ArgRule(int(spec["arg"]), spec["wrap"], re.compile(spec.get("unless", "(?!)")))
             for name, spec in raw.get("arguments", {}).items()
         },
+        by_arity={
+            name: {
+                int(count): ArityRule(
+                    rule.get("hip"), rule.get("drop_null"), rule.get("append", ""), rule.get("reason", "")
+                )
+                for count, rule in forms.items()
+            }
+            for name, forms in raw.get("by_arity", {}).items()
+        },
     )
 
 
@@ -356,6 +379,8 @@ class _Pending:
     name: str
     line: int
     start: int  # byte offset of the name
+    form: str = ""  # a form of the call HIP lacks ("cudaGraphExecUpdate with 3 arguments"): not the name
+    reason: str = ""  # why, for that form
 
 
 @dataclass(frozen=True)
@@ -590,18 +615,60 @@ def _wrap_argument(state: _State, name: str, start: int, end: int, text: str) ->
 
 
 def _tree_argument(state: _State, name: str, node) -> None:
+    args = _tree_call_args(node)
+    index = hip_tables().arguments[name].index
+    if args is not None and len(args) > index:
+        _wrap_argument(state, name, *args[index])
+
+
+# --------------------------------------------------------------------------- signatures CUDA changed
+
+_NULL = re.compile(r"^\s*(?:nullptr|NULL|0|\(\s*void\s*\*\s*\)\s*0)\s*$")
+
+
+def _arity_call(state: _State, name: str, start: int, end: int, args: Sequence[tuple[int, int, str]]) -> bool:
+    """A call to ``name`` (its name at ``start:end``) with ``args`` (start, end, text each) whose form
+    cuda2hip.toml [by_arity] lists: renamed, its null argument HIP lacks dropped, or kept and reported.
+    False where the call's form is not listed (the usual rename applies)."""
+    rule = hip_tables().by_arity.get(name, {}).get(len(args))
+    if rule is None or _is_deleted(state, start, end):
+        return False
+    form = f"{name} with {len(args)} arguments"
+    reason = rule.reason
+    if not reason and rule.drop_null is not None and not _NULL.match(args[rule.drop_null][2]):
+        reason = (
+            f"argument {rule.drop_null + 1} ({args[rule.drop_null][2].strip()}) is not null, and HIP's form "
+            "has no such argument"
+        )
+    state.uses_cuda = True
+    if reason:
+        state.pending.append(_Pending(name, _line(state, start), start, form, reason))
+        return True
+    _edit(state, start, end, rule.hip or hip_tables().renames.get(name, name))
+    if rule.drop_null is not None:
+        at = rule.drop_null
+        cut = (args[at - 1][1], args[at][1]) if at > 0 else (args[at][0], args[at + 1][0])
+        _edit(state, cut[0], cut[1], "")
+        insort(state.deleted, cut)
+    if rule.append and args:
+        _edit(state, args[-1][1], args[-1][1], rule.append)
+    return True
+
+
+def _tree_call_args(node) -> list[tuple[int, int, str]] | None:
+    """The arguments (start, end, text) of the call whose callee is the identifier ``node``, else None."""
     call = node.parent
     if call is None or call.type != "call_expression":
-        return
+        return None
     fn = call.child_by_field_name("function")
     arglist = call.child_by_field_name("arguments")
     if fn is None or arglist is None or fn.start_byte != node.start_byte or fn.end_byte != node.end_byte:
-        return
-    args = [a for a in arglist.named_children if a.type != "comment"]
-    index = hip_tables().arguments[name].index
-    if len(args) > index:
-        arg = args[index]
-        _wrap_argument(state, name, arg.start_byte, arg.end_byte, arg.text.decode("utf-8", "surrogateescape"))
+        return None
+    return [
+        (a.start_byte, a.end_byte, a.text.decode("utf-8", "surrogateescape"))
+        for a in arglist.named_children
+        if a.type != "comment"
+    ]
 
 
 # --------------------------------------------------------------------------- launches
@@ -745,6 +812,12 @@ def _macro_body(state: _State, define) -> None:
                     after_mask = at(comma.end) if comma is not None else None
                 _warp_call(state, name, (at(tok.start), at(tok.end)), args, after_mask)
                 continue
+        if name in t.by_arity and nxt is not None and nxt.text == "(":
+            split = split_call_args(tokens, i + 1)
+            if split is not None and all(split[0]):
+                spans = [(at(a[0].start), at(a[-1].end), text[a[0].start : a[-1].end]) for a in split[0]]
+                if _arity_call(state, name, at(tok.start), at(tok.end), spans):
+                    continue
         defined_check = prev is not None and (
             prev.text == "defined" or (prev.text == "(" and i > 1 and tokens[i - 2].text == "defined")
         )
@@ -1295,6 +1368,9 @@ def _translate_to_hip(
         if name == "tex1Dfetch" and ptype == "template_function":
             state.uses_cuda = True  # a texture object's fetch, tex1Dfetch<T>(obj, i): HIP has it
             continue
+        call_args = _tree_call_args(node) if name in t.by_arity else None
+        if call_args is not None and _arity_call(state, name, start, end, call_args):
+            continue
         defined_check = ptype in ("preproc_defined",) or (
             ptype in ("preproc_ifdef", "preproc_elifdef")
             and parent is not None
@@ -1323,6 +1399,18 @@ def _translate_to_hip(
     unmapped = [p for p in state.pending if p.name not in defined]
     for p in unmapped:
         inside = index.at(p.line)
+        if p.form:
+            state.diags.append(
+                Diagnostic(
+                    path,
+                    p.line,
+                    p.form,
+                    f"{p.form} has no HIP equivalent ({HIP_REFERENCE}): {p.reason}; left as written",
+                    Severity.ERROR if inside else Severity.WARNING,
+                    UNMAPPED_API,
+                )  # fmt: skip
+            )
+            continue
         known = p.name in t.api_unsupported
         since = t.api_unsupported.get(p.name) or ""
         state.diags.append(
@@ -1403,7 +1491,7 @@ def _comment_unmapped(state: _State, root, unmapped: Sequence[_Pending]) -> None
     spans = sorted((e.start, e.end) for e in state.edits if e.end > e.start)  # edits never overlap
     starts = [a for a, _ in spans]
     for line, names in sorted(by_line.items()):
-        shown = list(dict.fromkeys(p.name for p in names))
+        shown = list(dict.fromkeys(p.form or p.name for p in names))
         text = "; ".join(f"{n} has no HIP equivalent ({HIP_REFERENCE})" for n in shown)
         end = state.line_starts[line] - 1 if line < len(state.line_starts) else len(src)
         if end > 0 and src[end - 1 : end] == b"\r":
@@ -1424,7 +1512,9 @@ def _comment_unmapped(state: _State, root, unmapped: Sequence[_Pending]) -> None
                 end_name = p.start + len(p.name.encode())
                 state.edits.append(
                     Edit(
-                        end_name, end_name, f" /* porter: {p.name} has no HIP equivalent ({HIP_REFERENCE}) */"
+                        end_name,
+                        end_name,
+                        f" /* porter: {p.form or p.name} has no HIP equivalent ({HIP_REFERENCE}) */",
                     )
                 )
             continue

@@ -15,3 +15,13 @@ int run_unmapped(cudaArray_t array, const float* host) {
     int id = cudaInitDevice(0, 0, 0); /* CUDA 12 */
     return id;
 }
+
+// CUDA 12/13 forms of calls HIP 5.2 has only in their older form
+void changed_forms(cudaGraphExec_t e, cudaGraph_t g, cudaGraphNode_t a, cudaGraphNode_t b,
+                   const cudaGraphEdgeData* edge, float* p, cudaStream_t s) {
+    cudaGraphExecUpdateResultInfo info;
+    cudaGraphExecUpdate(e, g, &info);
+    cudaGraphAddDependencies(g, &a, &b, edge, 1);
+    cudaMemLocation where{};
+    cudaMemPrefetchAsync(p, 64, where, 0, s);
+}

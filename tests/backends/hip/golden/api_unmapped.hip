@@ -15,3 +15,13 @@ int run_unmapped(hipArray_t array, const float* host) {
     int id = cudaInitDevice(0, 0, 0); /* CUDA 12 */ // porter: cudaInitDevice has no HIP equivalent (HIP 5.2)
     return id;
 }
+
+// CUDA 12/13 forms of calls HIP 5.2 has only in their older form
+void changed_forms(hipGraphExec_t e, hipGraph_t g, hipGraphNode_t a, hipGraphNode_t b,
+                   const cudaGraphEdgeData* edge, float* p, hipStream_t s) { // porter: cudaGraphEdgeData has no HIP equivalent (HIP 5.2)
+    cudaGraphExecUpdateResultInfo info; // porter: cudaGraphExecUpdateResultInfo has no HIP equivalent (HIP 5.2)
+    cudaGraphExecUpdate(e, g, &info); // porter: cudaGraphExecUpdate with 3 arguments has no HIP equivalent (HIP 5.2)
+    cudaGraphAddDependencies(g, &a, &b, edge, 1); // porter: cudaGraphAddDependencies with 5 arguments has no HIP equivalent (HIP 5.2)
+    hipMemLocation where{};
+    cudaMemPrefetchAsync(p, 64, where, 0, s); // porter: cudaMemPrefetchAsync with 5 arguments has no HIP equivalent (HIP 5.2)
+}

@@ -65,6 +65,18 @@ def run(cmd: list[str], timeout: float, log: Path) -> subprocess.CompletedProces
     return proc
 
 
+def _capture_reason(proc: subprocess.CompletedProcess[str]) -> str:
+    """Why `porter capture --json` failed: its runs' reasons (on stdout), else the end of its stderr."""
+    try:
+        doc = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        doc = {}
+    reasons = (
+        [r.get("reason", "") for r in doc.get("runs", []) if r.get("reason")] if isinstance(doc, dict) else []
+    )
+    return ("; ".join(reasons) or proc.stderr.strip())[-300:]
+
+
 def program_rows(
     name: str, entry: dict[str, Any], args: argparse.Namespace, porter: list[str]
 ) -> list[dict[str, Any]]:
@@ -79,7 +91,7 @@ def program_rows(
         cmd += ["--run", r]
     proc = run(cmd + includes, args.timeout, work / f"{name}.capture.log")
     if proc is None or proc.returncode != 0:
-        why = "timed out" if proc is None else f"exit {proc.returncode}: {proc.stderr.strip()[-200:]}"
+        why = "timed out" if proc is None else f"exit {proc.returncode}: {_capture_reason(proc)}"
         return [{"program": name, "kernel": "-", "error": f"capture failed: {why}"}]
     rows: list[dict[str, Any]] = []
     for f in kernel_files(folder):
@@ -198,6 +210,9 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per capture and per bench")
     ap.add_argument("--work", default="/tmp/porter-ocl-speed")
     ap.add_argument("--json", default="")
+    ap.add_argument(
+        "--md", default="", help="also write the table here after each program (a cut-off run keeps it)"
+    )
     args = ap.parse_args()
     args.backend = args.backend or ["cuda", "opencl"]
     Path(args.work).mkdir(parents=True, exist_ok=True)
@@ -211,6 +226,8 @@ def main() -> int:
         print(f"{name}: {sum(1 for r in rows if r['program'] == name)} rows", file=sys.stderr, flush=True)
         if args.json:
             Path(args.json).write_text(json.dumps(rows, indent=1), encoding="utf-8")
+        if args.md:
+            Path(args.md).write_text(table(rows, args.backend) + "\n", encoding="utf-8")
     print(table(rows, args.backend))
     return 0
 

@@ -2,7 +2,7 @@
 # Everything of bench/h200_sweep.sh and bench/h200_timing.sh in one device call (when a lease may not
 # last for two): first the correctness work side by side (corpus sweep, gpu tests) for SWEEP_S seconds,
 # then the timings one at a time on the otherwise idle GPU.  Results under $OUT as they come.
-# Usage there:  SWEEP_S=300 [SPEED_S=150 LIFT_S=100 GPU_TESTS=0 JOBS=8 ONLY=a,b SPEED_ONLY=c,d] bash bench/h200_all.sh
+# Usage there:  SWEEP_S=300 [SPEED_S=150 LIFT_S=100 GPU_TESTS=0 JOBS=8 ONLY=a,b SPEED_ONLY=c,d LIFT_ONLY=e,f] bash bench/h200_all.sh
 # (SWEEP_S=0: timings only; LIFT_S=0: no lift timings; GPU_TESTS=0: no pytest -m gpu beside the sweep)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -22,6 +22,6 @@ OCL_ICD_VENDORS=/tmp/icd-nv timeout "${SPEED_S:-150}" python3 bench/opencl_kerne
     --backend cuda --backend opencl --gpu-only --gpu-sizes --timeout 60 ${SPEED_ONLY:+--only $SPEED_ONLY} --json "$OUT/ocl_speed.json" \
     --md "$OUT/ocl_speed.md" >/dev/null 2>/tmp/ocl_speed.err
 tail -3 "$OUT/ocl_speed.md"
-[ "${LIFT_S:-100}" -gt 0 ] && timeout "${LIFT_S:-100}" python3 bench/lift_collection_gpu.py --repeat 5 --limit 6 --json /tmp/lift_collection_gpu.json \
+[ "${LIFT_S:-100}" -gt 0 ] && timeout "${LIFT_S:-100}" python3 bench/lift_collection_gpu.py --repeat 5 --limit 6 ${LIFT_ONLY:+--only $LIFT_ONLY} --json /tmp/lift_collection_gpu.json \
     >"$OUT/lift_collection_gpu.md" 2>/dev/null
 tail -3 "$OUT/lift_collection_gpu.md"

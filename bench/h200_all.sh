@@ -10,6 +10,8 @@ SWEEP_S=${SWEEP_S:-300}
 GPU_TESTS=${GPU_TESTS:-1}  # 0: the corpus sweep alone gets the machine's cores
 ONLY=${ONLY:+--only $ONLY}  # programs of the sweep (default: all)
 source bench/h200_env.sh || exit 1
+mkdir -p /tmp/icd-nv && cp /tmp/icd/nvidia.icd /tmp/icd-nv/
+OCL_ICD_VENDORS=/tmp/icd-nv timeout 60 python3 bench/opencl_barrier_fence.py >"$OUT/ocl_fence.md" 2>&1
 if [ "$SWEEP_S" -gt 0 ]; then  # SWEEP_S=0: the timings alone
   [ "$GPU_TESTS" = 1 ] && ( timeout $((SWEEP_S - 10)) python3 -m pytest -q -m gpu -p no:cacheprovider -n 3 --timeout 200 >"$OUT/pytest-gpu.log" 2>&1 ) &
   timeout "$SWEEP_S" python3 bench/corpus_programs.py --corpus .corpus --timeout 60 --jobs "${JOBS:-8}" $ONLY --out /tmp/porter-corpus \
@@ -17,7 +19,6 @@ if [ "$SWEEP_S" -gt 0 ]; then  # SWEEP_S=0: the timings alone
   pkill -f "python3 -m porter port"; wait
   tail -3 "$OUT/pytest-gpu.log"; grep -c '^| ' "$OUT/corpus_h200.md"
 fi
-mkdir -p /tmp/icd-nv && cp /tmp/icd/nvidia.icd /tmp/icd-nv/
 OCL_ICD_VENDORS=/tmp/icd-nv timeout "${SPEED_S:-150}" python3 bench/opencl_kernel_speed.py --corpus .corpus --toolchain nvcc \
     --backend cuda --backend opencl --gpu-only --gpu-sizes --timeout 60 ${SPEED_ONLY:+--only $SPEED_ONLY} --json "$OUT/ocl_speed.json" \
     --md "$OUT/ocl_speed.md" >/dev/null 2>/tmp/ocl_speed.err

@@ -5,6 +5,7 @@ kernel, the same timing -- and which of a function's argument sets a simulator (
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -192,3 +193,38 @@ def test_on_the_emulator_kernels_that_change_an_input_race_or_are_wrong_are_reje
         )
     timed = validate.bench(f, src, device, sets[0][1], sets[0][0])
     assert timed.ok and timed.timing is not None and timed.timing.median_ms > 0 and timed.timing.runs >= 5
+
+
+def test_floyd_warshall_is_proven_on_both_of_its_paths_and_a_guard_that_lies_is_caught() -> None:
+    """The collection's Floyd-Warshall runs i and j in parallel at each k behind one thread's check of
+    path[k, k] >= 0, and the step in order where it is negative: both paths are judged against the Python
+    (a matrix of non-negative weights, and one with negative cycles), and a check that always answers
+    "parallel" is caught on the negative cycle."""
+    from porter.plan import run_devices
+
+    path = str(Path(__file__).resolve().parents[3] / "samples" / "python" / "loop_nests.py")
+    (f,) = analyze(path, Path(path).read_text(), only="floyd_warshall").lifted
+    src = validate.sources(f, ["cuda"])["cuda"]
+    positive = np.random.default_rng(3).random((40, 40))
+    negative = positive.copy()
+    negative[5, 5], negative[7, 3] = -0.5, -2.0
+    ran = validate.reference_run(
+        path,
+        f,
+        [],
+        7,
+        60.0,
+        given=[("non-negative weights", {"path": positive}), ("negative cycles", {"path": negative})],
+    )
+    assert ran.broken() is None
+    device = next(d for d in run_devices("cuda") if d.backend == "cpu")
+    v = validate.judge(f, src, device, ran.sets)
+    assert v.status is Status.VALIDATED and "matches-reference" in v.checks, v.reason
+    check = "< ((double)(0))"
+    assert src.text.count(check) == 1
+    lying = replace(src, text=src.text.replace(check, "< ((double)(-1e300))"))
+    assert (
+        validate.judge(f, lying, device, ran.sets[:1]).status is Status.VALIDATED
+    )  # no negative weight: same
+    v = validate.judge(f, lying, device, ran.sets)
+    assert v.status is Status.FAILED and "negative cycles" in v.reason, v.reason

@@ -638,7 +638,7 @@ def _port_suite(
     programs = load_suite(given)
     if executor == "ray":
         from porter.workflows.suite_ray import run_suite_on_ray as run_suite
-    with suite_view.Progress() as progress:
+    with suite_view.JsonProgress() if json_out else suite_view.Progress() as progress:
         hooks = SuiteHooks(progress.update, suite_view.markdown, suite_view.chart)
         report = run_suite(programs, options, hooks)
     show(report, suite_view, json_out)

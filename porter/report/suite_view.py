@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from rich.text import Text
 
@@ -166,6 +168,57 @@ class Progress:
                 f"\nfailing so far: {', '.join(f'{p.name} ({p.status})' for p in failures[:8])}", style="red"
             )
         return text
+
+
+class JsonProgress:
+    """The same progress as JSON lines on stderr (``porter port --suite --json``, for CI logs and tools): an
+    event when a program starts and when it ends, each with the counts so far; the summary itself goes to
+    stdout.  Events (docs/REPORT_FORMAT.md): ``{"event": "program-started", "program": NAME, ...}`` and
+    ``{"event": "program-done", "program": NAME, "status": ..., "seconds": ..., "reason": ..., "exit_code": ...}``,
+    both with ``done``, ``running``, ``left``, ``total`` and ``eta_s``."""
+
+    def __init__(self, stream: IO[str] | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.started: set[str] = set()
+        self.said: set[str] = set()
+
+    def __enter__(self) -> JsonProgress:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stream.flush()
+
+    def update(self, state: SuiteProgress) -> None:
+        counts = {
+            "done": len(state.done), "running": len(state.running), "left": state.left, "total": state.total,
+            "eta_s": None if state.eta_s is None else round(state.eta_s, 1),
+        }  # fmt: skip
+        for name in state.running:
+            if name not in self.started:
+                self.started.add(name)
+                self._emit({"event": "program-started", "program": name, **counts})
+        for p in state.done:
+            if p.name in self.said:
+                continue
+            self.said.add(p.name)
+            self.started.add(p.name)
+            self._emit(
+                {
+                    "event": "program-done",
+                    "program": p.name,
+                    "status": p.status,
+                    "exit_code": p.exit_code,
+                    "seconds": None if p.seconds is None else round(p.seconds, 2),
+                    "reason": p.reason,
+                    **counts,
+                }  # fmt: skip
+            )
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        self.stream.write(json.dumps(event) + "\n")
+        self.stream.flush()
 
 
 # --------------------------------------------------------------------------- summary.md

@@ -107,6 +107,14 @@ def test_a_hanging_program_is_killed_at_its_timeout_and_the_suite_goes_on(tmp_pa
     assert rows["warp_sum"]["status"] == "done" and rows["warp_sum"]["report_complete"]
     assert not _survivors(str(out / "hangs"))
     assert "timed-out" in (out / "summary.md").read_text()
+    # --json: progress as JSON lines on stderr (CI logs), a start and an end per program
+    events = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith("{")]
+    assert {(e["event"], e["program"]) for e in events} == {
+        (kind, name) for kind in ("program-started", "program-done") for name in ("hangs", "warp_sum")
+    }
+    ended = {e["program"]: e for e in events if e["event"] == "program-done"}
+    assert ended["hangs"]["status"] == "timed-out" and ended["warp_sum"]["status"] == "done"
+    assert events[-1]["done"] == events[-1]["total"] == 2 and events[-1]["left"] == 0
 
 
 def test_ctrl_c_stops_the_running_program_and_keeps_what_finished(tmp_path: Path) -> None:

@@ -135,3 +135,34 @@ def test_summary_json_has_the_documented_schema() -> None:
     assert list(doc["totals"]["hip"]) == list(documented["totals"]["hip"])
     assert shape(doc["reasons"][0]) == shape(documented["reasons"][0])
     json.dumps(doc)  # plain JSON throughout
+
+
+def test_json_progress_is_one_event_per_start_and_end_with_the_counts_so_far() -> None:
+    import io
+
+    from porter.suite_report import SuiteProgress
+
+    stream = io.StringIO()
+    progress = suite_view.JsonProgress(stream)
+    first = SuiteProgramResult("a", ("a",), "out/a", ("hip",), status="done", exit_code=0, seconds=1.234)
+    late = SuiteProgramResult("b", ("b",), "out/b", ("hip",), status="timed-out", reason="killed at 2 s")
+    with progress:
+        progress.update(SuiteProgress(total=2, jobs=2, running={"a": 0.1, "b": 0.1}, left=0))
+        progress.update(SuiteProgress(total=2, jobs=2, done=[first], running={"b": 1.0}, left=0, eta_s=3.21))
+        progress.update(
+            SuiteProgress(total=2, jobs=2, done=[first], running={"b": 1.5}, left=0)
+        )  # nothing new
+        progress.update(SuiteProgress(total=2, jobs=2, done=[first, late], left=0))
+    events = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [(e["event"], e["program"]) for e in events] == [
+        ("program-started", "a"), ("program-started", "b"), ("program-done", "a"), ("program-done", "b"),
+    ]  # fmt: skip
+    assert events[2] == {
+        "event": "program-done", "program": "a", "status": "done", "exit_code": 0, "seconds": 1.23, "reason": "",
+        "done": 1, "running": 1, "left": 0, "total": 2, "eta_s": 3.2,
+    }  # fmt: skip
+    assert (
+        events[3]["status"] == "timed-out"
+        and events[3]["reason"] == "killed at 2 s"
+        and events[3]["done"] == 2
+    )

@@ -536,6 +536,14 @@ def port(
     data: DataOption = None,
     define: DefineOption = None,
     undefine: UndefineOption = None,
+    cmake_target: Annotated[
+        str | None,
+        typer.Option(
+            "--cmake-target",
+            help="With a compile_commands.json: port only the units of this CMake target (those whose object "
+            "CMake writes under CMakeFiles/NAME.dir/).",
+        ),
+    ] = None,
     expect_exit: ExpectExitOption = 0,
     exclusive: ExclusiveOption = False,
     strict: Annotated[
@@ -561,11 +569,21 @@ def port(
     from porter.report import plain_console
 
     ray_options = (executor, ray_address, tuple(str(d) for d in shared_dir or ()), ray_accelerator)
+    if cmake_target is not None and suite is not None:
+        raise UsageError(
+            "--cmake-target goes with a compile_commands.json, not --suite (a suite entry's key: cmake_target)"
+        )
     if suite is not None or jobs is not None or ray_options != ("local", None, (), None):
         _port_suite(suite, paths or [], out, jobs, fresh, json_out, exclusive, strict, ray_options)
     if not paths:
         raise UsageError(
             "give a CUDA file, a program (a folder, files, a compile_commands.json) or --suite FILE"
+        )
+    if cmake_target is not None and not any(p.name == "compile_commands.json" for p in paths):
+        raise UsageError(
+            f"--cmake-target {cmake_target} picks a target's units from a compile_commands.json; none is "
+            "among the inputs",
+            path=str(paths[0]),
         )
     err = plain_console(stderr=True)
     options = {"hip": {"launch": hip_launch}}
@@ -591,11 +609,14 @@ def port(
     elif model is not None:
         raise UsageError("--model takes one CUDA file that defines its kernels")
     chains = [c.strip() for c in toolchains.split(",") if c.strip()] if toolchains is not None else None
-    _port_program(
-        paths, to, include, out, translate_only, json_out, options, err, fresh, run or [], timeout, rtol, atol,
-        chains, build or "", (capture_launches, capture_mib, capture_first_mib), max_output, data, define or [], undefine or [],
-        expect_exit, strict=strict,
-    )  # fmt: skip
+    from porter.program import only_cmake_target
+
+    with only_cmake_target(cmake_target):  # the program's discovery keeps that target's units
+        _port_program(
+            paths, to, include, out, translate_only, json_out, options, err, fresh, run or [], timeout, rtol,
+            atol, chains, build or "", (capture_launches, capture_mib, capture_first_mib), max_output, data,
+            define or [], undefine or [], expect_exit, strict=strict,
+        )  # fmt: skip
 
 
 def _port_suite(

@@ -8,6 +8,11 @@ unchanged.  A ``compile_commands.json`` names the units and brings their ``-I`` 
 macros.  Folders porter never enters: version control, virtual environments, build folders, and
 earlier porter outputs (a folder holding a porter ``report.json``).
 
+A CMake build's database holds the units of every target; ``cmake_target`` (``porter port
+--cmake-target NAME``) keeps those of one: CMake writes each unit's object as
+``.../CMakeFiles/<target>.dir/...``, in the entry's ``output`` (or the ``-o`` of its command).  The other
+targets' units are then no part of the program (unless one of its units includes them).
+
 What lies outside the root is read only where the user named it on the command line (an ``-I``
 folder): a compile_commands.json is data, so an entry whose source lies outside the root (the
 json's folder and the other paths given) is a usage error naming the entry, its ``-I`` folders outside
@@ -22,7 +27,9 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -128,6 +135,35 @@ class _Entry:
     written: str  # the entry's "file" as written
     includes: tuple[str, ...]
     defines: tuple[str, ...]
+    target: str = ""  # the CMake target it is built for ("" when its object is not CMake's)
+
+
+# CMake's object of a unit: <binary dir>/CMakeFiles/<target>.dir/<path of the source>.o
+_CMAKE_OBJECT = re.compile(r"(?:^|/)CMakeFiles/([^/]+)\.dir/")
+
+
+def _output_of(args: Sequence[str]) -> str:
+    """The object a compile command writes: its ``-o FILE`` (``-oFILE``, ``--output-file[=]FILE``,
+    MSVC's ``/FoFILE``); "" when it names none."""
+    it = iter(args)
+    for a in it:
+        if a in ("-o", "--output-file"):
+            return next(it, "")
+        if a.startswith("--output-file="):
+            return a.split("=", 1)[1]
+        # glued forms, taken only when they name CMake's object (nvcc's -odir, -optf... are options)
+        if a.startswith(("/Fo", "-Fo")) and cmake_target_of(a[3:]):
+            return a[3:]
+        if a.startswith("-o") and cmake_target_of(a[2:]):
+            return a[2:]
+    return ""
+
+
+def cmake_target_of(output: str) -> str:
+    """The CMake target whose object `output` is (``src/CMakeFiles/vecadd.dir/vecadd.cu.o`` -> vecadd);
+    "" when it is not an object CMake laid out."""
+    m = _CMAKE_OBJECT.search(output.replace("\\", "/"))
+    return m.group(1) if m else ""
 
 
 def _from_compile_commands(path: Path) -> list[_Entry]:
@@ -147,7 +183,10 @@ def _from_compile_commands(path: Path) -> list[_Entry]:
         folder = Path(str(e.get("directory") or path.parent))
         if not folder.is_absolute():
             folder = path.parent / folder
-        args = e.get("arguments") or shlex.split(str(e.get("command") or ""))
+        try:
+            args = [str(a) for a in e.get("arguments") or shlex.split(str(e.get("command") or ""))]
+        except ValueError as err:  # an unclosed quote in its command
+            raise UsageError(f"entry {i + 1}: its command cannot be split ({err})", path=str(path)) from None
         includes: list[str] = []
         defines: list[str] = []
         it = iter(args)
@@ -163,8 +202,64 @@ def _from_compile_commands(path: Path) -> list[_Entry]:
             elif a.startswith("-D"):
                 defines.append(a[2:])
         unit = Path(os.path.abspath(folder / str(e["file"])))
-        found.append(_Entry(i, unit, str(e["file"]), tuple(includes), tuple(defines)))
+        output = e.get("output")
+        target = cmake_target_of(output if isinstance(output, str) and output else _output_of(args))
+        found.append(_Entry(i, unit, str(e["file"]), tuple(includes), tuple(defines), target))
     return found
+
+
+def cmake_targets(path: Path) -> dict[str, tuple[Path, ...]]:
+    """The CMake targets of a compile_commands.json, each with its units (absolute), in the database's
+    order; UsageError (naming the file) when it cannot be read."""
+    targets: dict[str, list[Path]] = {}
+    for e in _from_compile_commands(path):
+        if e.target:
+            targets.setdefault(e.target, []).append(e.file)
+    return {name: tuple(dict.fromkeys(units)) for name, units in targets.items()}
+
+
+def _one_target(
+    databases: Sequence[tuple[Path, list[_Entry]]], target: str
+) -> tuple[list[tuple[Path, list[_Entry]]], set[Path], list[str]]:
+    """The databases' entries of CMake target `target`, the units of their other targets (left out of
+    the program), and a note per database that lost some."""
+    kept: list[tuple[Path, list[_Entry]]] = []
+    mine: set[Path] = set()
+    others: set[Path] = set()
+    notes: list[str] = []
+    for db, entries in databases:
+        own = [e for e in entries if e.target == target]
+        kept.append((db, own))
+        mine.update(e.file for e in own)
+        rest = {e.file for e in entries if e.target != target}
+        others |= rest
+        if rest - mine:
+            notes.append(
+                f"{db}: {len(rest - mine)} unit(s) of other targets left out (CMake target {target})"
+            )
+    if not mine:
+        names = sorted({e.target for _db, entries in databases for e in entries if e.target})
+        has = f"its CMake targets: {', '.join(names)}" if names else "no entry's object is CMake's"
+        raise UsageError(
+            f"--cmake-target {target}: no unit of the compilation database is built for it ({has}; "
+            "an object of target T is written as CMakeFiles/T.dir/...)",
+            path=str(databases[0][0]),
+        )
+    return kept, others - mine, notes
+
+
+_CMAKE_TARGET: ContextVar[str | None] = ContextVar("porter_cmake_target", default=None)
+
+
+@contextmanager
+def only_cmake_target(target: str | None) -> Iterator[None]:
+    """:func:`discover` within it keeps only the units of CMake target `target` (None: every unit): how
+    ``porter port --cmake-target NAME`` reaches the discovery the port's workflow makes."""
+    token = _CMAKE_TARGET.set(target)
+    try:
+        yield
+    finally:
+        _CMAKE_TARGET.reset(token)
 
 
 def _inside(path: str, folders: Sequence[str]) -> bool:
@@ -206,13 +301,18 @@ def discover(
     defines: Sequence[str] = (),
     undefines: Sequence[str] = (),
     is_output: Callable[[Path], bool] = lambda _folder: False,
+    cmake_target: str | None = None,
 ) -> Program:
     """The program the paths make (see the module docstring); UsageError for a path that is missing
         or names nothing porter can port.  ``skip``: folders left out (the output folder).  ``defines``
         (``NAME[=VALUE]``) and ``undefines`` (``NAME``): the command line's ``-D``/``-U``, merged over a
         compilation database's (:func:`merge_defines`).  ``is_output``: whether a folder is an earlier porter
-    output (left out of the walk; the workflows pass :func:`porter.workflows.resume.is_porter_output`)."""
+    output (left out of the walk; the workflows pass :func:`porter.workflows.resume.is_porter_output`).
+    ``cmake_target``: keep only that CMake target's units of the compile_commands.json given (default: the
+    one :func:`only_cmake_target` set, else every unit); UsageError when no database is given or none of
+    its units is built for the target."""
     check_defines(defines, undefines)
+    target = cmake_target if cmake_target is not None else _CMAKE_TARGET.get()
     command_line = list(defines)
     if not paths:
         raise UsageError("no input given")
@@ -234,9 +334,20 @@ def discover(
             anchors.append(path.parent)  # the project's folder: its headers are part of the program
             continue
         given.append(path)
+    skipped: list[str] = []
+    other_units: set[Path] = set()  # with a CMake target: the units of the database's other targets
+    if target is not None:
+        if not databases:
+            raise UsageError(
+                f"--cmake-target {target} picks a target's units from a compile_commands.json; none is "
+                "among the inputs",
+                path=str(paths[0]),
+            )
+        databases, other_units, notes = _one_target(databases, target)
+        skipped += notes
+        flags_from = f"compile_commands.json (CMake target {target})"
     anchors += [g if g.is_dir() else g.parent for g in given]
     root = Path(os.path.commonpath([str(a) for a in anchors]))
-    skipped: list[str] = []
     for db, entries in databases:  # a compile_commands.json is data: it names nothing outside the root
         for e in entries:
             if not _inside(str(e.file), [str(root)]):
@@ -265,6 +376,8 @@ def discover(
             found, why = _walk(g, skip_set, is_output)
             skipped += why
             for f in found:
+                if f in other_units:  # another CMake target's unit (back as a header if a unit includes it)
+                    continue
                 files.setdefault(f, ProgramFile(f, f.relative_to(root), _kind(f)))
         elif g.is_file():
             files.setdefault(g, ProgramFile(g, g.relative_to(root), _kind(g)))

@@ -60,6 +60,15 @@ class HardwareFacts:
     subgroups: bool = False  # OpenCL: cl_khr_subgroups / intel subgroups available
 
 
+def pci_uid(domain: object, bus: object, slot: object) -> str:
+    """A device's :attr:`Device.uid` from its PCI domain, bus and device numbers ("pci:0000:1b:00"), "" when
+    they are not numbers."""
+    try:
+        return f"pci:{int(domain):04x}:{int(bus):02x}:{int(slot):02x}"  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return ""
+
+
 @dataclass(frozen=True)
 class Device:
     backend: str  # which Backend owns it
@@ -70,11 +79,21 @@ class Device:
     platform: str = ""  # OpenCL platform name / runtime flavour ("hip-on-cuda")
     driver: str = ""
     facts: HardwareFacts = field(default_factory=lambda: HardwareFacts(32, 1024, 48 * 1024))
+    # the hardware itself, the same whichever backend sees it and whatever CUDA_VISIBLE_DEVICES renumbers:
+    # "pci:0000:1b:00" (its PCI address), "" where the backend cannot say
+    uid: str = ""
 
     @property
     def label(self) -> str:
         """Stable, human-readable id used in verdicts and reports: backend:name[index]."""
         return f"{self.backend}:{self.name}" + (f"#{self.index}" if self.index else "")
+
+    @property
+    def physical(self) -> str:
+        """What timings on this device contend for: its PCI address where known (the CUDA and the OpenCL
+        view of one GPU are one device; two GPUs of one model, each a process's device 0, are two), else its
+        label."""
+        return self.uid or self.label
 
     # What the harness may ask of a device -- its role -- so that no code outside ``backends/`` reads
     # ``kind`` (tests/unit/test_device_roles.py holds it to that).

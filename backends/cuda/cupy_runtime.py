@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from porter.backends import Binary, Device, HardwareFacts, LaunchError
+from porter.backends import Binary, Device, HardwareFacts, LaunchError, pci_uid
 from porter.backends.cuda.toolchain import facts
 
 
@@ -76,6 +76,7 @@ def list_devices(backend: str = "cuda", platform: str = "cuda") -> tuple[Device,
                     if "multiProcessorCount" in props
                     else None,
                 ),
+                uid=pci_uid(props.get("pciDomainID"), props.get("pciBusID"), props.get("pciDeviceID")),
             )
         )
     return tuple(devices)

@@ -14,7 +14,7 @@ from functools import cache
 from typing import Any
 
 import numpy as np
-from porter.backends import Binary, Device, HardwareFacts, LaunchError
+from porter.backends import Binary, Device, HardwareFacts, LaunchError, pci_uid
 
 
 def hip_module() -> Any | None:
@@ -67,6 +67,11 @@ def list_devices() -> tuple[Device, ...]:
                         shared_mem_per_block=int(props.sharedMemPerBlock),
                         multiprocessors=int(props.multiProcessorCount),
                     ),
+                    uid=pci_uid(
+                        getattr(props, "pciDomainID", None),
+                        getattr(props, "pciBusID", None),
+                        getattr(props, "pciDeviceID", None),
+                    ),  # fmt: skip
                 )
             )
         return tuple(devices)

@@ -73,27 +73,28 @@ def timing(device: Device) -> Iterator[Watch]:
     if not device.times:
         yield watch
         return
+    key = device.physical  # one GPU seen through two backends is one device; two GPUs are two
     with _state:
-        lock = _serial.setdefault(device.label, threading.Lock())
-    with lock if _exclusive else contextlib.nullcontext(), machine_lock(device.label):
+        lock = _serial.setdefault(key, threading.Lock())
+    with lock if _exclusive else contextlib.nullcontext(), machine_lock(key):
         with _state:
-            watch.overlapped = _active.get(device.label, 0)
-            _active[device.label] = _active.get(device.label, 0) + 1
-            _started[device.label] = _started.get(device.label, 0) + 1
-            began = _started[device.label]
+            watch.overlapped = _active.get(key, 0)
+            _active[key] = _active.get(key, 0) + 1
+            _started[key] = _started.get(key, 0) + 1
+            began = _started[key]
         watch.others = other_users(device)
         try:
             yield watch
         finally:
             with _state:
-                _active[device.label] -= 1
+                _active[key] -= 1
                 # timings that started on the device while this one ran
-                watch.overlapped += _started[device.label] - began
+                watch.overlapped += _started[key] - began
 
 
 @contextlib.contextmanager
 def machine_lock(label: str) -> Iterator[None]:
-    """Hold `label`'s lock file in the folder :data:`LOCKS_ENV` names (none set: nothing is held; a
+    """Hold the lock file of `label` (a device's :attr:`~porter.backends.Device.physical`) in the folder :data:`LOCKS_ENV` names (none set: nothing is held; a
     folder that cannot be used: nothing is held either, and the timing may be marked contended)."""
     folder = os.environ.get(LOCKS_ENV, "")
     if not folder:

@@ -7,6 +7,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -38,20 +39,20 @@ def gpu() -> Iterator[Device]:
     unregister(NAME)
 
 
-def _overlapping(device: Device) -> tuple[list[str], list[tuple[float, float]]]:
+def _overlapping(device: Device, other: Device | None = None) -> tuple[list[str], list[tuple[float, float]]]:
     reasons: list[str] = []
     spans: list[tuple[float, float]] = []
     gate = threading.Barrier(2)
 
-    def one() -> None:
+    def one(on: Device) -> None:
         gate.wait()
-        with contention.timing(device) as watch:
+        with contention.timing(on) as watch:
             began = time.monotonic()
             time.sleep(0.2)
             spans.append((began, time.monotonic()))
         reasons.append(watch.reason)
 
-    threads = [threading.Thread(target=one) for _ in range(2)]
+    threads = [threading.Thread(target=one, args=(d,)) for d in (device, other or device)]
     for t in threads:
         t.start()
     for t in threads:
@@ -95,6 +96,27 @@ def test_device_lock_files_serialise_timings_across_porter_processes(
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: another process would wait
         finally:
             os.close(fd)
+
+
+def test_two_gpus_of_one_model_time_side_by_side_and_two_views_of_one_gpu_do_not(
+    gpu: Device, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a machine of several GPUs each suite program sees its GPU as device 0 (CUDA_VISIBLE_DEVICES): the
+    same label, but its PCI address tells the GPUs apart; the CUDA and the OpenCL view of one GPU are one."""
+    monkeypatch.setenv(contention.LOCKS_ENV, str(tmp_path / "locks"))
+    first, second = replace(gpu, uid="pci:0000:1b:00"), replace(gpu, uid="pci:0000:43:00")
+    assert first.label == second.label
+    contention.set_exclusive(True)
+    reasons, spans = _overlapping(first, second)
+    assert spans[1][0] < spans[0][1] and reasons == ["", ""]  # ran at once, and neither was contended
+    assert sorted(p.name for p in (tmp_path / "locks").iterdir()) == [
+        "pci_0000_1b_00.lock",
+        "pci_0000_43_00.lock",
+    ]
+    contention.set_exclusive(False)
+    as_opencl = replace(first, backend=NAME, name="Busy GPU (OpenCL)")
+    reasons, spans = _overlapping(first, as_opencl)
+    assert spans[1][0] >= spans[0][1] and reasons == ["", ""]  # one GPU: its lock file serialised them
 
 
 def test_other_processes_on_the_gpu_make_a_time_contended_but_porters_own_do_not(gpu: Device) -> None:
@@ -142,3 +164,20 @@ def test_a_contended_replay_time_is_marked_and_its_reason_is_in_the_notes() -> N
     # the speedup is the ratio of the two times shown beside it, and the row says the GPU was shared
     assert "7.7 ms (0.1), 1.33x the original (10.27 ms beside it) (contended)" in text
     assert f"- time of saxpy, hip on hip:NVIDIA H200: {why}" in text
+
+
+def test_a_devices_pci_address_is_its_uid() -> None:
+    from porter.backends import pci_uid
+
+    assert pci_uid(0, 0x1B, 0) == "pci:0000:1b:00" and pci_uid(None, 3, 0) == "" and pci_uid("x", 1, 2) == ""
+
+
+@pytest.mark.gpu
+def test_an_nvidia_gpu_is_known_by_its_pci_address_to_cuda_and_opencl() -> None:
+    from porter.backends import get_backend
+
+    gpus = [d for d in get_backend("cuda").devices() if d.times]
+    if not gpus:
+        pytest.skip("no CUDA device visible to CuPy")
+    assert all(d.uid.startswith("pci:") for d in gpus), [d.uid for d in gpus]
+    assert len({d.uid for d in gpus}) == len(gpus)

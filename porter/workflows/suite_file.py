@@ -13,18 +13,34 @@ one.  The format (docs/SUITES.md)::
     include = ["cuda-samples/Common"]
     runs = [""]
 
+    [ctest]                       # optional: programs and their runs from a CMake build's tests
+    tests = "build/ctest.json"    # `ctest --test-dir build --show-only=json-v1 > build/ctest.json`
+    compile_commands = "build/compile_commands.json"
+    source = "."                  # the project's folder (where the units are), given beside the database
+    only = ["^unit_"]             # optional: the tests kept (regular expressions searched in their names)
+
+Each test executable of ``[ctest]`` that a CMake target of the compilation database builds is one program
+named after the target (``path``: the database and ``source``; ``cmake_target``: the target; ``runs``: its
+tests' arguments, ``./EXE ARGS`` where the first one could be taken for the executable), with [defaults]
+and the entry keys [ctest] itself gives; a test that runs anything else (a script, ``cmake -E``), a
+disabled test and one ctest found no executable for are left out, listed in :attr:`Suite.left_out` and
+warned about (:func:`porter.files.warn`: a ``porter: warning:`` line on stderr).
+
 Every mistake is bad input (:class:`porter.errors.UsageError`, exit 2) naming the suite file and the line of
 the key or table at fault: a key no entry takes, a value of the wrong type, a path that does not exist, a
-program named twice, a name that cannot be a folder.  Nothing here runs anything.
+program named twice, a name that cannot be a folder, a ctest list that is not ctest's json-v1.  Nothing here
+runs anything.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
+import shlex
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +52,7 @@ DEFAULT_TIMEOUT_S = 3600.0  # a program's whole port, when neither the entry nor
 # names a program may not take: the suite's own files in OUT/
 RESERVED = frozenset({"summary.md", "summary.json", "summary.png"})
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]{0,127}")
-TOP_KEYS = ("root", "ignore", "defaults", "programs")
+TOP_KEYS = ("root", "ignore", "defaults", "programs", "ctest")
 
 
 @dataclass(frozen=True)
@@ -59,6 +75,7 @@ class SuiteProgram:
     rtol: float | None = None
     atol: float | None = None
     expect_exit: int = 0
+    cmake_target: str = ""  # with a compile_commands.json path: only that CMake target's units
 
     def port_args(self) -> list[str]:
         """The arguments of ``porter port`` that port this program (its output folder and the suite's own
@@ -80,6 +97,8 @@ class SuiteProgram:
                 args += [flag, repr(number)]
         if self.expect_exit:
             args += ["--expect-exit", str(self.expect_exit)]
+        if self.cmake_target:
+            args += ["--cmake-target", self.cmake_target]
         return args
 
 
@@ -88,6 +107,7 @@ class Suite:
     path: str  # the suite file
     root: str  # what entry paths are relative to
     programs: tuple[SuiteProgram, ...]
+    left_out: tuple[str, ...] = ()  # "'NAME' left out: why" of each [ctest] test that is no program's run
 
 
 def suite_path(given: Path) -> Path:
@@ -112,7 +132,15 @@ def load_suite(given: Path) -> Suite:
         raise _decode_error(str(err), str(path)) from None
     except RecursionError:
         raise UsageError("suite file: too deeply nested", path=str(path)) from None
-    return _Reader(path, text).suite(doc)
+    reader = _Reader(path, text)
+    suite = reader.suite(doc)
+    if suite.left_out:
+        from porter.files import warn
+
+        line = reader.lines.get(("ctest",))
+        for why in suite.left_out:  # porter: warning: SUITE:LINE: [ctest] test 'x' left out: ...
+            warn(f"{path}:{line}: [ctest] test {why}")
+    return suite
 
 
 def _decode_error(message: str, path: str) -> UsageError:
@@ -131,6 +159,7 @@ def _decode_error(message: str, path: str) -> UsageError:
 # --------------------------------------------------------------------------- lines of keys and tables
 
 _HEADER = re.compile(r"^\s*\[(?!\[)\s*(.+?)\s*\]\s*(?:#.*)?$")
+_ARRAY_HEADER = re.compile(r"^\s*\[\[\s*(.+?)\s*\]\]\s*(?:#.*)?$")  # [[name]]: its first line
 _STRING = re.compile(r"""("(?:[^"\\]|\\.)*"|'[^']*')""")
 _KEY = re.compile(r"""^\s*("(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_-]+)\s*=""")
 
@@ -159,7 +188,7 @@ def key_lines(text: str) -> dict[tuple[str, ...], int]:
                 in_string = ""
             continue
         if depth == 0:
-            header = _HEADER.match(line)
+            header = _HEADER.match(line) or _ARRAY_HEADER.match(line)
             if header:
                 table = _parts(header.group(1))
                 lines.setdefault(table, number)
@@ -218,13 +247,30 @@ ENTRY_KEYS: dict[str, str] = {
     "rtol": "a number at least 0",
     "atol": "a number at least 0",
     "expect_exit": "an exit status (an integer)",
+    "cmake_target": "a CMake target of the compile_commands.json `path` names (a string)",
 }
+# [ctest]: programs from a CMake build's tests (beside these keys, any entry key but those it makes)
+CTEST_KEYS: dict[str, str] = {
+    "tests": "the saved output of `ctest --show-only=json-v1` (a path)",
+    "compile_commands": "the build's compile_commands.json (a path)",
+    "source": "the project's folder, where the units are (a path)",
+    "only": "a list of regular expressions (the names of the tests kept)",
+}
+_FROM_TESTS = ("path", "runs", "cmake_target")  # what [ctest] makes of each test executable
+
+
+@dataclass(frozen=True)
+class _Test:
+    name: str
+    command: tuple[str, ...]  # the executable, then its arguments (empty: ctest found no executable)
+    disabled: bool
 
 
 class _Reader:
     def __init__(self, path: Path, text: str) -> None:
         self.path = path
         self.lines = key_lines(text)
+        self.databases: dict[Path, dict[str, tuple[Path, ...]]] = {}  # compile_commands.json -> targets
 
     def fail(self, message: str, *where: str) -> UsageError:
         """The error at the line of `where` (a key path), else of its nearest enclosing table."""
@@ -257,9 +303,11 @@ class _Reader:
         if "path" in defaults:
             raise self.fail("`path` belongs to each program, not to [defaults]", "defaults", "path")
         self.check_keys(defaults, ("defaults",), set(ignore))
-        programs = doc.get("programs")
-        if not isinstance(programs, dict) or not programs:
-            raise self.fail("a suite needs at least one [programs.NAME] table", "programs")
+        programs = doc.get("programs", {})
+        if not isinstance(programs, dict) or not (programs or "ctest" in doc):
+            raise self.fail(
+                "a suite needs at least one [programs.NAME] table (or a [ctest] table)", "programs"
+            )
         out = []
         for name, entry in programs.items():
             where = ("programs", name)
@@ -273,12 +321,30 @@ class _Reader:
                 )
             self.check_keys(entry, where, set(ignore))
             out.append(self.program(name, {**defaults, **entry}, Path(os.path.normpath(root.absolute()))))
+        left_out: list[str] = []
+        if "ctest" in doc:
+            made, left_out = self.ctest(
+                doc["ctest"], defaults, Path(os.path.normpath(root.absolute())), set(ignore)
+            )
+            for p in made:
+                if p.name in programs:
+                    raise self.fail(
+                        f"program {p.name!r} is named twice: [programs.{p.name}] and a test executable of "
+                        "[ctest] (rename the table, or leave the tests out with `only`)",
+                        "programs",
+                        p.name,
+                    )
+            out += made
         seen: dict[str, str] = {}
         for p in out:  # names that only differ in case share a folder on a case-insensitive disk
             other = seen.setdefault(p.name.lower(), p.name)
             if other != p.name:
-                raise self.fail(f"program {p.name!r} and {other!r} differ only in case", "programs", p.name)
-        return Suite(str(self.path), os.path.normpath(root.absolute()), tuple(out))
+                raise UsageError(
+                    f"program {p.name!r} and {other!r} differ only in case",
+                    path=str(self.path),
+                    line=p.line or None,
+                )
+        return Suite(str(self.path), os.path.normpath(root.absolute()), tuple(out), tuple(left_out))
 
     def check_keys(self, table: Mapping[str, Any], where: tuple[str, ...], ignore: set[str]) -> None:
         for key in table:
@@ -290,11 +356,14 @@ class _Reader:
                     key,
                 )
 
-    def program(self, name: str, entry: Mapping[str, Any], root: Path) -> SuiteProgram:
-        at = ("programs", name)
+    def program(
+        self, name: str, entry: Mapping[str, Any], root: Path, at: tuple[str, ...] = ()
+    ) -> SuiteProgram:
+        """The entry `name` (its defaults applied) of the table `at` (default: ``[programs.NAME]``)."""
+        at = at or ("programs", name)
 
         def bad(key: str, why: str = "") -> UsageError:
-            return self.fail(why or f"`{key}` must be {ENTRY_KEYS[key]}", *self.origin(name, entry, key))
+            return self.fail(why or f"`{key}` must be {ENTRY_KEYS[key]}", *self.origin(at, key))
 
         if "path" not in entry:
             raise self.fail(f"program {name!r} has no `path`", *at)
@@ -327,7 +396,7 @@ class _Reader:
         targets = _comma_list(entry.get("targets", ["hip", "opencl"]))
         if not targets:
             raise bad("targets")
-        self.check_targets(targets, name, entry)
+        self.check_targets(targets, name, at)
         chains = _comma_list(entry["toolchains"]) if "toolchains" in entry else None
         if "toolchains" in entry and not chains:
             raise bad("toolchains")
@@ -343,6 +412,11 @@ class _Reader:
         expect = entry.get("expect_exit", 0)
         if isinstance(expect, bool) or not isinstance(expect, int) or not 0 <= expect <= 255:
             raise bad("expect_exit")
+        cmake_target = entry.get("cmake_target", "")
+        if not isinstance(cmake_target, str) or ("cmake_target" in entry and not cmake_target):
+            raise bad("cmake_target")
+        if cmake_target:
+            self.check_cmake_target(name, cmake_target, resolved, lambda why: bad("cmake_target", why))
         return SuiteProgram(
             name=name,
             line=self.lines.get(at, 0),
@@ -360,14 +434,15 @@ class _Reader:
             rtol=numbers["rtol"],
             atol=numbers["atol"],
             expect_exit=expect,
+            cmake_target=cmake_target,
         )
 
-    def origin(self, name: str, entry: Mapping[str, Any], key: str) -> tuple[str, ...]:
-        """Where the value of `key` for program `name` was written: its own table, else [defaults]."""
-        own = ("programs", name, key)
+    def origin(self, at: tuple[str, ...], key: str) -> tuple[str, ...]:
+        """Where the value of `key` for the entry of table `at` was written: that table, else [defaults]."""
+        own = (*at, key)
         return own if own in self.lines or ("defaults", key) not in self.lines else ("defaults", key)
 
-    def check_targets(self, targets: Sequence[str], name: str, entry: Mapping[str, Any]) -> None:
+    def check_targets(self, targets: Sequence[str], name: str, at: tuple[str, ...]) -> None:
         from porter.backends import translation_targets
 
         known = translation_targets()
@@ -375,8 +450,212 @@ class _Reader:
         if unknown:
             raise self.fail(
                 f"program {name!r}: unknown target(s) {', '.join(unknown)}; choose from {', '.join(known)}",
-                *self.origin(name, entry, "targets"),
+                *self.origin(at, "targets"),
             )
+
+    def targets_of(self, database: Path) -> dict[str, tuple[Path, ...]]:
+        """The CMake targets of a compile_commands.json and their units (read once); UsageError naming it."""
+        from porter.program import cmake_targets
+
+        if database not in self.databases:
+            self.databases[database] = cmake_targets(database)
+        return self.databases[database]
+
+    def check_cmake_target(
+        self, name: str, target: str, paths: Sequence[str], bad: Callable[[str], UsageError]
+    ) -> None:
+        """UsageError (through `bad`) unless a compile_commands.json of `paths` builds units for `target`."""
+        databases = [Path(p) for p in paths if Path(p).name == "compile_commands.json"]
+        if not databases:
+            raise bad(
+                f"program {name!r}: `cmake_target` picks units of a compile_commands.json; its `path` "
+                "names none"
+            )
+        known: list[str] = []
+        for db in databases:
+            try:
+                targets = self.targets_of(db)
+            except UsageError as err:
+                raise bad(f"program {name!r}: {err}") from None
+            if target in targets:
+                return
+            known += targets
+        has = f"its targets: {', '.join(dict.fromkeys(known))}" if known else "no entry's object is CMake's"
+        raise bad(f"program {name!r}: no unit of {databases[0]} is built for CMake target {target!r} ({has})")
+
+    # ------------------------------------------------------------------ [ctest]
+
+    def ctest(
+        self, table: Any, defaults: Mapping[str, Any], root: Path, ignore: set[str]
+    ) -> tuple[list[SuiteProgram], list[str]]:
+        """The programs of [ctest] (one per test executable a CMake target of the database builds) and the
+        tests left out ("NAME: why")."""
+        at = ("ctest",)
+        if not isinstance(table, dict):
+            raise self.fail("`ctest` must be a table ([ctest])", *at)
+        for key in table:
+            if key in _FROM_TESTS:
+                raise self.fail(
+                    f"`{key}` of a [ctest] program comes from its tests; [ctest] takes no `{key}`", *at, key
+                )
+            if key not in CTEST_KEYS and key not in ENTRY_KEYS and key not in ignore:
+                raise self.fail(
+                    f"unknown key {key!r} in [ctest] (keys: {', '.join(CTEST_KEYS)}, and an entry's keys but "
+                    f"{', '.join(_FROM_TESTS)})",
+                    *at,
+                    key,
+                )
+        files: dict[str, Path] = {}
+        for key in ("tests", "compile_commands", "source"):
+            if key not in table:
+                if key != "source":
+                    raise self.fail(f"[ctest] has no `{key}`: {CTEST_KEYS[key]}", *at)
+                continue
+            if not isinstance(table[key], str) or not table[key]:
+                raise self.fail(f"`{key}` must be {CTEST_KEYS[key]}", *at, key)
+            full = Path(os.path.normpath(root / Path(table[key]).expanduser()))
+            if not (full.is_dir() if key == "source" else full.is_file()):
+                what = "a folder" if key == "source" else "a file"
+                raise self.fail(f"[ctest] {key} {table[key]!r} is not {what} ({full})", *at, key)
+            files[key] = full
+        database = files["compile_commands"]
+        if database.name != "compile_commands.json":
+            raise self.fail(
+                f"[ctest] compile_commands {table['compile_commands']!r} must be named compile_commands.json "
+                "(porter port reads a compilation database by its name)",
+                *at,
+                "compile_commands",
+            )
+        patterns = self.patterns(table.get("only", []))
+        tests = self.ctest_tests(files["tests"])
+        try:
+            targets = self.targets_of(database)
+        except UsageError as err:
+            raise self.fail(f"[ctest] compile_commands: {err}", *at, "compile_commands") from None
+        kept = [t for t in tests if not patterns or any(p.search(t.name) for p in patterns)]
+        if patterns and not kept:
+            raise self.fail(f"`only` keeps none of the {len(tests)} tests of {files['tests']}", *at, "only")
+        runs: dict[str, list[str]] = {}
+        left_out: list[str] = []
+        for test in kept:
+            if test.disabled:
+                left_out.append(f"{test.name!r} left out: it is disabled (DISABLED)")
+                continue
+            if not test.command:
+                left_out.append(
+                    f"{test.name!r} left out: ctest knew no command for it (its executable was not built "
+                    "when `ctest --show-only=json-v1` ran)"
+                )
+                continue
+            exe = re.split(r"[\\/]", test.command[0])[-1]
+            target = exe if exe in targets else exe.removesuffix(".exe")
+            if target not in targets:
+                left_out.append(
+                    f"{test.name!r} left out: it runs {test.command[0]!r}, which no CMake target of "
+                    f"{database} builds"
+                )
+                continue
+            runs.setdefault(target, []).append(_run_line(exe, test.command[1:], targets[target]))
+        if not runs:
+            raise self.fail(
+                f"[ctest] none of the {len(kept)} tests of {files['tests']} runs an executable of a CMake "
+                f"target of {database} (its targets: {', '.join(targets) or 'none'})",
+                *at,
+            )
+        own = {k: v for k, v in table.items() if k in ENTRY_KEYS}
+        paths = [str(database), *([str(files["source"])] if "source" in files else [])]
+        folder = Path(os.path.commonpath([str(database.parent), *paths[1:]]))
+        programs = []
+        for target, commands in runs.items():
+            if not _NAME.fullmatch(target) or target in RESERVED or target.endswith(".log"):
+                raise self.fail(f"CMake target {target!r} cannot be a program's folder name", *at)
+            outside = [u for u in targets[target] if not u.is_relative_to(folder)]
+            if outside:
+                hint = "beside `source`" if "source" in files else "(name the project's folder with `source`)"
+                raise self.fail(
+                    f"[ctest] target {target!r}: its unit {outside[0]} lies outside {folder}, which porter "
+                    f"reads {hint}",
+                    *at,
+                )
+            entry = {
+                **defaults,
+                **own,
+                "path": paths,
+                "runs": list(dict.fromkeys(commands)),
+                "cmake_target": target,
+            }
+            programs.append(self.program(target, entry, root, at))
+        return programs, left_out
+
+    def patterns(self, value: Any) -> list[re.Pattern[str]]:
+        """`only`'s regular expressions."""
+        texts = _strings(value)
+        if texts is None:
+            raise self.fail(f"`only` must be {CTEST_KEYS['only']}", "ctest", "only")
+        out = []
+        for text in texts:
+            try:
+                out.append(re.compile(text))
+            except re.error as err:
+                raise self.fail(
+                    f"`only`: {text!r} is not a regular expression ({err})", "ctest", "only"
+                ) from None
+        return out
+
+    def ctest_tests(self, path: Path) -> list[_Test]:
+        """The tests of a saved ``ctest --show-only=json-v1``."""
+        from porter.files import read_text
+
+        def bad(why: str) -> UsageError:
+            return self.fail(f"[ctest] tests: {path}: {why}", "ctest", "tests")
+
+        try:
+            doc = json.loads(read_text(path, "ctest list", strict=True))
+        except UsageError as err:
+            raise self.fail(f"[ctest] tests: {err}", "ctest", "tests") from None
+        except ValueError as err:
+            raise bad(f"not JSON ({err})") from None
+        except RecursionError:
+            raise bad("too deeply nested") from None
+        version = doc.get("version") if isinstance(doc, dict) else None
+        if (
+            not isinstance(doc, dict)
+            or doc.get("kind") != "ctestInfo"
+            or not isinstance(version, dict)
+            or version.get("major") != 1
+            or not isinstance(doc.get("tests"), list)
+        ):
+            raise bad(
+                "not the output of `ctest --show-only=json-v1` (an object of kind 'ctestInfo', version 1, "
+                "with a list of tests)"
+            )
+        tests = []
+        for i, t in enumerate(doc["tests"]):
+            if not isinstance(t, dict) or not isinstance(t.get("name"), str) or not t["name"]:
+                raise bad(f"test {i + 1} has no name")
+            command = t.get("command", [])
+            if not isinstance(command, list) or not all(isinstance(c, str) for c in command):
+                raise bad(f"test {t['name']!r}: its command is not a list of strings")
+            properties = t.get("properties", [])
+            if not isinstance(properties, list):
+                raise bad(f"test {t['name']!r}: its properties are not a list")
+            disabled = any(
+                isinstance(p, dict) and p.get("name") == "DISABLED" and str(p.get("value")).upper() in _TRUE
+                for p in properties
+            )
+            tests.append(_Test(t["name"], tuple(command), disabled))
+        return tests
+
+
+def _run_line(exe: str, args: Sequence[str], units: Sequence[Path]) -> str:
+    """A test's arguments as a ``--run`` (``shlex.join``): ARGS alone, or ``./EXE ARGS`` where porter would
+    take the first argument for the executable's name (a path such as ``/data/in.txt``, or a unit's name)."""
+    if args and ("/" in args[0] or "\\" in args[0] or args[0] in {u.stem for u in units}):
+        return shlex.join([f"./{exe}", *args])
+    return shlex.join(args)
+
+
+_TRUE = frozenset({"TRUE", "ON", "1", "YES", "Y"})  # CMake's true values (json's true reads "TRUE")
 
 
 def default_jobs() -> int:

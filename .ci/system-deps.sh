@@ -2,6 +2,7 @@
 # System packages porter's full test suite uses, from Debian/Ubuntu's own archives:
 #   g++            CPU emulation of CUDA/HIP kernels, and whole programs on porter's CPU runtime
 #   make           a program's own build (`porter port --build make`)
+#   cmake          a suite's [ctest] table from a real CMake build (ctest --show-only=json-v1)
 #   strace         names the file an original that fails tried to open (watched from outside its jail)
 #   pocl-opencl-icd + ocl-icd-libopencl1   an OpenCL CPU device
 #   oclgrind       the OpenCL memory/race checker
@@ -11,7 +12,7 @@
 #   bubblewrap, libseccomp2   the sandbox of every child that runs code (PID/network namespaces,
 #                  read-only root; the seccomp filter)
 set -euo pipefail
-pkgs=(g++ make strace python3-venv python3-dev pocl-opencl-icd ocl-icd-libopencl1 oclgrind hipcc clang-19 libgl-dev bubblewrap libseccomp2)
+pkgs=(g++ make cmake strace python3-venv python3-dev pocl-opencl-icd ocl-icd-libopencl1 oclgrind hipcc clang-19 libgl-dev bubblewrap libseccomp2)
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 missing=()

@@ -601,7 +601,7 @@ class _Runner:
         scratch = self.out / "runs" / key[:16]
         if scratch.exists():
             shutil.rmtree(scratch)
-        cwd = _staged(scratch / "tree", prog, tree, main, Path(exe), name)
+        cwd, name = _staged(scratch / "tree", prog, tree, main, Path(exe), name)
         before = snapshot(scratch / "tree")
         env = dict(getattr(chain, "run_env", lambda: {})())
         home = scratch / "home"  # HOME, TMPDIR and /tmp of the run: not compared, removed after it
@@ -664,7 +664,7 @@ class _Runner:
             return []
         scratch = Path(tempfile.mkdtemp(prefix="opens-", dir=self.out / "runs"))
         try:
-            cwd = _staged(scratch / "tree", self.program, self.program.root, main, exe, name)
+            cwd, name = _staged(scratch / "tree", self.program, self.program.root, main, exe, name)
             device = chain.device()
             jail = Jail(
                 (str(scratch / "tree"),), readable=self.data, home=str(scratch / "home"),
@@ -813,10 +813,14 @@ def _killed_by(exit_code: int | None) -> int:
     return exit_code - 128 if exit_code - 128 in {int(s) for s in _FATAL} else 0
 
 
-def _staged(dest: Path, program: Program, tree: Path, main: ProgramFile, exe: Path, name: str) -> Path:
+def _staged(
+    dest: Path, program: Program, tree: Path, main: ProgramFile, exe: Path, name: str
+) -> tuple[Path, str]:
     """A scratch copy at `dest` of `program`'s files (sources, headers, data) as `tree` holds them, with
     `exe` as ``./name`` in the folder the run starts in (argv[0], which programs print, the same for every
-    build); returns that folder."""
+    build); returns that folder and the name.  Where the program's own folder holds a folder or file of that
+    name (a CMake project's ``bump/`` beside the executable ``bump`` its build makes elsewhere), the
+    executable is ``./name.exe`` instead, for every build alike."""
     for f in program.files:
         src = tree / f.rel
         if src.is_file():
@@ -824,8 +828,10 @@ def _staged(dest: Path, program: Program, tree: Path, main: ProgramFile, exe: Pa
             shutil.copy2(src, dest / f.rel)
     cwd = dest / run_folder(program, main)
     cwd.mkdir(parents=True, exist_ok=True)
+    while os.path.lexists(cwd / name):
+        name += ".exe"
     shutil.copy2(exe, cwd / name)
-    return cwd
+    return cwd, name
 
 
 def _counterpart(mains: Sequence[ProgramFile], main: ProgramFile) -> ProgramFile:

@@ -42,3 +42,27 @@ def test_a_run_json_naming_a_file_outside_its_folder_is_not_read(tmp_path: Path)
     meta["files"] = ["out/link"]
     (scratch / "run.json").write_text(json.dumps(meta))
     assert _load_output(scratch) is None
+
+
+def test_an_executable_named_like_a_folder_of_the_program_is_staged_beside_it(tmp_path: Path) -> None:
+    """A CMake project's target `bump` built from `bump/main.cu`: the run folder holds the source folder
+    `bump/`, so the executable cannot be `./bump` there; it is `./bump.exe` (for every build alike)."""
+    from porter.program import Program, ProgramFile
+    from porter.workflows.program_run import _staged
+
+    root = tmp_path / "project"
+    (root / "bump").mkdir(parents=True)
+    (root / "bump" / "main.cu").write_text("int main() { return 0; }\n")
+    (root / "CMakeLists.txt").write_text("add_executable(bump bump/main.cu)\n")
+    main = ProgramFile(root / "bump" / "main.cu", Path("bump/main.cu"), "source")
+    program = Program(root, (main, ProgramFile(root / "CMakeLists.txt", Path("CMakeLists.txt"), "other")))
+    exe = tmp_path / "built"
+    exe.write_bytes(b"\x7fELF")
+    cwd, name = _staged(tmp_path / "stage", program, root, main, exe, "bump")
+    assert (
+        name == "bump.exe"
+        and (cwd / name).read_bytes() == b"\x7fELF"
+        and (cwd / "bump" / "main.cu").is_file()
+    )
+    cwd, name = _staged(tmp_path / "stage2", program, root, main, exe, "other")
+    assert name == "other" and (cwd / "other").is_file()

@@ -609,14 +609,11 @@ def port(
     elif model is not None:
         raise UsageError("--model takes one CUDA file that defines its kernels")
     chains = [c.strip() for c in toolchains.split(",") if c.strip()] if toolchains is not None else None
-    from porter.program import only_cmake_target
-
-    with only_cmake_target(cmake_target):  # the program's discovery keeps that target's units
-        _port_program(
-            paths, to, include, out, translate_only, json_out, options, err, fresh, run or [], timeout, rtol,
-            atol, chains, build or "", (capture_launches, capture_mib, capture_first_mib), max_output, data,
-            define or [], undefine or [], expect_exit, strict=strict,
-        )  # fmt: skip
+    _port_program(
+        paths, to, include, out, translate_only, json_out, options, err, fresh, run or [], timeout, rtol,
+        atol, chains, build or "", (capture_launches, capture_mib, capture_first_mib), max_output, data,
+        define or [], undefine or [], expect_exit, strict=strict, cmake_target=cmake_target,
+    )  # fmt: skip
 
 
 def _port_suite(
@@ -707,6 +704,7 @@ def _port_program(
     expect_exit: int = 0,
     verify_against: list[Path] | None = None,
     strict: bool = False,
+    cmake_target: str | None = None,
 ) -> None:
     from porter.defines import BuildFlags
     from porter.harness.outputs import with_tolerance
@@ -725,7 +723,9 @@ def _port_program(
         capture_limits=capture_limits or ProgramRuns.capture_limits,
         expect_exit=expect_exit,
     )
-    flags = BuildFlags(tuple(str(p) for p in include or []), tuple(defines or ()), tuple(undefines or ()))
+    flags = BuildFlags(
+        tuple(str(p) for p in include or []), tuple(defines or ()), tuple(undefines or ()), cmake_target
+    )
     out_dir = str(out) if out is not None else None
     hooks = Hooks(
         # counts and the time left on a terminal; quiet when piped (the report says it all)

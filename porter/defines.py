@@ -18,6 +18,9 @@ class BuildFlags:
     include_dirs: tuple[str, ...] = ()
     defines: tuple[str, ...] = ()
     undefines: tuple[str, ...] = ()
+    cmake_target: str | None = (
+        None  # a compile_commands.json's units of this CMake target only (--cmake-target)
+    )
 
 
 def merge_defines(

@@ -27,9 +27,7 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -248,20 +246,6 @@ def _one_target(
     return kept, others - mine, notes
 
 
-_CMAKE_TARGET: ContextVar[str | None] = ContextVar("porter_cmake_target", default=None)
-
-
-@contextmanager
-def only_cmake_target(target: str | None) -> Iterator[None]:
-    """:func:`discover` within it keeps only the units of CMake target `target` (None: every unit): how
-    ``porter port --cmake-target NAME`` reaches the discovery the port's workflow makes."""
-    token = _CMAKE_TARGET.set(target)
-    try:
-        yield
-    finally:
-        _CMAKE_TARGET.reset(token)
-
-
 def _inside(path: str, folders: Sequence[str]) -> bool:
     """Whether `path` lies in one of `folders`, as written and once every link is resolved."""
     here, real = Path(os.path.abspath(path)), Path(os.path.realpath(path))
@@ -308,11 +292,10 @@ def discover(
         (``NAME[=VALUE]``) and ``undefines`` (``NAME``): the command line's ``-D``/``-U``, merged over a
         compilation database's (:func:`merge_defines`).  ``is_output``: whether a folder is an earlier porter
     output (left out of the walk; the workflows pass :func:`porter.workflows.resume.is_porter_output`).
-    ``cmake_target``: keep only that CMake target's units of the compile_commands.json given (default: the
-    one :func:`only_cmake_target` set, else every unit); UsageError when no database is given or none of
-    its units is built for the target."""
+    ``cmake_target``: keep only that CMake target's units of the compile_commands.json given (None: every
+    unit); UsageError when no database is given or none of its units is built for the target."""
     check_defines(defines, undefines)
-    target = cmake_target if cmake_target is not None else _CMAKE_TARGET.get()
+    target = cmake_target
     command_line = list(defines)
     if not paths:
         raise UsageError("no input given")

@@ -417,6 +417,7 @@ def port_program(
         defines=flags.defines,
         undefines=flags.undefines,
         is_output=is_porter_output,
+        cmake_target=flags.cmake_target,
     )
     if out_dir is not None:
         out = Path(out_dir)

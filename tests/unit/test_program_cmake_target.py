@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from porter.errors import UsageError
-from porter.program import cmake_target_of, cmake_targets, discover, only_cmake_target
+from porter.program import cmake_target_of, cmake_targets, discover
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "cmake_tests"
@@ -97,14 +97,14 @@ def test_a_cmake_target_keeps_its_units_and_leaves_the_other_targets_out() -> No
     ]
 
 
-def test_the_target_set_around_a_port_reaches_its_discovery() -> None:
-    """`porter port --cmake-target` sets it around the port's workflow, which calls discover()."""
-    with only_cmake_target("warp_sum"):
-        assert [str(u.rel) for u in discover([DB, PROJECT]).units] == ["project/warp_sum/main.cu"]
-        # an explicit argument wins
-        assert [str(u.rel) for u in discover([DB, PROJECT], cmake_target="bump").units] == [
-            "project/bump/main.cu"
-        ]
+def test_the_target_reaches_the_ports_discovery_through_its_build_flags() -> None:
+    """`porter port --cmake-target` gives it in BuildFlags, which the port's workflow hands to discover()."""
+    from porter.defines import BuildFlags
+
+    flags = BuildFlags(cmake_target="warp_sum")
+    assert [str(u.rel) for u in discover([DB, PROJECT], cmake_target=flags.cmake_target).units] == [
+        "project/warp_sum/main.cu"
+    ]
     assert len(discover([DB, PROJECT]).units) == 2
 
 

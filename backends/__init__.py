@@ -70,6 +70,16 @@ def pci_uid(domain: object, bus: object, slot: object) -> str:
 
 
 @dataclass(frozen=True)
+class GpuSlot:
+    """One GPU of this machine as a process can be given it alone (``porter port --suite`` pins each program
+    to one): ``env`` is what makes it that process's only GPU (``CUDA_VISIBLE_DEVICES=GPU-...``)."""
+
+    uid: str  # the same identity a Device of that GPU has (Device.uid), or the vendor's own id
+    name: str
+    env: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
 class Device:
     backend: str  # which Backend owns it
     name: str  # human name: "NVIDIA H200", "pthread-haswell-AMD EPYC", "cpu-emulator"
@@ -183,6 +193,20 @@ class Availability:
     devices: tuple[Device, ...] = ()
     hint: str = ""  # one line: what to install for what is missing
     details: tuple[str, ...] = ()
+
+
+def gpu_slots() -> list[GpuSlot]:
+    """Every GPU of this machine a child process can be pinned to, over all backends, each once (by uid);
+    empty on a machine without GPUs or their vendors' tools."""
+    found: dict[str, GpuSlot] = {}
+    for name in backend_names():
+        try:
+            slots = get_backend(name).gpu_slots()
+        except Exception:  # noqa: BLE001 - a backend that cannot say offers no GPU
+            continue
+        for slot in slots:
+            found.setdefault(slot.uid, slot)
+    return list(found.values())
 
 
 def number_source(source: str) -> str:
@@ -371,6 +395,11 @@ class Backend(Protocol):
         where the driver cannot say): what makes a timing contended (porter.harness.contention)."""
         ...
 
+    def gpu_slots(self) -> list[GpuSlot]:
+        """The GPUs of this backend's vendor that this process may use, each with the environment that
+        gives a child process that GPU alone; read from the driver's tools, without opening a device."""
+        ...
+
 
 class BackendBase:
     """Defaults of the optional abilities of :class:`Backend` (none of them present)."""
@@ -425,6 +454,9 @@ class BackendBase:
         return None
 
     def other_users(self, device: Device) -> list[tuple[int, str]]:
+        return []
+
+    def gpu_slots(self) -> list[GpuSlot]:
         return []
 
     def program_toolchains(self) -> tuple[Any, ...]:

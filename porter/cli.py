@@ -462,6 +462,16 @@ def port(
             "toolchains need one asks for.",
         ),
     ] = None,
+    per_gpu: Annotated[
+        int | None,
+        typer.Option(
+            "--per-gpu",
+            min=1,
+            help="With --suite: programs that share one GPU at once (local: each program that may use a GPU "
+            "is pinned to the least busy one, at most N a GPU; default no cap. Ray: a 1/N share of a GPU a "
+            "task; default 1). GPU timings stay one at a time per GPU either way.",
+        ),
+    ] = None,
     to: Annotated[str, typer.Option("--to", help="Targets, comma-separated: hip, opencl.")] = "hip,opencl",
     include: IncludeOption = None,
     out: Annotated[
@@ -573,8 +583,15 @@ def port(
         raise UsageError(
             "--cmake-target goes with a compile_commands.json, not --suite (a suite entry's key: cmake_target)"
         )
-    if suite is not None or jobs is not None or ray_options != ("local", None, (), None):
-        _port_suite(suite, paths or [], out, jobs, fresh, json_out, exclusive, strict, ray_options)
+    if (
+        suite is not None
+        or jobs is not None
+        or per_gpu is not None
+        or ray_options != ("local", None, (), None)
+    ):
+        _port_suite(
+            suite, paths or [], out, jobs, fresh, json_out, exclusive, strict, ray_options, per_gpu or 0
+        )
     if not paths:
         raise UsageError(
             "give a CUDA file, a program (a folder, files, a compile_commands.json) or --suite FILE"
@@ -626,6 +643,7 @@ def _port_suite(
     exclusive: bool,
     strict: bool,
     ray_options: tuple[str, str | None, tuple[str, ...], str | None] = ("local", None, (), None),
+    per_gpu: int = 0,
 ) -> NoReturn:
     """`porter port --suite`: every program of the suite, `jobs` at a time, and the summary; with
     ``--executor ray`` each program a Ray task on a cluster (porter.workflows.suite_ray)."""
@@ -635,7 +653,10 @@ def _port_suite(
 
     executor, ray_address, shared, accelerator = ray_options
     if given is None:
-        what = "-j (programs at once)" if jobs is not None else "--executor, --ray-address, --shared-dir"
+        what = (
+            "-j (programs at once)" if jobs is not None
+            else "--per-gpu" if per_gpu else "--executor, --ray-address, --shared-dir"
+        )  # fmt: skip
         raise UsageError(f"{what} goes with --suite")
     if paths:
         raise UsageError("--suite takes its programs from the suite file: give no PATHS beside it")
@@ -651,7 +672,7 @@ def _port_suite(
     count = jobs or (0 if executor == "ray" else default_jobs())
     options = SuiteOptions(
         out, count, fresh, forwarded, executor=executor, ray_address=ray_address, shared_dirs=shared,
-        ray_accelerator=accelerator,
+        ray_accelerator=accelerator, per_gpu=per_gpu,
     )  # fmt: skip
     programs = load_suite(given)
     if executor == "ray":

@@ -39,6 +39,7 @@ class SuiteProgramResult:
     seconds: float | None = None  # its wall time (for `resumed`: the run that made the report)
     reason: str = ""  # why not done: the timeout, porter's one-line error, the signal
     log: str = ""  # what porter port printed (stdout and stderr)
+    gpu: str = ""  # the GPU its port was pinned to ("NAME (uid)"), "" when none was
     report: Mapping[str, Any] | None = None  # its report.json as read (None when there is none)
 
     @property
@@ -149,6 +150,7 @@ def program_doc(p: SuiteProgramResult) -> dict[str, Any]:
         "reason": p.reason,
         "exit_code": p.exit_code,
         "seconds": None if p.seconds is None else round(p.seconds, 3),
+        "gpu": p.gpu,
         "report_complete": bool(report.get("complete", False)),
         "original": {
             "instances": int(original.get("instances", 0)),

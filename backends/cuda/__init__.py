@@ -25,6 +25,7 @@ from porter.backends import (
     CompileError,
     CompileOptions,
     Device,
+    GpuSlot,
     LaunchError,
     Program,
     ToolchainMissing,
@@ -59,9 +60,14 @@ class CudaBackend(BackendBase):
     sets_symbols: ClassVar[bool] = True
 
     def other_users(self, device: Device) -> list[tuple[int, str]]:
-        from porter.backends.cuda.smi import compute_apps
+        from porter.backends.cuda.smi import bus_id, compute_apps
 
-        return compute_apps(device.index)
+        return compute_apps(bus_id(device.uid) or device.index)
+
+    def gpu_slots(self) -> list[GpuSlot]:
+        from porter.backends.cuda.smi import gpu_slots
+
+        return gpu_slots()
 
     @property
     def dialect(self) -> DialectFacts:

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from porter import signing
+from porter.backends import GpuSlot, gpu_slots
 from porter.errors import UsageError
 from porter.harness.contention import LOCKS_ENV
 from porter.suite_report import SuiteProgramResult, SuiteProgress, SuiteReport
@@ -55,6 +56,7 @@ POLL_S = 0.2
 MAX_TREE_FILES = 100_000  # an input tree larger than this is not fingerprinted (never skipped)
 _RECORD_SCHEMA = "porter-suite-entry/1"
 _TOOLS = ("nvcc", "hipcc", "g++", "nvidia-smi", "rocminfo", "clinfo")
+_FULL = object()  # slot_for: every GPU already holds --per-gpu programs
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,7 @@ class SuiteOptions:
     ray_address: str | None = None  # with "ray": the cluster (else RAY_ADDRESS; "local": a private one)
     shared_dirs: tuple[str, ...] = ()  # with "ray": folders every node sees at the same path
     ray_accelerator: str | None = None  # with "ray": Ray's accelerator_type for programs that need a GPU
+    per_gpu: int = 0  # programs pinned to one GPU at once (local) / sharing one (ray); 0: local no cap, ray 1
 
 
 @dataclass
@@ -158,6 +161,9 @@ class _Runner:
         self.pending: list[SuiteProgram] = []
         self.began = time.monotonic()
         self.shown = 0.0
+        # this machine's GPUs, when a program may use one: each GPU program is pinned to the least busy
+        self.slots: list[GpuSlot] = gpu_slots() if any(p.may_use_gpu for p in suite.programs) else []
+        self.pinned: dict[str, str] = {}  # running program -> the uid of its GPU
 
     # ------------------------------------------------------------------ the loop
 
@@ -167,7 +173,11 @@ class _Runner:
         try:
             while pending or self.running:
                 while pending and len(self.running) < self.jobs:
-                    self.start(pending.pop(0))
+                    startable = next((p for p in pending if self.slot_for(p) is not _FULL), None)
+                    if startable is None:  # every GPU holds --per-gpu programs: wait for one to end
+                        break
+                    pending.remove(startable)
+                    self.start(startable)
                 self.poll()
                 self.show()
                 if self.running:
@@ -188,6 +198,11 @@ class _Runner:
         log = log_path.open("wb")
         result.log = str(log_path)
         env = {**os.environ, LOCKS_ENV: str(self.state / "locks")}
+        slot = self.slot_for(program)
+        if isinstance(slot, GpuSlot):
+            env.update(dict(slot.env))
+            self.pinned[program.name] = slot.uid
+            result.gpu = f"{slot.name} ({slot.uid})"
         try:
             proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
@@ -195,6 +210,7 @@ class _Runner:
             )  # fmt: skip
         except OSError as err:
             log.close()
+            self.pinned.pop(program.name, None)
             result.status, result.reason = "error", f"could not start porter port: {err}"
             self.ended(result)
             return
@@ -202,6 +218,18 @@ class _Runner:
         result.status = "running"
         self.running[program.name] = _Running(program, result, proc, log, now, now + program.timeout, key)
         self.save()  # the summary says what runs
+
+    def slot_for(self, program: SuiteProgram) -> GpuSlot | None | object:
+        """The GPU to pin `program` to: the one with the fewest programs pinned now (None: it uses no GPU,
+        or this machine has none to pin to; :data:`_FULL`: each holds ``per_gpu`` programs already)."""
+        if not self.slots or not program.may_use_gpu:
+            return None
+        load = {s.uid: 0 for s in self.slots}
+        for uid in self.pinned.values():
+            load[uid] = load.get(uid, 0) + 1
+        slot = min(self.slots, key=lambda s: load[s.uid])  # the first of the least busy
+        cap = self.options.per_gpu
+        return _FULL if cap and load[slot.uid] >= cap else slot
 
     def port_args(self, program: SuiteProgram) -> list[str]:
         args = [*program.port_args(), "--out", str(self.out / program.name), *self.options.port_options]
@@ -254,6 +282,7 @@ class _Runner:
         where it ran (default: since it was started here)."""
         with contextlib.suppress(OSError):
             r.log.close()
+        self.pinned.pop(r.program.name, None)
         result = r.result
         result.exit_code, result.seconds = code, now - r.started if seconds is None else seconds
         result.report = self.read_report(result)

@@ -47,6 +47,7 @@ from typing import Any
 
 from porter.errors import UsageError
 
+GPU_TOOLCHAINS = frozenset({"nvcc", "hip-on-cuda", "hipcc"})  # program toolchains that need a GPU
 SUITE_NAME = "suite.toml"  # what a folder given to --suite holds
 DEFAULT_TIMEOUT_S = 3600.0  # a program's whole port, when neither the entry nor [defaults] says
 # names a program may not take: the suite's own files in OUT/
@@ -76,6 +77,17 @@ class SuiteProgram:
     atol: float | None = None
     expect_exit: int = 0
     cmake_target: str = ""  # with a compile_commands.json path: only that CMake target's units
+
+    @property
+    def needs_gpu(self) -> bool:
+        """Its toolchains name one that builds for and runs on a GPU (a Ray task asks for one)."""
+        return bool(self.toolchains and GPU_TOOLCHAINS.intersection(self.toolchains))
+
+    @property
+    def may_use_gpu(self) -> bool:
+        """It may run on a GPU here: a GPU toolchain, OpenCL (a GPU's OpenCL is one of its devices), or
+        every toolchain this machine has (no `toolchains` given)."""
+        return self.toolchains is None or bool((GPU_TOOLCHAINS | {"opencl"}).intersection(self.toolchains))
 
     def port_args(self) -> list[str]:
         """The arguments of ``porter port`` that port this program (its output folder and the suite's own

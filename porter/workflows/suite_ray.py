@@ -12,7 +12,8 @@ scratch folder of its node, its sandboxed children inside it as everywhere else.
   driver alone writes ``OUT/`` -- the program's folder, its log, the resume record and the summary.
 
 A program asks for a GPU (``num_gpus=1``, and ``accelerator_type`` when ``--ray-accelerator`` names one)
-only when its ``toolchains`` name a GPU toolchain (:data:`GPU_TOOLCHAINS`); every other program is a
+only when its ``toolchains`` name a GPU toolchain (:data:`porter.workflows.suite_file.GPU_TOOLCHAINS`; ``--per-gpu N``: a
+``1/N`` share of one, so N programs run on a GPU at once); every other program is a
 one-CPU task.  Tasks are spread over the nodes (``SPREAD``); timings on a node take that node's device
 locks (its temp folder), so two programs never time on one device at once, as locally.  A task lost with
 its node (the raylet or the worker killed) is run again on another by Ray (:data:`MAX_RETRIES`); a port
@@ -60,7 +61,6 @@ from porter.workflows.suite import (
 )
 from porter.workflows.suite_file import Suite, SuiteProgram
 
-GPU_TOOLCHAINS = frozenset({"nvcc", "hip-on-cuda", "hipcc"})  # program toolchains that need a GPU
 MAX_RETRIES = 3  # Ray runs a task lost with its node (or worker) again, this many times at most
 CANCEL_WAIT_S = 5.0  # past a cancelled task's own grace for its port: then it is killed with its worker
 SIGNED_NAMES = ("report.json", ".porter-seal")  # files porter signs with the state key
@@ -203,7 +203,9 @@ class RayRunner(_Runner):
             "env": self.porter_env,
             "fingerprint": self.fingerprint,
         }
-        task = self.remote.options(**task_options(program, self.options.ray_accelerator)).remote(spec, *refs)
+        task = self.remote.options(
+            **task_options(program, self.options.ray_accelerator, self.options.per_gpu)
+        ).remote(spec, *refs)
         now = time.monotonic()
         result.status = "running"
         self.running[program.name] = _Running(
@@ -308,14 +310,15 @@ class RayRunner(_Runner):
         self.collect(r)
 
 
-def task_options(program: SuiteProgram, accelerator: str | None = None) -> dict[str, Any]:
+def task_options(program: SuiteProgram, accelerator: str | None = None, per_gpu: int = 0) -> dict[str, Any]:
     """A program's Ray task options: one CPU; one GPU (of type `accelerator`, Ray's ``accelerator_type``,
-    when given) only when its toolchains name a GPU toolchain; run again on node loss (never on porter's
-    own failure, which is a verdict); spread over the nodes."""
-    gpu = bool(program.toolchains and GPU_TOOLCHAINS.intersection(program.toolchains))
+    when given; a ``1/per_gpu`` share of one when several programs may share a GPU) only when its
+    toolchains name a GPU toolchain; run again on node loss (never on porter's own failure, which is a
+    verdict); spread over the nodes."""
+    gpu = program.needs_gpu
     found: dict[str, Any] = {
         "num_cpus": 1,
-        "num_gpus": 1 if gpu else 0,
+        "num_gpus": (1 / per_gpu if per_gpu > 1 else 1) if gpu else 0,
         "max_retries": MAX_RETRIES,
         "retry_exceptions": False,
         "scheduling_strategy": "SPREAD",

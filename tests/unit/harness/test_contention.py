@@ -140,7 +140,7 @@ def test_a_cpu_device_is_never_watched(gpu: Device) -> None:
 def test_the_gpus_processes_are_read_from_nvidia_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tool = tmp_path / "nvidia-smi"
     tool.write_text(
-        '#!/bin/sh\n[ "$1" = "--query-compute-apps=pid,process_name" ] && [ "$4" = "1" ] || exit 9\n'
+        '#!/bin/sh\ncase "$*" in *--query-compute-apps=pid,process_name*"-i 1"*) ;; *) exit 9;; esac\n'
         "printf '4242, /usr/bin/python3\\n77, ./md_sim\\n'\n",
         encoding="utf-8",
     )
@@ -148,6 +148,7 @@ def test_the_gpus_processes_are_read_from_nvidia_smi(tmp_path: Path, monkeypatch
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
     assert compute_apps(1) == [(4242, "/usr/bin/python3"), (77, "./md_sim")]
     assert compute_apps(0) == []  # nvidia-smi failed: nothing is claimed
+    assert compute_apps("0000:1b:00.0") == []  # by PCI bus id (another GPU here)
 
 
 def test_a_contended_replay_time_is_marked_and_its_reason_is_in_the_notes() -> None:

@@ -23,6 +23,9 @@ def test_a_program_asks_for_a_gpu_only_when_its_toolchains_need_one() -> None:
     gpu = task_options(SuiteProgram("c", 1, ("/x",), toolchains=("cpu-runtime", "nvcc")), "H100")
     assert gpu["num_gpus"] == 1 and gpu["accelerator_type"] == "H100"
     assert "accelerator_type" not in task_options(SuiteProgram("d", 1, ("/x",), toolchains=("hipcc",)))
+    # --per-gpu 4: four GPU programs share each GPU (Ray's fractional num_gpus); CPU-only ones ask for none
+    assert task_options(SuiteProgram("c", 1, ("/x",), toolchains=("nvcc",)), None, 4)["num_gpus"] == 0.25
+    assert task_options(SuiteProgram("a", 1, ("/x",), toolchains=("cpu-runtime",)), None, 4)["num_gpus"] == 0
 
 
 def test_the_folders_a_port_reads_travel_once_the_outer_one_carrying_the_inner(tmp_path: Path) -> None:

@@ -42,7 +42,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -106,9 +106,9 @@ def _closure(names: set[str]) -> list[str]:
 _CG_SCOPES = ("cg", "cooperative_groups")
 
 
-def _cg_name(node: Node) -> str:
+def _cg_name(node: Node | None) -> str:
     """`cg::thread_block` -> "thread_block" (the name inside a cooperative-groups scope), else ""."""
-    if node.type != "qualified_identifier":
+    if node is None or node.type != "qualified_identifier":
         return ""
     scope = node.child_by_field_name("scope")
     name = node.child_by_field_name("name")
@@ -117,15 +117,100 @@ def _cg_name(node: Node) -> str:
     return _text(name)
 
 
+def _cg_parts(node: Node | None) -> tuple[str, list[Node]]:
+    """`cg::thread_block_tile<32>` / `cg::tiled_partition<N>` -> ("thread_block_tile", [the template
+    arguments]); `cg::sync` -> ("sync", []); ("", []) outside a cooperative-groups scope."""
+    if node is None or node.type != "qualified_identifier":
+        return "", []
+    scope = node.child_by_field_name("scope")
+    name = node.child_by_field_name("name")
+    if scope is None or name is None or _text(scope) not in _CG_SCOPES:
+        return "", []
+    if name.type in ("template_type", "template_function"):
+        targs = name.child_by_field_name("arguments")
+        inner = name.child_by_field_name("name")
+        return _text(inner), [
+            a for a in (targs.named_children if targs is not None else []) if a.type != "comment"
+        ]
+    return _text(name), []
+
+
+def _under_cuda_arch(node: Node) -> bool:
+    """Is `node` inside a preprocessor conditional that tests __CUDA_ARCH__?"""
+    up = node.parent
+    while up is not None:
+        if up.type in ("preproc_if", "preproc_ifdef", "preproc_elif") and "__CUDA_ARCH__" in _text(
+            up.child_by_field_name("condition") or up.child_by_field_name("name")
+        ):
+            return True
+        up = up.parent
+    return False
+
+
+def _drop_items(lst: Node, items: Sequence[Node], empty: str = "") -> list[Edit]:
+    """Edits removing `items` (children of a parameter or argument list) with their commas; `empty`:
+    what the list holds when every item goes."""
+    if not items:
+        return []
+    kids = [c for c in lst.named_children if c.type != "comment"]
+    kept = [c for c in kids if c not in items]
+    if not kept:
+        return [Edit(kids[0].start_byte, kids[-1].end_byte, empty)]
+    edits = []
+    for item in items:
+        i = kids.index(item)
+        if any(c in kept for c in kids[i + 1 :]):
+            edits.append(Edit(item.start_byte, kids[i + 1].start_byte, ""))
+        else:
+            edits.append(Edit(kids[i - 1].end_byte, item.end_byte, ""))
+    return edits
+
+
 def _this_thread_block(node: Node) -> bool:
-    """Is `node` the call `cg::this_thread_block()`?"""
+    """Is `node` the call `cg::this_thread_block()` (or `cg::this_thread_block(scratch)`, whose
+    block_tile_memory OpenCL does not need)?"""
     if node.type != "call_expression":
         return False
     fn = node.child_by_field_name("function")
     args = node.child_by_field_name("arguments")
-    return (
-        fn is not None and _cg_name(fn) == "this_thread_block" and (args is None or not args.named_children)
-    )
+    return fn is not None and _cg_name(fn) == "this_thread_block" and (args is None or len(_args(args)) <= 1)
+
+
+@dataclass(frozen=True)
+class _Group:
+    """A cooperative-groups handle: the thread block (size 0) or a tile of `size` threads cut from
+    `parent` (None: the block).  `uniform`: every work-item of the work-group reaches the code that
+    holds it (a helper's handle bound at a call inside a condition is not)."""
+
+    size: int = 0
+    parent: _Group | None = None
+    uniform: bool = True
+
+    @property
+    def block(self) -> bool:
+        return self.size == 0
+
+    @property
+    def key(self) -> str:
+        """How a helper variant's name tells its bindings apart."""
+        if self.block:
+            return "block"
+        up = f"_of_{self.parent.key}" if self.parent is not None and not self.parent.block else ""
+        return f"tile{self.size}{up}{'' if self.uniform else '_div'}"
+
+
+_UNIFORM_BREAKERS = frozenset(
+    {
+        "if_statement",
+        "for_statement",
+        "for_range_loop",
+        "while_statement",
+        "do_statement",
+        "switch_statement",
+        "case_statement",
+        "conditional_expression",
+    }
+)
 
 
 def _text(node: Node | None) -> str:
@@ -254,6 +339,10 @@ class _Result:
     calls: dict[tuple[str, tuple[str | None, ...]], None] = field(default_factory=dict)
     extra: list[dict[str, Any]] = field(default_factory=list)
     fp64: bool = False
+    warp_helpers: set[str] = field(default_factory=set)  # [warp_helpers] of partial-width shuffles
+    tile_reducers: set[tuple[str, str]] = field(
+        default_factory=set
+    )  # (operation, type) of multi-warp reduces
 
 
 def _param_info(p: Node) -> _Param:
@@ -497,7 +586,12 @@ class _Translator:
         self.diags: list[Diagnostic] = list(unit.diagnostics)
         self.kernels: list[_Fn] = []
         self.helpers: dict[str, _Fn] = {}
-        self.template_helpers: set[str] = set()
+        self.template_fns: dict[str, _Fn] = {}  # __device__ function templates: instantiated per call
+        self.specialisations: dict[str, set[str]] = {}  # their explicit specialisations porter would use
+        # a template instance's or a group-taking variant's template arguments and group handles
+        self.variant_info: dict[
+            tuple[str, tuple[str | None, ...]], tuple[dict[str, str], dict[str, _Group]]
+        ] = {}
         self.consts: dict[str, _Const] = {}
         self.bad_globals: dict[str, str] = {}
         self.defines: dict[str, str] = {}
@@ -512,6 +606,7 @@ class _Translator:
         self.accessors: dict[str, _Accessor] = {}  # shared-memory accessor templates (SharedMemory<T>)
         self.struct_templates: list[Node] = []  # other `template <...> struct S {...}`: omitted
         self.scalar_aliases: dict[str, str] = {}  # `typedef float real;`, `#define fp float`: canonical
+        self._constexprs: dict[str, int] | None = None
 
     # ------------------------------------------------------------------ diagnostics
 
@@ -527,9 +622,9 @@ class _Translator:
     def collect(self) -> None:
         self._collect(self.tree.root_node)
         self._omit_struct_templates()
-        names = set(self.helpers)
+        names = set(self.helpers) | set(self.template_fns)
         direct: dict[str, tuple[set[str], set[str]]] = {}
-        for fn in [*self.kernels, *self.helpers.values()]:
+        for fn in [*self.kernels, *self.helpers.values(), *self.template_fns.values()]:
             ids = _identifiers(fn.body)
             direct[fn.name] = (ids & set(self.consts), ids & names)
         changed = True
@@ -817,14 +912,25 @@ class _Translator:
         if info.kernel:
             self.kernels.append(info)
         elif info.tparams:
-            self.template_helpers.add(info.name)
-            self.diag(
-                fn,
-                f"template __device__ {info.name}",
-                "templated device helpers are not translated",
-                Severity.INFO,
-            )
-            self.top_edits.append(Edit.replace(outer, f"/* porter: templated helper {info.name} omitted */"))
+            if info.name in self.template_fns:
+                self.diag(
+                    fn,
+                    f"template __device__ {info.name}",
+                    "overloaded function template: OpenCL C has no overloading",
+                    Severity.ERROR,
+                )
+                self.top_edits.append(Edit.replace(outer, f"/* porter: overload of {info.name} omitted */"))
+                self.specialisations.setdefault(info.name, set()).add("an overload")
+            else:
+                self.template_fns[info.name] = info  # emitted once per template-argument tuple called with
+        elif "<" in info.name:
+            # `template <> T f<int>(...)`: an explicit specialisation.  Inside `#if __CUDA_ARCH__ ...` it is
+            # code OpenCL's preprocessor leaves out (the host branch is taken); elsewhere porter does not
+            # choose between it and the template, and refuses the template's calls
+            base = info.name.split("<", 1)[0].strip()
+            if not _under_cuda_arch(outer):
+                self.specialisations.setdefault(base, set()).add(info.name)
+            self.top_edits.append(Edit.replace(outer, f"/* porter: specialisation {info.name} omitted */"))
         elif info.name in self.helpers:
             self.diag(
                 fn, info.name, "overloaded device function: OpenCL C has no overloading", Severity.ERROR
@@ -924,6 +1030,32 @@ class _Translator:
                 return True
         return False
 
+    def constexprs(self) -> dict[str, int]:
+        """The file's `constexpr` integer constants defined once (host code's too: a launch's template
+        argument may name one, `kernel<T, 256 / groups>`), for the tile sizes they spell."""
+        if self._constexprs is not None:
+            return self._constexprs
+        from porter.scan import cexpr
+
+        found: dict[str, list[str]] = {}
+        pattern = (
+            r"\bconstexpr\s+(?:static\s+)?(?:unsigned\s+|signed\s+)?(?:int|long|short|size_t|unsigned)"
+            r"\s+(\w+)\s*=\s*([^;{}]+);"
+        )
+        for m in re.finditer(pattern, self.source):
+            found.setdefault(m.group(1), []).append(_squash(m.group(2)))
+        self._constexprs = {}
+        for name, values in found.items():
+            if len(set(values)) != 1:
+                continue
+            try:
+                value = cexpr.eval_text(self.expand(values[0]))
+            except (cexpr.ExprError, ZeroDivisionError, ValueError, TypeError):
+                continue
+            if isinstance(value, int):
+                self._constexprs[name] = value
+        return self._constexprs
+
     def safe_name(self, name: str) -> str:
         """`name`, or `name_` when it is an OpenCL C keyword or reserved name."""
         return name + "_" if name in self.reserved else name
@@ -939,13 +1071,14 @@ class _Translator:
 
     # ------------------------------------------------------------------ helpers variants
 
-    def variant_name(self, key: tuple[str, tuple[str | None, ...]]) -> str:
+    def variant_name(self, key: tuple[str, tuple[str | None, ...]], base: str | None = None) -> str:
         if key not in self.variants:
             name, spaces = key
-            name = self.safe_name(name)
+            name = self.safe_name(base or name)
             taken = set(self.variants.values())
             if name in taken:
-                name = f"{name}__{'_'.join(s or 'v' for s in spaces)}"
+                suffix = "_".join(s or "v" for s in spaces)
+                name = re.sub(r"\W+", "_", f"{name}__{suffix}").rstrip("_")
             self.variants[key] = name
             self.queue.append(key)
         return self.variants[key]
@@ -988,9 +1121,11 @@ class _Translator:
                 out.append((k, args, entry, _Body(self, k, subst, {}).translate(entry)))
         while self.queue:
             key = self.queue.pop(0)
-            helper = self.helpers[key[0]]
+            helper = self.helpers.get(key[0]) or self.template_fns[key[0]]
             spaces = dict(zip([p.name for p in helper.params], key[1], strict=False))
-            self.variant_results[key] = _Body(self, helper, {}, spaces).translate(self.variants[key])
+            subst, groups = self.variant_info.get(key, ({}, {}))
+            body = _Body(self, helper, subst, spaces, groups)
+            self.variant_results[key] = body.translate(self.variants[key])
         return out
 
     def reach(self, result: _Result) -> list[_Result]:
@@ -1015,7 +1150,14 @@ class _Translator:
 class _Body:
     """Edits for one function instance: a kernel instantiation or a helper variant."""
 
-    def __init__(self, tr: _Translator, fn: _Fn | None, subst: dict[str, str], spaces: dict[str, str | None]):
+    def __init__(
+        self,
+        tr: _Translator,
+        fn: _Fn | None,
+        subst: dict[str, str],
+        spaces: dict[str, str | None],
+        groups: dict[str, _Group] | None = None,
+    ):
         self.tr = tr
         self.t = tr.t
         self.fn = fn
@@ -1023,7 +1165,14 @@ class _Body:
         self.spaces = spaces
         self.edits: list[Edit] = []
         self.vars: dict[str, _Var] = {}
-        self.cg_blocks: set[str] = set()  # cooperative-groups handles of the work-group (`block`)
+        # cooperative-groups handles: the block (`cta`), its tiles; a helper's are bound by its caller
+        self.groups: dict[str, _Group] = dict(groups or {})
+        # the __local scratch of multi-warp reductions: a helper handed such a tile gets it as a parameter
+        self.scratch_param = any(g.size > WARP_32 for g in self.groups.values())
+        self.scratch_hoisted = False
+        self.refused_groups: set[str] = (
+            set()
+        )  # handles whose declaration was refused (their uses say no more)
         self.res = _Result()
         self.extern_shared: list[tuple[str, str]] = []
         self.hoisted: list[str] = []
@@ -1394,6 +1543,8 @@ class _Body:
     def _v_field_expression(self, node: Node) -> bool:
         arg = node.child_by_field_name("argument")
         fld = node.child_by_field_name("field")
+        if arg is not None and arg.type == "call_expression" and self.block_dim3(node, arg, fld):
+            return True
         builtins = self.t["builtins"]
         if arg is not None and arg.type == "identifier" and _text(arg) in builtins:
             dim = self.t["builtin_dims"].get(_text(fld))
@@ -1407,7 +1558,16 @@ class _Body:
 
     def _v_identifier(self, node: Node) -> bool:
         name = _text(node)
-        if name in self.subst:
+        if name in self.refused_groups:
+            pass  # its declaration is reported
+        elif name in self.groups:
+            self.error(
+                node,
+                name,
+                f"cooperative-groups handle {name} used as a value: porter translates its methods, the cg:: "
+                "functions taking it and passing it to a __device__ helper",
+            )
+        elif name in self.subst:
             self.edits.append(Edit.replace(node, _paren(self.subst[name])))
         elif name in self.refs:
             self.edits.append(Edit.replace(node, f"(*{self.tr.safe_name(name)})"))
@@ -1561,8 +1721,8 @@ class _Body:
     def _v_declaration(self, node: Node) -> bool:
         quals = {_text(c) for c in node.children if c.type in ("type_qualifier", "storage_class_specifier")}
         if "__shared__" in quals:
-            return self.shared(node, "extern" in quals)
-        if self._thread_block_handle(node) or self.accessor_handle(node):
+            return self.dropped_cg_type(node) or self.shared(node, "extern" in quals)
+        if self.group_declaration(node) or self.accessor_handle(node):
             return True
         tnode = node.child_by_field_name("type")
         if tnode is not None and tnode.type == "placeholder_type_specifier":
@@ -1783,7 +1943,7 @@ class _Body:
         fn = node.child_by_field_name("function")
         arglist = node.child_by_field_name("arguments")
         args = _args(arglist)
-        if fn is not None and self._cg_barrier(node, fn, args):
+        if fn is not None and self.cg_call(node, fn, args):
             return True
         if any(c.type == "kernel_call_syntax" for c in node.children):
             self.error(node, _text(fn) + "<<<...>>>", "kernel launch from device code (dynamic parallelism)")
@@ -1814,8 +1974,12 @@ class _Body:
                         ttext = f"__{r.space} {ttext}"
                     self.edits.append(Edit.replace(node, f"(({ttext})({self.render(args[0])}))"))
                     return True
-            if name in self.tr.template_helpers:
-                self.error(node, _text(fn), "call of a templated __device__ helper (not instantiated)")
+            if name in self.tr.template_fns:
+                targs = fn.child_by_field_name("arguments")
+                explicit = [
+                    a for a in (targs.named_children if targs is not None else []) if a.type != "comment"
+                ]
+                self.helper_call(node, name, fn, arglist, args, explicit)
                 return True
             return False
         if fn is not None and fn.type == "qualified_identifier":
@@ -1866,52 +2030,440 @@ class _Body:
             self.helper_call(node, name, fn, arglist, args)
         elif any(k.name == name for k in self.tr.kernels):
             self.error(node, name, "calling a __global__ function from device code")
-        elif name in self.tr.template_helpers:
-            self.error(node, name, "call of a templated __device__ helper (not instantiated)")
+        elif name in self.tr.template_fns:
+            self.helper_call(node, name, fn, arglist, args, [])
         else:
             self.visit_arguments(name, arglist, args)
         return True
 
-    def _thread_block_handle(self, node: Node) -> bool:
-        """`cg::thread_block b = cg::this_thread_block();`: the handle of the work-group, which OpenCL C
-        has implicitly; the declaration goes (its line kept) and `b.sync()` / `cg::sync(b)` become
-        barriers.  Any other use of `b` stays untranslatable (a qualified name or a method call)."""
-        kind = node.child_by_field_name("type")
-        if kind is None or _cg_name(kind) != "thread_block":
+    # ------------------------------------------------------------------ cooperative groups
+
+    def dropped_cg_type(self, node: Node) -> bool:
+        """`__shared__ cg::block_tile_memory<N> scratch;`: the memory CUDA's tiles of more than a warp
+        need before sm_90; OpenCL's need none, so the declaration goes."""
+        name, _ = _cg_parts(node.child_by_field_name("type"))
+        if name not in self.t["cooperative_groups"]["dropped_types"]:
             return False
-        declarators = node.children_by_field_name("declarator")
-        names = []
-        for d in declarators:
-            value = d.child_by_field_name("value") if d.type == "init_declarator" else None
-            inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else None
-            if value is None or inner is None or inner.type != "identifier" or not _this_thread_block(value):
-                return False
-            names.append(_text(inner))
-        self.cg_blocks.update(names)
-        self.edits.append(Edit.replace(node, "/* porter: " + ", ".join(names) + ": the work-group */"))
+        shown = _squash(_text(node)).replace("*/", "* /")
+        self.edits.append(Edit.replace(node, f"/* porter: {shown} dropped: OpenCL tiles need no memory */"))
         return True
 
-    def _cg_barrier(self, node: Node, fn: Node, args: list[Node]) -> bool:
-        """`cg::sync(b)`, `b.sync()`, `cg::this_thread_block().sync()` on the thread block: a barrier."""
-        block: Node | None
-        if fn.type == "qualified_identifier":
-            if _cg_name(fn) != "sync" or len(args) != 1:
-                return False
-            block = args[0]
-        elif fn.type == "field_expression":
-            if _text(fn.child_by_field_name("field")) != "sync" or args:
-                return False
-            block = fn.child_by_field_name("argument")
-        else:
+    def group_declaration(self, node: Node) -> bool:
+        """`cg::thread_block b = cg::this_thread_block();`, `cg::thread_block_tile<32> t =
+        cg::tiled_partition<32>(b);`, `auto t = cg::tiled_partition<N>(b);`, `cg::thread_group g =
+        cg::tiled_partition(b, 32);`: the handle is dropped (its line kept) and its uses translated
+        where they are (:meth:`group_method`, :meth:`cg_call`)."""
+        if self.dropped_cg_type(node):
+            return True
+        cgt = self.t["cooperative_groups"]
+        kind = node.child_by_field_name("type")
+        if kind is None:
             return False
-        if block is None or not (
-            (block.type == "identifier" and _text(block) in self.cg_blocks) or _this_thread_block(block)
+        declared, _ = _cg_parts(kind)
+        is_auto = kind.type == "placeholder_type_specifier"
+        if not is_auto and declared not in (*cgt["block_types"], *cgt["tile_types"]):
+            return False
+        pairs: list[tuple[Node | None, Node | None]] = []
+        for d in node.children_by_field_name("declarator"):
+            value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+            inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else None
+            if value is not None and value.type in ("initializer_list", "argument_list"):
+                value = value.named_children[0] if value.named_child_count == 1 else None
+            pairs.append((inner, value))
+        return self.declare_groups(node, pairs, is_auto)
+
+    def _v_expression_statement(self, node: Node) -> bool:
+        """`cg::thread_block_tile<32> t = cg::tiled_partition<32>(b);` after another declaration, which
+        tree-sitter reads as the comparisons `(cg::thread_block_tile < 32) > (t = ...)`."""
+        expr = node.named_children[0] if node.named_child_count else None
+        if (
+            expr is None
+            or expr.type != "binary_expression"
+            or _text(expr.child_by_field_name("operator")) != ">"
         ):
             return False
-        self.edits.append(
-            Edit.replace(node, self.t["barriers"]["__syncthreads"].format(fences=self.fences()))
+        left, right = expr.child_by_field_name("left"), expr.child_by_field_name("right")
+        if (
+            left is None
+            or right is None
+            or left.type != "binary_expression"
+            or _text(left.child_by_field_name("operator")) != "<"
+            or right.type != "assignment_expression"
+            or _text(right.child_by_field_name("operator")) != "="
+        ):
+            return False
+        name, _ = _cg_parts(left.child_by_field_name("left"))
+        if name not in self.t["cooperative_groups"]["tile_types"]:
+            return False
+        return self.declare_groups(
+            node, [(right.child_by_field_name("left"), right.child_by_field_name("right"))], False
         )
+
+    def declare_groups(self, node: Node, pairs: list[tuple[Node | None, Node | None]], is_auto: bool) -> bool:
+        """The handles `pairs` (declared name, initializer) declare: recorded, the declaration dropped."""
+        found: list[tuple[str, _Group]] = []
+        for inner, value in pairs:
+            if value is None or inner is None or inner.type != "identifier":
+                if is_auto:
+                    return False
+                self.error(
+                    node, _text(node), "cooperative-groups handle declared without its group: not translated"
+                )
+                return True
+            group = self.group_value(value)
+            if group is None and is_auto:
+                return False
+            if not isinstance(group, _Group):
+                self.refused_groups.update(
+                    _text(i) for i, _ in pairs if i is not None and i.type == "identifier"
+                )
+                self.error(node, _squash(_text(value)), group or "not a cooperative group porter follows")
+                return True
+            found.append((_text(inner), group))
+        for name, group in found:
+            self.groups[name] = group
+        what = ", ".join(
+            f"{n}: {'the work-group' if g.block else f'a tile of {g.size} threads'}" for n, g in found
+        )
+        self.edits.append(Edit.replace(node, f"/* porter: {what} */"))
         return True
+
+    def constant(self, node: Node) -> int | None:
+        """The integer value of a constant expression (template arguments substituted, macros expanded)."""
+        from porter.scan import cexpr
+
+        text = self.tr.expand(_squash(_text(node)))
+        text = re.sub(r"\b[A-Za-z_]\w*\b", lambda m: _paren(self.subst.get(m.group(0), m.group(0))), text)
+        try:
+            value = cexpr.eval_text(self.tr.expand(text), self.tr.constexprs())
+        except (cexpr.ExprError, ZeroDivisionError, ValueError, TypeError):
+            return None
+        return int(value) if isinstance(value, int) or float(value).is_integer() else None
+
+    def group_of(self, node: Node | None) -> _Group | None:
+        """The group a handle expression names: a handle variable or `cg::this_thread_block()`."""
+        if node is None:
+            return None
+        while node.type == "parenthesized_expression" and node.named_child_count:
+            node = node.named_children[0]
+        if node.type == "identifier":
+            return self.groups.get(_text(node))
+        if _this_thread_block(node):
+            return _Group()
+        if node.type == "call_expression" and _cg_name(node.child_by_field_name("function")).startswith(
+            "tiled_partition"
+        ):
+            made = self.group_value(node)  # `cg::reduce(cg::tiled_partition<32>(b), v, op)`
+            return made if isinstance(made, _Group) else None
+        return None
+
+    def group_value(self, value: Node) -> _Group | str | None:
+        """The group an initializer makes: a _Group, a reason it cannot be translated, or None when it
+        is no cooperative-groups expression."""
+        if value.type != "call_expression" or _this_thread_block(value):
+            return self.group_of(value)
+        if value.type != "call_expression":
+            return None
+        name, targs = _cg_parts(value.child_by_field_name("function"))
+        if name != "tiled_partition":
+            return f"cg::{name}: porter follows the thread block and its tiles only" if name else None
+        args = _args(value.child_by_field_name("arguments"))
+        size_node = (
+            targs[0] if targs and len(args) == 1 else args[1] if not targs and len(args) == 2 else None
+        )
+        if size_node is None or not args:
+            return "tiled_partition with arguments porter does not understand"
+        parent = self.group_of(args[0])
+        if parent is None:
+            return f"tiled_partition of {_text(args[0])}: porter follows tiles of the thread block and of its tiles"
+        size = self.constant(size_node)
+        if size is None:
+            return f"tile size {_squash(_text(size_node))} is not a constant porter can evaluate"
+        if size < 1 or size > 1024 or size & (size - 1):
+            return f"tile size {size}: CUDA's tiles are powers of two up to 1024 threads"
+        if not parent.block and size >= parent.size:
+            return f"a tile of {size} threads cut from a tile of {parent.size}"
+        return _Group(size, None if parent.block else parent, parent.uniform)
+
+    def rank_of(self, group: _Group) -> str:
+        cgt = self.t["cooperative_groups"]
+        if group.block:
+            return str(cgt["rank"])
+        return self.tile_value(group, "thread_rank")
+
+    def size_of(self, group: _Group) -> str:
+        return str(self.t["cooperative_groups"]["size"]) if group.block else f"{group.size}u"
+
+    def tile_value(self, group: _Group, method: str) -> str:
+        parent = group.parent or _Group()
+        return str(self.t["cooperative_groups"]["tile"][method]).format(
+            n=group.size, parent_rank=self.rank_of(parent), parent_size=self.size_of(parent)
+        )
+
+    def uniform(self, node: Node) -> bool:
+        """Does every work-item of the work-group reach `node` of this function?  No condition or loop
+        around it, no `return` before it (and, in a helper, a call of it that every work-item reaches)."""
+        body = self.fn.body if self.fn is not None else None
+        up = node.parent
+        while up is not None and body is not None and up != body:
+            if up.type in _UNIFORM_BREAKERS:
+                return False
+            if up.type == "binary_expression" and _text(up.child_by_field_name("operator")) in ("&&", "||"):
+                return False
+            up = up.parent
+        if up is None or body is None:
+            return False
+        stack = [body]
+        while stack:
+            n = stack.pop()
+            if (
+                n.type == "return_statement"
+                and n.start_byte < node.start_byte
+                and not (n.start_byte <= node.start_byte < n.end_byte)
+            ):
+                return False
+            stack.extend(n.children)
+        return self.fn is None or self.fn.kernel or all(g.uniform for g in self.groups.values())
+
+    def cg_call(self, node: Node, fn: Node, args: list[Node]) -> bool:
+        """A cooperative-groups call: a method of a handle (`t.shfl_down(v, 1)`, `cta.thread_rank()`,
+        `cg::this_thread_block().sync()`), or a free function taking one (`cg::sync(b)`,
+        `cg::thread_rank(t)`, `cg::reduce(t, v, cg::plus<int>())`)."""
+        cgt = self.t["cooperative_groups"]
+        if fn.type == "field_expression":
+            handle = fn.child_by_field_name("argument")
+            if _text(handle) in self.refused_groups:
+                return True  # its declaration is reported
+            group = self.group_of(handle)
+            if group is None:
+                return False
+            method = _text(fn.child_by_field_name("field"))
+            self.group_method(node, f"{_text(handle)}.{method}", group, method, args)
+            return True
+        name, _ = _cg_parts(fn)
+        if not name or not args:
+            return False
+        if _text(args[0]) in self.refused_groups:
+            return True
+        group = self.group_of(args[0])
+        if group is None:
+            return False
+        if name in cgt["free_functions"]:
+            self.group_method(node, f"cg::{name}", group, str(cgt["free_functions"][name]), args[1:])
+        elif name in ("reduce", "inclusive_scan", "exclusive_scan"):
+            self.group_reduce(node, name, group, args)
+        else:
+            self.error(
+                node, f"cg::{name}", f"cg::{name}: a cooperative-groups function porter does not translate"
+            )
+        return True
+
+    def group_method(self, node: Node, shown: str, group: _Group, method: str, args: list[Node]) -> None:
+        cgt = self.t["cooperative_groups"]
+        if group.block:
+            table = cgt["block"]
+            if method == "sync":
+                self.edits.append(
+                    Edit.replace(node, self.t["barriers"]["__syncthreads"].format(fences=self.fences()))
+                )
+            elif method in table["dim3"]:
+                self.group_dim3(node, shown, method)
+            elif method in table:
+                self.edits.append(
+                    Edit.replace(node, str(table[method]).format(rank=cgt["rank"], size=cgt["size"]))
+                )
+            else:
+                self.error(node, shown, f"thread_block::{method} is not translated")
+            return
+        if method in cgt["tile"]:
+            self.edits.append(Edit.replace(node, self.tile_value(group, method)))
+            return
+        if method == "sync" and group.size > WARP_32:
+            if not self.uniform(node):
+                self.error(
+                    node,
+                    shown,
+                    f"sync of a {group.size}-thread tile that not every work-item reaches: OpenCL's only "
+                    "barrier of several sub-groups is the work-group's",
+                )
+                return
+            self.edits.append(
+                Edit.replace(node, self.t["barriers"]["__syncthreads"].format(fences=self.fences()))
+            )
+            return
+        warp = cgt["collectives"].get(method)
+        if warp is None:
+            self.error(node, shown, f"thread_block_tile::{method} is not translated")
+            return
+        if group.size > WARP_32:
+            self.error(
+                node,
+                shown,
+                f"{method} on a tile of {group.size} threads: CUDA offers it on tiles of a warp or less",
+            )
+            return
+        if not self.subgroups_ok(node, shown):
+            return
+        rendered = [self.render(a) for a in args]
+        if group.size == WARP_32 or method == "sync":
+            if method == "sync" and group.size < WARP_32:
+                self.warn_once(
+                    node,
+                    shown,
+                    f"sync of a {group.size}-thread tile is a barrier of its whole 32-wide sub-group: "
+                    "every tile of the warp must reach it",
+                )
+            self.res.assumes_32 = True
+            spec = self.t["warp"][warp]
+            full = [self.t["warp_full_masks"]["values"][0]] if spec.get("mask") == 0 else []
+            self.emit_warp(node, warp, [*full, *rendered], None)
+        elif method in cgt["partial_collectives"]:
+            partial = cgt["partial_collectives"]
+            self.res.assumes_32 = True
+            self.res.requires.update(partial["requires"])
+            self.edits.append(Edit.replace(node, str(partial[method]).format(*rendered, n=group.size)))
+        elif warp in self.t["warp"] and self.t["warp"][warp].get("partial"):
+            spec = self.t["warp"][warp]
+            full = [self.t["warp_full_masks"]["values"][0]] if spec.get("mask") == 0 else []
+            self.emit_warp(node, warp, [*full, *rendered], group.size)
+        else:
+            self.error(
+                node, shown, f"{method} on a tile of {group.size} threads (part of a warp) is not translated"
+            )
+
+    def group_dim3(self, node: Node, shown: str, method: str) -> None:
+        """`b.group_index()` alone is a dim3: not translated (its components are: :meth:`block_dim3`)."""
+        self.error(node, shown, f"{method}() used as a whole (dim3): only .x/.y/.z of it are translated")
+
+    def block_dim3(self, node: Node, call: Node, fld: Node | None) -> bool:
+        """`b.group_index().x`, `b.thread_index().y`, `b.dim_threads().z` on the block's handle."""
+        fn = call.child_by_field_name("function")
+        if fn is None or fn.type != "field_expression" or _args(call.child_by_field_name("arguments")):
+            return False
+        group = self.group_of(fn.child_by_field_name("argument"))
+        method = _text(fn.child_by_field_name("field"))
+        block = self.t["cooperative_groups"]["block"]
+        if group is None or not group.block or method not in block["dim3"]:
+            return False
+        dim = self.t["builtin_dims"].get(_text(fld))
+        if dim is None:
+            self.error(node, _text(node), f"unknown component of {method}()")
+            return True
+        self.edits.append(Edit.replace(node, str(block[method]).format(d=dim)))
+        return True
+
+    def group_reduce(self, node: Node, name: str, group: _Group, args: list[Node]) -> None:
+        """cg::reduce(t, v, cg::plus<T>()), cg::inclusive_scan(t, v[, op]), cg::exclusive_scan(t, v[, op])."""
+        cgt = self.t["cooperative_groups"]
+        shown = f"cg::{name}"
+        if group.block:
+            self.error(node, shown, f"cg::{name} over the whole thread block: CUDA defines it on tiles")
+            return
+        if len(args) < 2 or (name == "reduce" and len(args) != 3) or len(args) > 3:
+            self.error(node, shown, f"cg::{name} called with {len(args)} arguments")
+            return
+        op = "plus"
+        if len(args) == 3:
+            op, _ = _cg_parts(
+                args[2].child_by_field_name("function") if args[2].type == "call_expression" else None
+            )
+        spec = cgt["reduce"].get(op)
+        if spec is None:
+            self.error(
+                node,
+                f"{shown} with {_squash(_text(args[2]))}",
+                "porter translates the operations cg::plus, cg::less, cg::greater, cg::bit_and, cg::bit_or "
+                "and cg::bit_xor",
+            )
+            return
+        ty = self.scalar_type(args[1])
+        types = cgt["reduce_types"]["integer" if spec.get("integer_only") else "types"]
+        if ty is not None and ty not in types:
+            self.error(
+                node, shown, f"cg::{name} of {ty}: OpenCL's sub-group reductions take {', '.join(types)}"
+            )
+            return
+        if not self.subgroups_ok(node, shown):
+            return
+        value = self.render(args[1])
+        if group.size > WARP_32:
+            self.multi_warp_reduce(node, shown, name, op, group, ty, value)
+            return
+        key = "warp" if name == "reduce" else name
+        if group.size < WARP_32:
+            if name != "reduce":
+                self.error(
+                    node,
+                    shown,
+                    f"cg::{name} over a tile of {group.size} threads: OpenCL has no clustered scan",
+                )
+                return
+            self.res.requires.update(cgt["cluster"]["requires"])
+            text = f"{spec['cluster']}({value}, {group.size}u)"
+        elif key not in spec:
+            self.error(node, shown, f"cg::{name} with cg::{op}: no OpenCL sub-group counterpart")
+            return
+        else:
+            text = f"{spec[key]}({value})"
+        self.res.assumes_32 = True
+        self.res.requires.update(spec["requires"])
+        self.edits.append(Edit.replace(node, text))
+
+    def multi_warp_reduce(
+        self, node: Node, shown: str, name: str, op: str, group: _Group, ty: str | None, value: str
+    ) -> None:
+        """cg::reduce over a tile of several sub-groups: a porter helper combining the sub-groups'
+        reductions through the kernel's __local scratch; every work-item must reach the call."""
+        multi = self.t["cooperative_groups"]["multi_warp"]
+        spec = self.t["cooperative_groups"]["reduce"][op]
+        if name != "reduce":
+            self.error(
+                node,
+                shown,
+                f"cg::{name} over a tile of {group.size} threads (several warps) is not translated",
+            )
+            return
+        if ty is None:
+            self.error(
+                node,
+                shown,
+                f"cg::reduce over a tile of {group.size} threads: porter cannot tell the value's type",
+            )
+            return
+        if not self.uniform(node):
+            self.error(
+                node,
+                shown,
+                f"cg::reduce over a tile of {group.size} threads that not every work-item reaches: its "
+                "sub-groups are combined behind work-group barriers",
+            )
+            return
+        if not self.use_scratch(node, shown):
+            return
+        self.res.assumes_32 = True
+        self.res.requires.update(spec["requires"])
+        self.res.tile_reducers.add((op, ty))
+        if ty == "double":
+            self.res.fp64 = True
+        self.edits.append(Edit.replace(node, str(multi["call"]).format(value, name=op, T=ty, n=group.size)))
+
+    def use_scratch(self, node: Node, shown: str) -> bool:
+        """The __local scratch of multi-warp reductions: a kernel declares it at its top, a helper handed
+        a multi-warp tile takes it as its last parameter."""
+        multi = self.t["cooperative_groups"]["multi_warp"]
+        if self.fn is not None and self.fn.kernel:
+            if not self.scratch_hoisted:
+                self.scratch_hoisted = True
+                self.hoisted.append(str(multi["scratch_declaration"]))
+            return True
+        if self.scratch_param:
+            return True
+        self.error(
+            node,
+            shown,
+            "a tile of several warps made inside a __device__ helper: pass it from the kernel instead",
+        )
+        return False
 
     def fences(self) -> str:
         f = self.t["barrier_fences"]
@@ -1978,20 +2530,47 @@ class _Body:
                 "lane mask ignored: OpenCL sub-group functions take every work-item of the sub-group",
             )
         width = spec.get("width")
-        width_text = _squash(_text(args[width])) if width is not None and width < len(args) else "warpSize"
+        width_node = args[width] if width is not None and width < len(args) else None
+        width_text = _squash(_text(width_node)) if width_node is not None else "warpSize"
+        segment: int | None = None
         if width_text == str(WARP_32):
             self.res.assumes_32 = True  # the whole warp, when sub-groups are required to be 32 wide
         elif width_text != "warpSize":
-            self.error(node, f"{name} width {width_text}", "shuffles over part of a warp are not translated")
-            return
-        if spec.get("note"):
-            self.warn_once(node, name, spec["note"])
-        self.res.requires.update(spec["requires"])
-        self.res.assumes_32 = self.res.assumes_32 or bool(spec.get("assumes_32"))
+            value = self.constant(width_node) if width_node is not None else None
+            if value == WARP_32:
+                self.res.assumes_32 = True
+            elif (
+                value is not None and 0 < value < WARP_32 and not value & (value - 1) and spec.get("partial")
+            ):
+                segment = value
+            else:
+                self.error(
+                    node,
+                    f"{name} width {width_text}",
+                    "shuffles over part of a warp are translated for a constant power-of-two width only",
+                )
+                return
+        self.emit_warp(node, name, rendered, segment)
+
+    def emit_warp(self, node: Node, name: str, rendered: list[str], segment: int | None) -> None:
+        """The [warp] entry `name` with its rendered CUDA arguments; `segment`: a width below 32 (the
+        entry's `partial` form: a general shuffle from the lane CUDA reads, in 32-wide sub-groups)."""
+        spec = self.t["warp"][name]
+        if segment is not None:
+            template = str(spec["partial"])
+            self.res.assumes_32 = True
+            self.res.requires.update(self.t["warp_partial"]["requires"])
+            self.res.warp_helpers.update(re.findall(r"\bporter_lane_\w+", template))
+        else:
+            template = str(spec["call"])
+            if spec.get("note"):
+                self.warn_once(node, name, spec["note"])
+            self.res.requires.update(spec["requires"])
+            self.res.assumes_32 = self.res.assumes_32 or bool(spec.get("assumes_32"))
         try:
-            self.edits.append(Edit.replace(node, spec["call"].format(*rendered)))
+            self.edits.append(Edit.replace(node, template.format(*rendered, w=segment)))
         except IndexError:
-            self.error(node, name, f"{name} called with {len(args)} arguments")
+            self.error(node, name, f"{name} called with {len(rendered)} arguments")
 
     def warp_macro(self, node: Node, name: str) -> None:
         """A use of a macro whose body reads warpSize (get_sub_group_size() once translated)."""
@@ -2004,13 +2583,35 @@ class _Body:
         self.error(node, name, "needs OpenCL sub-groups (cl_khr_subgroups and friends), which are turned off")
         return False
 
-    def helper_call(self, node: Node, name: str, fn: Node, arglist: Node | None, args: list[Node]) -> None:
-        helper = self.tr.helpers[name]
+    def helper_call(
+        self,
+        node: Node,
+        name: str,
+        fn: Node,
+        arglist: Node | None,
+        args: list[Node],
+        targs: list[Node] | None = None,
+    ) -> None:
+        """A call of a __device__ helper: the variant for the memories its pointer (and reference)
+        arguments point into, the cooperative-groups handles it is handed (dropped from the call: the
+        helper knows its group) and, for a function template, its template arguments (explicit, or
+        deduced from the arguments)."""
+        template = name in self.tr.template_fns
+        helper = self.tr.template_fns[name] if template else self.tr.helpers[name]
         spaces: list[str | None] = []
         addressed: list[Edit] = []  # `&arg` for the reference parameters
+        bindings: dict[str, _Group] = {}
+        if any(_text(a) in self.refused_groups for a in args):
+            return  # a handle whose declaration is reported
         for i, p in enumerate(helper.params):
+            arg = args[i] if i < len(args) else None
+            group = self.group_of(arg)
+            if group is not None:
+                multi = group.size > WARP_32
+                bindings[p.name] = replace(group, uniform=group.uniform and (not multi or self.uniform(node)))
+                spaces.append(None)
+                continue
             if p.reference and not p.pointer and not p.const_pointee:
-                arg = args[i] if i < len(args) else None
                 space = self.lvalue_space(arg)
                 if space is None or arg is None:
                     self.error(
@@ -2029,30 +2630,127 @@ class _Body:
             if not p.pointer:
                 spaces.append(None)
                 continue
-            r = self.root(args[i]) if i < len(args) else None
+            r = self.root(arg)
             if r is not None and r.indirect:
                 spaces.append(r.space)
             else:
                 self.tr.diag(
                     node,
-                    f"{name}(... {_text(args[i]) if i < len(args) else ''} ...)",
+                    f"{name}(... {_text(arg)} ...)",
                     f"cannot tell which memory argument {i + 1} of {name} points into; assumed __global",
                 )
                 spaces.append("global")
-        key = (name, tuple(spaces))
-        vname = self.tr.variant_name(key)
+        subst: dict[str, str] = {}
+        if template:
+            found = self.template_arguments(helper, args, targs or [], bindings)
+            if isinstance(found, str):
+                self.error(node, _text(fn), found)
+                return
+            subst = found
+        elif targs:
+            self.error(node, _text(fn), f"{name} is no template: called with template arguments")
+            return
+        for pname, group in bindings.items():
+            param = next(p for p in helper.params if p.name == pname)
+            why = self.handle_parameter(param, group, set(subst))
+            if why:
+                self.error(node, f"{name}(... {pname} ...)", why)
+                return
+        scratch = any(g.size > WARP_32 for g in bindings.values())
+        if scratch and not self.use_scratch(node, f"{name}(...)"):
+            return
+        extra = tuple(f"{k}={v}" for k, v in subst.items()) + tuple(
+            f"&{k}={g.key}" for k, g in bindings.items()
+        )
+        key = (name, (*spaces, *extra))
+        base = instance_entry(name, tuple(subst[t] for _, t in helper.tparams)) if template else None
+        if template or bindings:
+            self.tr.variant_info[key] = (subst, bindings)
+        vname = self.tr.variant_name(key, base)
         self.res.calls.setdefault(key)
         if vname != name:
             self.edits.append(Edit.replace(fn, vname))
         if arglist is not None:
             self.edits.extend(e for e in addressed if e.text != ")")
-            self.visit(arglist)
+            handles = [
+                a for i, a in enumerate(args) if i < len(helper.params) and helper.params[i].name in bindings
+            ]
+            self.edits.extend(_drop_items(arglist, handles))
+            for c in arglist.children:
+                if c not in handles:
+                    self.visit(c)
             self.edits.extend(e for e in addressed if e.text == ")")
-            consts = sorted(self.tr.const_uses.get(name, set()))
-            if consts:
+            added = sorted(self.tr.const_uses.get(name, set()))
+            if scratch:
+                added.append(str(self.t["cooperative_groups"]["multi_warp"]["scratch"]))
+            if added:
                 close = arglist.children[-1]
-                sep = ", " if args else ""
-                self.edits.append(Edit(close.start_byte, close.start_byte, sep + ", ".join(consts)))
+                sep = ", " if len(args) > len(handles) else ""
+                self.edits.append(Edit(close.start_byte, close.start_byte, sep + ", ".join(added)))
+
+    def template_arguments(
+        self, helper: _Fn, args: list[Node], targs: list[Node], bindings: dict[str, _Group]
+    ) -> dict[str, str] | str:
+        """The template arguments of a call of a function template: the explicit ones (`f<T>(x)`), then
+        those deduced from the arguments (a parameter of type `T`, `const T&` or `T*`); a group handle
+        argument stands for a type parameter of its own.  A string: why porter cannot tell them."""
+        subst: dict[str, str] = {}
+        names = [t for _, t in helper.tparams]
+        for (kind, tname), node in zip(helper.tparams, targs, strict=False):
+            value = self.constant(node) if kind == "value" else None
+            subst[tname] = str(value) if value is not None else _squash(self.render(node))
+        for i, p in enumerate(helper.params):
+            tnode = p.node.child_by_field_name("type")
+            tname = _squash(_text(tnode)) if tnode is not None else ""
+            if tname not in names or tname in subst or i >= len(args):
+                continue
+            if p.name in bindings:
+                subst[tname] = bindings[p.name].key
+            elif p.pointer:
+                r = self.root(args[i])
+                elem = _canonical(r.elem) if r is not None and r.indirect and r.subscripts == 1 else None
+                if elem is not None:
+                    subst[tname] = elem
+            else:
+                ty = self.scalar_type(args[i])
+                if ty is not None:
+                    subst[tname] = ty
+        missing = [t for t in names if t not in subst]
+        if missing:
+            return (
+                f"call of the function template {helper.name}: porter cannot tell its template argument "
+                f"{', '.join(missing)} (write it out: {helper.name}<...>(...))"
+            )
+        specialised = self.tr.specialisations.get(helper.name, set())
+        if specialised:
+            return (
+                f"{helper.name} has explicit specialisations ({', '.join(sorted(specialised))}) "
+                "porter does not choose between"
+            )
+        return {t: subst[t] for t in names}
+
+    def handle_parameter(self, param: _Param, group: _Group, tparams: set[str]) -> str:
+        """Why a helper's parameter cannot take a group handle ("" when it can): its type must be a
+        cooperative-groups type (matching the handle's kind) or a template type parameter."""
+        tnode = param.node.child_by_field_name("type")
+        if tnode is None:
+            return "a group handle passed to a parameter porter cannot read"
+        if param.pointer:
+            return f"a group handle passed through a pointer ({_squash(_text(param.node))})"
+        if _squash(_text(tnode)) in tparams:
+            return ""
+        kind, targs = _cg_parts(tnode)
+        cgt = self.t["cooperative_groups"]
+        if kind in cgt["block_types"]:
+            return "" if group.block else f"a tile passed as {_squash(_text(tnode))}"
+        if kind in cgt["tile_types"]:
+            if group.block:
+                return f"the thread block passed as {_squash(_text(tnode))}"
+            size = self.constant(targs[0]) if targs else group.size
+            if size != group.size:
+                return f"a tile of {group.size} threads passed as {_squash(_text(tnode))}"
+            return ""
+        return f"a group handle passed as {_squash(_text(tnode))}"
 
     # ------------------------------------------------------------------ the function itself
 
@@ -2097,8 +2795,10 @@ class _Body:
         rtype = node.child_by_field_name("type")
         if rtype is not None:
             self.visit(rtype)
+        handles = [p.node for p in fn.params if p.name in self.groups]
         for p in fn.params:
-            self.param(p)
+            if p.name not in self.groups:
+                self.param(p)
         if fn.body is not None:
             self.visit(fn.body)
         # Added arguments: extern __shared__ arrays, then __constant__ symbols.
@@ -2115,10 +2815,14 @@ class _Body:
             added.append(f"__constant {const.elem}* {cname}")
             if fn.kernel:
                 self.res.extra.append(self.const_extra(const))
+        if self.scratch_param and not fn.kernel:
+            added.append(str(self.t["cooperative_groups"]["multi_warp"]["scratch_parameter"]))
         plist = decl.child_by_field_name("parameters")
+        if handles and plist is not None:  # the group handles it was handed: the helper knows its group
+            self.edits.extend(_drop_items(plist, handles, "" if added else "void"))
         if added and plist is not None:
             close = plist.children[-1]
-            real = [p for p in plist.named_children if p.type != "comment"]
+            real = [p for p in plist.named_children if p.type != "comment" and p not in handles]
             if len(real) == 1 and _squash(_text(real[0])) == "void":
                 self.edits.append(Edit.replace(real[0], ", ".join(added)))
             else:
@@ -2568,6 +3272,8 @@ def _translate_to_opencl(
     by_kernel: dict[int, list[str]] = {}
     pragmas: set[str] = set()
     helper_fns: set[tuple[str, str]] = set()
+    lane_helpers: set[str] = set()  # [warp_helpers] of partial-width shuffles
+    tile_reducers: set[tuple[str, str]] = set()  # multi-warp cg::reduce helpers: (operation, type)
     fp64 = False
     for k, args, entry, res in instances:
         reached = tr.reach(res)
@@ -2598,6 +3304,8 @@ def _translate_to_opencl(
             for r in reached:
                 pragmas |= r.pragmas
                 helper_fns |= r.helpers
+                lane_helpers |= r.warp_helpers
+                tile_reducers |= r.tile_reducers
                 fp64 = fp64 or r.fp64
             table = requirements()
             pragmas |= {table[q]["pragma"] for q in requires if table[q].get("pragma")}
@@ -2609,7 +3317,7 @@ def _translate_to_opencl(
                 f"/* porter: template kernel {k.name} not instantiated (no launch with known arguments) */"
             ]
         tr.top_edits.append(Edit.replace(k.outer, "\n\n".join(texts)))
-    for name, helper in tr.helpers.items():
+    for name, helper in [*tr.helpers.items(), *tr.template_fns.items()]:
         texts = []
         for key, vname in tr.variants.items():
             if key[0] != name:
@@ -2621,7 +3329,9 @@ def _translate_to_opencl(
                 texts.append(_comment([f"helper {vname}:", *dict.fromkeys(errors)]))
             else:
                 texts.append(_guard(res.text, _closure({q for r in reached for q in r.requires})))
-        if not texts:
+        if not texts and helper.tparams:
+            texts = [f"/* porter: function template {name}: no kernel calls it; omitted */"]
+        elif not texts:
             texts = [f"/* porter: __device__ {name} is not used by any kernel; omitted */"]
         tr.top_edits.append(Edit.replace(helper.outer, "\n\n".join(texts)))
 
@@ -2643,6 +3353,16 @@ def _translate_to_opencl(
     for helper_name, space in sorted(helper_fns):
         src = t["helpers"][helper_name]["source"].strip("\n")
         prelude.append("\n" + src.replace("{space}", space).replace("{qual}", f"__{space}"))
+    if lane_helpers:
+        sources = [t["warp_helpers"][h]["source"].strip("\n") for h in sorted(lane_helpers)]
+        prelude.append("\n" + _guard("\n".join(sources), ["subgroups"]))
+    for op, ty in sorted(tile_reducers):
+        spec = t["cooperative_groups"]["reduce"][op]
+        combine = str(spec["combine"]).format(a="r", b="scratch[w]")
+        reducer = str(t["cooperative_groups"]["multi_warp"]["source"]).strip("\n")
+        for mark, val in {"{name}": op, "{T}": ty, "{warp}": spec["warp"], "{combine_r}": combine}.items():
+            reducer = reducer.replace(mark, str(val))
+        prelude.append("\n" + _guard(reducer, _closure(set(spec["requires"]))))
     for macro, definition in t.get("prelude_macros", {}).items():
         if re.search(rf"\b{re.escape(macro)}\b", body):
             prelude.append(definition)

@@ -350,8 +350,8 @@ _DIAGNOSTICS = [
         True,
     ),
     (
-        "shuffle-width",
-        "__global__ void k(float* p) { p[0] = __shfl_down_sync(0xffffffff, p[0], 1, 16); }",
+        "shuffle-width",  # a constant width below 32 is translated: test_cooperative_groups.py
+        "__global__ void k(float* p, int w) { p[0] = __shfl_down_sync(0xffffffff, p[0], 1, w); }",
         "width",
         "part of a warp",
         Severity.ERROR,

@@ -441,3 +441,20 @@ def test_run_multi_warp_tile(device: Any) -> None:
     np.testing.assert_array_equal(totals[:, 1], np.repeat(tiles.min(axis=1), tile))
     rank = np.arange(n) % block
     np.testing.assert_array_equal(facts, rank % tile + 1000 * (rank // tile) + 100000 * (block // tile))
+
+
+@pytest.mark.integration
+def test_a_program_build_without_cl_std_keeps_the_tiles_on_intel(device: Any) -> None:
+    """A program's own build of its .cl file passes no -cl-std (OpenCL C 1.2): on Intel's runtimes
+    cl_intel_subgroups gives the sub-group built-ins there, so the tile kernels stay in the program."""
+    from porter.backends import CompileOptions
+    from porter.backends.opencl import OpenCLBackend
+    from porter.backends.opencl.devices import capabilities
+
+    if "cl_intel_subgroups" not in capabilities(device).extensions:
+        pytest.skip(f"{device.label} has no cl_intel_subgroups")
+    tr = translate_to_opencl(WARP + PARTIAL.replace(HEAD, "") + MULTI.replace(HEAD, ""), "all.cu")
+    backend = OpenCLBackend()
+    for k in tr.kernels:
+        assert not k.untranslatable, k.untranslatable
+        backend.compile(tr.text, k.entry, CompileOptions(), device=device)  # raises with the log

@@ -217,7 +217,7 @@ def test_helpers_get_address_space_variants() -> None:
     assert "uchar flip" in tr.text
 
 
-SUBGROUPS = "(defined(cl_khr_subgroups) || defined(__opencl_c_subgroups))"
+SUBGROUPS = "(defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups))"
 REQD_32 = "__attribute__((intel_reqd_sub_group_size(32)))"
 
 

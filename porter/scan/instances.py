@@ -43,6 +43,8 @@ class _HostTemplates:
     calls: dict[str, list[tuple[tuple[str, ...], str | None]]] = field(default_factory=dict)
     param_types: dict[str, tuple[str, ...]] = field(default_factory=dict)  # template -> its parameters' types
     deduced: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)  # `template void f(int*);`
+    # function ("" at file scope) -> its `constexpr`/`const` integral names with constant values, in order
+    constants: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def _host_templates(source: str) -> _HostTemplates:
@@ -61,6 +63,8 @@ def _host_templates(source: str) -> _HostTemplates:
                     out.param_types[name] = _param_types(fn.child_by_field_name("declarator"))
         elif node.type == "template_instantiation":
             _explicit_instantiation(node, out)
+        elif node.type == "declaration":
+            _constant(node, out)
         elif node.type == "call_expression":
             fn_node = node.child_by_field_name("function")
             if fn_node is not None and fn_node.type == "template_function":
@@ -77,6 +81,69 @@ def _host_templates(source: str) -> _HostTemplates:
             if fixed is not None:
                 out.calls.setdefault(name, []).append((fixed, None))
     return out
+
+
+_INTEGRAL = re.compile(r"^(?:(?:un)?signed|int|long|short|char|size_t|u?int(?:8|16|32|64)_t|bool)$")
+
+
+def _constant(node: Node, out: _HostTemplates) -> None:
+    """`constexpr int groups = 2;` (or `const unsigned k = 4 * groups;`): an integral name whose value the
+    launches' template arguments may use (``multi_warp_cg_reduce<T, 256, 256 / groups>``)."""
+    words = [node_text(c) for c in node.children if c.type in ("type_qualifier", "storage_class_specifier")]
+    kind = node.child_by_field_name("type")
+    if not ({"constexpr", "const"} & set(words)) or kind is None:
+        return
+    if not all(_INTEGRAL.match(w) for w in node_text(kind).split()):
+        return
+    scope = enclosing_function(node) or ""
+    known = {**out.constants.get("", {}), **out.constants.get(scope, {})}
+    for d in node.children_by_field_name("declarator"):
+        name, value = d.child_by_field_name("declarator"), d.child_by_field_name("value")
+        if d.type != "init_declarator" or name is None or name.type != "identifier" or value is None:
+            continue
+        folded = fold_integer(_substitute(squash(node_text(value)), {k: str(v) for k, v in known.items()}))
+        if folded is not None:
+            out.constants.setdefault(scope, {})[node_text(name)] = known[node_text(name)] = folded
+
+
+def fold_integer(text: str) -> int | None:
+    """The value of `text` when it is integer arithmetic on literals (``1024 / 2``, ``(1 << 5) - 1``), as C
+    computes it (division truncates toward zero); None for anything else."""
+    import ast
+
+    cleaned = re.sub(r"\b(\d+)[uUlL]+\b", r"\1", text.strip())
+    if not cleaned or not re.fullmatch(r"[0-9\s+\-*/%()<>&|^~]+", cleaned) or "//" in cleaned:
+        return None
+    try:
+        tree = ast.parse(cleaned, mode="eval")
+    except SyntaxError:
+        return None
+
+    def value(n: ast.AST) -> int:
+        if isinstance(n, ast.Constant) and isinstance(n.value, int):
+            return n.value
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.USub, ast.UAdd, ast.Invert)):
+            v = value(n.operand)
+            return -v if isinstance(n.op, ast.USub) else ~v if isinstance(n.op, ast.Invert) else v
+        if isinstance(n, ast.BinOp):
+            a, b = value(n.left), value(n.right)
+            if isinstance(n.op, ast.Div | ast.Mod):
+                if b == 0:
+                    raise ZeroDivisionError
+                q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+                return q if isinstance(n.op, ast.Div) else a - b * q
+            ops = {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b, ast.BitAnd: a & b, ast.BitOr: a | b,
+                   ast.BitXor: a ^ b}  # fmt: skip
+            if type(n.op) in ops:
+                return ops[type(n.op)]
+            if isinstance(n.op, ast.LShift | ast.RShift) and 0 <= b < 64:
+                return a << b if isinstance(n.op, ast.LShift) else a >> b
+        raise ValueError(ast.dump(n))
+
+    try:
+        return value(tree.body)
+    except (ValueError, ZeroDivisionError, RecursionError):
+        return None
 
 
 def _declarator(node: Node | None) -> Node | None:
@@ -205,9 +272,24 @@ def template_instantiations(
             result.unresolved.append((launch.kernel, launch.line, why))
         seen = result.found.setdefault(launch.kernel, [])
         for t in tuples:
+            t = _with_constants(t, host, launch.function)
             if t not in seen:
                 seen.append(t)
     return result
+
+
+def _with_constants(args: tuple[str, ...], host: _HostTemplates, function: str | None) -> tuple[str, ...]:
+    """`args` with the launching function's (and the file's) integral constants put in and each argument
+    that is then integer arithmetic folded to its value: ``256 / numOfMultiWarpGroups`` -> ``128``, the
+    instance as the compiler names it (and a name the host code of a port can spell anywhere)."""
+    known = {
+        k: str(v) for k, v in {**host.constants.get("", {}), **host.constants.get(function or "", {})}.items()
+    }
+    out = []
+    for a in args:
+        folded = fold_integer(_substitute(a, known)) if re.search(r"[A-Za-z_(/*%+<>-]", a) else None
+        out.append(str(folded) if folded is not None else a)
+    return tuple(out)
 
 
 @dataclass(frozen=True)

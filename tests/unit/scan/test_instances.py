@@ -84,3 +84,29 @@ def test_a_host_template_never_instantiated_leaves_the_launch_unresolved(tmp_pat
     result = template_instantiations(src.read_text(), scan.launches, ["k"])
     assert result.found == {"k": []}
     assert result.unresolved and "nor explicitly instantiated" in result.unresolved[0][2]
+
+
+def test_integral_constants_of_the_launching_function_are_folded_into_the_instance(tmp_path: Path) -> None:
+    """A tile size written with a host constant (`256 / groups`): the instance is named by its value, as the
+    compiler names it (a port's host code can spell it anywhere, and a capture's `<int, 256ul, 128ul>` is it)."""
+    from porter.scan.instances import fold_integer
+
+    src = tmp_path / "m.cu"
+    src.write_text(
+        "constexpr int kWarps = 4;\n"
+        "template <typename T, int B, int G> __global__ void red(T* x) { x[0] = B + G; }\n"
+        "template <typename T> void run(T* x, int n) {\n"
+        "    constexpr int groups = 2;\n"
+        "    const unsigned tile = kWarps * 32 / groups;\n"
+        "    int runtime = n;\n"
+        "    if (n > 1) red<T, 256, 256 / groups><<<1, 256>>>(x);\n"
+        "    else red<T, 64, (tile - 1) % 7><<<1, 64>>>(x);\n"
+        "    red<T, 32, runtime><<<1, 32>>>(x);\n"
+        "}\n"
+        "template void run<int>(int*, int);\n"
+    )
+    names = [i.name for i in kernel_instances(scan_file(str(src)), src.read_text())]
+    assert names == ["red<int, 256, 128>", "red<int, 64, 0>", "red<int, 32, runtime>"]  # 63 % 7 = 0
+    assert fold_integer("-7 / 2") == -3 and fold_integer("-7 % 2") == -1  # C truncates toward zero
+    assert fold_integer("1 << 5") == 32 and fold_integer("10ul / 3") == 3
+    assert fold_integer("x + 1") is None and fold_integer("1 / 0") is None and fold_integer("2 ** 8") is None

@@ -8,6 +8,7 @@ plain :class:`~porter.backends.Device` by (platform, name, index).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import warnings
@@ -18,7 +19,7 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
-from porter.backends import Device, HardwareFacts
+from porter.backends import Device, HardwareFacts, pci_uid
 
 from .icd import Registration, register_intel_cpu_runtime
 from .oclgrind import checker_device, oclgrind_path, settings
@@ -228,6 +229,27 @@ def _info(cl_platform: Any, cl_device: Any) -> dict[str, str]:
     }
 
 
+def _pci_uid(cl: ModuleType, cl_device: Any) -> str:
+    """A GPU's PCI address through its vendor's OpenCL extension (NVIDIA's cl_nv_device_attribute_query,
+    AMD's cl_amd_device_attribute_query topology), the one its CUDA or HIP view reports; "" elsewhere."""
+    extensions = str(getattr(cl_device, "extensions", ""))
+    with contextlib.suppress(Exception):
+        if "cl_nv_device_attribute_query" in extensions:
+            info = cl.device_info
+            domain = cl_device.get_info(info.PCI_DOMAIN_ID_NV) if hasattr(info, "PCI_DOMAIN_ID_NV") else 0
+            bus, slot = (
+                int(cl_device.get_info(info.PCI_BUS_ID_NV)),
+                int(cl_device.get_info(info.PCI_SLOT_ID_NV)),
+            )
+            return pci_uid(
+                domain, bus & 0xFF, slot >> 3
+            )  # the slot is device << 3 | function (as hwloc reads it)
+        if "cl_amd_device_attribute_query" in extensions:
+            topology = cl_device.get_info(cl.device_info.TOPOLOGY_AMD)
+            return pci_uid(0, topology.bus, topology.device)
+    return ""
+
+
 def _enumerate(cl: ModuleType) -> Inventory:
     inventory = Inventory()
     try:
@@ -280,6 +302,7 @@ def _enumerate(cl: ModuleType) -> Inventory:
                     multiprocessors=int(cl_device.max_compute_units),
                     subgroups=supports(caps, "subgroups"),
                 ),
+                uid=_pci_uid(cl, cl_device) if kind == "gpu" else "",
             )
             inventory.live.append(
                 Live(device=device, cl_device=cl_device, cl_platform=cl_platform, info=info, caps=caps)

@@ -182,3 +182,7 @@ def test_an_nvidia_gpu_is_known_by_its_pci_address_to_cuda_and_opencl() -> None:
         pytest.skip("no CUDA device visible to CuPy")
     assert all(d.uid.startswith("pci:") for d in gpus), [d.uid for d in gpus]
     assert len({d.uid for d in gpus}) == len(gpus)
+    # NVIDIA's OpenCL, where it is registered (bench/h200_env.sh does), names the same GPUs the same way
+    opencl = [d for d in get_backend("opencl").devices() if d.times and "NVIDIA" in d.name]
+    if opencl:
+        assert {d.uid for d in opencl} == {d.uid for d in gpus}, [(d.label, d.uid) for d in opencl + gpus]

@@ -29,6 +29,13 @@ def instance_name(kernel: str, args: Sequence[str]) -> str:
     return f"{kernel}<{', '.join(args)}>" if args else kernel
 
 
+def spelled(name: str) -> str:
+    """An instance's name without blanks or integer-literal suffixes: a capture names the instance as the
+    compiler does (``reduce6<int, 256u, true>`` for an ``unsigned int`` parameter), porter as the launch or
+    instantiation wrote it (``reduce6<int, 256, true>``); both spell ``reduce6<int,256,true>``."""
+    return re.sub(r"\b(\d+)[uUlL]+\b", r"\1", "".join(name.split()))
+
+
 @dataclass
 class Instantiations:
     found: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)  # kernel -> arg tuples

@@ -33,6 +33,7 @@ from porter.model import FileScan, Kernel, TranslatedKernel, Translation, Varian
 from porter.plan import PlannedVariant, Refusal
 from porter.program import Program, ProgramFile
 from porter.scan import has_cuda
+from porter.scan.instances import spelled
 from porter.source import Scanned
 from porter.workflows.translations import Facts, recall, remember, translation_key
 
@@ -341,7 +342,12 @@ class ProgramPlan:
         is none otherwise (``said``: what the translator said of it).  Its ``requires`` say what it needs
         of a device: the replays run it on the devices that have it."""
         known = self.entries(target)
-        entry_file = known.get(name) or known.get(kernel)
+        wanted = spelled(name)  # a capture's <int, 256u> is the translation's <int, 256>
+        entry_file = (
+            known.get(name)
+            or next((v for k, v in known.items() if spelled(k) == wanted), None)
+            or known.get(kernel)
+        )
         if entry_file is None:
             if said.startswith("untranslatable"):
                 return Refusal("construct", f"the {target} port: {said}")

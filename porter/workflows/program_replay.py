@@ -26,7 +26,6 @@ Every verdict lands in the report's kernel (``kernels[].replays``); a failed one
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -42,6 +41,7 @@ from porter.harness.trial import ValidateOptions
 from porter.model import Kernel, Status, Variant, Verdict
 from porter.plan import PlannedVariant, Refusal
 from porter.results import KernelReplay, ProgramKernel, ProgramReport
+from porter.scan.instances import spelled
 from porter.workflows.program_plan import ProgramPlan
 from porter.workflows.resume import Ledger, key_of, toolchain_of
 
@@ -95,15 +95,8 @@ def kernel_of(name: str, kernels: Mapping[str, ProgramKernel]) -> ProgramKernel 
     found = kernels.get(base) or kernels.get(base.rsplit("::", 1)[-1])
     if found is not None or base == name:
         return found
-    spelled = _spelled(name)
-    return next((k for k in kernels.values() if _spelled(k.name) == spelled), None)
-
-
-def _spelled(name: str) -> str:
-    """An instance's name without blanks or integer-literal suffixes: the capture names the instance as
-    the compiler does (``reduce6<int, 256u, true>`` for an ``unsigned int`` parameter), porter as the
-    launch or instantiation wrote it (``reduce6<int, 256, true>``)."""
-    return re.sub(r"\b(\d+)[uUlL]+\b", r"\1", "".join(name.split()))
+    wanted = spelled(name)
+    return next((k for k in kernels.values() if spelled(k.name) == wanted), None)
 
 
 def kernel_scan(plan: ProgramPlan, name: str, rel: str) -> Kernel | None:

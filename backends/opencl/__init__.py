@@ -404,6 +404,8 @@ class OpenCLBackend(BackendBase):
         cl = pyopencl()
         assert cl is not None
         opts = build_options(options)
+        # kernels needing what porter's probe found this device lacks (though it declares it) stay out
+        opts += [o for o in requirements.disabled(target.caps) if o not in opts]
         target.ensure_queue()
         program = cl._cl._Program(target.context, printable(source))
         try:

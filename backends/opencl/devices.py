@@ -202,7 +202,15 @@ def _capabilities(cl: ModuleType, cl_device: Any) -> Capabilities:
         sizes: set[int] = set()
         runs_32 = "porter_subgroup_32" in names and local % 32 == 0
         if runs_32 and np.all(_run_ints(cl, program, ctx, queue, "porter_subgroup_32", local) == 32):
-            sizes.add(32)
+            # and a warp reduction gives the right sum (Intel's CPU runtime 2025 returns a wrong one from 32-wide
+            # sub-groups): sizes that run wrong are sizes the device does not have
+            summed = (
+                _run_ints(cl, program, ctx, queue, "porter_subgroup_32_sum", local)
+                if "porter_subgroup_32_sum" in names
+                else None
+            )
+            if summed is None or summed[0] == 496:
+                sizes.add(32)
         queue.finish()
     except Exception:  # noqa: BLE001 - sub-groups that do not work are no sub-groups
         return caps

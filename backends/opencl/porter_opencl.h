@@ -192,6 +192,30 @@ namespace porter_opencl __attribute__((visibility("hidden"))) {
     exit(3);
 }
 
+// Exit status of a port that cannot run on this device (a kernel it launches needs what the device's OpenCL
+// lacks): porter reports the run not-run on that device, with the line printed, not as a difference.
+constexpr int UNAVAILABLE_EXIT = 4;
+[[noreturn]] inline void unavailable(const std::string& what) {
+    fprintf(stderr, "porter opencl runtime: not run on this device: %s\n", what.c_str());
+    fflush(stderr);
+    exit(UNAVAILABLE_EXIT);
+}
+
+// The condition of the requirement guard (`#if (defined(cl_khr_subgroups) ...)` ... `#endif /* cond */`) the
+// translation put around kernel `entry` in `text`, "" when it has none: what this device lacks if the kernel
+// did not build.
+inline std::string guard_of(const std::string& text, const char* entry) {
+    std::string head = std::string(" ") + entry + "(";
+    size_t at = text.find(head);
+    if (at == std::string::npos) return "";
+    size_t line = text.rfind("\n#if ", at);
+    if (line == std::string::npos) return "";
+    size_t end = text.find('\n', line + 1);
+    std::string cond = text.substr(line + 5, end - line - 5);
+    if (text.find("#endif /* " + cond + " */", at) == std::string::npos) return "";
+    return cond;
+}
+
 inline Api& api() {
     static Api a = [] {
         Api f{};
@@ -406,6 +430,9 @@ inline cl_program program(const Source& src) {
     // (PORTER_OPENCL_OPTIONS replaces that choice: "" builds with the unit's -D alone)
     const char* chosen = getenv("PORTER_OPENCL_OPTIONS");
     std::string options = std::string(chosen ? chosen : "-cl-mad-enable") + " " + src.options;
+    // what porter's probe found this device lacks though it declares it (-DPORTER_NO_SUBGROUP_32)
+    const char* off = getenv("PORTER_OPENCL_DEFINES");
+    if (off != nullptr) options += std::string(" ") + off;
     // sub-group functions come as an OpenCL C 2.0 extension or a 3.0 feature: ask for the device's version
     if (text.find("sub_group") != std::string::npos) {
         if (s.c_version.find("C 3.") != std::string::npos) options += " -cl-std=CL3.0";
@@ -445,6 +472,12 @@ inline cl_kernel kernel(const char* file, const char* entry) {
                 return k;
             }
         }
+    }
+    for (size_t i = 0; i < porter_opencl_source_count; ++i) {  // compiled out: the device lacks what it needs
+        std::string cond = guard_of(source_text(porter_opencl_sources[i]), entry);
+        if (!cond.empty())
+            unavailable(std::string("kernel '") + entry + "' needs " + cond + ", which " + s.device_name +
+                        "'s OpenCL C lacks");
     }
     std::string why = std::string("no OpenCL kernel '") + entry + "' in " + file + " or any source of the port";
     die(why.c_str());

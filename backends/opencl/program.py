@@ -82,6 +82,10 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40] or "device"
 
 
+UNAVAILABLE_EXIT = 4  # porter_opencl.h's: the device lacks what a launched kernel needs
+UNAVAILABLE_LINE = "porter opencl runtime: not run on this device:"
+
+
 class OpenclProgramToolchain(CpuProgramToolchain):
     """g++ and porter's OpenCL runtime: an OpenCL port's host code, its kernels run on one OpenCL device."""
 
@@ -108,8 +112,22 @@ class OpenclProgramToolchain(CpuProgramToolchain):
         ).hexdigest()[:10]
         return f"g++ + porter opencl runtime {digest} on {self._device.label} ({self._device.driver})"
 
+    def not_run_here(self, exit_code: int | None, stderr: str) -> str:
+        """Why a run of the port could not run on this device, from what porter's OpenCL runtime printed
+        as it stopped (a kernel the run launches needs what the device's OpenCL C lacks), else ""."""
+        if exit_code != UNAVAILABLE_EXIT:
+            return ""
+        said = [line for line in stderr.splitlines() if line.startswith(UNAVAILABLE_LINE)]
+        return said[-1][len(UNAVAILABLE_LINE) :].strip() if said else ""
+
     def run_env(self) -> dict[str, str]:
+        from porter.backends.opencl.devices import capabilities
+        from porter.backends.opencl.requirements import disabled
+
         env = {"PORTER_OPENCL_PLATFORM": self._device.platform, "PORTER_OPENCL_DEVICE": self._device.name}
+        off = disabled(capabilities(self._device))
+        if off:  # kernels needing what porter's probe found this device lacks stay out of its builds
+            env["PORTER_OPENCL_DEFINES"] = " ".join(off)
         if os.environ.get("OCL_ICD_VENDORS"):
             env["OCL_ICD_VENDORS"] = os.environ["OCL_ICD_VENDORS"]
         return env

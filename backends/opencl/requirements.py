@@ -91,6 +91,18 @@ def build_options(caps: Capabilities, requires: Sequence[str]) -> tuple[str, ...
                 if flag not in out and not any(o.startswith("-cl-std=") for o in out):
                     out.append(flag)
                 break
+    return (*out, *disabled(caps))
+
+
+def disabled(caps: Capabilities) -> tuple[str, ...]:
+    """``-D`` options that leave out kernels needing what a device with `caps` declares but failed porter's
+    probe of (a requirement's ``disable`` macro, where its extension is listed and the requirement not met)."""
+    out = []
+    for name, entry in table().items():
+        macro = entry.get("disable")
+        declared = any(e in caps.extensions for e in entry.get("extensions", []))
+        if macro and declared and not _meets_one(caps, name):
+            out.append(f"-D{macro}")
     return tuple(out)
 
 

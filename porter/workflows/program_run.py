@@ -491,7 +491,7 @@ class _Runner:
             why = ref.reason if ref.reason.startswith("the original") else f"the original was {ref.reason}"
             rec.status, rec.reason = "not-run", why
             return
-        if rec.status == "failed":
+        if rec.status in ("failed", "not-run"):
             return
         if ref is None:
             rec.status, rec.reason = "not-run", "the original did not run here"
@@ -636,8 +636,12 @@ class _Runner:
             rec.capture = str(scratch / "capture")
             rec.capture_kind = device.kind if device is not None else ""
         stopped = ran.reason(self.timeout, self.max_output)
+        # a toolchain's runtime that stopped because this device cannot run the port (OpenCL without sub-groups)
+        unavailable = getattr(chain, "not_run_here", lambda _e, _s: "")(exit_code, rec.stderr_tail)
         if stopped:
             rec.status, rec.reason = "failed", stopped
+        elif unavailable:
+            rec.status, rec.reason = "not-run", unavailable
         elif _killed_by(exit_code):
             number = _killed_by(exit_code)
             said = (

@@ -161,3 +161,23 @@ def test_the_readme_sample_matches_as_an_opencl_program(tmp_path: Path) -> None:
     )
     assert r.returncode == 0, r.stderr + r.stdout[-3000:]
     assert "program verdict, opencl: matches" in r.stdout
+
+
+@needs_opencl
+def test_a_device_that_cannot_run_a_launched_kernel_is_not_run_never_a_difference(tmp_path: Path) -> None:
+    """shuffle_sum launches a warp reduction that needs 32-wide sub-groups: on a device without them (PoCL), or
+    whose 32-wide sub-groups failed porter's probe (a shuffle reduction's sum: Intel's CPU runtime here), the
+    kernel is left out of the port's build and the run stops saying so -- not-run on that device, with the
+    requirement named; a device that has them runs it and must match."""
+    doc = _port(ROOT / "tests" / "fixtures" / "programs" / "shuffle_sum", tmp_path / "out", "--toolchains",
+                "cpu-runtime,opencl")  # fmt: skip
+    variants = [v for run in doc["program"]["runs"] for v in run["variants"] if v["target"] == "opencl"]
+    assert variants and {v["device"] for v in variants} == set(_opencl_devices()) - {"opencl:oclgrind"}
+    for v in variants:
+        assert v["status"] in ("matches", "not-run"), v
+        if v["status"] == "not-run":
+            assert (
+                v["reason"].startswith("kernel 'warp_sums' needs ")
+                and "cl_intel_required_subgroup_size" in v["reason"]
+            ), v["reason"]
+    assert doc["program"]["verdicts"]["opencl"]["status"] in ("matches", "not-run")

@@ -450,11 +450,31 @@ def test_a_program_build_without_cl_std_keeps_the_tiles_on_intel(device: Any) ->
     from porter.backends import CompileOptions
     from porter.backends.opencl import OpenCLBackend
     from porter.backends.opencl.devices import capabilities
+    from porter.backends.opencl.requirements import disabled
 
     if "cl_intel_subgroups" not in capabilities(device).extensions:
         pytest.skip(f"{device.label} has no cl_intel_subgroups")
+    if disabled(capabilities(device)):
+        pytest.skip(
+            f"{device.label}: its 32-wide sub-groups failed porter's probe (a shuffle reduction's sum)"
+        )
     tr = translate_to_opencl(WARP + PARTIAL.replace(HEAD, "") + MULTI.replace(HEAD, ""), "all.cu")
     backend = OpenCLBackend()
     for k in tr.kernels:
         assert not k.untranslatable, k.untranslatable
         backend.compile(tr.text, k.entry, CompileOptions(), device=device)  # raises with the log
+
+
+def test_a_declared_extension_the_probe_found_broken_is_defined_away() -> None:
+    """A device that lists cl_intel_required_subgroup_size but whose 32-wide sub-groups gave a wrong sum in porter's
+    probe builds with -DPORTER_NO_SUBGROUP_32, which the guard of every kernel needing them tests."""
+    from porter.backends.opencl.requirements import Capabilities, disabled
+
+    declared = frozenset({"cl_khr_subgroups", "cl_intel_subgroups", "cl_intel_required_subgroup_size"})
+    assert disabled(Capabilities(extensions=declared, sub_group_sizes=frozenset({8, 16}))) == (
+        "-DPORTER_NO_SUBGROUP_32",
+    )
+    assert disabled(Capabilities(extensions=declared, sub_group_sizes=frozenset({16, 32}))) == ()
+    assert (
+        disabled(Capabilities(extensions=frozenset({"cl_khr_subgroups"}))) == ()
+    )  # never declared: the guard does

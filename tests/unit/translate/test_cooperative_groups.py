@@ -24,7 +24,7 @@ def test_opencl_maps_the_block_handle_and_its_syncs_to_barriers() -> None:
     assert tr.text.count("\n") >= FIXTURE.read_text().count("\n") - 20  # lines kept for diagnostics
 
 
-def test_opencl_keeps_other_groups_untranslatable() -> None:
+def test_opencl_ranks_a_tile_by_arithmetic_and_keeps_a_group_used_as_a_value_untranslatable() -> None:
     src = (
         "#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n"
         "__global__ void k(float* x) {\n"
@@ -33,7 +33,11 @@ def test_opencl_keeps_other_groups_untranslatable() -> None:
         "  x[0] = tile.thread_rank();\n}\n"
     )
     (k,) = translate_to_opencl(src, "k.cu").kernels
-    assert any("cooperative groups" in u or "template" in u for u in k.untranslatable), k.untranslatable
+    assert not k.untranslatable and not k.requires  # a tile's rank needs no sub-groups: the linear id % 32
+    text = translate_to_opencl(src, "k.cu").text
+    assert "get_local_size(0) * (get_local_id(1)" in text and "% 32u" in text
+    (k,) = translate_to_opencl(src.replace("x[0] = tile.thread_rank();", "x[0] = helper(tile);"), "k.cu").kernels
+    assert k.untranslatable, "a group handle passed as a value has no OpenCL C counterpart"
 
 
 def test_hip_drops_an_unused_reduce_header_and_keeps_a_used_one_with_an_error() -> None:

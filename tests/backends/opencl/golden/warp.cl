@@ -15,7 +15,7 @@ float warp_sum(float v)
 }
 #endif /* (defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups)) && defined(cl_khr_subgroup_shuffle_relative) */
 
-#if (defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups)) && defined(cl_khr_subgroup_shuffle) && defined(cl_khr_subgroup_shuffle_relative) && defined(cl_khr_subgroup_ballot) && defined(cl_intel_required_subgroup_size)
+#if (defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups)) && defined(cl_khr_subgroup_shuffle) && defined(cl_khr_subgroup_shuffle_relative) && defined(cl_khr_subgroup_ballot) && defined(cl_intel_required_subgroup_size) && !defined(PORTER_NO_SUBGROUP_32)
 __attribute__((intel_reqd_sub_group_size(32)))
 __kernel void votes(__global const float* in, __global unsigned int* ballots, __global int* flags, __global float* sums)
 {
@@ -31,7 +31,7 @@ __kernel void votes(__global const float* in, __global unsigned int* ballots, __
     flags[i] = all * 2 + any;
     sums[i] = warp_sum(v) + first + x;
 }
-#endif /* (defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups)) && defined(cl_khr_subgroup_shuffle) && defined(cl_khr_subgroup_shuffle_relative) && defined(cl_khr_subgroup_ballot) && defined(cl_intel_required_subgroup_size) */
+#endif /* (defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups)) && defined(cl_khr_subgroup_shuffle) && defined(cl_khr_subgroup_shuffle_relative) && defined(cl_khr_subgroup_ballot) && defined(cl_intel_required_subgroup_size) && !defined(PORTER_NO_SUBGROUP_32) */
 
 // Generic in the warp size: needs sub-groups of any width, no required size.
 #if (defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups)) && defined(cl_khr_subgroup_shuffle_relative)
@@ -43,11 +43,11 @@ __kernel void generic_sum(__global const float* in, __global float* out)
 #endif /* (defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups)) && defined(cl_khr_subgroup_shuffle_relative) */
 
 // A literal width of 32 is the whole warp only with 32-wide sub-groups.
-#if (defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups)) && defined(cl_khr_subgroup_shuffle) && defined(cl_intel_required_subgroup_size)
+#if (defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups)) && defined(cl_khr_subgroup_shuffle) && defined(cl_intel_required_subgroup_size) && !defined(PORTER_NO_SUBGROUP_32)
 __attribute__((intel_reqd_sub_group_size(32)))
 __kernel void width32(__global float* p)
 {
     int i = (uint)get_group_id(0) * (uint)get_local_size(0) + (uint)get_local_id(0);
     p[i] = sub_group_shuffle_xor(p[i], (uint)(1));
 }
-#endif /* (defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups)) && defined(cl_khr_subgroup_shuffle) && defined(cl_intel_required_subgroup_size) */
+#endif /* (defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups)) && defined(cl_khr_subgroup_shuffle) && defined(cl_intel_required_subgroup_size) && !defined(PORTER_NO_SUBGROUP_32) */

@@ -245,7 +245,9 @@ def test_warp_functions_need_subgroups() -> None:
     )
     guard, before = _kernel_text(tr, "votes")
     assert guard.startswith(f"#if {SUBGROUPS} && defined(cl_khr_subgroup_shuffle)")
-    assert guard.endswith("defined(cl_khr_subgroup_ballot) && defined(cl_intel_required_subgroup_size) && !defined(PORTER_NO_SUBGROUP_32)")
+    assert guard.endswith(
+        "defined(cl_khr_subgroup_ballot) && defined(cl_intel_required_subgroup_size) && !defined(PORTER_NO_SUBGROUP_32)"
+    )
     assert before == REQD_32
     # Generic in the warp size: the sub-group guard only, no required size.
     assert _kernel(tr, "generic_sum").requires == ("subgroups", "subgroup_shuffle_relative")

@@ -36,7 +36,9 @@ def test_opencl_ranks_a_tile_by_arithmetic_and_keeps_a_group_used_as_a_value_unt
     assert not k.untranslatable and not k.requires  # a tile's rank needs no sub-groups: the linear id % 32
     text = translate_to_opencl(src, "k.cu").text
     assert "get_local_size(0) * (get_local_id(1)" in text and "% 32u" in text
-    (k,) = translate_to_opencl(src.replace("x[0] = tile.thread_rank();", "x[0] = helper(tile);"), "k.cu").kernels
+    (k,) = translate_to_opencl(
+        src.replace("x[0] = tile.thread_rank();", "x[0] = helper(tile);"), "k.cu"
+    ).kernels
     assert k.untranslatable, "a group handle passed as a value has no OpenCL C counterpart"
 
 

@@ -314,9 +314,15 @@ def _run(device: Any, tr: Translation, name: str, args: list[Any], grid: Any, bl
     assert not k.untranslatable, k.untranslatable
     lacks = missing_requirements(device, k.requires)
     if lacks:
-        pytest.skip(
-            f"{device.label} lacks {', '.join(lacks)} (needed by {name}): pip install intel-opencl-rt"
+        from porter.backends.opencl.devices import capabilities
+        from porter.backends.opencl.requirements import disabled
+
+        why = (
+            "its 32-wide sub-groups failed porter's probe (a shuffle reduction's sum)"
+            if disabled(capabilities(device))
+            else "pip install intel-opencl-rt"
         )
+        pytest.skip(f"{device.label} lacks {', '.join(lacks)} (needed by {name}): {why}")
     backend = OpenCLBackend()
     options = CompileOptions(flags=requirement_options(device, k.requires))
     program = backend.load(backend.compile(tr.text, k.entry, options, device=device), device)

@@ -376,7 +376,9 @@ class ProgramPlan:
         f = self.file(where)
         tr = self.translation(target, f) if f is not None else "not in the program"
         tk: TranslatedKernel | None = (
-            None if isinstance(tr, str) else next((k for k in tr.kernels if k.name in (name, kernel)), None)
+            None
+            if isinstance(tr, str)
+            else next((k for k in tr.kernels if k.name in (name, kernel) or spelled(k.name) == wanted), None)
         )
         if isinstance(tr, str) or tk is None:
             return Refusal("kernel", f"the {target} output of {where} does not hold {kernel}")

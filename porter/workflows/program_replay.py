@@ -516,11 +516,14 @@ def _replay(
                 continue
             port = _as_captured(port, las[0].defines)
             # every device of the target, and its other wavefront widths where emulated (HIP: 64 lanes)
-            devices = [
-                d
-                for d in [*run_devices(target), *wavefront_devices(target)]
-                if not lacking(target, d, port.requires)
-            ]
+            every = [*run_devices(target), *wavefront_devices(target)]
+            devices = [d for d in every if not lacking(target, d, port.requires)]
+            if every and not devices:  # e.g. sub-groups of 32 that no OpenCL device here runs right
+                why = f"no {target} device here has what it needs ({', '.join(port.requires)}): " + "; ".join(
+                    f"{d.label} lacks {', '.join(lacking(target, d, port.requires))}" for d in every
+                )
+                pk.replays.append(KernelReplay(target, "", "not-replayable", why, instance=name))
+                continue
             pk.replays += judged(port, devices, replay_of, name, made)
     captured_on = {name: las[0].device for name, las in grouped.items() if las}
     for k in report.kernels:

@@ -175,8 +175,15 @@ def test_pip_installed_runtime_is_a_device_with_32_wide_subgroups(runtime: Path,
     assert len(intel) == 1, found
     dev = intel[0]
     assert dev["arch"].endswith("/cpu") and dev["driver"]
-    assert dev["warp"] == 32 and dev["subgroups"] is True
-    assert dev["supports"] == REQUIREMENTS
+    assert dev["subgroups"] is True
+    # 32-wide sub-groups where porter's probe of them (a shuffle reduction's sum) passes; this runtime's
+    # 2025 releases store a wrong sum, and then they are not claimed (kernels needing them are left out)
+    if "reqd_sub_group_size_32" in dev["supports"]:
+        assert dev["warp"] == 32 and dev["supports"] == REQUIREMENTS
+    else:
+        assert dev["warp"] == 16 and dev["supports"] == [
+            r for r in REQUIREMENTS if r != "reqd_sub_group_size_32"
+        ]
     assert dev["toolchain"].startswith(f"opencl|{dev['platform']}|") and dev["driver"] in dev["toolchain"]
     # The entries the loader read before are still there (PoCL in CI, NVIDIA on a GPU machine).
     system = {lib for _, lib in icd.existing_entries("", icd.SYSTEM_VENDORS)}

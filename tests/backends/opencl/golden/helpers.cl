@@ -21,7 +21,7 @@ __kernel void mix_(__global const float* in, __global float4* out, ulong n, ucha
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     float a = sum3(in + t);
     float b = sum3__local(&buf[t % 60]);
-    float c = sqrt(fabs(a)) + native_exp(b) + rsqrt(2.0f) + native_divide((float)(a), (float)(3.0f));
+    float c = sqrt(fabs(a)) + exp(b) + rsqrt(2.0f) + ((a) / (3.0f));
     int r = convert_int_rte(c);
     long big = 123L;
     ulong ubig = 0xFFul;

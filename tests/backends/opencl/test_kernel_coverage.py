@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from opencl_launch import launch_translated
 from porter.backends.opencl.translate import launch_geometry, translate_to_opencl
 
 from porter.model import Severity, TranslatedKernel, Translation
@@ -58,9 +59,7 @@ def _run(
 ) -> list[Any]:
     """Build kernel `name`, run it with `args` (CUDA order), return the arrays as they came back.
     `shared_bytes`: the launch's dynamic shared memory, the kernel's one added `__local` argument."""
-    from porter.backends import CompileOptions
     from porter.backends.isolate import LocalBuffer
-    from porter.backends.opencl import requirement_options
 
     backend, device = ocl
     k = _kernel(tr, name)
@@ -70,20 +69,9 @@ def _run(
         args = [*args, LocalBuffer(shared_bytes)]
     else:
         assert not k.extra_args
-    options = CompileOptions(flags=requirement_options(device, k.requires))
-    program = backend.load(backend.compile(tr.text, k.entry, options, device=device), device)
-    cl_args: list[Any] = []
-    arrays: list[tuple[int, Any]] = []
-    for value in args:
-        if isinstance(value, np.ndarray):
-            arrays.append((len(cl_args), value))
-            value = backend.to_device(value, device)
-        cl_args.append(value)
     global_size, local_size = launch_geometry(grid, block)
     assert all(g % b == 0 for g, b in zip(global_size, local_size, strict=True))
-    program(*cl_args, grid=grid, block=block)
-    backend.synchronize(device)
-    return [backend.to_host(cl_args[i], host.dtype, host.shape) for i, host in arrays]
+    return launch_translated(backend, device, tr.text, k, args, grid, block)
 
 
 # --------------------------------------------------------------------------- host data next to kernels

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from opencl_launch import launch_translated
 from porter.backends.opencl.translate import tables, translate_to_opencl
 
 from porter.model import Severity, TranslatedKernel, Translation
@@ -307,8 +308,7 @@ def device(request: pytest.FixtureRequest) -> Any:
 def _run(device: Any, tr: Translation, name: str, args: list[Any], grid: Any, block: Any) -> list[Any]:
     """Build kernel `name` for `device` (skipped, naming what it lacks, where it cannot) and run it;
     the arrays come back in argument order."""
-    from porter.backends import CompileOptions
-    from porter.backends.opencl import OpenCLBackend, missing_requirements, requirement_options
+    from porter.backends.opencl import OpenCLBackend, missing_requirements
 
     k = _kernel(tr, name)
     assert not k.untranslatable, k.untranslatable
@@ -323,19 +323,7 @@ def _run(device: Any, tr: Translation, name: str, args: list[Any], grid: Any, bl
             else "pip install intel-opencl-rt"
         )
         pytest.skip(f"{device.label} lacks {', '.join(lacks)} (needed by {name}): {why}")
-    backend = OpenCLBackend()
-    options = CompileOptions(flags=requirement_options(device, k.requires))
-    program = backend.load(backend.compile(tr.text, k.entry, options, device=device), device)
-    cl_args: list[Any] = []
-    arrays: list[tuple[int, Any]] = []
-    for value in args:
-        if isinstance(value, np.ndarray):
-            arrays.append((len(cl_args), value))
-            value = backend.to_device(value, device)
-        cl_args.append(value)
-    program(*cl_args, grid=grid, block=block)
-    backend.synchronize(device)
-    return [backend.to_host(cl_args[i], host.dtype, host.shape) for i, host in arrays]
+    return launch_translated(OpenCLBackend(), device, tr.text, k, args, grid, block)
 
 
 @pytest.mark.integration

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Issue #33's measurement on the lent GPU machine: a part of the development corpus (.corpus, carried) as one
+# suite, `porter port --suite` at the default -j and at -j 1, no cache, every toolchain the machine has; wall
+# time of each, the suite's own summary, and the GPU's utilisation sampled every 0.5 s (nvidia-smi) meanwhile.
+# Usage there:  [PROGRAMS="vectorAdd nw ..."] [DEFAULT_S=200 J1_S=330] bash bench/h200_suite.sh
+set -uo pipefail
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/suite"
+source bench/h200_env.sh || exit 1
+PROGRAMS=${PROGRAMS:-"vectorAdd matrixMul simpleTemplates scalarProd backprop gaussian nw pathfinder"}
+# the corpus suite (bench/corpus_runs.toml) with its root at the carried copy and only PROGRAMS kept
+python3 - "$PWD/.corpus" "$PROGRAMS" >/tmp/suite.toml <<'PY'
+import re, sys
+root, keep = sys.argv[1], set(sys.argv[2].split())
+section = None
+for line in open("bench/corpus_runs.toml"):
+    m = re.match(r"\[programs\.([^\]]+)\]", line)
+    if m:
+        section = m.group(1)
+    if line.startswith("root ="):
+        line = f'root = "{root}"\n'
+    if section is None or section in keep:
+        print(line, end="")
+PY
+run() {  # name, seconds, porter arguments...
+  local name=$1 limit=$2; shift 2
+  nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader,nounits -lms 500 >"$OUT/suite/util-$name.csv" 2>/dev/null &
+  local smi=$! t0; t0=$(date +%s.%N)
+  timeout "$limit" python3 -m porter --no-cache port --suite /tmp/suite.toml --out "/tmp/suite-$name" --fresh "$@" \
+      >"$OUT/suite/$name.log" 2>&1
+  local rc=$?; kill $smi 2>/dev/null
+  echo "$name rc=$rc wall=$(python3 -c "import time,sys; print(round(time.time()-float(sys.argv[1]),1))" "$t0") s nproc=$(nproc)" | tee -a "$OUT/suite/walls.txt"
+  cp "/tmp/suite-$name/summary.json" "$OUT/suite/summary-$name.json" 2>/dev/null
+  cp "/tmp/suite-$name/summary.md" "$OUT/suite/summary-$name.md" 2>/dev/null
+}
+run default "${DEFAULT_S:-200}"
+run j1 "${J1_S:-330}" -j 1

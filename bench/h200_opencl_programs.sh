@@ -16,7 +16,7 @@ TABLE="gaussian|./gaussian -s 1024|gaussian.out -s 1024 -p 0 -d 0
 nw|./needle 4096 10|nw.out 4096 10 ./nw.cl -p 0 -d 0
 pathfinder|./pathfinder 100000 100 20|pathfinder.out -c 100000 -r 100 -h 20 -p 0 -d 0
 lud|cuda/lud_cuda -s 2048|lud.out -s 2048 -p 0 -d 0
-backprop|./backprop 1048576|backprop.out -n 1048576 -p 0 -d 0
+backprop|./backprop 524288|backprop.out -n 524288 -p 0 -d 0
 lavaMD|./lavaMD -boxes1d 10|lavaMD.out -boxes1d 10 -p 0 -d 0"
 echo "| program | porter OpenCL verdict (NVIDIA) | CUDA original s | porter OpenCL s | hand-written OpenCL s |" >"$OUT/ocl/table.md"
 echo "|---|---|---|---|---|" >>"$OUT/ocl/table.md"

@@ -404,8 +404,9 @@ class OpenCLBackend(BackendBase):
         cl = pyopencl()
         assert cl is not None
         opts = build_options(options)
-        # kernels needing what porter's probe found this device lacks (though it declares it) stay out
-        opts += [o for o in requirements.disabled(target.caps) if o not in opts]
+        # kernels needing what porter's probe found this device lacks (though it declares it) stay out; CUDA's
+        # fast-math intrinsics are the native_ functions on the devices dialect.toml [facts.native_math] names
+        opts += [o for o in requirements.device_defines(target.caps) if o not in opts]
         target.ensure_queue()
         program = cl._cl._Program(target.context, printable(source))
         try:

@@ -174,18 +174,21 @@ def _run_ints(cl: ModuleType, program: Any, ctx: Any, queue: Any, entry: str, lo
     return out
 
 
-def _declared(cl_device: Any) -> Capabilities:
-    """What the device says it offers (extensions, features, OpenCL C versions): nothing is run."""
+def _declared(cl: ModuleType, cl_device: Any) -> Capabilities:
+    """What the device says it offers (extensions, features, OpenCL C versions) and what it is (its type and
+    vendor): nothing is run."""
     return Capabilities(
         extensions=frozenset(str(cl_device.extensions).split()),
         features=_features(cl_device),
         c_versions=_c_versions(cl_device),
+        device_type=_kind(cl, cl_device),
+        vendor=str(cl_device.vendor).strip(),
     )
 
 
 def _capabilities(cl: ModuleType, cl_device: Any) -> Capabilities:
     """Extensions, features, OpenCL C versions and the sub-group sizes that really run."""
-    caps = _declared(cl_device)
+    caps = _declared(cl, cl_device)
     if not any(n in caps.extensions or n in caps.features for n in _SUBGROUP_MARKS):
         return caps
     options = " ".join(build_options(replace(caps, sub_group_sizes=frozenset()), ["subgroups"]))
@@ -367,7 +370,7 @@ def adopt(device: Device) -> None:
             if device.index < len(named):
                 cl_device = named[device.index]
                 _adopted[key] = Live(device=device, cl_device=cl_device, cl_platform=cl_platform,
-                                     info=_info(cl_platform, cl_device), caps=_declared(cl_device))  # fmt: skip
+                                     info=_info(cl_platform, cl_device), caps=_declared(cl, cl_device))  # fmt: skip
                 return
     except Exception:  # noqa: BLE001 - then the device is found as in any process
         return

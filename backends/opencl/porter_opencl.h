@@ -113,6 +113,7 @@ enum : cl_uint {
     CL_DEVICE_MAX_CONSTANT_BUFFER_SIZE = 0x1020,
     CL_DEVICE_LOCAL_MEM_SIZE = 0x1023,
     CL_DEVICE_NAME = 0x102B,
+    CL_DEVICE_VENDOR = 0x102C,
     CL_DEVICE_EXTENSIONS = 0x1030,
     CL_DEVICE_OPENCL_C_VERSION = 0x103D,
     CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV = 0x4000,  // cl_nv_device_attribute_query
@@ -173,6 +174,10 @@ struct Source {
 namespace porter_opencl __attribute__((visibility("hidden"))) {
 inline const Source porter_opencl_sources[1] = {{"", "", ""}};
 inline const size_t porter_opencl_source_count = 0;
+inline const char porter_native_math_define[] = "";
+inline const cl_bitfield porter_native_math_types = 0;
+inline const char* const porter_native_math_vendors[1] = {""};
+inline const size_t porter_native_math_vendor_count = 0;
 }  // namespace porter_opencl
 #endif
 
@@ -416,6 +421,18 @@ inline std::string source_text(const Source& src) {
     return text;
 }
 
+// Whether the translation's porter_fast_* macros (CUDA's fast-math intrinsics) are the device's native_
+// functions: its type and vendor are those of porter_native_math_* (porter_opencl_sources.h, generated from
+// backends/opencl/dialect.toml [facts.native_math], the rule porter's own kernel builds apply)
+inline bool native_math(cl_device_id d) {
+    if ((info_value<cl_bitfield>(d, CL_DEVICE_TYPE) & porter_native_math_types) == 0) return false;
+    std::string vendor = info_string(d, CL_DEVICE_VENDOR);
+    vendor.erase(0, vendor.find_first_not_of(" \t"));
+    for (size_t i = 0; i < porter_native_math_vendor_count; ++i)
+        if (vendor.rfind(porter_native_math_vendors[i], 0) == 0) return true;
+    return false;
+}
+
 inline cl_program program(const Source& src) {
     State& s = state();
     auto it = s.programs.find(src.path);
@@ -433,11 +450,14 @@ inline cl_program program(const Source& src) {
     // what porter's probe found this device lacks though it declares it (-DPORTER_NO_SUBGROUP_32)
     const char* off = getenv("PORTER_OPENCL_DEFINES");
     if (off != nullptr) options += std::string(" ") + off;
+    if (native_math(s.device)) options += std::string(" -D") + porter_native_math_define;
     // sub-group functions come as an OpenCL C 2.0 extension or a 3.0 feature: ask for the device's version
     if (text.find("sub_group") != std::string::npos) {
         if (s.c_version.find("C 3.") != std::string::npos) options += " -cl-std=CL3.0";
         else if (s.c_version.find("C 2.") != std::string::npos) options += " -cl-std=CL2.0";
     }
+    if (getenv("PORTER_OPENCL_VERBOSE"))
+        fprintf(stderr, "porter opencl runtime: building %s with options \"%s\"\n", src.path, options.c_str());
     err = api().BuildProgram(p, 1, &s.device, options.c_str(), nullptr, nullptr);
     if (err != CL_SUCCESS) {
         size_t n = 0;

@@ -70,8 +70,35 @@ def sources_header(tree: Path, defines: dict[str, tuple[str, ...]]) -> str:
     else:
         out.append('inline const Source porter_opencl_sources[1] = {{"", "", ""}};')
     out.append(f"inline const size_t porter_opencl_source_count = {len(rows)};")
+    out.append(native_math_source())
     out.append("}  // namespace porter_opencl")
     return "\n".join(out) + "\n"
+
+
+_DEVICE_TYPES = {"cpu": 1 << 1, "gpu": 1 << 2, "accelerator": 1 << 3}  # CL_DEVICE_TYPE_* bits
+
+
+def native_math_source() -> str:
+    """The C++ lines that give porter_opencl.h the rule of dialect.toml's [facts.native_math]: the define
+    it adds to a program's build where the device's CL_DEVICE_TYPE and CL_DEVICE_VENDOR are the rule's (CUDA's
+    fast-math intrinsics as OpenCL's native_ functions), as pyopencl's builds add it
+    (requirements.device_defines)."""
+    from porter.backends.opencl.requirements import native_math_rule
+
+    rule = native_math_rule()
+    types = 0
+    for name in rule["device_types"]:
+        types |= _DEVICE_TYPES[name]
+    vendors = ", ".join(_quote(v) for v in rule["vendors"]) or '""'  # no empty array in C++: the count says
+    return "\n".join(
+        [
+            "// CUDA's fast-math intrinsics as native_ functions on these devices (backends/opencl/dialect.toml)",
+            f"inline const char porter_native_math_define[] = {_quote(rule['define'])};",
+            f"inline const cl_bitfield porter_native_math_types = {types:#x};",
+            f"inline const char* const porter_native_math_vendors[] = {{{vendors}}};",
+            f"inline const size_t porter_native_math_vendor_count = {len(rule['vendors'])};",
+        ]
+    )
 
 
 def _quote(text: str) -> str:
@@ -108,7 +135,9 @@ class OpenclProgramToolchain(CpuProgramToolchain):
 
     def toolchain_id(self) -> str:
         digest = hashlib.sha256(
-            b"".join(p.read_bytes() for p in HEADERS) + runtime_data_header().encode()
+            b"".join(p.read_bytes() for p in HEADERS)
+            + runtime_data_header().encode()
+            + native_math_source().encode()
         ).hexdigest()[:10]
         return f"g++ + porter opencl runtime {digest} on {self._device.label} ({self._device.driver})"
 

@@ -32,6 +32,8 @@ class Capabilities:
     c_versions: tuple[tuple[int, int], ...] = ()  # OpenCL C versions the compiler accepts
     sub_group_sizes: frozenset[int] = field(default_factory=frozenset)  # requirable sizes, probed
     max_sub_group_size: int = 0  # 0: no sub-groups
+    device_type: str = ""  # "gpu", "cpu", "accelerator" (CL_DEVICE_TYPE); "" when not known
+    vendor: str = ""  # CL_DEVICE_VENDOR ("NVIDIA Corporation")
 
 
 NONE = Capabilities()
@@ -104,6 +106,30 @@ def disabled(caps: Capabilities) -> tuple[str, ...]:
         if macro and declared and not _meets_one(caps, name):
             out.append(f"-D{macro}")
     return tuple(out)
+
+
+@functools.cache
+def native_math_rule() -> dict[str, Any]:
+    """``[facts.native_math]`` of dialect.toml: the ``define`` choosing the native_ functions for CUDA's
+    fast-math intrinsics, and the ``device_types`` and ``vendors`` (prefixes of CL_DEVICE_VENDOR) of the
+    devices porter's builds define it for."""
+    return dict(load_facts("porter.backends.opencl").facts["native_math"])
+
+
+def native_math(caps: Capabilities) -> bool:
+    """Whether a device with `caps` computes CUDA's fast-math intrinsics with OpenCL's native_ functions: a
+    device type and vendor [facts.native_math] names (GPUs whose native_ functions are the hardware
+    approximations CUDA's intrinsics use; never a CPU runtime, where they have no bound)."""
+    rule = native_math_rule()
+    vendor = caps.vendor.strip()
+    return caps.device_type in rule["device_types"] and any(vendor.startswith(v) for v in rule["vendors"])
+
+
+def device_defines(caps: Capabilities) -> tuple[str, ...]:
+    """``-D`` options of every kernel build on a device with `caps`: the kernels it cannot run left out
+    (:func:`disabled`), CUDA's fast-math intrinsics as native_ functions where :func:`native_math`."""
+    native = (f"-D{native_math_rule()['define']}",) if native_math(caps) else ()
+    return (*disabled(caps), *native)
 
 
 def describe(requires: Sequence[str]) -> str:

@@ -90,6 +90,33 @@ def requirements() -> dict[str, dict[str, Any]]:
     return {k: dict(v) for k, v in load_facts("porter.backends.opencl").requirements.items()}
 
 
+def fast_math_prelude(body: str) -> str:
+    """The porter_fast_* macros `body` names (CUDA's fast-math intrinsics, cuda2opencl.toml [fast_math]): the
+    native_ functions where the build defines dialect.toml's [facts.native_math] `define`, else the
+    full-precision ones; "" when `body` names none."""
+    from porter.backends.dialect import load_facts
+
+    used = [
+        (head, full, native)
+        for head, (full, native) in tables()["fast_math"].items()
+        if re.search(rf"\b{re.escape(head.split('(')[0])}\b", body)
+    ]
+    if not used:
+        return ""
+    define = load_facts("porter.backends.opencl").facts["native_math"]["define"]
+    return "\n".join(
+        [
+            f"/* CUDA's fast-math intrinsics: OpenCL's native_ functions where the build defines {define} (porter's",
+            " * builds do on GPUs whose native_ functions are the approximations CUDA's use), else full precision */",
+            f"#if defined({define})",
+            *(f"#define {head} {native}" for head, _, native in used),
+            "#else",
+            *(f"#define {head} {full}" for head, full, _ in used),
+            "#endif",
+        ]
+    )
+
+
 def _closure(names: set[str]) -> list[str]:
     """`names` and every requirement they need, in table order."""
     table = requirements()
@@ -3366,6 +3393,9 @@ def _translate_to_opencl(
     for macro, definition in t.get("prelude_macros", {}).items():
         if re.search(rf"\b{re.escape(macro)}\b", body):
             prelude.append(definition)
+    fast = fast_math_prelude(body)
+    if fast:
+        prelude.append(fast)
     text = "\n".join(prelude) + "\n\n" + body
     text = re.sub(r"\n[ \t]*\n(?:[ \t]*\n)+", "\n\n", text).strip("\n") + "\n"
     seen: set[tuple[str, int, str, str]] = set()

@@ -65,6 +65,12 @@ class OpenCLDialect(Dialect):
             if slot is None:
                 extra = next(extras, {})
                 symbol = str(extra.get("symbol", f"arg{len(out)}"))
+                if extra.get("kind") == "texture":
+                    out.append(f"__global const {extra.get('type', 'float')}* {extra.get('param', symbol)}")
+                    continue
+                if extra.get("kind") == "texture_size":
+                    out.append(f"uint {extra.get('param', symbol + '_size')}")
+                    continue
                 shared = next((a for a in kernel.shared if a.name == symbol), None)
                 elem = shared.type if shared is not None else str(extra.get("type", "char"))
                 space = "__constant" if extra.get("kind") == "constant" else "__local"
@@ -96,6 +102,12 @@ class OpenCLDialect(Dialect):
             elif extra.get("kind") == "constant":
                 lines.append(
                     f"`{symbol}` holds the original's `__constant__` data, passed as a `__constant` pointer."
+                )
+            elif extra.get("kind") == "texture":
+                lines.append(
+                    f"`{extra.get('param', symbol)}` is the memory bound to the original's texture reference "
+                    f"`{symbol}`, and `{symbol}_size` its element count: `tex1Dfetch({symbol}, i)` reads "
+                    f"`{extra.get('param', symbol)}[i]` when `(uint)i < {symbol}_size`, else zero."
                 )
         if lacking:
             lines.append(

@@ -7,7 +7,8 @@ host stub that launches its OpenCL translation, and device-only functions remove
 * a ``__global__`` function keeps its signature (template header, parameters, qualifiers as written); its
   body becomes ``porter_opencl::Launch`` calls setting the OpenCL kernel's arguments in the translation's
   order (``arg_map``: a CUDA parameter, or an added ``__local`` buffer sized by the launch's dynamic shared
-  memory, or a ``__constant__`` variable passed as a buffer) and enqueueing it.  A template kernel gets one
+  memory, or a ``__constant__`` variable passed as a buffer, or the memory bound to a texture reference and
+  its element count) and enqueueing it.  A template kernel gets one
   branch per instance the translation made (``if constexpr``), each naming its entry (``axpby_float``);
 * a function that is only ``__device__`` is blanked (it runs only inside kernels, which are OpenCL C now);
 * everything else is kept byte for byte, and every line stays where it was, so a compiler's message about
@@ -150,8 +151,14 @@ def _stub(k: _Kernel, instances: Sequence[tuple[TranslatedKernel, str]]) -> list
         for slot in tk.arg_map or tuple(range(len(k.params))):
             if slot is None:
                 extra: Mapping[str, Any] = next(extras, {})
-                if extra.get("kind") == "constant":
+                kind = extra.get("kind")
+                if kind == "constant":
                     calls.append(f".symbol({extra.get('symbol')})")
+                elif kind == "texture":  # the memory bound to the texture reference now
+                    symbol = str(extra.get("symbol"))
+                    calls.append(f".texref({symbol}, {_c_string(symbol)})")
+                elif kind == "texture_size":  # how many elements that binding holds
+                    calls.append(f".texref_size({extra.get('symbol')})")
                 else:
                     calls.append(".local()")
             elif 0 <= int(slot) < len(k.params) and k.params[int(slot)]:

@@ -17,6 +17,8 @@
 //   * copies, memset (clEnqueueFillBuffer), __constant__ symbols (the host variable of the same name
 //     holds the bytes cudaMemcpyToSymbol wrote; a launch passes them as a __constant buffer), streams,
 //     events (timed on the host clock after the stream's queue finished), errors;
+//   * 1-D texture references over linear memory: cudaBindTexture records the pointer and size bound to one;
+//     a launch of a kernel reading it passes them (its OpenCL C takes the memory and the element count);
 //   * the kernels' OpenCL C is built once per program source from the copies embedded at build time
 //     (porter_opencl_sources.h), or read from the folder PORTER_OPENCL_SOURCES names.  A build failure
 //     prints the compiler's log and ends the program (exit 3).
@@ -75,6 +77,47 @@
 // what the host side of a unit using cooperative groups still names (`namespace cg = cooperative_groups;`):
 // the groups themselves lived in device code, now OpenCL C
 namespace cooperative_groups {}
+
+// --------------------------------------------------------------------------- texture references
+// Legacy 1-D texture references over linear memory (`texture<T, 1, cudaReadModeElementType> t;`, bound with
+// cudaBindTexture, read with tex1Dfetch): the host keeps what is bound -- a device pointer and the bytes from
+// it -- and each launch of a kernel reading the texture passes that memory and its element count
+// (Launch::texref, texref_size); the kernel's fetch is a plain load, zero outside the bound range.  The
+// fields host code sets (filterMode, normalized, addressMode, channelDesc) are kept so those statements
+// build; tex1Dfetch ignores them.  The layout is that of porter's CPU runtime (backends/cpu/porter_emu.h).
+#ifndef PORTER_TEXTURE_REFERENCES
+#define PORTER_TEXTURE_REFERENCES 1
+enum cudaTextureReadMode { cudaReadModeElementType = 0, cudaReadModeNormalizedFloat = 1 };
+enum cudaTextureFilterMode { cudaFilterModePoint = 0, cudaFilterModeLinear = 1 };
+enum cudaTextureAddressMode {
+    cudaAddressModeWrap = 0, cudaAddressModeClamp = 1, cudaAddressModeMirror = 2, cudaAddressModeBorder = 3
+};
+enum cudaChannelFormatKind {
+    cudaChannelFormatKindSigned = 0, cudaChannelFormatKindUnsigned = 1, cudaChannelFormatKindFloat = 2,
+    cudaChannelFormatKindNone = 3
+};
+struct cudaChannelFormatDesc {
+    int x, y, z, w;
+    enum cudaChannelFormatKind f;
+};
+#define cudaTextureType1D 0x01
+struct textureReference {
+    const void* porter_ptr;  // the bound memory (nullptr: unbound)
+    size_t porter_bytes;     // its size in bytes
+    int normalized;
+    enum cudaTextureFilterMode filterMode;
+    enum cudaTextureAddressMode addressMode[3];
+    struct cudaChannelFormatDesc channelDesc;
+    int sRGB;
+    unsigned int maxAnisotropy;
+};
+template <class T, int dim = 1, enum cudaTextureReadMode mode = cudaReadModeElementType>
+struct texture : textureReference {
+    constexpr texture(int norm = 0, enum cudaTextureFilterMode f = cudaFilterModePoint,
+                      enum cudaTextureAddressMode a = cudaAddressModeClamp)
+        : textureReference{nullptr, 0, norm, f, {a, a, a}, {0, 0, 0, 0, cudaChannelFormatKindNone}, 0, 0} {}
+};
+#endif
 
 #define PORTER_DEDUCED_LAUNCH(...) __VA_ARGS__
 #include "porter_capture.h"  // the launch interface porter's rewrite calls, the symbol registry
@@ -565,6 +608,26 @@ class Launch {
     }
     // the launch's dynamic shared memory (an `extern __shared__` array: a __local argument)
     Launch& local() { return set(g_config->shared ? g_config->shared : 1, nullptr); }
+    // a texture reference the kernel reads: the memory bound to it now (a pointer argument)
+    template <class T, int dim, enum cudaTextureReadMode M>
+    Launch& texref(const ::texture<T, dim, M>& tex, const char* name) {
+        if (failed_) return *this;
+        if (tex.porter_ptr == nullptr) {
+            fprintf(stderr,
+                    "porter opencl runtime: %s reads the texture reference %s, which is not bound at this launch "
+                    "(no cudaBindTexture before it, or cudaUnbindTexture since)\n",
+                    entry_, name);
+            return fail(cudaErrorInvalidTextureBinding);
+        }
+        return arg((const T*)tex.porter_ptr);
+    }
+    // ... and how many elements of T that binding holds (a fetch past them reads zero, as CUDA's does)
+    template <class T, int dim, enum cudaTextureReadMode M>
+    Launch& texref_size(const ::texture<T, dim, M>& tex) {
+        size_t n = tex.porter_bytes / sizeof(T);
+        cl_uint count = n > 0xFFFFFFFFu ? 0xFFFFFFFFu : (cl_uint)n;
+        return set(sizeof count, &count);
+    }
     // a __constant__ variable: its bytes as the host variable holds them, in a buffer of its own
     template <class T>
     Launch& symbol(const T& var) {
@@ -989,6 +1052,63 @@ static inline cudaError_t cudaMemcpyFromSymbol(void* dst, const T& symbol, size_
     if (offset + n > sizeof(T)) return porter_opencl::note(cudaErrorInvalidValue);
     memcpy(dst, (const char*)&symbol + offset, n);
     return cudaSuccess;
+}
+
+// Texture references over linear memory (above): binding one records the device pointer and the bytes from
+// it that lie in its allocation; each launch of a kernel reading it passes them.  A pointer not aligned to
+// cudaDeviceProp::textureAlignment binds as it is, with *offset 0 (porter's CPU runtime does the same).
+static inline cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w, cudaChannelFormatKind f) {
+    return cudaChannelFormatDesc{x, y, z, w, f};
+}
+template <class T>
+static inline cudaChannelFormatDesc cudaCreateChannelDesc() {
+    if constexpr (std::is_floating_point<T>::value)
+        return cudaChannelFormatDesc{(int)sizeof(T) * 8, 0, 0, 0, cudaChannelFormatKindFloat};
+    else if constexpr (std::is_signed<T>::value)
+        return cudaChannelFormatDesc{(int)sizeof(T) * 8, 0, 0, 0, cudaChannelFormatKindSigned};
+    else if constexpr (std::is_integral<T>::value)
+        return cudaChannelFormatDesc{(int)sizeof(T) * 8, 0, 0, 0, cudaChannelFormatKindUnsigned};
+    else
+        return cudaChannelFormatDesc{0, 0, 0, 0, cudaChannelFormatKindNone};
+}
+static inline cudaError_t cudaBindTexture(size_t* offset, const textureReference* tex, const void* p,
+                                          const cudaChannelFormatDesc* = nullptr, size_t bytes = ~(size_t)0) {
+    if (tex == nullptr) return porter_opencl::note(cudaErrorInvalidTexture);
+    if (offset != nullptr) *offset = 0;
+    textureReference* t = const_cast<textureReference*>(tex);
+    if (p == nullptr) {
+        t->porter_ptr = nullptr;
+        t->porter_bytes = 0;
+        return cudaSuccess;
+    }
+    std::lock_guard<std::recursive_mutex> guard(porter_opencl::lock());
+    auto found = porter_opencl::find(p);
+    if (found.first == nullptr) return porter_opencl::note(cudaErrorInvalidValue);  // not device memory
+    size_t room = found.second + found.first->bytes - (uintptr_t)p;
+    t->porter_ptr = p;
+    t->porter_bytes = bytes < room ? bytes : room;
+    return cudaSuccess;
+}
+template <class T, int dim, enum cudaTextureReadMode M>
+static inline cudaError_t cudaBindTexture(size_t* offset, const texture<T, dim, M>& tex, const void* p,
+                                          const cudaChannelFormatDesc& desc, size_t bytes = ~(size_t)0) {
+    return cudaBindTexture(offset, &tex, p, &desc, bytes);
+}
+template <class T, int dim, enum cudaTextureReadMode M>
+static inline cudaError_t cudaBindTexture(size_t* offset, const texture<T, dim, M>& tex, const void* p,
+                                          size_t bytes = ~(size_t)0) {
+    return cudaBindTexture(offset, &tex, p, nullptr, bytes);
+}
+static inline cudaError_t cudaUnbindTexture(const textureReference* tex) {
+    if (tex == nullptr) return porter_opencl::note(cudaErrorInvalidTexture);
+    textureReference* t = const_cast<textureReference*>(tex);
+    t->porter_ptr = nullptr;
+    t->porter_bytes = 0;
+    return cudaSuccess;
+}
+template <class T, int dim, enum cudaTextureReadMode M>
+static inline cudaError_t cudaUnbindTexture(const texture<T, dim, M>& tex) {
+    return cudaUnbindTexture(&tex);
 }
 
 // --------------------------------------------------------------------------- streams and events

@@ -17,6 +17,10 @@ Decisions worth knowing:
 * ``extern __shared__`` arrays become one trailing ``__local`` kernel argument sized from the
   launch (``extra_args`` ``{"kind": "local", "bytes": "shared_bytes"}``); ``__constant__``
   variables become trailing ``__constant`` arguments, threaded through the helpers that read them;
+* a texture reference over linear memory (``texture<T, 1, cudaReadModeElementType> tex;`` read
+  with ``tex1Dfetch``) becomes two trailing arguments of each kernel reading it, ``__global const
+  T* tex`` and ``uint tex_size``, threaded through helpers like ``__constant__`` variables; a fetch
+  is a plain load, zero outside the bound range (:mod:`.textures`);
 * templated kernels are emitted once per template-argument tuple found at launch sites
   (``axpby<float>`` -> ``axpby_float``);
 * a shared-memory accessor template (the CUDA samples' ``SharedMemory<T>``: member functions
@@ -48,6 +52,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from porter.backends.opencl import textures as _textures
 from porter.backends.opencl.launch import instance_entry, launch_geometry
 from porter.backends.opencl.unit import Unit, build_unit
 from porter.grammars import parse
@@ -370,6 +375,7 @@ class _Result:
     tile_reducers: set[tuple[str, str]] = field(
         default_factory=set
     )  # (operation, type) of multi-warp reduces
+    tex_types: set[str] = field(default_factory=set)  # element types of the textures it fetches from
 
 
 def _param_info(p: Node) -> _Param:
@@ -620,6 +626,8 @@ class _Translator:
             tuple[str, tuple[str | None, ...]], tuple[dict[str, str], dict[str, _Group]]
         ] = {}
         self.consts: dict[str, _Const] = {}
+        # texture references over linear memory: kernel arguments (backends/opencl/textures.py)
+        self.textures: dict[str, _textures.Texture] = {}
         self.bad_globals: dict[str, str] = {}
         self.defines: dict[str, str] = {}
         self.warp_macros: set[str] = set()
@@ -649,11 +657,15 @@ class _Translator:
     def collect(self) -> None:
         self._collect(self.tree.root_node)
         self._omit_struct_templates()
+        self._texture_bindings()
         names = set(self.helpers) | set(self.template_fns)
         direct: dict[str, tuple[set[str], set[str]]] = {}
+        # what each function reads of the file's __constant__ variables and texture references (its
+        # added parameters), through the helpers it calls
+        passed = set(self.consts) | set(self.textures)
         for fn in [*self.kernels, *self.helpers.values(), *self.template_fns.values()]:
             ids = _identifiers(fn.body)
-            direct[fn.name] = (ids & set(self.consts), ids & names)
+            direct[fn.name] = (ids & passed, ids & names)
         changed = True
         uses = {name: set(c) for name, (c, _) in direct.items()}
         while changed:
@@ -1002,7 +1014,11 @@ class _Translator:
         reason = None
         if type_node is not None and type_node.type == "template_type":
             tname = _text(type_node.child_by_field_name("name"))
-            if tname in ("texture", "surface"):
+            if tname == "texture":
+                reason = self._add_texture(node, type_node, declarators)
+                if not reason:
+                    return
+            elif tname == "surface":
                 reason = f"{tname} reference: OpenCL images need host-side changes porter does not make"
         if reason is None and (tokens | quals) & {"__device__", "__managed__"}:
             reason = "program-scope __device__ variable: OpenCL C 1.2 has no writable program-scope memory"
@@ -1046,6 +1062,59 @@ class _Translator:
             edits.append(Edit(node.start_byte, node.start_byte, "__constant "))
         if edits:
             self.top_edits.append(Edit(node.start_byte, node.end_byte, self.apply(node, edits)))
+
+    def _add_texture(self, node: Node, type_node: Node, declarators: list[Node]) -> str:
+        """`texture<T, 1, cudaReadModeElementType> name;`: a texture reference each kernel reading it takes
+        as a `__global const T*` and its size (backends/opencl/textures.py); "" when translated, else why
+        not (the declaration is then refused as other program-scope device data is)."""
+        args = _textures.template_args(type_node)
+        names = [
+            _text(ident)
+            for d in declarators
+            for ident in [
+                _declared(d.child_by_field_name("declarator") if d.type == "init_declarator" else d)[0]
+            ]
+            if ident is not None
+        ]
+        t = self.t
+        found = [
+            _textures.declared(n, args, _canonical_scalar, t["vector_bases"], t["dtypes"], self.safe_name(n))
+            for n in names
+        ]
+        why = next((f for f in found if isinstance(f, str)), "")
+        if why or not names or any(d.type == "init_declarator" for d in declarators):
+            return why or "texture reference of this form: not translated"
+        shown = _squash(_text(node)).replace("*/", "* /")
+        elem = ""
+        for name, tex in zip(names, found, strict=True):
+            assert not isinstance(tex, str)
+            self.textures[name] = tex
+            elem = tex.elem
+        self.diag(
+            node,
+            shown,
+            "texture reference over linear memory: each kernel reading it takes the bound memory "
+            f"(__global const {elem}*) and its element count; tex1Dfetch is a plain load, zero out of range",
+            Severity.INFO,
+        )
+        self.top_edits.append(Edit.replace(node, f"/* porter: {shown} is a __global kernel argument */"))
+        return ""
+
+    def _texture_bindings(self) -> None:
+        """Refuse the textures the file's host code binds to a CUDA array or pitched memory, or asks for
+        filtering or normalized coordinates: their kernels are not translated, naming that line.  (The
+        file's own host code: the unit keeps only the device code of the headers it inlines.)"""
+        if not self.textures:
+            return
+        from porter.backends.launches import blank_comments_and_strings
+
+        text = blank_comments_and_strings(self.source)
+        for name, (at, construct, why) in _textures.host_refusals(text, self.textures).items():
+            line = text.count("\n", 0, at) + 1
+            self.diags.append(Diagnostic(self.path, line, construct, why, Severity.ERROR))
+            where = f"{construct} at {Path(self.path).name} line {line}"
+            self.bad_globals[name] = f"reads the texture reference {name}, {why.split(':')[0]} ({where})"
+            del self.textures[name]
 
     @staticmethod
     def _host_pointer(declarators: list[Node]) -> bool:
@@ -1606,6 +1675,13 @@ class _Body:
             self.error(node, name, f"{name} used as a whole (dim3): only {name}.x/.y/.z are translated")
         elif name in self.tr.consts and not self.tr.consts[name].dims:
             self.edits.append(Edit.replace(node, f"(*{name})"))
+        elif name in self.tr.textures:
+            self.error(
+                node,
+                name,
+                f"texture reference {name} used other than as tex1Dfetch's first argument: porter passes "
+                "a texture's memory to the kernels reading it with tex1Dfetch only",
+            )
         elif name in self.tr.bad_globals:
             self.error(node, name, self.tr.bad_globals[name])
         elif name in self.tr.reserved:
@@ -1621,6 +1697,13 @@ class _Body:
             self.edits.append(Edit.replace(node, self.t["types"][name]))
         elif name == "dim3":
             self.error(node, "dim3", "dim3 in device code has no OpenCL C counterpart")
+        elif name in ("cudaTextureObject_t", "cudaSurfaceObject_t"):
+            self.error(
+                node,
+                name,
+                "texture and surface objects need OpenCL images: porter translates texture references "
+                "bound to linear memory (texture<T, 1> read with tex1Dfetch) only",
+            )
         elif name in ("__half", "half", "__nv_bfloat16", "half2", "__half2"):
             self.error(
                 node, name, "half-precision types are not translated (cl_khr_fp16 differs from cuda_fp16.h)"
@@ -1990,6 +2073,15 @@ class _Body:
             return True
         if fn is not None and fn.type == "template_function":
             name = _text(fn.child_by_field_name("name"))
+            if name == "tex1Dfetch" or name in self.t["untranslatable"]:
+                # `tex1Dfetch<float>(obj, i)`, `tex2D<float4>(obj, x, y)`: a texture object's fetch
+                self.error(
+                    node,
+                    f"{name}<...>",
+                    "texture object fetch (cudaTextureObject_t): porter translates texture references "
+                    "bound to linear memory (texture<T, 1> with tex1Dfetch) only",
+                )
+                return True
             if name in ("static_cast", "reinterpret_cast", "const_cast") and len(args) == 1:
                 targs = fn.child_by_field_name("arguments")
                 tdesc = targs.named_children[0] if targs is not None and targs.named_child_count else None
@@ -2025,7 +2117,9 @@ class _Body:
         if name in self.tr.warp_macros:
             self.warp_macro(node, name)
         base = re.sub(r"_(block|system)$", "", name)
-        if name in t["untranslatable"]:
+        if name == "tex1Dfetch" or (name in t["untranslatable"] and name.startswith("tex")):
+            self.texture_fetch(node, name, args)
+        elif name in t["untranslatable"]:
             self.error(node, name, t["untranslatable"][name])
         elif name in t["barriers"]:
             self.edits.append(Edit.replace(node, t["barriers"][name].format(fences=self.fences())))
@@ -2707,7 +2801,11 @@ class _Body:
                 if c not in handles:
                     self.visit(c)
             self.edits.extend(e for e in addressed if e.text == ")")
-            added = sorted(self.tr.const_uses.get(name, set()))
+            added = [
+                a
+                for c in sorted(self.tr.const_uses.get(name, set()))
+                for a in (self.tr.textures[c].arguments() if c in self.tr.textures else [c])
+            ]
             if scratch:
                 added.append(str(self.t["cooperative_groups"]["multi_warp"]["scratch"]))
             if added:
@@ -2838,6 +2936,12 @@ class _Body:
             for other, oelem in self.extern_shared[1:]:
                 self.hoisted.append(f"__local {oelem}* {other} = (__local {oelem}*){extern_first};")
         for cname in sorted(self.tr.const_uses.get(fn.name, set())):
+            tex = self.tr.textures.get(cname)
+            if tex is not None:
+                added += tex.params()
+                if fn.kernel:
+                    self.res.extra += tex.extras()
+                continue
             const = self.tr.consts[cname]
             added.append(f"__constant {const.elem}* {cname}")
             if fn.kernel:
@@ -2980,6 +3084,45 @@ class _Body:
             return r.space if r is not None and r.indirect else None
         return None
 
+    def texture_fetch(self, node: Node, name: str, args: list[Node]) -> None:
+        """`tex1Dfetch(tex, i)` on a texture reference over linear memory: a plain load of the texture's
+        buffer argument, zero outside its bound range (backends/opencl/textures.py).  Any other texture
+        fetch (`tex1D`, `tex2D`, `tex3D` ...: the texture unit's addressing, filtering, normalised
+        coordinates, CUDA arrays) is refused, naming the texture and why."""
+        first = args[0] if args else None
+        tname = _text(first) if first is not None and first.type == "identifier" else ""
+        if name != "tex1Dfetch":
+            why = (
+                f"{name} fetches through the texture unit (a CUDA array, filtering, normalised coordinates): "
+                "it needs OpenCL images and samplers, which porter does not make"
+            )
+            if tname in self.tr.textures:
+                why += f"; {tname} is bound to linear memory: tex1Dfetch reads it"
+            elif tname in self.tr.bad_globals:
+                why += f"; {self.tr.bad_globals[tname]}"
+            self.error(node, f"{name}({tname or '...'}, ...)", why)
+            return
+        tex = self.tr.textures.get(tname)
+        if tex is None:
+            if tname in self.tr.bad_globals:
+                self.error(node, f"tex1Dfetch({tname}, ...)", self.tr.bad_globals[tname])
+            else:
+                shown = _squash(_text(first)) if first is not None else ""
+                self.error(
+                    node,
+                    f"tex1Dfetch({shown}, ...)",
+                    "tex1Dfetch of something other than a file-scope texture reference (a texture object): "
+                    "porter translates texture references bound to linear memory only",
+                )
+            return
+        if len(args) != 2:
+            self.error(node, "tex1Dfetch", f"tex1Dfetch called with {len(args)} arguments")
+            return
+        self.res.tex_types.add(tex.elem)
+        if tex.elem.startswith("double"):
+            self.res.fp64 = True
+        self.edits.append(Edit.replace(node, tex.fetch(self.render(args[1]))))
+
     def const_extra(self, c: _Const) -> dict[str, Any]:
         count = " * ".join(_paren(self.tr.expand(d)) for d in c.dims) if c.dims else "1"
         canonical = _canonical(c.elem) or c.elem
@@ -3075,6 +3218,7 @@ def _macro_body(tr: _Translator, value: Node, name: str) -> str | None:
                 edits.append((tok.start, tok.end, t["warp"]["warpSize"]["call"]))
             elif (
                 word in t["untranslatable"]
+                or word == "tex1Dfetch"
                 or word in t["atomics"]
                 or word in t["warp"]
                 or word in t["function_templates"]
@@ -3301,6 +3445,7 @@ def _translate_to_opencl(
     helper_fns: set[tuple[str, str]] = set()
     lane_helpers: set[str] = set()  # [warp_helpers] of partial-width shuffles
     tile_reducers: set[tuple[str, str]] = set()  # multi-warp cg::reduce helpers: (operation, type)
+    tex_types: set[str] = set()  # element types of the textures fetched from (a fetch helper each)
     fp64 = False
     for k, args, entry, res in instances:
         reached = tr.reach(res)
@@ -3333,6 +3478,7 @@ def _translate_to_opencl(
                 helper_fns |= r.helpers
                 lane_helpers |= r.warp_helpers
                 tile_reducers |= r.tile_reducers
+                tex_types |= r.tex_types
                 fp64 = fp64 or r.fp64
             table = requirements()
             pragmas |= {table[q]["pragma"] for q in requires if table[q].get("pragma")}
@@ -3356,6 +3502,7 @@ def _translate_to_opencl(
                 texts.append(_comment([f"helper {vname}:", *dict.fromkeys(errors)]))
             else:
                 texts.append(_guard(res.text, _closure({q for r in reached for q in r.requires})))
+                tex_types |= {ty for r in reached for ty in r.tex_types}
         if not texts and helper.tparams:
             texts = [f"/* porter: function template {name}: no kernel calls it; omitted */"]
         elif not texts:
@@ -3369,6 +3516,7 @@ def _translate_to_opencl(
             "/* Kernels inside #if sub-group conditions exist only when built with -cl-std=CL3.0 (or CL2.0)\n"
             " * on a device with those extensions or features; elsewhere they are left out. */"
         )
+    fp64 = fp64 or any(ty.startswith("double") for ty in tex_types)
     needs_fp64 = fp64 or "cl_khr_fp64" in pragmas or any(h == "porter_atomic_add_f64" for h, _ in helper_fns)
     if needs_fp64:
         prelude.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
@@ -3380,6 +3528,7 @@ def _translate_to_opencl(
     for helper_name, space in sorted(helper_fns):
         src = t["helpers"][helper_name]["source"].strip("\n")
         prelude.append("\n" + src.replace("{space}", space).replace("{qual}", f"__{space}"))
+    prelude += ["\n" + src for src in _textures.fetchers(tex_types)]
     if lane_helpers:
         sources = [t["warp_helpers"][h]["source"].strip("\n") for h in sorted(lane_helpers)]
         prelude.append("\n" + _guard("\n".join(sources), ["subgroups"]))

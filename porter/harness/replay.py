@@ -883,7 +883,7 @@ def _for_variant(
     header it reaches in `include_dirs` names (a ``__constant__`` declared in the program's header),
     or takes as an added argument (OpenCL's __constant buffers)."""
     assert rep.spec is not None
-    wanted = {str(e.get("symbol")) for e in variant.extra_args if e.get("kind") == "constant"}
+    wanted = {str(e.get("symbol")) for e in variant.extra_args if e.get("kind") in ("constant", "texture")}
     headers: list[str] = []  # the texts of the headers the source reaches, read on first need
 
     def named(name: str) -> bool:

@@ -151,6 +151,21 @@ def extra_value(extra: Mapping[str, Any], inst: Instance, shared: int) -> Any:
                 executed=False,
             )
         return data.copy()
+    # a texture reference's bound memory and its element count (OpenCL)
+    if kind in ("texture", "texture_size"):
+        symbol = str(extra.get("symbol", ""))
+        data = inst.constants.get(symbol)
+        if data is None:
+            raise Reject(
+                "arguments",
+                f"the variant takes the texture reference {symbol!r} as an argument, but the spec has no "
+                f"constant {symbol!r} (a capture records the memory bound to it at each launch)",
+                executed=False,
+            )
+        if kind == "texture":  # unbound at the launch: no bytes, and OpenCL has no empty buffer
+            return data.copy() if data.nbytes else np.zeros(1, dtype=np.uint8)
+        element = int(extra.get("element_bytes") or data.itemsize or 1)
+        return np.uint32(min(data.nbytes // element, 0xFFFFFFFF))
     raise Reject("arguments", f"cannot supply the variant's extra argument {dict(extra)}", executed=False)
 
 

@@ -122,7 +122,7 @@ def test_variant_for_refuses_what_the_translation_or_the_device_cannot_take(
     assert plan.variant_for(by_name["fetch"], "hip") == Refusal("construct", "tex")  # a 2-D texture reference
     refused = plan.variant_for(by_name["fetch"], "opencl", bare)
     assert isinstance(refused, Refusal) and refused.stage == "construct"
-    assert refused.reason.startswith("tex2D: texture fetch")
+    assert refused.reason.startswith("tex2D(tex, ...): tex2D fetches through the texture unit")
     assert plan.variant_for(Instance("nope", "nope", ()), "hip") == Refusal(
         "kernel", "the hip translation has no kernel nope"
     )

@@ -286,9 +286,9 @@ _DIAGNOSTICS = [
     # (name, CUDA source, construct contains, reason contains, severity, kernel untranslatable)
     (
         "texture",
-        "texture<float, 1, cudaReadModeElementType> t;\n__global__ void k(float* o) { o[0] = tex1Dfetch(t, 0); }",
-        "tex1Dfetch",
-        "texture",
+        "texture<float, 2, cudaReadModeElementType> t;\n__global__ void k(float* o) { o[0] = tex2D(t, 0.5f, 0.5f); }",
+        "tex2D",
+        "texture unit",
         Severity.ERROR,
         True,
     ),
@@ -789,13 +789,23 @@ def test_run_conv1d_constant(ocl: tuple[Any, Any]) -> None:
 
 
 @pytest.mark.integration
-def test_run_saxpy_next_to_untranslatable_texture_kernel(ocl: tuple[Any, Any]) -> None:
+def test_run_a_legacy_texture_kernel_and_saxpy_beside_it(ocl: tuple[Any, Any]) -> None:
+    """scale_tex reads a texture reference over linear memory: its bound memory and element count are
+    added arguments, and a fetch past the bound range reads zero."""
     tr = _translate_file(SAMPLES / "legacy_texture.cu")
-    assert _kernel(tr, "scale_tex").untranslatable
-    n = 300
+    n, bound = 300, 250
     x, y = np.arange(n, dtype=np.float32), np.ones(n, np.float32)
     out = _run(ocl, tr, "saxpy_plain", [np.int32(n), np.float32(0.5), x, y.copy()], (2,), (256,))[1]
     np.testing.assert_allclose(out, 0.5 * x + y)
+    k = _kernel(tr, "scale_tex")
+    assert [e["kind"] for e in k.extra_args] == ["texture", "texture_size"]
+    values = (x[:bound].copy(), np.uint32(bound))
+    bound_k = dataclasses.replace(
+        k, extra_args=tuple({**e, "value": v} for e, v in zip(k.extra_args, values, strict=True))
+    )
+    tr = dataclasses.replace(tr, kernels=tuple(bound_k if t is k else t for t in tr.kernels))
+    scaled = _run(ocl, tr, "scale_tex", [np.zeros(n, np.float32), np.float32(3.0), np.int32(n)], (2,), (256,))
+    np.testing.assert_array_equal(scaled[0], np.where(np.arange(n) < bound, 3.0 * x, 0.0).astype(np.float32))
 
 
 @pytest.mark.integration

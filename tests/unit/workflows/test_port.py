@@ -125,15 +125,21 @@ def test_translate_only_writes_outputs_and_report(tmp_path: Path) -> None:
 
 
 def test_untranslatable_kernel_row_names_the_construct(tmp_path: Path) -> None:
+    # a texture read through the texture unit (tex1D), which OpenCL needs images for
+    src = tmp_path / "src"
+    src.mkdir()
+    shutil.copy2(SAMPLES / "common.cuh", src / "common.cuh")
+    text = (SAMPLES / "legacy_texture.cu").read_text()
+    (src / "legacy_texture.cu").write_text(text.replace("tex1Dfetch(tex_in, i)", "tex1D(tex_in, i + 0.5f)"))
     report = port_file(
-        str(SAMPLES / "legacy_texture.cu"),
+        str(src / "legacy_texture.cu"),
         ["opencl"],
-        output=OutputOptions(str(tmp_path)),
+        output=OutputOptions(str(tmp_path / "out")),
         translate_only=True,
     )
     rows = {k.name: k.variants for k in report.kernels}
     assert [r.status for r in rows["scale_tex"]] == ["untranslatable"]
-    assert "tex1Dfetch" in rows["scale_tex"][0].reason
+    assert "tex1D" in rows["scale_tex"][0].reason
     assert [r.status for r in rows["saxpy_plain"]] == ["translated"]
     assert report.exit_code == 1
 

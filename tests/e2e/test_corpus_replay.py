@@ -38,6 +38,14 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "lavaMD": [],
     # `kernel`'s block 1 writes d_finavalu[com_offset] while block 0 writes d_finavalu[0..2] (Rodinia meant
     # d_com): the original races, said so, and no port is judged against it; solver_2 (mode 1) validates
+    # srad_v2's srad_cuda_1 reads J_cuda[index_n] before checking by == 0: the first row of blocks reads
+    # the row above the image (arg4[-64] at 64x64), which the replay's guard page catches -- the original's
+    # defect, reported as a failure of the original, and no port is judged against that replay
+    "srad": [
+        ("original", "guard: out-of-bounds read"),
+        ("hip", "the original kernel's replay does not reproduce the captured run"),
+        ("opencl", "the original kernel's replay does not reproduce the captured run"),
+    ],
     "myocyte": [
         ("original", "deterministic"),
         ("hip", "the original kernel's replay does not reproduce the captured run"),

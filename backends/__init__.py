@@ -329,7 +329,10 @@ class Backend(Protocol):
         """Build flags a kernel with those needs takes on `device` (``-cl-std=CL3.0``...)."""
         ...
 
-    def describe_requirements(self, requires: Sequence[str]) -> str: ...
+    def describe_requirements(self, requires: Sequence[str], device: Device | None = None) -> str:
+        """Human words for a translation's needs; with `device`, those it declares but failed porter's probe
+        of say so."""
+        ...
 
     def checkers(self, device: Device) -> tuple[str, ...]:
         """The memory / race checkers that apply on `device` ("compute-sanitizer", "oclgrind")."""
@@ -427,7 +430,7 @@ class BackendBase:
     def requirement_options(self, device: Device, requires: Sequence[str]) -> tuple[str, ...]:
         return ()
 
-    def describe_requirements(self, requires: Sequence[str]) -> str:
+    def describe_requirements(self, requires: Sequence[str], device: Device | None = None) -> str:
         return ", ".join(requires)
 
     def checkers(self, device: Device) -> tuple[str, ...]:

@@ -100,8 +100,8 @@ def needs_reason(
     target: str, kernel: str, device: Device, requires: Sequence[str], lacks: Sequence[str]
 ) -> str:
     """ "reduce_sum needs relative sub-group shuffles, 32-wide sub-groups (...); <device> has none"."""
-    words: Callable[[Sequence[str]], str] = get_backend(target).describe_requirements
-    tail = "has none of them" if set(lacks) >= set(requires) else f"lacks {words(lacks)}"
+    words: Callable[..., str] = get_backend(target).describe_requirements
+    tail = "has none of them" if set(lacks) >= set(requires) else f"lacks {words(lacks, device)}"
     return f"{kernel} needs {words(requires)}; {device.label} {tail}"
 
 

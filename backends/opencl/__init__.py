@@ -332,9 +332,10 @@ class OpenCLBackend(BackendBase):
         """Build options for a kernel with ``requires`` on `device` (``-cl-std=CL3.0`` ...)."""
         return requirement_options(device, requires)
 
-    def describe_requirements(self, requires: Sequence[str]) -> str:
-        """Human words for ``requires``, with the extensions that provide them."""
-        return requirements.describe(requires)
+    def describe_requirements(self, requires: Sequence[str], device: Device | None = None) -> str:
+        """Human words for ``requires``, with the extensions that provide them; with `device`, those it
+        declares but failed porter's probe of (:attr:`~requirements.Capabilities.broken`) say so."""
+        return requirements.describe(requires, capabilities(device).broken if device is not None else ())
 
     # ------------------------------------------------------------------ the checker (Oclgrind)
 

@@ -107,6 +107,19 @@ def _probe_source() -> str:
     return _source("probe.cl")
 
 
+PROBE_HELPERS = ("porter_shuffle_down",)  # [warp_helpers] of cuda2opencl.toml the sub-group probe calls
+
+
+def subgroup_probe_source() -> str:
+    """probe_subgroups.cl with the translation's own [warp_helpers] text (cuda2opencl.toml) where it says
+    PORTER_WARP_HELPERS: the probe runs exactly what a translated kernel calls."""
+    from porter.backends import load_data
+
+    helpers = load_data("porter.backends.opencl", "cuda2opencl.toml")["warp_helpers"]
+    text = "\n".join(str(helpers[name]["source"]).strip("\n") for name in PROBE_HELPERS)
+    return _source("probe_subgroups.cl").replace("PORTER_WARP_HELPERS", text)
+
+
 def _probe(cl: ModuleType, cl_device: Any) -> int:
     """Build and run the probe kernel; returns the preferred work-group multiple. Raises on failure."""
     ctx = cl.Context([cl_device])
@@ -187,7 +200,9 @@ def _declared(cl: ModuleType, cl_device: Any) -> Capabilities:
 
 
 def _capabilities(cl: ModuleType, cl_device: Any) -> Capabilities:
-    """Extensions, features, OpenCL C versions and the sub-group sizes that really run."""
+    """Extensions, features, OpenCL C versions and the sub-group sizes that really run; the requirements
+    whose probe computed a wrong answer are `broken` (the device does not meet them, its builds leave out the
+    kernels needing them: requirements.disabled)."""
     caps = _declared(cl, cl_device)
     if not any(n in caps.extensions or n in caps.features for n in _SUBGROUP_MARKS):
         return caps
@@ -195,7 +210,7 @@ def _capabilities(cl: ModuleType, cl_device: Any) -> Capabilities:
     try:
         ctx = cl.Context([cl_device])
         queue = cl.CommandQueue(ctx, cl_device)
-        program = cl._cl._Program(ctx, _source("probe_subgroups.cl"))
+        program = cl._cl._Program(ctx, subgroup_probe_source())
         build_quietly(program, options.encode(), cl_device)
         names = str(program.get_info(cl.program_info.KERNEL_NAMES)).split(";")
         local = min(64, int(cl_device.max_work_group_size))
@@ -203,10 +218,11 @@ def _capabilities(cl: ModuleType, cl_device: Any) -> Capabilities:
             return caps
         size = int(_run_ints(cl, program, ctx, queue, "porter_subgroup_size", local).max())
         sizes: set[int] = set()
+        broken: set[str] = set()
         runs_32 = "porter_subgroup_32" in names and local % 32 == 0
         if runs_32 and np.all(_run_ints(cl, program, ctx, queue, "porter_subgroup_32", local) == 32):
-            # and a warp reduction gives the right sum (Intel's CPU runtime 2025 returns a wrong one from 32-wide
-            # sub-groups): sizes that run wrong are sizes the device does not have
+            # and a warp reduction through the translation's porter_shuffle_down gives the right sum: sizes that
+            # run wrong are sizes the device does not have
             summed = (
                 _run_ints(cl, program, ctx, queue, "porter_subgroup_32_sum", local)
                 if "porter_subgroup_32_sum" in names
@@ -214,10 +230,35 @@ def _capabilities(cl: ModuleType, cl_device: Any) -> Capabilities:
             )
             if summed is None or summed[0] == 496:
                 sizes.add(32)
+            else:
+                broken.add("reqd_sub_group_size_32")
+        if "porter_subgroup_xor_sum" in names and not _xor_sum_right(
+            cl, program, ctx, queue, caps, size, local
+        ):
+            broken.add("subgroup_shuffle")  # the general shuffles (Intel's CPU runtime 2025, 32 wide: 42)
         queue.finish()
     except Exception:  # noqa: BLE001 - sub-groups that do not work are no sub-groups
         return caps
-    return replace(caps, sub_group_sizes=frozenset(sizes), max_sub_group_size=max(size, 0))
+    return replace(
+        caps, sub_group_sizes=frozenset(sizes), max_sub_group_size=max(size, 0), broken=frozenset(broken)
+    )
+
+
+def _xor_sum_right(
+    cl: ModuleType, program: Any, ctx: Any, queue: Any, caps: Capabilities, size: int, local: int
+) -> bool:
+    """Whether porter_subgroup_xor_sum (a sub_group_shuffle_xor butterfly sum, stored by the first work-item)
+    gives the sum of its sub-group's lanes: 496 in the 32-wide sub-group it requires where sizes can be
+    required, else n(n-1)/2 in sub-groups of the device's size n (not checked where n is no power of two)."""
+    if "cl_intel_required_subgroup_size" in caps.extensions:
+        if local % 32:
+            return True
+        n = 32
+    else:
+        n = min(size, local)
+        if n <= 0 or n & (n - 1) or local % n:
+            return True
+    return int(_run_ints(cl, program, ctx, queue, "porter_subgroup_xor_sum", local)[0]) == n * (n - 1) // 2
 
 
 _SUBGROUP_MARKS = ("cl_khr_subgroups", "__opencl_c_subgroups")
@@ -354,7 +395,8 @@ def adopt(device: Device) -> None:
     """In a job's child process: take `device` as its parent found and probed it -- the handles of that
     one device, no probe kernels built or run on any device (with the runtimes' caches in the child's
     scratch folder, the probes cost more than the job's own launches).  Its capabilities are the ones
-    the device declares (the child plans nothing by them).  Nothing happens for the checker device, or
+    the device declares (the child plans nothing by them), marked unprobed: the -D options leaving out what
+    the device failed porter's probe of come with the parent's build options, not from the declaration.  Nothing happens for the checker device, or
     when the device is not found here (the job then reports it as every other failure)."""
     cl = pyopencl()
     if cl is None or device.kind == "checker":
@@ -370,7 +412,8 @@ def adopt(device: Device) -> None:
             if device.index < len(named):
                 cl_device = named[device.index]
                 _adopted[key] = Live(device=device, cl_device=cl_device, cl_platform=cl_platform,
-                                     info=_info(cl_platform, cl_device), caps=_declared(cl, cl_device))  # fmt: skip
+                                     info=_info(cl_platform, cl_device),
+                                     caps=replace(_declared(cl, cl_device), probed=False))  # fmt: skip
                 return
     except Exception:  # noqa: BLE001 - then the device is found as in any process
         return

@@ -34,6 +34,11 @@ class Capabilities:
     max_sub_group_size: int = 0  # 0: no sub-groups
     device_type: str = ""  # "gpu", "cpu", "accelerator" (CL_DEVICE_TYPE); "" when not known
     vendor: str = ""  # CL_DEVICE_VENDOR ("NVIDIA Corporation")
+    # requirements the device declares but whose porter probe (probe_subgroups.cl) computed a wrong answer
+    broken: frozenset[str] = frozenset()
+    # False: only what the device declares, its probe not run here (a job's child, devices.adopt): builds there
+    # take the probe's verdicts from the parent (the variant's options), never a guess from the declaration
+    probed: bool = True
 
 
 NONE = Capabilities()
@@ -60,7 +65,7 @@ def closure(requires: Iterable[str]) -> list[str]:
 
 def _meets_one(caps: Capabilities, name: str) -> bool:
     entry = table().get(name)
-    if entry is None:
+    if entry is None or name in caps.broken:
         return False
     listed = any(e in caps.extensions for e in entry.get("extensions", [])) or any(
         f in caps.features for f in entry.get("features", [])
@@ -99,7 +104,9 @@ def build_options(caps: Capabilities, requires: Sequence[str]) -> tuple[str, ...
 def disabled(caps: Capabilities) -> tuple[str, ...]:
     """``-D`` options that leave out kernels needing what a device with `caps` declares but failed porter's
     probe of (a requirement's ``disable`` macro, where its extension is listed and the requirement not met)."""
-    out = []
+    out: list[str] = []
+    if not caps.probed:
+        return ()
     for name, entry in table().items():
         macro = entry.get("disable")
         declared = any(e in caps.extensions for e in entry.get("extensions", []))
@@ -132,11 +139,17 @@ def device_defines(caps: Capabilities) -> tuple[str, ...]:
     return (*disabled(caps), *native)
 
 
-def describe(requires: Sequence[str]) -> str:
+def describe(requires: Sequence[str], broken: Iterable[str] = ()) -> str:
     """Human words for `requires`: "32-wide sub-groups, relative sub-group shuffles
-    (cl_intel_required_subgroup_size + cl_khr_subgroup_shuffle_relative)"."""
+    (cl_intel_required_subgroup_size + cl_khr_subgroup_shuffle_relative)"; those of `broken` (a device's
+    :attr:`Capabilities.broken`) say so: "(cl_khr_subgroup_shuffle: declared, but it failed porter's probe)"."""
     data = table()
+    failed = set(broken)
     names = [n for n in closure(requires) if n != "subgroups"] or closure(requires)
     words = [str(data.get(n, {}).get("what", n)) for n in names]
-    marks = [str((data.get(n, {}).get("extensions") or [n])[0]) for n in names]
+    marks = [
+        str((data.get(n, {}).get("extensions") or [n])[0])
+        + (": declared, but it failed porter's probe" if n in failed else "")
+        for n in names
+    ]
     return f"{', '.join(words)} ({' + '.join(marks)})"

@@ -371,7 +371,7 @@ class _Result:
     calls: dict[tuple[str, tuple[str | None, ...]], None] = field(default_factory=dict)
     extra: list[dict[str, Any]] = field(default_factory=list)
     fp64: bool = False
-    warp_helpers: set[str] = field(default_factory=set)  # [warp_helpers] of partial-width shuffles
+    warp_helpers: set[str] = field(default_factory=set)  # [warp_helpers] the shuffles call
     tile_reducers: set[tuple[str, str]] = field(
         default_factory=set
     )  # (operation, type) of multi-warp reduces
@@ -2681,13 +2681,15 @@ class _Body:
             template = str(spec["partial"])
             self.res.assumes_32 = True
             self.res.requires.update(self.t["warp_partial"]["requires"])
-            self.res.warp_helpers.update(re.findall(r"\bporter_lane_\w+", template))
         else:
             template = str(spec["call"])
             if spec.get("note"):
                 self.warn_once(node, name, spec["note"])
             self.res.requires.update(spec["requires"])
             self.res.assumes_32 = self.res.assumes_32 or bool(spec.get("assumes_32"))
+        # the [warp_helpers] the form calls (porter_lane_down, porter_shuffle_down ...): emitted in the prelude
+        called = re.findall(r"\bporter_\w+", template)
+        self.res.warp_helpers.update(h for h in called if h in self.t["warp_helpers"])
         try:
             self.edits.append(Edit.replace(node, template.format(*rendered, w=segment)))
         except IndexError:
@@ -3443,7 +3445,7 @@ def _translate_to_opencl(
     by_kernel: dict[int, list[str]] = {}
     pragmas: set[str] = set()
     helper_fns: set[tuple[str, str]] = set()
-    lane_helpers: set[str] = set()  # [warp_helpers] of partial-width shuffles
+    lane_helpers: set[str] = set()  # [warp_helpers] the shuffles call
     tile_reducers: set[tuple[str, str]] = set()  # multi-warp cg::reduce helpers: (operation, type)
     tex_types: set[str] = set()  # element types of the textures fetched from (a fetch helper each)
     fp64 = False

@@ -231,7 +231,9 @@ def _kernel_text(tr: Translation, entry: str) -> tuple[str, str]:
 
 def test_warp_functions_need_subgroups() -> None:
     tr = _translate_file(GOLDEN / "warp.cu")
-    assert "sub_group_shuffle_down(v, (uint)(offset))" in tr.text
+    assert "porter_shuffle_down(v, (uint)(offset))" in tr.text  # the [warp_helpers] entry, in the prelude
+    assert "intel_sub_group_shuffle_down(v, v, d)" in tr.text
+    assert "sub_group_shuffle_down((v), (d))" in tr.text
     assert "sub_group_ballot((v > 0.0f) != 0).x" in tr.text
     votes = _kernel(tr, "votes")
     assert not votes.untranslatable

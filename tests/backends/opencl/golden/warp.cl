@@ -5,17 +5,33 @@
 #pragma OPENCL EXTENSION cl_khr_subgroups : enable
 #endif
 
+#if (defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups))
+/* CUDA's __shfl_down_sync(mask, v, d) over the whole warp (the sub-group) */
+#if defined(cl_intel_subgroups)
+static inline __attribute__((overloadable)) int porter_shuffle_down(int v, uint d) { return intel_sub_group_shuffle_down(v, v, d); }
+static inline __attribute__((overloadable)) uint porter_shuffle_down(uint v, uint d) { return intel_sub_group_shuffle_down(v, v, d); }
+static inline __attribute__((overloadable)) long porter_shuffle_down(long v, uint d) { return intel_sub_group_shuffle_down(v, v, d); }
+static inline __attribute__((overloadable)) ulong porter_shuffle_down(ulong v, uint d) { return intel_sub_group_shuffle_down(v, v, d); }
+static inline __attribute__((overloadable)) float porter_shuffle_down(float v, uint d) { return intel_sub_group_shuffle_down(v, v, d); }
+#if defined(cl_khr_fp64)
+static inline __attribute__((overloadable)) double porter_shuffle_down(double v, uint d) { return intel_sub_group_shuffle_down(v, v, d); }
+#endif
+#else
+#define porter_shuffle_down(v, d) sub_group_shuffle_down((v), (d))
+#endif
+#endif /* (defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups)) */
+
 // Warp shuffles and votes become sub-group functions (guarded by their extensions).
 #if (defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups)) && defined(cl_khr_subgroup_shuffle_relative)
 float warp_sum(float v)
 {
     for (int offset = ((int)get_sub_group_size()) / 2; offset > 0; offset /= 2)
-        v += sub_group_shuffle_down(v, (uint)(offset));
+        v += porter_shuffle_down(v, (uint)(offset));
     return v;
 }
 #endif /* (defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups)) && defined(cl_khr_subgroup_shuffle_relative) */
 
-#if (defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups)) && defined(cl_khr_subgroup_shuffle) && defined(cl_khr_subgroup_shuffle_relative) && defined(cl_khr_subgroup_ballot) && defined(cl_intel_required_subgroup_size) && !defined(PORTER_NO_SUBGROUP_32)
+#if (defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups)) && defined(cl_khr_subgroup_shuffle) && !defined(PORTER_NO_SUBGROUP_SHUFFLE) && defined(cl_khr_subgroup_shuffle_relative) && defined(cl_khr_subgroup_ballot) && defined(cl_intel_required_subgroup_size) && !defined(PORTER_NO_SUBGROUP_32)
 __attribute__((intel_reqd_sub_group_size(32)))
 __kernel void votes(__global const float* in, __global unsigned int* ballots, __global int* flags, __global float* sums)
 {
@@ -31,7 +47,7 @@ __kernel void votes(__global const float* in, __global unsigned int* ballots, __
     flags[i] = all * 2 + any;
     sums[i] = warp_sum(v) + first + x;
 }
-#endif /* (defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups)) && defined(cl_khr_subgroup_shuffle) && defined(cl_khr_subgroup_shuffle_relative) && defined(cl_khr_subgroup_ballot) && defined(cl_intel_required_subgroup_size) && !defined(PORTER_NO_SUBGROUP_32) */
+#endif /* (defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups)) && defined(cl_khr_subgroup_shuffle) && !defined(PORTER_NO_SUBGROUP_SHUFFLE) && defined(cl_khr_subgroup_shuffle_relative) && defined(cl_khr_subgroup_ballot) && defined(cl_intel_required_subgroup_size) && !defined(PORTER_NO_SUBGROUP_32) */
 
 // Generic in the warp size: needs sub-groups of any width, no required size.
 #if (defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups)) && defined(cl_khr_subgroup_shuffle_relative)
@@ -43,11 +59,11 @@ __kernel void generic_sum(__global const float* in, __global float* out)
 #endif /* (defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups)) && defined(cl_khr_subgroup_shuffle_relative) */
 
 // A literal width of 32 is the whole warp only with 32-wide sub-groups.
-#if (defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups)) && defined(cl_khr_subgroup_shuffle) && defined(cl_intel_required_subgroup_size) && !defined(PORTER_NO_SUBGROUP_32)
+#if (defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups)) && defined(cl_khr_subgroup_shuffle) && !defined(PORTER_NO_SUBGROUP_SHUFFLE) && defined(cl_intel_required_subgroup_size) && !defined(PORTER_NO_SUBGROUP_32)
 __attribute__((intel_reqd_sub_group_size(32)))
 __kernel void width32(__global float* p)
 {
     int i = (uint)get_group_id(0) * (uint)get_local_size(0) + (uint)get_local_id(0);
     p[i] = sub_group_shuffle_xor(p[i], (uint)(1));
 }
-#endif /* (defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups)) && defined(cl_khr_subgroup_shuffle) && defined(cl_intel_required_subgroup_size) && !defined(PORTER_NO_SUBGROUP_32) */
+#endif /* (defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups)) && defined(cl_khr_subgroup_shuffle) && !defined(PORTER_NO_SUBGROUP_SHUFFLE) && defined(cl_intel_required_subgroup_size) && !defined(PORTER_NO_SUBGROUP_32) */

@@ -34,6 +34,12 @@ __global__ void warp_sums(const int* in, int* out) {{
     if (threadIdx.x % 32 == 0) out[(blockIdx.x * blockDim.x + threadIdx.x) / 32] = v;
 }}
 
+// one sum per block (of at most 32 threads)
+__global__ void block_sums(const int* in, int* out) {{
+    int v = warp_total(in[blockIdx.x * blockDim.x + threadIdx.x]);
+    if (threadIdx.x == 0) out[blockIdx.x] = v;
+}}
+
 __global__ void float_sums(const float* in, float* out) {{
     float v = in[blockIdx.x * 32 + threadIdx.x];
     for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down(v, offset, 32);
@@ -85,7 +91,7 @@ def test_a_full_warp_shuffle_down_is_the_helper_emitted_once() -> None:
     # Intel's own function (each value evaluated once: a function per type), khr's elsewhere
     assert "intel_sub_group_shuffle_down(v, v, d)" in _helper()
     assert "#define porter_shuffle_down(v, d) sub_group_shuffle_down((v), (d))" in _helper()
-    for entry in ("warp_sums", "float_sums", "tile_sums", "once"):
+    for entry in ("warp_sums", "block_sums", "float_sums", "tile_sums", "once"):
         assert "subgroup_shuffle_relative" in _kernel(tr, entry).requires, entry
     # a partial-width shuffle stays the general shuffle from the lane CUDA reads
     partial = translate_to_opencl(
@@ -237,6 +243,11 @@ def test_translated_shuffle_down_reductions_validate(device: Any) -> None:
         backend, device, tr.text, k, [data, np.zeros(blocks * 4, np.int32)], (blocks,), (threads,)
     )
     assert np.array_equal(out[1], data.reshape(-1, 32).sum(axis=1))
+    # a work-group of 4: lanes its sub-group lacks read 0, as on NVIDIA GPUs (the CUDA samples' reduce4<T, 4>)
+    small = launch_translated(
+        backend, device, tr.text, _kernel(tr, "block_sums"), [data[:32], np.zeros(8, np.int32)], (8,), (4,)
+    )
+    assert np.array_equal(small[1], data[:32].reshape(8, 4).sum(axis=1)), small[1]
     for entry, dtype in (("float_sums", np.float32), ("tile_sums", np.int32)):
         vals = (rng.integers(0, 64, 4 * 32) / 4).astype(dtype)
         got = launch_translated(

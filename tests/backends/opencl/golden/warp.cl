@@ -8,14 +8,22 @@
 #if (defined(cl_khr_subgroups) || defined(__opencl_c_subgroups) || defined(cl_intel_subgroups))
 /* CUDA's __shfl_down_sync(mask, v, d) over the whole warp (the sub-group) */
 #if defined(cl_intel_subgroups)
-static inline __attribute__((overloadable)) int porter_shuffle_down(int v, uint d) { return intel_sub_group_shuffle_down(v, v, d); }
-static inline __attribute__((overloadable)) uint porter_shuffle_down(uint v, uint d) { return intel_sub_group_shuffle_down(v, v, d); }
-static inline __attribute__((overloadable)) long porter_shuffle_down(long v, uint d) { return intel_sub_group_shuffle_down(v, v, d); }
-static inline __attribute__((overloadable)) ulong porter_shuffle_down(ulong v, uint d) { return intel_sub_group_shuffle_down(v, v, d); }
-static inline __attribute__((overloadable)) float porter_shuffle_down(float v, uint d) { return intel_sub_group_shuffle_down(v, v, d); }
+#define PORTER_SHUFFLE_DOWN(T) \
+static inline __attribute__((overloadable)) T porter_shuffle_down(T v, uint d) \
+{ \
+    uint src = get_sub_group_local_id() + d; \
+    T got = intel_sub_group_shuffle_down(v, v, d); \
+    return src < get_sub_group_size() ? got : src < get_max_sub_group_size() ? (T)0 : v; \
+}
+PORTER_SHUFFLE_DOWN(int)
+PORTER_SHUFFLE_DOWN(uint)
+PORTER_SHUFFLE_DOWN(long)
+PORTER_SHUFFLE_DOWN(ulong)
+PORTER_SHUFFLE_DOWN(float)
 #if defined(cl_khr_fp64)
-static inline __attribute__((overloadable)) double porter_shuffle_down(double v, uint d) { return intel_sub_group_shuffle_down(v, v, d); }
+PORTER_SHUFFLE_DOWN(double)
 #endif
+#undef PORTER_SHUFFLE_DOWN
 #else
 #define porter_shuffle_down(v, d) sub_group_shuffle_down((v), (d))
 #endif

@@ -293,9 +293,9 @@ def _pci_uid(cl: ModuleType, cl_device: Any) -> str:
                 int(cl_device.get_info(info.PCI_BUS_ID_NV)),
                 int(cl_device.get_info(info.PCI_SLOT_ID_NV)),
             )
-            return pci_uid(
-                domain, bus & 0xFF, slot >> 3
-            )  # the slot is device << 3 | function (as hwloc reads it)
+            # the slot is the PCI device number itself: an H100 at 00:06.0 (nvidia-smi) reads bus 0, slot 6 on
+            # driver 580 (measured on the lent machine, 2026-12-05), not device << 3 | function
+            return pci_uid(domain, bus & 0xFF, slot & 0x1F)
         if "cl_amd_device_attribute_query" in extensions:
             topology = cl_device.get_info(cl.device_info.TOPOLOGY_AMD)
             return pci_uid(0, topology.bus, topology.device)

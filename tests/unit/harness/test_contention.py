@@ -173,6 +173,24 @@ def test_a_devices_pci_address_is_its_uid() -> None:
     assert pci_uid(0, 0x1B, 0) == "pci:0000:1b:00" and pci_uid(None, 3, 0) == "" and pci_uid("x", 1, 2) == ""
 
 
+def test_nvidias_opencl_pci_slot_is_the_device_number() -> None:
+    """cl_nv_device_attribute_query as NVIDIA's driver 580 answers it for an H100 at 00:06.0 (nvidia-smi's
+    bus id; the CUDA view's uid pci:0000:00:06): bus 0, slot 6, domain 0 -- the slot is not device << 3."""
+    import types
+
+    from porter.backends.opencl.devices import _pci_uid
+
+    codes = {"PCI_BUS_ID_NV": 0x4008, "PCI_SLOT_ID_NV": 0x4009, "PCI_DOMAIN_ID_NV": 0x400A}
+    answers = {0x4008: 0, 0x4009: 6, 0x400A: 0}
+    cl = types.SimpleNamespace(device_info=types.SimpleNamespace(**codes))
+    device = types.SimpleNamespace(
+        extensions="cl_khr_fp64 cl_nv_device_attribute_query", get_info=answers.get
+    )
+    assert _pci_uid(cl, device) == "pci:0000:00:06"
+    answers[0x4008] = 0x1B  # another bus: the bus number is kept as it is
+    assert _pci_uid(cl, device) == "pci:0000:1b:06"
+
+
 @pytest.mark.gpu
 def test_an_nvidia_gpu_is_known_by_its_pci_address_to_cuda_and_opencl() -> None:
     from porter.backends import get_backend

@@ -1,4 +1,5 @@
-# Sourced by the bench/h200_*.sh scripts on the lent GPU machine: installs the wheels porter lacks there
+# Sourced by the bench/h200_*.sh scripts on the lent GPU machine (never `git checkout` there: it restores the
+# landed commit, not this session's): installs the wheels porter lacks there
 # (.whl/, carried) into /tmp/site and porter itself (once per machine: /tmp survives between calls while the
 # machine is warm), registers NVIDIA's OpenCL beside PoCL, and records the GPU in $OUT/gpu.txt.
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:${PYTHONPATH:-} PORTER_CACHE_DIR=/tmp/porter-cache
@@ -9,3 +10,7 @@ fi
 mkdir -p /tmp/icd && echo /usr/local/nvidia/lib64/libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd && cp /etc/OpenCL/vendors/*.icd /tmp/icd/ 2>/dev/null
 export OCL_ICD_VENDORS=/tmp/icd
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >"$OUT/gpu.txt" 2>&1
+# which code runs here: the device's checkout is this session's working tree over the landed commit, so its own
+# HEAD is not this session's -- record both what git says and a digest of the files porter runs
+{ git log -1 --format='HEAD %h %s' 2>/dev/null; git status --short 2>/dev/null | head -40;
+  find porter backends -name '*.py' -o -name '*.toml' -o -name '*.h' -o -name '*.cl' | sort | xargs cat | sha256sum; } >"$OUT/code.txt" 2>&1

@@ -168,12 +168,19 @@ def _execute(job: Job, progress: Progress, result: JobResult) -> None:
             raise
         except Exception as err:  # noqa: BLE001
             raise _classify(err, "load") from None
+    if job.poison_undefined_lanes:
+        poison = getattr(program, "set_undefined_lanes", None)
+        if poison is None:
+            raise Failed("load", f"backend {job.backend} cannot poison undefined warp-shuffle lanes")
+        poison(True)
     for run in range(job.runs):
         progress.update(stage="launch", run=run)
         try:
             result.outputs.append(launcher.run_once(job.seed + run))
         except Exception as err:  # noqa: BLE001
             raise _classify(err, "launch") from None
+        finally:
+            result.undefined = str(getattr(program, "undefined_reads", "") or "")
 
     if job.timing is not None:
         progress.update(stage="timing", run=None)

@@ -135,6 +135,10 @@ class Job:
     # `launches` by "set:buffer", its name and its own elements (the rest of the array being the
     # caller's poisoned guard).  Arrays not named here: "argument N" and the whole array.
     names: dict[str, tuple[str, int]] = field(default_factory=dict)
+    # The CPU emulator's warp shuffles that read a lane CUDA leaves undefined (outside the caller's mask,
+    # exited, beyond the block) read a poison pattern instead of 0 (CpuProgram.set_undefined_lanes): the
+    # run that tells whether a result depends on them (porter.harness.checks.check_defined).
+    poison_undefined_lanes: bool = False
 
 
 @dataclass(frozen=True)
@@ -169,6 +173,9 @@ class JobResult:
     # the sandbox layers the child had in place when it loaded the binary, as the child reported them
     layers: list[str] = field(default_factory=list)
     guard: GuardHit | None = None  # stage "guard": the child died on an array's guard zone
+    # the first warp shuffle of the runs that read a lane CUDA leaves undefined, in words (the CPU
+    # emulator's CpuProgram.undefined_reads); "" when none did or the backend cannot tell
+    undefined: str = ""
 
 
 # Bounds on the child output kept in JobResult.log: the head (first errors) and the tail (last words).
@@ -602,6 +609,7 @@ _RESULT_FIELDS: dict[str, type | tuple[type, ...]] = {
     "toolchain": str,
     "compile_s": (int, float),
     "cached": bool,
+    "undefined": str,
 }
 _STAGES = {"done", "compile", "load", "launch", "timeout", "crash", "unavailable", "emulate", "sandbox"}
 

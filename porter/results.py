@@ -388,13 +388,30 @@ class ProgramReport:
         out: dict[str, dict[str, str]] = {}
         if not self.runs:
             return out
+        # original kernels whose replay found their results depend on warp-shuffle lanes CUDA leaves
+        # undefined: a port's program that differs may read those lanes as its device defines them
+        undefined = sorted(
+            {
+                r.instance or k.name
+                for k in self.kernels
+                for r in k.replays
+                if r.variant == "original" and r.status == "failed" and r.reason.startswith("undefined:")
+            }
+        )
         for target in self.targets:
             mine = [v for r in self.runs for v in r.variants if v.variant == target]
             differs = [v for v in mine if v.status == "differs"]
             failed = [v for v in mine if v.status == "failed"]
             if differs:  # the first real difference (not a note on what it was compared with), and where
                 said = [d for d in differs[0].differences if not d.startswith("(")] or differs[0].differences
-                out[target] = {"status": "differs", "detail": f"on {differs[0].device}: {(said or ['?'])[0]}"}
+                detail = f"on {differs[0].device}: {(said or ['?'])[0]}"
+                if undefined:
+                    detail += (
+                        f" (the original's {', '.join(undefined)} "
+                        f"{'depends' if len(undefined) == 1 else 'depend'} on warp-shuffle lanes CUDA leaves "
+                        "undefined, which a device may read otherwise: see the kernel replays)"
+                    )
+                out[target] = {"status": "differs", "detail": detail}
             elif failed:
                 out[target] = {"status": "failed", "detail": failed[0].reason}
             elif all(

@@ -248,6 +248,12 @@ class CpuProgram:
         self.signature: tuple[str, ...] = tuple(sig.split(",")) if sig else ()
         self.seed = secrets.randbits(63)
         self.last_seed: int | None = None
+        # warp shuffles that read a lane CUDA leaves undefined (porter_emu.h undefined_read): the first of
+        # them since load, in words ("" when none), and how many its launch made
+        self.undefined_reads = ""
+        self._lib.porter_undefined_first.restype = ctypes.c_char_p
+        self._lib.porter_undefined_count.restype = ctypes.c_ulonglong
+        self._lib.porter_set_undefined_lanes.argtypes = [ctypes.c_int]
         self._launches = 0
         self._textures: dict[str, np.ndarray] = {}  # the memory each bound texture reads, kept while loaded
         facts = _dialect().facts
@@ -294,10 +300,19 @@ class CpuProgram:
         start = time.perf_counter()
         rc = self._launch(ptrs, len(keep), cg, cb, shared_bytes, seed)
         elapsed_ms = (time.perf_counter() - start) * 1e3
+        if not self.undefined_reads and (count := int(self._lib.porter_undefined_count())):
+            first = (self._lib.porter_undefined_first() or b"").decode(errors="replace")
+            self.undefined_reads = f"{first} ({count} such read{'s' if count > 1 else ''} in the launch)"
         if rc != 0:
             msg = (self._lib.porter_error() or b"emulated launch failed").decode(errors="replace")
             raise LaunchError(f"cpu: {self.binary.entry}: {msg} (seed {seed})")
         return elapsed_ms if timed else None
+
+    def set_undefined_lanes(self, poison: bool) -> None:
+        """From the next launch on, a warp shuffle reading a lane CUDA leaves undefined (outside the
+        caller's mask, exited, beyond the block) reads a poison pattern (a NaN as float and double, a
+        large integer) instead of 0, as NVIDIA GPUs do: a result that changes depends on those lanes."""
+        self._lib.porter_set_undefined_lanes(1 if poison else 0)
 
     def _marshal(self, index: int, value: Any, kind: str) -> ctypes.c_void_p | ctypes.Array[ctypes.c_char]:
         code, size = kind[0], int(kind[1:])

@@ -60,7 +60,8 @@ inline void tile_barrier() {
 
 // A value of any trivially copyable type through a warp collective, 8 bytes at a time.
 template <class PorterT>
-inline PorterT warp_move(int op, lanemask_t mask, const PorterT& v, int arg, int width) {
+inline PorterT warp_move(int op, lanemask_t mask, const PorterT& v, int arg, int width, int line = 0,
+                         const char* file = nullptr) {
     static_assert(std::is_trivially_copyable<PorterT>::value, "cooperative groups move trivially copyable values only");
     PorterT out = v;
     unsigned char* o = reinterpret_cast<unsigned char*>(&out);
@@ -69,7 +70,7 @@ inline PorterT warp_move(int op, lanemask_t mask, const PorterT& v, int arg, int
         size_t n = sizeof(PorterT) - at < 8 ? sizeof(PorterT) - at : 8;
         uint64_t b = 0;
         memcpy(&b, in + at, n);
-        b = warp_op(op, mask, b, arg, width);
+        b = warp_op(op, mask, b, arg, width, 0, line, file);
         memcpy(o + at, &b, n);
     }
     return out;
@@ -143,28 +144,32 @@ public:
     static void sync() { tile_barrier<PorterN>(); }
 
     template <class PorterT>
-    PorterT shfl(PorterT var, int src_rank) const {
+    PorterT shfl(PorterT var, int src_rank, int porter_line = __builtin_LINE(),
+                 const char* porter_file = __builtin_FILE()) const {
         if constexpr (in_warp) {
-            return warp_move(OP_SHFL_IDX, tile_lanes<PorterN>(), var, src_rank, (int)PorterN);
+            return warp_move(OP_SHFL_IDX, tile_lanes<PorterN>(), var, src_rank, (int)PorterN, porter_line, porter_file);
         } else {
             unsigned src = tile_first<PorterN>() + ((unsigned)src_rank & (PorterN - 1u));
             return exchange<PorterN>(var, [&] { return member(src) ? slot_get(src, var) : var; });
         }
     }
     template <class PorterT>
-    PorterT shfl_down(PorterT var, unsigned int delta) const {
+    PorterT shfl_down(PorterT var, unsigned int delta, int porter_line = __builtin_LINE(),
+                      const char* porter_file = __builtin_FILE()) const {
         static_assert(in_warp, "thread_block_tile::shfl_down: tiles of at most warpSize threads");
-        return warp_move(OP_SHFL_DOWN, tile_lanes<PorterN>(), var, (int)delta, (int)PorterN);
+        return warp_move(OP_SHFL_DOWN, tile_lanes<PorterN>(), var, (int)delta, (int)PorterN, porter_line, porter_file);
     }
     template <class PorterT>
-    PorterT shfl_up(PorterT var, unsigned int delta) const {
+    PorterT shfl_up(PorterT var, unsigned int delta, int porter_line = __builtin_LINE(),
+                    const char* porter_file = __builtin_FILE()) const {
         static_assert(in_warp, "thread_block_tile::shfl_up: tiles of at most warpSize threads");
-        return warp_move(OP_SHFL_UP, tile_lanes<PorterN>(), var, (int)delta, (int)PorterN);
+        return warp_move(OP_SHFL_UP, tile_lanes<PorterN>(), var, (int)delta, (int)PorterN, porter_line, porter_file);
     }
     template <class PorterT>
-    PorterT shfl_xor(PorterT var, unsigned int lane_mask) const {
+    PorterT shfl_xor(PorterT var, unsigned int lane_mask, int porter_line = __builtin_LINE(),
+                     const char* porter_file = __builtin_FILE()) const {
         static_assert(in_warp, "thread_block_tile::shfl_xor: tiles of at most warpSize threads");
-        return warp_move(OP_SHFL_XOR, tile_lanes<PorterN>(), var, (int)lane_mask, (int)PorterN);
+        return warp_move(OP_SHFL_XOR, tile_lanes<PorterN>(), var, (int)lane_mask, (int)PorterN, porter_line, porter_file);
     }
     int any(int predicate) const {
         if constexpr (in_warp) {

@@ -223,6 +223,8 @@ struct Warp {
     uint64_t result[64];
     int pred[64];
     int strict[64];  // a HIP *_sync call at 64 lanes: its mask must name exactly the lanes that call with it
+    int line[64];    // where each lane called the collective from (__builtin_LINE / __builtin_FILE at the call)
+    const char* file[64];
 };
 
 struct GroupWait {  // threads waiting at the barrier of a group of consecutive threads (a multi-warp tile)
@@ -230,6 +232,7 @@ struct GroupWait {  // threads waiting at the barrier of a group of consecutive 
 };
 
 struct Block {
+    uint3 index;  // blockIdx
     int nthreads;
     int live;
     int bar_arrived;
@@ -424,6 +427,56 @@ inline const char* warp_op_name(int op) {
     return op >= 0 && op < (int)(sizeof names / sizeof names[0]) ? names[op] : "a warp collective";
 }
 
+// A shuffle whose source lane takes no part -- outside the caller's mask, exited, or beyond the block's
+// last thread -- reads a value CUDA leaves undefined (HIP on NVIDIA too).  It reads 0 here, as NVIDIA GPUs
+// do; other devices read what the lane last held (Intel's OpenCL runtimes).  Each such read is counted
+// per launch, the first described, so a replay can run the launch again with them reading
+// PORTER_UNDEFINED_LANE instead (g_undefined.poison; CpuProgram.set_undefined_lanes): a result that
+// changes depends on them (porter.harness.checks.check_defined).  HIP at 64 lanes: AMD's ds_bpermute
+// reads 0 from an inactive lane, a defined value, not counted.
+#define PORTER_UNDEFINED_LANE 0x7FF8DEAD7FC0DEADull  // a NaN as float and as double; 2143346349 as int
+#if defined(PORTER_HIP) && PORTER_WARP_SIZE == 64
+#define PORTER_INACTIVE_LANES_READ_ZERO 1
+#else
+#define PORTER_INACTIVE_LANES_READ_ZERO 0
+#endif
+struct UndefinedReads {
+    int poison;                // read PORTER_UNDEFINED_LANE instead of 0
+    unsigned long long count;  // in the current launch
+    char first[480];           // the first of them, in words
+};
+inline UndefinedReads g_undefined;
+
+inline const char* where_called(const char* file, int line, char* buf, size_t size) {
+    if (line <= 0 || file == nullptr) return "";
+    const char* base = file;  // (no strrchr: an untrusted kernel's library imports only what dialect.toml lists)
+    for (const char* c = file; *c; ++c)
+        if (*c == '/') base = c + 1;
+    if (strcmp(base, "kernel.cu") == 0) snprintf(buf, size, ", source line %d", line);
+    else snprintf(buf, size, ", %s line %d", base, line);
+    return buf;
+}
+
+inline uint64_t undefined_read(Warp& w, int lane, int src) {
+    if (PORTER_INACTIVE_LANES_READ_ZERO) return 0;
+    if (g_undefined.count++ == 0) {
+        lanemask_t mask = w.mask[lane];
+        bool exists = src >= 0 && src < 64 && (w.exists & lane_bit(src));
+        bool in_mask = src >= 0 && src < 64 && (mask & lane_bit(src));
+        const char* why = !exists ? (in_mask ? "beyond the block's last thread" : "outside its mask and beyond the block's last thread")
+                          : !in_mask ? "outside its mask"
+                          : !(w.live & lane_bit(src)) ? "which has exited"
+                          : "which does not call with its mask";
+        char at[160] = "";
+        where_called(w.file[lane], w.line[lane], at, sizeof at);
+        snprintf(g_undefined.first, sizeof g_undefined.first,
+                 "lane %d of warp %d in block (%u,%u,%u) reads lane %d through %s with mask 0x%llx: %s%s",
+                 lane, (int)(&w - g_warps), g_block.index.x, g_block.index.y, g_block.index.z, src, warp_op_name(w.op[lane]),
+                 (unsigned long long)(mask & (PORTER_WARP_SIZE == 64 ? ~0ull : 0xFFFFFFFFull)), why, at);
+    }
+    return g_undefined.poison ? PORTER_UNDEFINED_LANE : 0;
+}
+
 inline uint64_t compute_warp_result(Warp& w, int lane, lanemask_t group) {
     int op = w.op[lane];
     int width = w.width[lane];
@@ -442,8 +495,9 @@ inline uint64_t compute_warp_result(Warp& w, int lane, lanemask_t group) {
         // A source lane that takes no part (exited, beyond the block's last wavefront, or calling with
         // another mask) reads 0.  64 lanes: AMD's ds_bpermute reads 0 from an inactive lane.  32 lanes:
         // CUDA leaves it undefined, and NVIDIA GPUs read 0 there too, which code in the wild relies on
-        // (the CUDA samples' reduce7 sums a partial warp with a mask of the lanes that have a value).
-        if (src < 0 || src >= 64 || !(group & lane_bit(src))) return 0;
+        // (the CUDA samples' reduce7 sums a partial warp with a mask of the lanes that have a value):
+        // counted, and poisoned on request (undefined_read).
+        if (src < 0 || src >= 64 || !(group & lane_bit(src))) return undefined_read(w, lane, src);
         return w.val[src];
     }
     uint64_t acc = 0;
@@ -510,7 +564,8 @@ inline void try_release_warp(Warp& w, int warp_index) {
     }
 }
 
-inline uint64_t warp_op(int op, lanemask_t mask, uint64_t val, int arg, int width, int strict = 0) {
+inline uint64_t warp_op(int op, lanemask_t mask, uint64_t val, int arg, int width, int strict = 0, int line = 0,
+                        const char* file = nullptr) {
     Thread* t = g_cur;
     Warp& w = g_warps[t->warp];
     int lane = t->lane;
@@ -538,6 +593,8 @@ inline uint64_t warp_op(int op, lanemask_t mask, uint64_t val, int arg, int widt
     w.arg[lane] = arg;
     w.width[lane] = width;
     w.pred[lane] = 0;
+    w.line[lane] = line;
+    w.file[lane] = file;
     w.arrived |= lane_bit(lane);
     t->state = WAIT_WARP;
     try_release_warp(w, t->warp);
@@ -796,18 +853,24 @@ typedef unsigned int porter_ballot_t;
 // exited, as the full mask does: one rule for both.  (Taking the live lanes at the call would give
 // lanes that arrive before and after another lane exits different masks, and none would complete.)
 #define PORTER_ALL_LANES (~0ull)
+// The caller's line and file (default arguments, evaluated where the shuffle is called) name an undefined
+// read (porter_emu::undefined_read).
 #define PORTER_SHFL(NAME, OP)                                                                          \
     template <class M, class T>                                                                         \
-    static inline T NAME##_sync(M mask, T var, int arg, int width = PORTER_WARP_SIZE) {                \
+    static inline T NAME##_sync(M mask, T var, int arg, int width = PORTER_WARP_SIZE,                  \
+                                int porter_line = __builtin_LINE(),                                     \
+                                const char* porter_file = __builtin_FILE()) {                           \
         PORTER_MASK_TYPE(M);                                                                            \
         return porter_emu::from_bits<T>(porter_emu::warp_op(OP, (unsigned long long)mask,               \
                                                             porter_emu::to_bits(var), arg, width,       \
-                                                            PORTER_STRICT_MASKS));                      \
+                                                            PORTER_STRICT_MASKS, porter_line,           \
+                                                            porter_file));                              \
     }                                                                                                   \
     template <class T>                                                                                  \
-    static inline T NAME(T var, int arg, int width = PORTER_WARP_SIZE) {                                \
+    static inline T NAME(T var, int arg, int width = PORTER_WARP_SIZE, int porter_line = __builtin_LINE(), \
+                         const char* porter_file = __builtin_FILE()) {                                  \
         return porter_emu::from_bits<T>(porter_emu::warp_op(OP, PORTER_ALL_LANES, porter_emu::to_bits(var), \
-                                                            arg, width));                               \
+                                                            arg, width, 0, porter_line, porter_file));  \
     }
 PORTER_SHFL(__shfl, porter_emu::OP_SHFL_IDX)
 PORTER_SHFL(__shfl_up, porter_emu::OP_SHFL_UP)
@@ -1486,6 +1549,7 @@ inline const char* signature(void (*)(A...)) {
 inline void run_block(unsigned bx, unsigned by, unsigned bz) {
     int n = (int)(blockDim.x * blockDim.y * blockDim.z);
     blockIdx = uint3{bx, by, bz};
+    g_block.index = blockIdx;
     g_block_epoch += 1;
     for (SharedReg* r = g_shared_globals; r; r = r->next) memset(r->addr, 0xFF, r->bytes);
     memset(g_dyn_smem, 0xFF, g_launch.shared_bytes);
@@ -1568,6 +1632,8 @@ inline int launch_body(void (*body)(void*), void* ctx, const unsigned* grid, con
                        unsigned long long shared_bytes, unsigned long long seed) {
     g_launch.failed = 0;
     g_launch.error[0] = 0;
+    g_undefined.count = 0;
+    g_undefined.first[0] = 0;
     if (shared_bytes > PORTER_MAX_DYN_SMEM) {
         fail("dynamic shared memory exceeds the emulator's limit");
         return 1;

@@ -432,6 +432,9 @@ def launcher(entry: str) -> str:
 }}
 {export} const char* porter_error() {{ return porter_emu::g_launch.error; }}
 {export} int porter_warp_size() {{ return PORTER_WARP_SIZE; }}
+{export} void porter_set_undefined_lanes(int poison) {{ porter_emu::g_undefined.poison = poison; }}
+{export} unsigned long long porter_undefined_count() {{ return porter_emu::g_undefined.count; }}
+{export} const char* porter_undefined_first() {{ return porter_emu::g_undefined.first; }}
 """
 
 

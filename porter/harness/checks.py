@@ -252,6 +252,20 @@ def unordered_difference(
     )
 
 
+@dataclass(frozen=True)
+class Undefined:
+    """A run whose warp shuffles read lanes CUDA leaves undefined -- a source lane outside the caller's
+    mask, exited, or beyond the block's last thread -- which the CPU emulator reads as 0 (as NVIDIA GPUs
+    do) and other devices as whatever the lane last held: `first`, the first such read in words (lane,
+    warp, block, intrinsic, mask, source line), and the same launch (same inputs, same schedule) run
+    again with those reads returning a poison pattern: its arrays by spec index (guard included), or
+    `failed`, why that run did not finish."""
+
+    first: str
+    poisoned: Mapping[int, np.ndarray] | None = None
+    failed: str = ""
+
+
 def check_instance(
     spec: KernelSpec,
     inst: Instance,
@@ -260,9 +274,11 @@ def check_instance(
     stats: dict[str, float],
     unordered: Sequence[Unordered] = (),
     floor: Mapping[int, float] | None = None,
+    undefined: Undefined | None = None,
 ) -> None:
     """Raise Reject for the first check the variant's outputs fail: every array returned, ``guard``,
-    ``inputs-unchanged``, ``all-written``, ``deterministic``, ``matches-reference``.
+    ``inputs-unchanged``, ``all-written``, ``deterministic``, ``undefined`` (with `undefined`: the
+    outputs do not change when the undefined shuffle lanes read poison), ``matches-reference``.
 
     `expected`: the reference's content of each array argument (spec order); None for an array the
     reference has no counterpart of (scratch a lifted function's kernels use): its guard and its
@@ -278,6 +294,8 @@ def check_instance(
     check_all_written(spec, inst, bodies[0], exp)
     if len(bodies) > 1:
         check_deterministic(spec, inst, bodies[0], bodies[1], array_idx, unordered)
+    if undefined is not None:
+        check_defined(spec, inst, runs[0], undefined, array_idx)
     check_matches_reference(spec, inst, bodies[0], exp, stats, unordered, floor)
 
 
@@ -390,6 +408,62 @@ def check_deterministic(
                 f"({fmt(a[j].item())} vs {fmt(b[j].item())}; {int((~same).sum())} elements differ) at {inst.label}: "
                 "a race or a read of uninitialised memory",
             )
+
+
+def undefined_difference(
+    spec: KernelSpec,
+    inst: Instance,
+    run: Mapping[int, np.ndarray],
+    undefined: Undefined,
+    array_idx: Sequence[int],
+) -> str:
+    """How the run with the undefined shuffle lanes poisoned differs from `run` (the same launch with
+    them reading 0), "" when it does not: the first element that changed, a write past an array's end,
+    or how the poisoned run failed."""
+    if undefined.failed:
+        return f"with them reading a poison pattern instead, {undefined.failed}"
+    poisoned = undefined.poisoned or {}
+    for i in array_idx:
+        if spec.args[i].role is Role.IN or i not in run or i not in poisoned:
+            continue
+        a, b = run[i], poisoned[i]
+        try:
+            same = bits_equal(a, b)
+        except (ValueError, TypeError):  # an element size without an unsigned view: its bytes
+            same = np.frombuffer(a.tobytes(), np.uint8) == np.frombuffer(b.tobytes(), np.uint8)
+        if np.all(same):
+            continue
+        j = int(np.flatnonzero(~same)[0])
+        name, n = spec.args[i].name, inst.length(i)
+        if j >= n and a.dtype.itemsize == b.dtype.itemsize and same.size == a.size:
+            return f"with them reading a poison pattern instead, it writes {name}[{j}], past its {n} elements"
+        if same.size != a.size:
+            return f"{name} changes when they read a poison pattern instead of 0"
+        return (
+            f"{name}[{j}] is {fmt(a[j].item())} when they read 0 and {fmt(b[j].item())} when they read a "
+            f"poison pattern ({int((~same).sum())} element(s) change)"
+        )
+    return ""
+
+
+def check_defined(
+    spec: KernelSpec,
+    inst: Instance,
+    run: Mapping[int, np.ndarray],
+    undefined: Undefined,
+    array_idx: Sequence[int],
+) -> None:
+    """``undefined``: a result that changes when the warp-shuffle lanes CUDA leaves undefined read a
+    poison pattern instead of 0 depends on what the device returns there -- 0 on NVIDIA GPUs and the
+    CPU emulator, a stale value elsewhere -- so no port can be judged against it.  Reads whose values
+    are discarded change nothing and pass."""
+    why = undefined_difference(spec, inst, run, undefined, array_idx)
+    if why:
+        raise Reject(
+            "undefined",
+            f"reads shuffle lanes CUDA leaves undefined ({undefined.first}); its result depends on what the "
+            f"device returns there: {why} at {inst.label}",
+        )
 
 
 def check_matches_reference(

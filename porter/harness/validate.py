@@ -15,7 +15,9 @@ seeded trials:
    ``guard`` (nothing written past the end of any array), ``inputs-unchanged`` (inputs with role
    ``in`` bit-identical afterwards), ``all-written`` (no output element still holds poison where
    the reference wrote one), ``deterministic`` (the two runs bit-identical -- within tolerance for
-   float atomics; catches races and uninitialised reads), ``matches-reference`` (every element
+   float atomics; catches races and uninitialised reads), ``undefined`` (on the CPU emulator, when a run's
+   warp shuffles read lanes CUDA leaves undefined: the launch run again with those reads poisoned leaves the
+   same outputs -- :func:`_poisoned_lanes`), ``matches-reference`` (every element
    within the per-dtype tolerance of ``tolerances.toml``, max abs/rel error reported);
 4. when the reference output is near-constant for the inputs drawn, other inputs are drawn
    (``near-constant`` guard) instead of passing;
@@ -37,6 +39,7 @@ from porter.harness.checkers import CHECKER_LOG, checker_findings, sanitizer_pas
 from porter.harness.checks import (
     Comparison,
     Tolerance,
+    Undefined,
     Unordered,
     check_instance,
     compare,
@@ -157,6 +160,31 @@ def compile_only(
     )
 
 
+def _poisoned_lanes(
+    job: Job,
+    first: str,
+    spec: KernelSpec,
+    arrays: list[int],
+    opts: ValidateOptions,
+    label: str,
+    logs: list[str],
+) -> Undefined | None:
+    """The launch of `job` run again, its first run's schedule (seed) and inputs, with the warp-shuffle
+    reads CUDA leaves undefined returning a poison pattern instead of 0 (the CPU emulator's
+    Job.poison_undefined_lanes): its outputs, or how it failed.  Only when the runs made such reads
+    (`first`, the first of them), so an ordinary replay costs nothing more.  None when the run could
+    not be made at all (no verdict either way)."""
+    res = run_job(replace(job, runs=1, poison_undefined_lanes=True), opts.timeout_s)
+    if res.ok and res.outputs:
+        return Undefined(first, by_spec(spec, arrays, res.outputs[0]))
+    if res.stage in ("compile", "unavailable", "load", "sandbox") or res.ok:
+        logs.append(
+            f"{label}: the run with undefined warp-shuffle lanes poisoned could not be made: {res.error}"
+        )
+        return None
+    return Undefined(first, failed=job_failure("the variant", res, label).reason)
+
+
 def _validate_on(
     variant: Variant,
     spec: KernelSpec,
@@ -267,7 +295,19 @@ def _validate_on(
                                 f"({opts.redraws + 1} draws); give the spec other input ranges (low/high)",
                             )
                         continue
-                    check_instance(spec, inst, runs, expected, stats, unordered, floor)
+                    undefined = (
+                        _poisoned_lanes(job, res.undefined, spec, arrays, opts, label, logs)
+                        if res.undefined and not checker
+                        else None
+                    )
+                    check_instance(spec, inst, runs, expected, stats, unordered, floor, undefined)
+                    if undefined is not None:
+                        logs.append(
+                            f"{label}: warp shuffles read lanes CUDA leaves undefined ({undefined.first}); the "
+                            "outputs are the same with them reading a poison pattern"
+                        )
+                        if "undefined-lanes" not in checks:
+                            checks.append("undefined-lanes")
                     break
                 trials_done += 1
             if not label.startswith("hidden"):

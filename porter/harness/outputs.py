@@ -57,6 +57,7 @@ class Rule:
     max_differences: int
     max_varying_lines: int = 10_000
     device_property_words: tuple[str, ...] = ()
+    error_statistic_words: tuple[str, ...] = ()
 
     @functools.cached_property
     def masked(self) -> re.Pattern[str]:
@@ -91,6 +92,7 @@ def rule_from(values: Mapping[str, Any]) -> Rule:
         max_differences=int(values["max_differences"]),
         max_varying_lines=int(values.get("max_varying_lines", 10_000)),
         device_property_words=tuple(values.get("device_property_words", ())),
+        error_statistic_words=tuple(values.get("error_statistic_words", ())),
     )
 
 
@@ -334,6 +336,30 @@ def as_device(other: RunOutput, names: tuple[str, str]) -> tuple[RunOutput, tupl
     return replace(other, stdout=text), numbers
 
 
+def _phrases(words: Sequence[str]) -> re.Pattern[str]:
+    """Any of `words` as a whole word or phrase (runs of spaces as any whitespace), any case."""
+    alternatives = "|".join(re.escape(w).replace("\\ ", r"\s+") for w in words)
+    return re.compile(r"(?<!\w)(" + alternatives + r")(?!\w)", re.IGNORECASE)
+
+
+def _differing_lines_naming(
+    words: re.Pattern[str], original: RunOutput, other: RunOutput, rule: Rule
+) -> tuple[set[int], list[int], list[tuple[str, str]]]:
+    """The kept lines where both runs' lines name one of `words` and differ: their indexes among kept lines,
+    the original's line numbers, and both lines' texts."""
+    lines: set[int] = set()
+    numbers: list[int] = []
+    texts: list[tuple[str, str]] = []
+    for k, (a, b) in enumerate(zip_longest(_kept(original.stdout, rule), _kept(other.stdout, rule))):
+        if a is None or b is None or not words.search(a[1]) or not words.search(b[1]):
+            continue
+        if _lines_differ(a[1], b[1], rule):
+            lines.add(k)
+            numbers.append(a[0])
+            texts.append((a[1].strip(), b[1].strip()))
+    return lines, numbers, texts
+
+
 def property_lines(original: RunOutput, other: RunOutput, rule: Rule | None = None) -> Unstable:
     """The stdout lines where a run on another device only reports a property of its device (``Total Global
     Memory - 16777216 KB`` against the other device's): both lines name one of the rule's
@@ -341,21 +367,39 @@ def property_lines(original: RunOutput, other: RunOutput, rule: Rule | None = No
     rule = rule or default_rule()
     if not rule.device_property_words:
         return Unstable()
-    words = re.compile(
-        r"(?<!\w)("
-        + "|".join(re.escape(w).replace("\\ ", r"\s+") for w in rule.device_property_words)
-        + r")(?!\w)",
-        re.IGNORECASE,
+    lines, numbers, _texts = _differing_lines_naming(
+        _phrases(rule.device_property_words), original, other, rule
     )
-    lines: set[int] = set()
-    numbers: list[int] = []
-    for k, (a, b) in enumerate(zip_longest(_kept(original.stdout, rule), _kept(other.stdout, rule))):
-        if a is None or b is None or not words.search(a[1]) or not words.search(b[1]):
-            continue
-        if _lines_differ(a[1], b[1], rule):
-            lines.add(k)
-            numbers.append(a[0])
     return Unstable(lines=frozenset(lines), numbers=tuple(numbers), count=len(lines))
+
+
+def _own_check_passed(stdout: str | Path, statistic: re.Pattern[str], rule: Rule) -> bool:
+    """Whether a run's stdout, outside the lines naming an error statistic, prints a pass word and no fail
+    word: the program's own check of its result passed."""
+    kept = (line for _n, line in _kept(stdout, rule) if not statistic.search(line))
+    words = list(_verdicts(kept, rule))
+    fails = set(rule.fail_words)
+    return bool(words) and not any(w in fails for w in words)
+
+
+def statistic_lines(
+    original: RunOutput, other: RunOutput, rule: Rule | None = None
+) -> tuple[Unstable, list[str]]:
+    """The stdout lines where a run on another device only reports the program's own error statistic
+    (``Max absolute error: 1.049042E-05`` against the original's ``1.192093E-05``): both lines name one of the
+    rule's ``error_statistic_words`` and differ, and the program's own check passed in both runs
+    (:func:`_own_check_passed`).  That is the device's rounding, not a result: not compared across devices, and
+    said -- the lines, and one description of each with both texts.  Where either run's check did not pass,
+    nothing is left out."""
+    rule = rule or default_rule()
+    if not rule.error_statistic_words:
+        return Unstable(), []
+    words = _phrases(rule.error_statistic_words)
+    if not (_own_check_passed(original.stdout, words, rule) and _own_check_passed(other.stdout, words, rule)):
+        return Unstable(), []
+    lines, numbers, texts = _differing_lines_naming(words, original, other, rule)
+    said = [f"stdout line {n}: original {a!r}, port {b!r}" for n, (a, b) in zip(numbers, texts, strict=True)]
+    return Unstable(lines=frozenset(lines), numbers=tuple(numbers), count=len(lines)), said
 
 
 def unstable(first: RunOutput, second: RunOutput, rule: Rule | None = None) -> Unstable:

@@ -54,6 +54,7 @@ from porter.harness.outputs import (
     default_rule,
     property_lines,
     snapshot,
+    statistic_lines,
     unstable,
     width_lines,
     written_files,
@@ -530,6 +531,18 @@ class _Runner:
                     f"stdout line {n} reports a property of the device ({rec.device} here, {ref.device} for the "
                     "original): not compared"
                     for n in props.numbers
+                )
+                rec.reason = "; ".join(part for part in (rec.reason, said) if part)
+            # its own error measure (how far from its own reference): the device's rounding
+            stats, described = statistic_lines(original, mine, self.rule)
+            if stats.lines:
+                varies = replace(
+                    varies or Unstable(), lines=(varies.lines if varies else frozenset()) | stats.lines
+                )
+                said = "; ".join(
+                    f"{d} -- the program's own error statistic, which follows the device's rounding ({rec.device}"
+                    f" here, {ref.device} for the original), and its own check passed in both runs: not compared"
+                    for d in described
                 )
                 rec.reason = "; ".join(part for part in (rec.reason, said) if part)
         rec.differences = compare(original, mine, self.rule, varies)

@@ -57,3 +57,47 @@ def test_a_line_reporting_a_device_property_is_named_and_a_result_is_not() -> No
     assert compare(original, port, varies=props) == ["stdout line 3: original 'result 42', port 'result 41'"]
     # the same property printed alike is compared as any line (and is no difference)
     assert property_lines(original, original).numbers == ()
+
+
+# A self-checking program's printout (the shape of a CUDA sample's summary, written here): the error statistic it
+# prints follows the device's rounding, its verdict is its own check against its threshold.
+def _self_check(error: str, verdict: str = "Test passed") -> RunOutput:
+    return _out(
+        "Comparing the results...\n"
+        f"L1 norm: 1.794E-07\nMax absolute error: {error}\n\nShutting down...\n"
+        f"[sample] - Test Summary\n{verdict}\n"
+    )
+
+
+def test_an_error_statistic_that_follows_the_device_is_not_compared_when_both_checks_pass() -> None:
+    from porter.harness.outputs import statistic_lines
+
+    original, port = _self_check("1.192093E-05"), _self_check("1.049042E-05")
+    assert compare(original, port) == [
+        "stdout line 3: original 'Max absolute error: 1.192093E-05', port 'Max absolute error: 1.049042E-05'"
+    ]
+    lines, said = statistic_lines(original, port)
+    assert lines.numbers == (3,)
+    assert said == [
+        "stdout line 3: original 'Max absolute error: 1.192093E-05', port 'Max absolute error: 1.049042E-05'"
+    ]
+    assert compare(original, port, default_rule(), lines) == []
+
+
+def test_an_error_statistic_is_compared_when_a_check_did_not_pass_or_the_program_has_none() -> None:
+    from porter.harness.outputs import statistic_lines
+
+    original = _self_check("1.192093E-05")
+    failing = _self_check("3.5E-01", verdict="Test failed!")
+    assert statistic_lines(original, failing)[0].numbers == ()
+    assert compare(original, failing) != []
+    # no verdict word at all outside the statistic lines: nothing says the result was checked
+    bare_a = _out("result 42\nMax absolute error: 1.0E-05\n")
+    bare_b = _out("result 42\nMax absolute error: 2.0E-05\n")
+    assert statistic_lines(bare_a, bare_b)[0].numbers == ()
+    # a line that names no statistic is compared as ever, even when both checks pass
+    a = _out("sum 10.5\nMax absolute error: 1E-05\nTest passed\n")
+    b = _out("sum 10.6\nMax absolute error: 2E-05\nTest passed\n")
+    stats, _said = statistic_lines(a, b)
+    assert stats.numbers == (2,)
+    assert compare(a, b, default_rule(), stats) == ["stdout line 1: original 'sum 10.5', port 'sum 10.6'"]

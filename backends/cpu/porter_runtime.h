@@ -372,21 +372,7 @@ static inline cudaError_t cudaGetSymbolAddress(P** p, const T& symbol) {
 #endif
 
 // Texture references over linear memory (porter_emu.h): binding one records the device pointer and the
-// bytes from it that lie in its allocation.
-static inline cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w, cudaChannelFormatKind f) {
-    return cudaChannelFormatDesc{x, y, z, w, f};
-}
-template <class T>
-static inline cudaChannelFormatDesc cudaCreateChannelDesc() {
-    if constexpr (std::is_floating_point<T>::value)
-        return cudaChannelFormatDesc{(int)sizeof(T) * 8, 0, 0, 0, cudaChannelFormatKindFloat};
-    else if constexpr (std::is_signed<T>::value)
-        return cudaChannelFormatDesc{(int)sizeof(T) * 8, 0, 0, 0, cudaChannelFormatKindSigned};
-    else if constexpr (std::is_integral<T>::value)
-        return cudaChannelFormatDesc{(int)sizeof(T) * 8, 0, 0, 0, cudaChannelFormatKindUnsigned};
-    else
-        return cudaChannelFormatDesc{0, 0, 0, 0, cudaChannelFormatKindNone};
-}
+// bytes from it that lie in its allocation (the other forms, and unbinding, are porter_runtime_common.h's).
 static inline cudaError_t cudaBindTexture(size_t* offset, const textureReference* tex, const void* p,
                                           const cudaChannelFormatDesc* = nullptr, size_t bytes = ~(size_t)0) {
     if (tex == nullptr) return porter_emu::note(cudaErrorInvalidTexture);
@@ -403,27 +389,6 @@ static inline cudaError_t cudaBindTexture(size_t* offset, const textureReference
     t->porter_ptr = p;
     t->porter_bytes = bytes < room ? bytes : room;
     return cudaSuccess;
-}
-template <class T, int dim, enum cudaTextureReadMode M>
-static inline cudaError_t cudaBindTexture(size_t* offset, const texture<T, dim, M>& tex, const void* p,
-                                          const cudaChannelFormatDesc& desc, size_t bytes = ~(size_t)0) {
-    return cudaBindTexture(offset, &tex, p, &desc, bytes);
-}
-template <class T, int dim, enum cudaTextureReadMode M>
-static inline cudaError_t cudaBindTexture(size_t* offset, const texture<T, dim, M>& tex, const void* p,
-                                          size_t bytes = ~(size_t)0) {
-    return cudaBindTexture(offset, &tex, p, nullptr, bytes);
-}
-static inline cudaError_t cudaUnbindTexture(const textureReference* tex) {
-    if (tex == nullptr) return porter_emu::note(cudaErrorInvalidTexture);
-    textureReference* t = const_cast<textureReference*>(tex);
-    t->porter_ptr = nullptr;
-    t->porter_bytes = 0;
-    return cudaSuccess;
-}
-template <class T, int dim, enum cudaTextureReadMode M>
-static inline cudaError_t cudaUnbindTexture(const texture<T, dim, M>& tex) {
-    return cudaUnbindTexture(&tex);
 }
 
 // --------------------------------------------------------------------------- streams and events

@@ -67,4 +67,39 @@ static inline cudaError_t cudaLaunchKernel(K kernel, dim3 grid, dim3 block, void
     return porter_emu::launch_args(kernel, grid, block, args, shared, stream);
 }
 
+// Texture references over linear memory: each runtime defines cudaBindTexture(size_t*, const textureReference*,
+// const void*, const cudaChannelFormatDesc*, size_t) -- it finds the allocation the pointer lies in -- and
+// these are the rest of the API around it.
+static inline cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w, cudaChannelFormatKind f) {
+    return cudaChannelFormatDesc{x, y, z, w, f};
+}
+template <class T>
+static inline cudaChannelFormatDesc cudaCreateChannelDesc() {
+    if constexpr (std::is_floating_point<T>::value)
+        return cudaChannelFormatDesc{(int)sizeof(T) * 8, 0, 0, 0, cudaChannelFormatKindFloat};
+    else if constexpr (std::is_signed<T>::value)
+        return cudaChannelFormatDesc{(int)sizeof(T) * 8, 0, 0, 0, cudaChannelFormatKindSigned};
+    else if constexpr (std::is_integral<T>::value)
+        return cudaChannelFormatDesc{(int)sizeof(T) * 8, 0, 0, 0, cudaChannelFormatKindUnsigned};
+    else
+        return cudaChannelFormatDesc{0, 0, 0, 0, cudaChannelFormatKindNone};
+}
+template <class T, int dim, enum cudaTextureReadMode M>
+static inline cudaError_t cudaBindTexture(size_t* offset, const texture<T, dim, M>& tex, const void* p,
+                                          const cudaChannelFormatDesc& desc, size_t bytes = ~(size_t)0) {
+    return cudaBindTexture(offset, &tex, p, &desc, bytes);
+}
+template <class T, int dim, enum cudaTextureReadMode M>
+static inline cudaError_t cudaBindTexture(size_t* offset, const texture<T, dim, M>& tex, const void* p,
+                                          size_t bytes = ~(size_t)0) {
+    return cudaBindTexture(offset, &tex, p, nullptr, bytes);
+}
+static inline cudaError_t cudaUnbindTexture(const textureReference* tex) {
+    return cudaBindTexture(nullptr, tex, nullptr);  // binding nothing unbinds (a null texture is an error there)
+}
+template <class T, int dim, enum cudaTextureReadMode M>
+static inline cudaError_t cudaUnbindTexture(const texture<T, dim, M>& tex) {
+    return cudaUnbindTexture(&tex);
+}
+
 #endif  // PORTER_RUNTIME_COMMON_H

@@ -1055,22 +1055,9 @@ static inline cudaError_t cudaMemcpyFromSymbol(void* dst, const T& symbol, size_
 }
 
 // Texture references over linear memory (above): binding one records the device pointer and the bytes from
-// it that lie in its allocation; each launch of a kernel reading it passes them.  A pointer not aligned to
+// it that lie in its allocation; each launch of a kernel reading it passes them (the other forms, and
+// unbinding, are porter_runtime_common.h's).  A pointer not aligned to
 // cudaDeviceProp::textureAlignment binds as it is, with *offset 0 (porter's CPU runtime does the same).
-static inline cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w, cudaChannelFormatKind f) {
-    return cudaChannelFormatDesc{x, y, z, w, f};
-}
-template <class T>
-static inline cudaChannelFormatDesc cudaCreateChannelDesc() {
-    if constexpr (std::is_floating_point<T>::value)
-        return cudaChannelFormatDesc{(int)sizeof(T) * 8, 0, 0, 0, cudaChannelFormatKindFloat};
-    else if constexpr (std::is_signed<T>::value)
-        return cudaChannelFormatDesc{(int)sizeof(T) * 8, 0, 0, 0, cudaChannelFormatKindSigned};
-    else if constexpr (std::is_integral<T>::value)
-        return cudaChannelFormatDesc{(int)sizeof(T) * 8, 0, 0, 0, cudaChannelFormatKindUnsigned};
-    else
-        return cudaChannelFormatDesc{0, 0, 0, 0, cudaChannelFormatKindNone};
-}
 static inline cudaError_t cudaBindTexture(size_t* offset, const textureReference* tex, const void* p,
                                           const cudaChannelFormatDesc* = nullptr, size_t bytes = ~(size_t)0) {
     if (tex == nullptr) return porter_opencl::note(cudaErrorInvalidTexture);
@@ -1088,27 +1075,6 @@ static inline cudaError_t cudaBindTexture(size_t* offset, const textureReference
     t->porter_ptr = p;
     t->porter_bytes = bytes < room ? bytes : room;
     return cudaSuccess;
-}
-template <class T, int dim, enum cudaTextureReadMode M>
-static inline cudaError_t cudaBindTexture(size_t* offset, const texture<T, dim, M>& tex, const void* p,
-                                          const cudaChannelFormatDesc& desc, size_t bytes = ~(size_t)0) {
-    return cudaBindTexture(offset, &tex, p, &desc, bytes);
-}
-template <class T, int dim, enum cudaTextureReadMode M>
-static inline cudaError_t cudaBindTexture(size_t* offset, const texture<T, dim, M>& tex, const void* p,
-                                          size_t bytes = ~(size_t)0) {
-    return cudaBindTexture(offset, &tex, p, nullptr, bytes);
-}
-static inline cudaError_t cudaUnbindTexture(const textureReference* tex) {
-    if (tex == nullptr) return porter_opencl::note(cudaErrorInvalidTexture);
-    textureReference* t = const_cast<textureReference*>(tex);
-    t->porter_ptr = nullptr;
-    t->porter_bytes = 0;
-    return cudaSuccess;
-}
-template <class T, int dim, enum cudaTextureReadMode M>
-static inline cudaError_t cudaUnbindTexture(const texture<T, dim, M>& tex) {
-    return cudaUnbindTexture(&tex);
 }
 
 // --------------------------------------------------------------------------- streams and events

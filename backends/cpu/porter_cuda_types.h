@@ -70,4 +70,38 @@ static inline std::common_type_t<A, B> max(A a, B b) {
     return max((std::common_type_t<A, B>)a, (std::common_type_t<A, B>)b);
 }
 
+// Legacy 1-D texture references over linear memory (`texture<T, 1, cudaReadModeElementType> t;`): the bound
+// range is the first two words of every reference -- porter_emu.h's tex1Dfetch reads them, porter_opencl.h's
+// launches pass them -- and the fields host code sets are kept so those statements build.
+enum cudaTextureReadMode { cudaReadModeElementType = 0, cudaReadModeNormalizedFloat = 1 };
+enum cudaTextureFilterMode { cudaFilterModePoint = 0, cudaFilterModeLinear = 1 };
+enum cudaTextureAddressMode {
+    cudaAddressModeWrap = 0, cudaAddressModeClamp = 1, cudaAddressModeMirror = 2, cudaAddressModeBorder = 3
+};
+enum cudaChannelFormatKind {
+    cudaChannelFormatKindSigned = 0, cudaChannelFormatKindUnsigned = 1, cudaChannelFormatKindFloat = 2,
+    cudaChannelFormatKindNone = 3
+};
+struct cudaChannelFormatDesc {
+    int x, y, z, w;
+    enum cudaChannelFormatKind f;
+};
+#define cudaTextureType1D 0x01
+struct textureReference {
+    const void* porter_ptr;  // the bound memory (nullptr: unbound)
+    size_t porter_bytes;     // its size in bytes
+    int normalized;
+    enum cudaTextureFilterMode filterMode;
+    enum cudaTextureAddressMode addressMode[3];
+    struct cudaChannelFormatDesc channelDesc;
+    int sRGB;
+    unsigned int maxAnisotropy;
+};
+template <class T, int dim = 1, enum cudaTextureReadMode mode = cudaReadModeElementType>
+struct texture : textureReference {
+    constexpr texture(int norm = 0, enum cudaTextureFilterMode f = cudaFilterModePoint,
+                      enum cudaTextureAddressMode a = cudaAddressModeClamp)
+        : textureReference{nullptr, 0, norm, f, {a, a, a}, {0, 0, 0, 0, cudaChannelFormatKindNone}, 0, 0} {}
+};
+
 #endif  // PORTER_CUDA_TYPES_H

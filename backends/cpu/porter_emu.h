@@ -92,39 +92,8 @@
 // normalized coordinates and address modes do not apply to tex1Dfetch; 2-D/3-D textures, CUDA arrays and
 // normalized-float reads are refused before a build (dialect.toml).  The bound range is the first two
 // words of every texture reference, so a replay binds one by writing them (backends/cpu/__init__.py
-// bind_texture), as porter's HIP translation's porter_texref<T> (backends/hip/texrefs.py) lays them out.
-#ifndef PORTER_TEXTURE_REFERENCES
-#define PORTER_TEXTURE_REFERENCES 1
-enum cudaTextureReadMode { cudaReadModeElementType = 0, cudaReadModeNormalizedFloat = 1 };
-enum cudaTextureFilterMode { cudaFilterModePoint = 0, cudaFilterModeLinear = 1 };
-enum cudaTextureAddressMode {
-    cudaAddressModeWrap = 0, cudaAddressModeClamp = 1, cudaAddressModeMirror = 2, cudaAddressModeBorder = 3
-};
-enum cudaChannelFormatKind {
-    cudaChannelFormatKindSigned = 0, cudaChannelFormatKindUnsigned = 1, cudaChannelFormatKindFloat = 2,
-    cudaChannelFormatKindNone = 3
-};
-struct cudaChannelFormatDesc {
-    int x, y, z, w;
-    enum cudaChannelFormatKind f;
-};
-#define cudaTextureType1D 0x01
-struct textureReference {
-    const void* porter_ptr;  // the bound memory (nullptr: unbound)
-    size_t porter_bytes;     // its size in bytes
-    int normalized;
-    enum cudaTextureFilterMode filterMode;
-    enum cudaTextureAddressMode addressMode[3];
-    struct cudaChannelFormatDesc channelDesc;
-    int sRGB;
-    unsigned int maxAnisotropy;
-};
-template <class T, int dim = 1, enum cudaTextureReadMode mode = cudaReadModeElementType>
-struct texture : textureReference {
-    constexpr texture(int norm = 0, enum cudaTextureFilterMode f = cudaFilterModePoint,
-                      enum cudaTextureAddressMode a = cudaAddressModeClamp)
-        : textureReference{nullptr, 0, norm, f, {a, a, a}, {0, 0, 0, 0, cudaChannelFormatKindNone}, 0, 0} {}
-};
+// bind_texture), as porter's HIP translation's porter_texref<T> (backends/hip/texrefs.py) lays them out.  The
+// types are porter_cuda_types.h's (included above), shared with the OpenCL program runtime.
 template <class T, enum cudaTextureReadMode M>
 static inline T tex1Dfetch(const texture<T, 1, M>& t, int i) {
     static_assert(M == cudaReadModeElementType, "porter: only cudaReadModeElementType textures are emulated");
@@ -132,7 +101,6 @@ static inline T tex1Dfetch(const texture<T, 1, M>& t, int i) {
     if (p == nullptr || i < 0 || (size_t)i >= t.porter_bytes / sizeof(T)) return T();
     return p[i];
 }
-#endif
 
 // --------------------------------------------------------------------------- runtime state
 

@@ -84,40 +84,8 @@ namespace cooperative_groups {}
 // it -- and each launch of a kernel reading the texture passes that memory and its element count
 // (Launch::texref, texref_size); the kernel's fetch is a plain load, zero outside the bound range.  The
 // fields host code sets (filterMode, normalized, addressMode, channelDesc) are kept so those statements
-// build; tex1Dfetch ignores them.  The layout is that of porter's CPU runtime (backends/cpu/porter_emu.h).
-#ifndef PORTER_TEXTURE_REFERENCES
-#define PORTER_TEXTURE_REFERENCES 1
-enum cudaTextureReadMode { cudaReadModeElementType = 0, cudaReadModeNormalizedFloat = 1 };
-enum cudaTextureFilterMode { cudaFilterModePoint = 0, cudaFilterModeLinear = 1 };
-enum cudaTextureAddressMode {
-    cudaAddressModeWrap = 0, cudaAddressModeClamp = 1, cudaAddressModeMirror = 2, cudaAddressModeBorder = 3
-};
-enum cudaChannelFormatKind {
-    cudaChannelFormatKindSigned = 0, cudaChannelFormatKindUnsigned = 1, cudaChannelFormatKindFloat = 2,
-    cudaChannelFormatKindNone = 3
-};
-struct cudaChannelFormatDesc {
-    int x, y, z, w;
-    enum cudaChannelFormatKind f;
-};
-#define cudaTextureType1D 0x01
-struct textureReference {
-    const void* porter_ptr;  // the bound memory (nullptr: unbound)
-    size_t porter_bytes;     // its size in bytes
-    int normalized;
-    enum cudaTextureFilterMode filterMode;
-    enum cudaTextureAddressMode addressMode[3];
-    struct cudaChannelFormatDesc channelDesc;
-    int sRGB;
-    unsigned int maxAnisotropy;
-};
-template <class T, int dim = 1, enum cudaTextureReadMode mode = cudaReadModeElementType>
-struct texture : textureReference {
-    constexpr texture(int norm = 0, enum cudaTextureFilterMode f = cudaFilterModePoint,
-                      enum cudaTextureAddressMode a = cudaAddressModeClamp)
-        : textureReference{nullptr, 0, norm, f, {a, a, a}, {0, 0, 0, 0, cudaChannelFormatKindNone}, 0, 0} {}
-};
-#endif
+// build; tex1Dfetch ignores them.  The types are porter_cuda_types.h's (included above), shared with porter's
+// CPU runtime.
 
 #define PORTER_DEDUCED_LAUNCH(...) __VA_ARGS__
 #include "porter_capture.h"  // the launch interface porter's rewrite calls, the symbol registry

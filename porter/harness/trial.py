@@ -135,14 +135,10 @@ def extra_value(extra: Mapping[str, Any], inst: Instance, shared: int) -> Any:
         return dtype.type(cexpr.eval_text(str(extra["value"]), inst.size, _sizeof))
     if kind == "constant":  # a __constant__ symbol passed as an argument (OpenCL): the same per-trial data
         symbol = str(extra.get("symbol", ""))
-        data = inst.constants.get(symbol)
-        if data is None:
-            raise Reject(
-                "arguments",
-                f"the variant takes the __constant__ symbol {symbol!r} as an argument, but the spec has no "
-                f"constant {symbol!r} (add [[kernels.{inst.spec.kernel}.constants]], docs/SPEC_FORMAT.md)",
-                executed=False,
-            )
+        data = _spec_constant(
+            inst, symbol, "__constant__ symbol",
+            f"add [[kernels.{inst.spec.kernel}.constants]], docs/SPEC_FORMAT.md",
+        )  # fmt: skip
         want = extra.get("dtype")
         if want is not None and np.dtype(str(want)) != data.dtype:
             raise Reject(
@@ -154,19 +150,28 @@ def extra_value(extra: Mapping[str, Any], inst: Instance, shared: int) -> Any:
     # a texture reference's bound memory and its element count (OpenCL)
     if kind in ("texture", "texture_size"):
         symbol = str(extra.get("symbol", ""))
-        data = inst.constants.get(symbol)
-        if data is None:
-            raise Reject(
-                "arguments",
-                f"the variant takes the texture reference {symbol!r} as an argument, but the spec has no "
-                f"constant {symbol!r} (a capture records the memory bound to it at each launch)",
-                executed=False,
-            )
+        data = _spec_constant(
+            inst, symbol, "texture reference", "a capture records the memory bound to it at each launch"
+        )
         if kind == "texture":  # unbound at the launch: no bytes, and OpenCL has no empty buffer
             return data.copy() if data.nbytes else np.zeros(1, dtype=np.uint8)
         element = int(extra.get("element_bytes") or data.itemsize or 1)
         return np.uint32(min(data.nbytes // element, 0xFFFFFFFF))
     raise Reject("arguments", f"cannot supply the variant's extra argument {dict(extra)}", executed=False)
+
+
+def _spec_constant(inst: Instance, symbol: str, what: str, hint: str) -> np.ndarray:
+    """The spec's per-trial data for `symbol`, which the variant takes as an argument (`what`: a __constant__
+    symbol, a texture reference); a Reject naming it, with `hint`, when the spec has none."""
+    data = inst.constants.get(symbol)
+    if data is None:
+        raise Reject(
+            "arguments",
+            f"the variant takes the {what} {symbol!r} as an argument, but the spec has no constant {symbol!r} "
+            f"({hint})",
+            executed=False,
+        )
+    return data
 
 
 def job_args(variant: Variant, inst: Instance, shared: int) -> tuple[list[Any], list[int], list[int]]:

@@ -2,24 +2,30 @@
 # Issue #33's measurement on the lent GPU machine: a part of the development corpus (.corpus, carried) as one
 # suite, `porter port --suite` at the default -j and at -j 1, no cache, every toolchain the machine has; wall
 # time of each, the suite's own summary, and the GPU's utilisation sampled every 0.5 s (nvidia-smi) meanwhile.
-# Usage there:  [PROGRAMS="vectorAdd nw ..."] [DEFAULT_S=200 J1_S=330] bash bench/h200_suite.sh
+# Usage there:  [PROGRAMS="vectorAdd nw ..."|all] [TOOLCHAINS=nvcc,hip-on-cuda,opencl] [DEFAULT_S=200 J1_S=330]
+#               bash bench/h200_suite.sh   (PROGRAMS=all: every program with a run; J1_S=0: no -j 1 run)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/suite"
 source bench/h200_env.sh || exit 1
 PROGRAMS=${PROGRAMS:-"vectorAdd matrixMul simpleTemplates scalarProd backprop gaussian nw pathfinder"}
 # the corpus suite (bench/corpus_runs.toml) with its root at the carried copy and only PROGRAMS kept
-python3 - "$PWD/.corpus" "$PROGRAMS" >/tmp/suite.toml <<'PY'
-import re, sys
-root, keep = sys.argv[1], set(sys.argv[2].split())
+python3 - "$PWD/.corpus" "$PROGRAMS" "${TOOLCHAINS:-}" >/tmp/suite.toml <<'PY'
+import re, sys, tomllib
+root, keep, toolchains = sys.argv[1], set(sys.argv[2].split()), sys.argv[3]
+if keep == {"all"}:
+    doc = tomllib.load(open("bench/corpus_runs.toml", "rb"))
+    keep = {name for name, entry in doc["programs"].items() if entry.get("runs")}
 section = None
 for line in open("bench/corpus_runs.toml"):
-    m = re.match(r"\[programs\.([^\]]+)\]", line)
+    m = re.match(r"\[(?:programs\.([^\]]+)|defaults)\]", line)
     if m:
-        section = m.group(1)
+        section = m.group(1) or "defaults"
     if line.startswith("root ="):
         line = f'root = "{root}"\n'
-    if section is None or section in keep:
+    if section is None or section == "defaults" or section in keep:
         print(line, end="")
+    if m and section == "defaults" and toolchains:
+        print(f'toolchains = "{toolchains}"')
 PY
 run() {  # name, seconds, porter arguments...
   local name=$1 limit=$2; shift 2
@@ -33,4 +39,4 @@ run() {  # name, seconds, porter arguments...
   cp "/tmp/suite-$name/summary.md" "$OUT/suite/summary-$name.md" 2>/dev/null
 }
 run default "${DEFAULT_S:-200}"
-run j1 "${J1_S:-330}" -j 1
+[ "${J1_S:-330}" -gt 0 ] && run j1 "${J1_S:-330}" -j 1

@@ -2,6 +2,7 @@
 
     python bench/corpus_programs.py [--corpus ../shared/corpus] [--only name,name] [--timeout 120]
                                     [--out /tmp/porter-corpus] [--json summary.json] [--jobs N]
+                                    [--inputs DIR] [--gpu-sizes]
 
 Each program of bench/corpus_runs.toml is ported with the CLI, as a user would
 (``porter port DIR -I ... --run ARGS --json``); the table says, per program, which program toolchains
@@ -9,6 +10,9 @@ built the original and the HIP port, and per run whether the original ran and th
 each device.  The corpus is third-party code: it is read in place, never copied into the project.
 ``--jobs N`` ports N programs at a time (each ``porter port`` is its own process); rows come in the table's
 order, and ``--json`` is rewritten after each program, so a sweep cut off by a time limit keeps what it did.
+A program whose inputs are not in the corpus but bench/corpus_inputs.py makes runs its ``generated_runs``,
+the inputs written into ``--inputs``/<program> (default ``OUT/inputs``) and given to porter port as
+``--data``.  ``--gpu-sizes``: each program's ``gpu_runs`` / ``generated_gpu_runs`` where it has them.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ from typing import Any
 from porter.results import REPLAY_RANK  # how the report counts an instance judged on several devices
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from corpus_inputs import prepare  # noqa: E402  (bench/ is no package)
+
 SHORT = {"cpu-runtime": "cpu", "hip-on-cuda": "h-o-c", "nvcc": "nvcc", "hipcc": "hipcc"}
 
 
@@ -140,6 +147,12 @@ def main() -> int:
     ap.add_argument("--to", default="hip,opencl", help="the targets ported")
     ap.add_argument("--toolchains", default="", help="passed to porter port --toolchains")
     ap.add_argument("--jobs", type=int, default=1, help="programs ported at a time")
+    ap.add_argument("--inputs", default="", help="where generated inputs go (default: OUT/inputs)")
+    ap.add_argument(
+        "--gpu-sizes",
+        action="store_true",
+        help="each program's gpu_runs / generated_gpu_runs where it has them",
+    )
     args = ap.parse_args()
     table = tomllib.loads((HERE / "corpus_runs.toml").read_text(encoding="utf-8"))["programs"]
     wanted = {w for w in args.only.split(",") if w}
@@ -149,6 +162,9 @@ def main() -> int:
     python = sys.executable or shutil.which("python3") or "python3"
     base = args.porter.split() if args.porter else [python, "-m", "porter"]
     names = [n for n, e in table.items() if (not wanted or n in wanted) and (corpus / e["path"]).is_dir()]
+    inputs = Path(args.inputs or f"{args.out}/inputs")
+    # generated inputs are written here, one program after another, before any port starts
+    prepared = {n: prepare(n, table[n], inputs, args.gpu_sizes) for n in names}
 
     def port(name: str) -> tuple[str, subprocess.CompletedProcess[str], float]:
         entry = table[name]
@@ -156,8 +172,11 @@ def main() -> int:
         cmd += ["--json", "--fresh"]
         for inc in entry.get("include", []):
             cmd += ["-I", str(corpus / inc)]
-        for run in entry.get("runs", []):
+        runs, data = prepared[name]
+        for run in runs:
             cmd += ["--run", run]
+        if data is not None:
+            cmd += ["--data", str(data)]
         cmd += ["--timeout", str(args.timeout)]
         if args.toolchains:
             cmd += ["--toolchains", args.toolchains]

@@ -4,7 +4,8 @@
                                         [--backend cuda --backend opencl] [--json out.json]
 
 For each program of bench/corpus_runs.toml that has a run (with ``--gpu-sizes``, its ``gpu_runs`` where the
-table gives them: sizes for a GPU), ``porter capture`` records its launches with the chosen toolchain (nvcc: the program's
+table gives them: sizes for a GPU; a program whose inputs bench/corpus_inputs.py makes, its ``generated_runs``
+or ``generated_gpu_runs``, the inputs written into ``--inputs``/<program> and given as ``--data``), ``porter capture`` records its launches with the chosen toolchain (nvcc: the program's
 native run on the GPU), then ``porter bench FILE --capture`` times every kernel of each source file that
 defines one, on each backend, with the captured grid, block and data (CUDA events, warm-up, L2 flushed,
 one kernel at a time: ``--exclusive``).  The table gives, per kernel, the original's median, each port's
@@ -26,6 +27,9 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from corpus_inputs import prepare  # noqa: E402  (bench/ is no package)
+
 GLOBAL = re.compile(r"__global__")
 
 
@@ -83,12 +87,14 @@ def program_rows(
     """Capture one program and bench each of its kernel files; one row per (kernel, backend result)."""
     corpus, work = Path(args.corpus), Path(args.work)
     folder = corpus / entry["path"]
-    runs = (entry.get("gpu_runs") if args.gpu_sizes else None) or entry.get("runs") or []
+    runs, data = prepare(name, entry, Path(args.inputs or work / "inputs"), args.gpu_sizes)
     includes = [x for inc in entry.get("include", []) for x in ("-I", str(corpus / inc))]
     cap = work / f"{name}.cap"
     cmd = [*porter, "capture", str(folder), "--out", str(cap), "--toolchain", args.toolchain, "--json"]
-    for r in runs:
-        cmd += ["--run", r]
+    for each in runs:
+        cmd += ["--run", each]
+    if data is not None:
+        cmd += ["--data", str(data)]
     proc = run(cmd + includes, args.timeout, work / f"{name}.capture.log")
     if proc is None or proc.returncode != 0:
         why = "timed out" if proc is None else f"exit {proc.returncode}: {_capture_reason(proc)}"
@@ -209,6 +215,7 @@ def main() -> int:
     )
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per capture and per bench")
     ap.add_argument("--work", default="/tmp/porter-ocl-speed")
+    ap.add_argument("--inputs", default="", help="where generated inputs go (default: WORK/inputs)")
     ap.add_argument("--json", default="")
     ap.add_argument(
         "--md", default="", help="also write the table here after each program (a cut-off run keeps it)"
@@ -218,7 +225,11 @@ def main() -> int:
     Path(args.work).mkdir(parents=True, exist_ok=True)
     table_src = tomllib.loads((HERE / "corpus_runs.toml").read_text(encoding="utf-8"))["programs"]
     wanted = [w for w in args.only.split(",") if w]
-    names = wanted or [n for n, e in table_src.items() if e["path"].startswith("rodinia/") and e.get("runs")]
+    names = wanted or [
+        n
+        for n, e in table_src.items()
+        if e["path"].startswith("rodinia/") and (e.get("runs") or e.get("generated_runs"))
+    ]
     porter = [sys.executable, "-m", "porter"]
     rows: list[dict[str, Any]] = []
     for name in names:

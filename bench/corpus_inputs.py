@@ -183,9 +183,9 @@ def kmeans(gpu: bool) -> Files:
     an id and the features, under 1024 characters; binary (-b): int points, int features, the floats."""
     points, features = (204_800, 34) if gpu else (2_000, 34)
     rng = _rng("kmeans", points)
-    centres = rng.uniform(0.0, 100.0, (5, features))
+    centres = rng.uniform(0.0, 30.0, (5, features))
     which = rng.integers(0, 5, points)
-    data = (centres[which] + rng.normal(0.0, 4.0, (points, features))).astype(np.float32)
+    data = (centres[which] + rng.normal(0.0, 10.0, (points, features))).astype(np.float32)
     if gpu:
         return {f"points_{points}x{features}.bin": struct.pack("<ii", points, features) + data.tobytes()}
     lines = [f"{i + 1} " + " ".join(f"{v:.3f}" for v in row) + "\n" for i, row in enumerate(data.tolist())]

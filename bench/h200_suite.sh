@@ -12,9 +12,15 @@ PROGRAMS=${PROGRAMS:-"vectorAdd matrixMul simpleTemplates scalarProd backprop ga
 python3 - "$PWD/.corpus" "$PROGRAMS" "${TOOLCHAINS:-}" >/tmp/suite.toml <<'PY'
 import re, sys, tomllib
 root, keep, toolchains = sys.argv[1], set(sys.argv[2].split()), sys.argv[3]
+import json, subprocess
+doc = tomllib.load(open("bench/corpus_runs.toml", "rb"))["programs"]
 if keep == {"all"}:
-    doc = tomllib.load(open("bench/corpus_runs.toml", "rb"))
-    keep = {name for name, entry in doc["programs"].items() if entry.get("runs")}
+    keep = {name for name, entry in doc.items() if entry.get("runs") or entry.get("generated_runs")}
+# programs run on inputs bench/corpus_inputs.py makes (their data is not in the corpus): made here, named
+generated = {n for n in keep if not doc[n].get("runs") and doc[n].get("generated_runs")}
+if generated:
+    subprocess.run([sys.executable, "bench/corpus_inputs.py", "--out", "/tmp/inputs", "--only",
+                    ",".join(sorted(generated))], check=True, stdout=subprocess.DEVNULL)
 section = None
 for line in open("bench/corpus_runs.toml"):
     m = re.match(r"\[(?:programs\.([^\]]+)|defaults)\]", line)
@@ -22,6 +28,10 @@ for line in open("bench/corpus_runs.toml"):
         section = m.group(1) or "defaults"
     if line.startswith("root ="):
         line = f'root = "{root}"\n'
+    if section in generated and re.match(r"runs\s*=", line):
+        folder = f"/tmp/inputs/{section}"
+        runs = [r.replace("{inputs}", folder) for r in doc[section]["generated_runs"]]
+        line = f"runs = {json.dumps(runs)}\ndata = {json.dumps([folder])}\n"
     if section is None or section == "defaults" or section in keep:
         print(line, end="")
     if m and section == "defaults" and toolchains:

@@ -365,12 +365,6 @@ static inline cudaError_t cudaGetSymbolAddress(P** p, const T& symbol) {
     return cudaSuccess;
 }
 
-// The driver API's success code, which programs compare runtime results against (rodinia's kmeans does
-// after cudaBindTexture); the driver API itself is refused by name (runtime.toml [program.undeclared]).
-#ifndef CUDA_SUCCESS
-#define CUDA_SUCCESS 0
-#endif
-
 // Texture references over linear memory (porter_emu.h): binding one records the device pointer and the
 // bytes from it that lie in its allocation (the other forms, and unbinding, are porter_runtime_common.h's).
 static inline cudaError_t cudaBindTexture(size_t* offset, const textureReference* tex, const void* p,

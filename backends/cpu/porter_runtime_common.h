@@ -5,6 +5,13 @@
 #ifndef PORTER_RUNTIME_COMMON_H
 #define PORTER_RUNTIME_COMMON_H
 
+// The driver API's success code, which programs compare runtime results against (rodinia's kmeans does
+// after cudaBindTexture); the driver API itself is refused by name (the CPU runtime's runtime.toml
+// [program.undeclared]).
+#ifndef CUDA_SUCCESS
+#define CUDA_SUCCESS 0
+#endif
+
 static inline const char* cudaGetErrorString(cudaError_t e) { return porter_emu::error_string(e); }
 static inline const char* cudaGetErrorName(cudaError_t e) { return porter_emu::error_name(e); }
 static inline cudaError_t cudaChooseDevice(int* d, const cudaDeviceProp*) { *d = 0; return cudaSuccess; }

@@ -61,7 +61,9 @@ def _unused_macros_blanked(blanked: str) -> str:
     out = blanked
     for m in defines:
         name = re.compile(rf"\b{re.escape(m.group(1))}\b")
-        if len(name.findall(blanked)) == len(name.findall(m.group(0))):  # used nowhere else
+        # its definitions (one per `#if` branch: `#if CUDART_VERSION >= 4000 / #else`) are all it appears in
+        own = sum(len(name.findall(d.group(0))) for d in defines if d.group(1) == m.group(1))
+        if len(name.findall(blanked)) == own:  # used nowhere else
             out = out[: m.start()] + re.sub(r"[^\n]", " ", m.group(0)) + out[m.end() :]
     return out
 

@@ -837,12 +837,18 @@ def _staged(
     `exe` as ``./name`` in the folder the run starts in (argv[0], which programs print, the same for every
     build); returns that folder and the name.  Where the program's own folder holds a folder or file of that
     name (a CMake project's ``bump/`` beside the executable ``bump`` its build makes elsewhere), the
-    executable is ``./name.exe`` instead, for every build alike."""
+    executable is ``./name.exe`` instead, for every build alike.  The copies are the owner's to write
+    whatever the originals' mode (a read-only checkout or share): a program that rewrites one of its own
+    files (hotspot3D's ``output.out``) does so in the copy as in a writable checkout, original and ports
+    alike."""
     for f in program.files:
         src = tree / f.rel
         if src.is_file():
             (dest / f.rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / f.rel)
+            mode = (dest / f.rel).stat().st_mode
+            if not mode & stat.S_IWUSR:
+                os.chmod(dest / f.rel, mode | stat.S_IWUSR)
     cwd = dest / run_folder(program, main)
     cwd.mkdir(parents=True, exist_ok=True)
     while os.path.lexists(cwd / name):

@@ -307,3 +307,12 @@ def test_host_macros_in_a_kernels_file_are_not_device_code() -> None:
     check_emulable(host + kernel, dialect)  # macros no device code uses
     with pytest.raises(CannotEmulate, match="dynamic parallelism"):  # a macro the kernel uses
         check_emulable(host + "__global__ void d(float* x) { SYNCED(x[0] = 1); }\n", dialect)
+    # one macro defined per branch of an `#if` (a CUDA-version switch, as in rodinia's cutil.h): still host
+    # code when no device code uses it
+    versions = (
+        "#if CUDART_VERSION >= 4000\n#define DEVICE_SYNC() cudaDeviceSynchronize();\n"
+        "#else\n#define DEVICE_SYNC() cudaThreadSynchronize();\n#endif\n"
+    )
+    check_emulable(versions + kernel.replace("SCALE(2.0f)", "2.0f"), dialect)
+    with pytest.raises(CannotEmulate, match="dynamic parallelism"):
+        check_emulable(versions + "__global__ void d(float* x) { DEVICE_SYNC() }\n", dialect)

@@ -433,3 +433,32 @@ def test_each_instance_of_a_template_launched_in_a_host_template_is_judged_by_it
             assert all(r["instance"] == instance and r["launches"] == 1 for r in rows), rows
     notes = header_kernels_port["notes"]
     assert not [n for n in notes if "not a kernel porter found" in n], notes
+
+
+def test_a_read_only_program_that_rewrites_its_own_file_runs_and_matches_as_hip_and_opencl(
+    tmp_path: Path,
+) -> None:
+    """A checkout porter may only read (a shared corpus): the scratch copies it runs are the owner's to
+    write, so the program rewrites its own results.txt there -- original and ports alike.  The program
+    also refuses a device without copy/kernel overlap (the CPU runtime's virtual device has it) and
+    compares a call with the driver API's CUDA_SUCCESS (which OpenCL's program runtime defines too)."""
+    src = tmp_path / "own_files"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "programs" / "own_files", src)
+    for f in [src, *src.iterdir()]:
+        f.chmod(0o555 if f.is_dir() else 0o444)
+    out = tmp_path / "out"
+    try:
+        r = porter(
+            "port", str(src), "--to", "hip,opencl", "--out", str(out), "--run", "",
+            "--toolchains", "cpu-runtime,opencl", "--json",
+        )  # fmt: skip
+    finally:
+        for f in [src, *src.iterdir()]:
+            f.chmod(0o755 if f.is_dir() else 0o644)
+    assert r.returncode == 0, r.stderr + r.stdout
+    doc = json.loads(r.stdout)
+    verdicts = {t: v["status"] for t, v in doc["program"]["verdicts"].items()}
+    assert verdicts == {"hip": "matches", "opencl": "matches"}, doc["program"]["verdicts"]
+    run = doc["program"]["runs"][0]
+    assert run["original"]["exit"] == 0 and run["original"]["stdout_tail"] == "sum 83208375.000\n"
+    assert (src / "results.txt").read_text() == "(the last run's sum)\n"  # the user's file is untouched

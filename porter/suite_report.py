@@ -40,6 +40,8 @@ class SuiteProgramResult:
     reason: str = ""  # why not done: the timeout, porter's one-line error, the signal
     log: str = ""  # what porter port printed (stdout and stderr)
     gpu: str = ""  # the GPU its port was pinned to ("NAME (uid)"), "" when none was
+    # with --executor ray: each stage's Ray node, [{"stage": "port" | "cpu" | "gpu", "node": "HOST (id)"}]
+    ran_on: list[dict[str, str]] = field(default_factory=list)
     report: Mapping[str, Any] | None = None  # its report.json as read (None when there is none)
 
     @property
@@ -151,6 +153,7 @@ def program_doc(p: SuiteProgramResult) -> dict[str, Any]:
         "exit_code": p.exit_code,
         "seconds": None if p.seconds is None else round(p.seconds, 3),
         "gpu": p.gpu,
+        "ran_on": [dict(r) for r in p.ran_on],
         "report_complete": bool(report.get("complete", False)),
         "original": {
             "instances": int(original.get("instances", 0)),

@@ -13,7 +13,9 @@ scratch folder of its node, its sandboxed children inside it as everywhere else.
 
 A program asks for a GPU (``num_gpus=1``, and ``accelerator_type`` when ``--ray-accelerator`` names one)
 only when its ``toolchains`` name a GPU toolchain (:data:`porter.workflows.suite_file.GPU_TOOLCHAINS`; ``--per-gpu N``: a
-``1/N`` share of one, so N programs run on a GPU at once); every other program is a
+``1/N`` share of one, so N programs run on a GPU at once), and then only for its port's *gpu stage*: its
+translations, compile checks and CPU toolchains' builds are a *cpu stage* before it, a one-CPU task whose
+output folder the gpu stage resumes from (:func:`plan_stages`); every other program is one
 one-CPU task.  Tasks are spread over the nodes (``SPREAD``); timings on a node take that node's device
 locks (its temp folder), so two programs never time on one device at once, as locally.  A task lost with
 its node (the raylet or the worker killed) is run again on another by Ray (:data:`MAX_RETRIES`); a port
@@ -43,6 +45,7 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +62,7 @@ from porter.workflows.suite import (
     check_out,
     default_out,
 )
-from porter.workflows.suite_file import Suite, SuiteProgram
+from porter.workflows.suite_file import GPU_TOOLCHAINS, Suite, SuiteProgram
 
 MAX_RETRIES = 3  # Ray runs a task lost with its node (or worker) again, this many times at most
 CANCEL_WAIT_S = 5.0  # past a cancelled task's own grace for its port: then it is killed with its worker
@@ -156,6 +159,37 @@ def _reach(address: str) -> None:
         raise UsageError(f"--ray-address {address}: no Ray head answers there ({err})") from None
 
 
+# a stage's name and the toolchains its port gets (None: the program's)
+Stage = tuple[str, tuple[str, ...] | None]
+
+
+def plan_stages(program: SuiteProgram) -> list[Stage]:
+    """The Ray tasks that port `program`, in order.  A program that needs no GPU is one task (``port``).
+    One that does is a ``cpu`` stage -- its port with the toolchains that need no GPU and without its
+    runs: the translations, compile checks and CPU builds, on a CPU task -- then a ``gpu`` stage, the
+    program's whole port on a GPU task, started from the cpu stage's output folder so that porter's own
+    resume reuses every verdict the cpu stage reached.  (The runs stay in the gpu stage: where the
+    original runs on a GPU its capture is the one every kernel replay uses, the CPU devices' included,
+    so replays made in the cpu stage would be made again.)  Without a toolchain that needs no GPU there
+    is no cpu stage."""
+    if not program.needs_gpu:
+        return [("port", None)]
+    cpu = tuple(t for t in program.toolchains or () if t not in GPU_TOOLCHAINS)
+    return [*([("cpu", cpu)] if cpu else []), ("gpu", None)]
+
+
+@dataclass
+class _Staged(_Running):
+    """A running program on Ray: the stage its task runs and those left."""
+
+    stage: str = "port"
+    left: list[Stage] = field(default_factory=list)
+    spec: dict[str, Any] = field(default_factory=dict)  # the port's task spec (its own arguments)
+    trees: list[Any] = field(default_factory=list)  # the inputs' refs, for every stage
+    earlier: Any = None  # the cpu stage's result (its ref), which the gpu stage starts from
+    spent: float = 0.0  # seconds the stages that ended ran on their nodes
+
+
 class RayRunner(_Runner):
     """The suite's loop (:class:`porter.workflows.suite._Runner`) with each program a Ray task: started
     by :meth:`start`, collected by :meth:`poll`, cancelled by :meth:`stop_all`; the outcomes, the resume
@@ -170,6 +204,7 @@ class RayRunner(_Runner):
         self.shared = [os.path.abspath(d) for d in options.shared_dirs]
         self.trees: dict[str, Any] = {}  # folder -> its tarball in the object store (packed once)
         self.remote = ray.remote(port_on_node)
+        self.remote_after = ray.remote(port_after_on_node)
         self.porter_env = {k: v for k, v in os.environ.items() if k.startswith("PORTER_") and k != LOCKS_ENV}
         from porter.workflows.resume import code_fingerprint
 
@@ -190,12 +225,9 @@ class RayRunner(_Runner):
             result.status, result.reason = "error", f"could not pack its inputs for Ray: {err}"
             self.ended(result)
             return
-        args = list(self.port_args(program))
-        at = args.index("--out")  # the node writes into its scratch folder; the driver into OUT/<name>
-        del args[at : at + 2]
         spec = {
             "name": program.name,
-            "args": args,
+            "args": self.node_args(program),
             "packed": packed,
             "shared": [r for r in roots if r not in packed],
             "timeout": program.timeout,
@@ -203,15 +235,37 @@ class RayRunner(_Runner):
             "env": self.porter_env,
             "fingerprint": self.fingerprint,
         }
-        task = self.remote.options(
-            **task_options(program, self.options.ray_accelerator, self.options.per_gpu)
-        ).remote(spec, *refs)
         now = time.monotonic()
+        r = _Staged(program, result, None, log, now, now + program.timeout, key)
+        r.left, r.spec, r.trees = plan_stages(program), spec, refs
+        result.ran_on = []
+        self.launch(r)
         result.status = "running"
-        self.running[program.name] = _Running(
-            program, result, None, log, now, now + program.timeout, key, task=task
-        )
+        self.running[program.name] = r
         self.save()
+
+    def node_args(self, program: SuiteProgram) -> list[str]:
+        """Its ``porter port`` arguments for a node (which writes into its scratch folder, not OUT)."""
+        args = list(self.port_args(program))
+        at = args.index("--out")
+        del args[at : at + 2]
+        return args
+
+    def launch(self, r: _Staged) -> None:
+        """The task of `r`'s next stage sent to the cluster."""
+        r.stage, chains = r.left.pop(0)
+        spec = {**r.spec, "stage": r.stage}
+        if r.stage == "cpu":  # the toolchains that need no GPU, no runs: what a gpu stage reuses
+            spec["args"] = self.node_args(replace(r.program, toolchains=chains, runs=()))
+        options = task_options(r.program, self.options.ray_accelerator, self.options.per_gpu, r.stage)
+        if r.earlier is None:
+            r.task = self.remote.options(**options).remote(spec, *r.trees)
+            return
+        # from the cpu stage's folder: --fresh (which only the suite's own records need) would drop it;
+        # the timeout is the program's, over both stages
+        spec["args"] = [a for a in spec["args"] if a != "--fresh"]
+        spec["timeout"] = max(1.0, r.program.timeout - r.spent)
+        r.task = self.remote_after.options(**options).remote(spec, r.earlier, *r.trees)
 
     def is_shared(self, folder: str) -> bool:
         return any(folder == d or folder.startswith(d.rstrip("/") + "/") for d in self.shared)
@@ -227,35 +281,66 @@ class RayRunner(_Runner):
             return
         ready, _ = self.ray.wait(list(tasks), num_returns=len(tasks), timeout=0)
         for task in ready:
-            self.collect(self.running.pop(tasks[task]))
+            r = self.running[tasks[task]]
+            doc = self.outcome(r)
+            if isinstance(r, _Staged) and r.left and self.next_stage(r, doc):
+                continue  # its next stage runs
+            del self.running[tasks[task]]
+            self.finish(r, doc)
+
+    def outcome(self, r: _Running) -> dict[str, Any] | None:
+        """What `r`'s task sent back (None when it was cancelled or failed: then why, on `r`), its log and
+        node written down."""
+        ray = self.ray
+        stage = r.stage if isinstance(r, _Staged) else "port"
+        try:
+            doc: dict[str, Any] = ray.get(r.task)
+        except (ray.exceptions.TaskCancelledError, KeyboardInterrupt):
+            r.why = r.why or "interrupted"
+            return None
+        except ray.exceptions.RayError as err:
+            if r.why != "interrupted":
+                which = "" if stage == "port" else f" ({stage} stage)"
+                r.failure = f"its Ray task{which} failed: {_first_line(err)}"
+            return None
+        node = str(doc.get("node", "?"))
+        which = "" if stage == "port" else f"stage {stage} "
+        r.log.write(f"porter: {which}ran on Ray node {node}\n".encode())
+        r.log.write(doc.get("log", b""))
+        r.result.ran_on.append({"stage": stage, "node": node})
+        if doc.get("error"):
+            r.failure = str(doc["error"])
+        return doc
+
+    def next_stage(self, r: _Staged, doc: Mapping[str, Any] | None) -> bool:
+        """`r`'s cpu stage ended with `doc`: its gpu stage started from what it made (True), unless the
+        program ends here (False: the task failed or was cancelled, or the port ran out of the program's
+        time)."""
+        if doc is None or doc.get("error") or doc.get("why") == "timed-out":
+            return False
+        r.spent += float(doc.get("seconds") or 0.0)
+        r.earlier = r.task
+        self.launch(r)
+        return True
 
     def collect(self, r: _Running) -> None:
         """A task that ended: its output folder and log written here, its outcome the local runner's."""
-        ray = self.ray
-        try:
-            doc = ray.get(r.task)
-        except (ray.exceptions.TaskCancelledError, KeyboardInterrupt):
-            r.why = r.why or "interrupted"
-            doc = None
-        except ray.exceptions.RayError as err:
-            if r.why != "interrupted":
-                r.failure = f"its Ray task failed: {_first_line(err)}"
-            doc = None
+        self.finish(r, self.outcome(r))
+
+    def finish(self, r: _Running, doc: Mapping[str, Any] | None) -> None:
+        """`r`'s last task ended with `doc` (:meth:`outcome`): the program's outcome."""
         seconds = None
         code = None
-        if doc is not None:
-            r.log.write(f"porter: ran on Ray node {doc.get('node', '?')}\n".encode())
-            r.log.write(doc.get("log", b""))
-            if doc.get("error"):
-                r.failure = str(doc["error"])
-            else:
-                try:
-                    self.unpack(r.program.name, doc["out"], doc.get("verified", []))
-                except (OSError, tarfile.TarError) as err:
-                    r.failure = f"its output from Ray could not be written: {err}"
-                code, seconds = doc.get("exit_code"), doc.get("seconds")
-                if doc.get("why") == "timed-out":
-                    r.why = "timed-out"
+        if doc is not None and not doc.get("error"):
+            try:
+                self.unpack(r.program.name, doc["out"], doc.get("verified", []))
+            except (OSError, tarfile.TarError) as err:
+                r.failure = f"its output from Ray could not be written: {err}"
+            code, seconds = doc.get("exit_code"), doc.get("seconds")
+            if seconds is not None and isinstance(r, _Staged):
+                seconds += r.spent
+            if doc.get("why") == "timed-out":
+                r.why = "timed-out"
         self.exited(r, code, time.monotonic(), seconds)
 
     def unpack(self, name: str, blob: bytes, verified: Sequence[str]) -> None:
@@ -306,23 +391,29 @@ class RayRunner(_Runner):
         except Exception:  # noqa: BLE001 - cancelled, or failed: interrupted either way
             self.exited(r, None, time.monotonic())
             return
+        if isinstance(r, _Staged) and r.left:  # a cpu stage that finished: its gpu stage is not begun
+            self.exited(r, None, time.monotonic())
+            return
         r.why = ""
         self.collect(r)
 
 
-def task_options(program: SuiteProgram, accelerator: str | None = None, per_gpu: int = 0) -> dict[str, Any]:
-    """A program's Ray task options: one CPU; one GPU (of type `accelerator`, Ray's ``accelerator_type``,
-    when given; a ``1/per_gpu`` share of one when several programs may share a GPU) only when its
-    toolchains name a GPU toolchain; run again on node loss (never on porter's own failure, which is a
-    verdict); spread over the nodes."""
-    gpu = program.needs_gpu
+def task_options(
+    program: SuiteProgram, accelerator: str | None = None, per_gpu: int = 0, stage: str = "port"
+) -> dict[str, Any]:
+    """The Ray task options of a program's `stage` (:func:`plan_stages`): one CPU; one GPU (of type
+    `accelerator`, Ray's ``accelerator_type``, when given; a ``1/per_gpu`` share of one when several
+    programs may share a GPU) only when its toolchains name a GPU toolchain and the stage is not its cpu
+    stage; run again on node loss (never on porter's own failure, which is a verdict); spread over the
+    nodes."""
+    gpu = program.needs_gpu and stage != "cpu"
     found: dict[str, Any] = {
         "num_cpus": 1,
         "num_gpus": (1 / per_gpu if per_gpu > 1 else 1) if gpu else 0,
         "max_retries": MAX_RETRIES,
         "retry_exceptions": False,
         "scheduling_strategy": "SPREAD",
-        "name": f"porter port {program.name}",
+        "name": f"porter port {program.name}" + ("" if stage == "port" else f" ({stage} stage)"),
     }
     if gpu and accelerator:
         found["accelerator_type"] = accelerator
@@ -367,6 +458,8 @@ def _resign(folder: Path, verified: Sequence[str]) -> None:
     from porter import signing
 
     for rel in verified:
+        if Path(rel).is_absolute() or ".." in Path(rel).parts:
+            continue
         path = folder / rel
         try:
             text = path.read_text(encoding="utf-8")
@@ -390,6 +483,20 @@ def port_on_node(spec: Mapping[str, Any], *trees: bytes) -> dict[str, Any]:
     ``spec["packed"]`` in that order) unpacked under a scratch folder, the port written there and sent
     back as a tarball with its log and exit status.  Cancelled (Ctrl-C on the driver), it stops the port
     as a timeout does -- SIGTERM, SIGKILL after the grace -- before it ends."""
+    return _port_on_node(spec, None, trees)
+
+
+def port_after_on_node(spec: Mapping[str, Any], earlier: Mapping[str, Any], *trees: bytes) -> dict[str, Any]:
+    """:func:`port_on_node` started from what an earlier stage's task sent back (`earlier`): its output
+    folder unpacked as the port's own, at the earlier stage's scratch path where this node can make it
+    (the verdicts' keys name the paths they were reached at), and its signed files that the earlier
+    node checked signed again with this node's key -- so the port resumes from every verdict it holds."""
+    return _port_on_node(spec, earlier, trees)
+
+
+def _port_on_node(
+    spec: Mapping[str, Any], earlier: Mapping[str, Any] | None, trees: Sequence[bytes]
+) -> dict[str, Any]:
     from porter.workflows.resume import code_fingerprint
 
     node = socket.gethostname()
@@ -410,7 +517,7 @@ def port_on_node(spec: Mapping[str, Any], *trees: bytes) -> dict[str, Any]:
         if not os.path.isdir(folder):
             return {"node": node, "error": f"--shared-dir: {folder} is not on Ray node {node}"}
     with _interruptible():
-        return _port_here(spec, trees, node)
+        return _port_here(spec, trees, node, earlier)
 
 
 @contextlib.contextmanager
@@ -430,9 +537,12 @@ def _interruptible() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _port_here(spec: Mapping[str, Any], trees: Sequence[bytes], node: str) -> dict[str, Any]:
+def _port_here(
+    spec: Mapping[str, Any], trees: Sequence[bytes], node: str, earlier: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     name = spec["name"]
-    scratch = Path(tempfile.mkdtemp(prefix=f"porter-suite-{name}-"))
+    at = str(earlier.get("scratch", "")) if earlier else ""
+    scratch = _scratch(name, at)
     try:
         inside = scratch / "in"
         for blob in trees:
@@ -440,6 +550,16 @@ def _port_here(spec: Mapping[str, Any], trees: Sequence[bytes], node: str) -> di
                 tar.extractall(inside, filter="tar")  # the user's own folders, links as they are
         moved = {folder: str(inside) + folder for folder in spec["packed"]}
         out = scratch / "out" / name
+        note = b""
+        if earlier is not None and earlier.get("out"):
+            with tarfile.open(fileobj=io.BytesIO(earlier["out"]), mode="r:*") as tar:
+                tar.extractall(out.parent, filter=_within)
+            _resign(out, earlier.get("verified", []))
+            if str(scratch) != at:
+                note = (
+                    f"porter: note: the earlier stage's folder {at} cannot be made on this node: "
+                    "its verdicts, whose keys name their paths, are reached again\n"
+                ).encode()
         argv = [sys.executable, "-m", "porter", "port", *(_moved(a, moved) for a in spec["args"])]
         argv += ["--out", str(out)]
         env = {**os.environ, **spec["env"], LOCKS_ENV: _node_locks()}
@@ -450,12 +570,30 @@ def _port_here(spec: Mapping[str, Any], trees: Sequence[bytes], node: str) -> di
             "exit_code": code,
             "why": why,
             "seconds": seconds,
-            "log": log.read_bytes() if log.is_file() else b"",
+            "log": note + (log.read_bytes() if log.is_file() else b""),
             "out": _pack(out, name) if out.is_dir() else b"",
             "verified": _verified(out),
+            "scratch": str(scratch),
         }
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _scratch(name: str, at: str = "") -> Path:
+    """A new scratch folder for `name`'s port: `at` (an earlier stage's, on another node) where its
+    parent is here and it is not, so the paths the earlier verdicts were reached at hold again; else one
+    of this node's temp folder."""
+    if at:
+        wanted = Path(at)
+        if (
+            wanted.is_absolute()
+            and wanted.name.startswith(f"porter-suite-{name}-")
+            and wanted.parent.is_dir()
+        ):
+            with contextlib.suppress(OSError):
+                wanted.mkdir(mode=0o700)
+                return wanted
+    return Path(tempfile.mkdtemp(prefix=f"porter-suite-{name}-"))
 
 
 def _moved(arg: str, moved: Mapping[str, str]) -> str:

@@ -3,7 +3,9 @@ node (2 CPUs) and worker nodes joining it, each with raylet processes of its own
 (its "local disk"), started with ray.cluster_utils (which keeps their process ids, so teardown stops
 exactly them).  The three fixture programs of test_cli_port_suite.py are ported through it and the summary
 compared with the local run's; then a worker node's raylet is killed mid-suite and the suite still ends
-with the same summary, the lost program run again on the head.
+with the same summary, the lost program run again on the head.  A program whose toolchains need a GPU
+runs its cpu stage on a CPU task and its gpu stage on a node that declares a GPU (Ray takes the
+declaration; no GPU is used), resuming what the cpu stage did.
 
 The cluster's address is the machine's own: Ray rewrites a loopback address (127.0.0.1) to it before it
 connects, so a cluster bound to 127.0.0.1 alone cannot be joined by a driver here."""
@@ -53,12 +55,13 @@ def _doc(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
 
 
 def _comparable(doc: dict[str, Any], out: Path) -> dict[str, Any]:
-    """A summary apart from timings and device names: its seconds and run-time ratios (per device)
-    dropped, its output folder named OUT."""
+    """A summary apart from timings and device names: its seconds, run-time ratios (per device) and Ray
+    nodes dropped, its output folder named OUT."""
     doc = json.loads(json.dumps(doc).replace(str(out), "OUT"))
     doc.pop("seconds")
     for p in doc["programs"]:
         p.pop("seconds")
+        p.pop("ran_on")
         for row in p["targets"].values():
             row.pop("time_ratio")
     return doc
@@ -206,3 +209,55 @@ def test_a_node_lost_mid_suite_is_run_again_elsewhere(
     assert _comparable(doc, out) == _comparable(expected, local_out)
     assert _ran_on(out, killed) != node.node_id[:12]  # its port came back from the head
     assert not _survivors(str(node_tmp)), "the lost node's port runs on"
+
+
+def test_a_gpu_program_runs_its_cpu_stage_apart_from_its_gpu_stage(cluster: Any, tmp_path: Path) -> None:
+    """A program whose toolchains name nvcc: its cpu stage (the CPU toolchains' builds) on a CPU task,
+    its gpu stage on the node that declares a GPU, resuming the cpu stage's verdicts from its folder --
+    though that node has a state key of its own (its own XDG_CONFIG_HOME) -- and the summary is the local
+    run's."""
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    suite = folder / "suite.toml"
+    suite.write_text(
+        f'root = "{PROGRAMS}"\n\n[programs.warp_sum]\npath = "warp_sum"\nruns = [""]\n'
+        'toolchains = "cpu-runtime,opencl,nvcc"\n',
+        encoding="utf-8",
+    )
+    local_out = tmp_path / "local"
+    expected = _doc(porter("port", "--suite", str(suite), "--out", str(local_out), "-j", "2", "--json"))
+    assert [p["ran_on"] for p in expected["programs"]] == [[]]
+    (tmp_path / "gpu-node").mkdir()
+    node = cluster.add_node(
+        num_cpus=1, num_gpus=1, resources={"gpu-node": 1},
+        env_vars={"TMPDIR": str(tmp_path / "gpu-node"), "XDG_CONFIG_HOME": str(tmp_path / "gpu-node-config")},
+    )  # fmt: skip
+    cluster.wait_for_nodes()
+    try:
+        out = tmp_path / "out"
+        start = time.monotonic()
+        args = ["--executor", "ray", "--ray-address", cluster.address, "-j", "2", "--json"]
+        proc = porter("port", "--suite", str(suite), "--out", str(out), *args)
+        took = time.monotonic() - start
+        doc = _doc(proc)
+        assert proc.returncode == expected["exit_code"], proc.stderr[-4000:]
+        assert _comparable(doc, out) == _comparable(expected, local_out)
+        stages = doc["programs"][0]["ran_on"]
+        assert [s["stage"] for s in stages] == ["cpu", "gpu"], stages
+        assert node.node_id[:12] in stages[1]["node"], stages
+        log = (out / ".suite" / "warp_sum.log").read_text(errors="replace")
+        assert log.startswith("porter: stage cpu ran on Ray node ") and "porter: stage gpu ran on" in log
+        assert "cannot be made on this node" not in log
+        report = json.loads((out / "warp_sum" / "report.json").read_text())
+        builds = {
+            b["toolchain"]: b for b in report["program"]["build"]["programs"] if b["variant"] == "original"
+        }
+        assert builds["cpu-runtime"]["resumed"] and not builds["nvcc"].get("resumed"), builds
+        assert not list((tmp_path / "gpu-node").glob("porter-suite-*-*")), "the node's scratch folder is left"
+        again = _doc(porter("port", "--suite", str(suite), "--out", str(out), "--json"))
+        assert [p["status"] for p in again["programs"]] == ["resumed"]
+        print(
+            f"ray, staged: {took:.1f} s (cpu stage on {stages[0]['node']}); local: {expected['seconds']:.1f} s"
+        )
+    finally:
+        cluster.remove_node(node, allow_graceful=False)

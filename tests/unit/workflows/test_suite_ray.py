@@ -12,7 +12,17 @@ import pytest
 
 from porter.errors import UsageError
 from porter.workflows.suite_file import SuiteProgram
-from porter.workflows.suite_ray import _moved, _pack, _roots, _run, _within, task_options
+from porter.workflows.suite_ray import (
+    _moved,
+    _pack,
+    _resign,
+    _roots,
+    _run,
+    _scratch,
+    _within,
+    plan_stages,
+    task_options,
+)
 
 
 def test_a_program_asks_for_a_gpu_only_when_its_toolchains_need_one() -> None:
@@ -26,6 +36,48 @@ def test_a_program_asks_for_a_gpu_only_when_its_toolchains_need_one() -> None:
     # --per-gpu 4: four GPU programs share each GPU (Ray's fractional num_gpus); CPU-only ones ask for none
     assert task_options(SuiteProgram("c", 1, ("/x",), toolchains=("nvcc",)), None, 4)["num_gpus"] == 0.25
     assert task_options(SuiteProgram("a", 1, ("/x",), toolchains=("cpu-runtime",)), None, 4)["num_gpus"] == 0
+
+
+def test_a_gpu_program_is_a_cpu_stage_then_a_gpu_stage() -> None:
+    """Which toolchains go to which stage: the cpu stage gets those that need no GPU (and is left out
+    when there are none), the gpu stage the program's own; a program that needs no GPU is one task."""
+    both = SuiteProgram("a", 1, ("/x",), toolchains=("cpu-runtime", "nvcc", "opencl", "hip-on-cuda"))
+    assert plan_stages(both) == [("cpu", ("cpu-runtime", "opencl")), ("gpu", None)]
+    assert plan_stages(SuiteProgram("b", 1, ("/x",), toolchains=("nvcc", "hipcc"))) == [("gpu", None)]
+    assert plan_stages(SuiteProgram("c", 1, ("/x",), toolchains=("cpu-runtime", "opencl"))) == [
+        ("port", None)
+    ]
+    assert plan_stages(SuiteProgram("d", 1, ("/x",))) == [("port", None)]  # toolchains left to the node
+    cpu = task_options(both, "H100", 4, "cpu")
+    assert cpu["num_gpus"] == 0 and "accelerator_type" not in cpu and cpu["num_cpus"] == 1
+    gpu = task_options(both, "H100", 4, "gpu")
+    assert gpu["num_gpus"] == 0.25 and gpu["accelerator_type"] == "H100"
+    assert cpu["max_retries"] == gpu["max_retries"] >= 1  # a lost stage is run again, not the program
+
+
+def test_a_later_stage_works_where_the_earlier_one_did(tmp_path: Path) -> None:
+    """The gpu stage's scratch folder is the cpu stage's path where it can be made here (the verdicts'
+    keys name it), else a new one; and it trusts, signed again with this node's key, only the signed
+    files the earlier node checked."""
+    import json
+
+    from porter import signing
+
+    at = tmp_path / "porter-suite-p-abc"
+    assert _scratch("p", str(at)) == at and at.is_dir()
+    elsewhere = _scratch("p", str(at))  # taken: a folder of its own
+    assert elsewhere != at and elsewhere.name.startswith("porter-suite-p-")
+    elsewhere.rmdir()
+    fresh = _scratch("p", str(tmp_path / "gone" / "porter-suite-p-x"))  # its parent is not here
+    assert fresh.parent != tmp_path / "gone" and not (tmp_path / "gone").exists()
+    fresh.rmdir()
+    foreign = json.dumps({"schema": "x", "signature": "hmac-sha256:00:00"})
+    for name in ("checked", "unchecked"):
+        (at / name).mkdir()
+        (at / name / "report.json").write_text(foreign)
+    _resign(at, ["checked/report.json", "../report.json"])
+    assert signing.json_problem(json.loads((at / "checked" / "report.json").read_text())) is None
+    assert signing.json_problem(json.loads((at / "unchecked" / "report.json").read_text())) is not None
 
 
 def test_the_folders_a_port_reads_travel_once_the_outer_one_carrying_the_inner(tmp_path: Path) -> None:

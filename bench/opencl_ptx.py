@@ -43,7 +43,7 @@ CLASSES = {  # instruction class: PTX opcode prefix pattern
     "sfu": r"(ex2|lg2|sin|cos|rsqrt|sqrt|rcp)\.",
     "mul.wide": r"mul\.wide",
 }
-ENTRY = re.compile(r"^\s*\.(?:visible\s+)?\.entry\s+(\w+)", re.M)
+ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+(\w+)", re.M)
 
 
 def kernels(ptx: str) -> dict[str, str]:
@@ -59,7 +59,9 @@ def kernels(ptx: str) -> dict[str, str]:
 def counts(body: str) -> dict[str, int]:
     lines = [ln.strip() for ln in body.splitlines()]
     code = [
-        ln for ln in lines if ln and not ln.startswith(("//", ".", "{", "}", "$")) and not ln.endswith(":")
+        ln
+        for ln in lines
+        if ln and not ln.startswith(("//", ".", "{", "}", "(", ")", "$")) and not ln.endswith(":")
     ]
     c = collections.Counter()
     for ln in code:

@@ -91,14 +91,21 @@ def _dims(dims: Sequence[int]) -> tuple[int, int, int]:
 
 
 def _check_args(args: Sequence[Any], cp: Any) -> tuple[Any, ...]:
+    """The arguments as CuPy passes them; None (a pointer the program passed as null) as a null pointer:
+    a zero of a pointer's size."""
+    out: list[Any] = []
     for i, arg in enumerate(args):
+        if arg is None:
+            out.append(np.uintp(0))
+            continue
         if isinstance(arg, cp.ndarray | np.generic):
+            out.append(arg)
             continue
         raise LaunchError(
-            f"cuda: kernel argument {i} is a {type(arg).__name__}; pass CuPy arrays (from alloc/to_device) "
-            "or NumPy scalars such as np.int32(n)"
+            f"cuda: kernel argument {i} is a {type(arg).__name__}; pass CuPy arrays (from alloc/to_device), "
+            "NumPy scalars such as np.int32(n), or None for a null pointer"
         )
-    return tuple(args)
+    return tuple(out)
 
 
 class CupyProgram:

@@ -149,10 +149,14 @@ def flush_cache(index: int, l2_bytes: int) -> None:
 def _kernel_arg(arg: Any, i: int) -> Any:
     if isinstance(arg, HipBuffer):
         return arg.ptr
+    if arg is None:  # a pointer the program passed as null: a zero of a pointer's size
+        arg = np.uintp(0)
     if isinstance(arg, np.generic):
         dtype: np.dtype[Any] = arg.dtype  # any scalar type: NumPy's overloads are per type
         return np.ctypeslib.as_ctypes_type(dtype)(arg.item())
-    raise LaunchError(f"hip: kernel argument {i} is a {type(arg).__name__}; pass HipBuffers or NumPy scalars")
+    raise LaunchError(
+        f"hip: kernel argument {i} is a {type(arg).__name__}; pass HipBuffers, NumPy scalars or None"
+    )
 
 
 class HipProgram:

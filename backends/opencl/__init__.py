@@ -136,7 +136,7 @@ class OpenCLProgram:
                 value = cl.LocalMemory(max(int(value.nbytes), 1))
             elif isinstance(value, SvmBuffer):  # an array other arguments point into: its SVM pointer
                 value = cl.SVM(value.memory)
-            elif isinstance(value, np.generic):
+            elif isinstance(value, np.generic) or value is None:  # None: a NULL cl_mem, a null pointer
                 pass
             elif isinstance(value, np.ndarray):
                 raise LaunchError(

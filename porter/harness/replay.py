@@ -20,6 +20,12 @@ outputs within the per-dtype tolerance of what the original program left, the me
   to its end, held by that argument -- and the others as pointers into its buffer at their captured
   byte offsets (:class:`porter.backends.isolate.Alias`); that array is compared whole, so a port that
   writes the wrong half fails.
+* A pointer argument the program passed as a null pointer (an optional array the kernel instance does
+  not use: kmeans's ``block_clusters_d``, huffman's ``g_blockSums``) is passed as a null pointer again,
+  to the original and to every port, on every backend: neither an input nor an output, nothing to
+  compare.  A kernel that dereferences it crashes there, and its verdict names the argument.  Launches
+  of one kernel with different arguments null (``k(in, out, NULL)`` and ``k(in, out, counts)``) are
+  judged apart (:attr:`Replay.others`: one spec per set of null arguments) and every one must pass.
 * A launch that cannot be replayed says why (a pointer that is not a device allocation, a struct
   holding a device pointer, one allocation seen as floats and as another type, arrays over the
   capture limit, a launch that failed).
@@ -77,6 +83,9 @@ class Replay:
     # there, every variant's floor on it (cross_device_floors)
     floors: dict[str, Floor] = field(default_factory=dict)
     spread: tuple[str, ...] = ()  # devices where the original's spread is too large to be a floor, why
+    # the kernel's launches with another set of null pointer arguments, each judged by its own spec (its
+    # own left_out empty: every launch left out is said in this one's)
+    others: tuple[Replay, ...] = ()
 
     def said(self) -> str:
         """The comparisons other than element by element, as a verdict names them ("" when none)."""
@@ -216,6 +225,19 @@ def _dtype_of(a: Arg) -> str:
     return element_dtype(a.dtype, a.element)
 
 
+NULL_POINTER = "null pointer"  # the capture's `why` of a pointer argument the program passed as null
+
+
+def is_null(a: Arg) -> bool:
+    """Whether `a` is a pointer argument the program passed as a null pointer (replayed as one)."""
+    return a.kind == "pointer" and a.allocation is None and a.why == NULL_POINTER
+
+
+def null_arguments(la: Launch) -> tuple[int, ...]:
+    """The indices of `la`'s pointer arguments passed as null pointers."""
+    return tuple(a.index for a in la.args if is_null(a))
+
+
 def _unreplayable(la: Launch) -> str:
     """Why `la` cannot be replayed ("" when it can)."""
     if la.status != 0:
@@ -224,6 +246,8 @@ def _unreplayable(la: Launch) -> str:
         return la.skipped
     for a in la.args:
         if a.kind == "pointer":
+            if is_null(a):  # passed as a null pointer again
+                continue
             if a.allocation is None:
                 return f"argument {a.index} ({a.ctype}) is {a.why or 'not resolved'}"
             elem = element_dtype(a.dtype, a.element)
@@ -364,7 +388,11 @@ def build(
     argument indices in `written` (the kernel's scan), pointers to arithmetic elements not declared
     const -- poisoned (:func:`poisoned`); the elements it then changes are its outputs and the launch
     an instance like any other (given the poisoned arrays, expected to leave what the original
-    computed from them).  Without `original` and `written` such a launch is left out."""
+    computed from them).  Without `original` and `written` such a launch is left out.
+
+    A pointer argument passed as a null pointer is one again in the replay; launches whose null
+    arguments differ are judged apart, the first launch's set in the replay itself and each other set in
+    one of its ``others``."""
     left: list[str] = []
     usable: list[Launch] = []
     for la in launches:
@@ -379,7 +407,42 @@ def build(
     same = [la for la in usable if la.signature() == first.signature()]
     left += [f"launch {la.launch} (run {la.run}): another instantiation ({', '.join(la.signature())})"
              for la in usable if la.signature() != first.signature()]  # fmt: skip
-    usable = same
+    groups: dict[tuple[int, ...], list[Launch]] = {}  # by the arguments passed as null pointers
+    for la in same:
+        groups.setdefault(null_arguments(la), []).append(la)
+    made: list[Replay] = []
+    problems: list[str] = []
+    for nulls, group in groups.items():
+        part = _build_group(kernel, group, atomics, left, written, original)
+        if part.spec is not None:
+            made.append(part)
+        elif len(groups) > 1:
+            problems.append(f"{part.problem} (the launches with {_nulls_said(nulls)})")
+        else:
+            problems.append(part.problem)
+    if not made:
+        return Replay(kernel, None, left_out=tuple(left), problem=problems[0])
+    return replace(made[0], left_out=tuple(left), others=tuple(made[1:]))
+
+
+def _nulls_said(nulls: Sequence[int]) -> str:
+    if not nulls:
+        return "no null pointer argument"
+    names = ", ".join(f"arg{i}" for i in nulls)
+    return f"{names} {'a null pointer' if len(nulls) == 1 else 'null pointers'}"
+
+
+def _build_group(
+    kernel: str,
+    usable: Sequence[Launch],
+    atomics: Sequence[str],
+    left: list[str],
+    written: Collection[int] | None,
+    original: Original | None,
+) -> Replay:
+    """The replay of `usable` (replayable launches of one signature, with the same arguments passed as
+    null pointers), its launches left out appended to `left`."""
+    first = usable[0]
     # arguments into one allocation (passed twice, or at offsets): one array, pointers into its buffer
     repeated = _layout(first)
     left += [f"launch {la.launch} (run {la.run}): its arguments share allocations differently"
@@ -394,7 +457,7 @@ def build(
             {
                 a.index: _arrays(la, a, holders.get(a.index) or _dtype_of(a))
                 for a in la.args
-                if a.kind == "pointer" and a.index not in repeated
+                if a.kind == "pointer" and a.index not in repeated and not is_null(a)
             },
         )
         (rows if any(not np.array_equal(b, a) for b, a in row.data.values()) else idle).append(row)
@@ -419,10 +482,10 @@ def build(
                 f": it changed no element of any array even when poisoned ({len(silent)} launch(es): "
                 f"{silent[0]})"
             )
-        return Replay(kernel, None, left_out=tuple(left), problem=problem)
+        return Replay(kernel, None, problem=problem)
     rows.sort(key=lambda r: (r.la.run, r.la.sequence))
     spec, instances, recorded = _assemble(kernel, first, repeated, rows, atomics)
-    return Replay(kernel, spec, instances, recorded, tuple(left))
+    return Replay(kernel, spec, instances, recorded)
 
 
 def _targets(la: Launch, repeated: Mapping[int, int], written: Collection[int]) -> list[int]:
@@ -434,7 +497,7 @@ def _targets(la: Launch, repeated: Mapping[int, int], written: Collection[int]) 
         {
             repeated.get(a.index, a.index)
             for a in la.args
-            if a.kind == "pointer" and a.index in written and not a.const
+            if a.kind == "pointer" and a.index in written and not a.const and not is_null(a)
             and (a.dtype or ctype_info(a.element.replace("const ", "").replace("volatile ", "").strip()) is not None)
         }
     )  # fmt: skip
@@ -488,7 +551,8 @@ def _assemble(
     args: list[ArgSpec] = []
     holders = _holder_dtypes(first)
     for a in first.args:
-        if a.kind == "pointer" and a.index in repeated:  # a pointer into another argument's buffer
+        if a.kind == "pointer" and (a.index in repeated or is_null(a)):
+            # a pointer into another argument's buffer, or a null pointer: no array of its own
             args.append(ArgSpec(f"arg{a.index}", element_dtype(a.dtype, a.element), Role.SCALAR))
         elif a.kind == "pointer":
             dtype = holders.get(a.index) or _dtype_of(a)
@@ -507,7 +571,9 @@ def _assemble(
         hidden = [_size_key(r.la) != base_size for r in rows]
     sizes: list[dict[str, int]] = []
     hidden_sizes: list[dict[str, int]] = []
-    given: list[tuple[dict[str, int], str, list[np.ndarray | np.generic | Alias], dict[str, np.ndarray]]] = []
+    given: list[
+        tuple[dict[str, int], str, list[np.ndarray | np.generic | Alias | None], dict[str, np.ndarray]]
+    ] = []
     recorded: dict[str, list[np.ndarray]] = {}
     # the program's __constant__ / __device__ variables: inputs of every launch, set in each module
     constants = tuple(
@@ -518,11 +584,13 @@ def _assemble(
     for row, held in zip(rows, hidden, strict=True):
         la = row.la
         size = dict(zip(GEOMETRY, (*la.grid, *la.block, la.shared_bytes), strict=True))
-        values: list[np.ndarray | np.generic | Alias] = []
+        values: list[np.ndarray | np.generic | Alias | None] = []
         outs: list[np.ndarray] = []
         shared = shares(la)
         for a in la.args:
-            if a.kind == "pointer" and a.index in repeated:
+            if is_null(a):  # passed as a null pointer again: neither an input nor an output
+                values.append(None)
+            elif a.kind == "pointer" and a.index in repeated:
                 values.append(Alias(*shared[a.index]))
             elif a.kind == "pointer":
                 before, after = row.data[a.index]
@@ -569,6 +637,7 @@ def _assemble(
         notes=(
             f"from {len(rows)} captured launch(es)",
             *(_shared_note(i, j, off) for i, (j, off) in sorted(shares(first).items())),
+            *(_null_note(a) for a in first.args if is_null(a)),
             *notes,
         ),
         constants=constants,
@@ -578,6 +647,13 @@ def _assemble(
     # visible launches first, then the held-back ones (the validator's order for hidden sizes)
     instances.sort(key=lambda inst: inst.label.startswith("hidden"))
     return spec, tuple(instances), recorded
+
+
+def _null_note(a: Arg) -> str:
+    return (
+        f"arg{a.index} ({a.ctype}) is a null pointer in these launches, as the program passed it: passed as one, "
+        "neither an input nor an output"
+    )
 
 
 def _shared_note(i: int, base: int, offset: int) -> str:
@@ -590,6 +666,13 @@ def _shared_note(i: int, base: int, offset: int) -> str:
 
 
 def settle(rep: Replay, original: Original) -> Replay:
+    """`rep` with what its outputs keep when the original's own runs do not reproduce the capture, and
+    each of its ``others`` (launches with other arguments null) with what theirs keep
+    (:func:`_settled_one`)."""
+    return replace(_settled_one(rep, original), others=tuple(_settled_one(o, original) for o in rep.others))
+
+
+def _settled_one(rep: Replay, original: Original) -> Replay:
     """`rep` with what its outputs keep when the original's own runs do not reproduce the capture
     (a compaction or a work queue filled through atomics, a float sum in another order).
 
@@ -677,6 +760,14 @@ def settle(rep: Replay, original: Original) -> Replay:
 
 
 def cross_device_floors(rep: Replay, original: Original, captured_on: str) -> Replay:
+    """`rep` and each of its ``others`` with their tolerance floors (:func:`_floors_one`)."""
+    return replace(
+        _floors_one(rep, original, captured_on),
+        others=tuple(_floors_one(o, original, captured_on) for o in rep.others),
+    )
+
+
+def _floors_one(rep: Replay, original: Original, captured_on: str) -> Replay:
     """`rep` with a tolerance floor for every device the original runs on that is not the one the
     capture was made on (a GPU's capture on the CPU emulator, or the reverse).
 
@@ -737,10 +828,9 @@ def replay(
     options: ValidateOptions = ValidateOptions(),
 ) -> list[Verdict]:
     """One verdict per device: `variant` run from each captured launch of `rep`, compared with what
-    the original left.  A kernel that cannot be replayed gets one failed verdict saying why."""
-    from porter.harness.reference import Reference
-    from porter.harness.validate import validate
-
+    the original left.  A kernel that cannot be replayed gets one failed verdict saying why.  Launches
+    with other arguments null (``rep.others``) are judged by their own specs: a device's verdict is
+    validated only when every one of them is, else it is the first that is not."""
     if rep.spec is None:
         return [
             Verdict(
@@ -757,6 +847,50 @@ def replay(
                 logs=rep.left_out,
             )  # fmt: skip
         ]
+    verdicts = _judged(variant, rep, devices, options)
+    for other in rep.others:
+        verdicts = _merged(verdicts, _judged(variant, other, devices, options))
+    if rep.left_out or rep.spread:
+        verdicts = [
+            replace(v, logs=(*v.logs, *(f"not replayed: {w}" for w in rep.left_out), *rep.spread))
+            for v in verdicts
+        ]
+    return verdicts
+
+
+def _merged(mine: Sequence[Verdict], theirs: Sequence[Verdict]) -> list[Verdict]:
+    """Per device, the verdicts of one variant on two sets of launches as one: validated when both are
+    (both reasons said, the checks of both), else the first that is not."""
+    by_device = {v.device: v for v in theirs}
+    out = []
+    for v in mine:
+        w = by_device.pop(v.device, None)
+        if w is None or v.status is not Status.VALIDATED:
+            out.append(v)
+        elif w.status is not Status.VALIDATED:
+            out.append(w)
+        else:
+            out.append(
+                replace(
+                    v,
+                    reason=f"{v.reason}; {w.reason}",
+                    checks=tuple(dict.fromkeys((*v.checks, *w.checks))),
+                    trials=v.trials + w.trials,
+                    sizes=(*v.sizes, *w.sizes),
+                    logs=(*v.logs, *w.logs),
+                )
+            )
+    return [*out, *by_device.values()]
+
+
+def _judged(
+    variant: Variant, rep: Replay, devices: Sequence[Device], options: ValidateOptions
+) -> list[Verdict]:
+    """`variant` judged on the launches of `rep` itself (not its ``others``)."""
+    from porter.harness.reference import Reference
+    from porter.harness.validate import validate
+
+    assert rep.spec is not None
     spec, instances = _for_variant(rep, variant, options.compile.include_dirs)
     opts = replace(options, given=instances, trials=1)
     floor_of = {d.label: f for d in devices if (f := rep.floors.get(physical(d.label))) is not None}
@@ -768,6 +902,12 @@ def replay(
     said = f"matches what the original's run left at {shown} captured launch(es)" + (
         f" and {held} held back" if held else ""
     )
+    # the arguments passed as null pointers (the launches of one replay have the same ones)
+    nulls = [
+        i for i in range(len(spec.args)) if instances and all(inst.values[i] is None for inst in instances)
+    ]
+    if nulls:
+        said += f" with {_nulls_said(nulls)}"
     poisoned = sum(1 for inst in instances if inst.label.endswith("(poisoned)"))
     if poisoned:
         said += f" ({poisoned} of them run on poisoned outputs: as captured they changed nothing)"
@@ -800,12 +940,22 @@ def replay(
             else v
             for v in verdicts
         ]
-    if rep.left_out or rep.spread:
-        verdicts = [
-            replace(v, logs=(*v.logs, *(f"not replayed: {w}" for w in rep.left_out), *rep.spread))
-            for v in verdicts
-        ]
+    if nulls:  # a run that died or a checker's finding: the null pointers passed are the first suspects
+        verdicts = [_null_named(v, [spec.args[i].name for i in nulls], devices) for v in verdicts]
     return verdicts
+
+
+def _null_named(v: Verdict, names: Sequence[str], devices: Sequence[Device]) -> Verdict:
+    """`v`, when it failed as a kernel dereferencing a null pointer would (the child crashed, a guard or
+    a memory checker's finding), naming the arguments passed as null pointers."""
+    from porter.backends import get_backend
+
+    checkers = tuple(f"{c}:" for d in devices if d.checks for c in get_backend(d.backend).checkers(d))
+    died = v.reason.startswith("run:") and (" crashed at " in v.reason or " failed to launch at " in v.reason)
+    if v.status is not Status.FAILED or not (died or v.reason.startswith(("guard:", *checkers))):
+        return v
+    said = f"{', '.join(names)} {'was' if len(names) == 1 else 'were'} passed as a null pointer, as the program's launch did"
+    return replace(v, reason=f"{v.reason} ({said}: a kernel that dereferences it fails)")
 
 
 def timing_instances(rep: Replay, most: int = 3) -> tuple[Instance, ...]:
@@ -925,6 +1075,8 @@ __all__ = [
     "struct_dtype",
     "element_dtype",
     "instance_name",
+    "is_null",
+    "null_arguments",
     "replay",
     "settle",
     "timed",

@@ -73,9 +73,11 @@ class Instance:
     size: dict[str, int]
     label: str
     seed: int
-    # spec order, no guard; an Alias where a captured launch passed an earlier argument's buffer again
-    values: list[np.ndarray | np.generic | Alias] = field(default_factory=list)
-    guarded: list[np.ndarray | np.generic | Alias] = field(default_factory=list)  # arrays with guard appended
+    # spec order, no guard; an Alias where a captured launch passed an earlier argument's buffer again,
+    # None where it passed a null pointer (passed as one: the backends' null pointer, OpenCL's NULL cl_mem)
+    values: list[np.ndarray | np.generic | Alias | None] = field(default_factory=list)
+    # the same, arrays with their guard appended
+    guarded: list[np.ndarray | np.generic | Alias | None] = field(default_factory=list)
     constants: dict[str, np.ndarray] = field(default_factory=dict)  # __constant__ symbol -> contents
 
     @classmethod
@@ -84,7 +86,7 @@ class Instance:
         spec: KernelSpec,
         size: dict[str, int],
         label: str,
-        values: Sequence[np.ndarray | np.generic | Alias],
+        values: Sequence[np.ndarray | np.generic | Alias | None],
         constants: Mapping[str, np.ndarray] | None = None,
         guard: int = GUARD_ELEMENTS,
     ) -> Instance:

@@ -106,7 +106,9 @@ DataOption = Annotated[
     typer.Option(
         "--data",
         help="A folder the program's runs may read (read-only; repeatable). Runs see only their own copy "
-        "of the program, the system and these.",
+        "of the program, the system and these. One outside the program's folder is also at the same "
+        "relative path from the copy as from the program (../../data stays ../../data); where it cannot "
+        "be (it holds the program's folder), the report's notes say so.",
     ),
 ]
 IncludeOption = Annotated[

@@ -6,7 +6,9 @@ toolchains_for`: the CPU runtime always; nvcc, HIP-on-CUDA or hipcc where they e
 ``--run "ARGS"``, each build that can run here is run in a scratch copy of its tree (data files beside
 the sources are visible; writes go to the copy), with a timeout, in the program jail
 (:mod:`porter.sandbox.jail`: no network; it sees the system read-only, its copy, and the folders given
-with ``--data`` read-only -- not the rest of the file system).  Its stdout and stderr are streamed to
+with ``--data`` read-only -- not the rest of the file system; a ``--data`` folder outside the program's
+folder is also where the program's relative paths look, a symbolic link at the same position from the
+copy, :func:`data_placement`).  Its stdout and stderr are streamed to
 files in its run folder, each capped (``--max-output``: past it the run is stopped and failed), and
 compared from there; report.json keeps only their last lines, with secret values masked.  Each port's run is compared
 (:mod:`porter.harness.outputs`) with the original's run on the same device where there is one, else
@@ -75,6 +77,7 @@ TAIL_CHARS = 4000  # of a run's stdout and stderr, kept in report.json (the whol
 LOG_CHARS = 20_000  # of a build's log, kept in report.json (the whole is in its build folder)
 _STOPPED = ("timed out", "printed more than")  # how a run porter stopped is said (jail.Ran.reason)
 MAX_DATA_FILES = 100_000  # files of the --data folders a run's key lists (beyond: the run is never reused)
+MAX_DATA_CLIMB = 64  # folders a --data folder may lie above the program's and still be placed
 
 
 def _tail(text: str, chars: int = TAIL_CHARS) -> str:
@@ -149,6 +152,68 @@ def run_folder(program: Program, main: ProgramFile) -> Path:
             break
         folder = folder.parent
     return main.path.parent.relative_to(program.root)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a run's copy of the program lies in its scratch folder (``runs/<key>/tree``) so that each
+    ``--data`` folder outside the program's folder is at the same relative position from the copy as from
+    the program's own folder (srad_v1 in rodinia/cuda/srad/ opens ``../../../data/srad/image.pgm``).
+    ``nest``: the copy's path under the scratch folder ("": the scratch folder itself, as without such a
+    folder); ``links``: (a path under the scratch folder, the --data folder a symbolic link there names);
+    ``notes``: a line for each --data folder whose position cannot be kept (the run sees it at its own
+    path only)."""
+
+    nest: str = ""
+    links: tuple[tuple[str, str], ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def data_placement(root: Path | str, data: Sequence[str]) -> Placement:
+    """The :class:`Placement` of a program whose folder is `root` for the ``--data`` folders `data`
+    (absolute).  Positions are measured between the folders' real paths, as the kernel resolves a
+    run's ``..``; a folder inside the program's is its copy's business (as ever), one that holds the
+    program's folder cannot be reproduced (the copy cannot lie inside it)."""
+    program = os.path.realpath(root)
+    climbs: dict[str, tuple[str, int]] = {}  # real path -> (the path the jail is given, folders climbed)
+    notes: list[str] = []
+    for folder in data:
+        real = os.path.realpath(folder)
+        parts = Path(os.path.relpath(real, program)).parts
+        up = next((i for i, part in enumerate(parts) if part != ".."), len(parts))
+        if up == 0:  # inside the program's folder: its copy is there
+            continue
+        if up == len(parts):
+            notes.append(
+                f"--data {folder} holds the program's folder: its scratch copy cannot lie inside it, so runs "
+                "see that folder at its own path only, not at its relative position"
+            )
+        elif up > MAX_DATA_CLIMB:
+            notes.append(
+                f"--data {folder} is {up} folders above the program's: runs see it at its own path only, "
+                "not at its relative position"
+            )
+        else:
+            climbs[real] = (folder, up)
+    if not climbs:
+        return Placement(notes=tuple(notes))
+    anchor = Path(program).parents[max(up for _f, up in climbs.values()) - 1]
+    links: list[tuple[str, str]] = []
+    for real in sorted(climbs, key=lambda r: (len(Path(r).parts), r)):
+        where = os.path.relpath(real, anchor)
+        if not any(Path(where).is_relative_to(w) for w, _ in links):  # else seen through that link
+            links.append((where, climbs[real][0]))
+    return Placement(os.path.relpath(program, anchor), tuple(links), tuple(notes))
+
+
+def _placed(base: Path, placement: Placement) -> Path:
+    """The folder under `base` (a run's fresh scratch folder) that the program's copy goes in, with the
+    symbolic links of `placement` made beside it (the jail lets a run read the --data folders they name,
+    never write them)."""
+    for where, target in placement.links:
+        (base / where).parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(target, base / where, target_is_directory=True)
+    return base / placement.nest if placement.nest else base
 
 
 def choose(program: Program, mains: Sequence[ProgramFile], args: str) -> tuple[ProgramFile, list[str]]:
@@ -270,6 +335,8 @@ class _Runner:
         self.repeat = True  # the original run twice: what varies between its own runs is not compared
         self.max_output = options.max_output  # bytes a run (or a build command) may print, per stream
         self.data = options.data  # folders every run may read (--data), absolute
+        # where each run's copy lies so the --data folders outside the program's are where it looks
+        self.placement = data_placement(program.root, self.data)
         self.expect_exit = options.expect_exit
         # a variant whose tree is a program of its own (porter verify: a port someone wrote, its own files
         # and units), by variant; every other variant's tree mirrors the original's files
@@ -585,6 +652,7 @@ class _Runner:
             self.expect_exit,
             capture_env(Path("capture"), *self.capture_limits) if capturing else None, self.max_output,
             self.data, _data_digest(self.data),
+            *((self.placement.nest, self.placement.links) if self.placement.links else ()),
         )  # fmt: skip
         old = self.ledger.get(key)
         if repeat and build.resumed and (self.out / "runs" / key[:16] / "run.json").is_file():
@@ -614,8 +682,9 @@ class _Runner:
         scratch = self.out / "runs" / key[:16]
         if scratch.exists():
             shutil.rmtree(scratch)
-        cwd, name = _staged(scratch / "tree", prog, tree, main, Path(exe), name)
-        before = snapshot(scratch / "tree")
+        copy = _placed(scratch / "tree", self.placement)  # the program's copy: its written files compared
+        cwd, name = _staged(copy, prog, tree, main, Path(exe), name)
+        before = snapshot(copy)
         env = dict(getattr(chain, "run_env", lambda: {})())
         home = scratch / "home"  # HOME, TMPDIR and /tmp of the run: not compared, removed after it
         writable = [scratch / "tree"]
@@ -633,7 +702,7 @@ class _Runner:
             env=env, timeout=self.timeout, max_output=self.max_output,
         )  # fmt: skip
         exit_code = ran.exit
-        output = _keep_output(scratch, exit_code, written_files(scratch / "tree", before, self.rule))
+        output = _keep_output(scratch, exit_code, written_files(copy, before, self.rule))
         shutil.rmtree(scratch / "tree", ignore_errors=True)
         shutil.rmtree(home, ignore_errors=True)
         rec = RunResult(
@@ -681,7 +750,8 @@ class _Runner:
             return []
         scratch = Path(tempfile.mkdtemp(prefix="opens-", dir=self.out / "runs"))
         try:
-            cwd, name = _staged(scratch / "tree", self.program, self.program.root, main, exe, name)
+            copy = _placed(scratch / "tree", self.placement)
+            cwd, name = _staged(copy, self.program, self.program.root, main, exe, name)
             device = chain.device()
             jail = Jail(
                 (str(scratch / "tree"),), readable=self.data, home=str(scratch / "home"),
@@ -1035,6 +1105,10 @@ def build_and_run(
     note = program_jail.note()
     if note and note not in report.notes:
         report.notes.append(note)
+    if options.runs:  # a --data folder whose relative position the runs' copies cannot keep
+        for said in data_placement(program.root, options.data).notes:
+            if said not in report.notes:
+                report.notes.append(said)
     if options.toolchains is not None:
         check_toolchains(options.toolchains, report.targets)
     runner = _Runner(
@@ -1073,11 +1147,13 @@ def check_max_output(max_output: int) -> None:
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
+    "Placement",
     "build_and_run",
     "check_data",
     "check_max_output",
     "check_toolchains",
     "choose",
+    "data_placement",
     "main_units",
     "program_names",
     "require_jail",

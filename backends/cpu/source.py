@@ -56,15 +56,22 @@ def _unused_macros_blanked(blanked: str) -> str:
     keeps the host's macros too (``#define run(k) k<<<g, b>>>(...)``, an error check calling
     cudaDeviceSynchronize), which are not device code."""
     defines = list(_DEFINE.finditer(blanked))
-    if not defines:
-        return blanked
     out = blanked
-    for m in defines:
-        name = re.compile(rf"\b{re.escape(m.group(1))}\b")
-        # its definitions (one per `#if` branch: `#if CUDART_VERSION >= 4000 / #else`) are all it appears in
-        own = sum(len(name.findall(d.group(0))) for d in defines if d.group(1) == m.group(1))
-        if len(name.findall(blanked)) == own:  # used nowhere else
+    # to a fixed point: a macro only other unused macros use (cutil.h's CUT_DEVICE_SYNCHRONIZE, inside
+    # its CUT_CHECK_ERROR) is unused once they are blanked
+    while defines:
+        gone = []
+        for m in defines:
+            name = re.compile(rf"\b{re.escape(m.group(1))}\b")
+            # its definitions (one per `#if` branch: `#if CUDART_VERSION >= 4000 / #else`) are all it is in
+            own = sum(len(name.findall(d.group(0))) for d in defines if d.group(1) == m.group(1))
+            if len(name.findall(out)) == own:  # used nowhere else
+                gone.append(m)
+        if not gone:
+            break
+        for m in gone:  # blanking keeps every offset
             out = out[: m.start()] + re.sub(r"[^\n]", " ", m.group(0)) + out[m.end() :]
+        defines = [m for m in defines if m not in gone]
     return out
 
 

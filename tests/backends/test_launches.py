@@ -314,5 +314,8 @@ def test_host_macros_in_a_kernels_file_are_not_device_code() -> None:
         "#else\n#define DEVICE_SYNC() cudaThreadSynchronize();\n#endif\n"
     )
     check_emulable(versions + kernel.replace("SCALE(2.0f)", "2.0f"), dialect)
+    # and one that only another unused macro uses (an error check wrapping it)
+    wrapped = versions + "#define CHECK_ERROR(msg) do { cudaError e = DEVICE_SYNC(); } while (0)\n"
+    check_emulable(wrapped + kernel.replace("SCALE(2.0f)", "2.0f"), dialect)
     with pytest.raises(CannotEmulate, match="dynamic parallelism"):
         check_emulable(versions + "__global__ void d(float* x) { DEVICE_SYNC() }\n", dialect)

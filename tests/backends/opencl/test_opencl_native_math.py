@@ -6,6 +6,7 @@ runtime (where native_ has no bound: Intel's put BlackScholes far outside CUDA's
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -228,7 +229,12 @@ def _run_program(tree: Path, device: Any, where: Path) -> tuple[str, np.ndarray]
     chain = next(c for c in program_toolchains([device]))
     built = chain.build(ProgramSource(tree, ("main.cu",), language="opencl", capture=False), where)
     assert built.ok, built.reason + built.log[-3000:]
-    env = {**built.env, "PORTER_OPENCL_VERBOSE": "1", "PATH": "/usr/bin:/bin"}
+    # the ICD loader's registry as this process has it (the GPU machine registers NVIDIA's OpenCL through
+    # OCL_ICD_VENDORS; porter's own runs pass these through its jail's environment alike)
+    icd = {
+        k: v for k, v in os.environ.items() if k in ("OCL_ICD_VENDORS", "OCL_ICD_FILENAMES", "POCL_DEVICES")
+    }
+    env = {**icd, **built.env, "PORTER_OPENCL_VERBOSE": "1", "PATH": "/usr/bin:/bin"}
     ran = subprocess.run([built.executables["main.cu"]], capture_output=True, text=True, timeout=300, env=env)
     assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
     said = re.search(r'building main\.cl with options "([^"]*)"', ran.stderr)

@@ -305,7 +305,14 @@ def _verdict_row(variant: str, v: Verdict, rep: replaying.Replay) -> KernelRepla
     held = len(rep.spec.hidden_sizes) if rep.spec else 0
     log = "\n".join(v.logs)[-LOG_TAIL:] if status == "failed" else ""
     return KernelReplay(
-        variant, v.device or v.backend, status, v.reason, len(rep.instances), held, tuple(v.checks), log=log
+        variant,
+        v.device or v.backend,
+        status,
+        v.reason,
+        len(rep.instances) + sum(len(o.instances) for o in rep.others),
+        held,
+        tuple(v.checks),
+        log=log,
     )
 
 

@@ -45,6 +45,7 @@ def test_null_and_array_launches_are_both_validated_on_every_cpu_device(tmp_path
         if row["instance"] == "scale_count":  # judged on both launches: with counts NULL, and with an array
             assert row["reason"].count("matches what the original's run left at 1 captured launch") == 2, row
             assert "with arg2 a null pointer" in row["reason"], row
+            assert row["launches"] == 2, row  # the row counts both sets of launches
         else:  # accumulate: its `unused` is NULL in its only launch
             assert "at 1 captured launch(es) with arg2 a null pointer" in row["reason"], row
     verdicts = doc["program"]["verdicts"]

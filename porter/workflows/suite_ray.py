@@ -64,6 +64,8 @@ from porter.workflows.suite import (
 )
 from porter.workflows.suite_file import GPU_TOOLCHAINS, Suite, SuiteProgram
 
+# a GPU program's stages (plan_stages): names of stages, not of targets
+CPU_STAGE, GPU_STAGE = "cpu", "gpu"
 MAX_RETRIES = 3  # Ray runs a task lost with its node (or worker) again, this many times at most
 CANCEL_WAIT_S = 5.0  # past a cancelled task's own grace for its port: then it is killed with its worker
 SIGNED_NAMES = ("report.json", ".porter-seal")  # files porter signs with the state key
@@ -175,7 +177,7 @@ def plan_stages(program: SuiteProgram) -> list[Stage]:
     if not program.needs_gpu:
         return [("port", None)]
     cpu = tuple(t for t in program.toolchains or () if t not in GPU_TOOLCHAINS)
-    return [*([("cpu", cpu)] if cpu else []), ("gpu", None)]
+    return [*([(CPU_STAGE, cpu)] if cpu else []), (GPU_STAGE, None)]
 
 
 @dataclass
@@ -255,7 +257,7 @@ class RayRunner(_Runner):
         """The task of `r`'s next stage sent to the cluster."""
         r.stage, chains = r.left.pop(0)
         spec = {**r.spec, "stage": r.stage}
-        if r.stage == "cpu":  # the toolchains that need no GPU, no runs: what a gpu stage reuses
+        if r.stage == CPU_STAGE:  # the toolchains that need no GPU, no runs: what a gpu stage reuses
             spec["args"] = self.node_args(replace(r.program, toolchains=chains, runs=()))
         options = task_options(r.program, self.options.ray_accelerator, self.options.per_gpu, r.stage)
         if r.earlier is None:
@@ -406,7 +408,7 @@ def task_options(
     programs may share a GPU) only when its toolchains name a GPU toolchain and the stage is not its cpu
     stage; run again on node loss (never on porter's own failure, which is a verdict); spread over the
     nodes."""
-    gpu = program.needs_gpu and stage != "cpu"
+    gpu = program.needs_gpu and stage != CPU_STAGE
     found: dict[str, Any] = {
         "num_cpus": 1,
         "num_gpus": (1 / per_gpu if per_gpu > 1 else 1) if gpu else 0,

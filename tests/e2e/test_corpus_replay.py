@@ -8,16 +8,15 @@ fails the test."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from bench_scripts import load
 
 pytestmark = pytest.mark.integration
 
@@ -65,16 +64,6 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
 }
 
 
-def _inputs() -> ModuleType:
-    """bench/corpus_inputs.py: the runs of a program, with the inputs it generates where the corpus lacks them."""
-    spec = importlib.util.spec_from_file_location("corpus_inputs", ROOT / "bench" / "corpus_inputs.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("corpus_inputs", module)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.skipif(not CORPUS.is_dir(), reason=f"the development corpus is not at {CORPUS}")
 @pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU runtime needs g++")
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -96,7 +85,7 @@ def test_every_kernel_of_a_corpus_program_is_validated_from_its_own_run(name: st
     ]
     for inc in prog.get("include", []):
         args += ["-I", str(CORPUS / inc)]
-    runs, data = _inputs().prepare(name, prog, tmp_path / "inputs", False)
+    runs, data = load("corpus_inputs").prepare(name, prog, tmp_path / "inputs", False)
     for run in runs:
         args += ["--run", run]
     if data is not None:

@@ -4,32 +4,21 @@ same bytes on every call, and every file bench/corpus_runs.toml's generated runs
 from __future__ import annotations
 
 import heapq
-import importlib.util
 import re
 import struct
-import sys
 import tempfile
 import tomllib
 from collections import Counter, deque
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from bench_scripts import load
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("corpus_inputs", ROOT / "bench" / "corpus_inputs.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("corpus_inputs", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-ci = _load()
+ci = load("corpus_inputs")
 
 
 @pytest.fixture(scope="module")

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
-ROOT = Path(__file__).resolve().parents[2]
+from bench_scripts import load
 
 PTX = """
 .version 8.0
@@ -38,20 +33,8 @@ $L__BB0_2:
 """
 
 
-def _module() -> ModuleType:
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        spec = importlib.util.spec_from_file_location("opencl_ptx", ROOT / "bench" / "opencl_ptx.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
-
-
 def test_each_entry_is_counted_by_class_and_cuda_names_are_unmangled() -> None:
-    m = _module()
+    m = load("opencl_ptx")
     bodies = m.kernels(PTX)
     assert list(bodies) == ["_Z4tilePfS_i", "second"]
     c = m.counts(bodies["_Z4tilePfS_i"])

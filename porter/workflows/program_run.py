@@ -1105,16 +1105,16 @@ def build_and_run(
     note = program_jail.note()
     if note and note not in report.notes:
         report.notes.append(note)
-    if options.runs:  # a --data folder whose relative position the runs' copies cannot keep
-        for said in data_placement(program.root, options.data).notes:
-            if said not in report.notes:
-                report.notes.append(said)
     if options.toolchains is not None:
         check_toolchains(options.toolchains, report.targets)
     runner = _Runner(
         program, out, report, options, Ledger.of(out, "program") if ledger is None else ledger,
         say or (lambda _m: None), skip, save or (lambda: None),
     )  # fmt: skip
+    if options.runs:  # a --data folder whose relative position the runs' copies cannot keep
+        for said in runner.placement.notes:
+            if said not in report.notes:
+                report.notes.append(said)
     runner.trees = dict(trees or {})  # a port of the user's: its own program (porter verify)
     built = runner.build_all(options.jobs if options.jobs > 0 else (os.cpu_count() or 1))
     if options.runs:

@@ -64,8 +64,9 @@ from porter.workflows.suite import (
 )
 from porter.workflows.suite_file import GPU_TOOLCHAINS, Suite, SuiteProgram
 
-# a GPU program's stages (plan_stages): names of stages, not of targets
-CPU_STAGE, GPU_STAGE = "cpu", "gpu"
+# the stages of a program's port on Ray (plan_stages): names of stages, not of targets; a program that
+# needs no GPU is one task, its whole port
+PORT_STAGE, CPU_STAGE, GPU_STAGE = "port", "cpu", "gpu"
 MAX_RETRIES = 3  # Ray runs a task lost with its node (or worker) again, this many times at most
 CANCEL_WAIT_S = 5.0  # past a cancelled task's own grace for its port: then it is killed with its worker
 SIGNED_NAMES = ("report.json", ".porter-seal")  # files porter signs with the state key
@@ -175,7 +176,7 @@ def plan_stages(program: SuiteProgram) -> list[Stage]:
     so replays made in the cpu stage would be made again.)  Without a toolchain that needs no GPU there
     is no cpu stage."""
     if not program.needs_gpu:
-        return [("port", None)]
+        return [(PORT_STAGE, None)]
     cpu = tuple(t for t in program.toolchains or () if t not in GPU_TOOLCHAINS)
     return [*([(CPU_STAGE, cpu)] if cpu else []), (GPU_STAGE, None)]
 
@@ -184,7 +185,7 @@ def plan_stages(program: SuiteProgram) -> list[Stage]:
 class _Staged(_Running):
     """A running program on Ray: the stage its task runs and those left."""
 
-    stage: str = "port"
+    stage: str = PORT_STAGE
     left: list[Stage] = field(default_factory=list)
     spec: dict[str, Any] = field(default_factory=dict)  # the port's task spec (its own arguments)
     trees: list[Any] = field(default_factory=list)  # the inputs' refs, for every stage
@@ -294,7 +295,7 @@ class RayRunner(_Runner):
         """What `r`'s task sent back (None when it was cancelled or failed: then why, on `r`), its log and
         node written down."""
         ray = self.ray
-        stage = r.stage if isinstance(r, _Staged) else "port"
+        stage = r.stage if isinstance(r, _Staged) else PORT_STAGE
         try:
             doc: dict[str, Any] = ray.get(r.task)
         except (ray.exceptions.TaskCancelledError, KeyboardInterrupt):
@@ -302,11 +303,11 @@ class RayRunner(_Runner):
             return None
         except ray.exceptions.RayError as err:
             if r.why != "interrupted":
-                which = "" if stage == "port" else f" ({stage} stage)"
+                which = "" if stage == PORT_STAGE else f" ({stage} stage)"
                 r.failure = f"its Ray task{which} failed: {_first_line(err)}"
             return None
         node = str(doc.get("node", "?"))
-        which = "" if stage == "port" else f"stage {stage} "
+        which = "" if stage == PORT_STAGE else f"stage {stage} "
         r.log.write(f"porter: {which}ran on Ray node {node}\n".encode())
         r.log.write(doc.get("log", b""))
         r.result.ran_on.append({"stage": stage, "node": node})
@@ -401,7 +402,7 @@ class RayRunner(_Runner):
 
 
 def task_options(
-    program: SuiteProgram, accelerator: str | None = None, per_gpu: int = 0, stage: str = "port"
+    program: SuiteProgram, accelerator: str | None = None, per_gpu: int = 0, stage: str = PORT_STAGE
 ) -> dict[str, Any]:
     """The Ray task options of a program's `stage` (:func:`plan_stages`): one CPU; one GPU (of type
     `accelerator`, Ray's ``accelerator_type``, when given; a ``1/per_gpu`` share of one when several
@@ -415,7 +416,7 @@ def task_options(
         "max_retries": MAX_RETRIES,
         "retry_exceptions": False,
         "scheduling_strategy": "SPREAD",
-        "name": f"porter port {program.name}" + ("" if stage == "port" else f" ({stage} stage)"),
+        "name": f"porter port {program.name}" + ("" if stage == PORT_STAGE else f" ({stage} stage)"),
     }
     if gpu and accelerator:
         found["accelerator_type"] = accelerator

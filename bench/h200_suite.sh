@@ -10,17 +10,17 @@ source bench/h200_env.sh || exit 1
 PROGRAMS=${PROGRAMS:-"vectorAdd matrixMul simpleTemplates scalarProd backprop gaussian nw pathfinder"}
 # the corpus suite (bench/corpus_runs.toml) with its root at the carried copy and only PROGRAMS kept
 python3 - "$PWD/.corpus" "$PROGRAMS" "${TOOLCHAINS:-}" >/tmp/suite.toml <<'PY'
-import re, sys, tomllib
+import json, re, sys, tomllib
+from pathlib import Path
+sys.path.insert(0, "bench")
+from corpus_inputs import prepare
 root, keep, toolchains = sys.argv[1], set(sys.argv[2].split()), sys.argv[3]
-import json, subprocess
 doc = tomllib.load(open("bench/corpus_runs.toml", "rb"))["programs"]
 if keep == {"all"}:
     keep = {name for name, entry in doc.items() if entry.get("runs") or entry.get("generated_runs")}
 # programs run on inputs bench/corpus_inputs.py makes (their data is not in the corpus): made here, named
-generated = {n for n in keep if not doc[n].get("runs") and doc[n].get("generated_runs")}
-if generated:
-    subprocess.run([sys.executable, "bench/corpus_inputs.py", "--out", "/tmp/inputs", "--only",
-                    ",".join(sorted(generated))], check=True, stdout=subprocess.DEVNULL)
+generated = {n: prepare(n, doc[n], Path("/tmp/inputs"), False) for n in keep if not doc[n].get("runs")}
+generated = {n: made for n, made in generated.items() if made[1] is not None}
 section = None
 for line in open("bench/corpus_runs.toml"):
     m = re.match(r"\[(?:programs\.([^\]]+)|defaults)\]", line)
@@ -29,9 +29,8 @@ for line in open("bench/corpus_runs.toml"):
     if line.startswith("root ="):
         line = f'root = "{root}"\n'
     if section in generated and re.match(r"runs\s*=", line):
-        folder = f"/tmp/inputs/{section}"
-        runs = [r.replace("{inputs}", folder) for r in doc[section]["generated_runs"]]
-        line = f"runs = {json.dumps(runs)}\ndata = {json.dumps([folder])}\n"
+        runs, folder = generated[section]
+        line = f"runs = {json.dumps(runs)}\ndata = {json.dumps([str(folder)])}\n"
     if section is None or section == "defaults" or section in keep:
         print(line, end="")
     if m and section == "defaults" and toolchains:

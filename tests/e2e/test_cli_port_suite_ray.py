@@ -136,6 +136,21 @@ def _ran_on(out: Path, name: str) -> str:
     return first.rsplit("(", 1)[1].rstrip(")")
 
 
+def _on_ray(
+    cluster: Any, suite: Path, out: Path, expected: dict[str, Any], local_out: Path
+) -> tuple[dict[str, Any], float]:
+    """The suite run on the cluster two at a time into `out` (its summary, its seconds), checked to end as
+    the local run did and to say what the local run (`expected`, into `local_out`) said."""
+    start = time.monotonic()
+    args = ["--executor", "ray", "--ray-address", cluster.address, "-j", "2", "--json"]
+    proc = porter("port", "--suite", str(suite), "--out", str(out), *args)
+    took = time.monotonic() - start
+    doc = _doc(proc)
+    assert proc.returncode == expected["exit_code"], proc.stderr[-4000:]
+    assert _comparable(doc, out) == _comparable(expected, local_out)
+    return doc, took
+
+
 def test_a_suite_on_ray_is_the_local_suite(
     cluster: Any, suite: Path, local: tuple[dict[str, Any], Path], tmp_path: Path
 ) -> None:
@@ -145,14 +160,8 @@ def test_a_suite_on_ray_is_the_local_suite(
     node = _add_node(cluster, tmp_path / "node2", "node2")
     try:
         out = tmp_path / "out"
-        start = time.monotonic()
-        args = ["--executor", "ray", "--ray-address", cluster.address, "-j", "2", "--json"]
-        proc = porter("port", "--suite", str(suite), "--out", str(out), *args)
-        took = time.monotonic() - start
-        doc = _doc(proc)
         expected, local_out = local
-        assert proc.returncode == expected["exit_code"], proc.stderr[-4000:]
-        assert _comparable(doc, out) == _comparable(expected, local_out)
+        doc, took = _on_ray(cluster, suite, out, expected, local_out)
         for name in THREE:
             report = json.loads((out / name / "report.json").read_text())
             assert (
@@ -235,13 +244,7 @@ def test_a_gpu_program_runs_its_cpu_stage_apart_from_its_gpu_stage(cluster: Any,
     cluster.wait_for_nodes()
     try:
         out = tmp_path / "out"
-        start = time.monotonic()
-        args = ["--executor", "ray", "--ray-address", cluster.address, "-j", "2", "--json"]
-        proc = porter("port", "--suite", str(suite), "--out", str(out), *args)
-        took = time.monotonic() - start
-        doc = _doc(proc)
-        assert proc.returncode == expected["exit_code"], proc.stderr[-4000:]
-        assert _comparable(doc, out) == _comparable(expected, local_out)
+        doc, took = _on_ray(cluster, suite, out, expected, local_out)
         stages = doc["programs"][0]["ran_on"]
         assert [s["stage"] for s in stages] == ["cpu", "gpu"], stages
         assert node.node_id[:12] in stages[1]["node"], stages

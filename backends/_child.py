@@ -185,11 +185,30 @@ def _execute(job: Job, progress: Progress, result: JobResult) -> None:
     if job.timing is not None:
         progress.update(stage="timing", run=None)
         try:
-            result.times_ms = launcher.time()
+            with device_lock(job):
+                result.times_ms = launcher.time()
             if job.timing.read_back > 0:
                 result.timed_outputs = launcher.read_timed_sets(job.timing.read_back)
         except Exception as err:  # noqa: BLE001
             raise _classify(err, "launch") from None
+
+
+@contextlib.contextmanager
+def device_lock(job: Job) -> Any:
+    """Hold the device's lock file the parent passed (Job.device_lock_fd) while the timed launches run:
+    timings on one GPU, of this porter or of the other programs of a suite, never overlap, while
+    everything before them (compiles, the driver's start, validation runs) does.  Released on exit."""
+    fd = job.device_lock_fd
+    if fd is None:
+        yield
+        return
+    import fcntl
+
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def _compile(backend: Backend, job: Job, source: str, entry: str) -> tuple[Any, bool]:
@@ -279,17 +298,18 @@ def _execute_launches(
     if job.timing is not None:
         progress.update(stage="timing", run=None)
         try:
-            for _ in range(job.timing.warmup):
-                run_all(sets[0])
             times: list[float] = []
-            for _ in range(job.timing.repeats):
-                if job.timing.flush_l2:
-                    backend.flush_cache(device)
-                t0 = time.perf_counter()
-                _, ms = run_all(sets[0], timed=True)
-                times.append(ms if ms > 0 else (time.perf_counter() - t0) * 1000.0)
-                if sum(times) > job.timing.max_seconds * 1000.0:
-                    break
+            with device_lock(job):
+                for _ in range(job.timing.warmup):
+                    run_all(sets[0])
+                for _ in range(job.timing.repeats):
+                    if job.timing.flush_l2:
+                        backend.flush_cache(device)
+                    t0 = time.perf_counter()
+                    _, ms = run_all(sets[0], timed=True)
+                    times.append(ms if ms > 0 else (time.perf_counter() - t0) * 1000.0)
+                    if sum(times) > job.timing.max_seconds * 1000.0:
+                        break
             result.times_ms = times
         except Exception as err:  # noqa: BLE001
             raise _classify(err, "launch") from None

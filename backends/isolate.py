@@ -139,6 +139,11 @@ class Job:
     # exited, beyond the block) read a poison pattern instead of 0 (CpuProgram.set_undefined_lanes): the
     # run that tells whether a result depends on them (porter.harness.checks.check_defined).
     poison_undefined_lanes: bool = False
+    # An open file descriptor of the parent's, passed to the child under the same number: the lock file of
+    # the job's device (porter.harness.contention).  The child holds it (flock) around its timed launches
+    # only, so the compiles, context set-ups and checks of timings on one GPU overlap and their timed
+    # launches do not.  None: nothing to hold (the job takes a waiting spare child as any other).
+    device_lock_fd: int | None = None
 
 
 @dataclass(frozen=True)
@@ -198,7 +203,7 @@ def run_job(job: Job, timeout_s: float = 60.0) -> JobResult:
     from porter.cache import ENV_DISABLE, settle_outbox
 
     start = time.monotonic()
-    key = _spare_key(job, timeout_s)
+    key = _spare_key(job, timeout_s) if job.device_lock_fd is None else None  # a spare lacks the lock fd
     spare = spares.take(key) if key is not None else None
     if job.timing is not None:  # timed launches: no child warming up beside them
         spares.settle()
@@ -232,9 +237,9 @@ def run_job(job: Job, timeout_s: float = 60.0) -> JobResult:
             plan = child_plan(work, kind, timeout_s, job.memory_limit_mb, job.options.include_dirs)
             wrapper = [part.replace("{scratch}", str(work)) for part in job.wrapper]
             cmd = [*wrapper, sys.executable, "-m", CHILD_MODULE, "job", str(job_file), str(result_dir)]
-            rc = _spawn(
-                cmd, {**job.env, "PORTER_PROGRESS_FILE": str(progress_file)}, work, timeout_s, log_file, plan
-            )
+            fds = () if job.device_lock_fd is None else (job.device_lock_fd,)
+            env = {**job.env, "PORTER_PROGRESS_FILE": str(progress_file)}
+            rc = _spawn(cmd, env, work, timeout_s, log_file, plan, pass_fds=fds)
         output = read_bounded(log_file)
         progress = _read_progress(progress_file)
         result = read_result(result_dir, job) if rc is not None else None
@@ -435,10 +440,11 @@ def _spawn(
     timeout_s: float,
     log_file: Path,
     plan: sandbox.Plan,
+    pass_fds: tuple[int, ...] = (),
 ) -> int | None:
-    """Run `cmd` in its own session inside the sandbox, output to `log_file`.  The exit status, or
-    None after a timeout."""
-    started = _start(cmd, env, cwd, log_file, plan, stdin=subprocess.DEVNULL)
+    """Run `cmd` in its own session inside the sandbox, output to `log_file` (`pass_fds`: the parent's
+    descriptors it inherits).  The exit status, or None after a timeout."""
+    started = _start(cmd, env, cwd, log_file, plan, stdin=subprocess.DEVNULL, pass_fds=pass_fds)
     if isinstance(started, int):
         return started
     proc, log, _ = started
@@ -449,7 +455,13 @@ def _spawn(
 
 
 def _start(
-    cmd: Sequence[str], env: dict[str, str], cwd: Path, log_file: Path, plan: sandbox.Plan, stdin: int
+    cmd: Sequence[str],
+    env: dict[str, str],
+    cwd: Path,
+    log_file: Path,
+    plan: sandbox.Plan,
+    stdin: int,
+    pass_fds: tuple[int, ...] = (),
 ) -> tuple[subprocess.Popen[bytes], IO[bytes], sandbox.Plan] | int:
     """`cmd` started in its own session inside the sandbox (output to `log_file`, left open with the
     process), or 127 when it cannot start."""
@@ -465,6 +477,7 @@ def _start(
             cwd=cwd,
             env=_child_env(env, cwd, plan),
             start_new_session=True,
+            pass_fds=pass_fds,
         )
     except OSError as err:
         log.write(f"cannot start {wrapped[0]}: {err}\n".encode())

@@ -215,7 +215,7 @@ def benchmark(
             read_back=read_back,
         )
         with contention.timing(device) as watch:
-            res = run_job(replace(job, timing=timing), plan.timeout_s)
+            res = run_job(replace(job, timing=timing, device_lock_fd=watch.lock_fd), plan.timeout_s)
         contended = contended or watch.reason
         rounds += 1
         toolchain = toolchain or res.toolchain

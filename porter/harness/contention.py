@@ -9,8 +9,10 @@ time is marked so in every report.  With :func:`set_exclusive` (``--exclusive``)
 on one device run one at a time; other processes can only be reported, never stopped.
 
 Several porter processes on one machine (the programs of ``porter port --suite``, run side by side) share
-its GPUs: where :data:`LOCKS_ENV` names a folder, every timing also holds its device's lock file there
-(``flock``), so timings on one device run one at a time across those processes too.
+its GPUs: where :data:`LOCKS_ENV` names a folder, every timing gets its device's lock file there
+(:attr:`Watch.lock_fd`), which the timing child holds (``flock``) around its timed launches only, so timed
+launches on one device run one at a time across those processes too, while the children's compiles,
+driver starts and checks -- most of a timing's wall time -- overlap.
 """
 
 from __future__ import annotations
@@ -51,11 +53,14 @@ class Watch:
     device: str
     others: list[str] = field(default_factory=list)  # other processes on the device (driver's list)
     overlapped: int = 0  # porter's own timings that ran on the device at the same time
+    # the device's lock file, open, for the timing child to hold around its timed launches
+    # (porter.backends.isolate.Job.device_lock_fd); None where LOCKS_ENV names no usable folder
+    lock_fd: int | None = None
 
     @property
     def reason(self) -> str:
         parts = []
-        if self.overlapped:
+        if self.overlapped and self.lock_fd is None:  # with the lock, porter's timed launches never overlap
             parts.append(
                 f"{self.overlapped} other timing{'s' if self.overlapped > 1 else ''} of porter ran on "
                 f"{self.device} at the same time (--exclusive serialises them)"
@@ -76,7 +81,7 @@ def timing(device: Device) -> Iterator[Watch]:
     key = device.physical  # one GPU seen through two backends is one device; two GPUs are two
     with _state:
         lock = _serial.setdefault(key, threading.Lock())
-    with lock if _exclusive else contextlib.nullcontext(), machine_lock(key):
+    with lock if _exclusive else contextlib.nullcontext(), _lock_file(key) as watch.lock_fd:
         with _state:
             watch.overlapped = _active.get(key, 0)
             _active[key] = _active.get(key, 0) + 1
@@ -93,25 +98,40 @@ def timing(device: Device) -> Iterator[Watch]:
 
 
 @contextlib.contextmanager
-def machine_lock(label: str) -> Iterator[None]:
-    """Hold the lock file of `label` (a device's :attr:`~porter.backends.Device.physical`) in the folder :data:`LOCKS_ENV` names (none set: nothing is held; a
-    folder that cannot be used: nothing is held either, and the timing may be marked contended)."""
+def _lock_file(label: str) -> Iterator[int | None]:
+    """The lock file of `label` (a device's :attr:`~porter.backends.Device.physical`) in the folder
+    :data:`LOCKS_ENV` names, open and not held (none set, or a folder that cannot be used: None, and the
+    timing may be marked contended); closed afterwards."""
     folder = os.environ.get(LOCKS_ENV, "")
     if not folder:
-        yield
+        yield None
         return
     name = re.sub(r"[^A-Za-z0-9._-]", "_", label) + ".lock"
     try:
         os.makedirs(folder, exist_ok=True)
         fd = os.open(os.path.join(folder, name), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError:
-        yield
+        yield None
         return
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        yield fd
     finally:
-        os.close(fd)  # (closing releases the lock)
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def machine_lock(label: str) -> Iterator[None]:
+    """Hold the lock file of `label` here, in this process, as a timing child holds it around its timed
+    launches (nothing is held where :data:`LOCKS_ENV` names no usable folder)."""
+    with _lock_file(label) as fd:
+        if fd is None:
+            yield
+            return
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def other_users(device: Device) -> list[str]:

@@ -6,6 +6,7 @@ so they need no backend; the kernel tests run real kernels on the CPU emulator a
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import time
 from dataclasses import replace
@@ -252,6 +253,67 @@ def test_timing_returns_times(name: str) -> None:
     assert result.ok, f"{result.stage}: {result.error}\n{result.log}"
     assert len(result.times_ms) == 4
     assert all(t >= 0.0 for t in result.times_ms)
+
+
+@pytest.mark.integration
+def test_the_child_holds_the_device_lock_around_its_timed_launches_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A suite's timings on one GPU (Job.device_lock_fd): the child compiles, loads and runs while
+    another process holds the device's lock file, and waits for it only to time; it releases it after."""
+    import fcntl
+    import json
+    import os
+    import threading
+
+    from porter.backends import spares
+
+    works: list[Path] = []
+
+    def new_work() -> Path:
+        works.append(tmp_path / f"work{len(works)}")
+        works[-1].mkdir()
+        return works[-1]
+
+    monkeypatch.setattr(spares, "new_work", new_work)
+    device = running_device("cpu")
+    n = 64
+    x = np.ones(n, dtype=np.float32)
+    lock = tmp_path / "gpu.lock"
+    held = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)  # another program's timing, holding the GPU
+    mine = os.open(lock, os.O_RDWR | os.O_CLOEXEC)  # this job's descriptor (contention.timing's)
+    fcntl.flock(held, fcntl.LOCK_EX)
+    results: list[JobResult] = []
+    timed = job("cpu", "axpy", device, (x, x.copy(), np.float32(1), np.int32(n)),
+                timing=TimingPlan(warmup=1, repeats=3), runs=2)  # fmt: skip
+    worker = threading.Thread(
+        target=lambda: results.append(run_job(replace(timed, device_lock_fd=mine), 300))
+    )
+    try:
+        worker.start()
+        stage = None  # the child's own progress file: compiled, loaded, both runs done, waiting to time
+        for _ in range(3000):
+            time.sleep(0.1)
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                stage = json.loads((works[0] / "progress.json").read_text()).get("stage")
+            if stage == "timing" or not worker.is_alive():
+                break
+        assert stage == "timing" and worker.is_alive()
+        time.sleep(1.0)
+        assert worker.is_alive() and not results  # it waits for the lock, not past it
+    finally:
+        fcntl.flock(held, fcntl.LOCK_UN)
+        worker.join(300)
+        os.close(held)
+        os.close(mine)
+    (result,) = results
+    assert result.ok, f"{result.stage}: {result.error}\n{result.log}"
+    assert len(result.outputs) == 2 and len(result.times_ms) == 3
+    free = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(free, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released by the child: free again
+    finally:
+        os.close(free)
 
 
 @pytest.mark.parametrize("name", ["cpu", "opencl"])

@@ -3,6 +3,7 @@ serialises porter's own timings on one device."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -12,7 +13,9 @@ from pathlib import Path
 
 import pytest
 from porter.backends import BackendBase, Device, register_backend, unregister
+from porter.backends._child import device_lock
 from porter.backends.cuda.smi import compute_apps
+from porter.backends.isolate import Job
 
 from porter.harness import contention
 from porter.report.program_view import contended_notes, markdown
@@ -39,6 +42,13 @@ def gpu() -> Iterator[Device]:
     unregister(NAME)
 
 
+@contextlib.contextmanager
+def _timed_launches(lock_fd: int | None) -> Iterator[None]:
+    """What the timing child does with the descriptor it inherits (porter.backends._child.device_lock)."""
+    with device_lock(Job(backend=NAME, source="", entry="", device_lock_fd=lock_fd)):
+        yield
+
+
 def _overlapping(device: Device, other: Device | None = None) -> tuple[list[str], list[tuple[float, float]]]:
     reasons: list[str] = []
     spans: list[tuple[float, float]] = []
@@ -47,9 +57,11 @@ def _overlapping(device: Device, other: Device | None = None) -> tuple[list[str]
     def one(on: Device) -> None:
         gate.wait()
         with contention.timing(on) as watch:
-            began = time.monotonic()
-            time.sleep(0.2)
-            spans.append((began, time.monotonic()))
+            time.sleep(0.1)  # the child's compile and load: never serialised
+            with _timed_launches(watch.lock_fd):
+                began = time.monotonic()
+                time.sleep(0.2)
+                spans.append((began, time.monotonic()))
         reasons.append(watch.reason)
 
     threads = [threading.Thread(target=one, args=(d,)) for d in (device, other or device)]
@@ -80,8 +92,9 @@ def test_exclusive_times_one_at_a_time_and_nothing_is_contended(gpu: Device) -> 
 def test_device_lock_files_serialise_timings_across_porter_processes(
     gpu: Device, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A suite's programs (PORTER_DEVICE_LOCKS): each timing holds its device's lock file (flock), so
-    timings never overlap -- between threads here as between processes -- and the lock is free after."""
+    """A suite's programs (PORTER_DEVICE_LOCKS): each timing's child holds its device's lock file (flock)
+    around its timed launches, so those never overlap -- between threads here as between processes -- and
+    are not marked contended; the lock is free after."""
     import fcntl
 
     monkeypatch.setenv(contention.LOCKS_ENV, str(tmp_path / "locks"))

@@ -3,7 +3,9 @@
 # suite, `porter port --suite` at the default -j and at -j 1, no cache, every toolchain the machine has; wall
 # time of each, the suite's own summary, and the GPU's utilisation sampled every 0.5 s (nvidia-smi) meanwhile.
 # Usage there:  [PROGRAMS="vectorAdd nw ..."|all] [TOOLCHAINS=nvcc,hip-on-cuda,opencl] [DEFAULT_S=200 J1_S=330]
-#               bash bench/h200_suite.sh   (PROGRAMS=all: every program with a run; J1_S=0: no -j 1 run)
+#               [WRAP="python3 bench/cpu_breakdown.py --"] bash bench/h200_suite.sh
+#   (PROGRAMS=all: every program with a run; J1_S=0: no -j 1 run; WRAP: a command prefix for each suite run,
+#   e.g. the CPU breakdown, whose table ends its log; each program's report.md lands in reports-NAME.tgz)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/suite"
 source bench/h200_env.sh || exit 1
@@ -40,12 +42,13 @@ run() {  # name, seconds, porter arguments...
   local name=$1 limit=$2; shift 2
   nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader,nounits -lms 500 >"$OUT/suite/util-$name.csv" 2>/dev/null &
   local smi=$! t0; t0=$(date +%s.%N)
-  timeout "$limit" python3 -m porter --no-cache port --suite /tmp/suite.toml --out "/tmp/suite-$name" --fresh "$@" \
+  timeout "$limit" ${WRAP:-} python3 -m porter --no-cache port --suite /tmp/suite.toml --out "/tmp/suite-$name" --fresh "$@" \
       >"$OUT/suite/$name.log" 2>&1
   local rc=$?; kill $smi 2>/dev/null
   echo "$name rc=$rc wall=$(python3 -c "import time,sys; print(round(time.time()-float(sys.argv[1]),1))" "$t0") s nproc=$(nproc)" | tee -a "$OUT/suite/walls.txt"
   cp "/tmp/suite-$name/summary.json" "$OUT/suite/summary-$name.json" 2>/dev/null
   cp "/tmp/suite-$name/summary.md" "$OUT/suite/summary-$name.md" 2>/dev/null
+  (cd "/tmp/suite-$name" && tar -czf "$OUT/suite/reports-$name.tgz" */report.md .suite/*.log 2>/dev/null)
 }
 run default "${DEFAULT_S:-200}"
 [ "${J1_S:-330}" -gt 0 ] && run j1 "${J1_S:-330}" -j 1

@@ -42,6 +42,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 MAX_SPARES = 6  # over every key: older spares are stopped first
 MIN_CPUS = 4  # below this, spares are off unless PORTER_SPARES asks for them
+ENV = "PORTER_SPARES"  # spares kept per key (0: none)
 
 
 @dataclass
@@ -86,7 +87,7 @@ def per_key() -> int:
     more: a spare's start then overlaps porter's own work), none on smaller ones (where a spare that no
     job takes would only compete with the jobs)."""
     default = 1 if (os.cpu_count() or 1) >= MIN_CPUS else 0
-    text = os.environ.get("PORTER_SPARES", str(default)).strip()
+    text = os.environ.get(ENV, str(default)).strip()
     try:
         return max(0, int(text))
     except ValueError:

@@ -16,7 +16,9 @@ summary from their reports (:class:`porter.suite_report.SuiteReport`):
   here; a re-run skips it while the key holds and its signed report is complete (``resumed``), and runs
   it again otherwise -- where porter port's own ledger reuses every verdict whose key still holds;
 * every GPU timing of every program takes its device's lock file in ``OUT/.suite/locks/``
-  (:data:`porter.harness.contention.LOCKS_ENV`): timings stay one at a time per device across programs.
+  (:data:`porter.harness.contention.LOCKS_ENV`): timings stay one at a time per device across programs;
+* programs that share the machine start no spare children (:func:`shared_machine_env`): a spare is a
+  child warmed up before its job is known, worth it only where cores would idle meanwhile.
 
 summary.json and summary.md are rewritten after each program, so an interruption keeps them.
 
@@ -42,7 +44,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from porter import signing
-from porter.backends import GpuSlot, gpu_slots
+from porter.backends import GpuSlot, gpu_slots, spares
 from porter.errors import UsageError
 from porter.harness.contention import LOCKS_ENV
 from porter.suite_report import SuiteProgramResult, SuiteProgress, SuiteReport
@@ -113,6 +115,15 @@ def check_out(out: Path, suite: Suite) -> None:
                     path=suite.path,
                     line=p.line or None,
                 )
+
+
+def shared_machine_env(jobs: int) -> dict[str, str]:
+    """What a suite adds to the environment of programs that share a machine's cores (`jobs` > 1 at once,
+    or a Ray node's tasks): ``PORTER_SPARES=0`` unless the user set it.  One program alone warms children
+    ahead of its jobs so they overlap its serial work; programs side by side keep the cores busy already,
+    and there an unused spare is pure cost -- measured on an H100 (16 cores), matrixMul ported alone
+    spent 82 of its 179 CPU seconds in 32 spares for 18 jobs (bench/cpu_breakdown.py)."""
+    return {spares.ENV: "0"} if jobs > 1 and spares.ENV not in os.environ else {}
 
 
 def run_suite(suite: Suite, options: SuiteOptions, hooks: SuiteHooks | None = None) -> SuiteReport:
@@ -197,7 +208,7 @@ class _Runner:
         log_path = self.state / f"{program.name}.log"
         log = log_path.open("wb")
         result.log = str(log_path)
-        env = {**os.environ, LOCKS_ENV: str(self.state / "locks")}
+        env = {**os.environ, **shared_machine_env(self.jobs), LOCKS_ENV: str(self.state / "locks")}
         slot = self.slot_for(program)
         if isinstance(slot, GpuSlot):
             env.update(dict(slot.env))

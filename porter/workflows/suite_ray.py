@@ -61,6 +61,7 @@ from porter.workflows.suite import (
     _Running,
     check_out,
     default_out,
+    shared_machine_env,
 )
 from porter.workflows.suite_file import GPU_TOOLCHAINS, Suite, SuiteProgram
 
@@ -208,7 +209,8 @@ class RayRunner(_Runner):
         self.trees: dict[str, Any] = {}  # folder -> its tarball in the object store (packed once)
         self.remote = ray.remote(port_on_node)
         self.remote_after = ray.remote(port_after_on_node)
-        self.porter_env = {k: v for k, v in os.environ.items() if k.startswith("PORTER_") and k != LOCKS_ENV}
+        mine = {k: v for k, v in os.environ.items() if k.startswith("PORTER_") and k != LOCKS_ENV}
+        self.porter_env = {**shared_machine_env(2), **mine}  # a node runs several programs' tasks at once
         from porter.workflows.resume import code_fingerprint
 
         self.fingerprint = code_fingerprint()

@@ -31,7 +31,8 @@ os.makedirs(out, exist_ok=True)
 began = time.time()
 time.sleep(0.6)
 with open(os.path.join(out, "ran.json"), "w") as fh:
-    json.dump({"gpu": os.environ.get("CUDA_VISIBLE_DEVICES"), "began": began, "ended": time.time()}, fh)
+    json.dump({"gpu": os.environ.get("CUDA_VISIBLE_DEVICES"), "began": began, "ended": time.time(),
+               "spares": os.environ.get("PORTER_SPARES")}, fh)
 """
 
 
@@ -100,3 +101,20 @@ def test_per_gpu_caps_the_programs_on_one_gpu_and_the_rest_wait(two_gpus: Path) 
     first_end = min(float(ran[n]["ended"]) for n in "ab")  # type: ignore[arg-type]
     assert float(ran["c"]["began"]) >= first_end - 0.05  # type: ignore[arg-type]  # waited for a free GPU
     assert float(ran["d"]["began"]) < first_end  # type: ignore[arg-type]  # no GPU: it did not wait
+
+
+def test_programs_side_by_side_start_no_spare_children_unless_the_user_says(
+    two_gpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Programs sharing the machine's cores (-j > 1) get PORTER_SPARES=0: a spare warmed ahead of its job only
+    pays where cores would idle; one program at a time keeps porter's default, and a user's value wins."""
+    monkeypatch.delenv("PORTER_SPARES", raising=False)
+    suite = load_suite(_suite(two_gpus, {"a": "cpu-runtime", "b": "cpu-runtime"}))
+    command = (sys.executable, str(two_gpus / "port.py"))
+    run_suite(suite, SuiteOptions(two_gpus / "side", jobs=2, command=command))
+    assert [_ran(two_gpus / "side", n)["spares"] for n in "ab"] == ["0", "0"]
+    run_suite(suite, SuiteOptions(two_gpus / "alone", jobs=1, command=command))
+    assert [_ran(two_gpus / "alone", n)["spares"] for n in "ab"] == [None, None]
+    monkeypatch.setenv("PORTER_SPARES", "2")
+    run_suite(suite, SuiteOptions(two_gpus / "asked", jobs=2, command=command))
+    assert [_ran(two_gpus / "asked", n)["spares"] for n in "ab"] == ["2", "2"]

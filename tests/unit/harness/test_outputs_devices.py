@@ -59,6 +59,23 @@ def test_a_line_reporting_a_device_property_is_named_and_a_result_is_not() -> No
     assert property_lines(original, original).numbers == ()
 
 
+def test_the_cuda_samples_device_banners_are_device_properties() -> None:
+    """Seen on an H100: the samples' banners, original on the GPU, OpenCL port on PoCL's CPU device."""
+    from porter.harness.outputs import property_lines
+
+    original = _out(
+        "CUDA device [NVIDIA H100 80GB HBM3] has 132 Multi-Processors, Compute 9.0\n"
+        "> SM Capability 9.0 detected:\nsum 7\n"
+    )
+    port = _out(
+        "CUDA device [NVIDIA H100 80GB HBM3] has 8 Multi-Processors, Compute 8.0\n"
+        "> SM Capability 8.0 detected:\nsum 8\n"
+    )
+    props = property_lines(original, port)
+    assert props.numbers == (1, 2)
+    assert compare(original, port, varies=props) == ["stdout line 3: original 'sum 7', port 'sum 8'"]
+
+
 # A self-checking program's printout (the shape of a CUDA sample's summary, written here): the error statistic it
 # prints follows the device's rounding, its verdict is its own check against its threshold.
 def _self_check(error: str, verdict: str = "Test passed") -> RunOutput:

@@ -30,6 +30,9 @@ class Scanned:
 
     macros: MacroTable
     scan: FileScan
+    # the build's -D NAME[=VALUE] for the file (decides conditionals a translator must decide: an
+    # OpenCL kernel's parameter list); None: not known
+    defines: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,7 @@ class SourceUnit:
 
     @property
     def scanned(self) -> Scanned:
-        return Scanned(self.macros, self.scan)
+        return Scanned(self.macros, self.scan, self.defines)
 
 
 def load(

@@ -36,7 +36,15 @@ class OpenCLDialect(Dialect):
     ) -> Translation:
         from porter.backends.opencl.translate import translate_to_opencl
 
-        return translate_to_opencl(source, path, include_dirs=include_dirs, scanned=scanned)
+        defines = scanned.defines if scanned is not None else None
+        return translate_to_opencl(
+            source,
+            path,
+            include_dirs=include_dirs,
+            scanned=scanned,
+            defines=defines or (),
+            command_line_known=defines is not None,
+        )
 
     def host_text(self, text: str, device_files: Sequence[tuple[str, Sequence[TranslatedKernel]]]) -> str:
         from porter.backends.opencl.host import entries_of, host_text

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from porter.backends.launches import split_top
+from porter.backends.opencl.conditionals import in_parentheses
 
 from porter.files import decode_text, encode_text
 from porter.model import TranslatedKernel
@@ -46,6 +47,9 @@ class _Kernel:
     params: tuple[str, ...]  # parameter names, "" where unnamed
     template: tuple[tuple[str, bool], ...]  # (name, is a type) per template parameter
     body: tuple[int, int]  # byte range of the body's braces
+    # the parameter list as written when it holds preprocessor conditionals: ("arg", name) and
+    # ("directive", its text) in order; () when it holds none
+    layout: tuple[tuple[str, str], ...] = ()
 
 
 def entries_of(
@@ -116,6 +120,27 @@ def _params(definition: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _layout(definition: Any, directives: Sequence[tuple[int, str]]) -> tuple[tuple[str, str], ...]:
+    """The parameter list of `definition` with the conditional `directives` ((offset, text), masked from
+    the parse) that lie inside it, in order; () when none does."""
+    decl = definition.child_by_field_name("declarator")
+    while decl is not None and decl.type != "function_declarator":
+        decl = decl.child_by_field_name("declarator")
+    plist = decl.child_by_field_name("parameters") if decl is not None else None
+    if plist is None:
+        return ()
+    inside = [(at, ("directive", text)) for at, text in directives if plist.start_byte < at < plist.end_byte]
+    if not inside:
+        return ()
+    params = [
+        (p.start_byte, ("arg", _declared_name(p.child_by_field_name("declarator"))))
+        for p in plist.named_children
+        if p.type != "comment"
+        and not (p.type == "parameter_declaration" and p.text.decode().strip() == "void")
+    ]
+    return tuple(item for _, item in sorted([*params, *inside]))
+
+
 def _template(definition: Any) -> tuple[tuple[str, bool], ...]:
     parent = definition.parent
     if parent is None or parent.type != "template_declaration":
@@ -147,6 +172,8 @@ def _stub(k: _Kernel, instances: Sequence[tuple[TranslatedKernel, str]]) -> list
         if tk.untranslatable:
             why = "; ".join(tk.untranslatable)
             return [f"{indent}porter_opencl::untranslatable({_c_string(tk.name)}, {_c_string(why)});"]
+        if k.layout:
+            return _conditional_launch(k, tk, cl, indent)
         calls, extras = [], iter(tk.extra_args)
         for slot in tk.arg_map or tuple(range(len(k.params))):
             if slot is None:
@@ -206,6 +233,54 @@ def _stub(k: _Kernel, instances: Sequence[tuple[TranslatedKernel, str]]) -> list
     return lines
 
 
+def _extra_calls(extras: Iterable[Mapping[str, Any]]) -> list[str]:
+    calls = []
+    for extra in extras:
+        kind = extra.get("kind")
+        if kind == "constant":
+            calls.append(f".symbol({extra.get('symbol')})")
+        elif kind == "texture":  # the memory bound to the texture reference now
+            symbol = str(extra.get("symbol"))
+            calls.append(f".texref({symbol}, {_c_string(symbol)})")
+        elif kind == "texture_size":  # how many elements that binding holds
+            calls.append(f".texref_size({extra.get('symbol')})")
+        else:
+            calls.append(".local()")
+    return calls
+
+
+def _conditional_launch(k: _Kernel, tk: TranslatedKernel, cl: str, indent: str) -> list[str]:
+    """The launch of a kernel whose parameter list holds preprocessor conditionals: its arguments set in
+    the order written, under the same directives (the ``.cl`` kernel keeps them too, so the host's and
+    the device's preprocessors take the same branches), then the added arguments."""
+    slots = list(tk.arg_map or ())
+    mapped = [s for s in slots if s is not None]
+    trailing = slots[len(mapped) :] if slots else []
+    if mapped != list(range(len(mapped))) or any(s is not None for s in trailing):
+        why = (
+            f"the parameter list of {k.name} holds preprocessor conditionals and its translation "
+            "reorders the arguments: the host stub cannot follow the directives"
+        )
+        return [f"{indent}porter_opencl::untranslatable({_c_string(tk.name)}, {_c_string(why)});"]
+    if any(kind == "arg" and not name for kind, name in k.layout):
+        why = f"a parameter of {k.name} has no name the host stub can pass"
+        return [f"{indent}porter_opencl::untranslatable({_c_string(tk.name)}, {_c_string(why)});"]
+    lines = [
+        f"{indent}porter_opencl::Launch porter_launch({_c_string(tk.entry or tk.name)}, {_c_string(cl)});"
+    ]
+    group: list[str] = []
+    for kind, value in k.layout:
+        if kind == "arg":
+            group.append(f".arg({value})")
+            continue
+        if group:
+            lines.append(f"{indent}porter_launch{''.join(group)};")
+            group = []
+        lines.append(value)  # a directive: at the line's start
+    lines.append(f"{indent}porter_launch{''.join(group)}{''.join(_extra_calls(tk.extra_args))}.run();")
+    return lines
+
+
 def host_text(text: str, entries: Entries) -> str:
     """`text` (a CUDA file of the program) as the OpenCL port's host code; same line count."""
     from porter.grammars import parse
@@ -213,7 +288,12 @@ def host_text(text: str, entries: Entries) -> str:
     data = encode_text(text)
     if b"__global__" not in data and b"__device__" not in data:
         return text
-    tree = parse("cuda", data)
+    # conditionals inside parentheses (a kernel's parameter list): blanked for the parser, kept in the text
+    directives = [(d.start, d.text) for d in in_parentheses(data)]
+    shown = bytearray(data)
+    for d in in_parentheses(data) if directives else ():
+        shown[d.start : d.end] = re.sub(rb"[^\n]", b" ", data[d.start : d.end])
+    tree = parse("cuda", bytes(shown))
     edits: list[tuple[int, int, bytes]] = []
     for fn in _functions(tree.root_node):
         words = _specifiers(fn)
@@ -221,13 +301,23 @@ def host_text(text: str, entries: Entries) -> str:
         if body is None:
             continue
         if "__global__" in words:
-            k = _Kernel(_function_name(fn), _params(fn), _template(fn), (body.start_byte, body.end_byte))
+            k = _Kernel(
+                _function_name(fn),
+                _params(fn),
+                _template(fn),
+                (body.start_byte, body.end_byte),
+                _layout(fn, directives) if directives else (),
+            )
             old = data[body.start_byte : body.end_byte]
             lines = _stub(k, entries.get(k.name, ()))
             rows = old.count(b"\n")
-            if len(lines) + 1 <= rows:
+            if len(lines) + 1 <= rows or any(line.startswith("#") for line in lines):
+                # (directives need lines of their own, even where that moves the lines below)
                 stub = (
-                    "{\n" + "".join(f"    {line}\n" for line in lines) + "\n" * (rows - len(lines) - 1) + "}"
+                    "{\n"
+                    + "".join(f"{'' if line.startswith('#') else '    '}{line}\n" for line in lines)
+                    + "\n" * max(0, rows - len(lines) - 1)
+                    + "}"
                 )
             else:
                 stub = "{ " + " ".join(line.strip() for line in lines) + " }" + "\n" * rows

@@ -52,6 +52,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from porter.backends.opencl import conditionals as _conditionals
 from porter.backends.opencl import textures as _textures
 from porter.backends.opencl.launch import instance_entry, launch_geometry
 from porter.backends.opencl.unit import Unit, build_unit
@@ -450,6 +451,17 @@ def _declared(node: Node | None) -> tuple[Node | None, list[Node]]:
     return node, chain
 
 
+def _typedef_names(node: Node) -> set[str]:
+    """The names a typedef of a type that is no struct, class or union defines (those of plain
+    declarators only: a pointer or array typedef gives none)."""
+    found = set()
+    for d in node.children_by_field_name("declarator"):
+        if d.type != "type_identifier":
+            return set()
+        found.add(_text(d))
+    return found
+
+
 def _type_names(node: Node) -> tuple[set[str], Node | None]:
     """The type names a struct / class / union definition (or a typedef of one) defines, and the
     definition's body (None for a declaration or a typedef of another type)."""
@@ -717,6 +729,11 @@ class _Translator:
         inside: set[int] = set()
         for node in self._type_definitions(self.tree.root_node):
             names, body = _type_names(node)
+            if body is None and node.type == "type_definition":
+                # `typedef vector<bool> Code;`, `typedef unsigned char uint8;`: a host type, or a name
+                # OpenCL C has (its uint8 is a vector), unless device code names it
+                names = _typedef_names(node)
+                body = node if names else None
             if body is None or not names:
                 continue
             defined.append((node, names, _identifiers(node) - names))
@@ -3363,6 +3380,79 @@ def _note_32(tr: _Translator, name: str, lines: Sequence[int], line_row: int) ->
         tr.diags.append(Diagnostic(tr.path, where, f"{name}: warp-size-assumption", reason))
 
 
+# A conditional directive inside parentheses, as the parser is shown it: a comment on the directive's
+# line (its continuation lines left empty), written back by _unmask_conditionals.
+_MARK = "/*porter:pp"
+_MARKED = re.compile(r"/\*porter:pp(\d+)\*/")
+
+
+def _mask_conditionals(
+    unit: Unit, known: dict[str, bool] | None, command_line_known: bool = False
+) -> tuple[list[_conditionals.Directive], dict[int, bool | None]]:
+    """The conditional directives inside parentheses of `unit` (a parameter list's ``#ifdef``) and the
+    value of each branch with the macros above it; each is replaced in `unit` by a marker comment the
+    parser reads past, its lines kept."""
+    data = unit.text.encode("utf-8", "surrogateescape")
+    directives = _conditionals.in_parentheses(data)
+    if not directives:
+        return [], {}
+    if command_line_known:
+        known = _conditionals.undefined_by_default(data, directives, known)
+    values = _conditionals.branch_values(data, known)
+    for i, d in enumerate(directives):
+        line = unit.lines[d.row]
+        indent = line[: len(line) - len(line.lstrip(" \t"))]
+        unit.lines[d.row] = f"{indent}{_MARK}{i}*/"
+        for extra in range(1, d.rows):
+            unit.lines[d.row + extra] = ""
+    return directives, values
+
+
+def _unmask_conditionals(
+    text: str, directives: Sequence[_conditionals.Directive], inline: bool = False
+) -> str:
+    """`text` with each marker of :func:`_mask_conditionals` written back as its directive (on its own
+    line); a marker elsewhere (quoted in a comment or a diagnostic) as the directive's words."""
+    if not directives or _MARK not in text:
+        return text
+
+    def back(m: re.Match[str]) -> str:
+        d = directives[int(m.group(1))]
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        alone = not text[start : m.start()].strip() and not text[m.end() : end if end >= 0 else None].strip()
+        if alone and not inline:
+            return d.text
+        return _conditionals.describe(d).replace("*/", "* /")
+
+    return _MARKED.sub(back, text)
+
+
+def _live_params(
+    tr: _Translator, k: _Fn, directives: Sequence[_conditionals.Directive], values: dict[int, bool | None]
+) -> tuple[int, str | None]:
+    """How many of kernel `k`'s parameters the program's build passes (those its parameter list's
+    conditionals leave in), and the refusal when porter cannot decide them (None: none to refuse)."""
+    if not directives or not k.params:
+        return len(k.params), None
+    plist = k.params[0].node.parent or k.params[0].node
+    first, last = plist.start_point[0], plist.end_point[0]
+    inside = [d for d in directives if first <= d.row <= last]
+    if not inside:
+        return len(k.params), None
+    live, undecided = _conditionals.liveness([p.node.start_point[0] for p in k.params], inside, values)
+    if undecided is None:
+        return sum(live), None
+    path, line = tr.unit.origin(undecided.row)
+    construct = _conditionals.describe(undecided)
+    reason = (
+        f"a preprocessor conditional in the parameter list of {k.name} that porter cannot decide "
+        "(its macros are not defined above it, nor by -D/-U): which arguments the program passes is unknown"
+    )
+    tr.diags.append(Diagnostic(path, line, construct[:120], reason, Severity.ERROR))
+    return len(k.params), f"{construct[:120]}: {reason}"
+
+
 def _guard(text: str, requires: Sequence[str]) -> str:
     """`text` inside ``#if <the requirements' guards>``; unchanged when nothing is required."""
     table = requirements()
@@ -3395,22 +3485,41 @@ def translate_to_opencl(
     include_dirs: Sequence[str] = (),
     subgroups: bool = True,
     scanned: Scanned | None = None,
+    defines: Sequence[str] = (),
+    undefines: Sequence[str] = (),
+    command_line_known: bool = False,
 ) -> Translation:
     """Translate every kernel of a CUDA file into one self-contained OpenCL C program; UsageError
     for a file nested too deeply to walk.  ``scanned``: the file's scan and macro table, when the
-    caller holds them (else made here)."""
+    caller holds them (else made here).  ``defines``/``undefines``: the build's ``-D NAME[=VALUE]`` and
+    ``-U NAME``, which decide the conditionals of parameter lists (:mod:`.conditionals`);
+    ``command_line_known``: they are the build's whole command line, so a macro of the program's own
+    (:func:`.conditionals.program_macro`) that they do not define is undefined until a file defines it."""
     from porter.errors import too_deeply_nested
 
     try:
         return _translate_to_opencl(
-            source, path, include_dirs=include_dirs, subgroups=subgroups, scanned=scanned
+            source,
+            path,
+            include_dirs=include_dirs,
+            subgroups=subgroups,
+            scanned=scanned,
+            known=_conditionals.known_from(defines, undefines),
+            command_line_known=command_line_known,
         )
     except RecursionError:
         raise too_deeply_nested(path) from None
 
 
 def _translate_to_opencl(
-    source: str, path: str, *, include_dirs: Sequence[str], subgroups: bool, scanned: Scanned | None
+    source: str,
+    path: str,
+    *,
+    include_dirs: Sequence[str],
+    subgroups: bool,
+    scanned: Scanned | None,
+    known: dict[str, bool] | None = None,
+    command_line_known: bool = False,
 ) -> Translation:
     from porter.scan import scan_source
     from porter.scan.macros import collect, spelled_out
@@ -3434,6 +3543,7 @@ def _translate_to_opencl(
         # `KERNEL void k()` -> `__global__ void k()`: the translator reads qualifiers from the tree
         rewrite=lambda text: spelled_out(text, macros),
     )
+    directives, values = _mask_conditionals(unit, known, command_line_known)
     tr = _Translator(unit, path, subgroups, scan, source)
     tr.collect()
     instances = tr.run()
@@ -3452,7 +3562,9 @@ def _translate_to_opencl(
     for k, args, entry, res in instances:
         reached = tr.reach(res)
         errors = [e for r in reached for e in r.errors]
-        n = len(k.params)
+        n, undecided = _live_params(tr, k, directives, values)
+        if undecided is not None:
+            errors.append(undecided)
         needs = {q for r in reached for q in r.requires}
         if needs and not errors:
             lines = _assumes_32(tr, reached, scan)
@@ -3549,9 +3661,12 @@ def _translate_to_opencl(
         prelude.append(fast)
     text = "\n".join(prelude) + "\n\n" + body
     text = re.sub(r"\n[ \t]*\n(?:[ \t]*\n)+", "\n\n", text).strip("\n") + "\n"
+    text = _unmask_conditionals(text, directives)
     seen: set[tuple[str, int, str, str]] = set()
     diags: list[Diagnostic] = []
     for d in sorted(tr.diags, key=lambda d: (d.path, d.line)):
+        if _MARK in d.construct:
+            d = replace(d, construct=_unmask_conditionals(d.construct, directives, inline=True))
         diag_key = (d.path, d.line, d.construct, d.reason)
         if diag_key not in seen:
             seen.add(diag_key)

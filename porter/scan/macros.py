@@ -138,11 +138,17 @@ _DIRECTIVE = re.compile(
 )
 
 
-def dead_ranges(source: bytes, known: Mapping[str, bool] | None = None) -> list[tuple[int, int]]:
+def dead_ranges(
+    source: bytes,
+    known: Mapping[str, bool] | None = None,
+    values: dict[int, bool | None] | None = None,
+) -> list[tuple[int, int]]:
     """Byte ranges of ``source`` that a preprocessor reading it as CUDA never compiles: the branches of
     ``#if``/``#ifdef``/``#ifndef``/``#elif``/``#else`` whose condition is known to be false, given
     :data:`KNOWN_MACROS` and the macros the source itself ``#define``s / ``#undef``s above the
-    conditional.  A condition naming anything else is unknown: both its branches stay."""
+    conditional.  A condition naming anything else is unknown: both its branches stay.  ``values``,
+    when given, gets each ``#if``/``#ifdef``/``#ifndef``/``#elif``/``#else`` line's start -> whether
+    the branch it opens is taken (None: unknown), its enclosing conditionals aside."""
     if b"#" not in source:
         return []
     defined: dict[str, bool] = dict(KNOWN_MACROS if known is None else known)
@@ -168,6 +174,8 @@ def dead_ranges(source: bytes, known: Mapping[str, bool] | None = None) -> list[
                 if kind == "ifndef" and value is not None:
                     value = not value
             stack.append([value, value is True, value is not False, -1])
+            if values is not None:
+                values[m.start()] = value
         elif kind in ("elif", "else") and stack:
             frame = stack[-1]
             if frame[1]:
@@ -179,6 +187,8 @@ def dead_ranges(source: bytes, known: Mapping[str, bool] | None = None) -> list[
                 if frame[2] and value is True:
                     value = None
             frame[0] = value
+            if values is not None:
+                values[m.start()] = value
             frame[1] = bool(frame[1]) or value is True
             frame[2] = bool(frame[2]) or value is not False
         elif kind == "endif" and stack:

@@ -108,7 +108,9 @@ class ProgramPlan:
                     data, path = encode_text(text), str(f.path)
                     try:
                         macros = collect([(path, data)], self.program.include_dirs)
-                        found = Scanned(macros, scan_source(data, path, self.dialect, macros))
+                        found = Scanned(
+                            macros, scan_source(data, path, self.dialect, macros), self.defines_for(f)
+                        )
                     except (PorterError, RecursionError, ValueError):
                         found = None
                 self._scans[f.path] = found
@@ -178,8 +180,11 @@ class ProgramPlan:
 
     def _key(self, target: str, f: ProgramFile, text: str) -> str:
         if (target, f.path) not in self._keys:
+            options = dict(self.options.get(target) or {})
+            if self.defines_for(f):  # they decide conditionals a translation must decide
+                options["-D"] = "\n".join(self.defines_for(f))
             self._keys[(target, f.path)] = translation_key(
-                target, encode_text(text), str(f.path), self.program.include_dirs, self.options.get(target)
+                target, encode_text(text), str(f.path), self.program.include_dirs, options
             )
         return self._keys[(target, f.path)]
 
@@ -241,7 +246,15 @@ class ProgramPlan:
             max_workers=min(self.jobs, len(todo)), mp_context=multiprocessing.get_context(method)
         ) as pool:
             futures = {
-                f: pool.submit(_translate_job, target, text, str(f.path), self.program.include_dirs, options)
+                f: pool.submit(
+                    _translate_job,
+                    target,
+                    text,
+                    str(f.path),
+                    self.program.include_dirs,
+                    options,
+                    self.scanned(f),
+                )
                 for f, text in todo.items()
             }
             for f, fut in futures.items():

@@ -50,7 +50,9 @@ def snapshot() -> dict[int, tuple[int, float, str]]:
             continue
         try:
             stat = Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()
-            cmd = Path(f"/proc/{entry.name}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cmd = (
+                Path(f"/proc/{entry.name}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            )
         except (OSError, IndexError):
             continue
         out[int(entry.name)] = (int(stat[1]), (int(stat[11]) + int(stat[12])) / HZ, cmd.strip())

@@ -7,6 +7,8 @@ The rule (data: ``outputs.toml``; documented in docs/REPORT_FORMAT.md):
   rate unit, or a word such as "time" / "throughput") is masked; in every other line the text between
   numbers must be equal (runs of spaces count as one) and each number must agree within
   ``atol + rtol * |original|``;
+* a stdout line the program prints from a timer, found in its source (:mod:`porter.scan.timers`: the rule's
+  ``timers``, a pattern per print statement), is masked too, and :func:`timer_notes` says which and why;
 * the verdict words each run prints (PASS/FAIL, passed/failed...) must be the same, in order;
 * every file a run wrote or changed in its scratch folder must be written by the other too, with the
   same content: text compared as stdout is, other files byte for byte.
@@ -37,12 +39,15 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import IO, Any
 
+from porter.scan.timers import PrintedTimer
+
 _NUMBER = re.compile(
     r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|Inf|INF)(?![A-Za-z])"
 )
 _CHUNK = 1 << 20
 _SHOWN_WORDS = 30  # verdict words shown per run in a difference (the count says how many there were)
 _DESCRIBED = 20  # lines that vary between two runs of the original, listed one by one
+_TIMED_CHARS = 4096  # a longer line is never taken for one printed from a timer (their patterns stay cheap)
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,14 @@ class Rule:
     max_varying_lines: int = 10_000
     device_property_words: tuple[str, ...] = ()
     error_statistic_words: tuple[str, ...] = ()
+    # the stdout lines the program prints from a timer (found in its source, not data): masked as time lines
+    timers: tuple[PrintedTimer, ...] = ()
+
+    @functools.cached_property
+    def timed(self) -> re.Pattern[str] | None:
+        """Any stdout line a print statement of the rule's ``timers`` writes (None: none)."""
+        mine = [t.pattern for t in self.timers if t.stream == "stdout"]
+        return re.compile("|".join(f"(?:{p})" for p in mine), re.S) if mine else None
 
     @functools.cached_property
     def masked(self) -> re.Pattern[str]:
@@ -117,8 +130,40 @@ class RunOutput:
     files: dict[str, Written] = field(default_factory=dict)
 
 
-def is_masked(line: str, rule: Rule) -> bool:
-    return bool(rule.masked.search(line))
+def with_timers(rule: Rule, timers: Iterable[PrintedTimer]) -> Rule:
+    """`rule` with the lines a program prints from a timer masked as well (:mod:`porter.scan.timers`)."""
+    return replace(rule, timers=tuple(timers))
+
+
+def _timed(line: str, rule: Rule) -> bool:
+    return rule.timed is not None and len(line) <= _TIMED_CHARS and rule.timed.fullmatch(line) is not None
+
+
+def is_masked(line: str, rule: Rule, timed: bool = True) -> bool:
+    """Whether `line` is left out of a comparison: it reports time or throughput, or (`timed`: a line of stdout)
+    the program printed it from a timer."""
+    return bool(rule.masked.search(line)) or (timed and _timed(line, rule))
+
+
+def timer_notes(stdout: str | Path, rule: Rule) -> list[str]:
+    """Why each line of `stdout` (the original's) that only the program's source shows to be a time is not
+    compared: the print statement and the timer value it prints.  (A line the rule masks by its words or units
+    anyway is not listed.)"""
+    if rule.timed is None:
+        return []
+    mine = [(t, re.compile(t.pattern, re.S)) for t in rule.timers if t.stream == "stdout"]
+    said: list[str] = []
+    count = 0
+    for n, line in enumerate(_lines(stdout), 1):
+        if rule.masked.search(line) or not _timed(line, rule):
+            continue
+        count += 1
+        if len(said) < _DESCRIBED:
+            where = next((t.where() for t, p in mine if p.fullmatch(line)), "")
+            said.append(f"stdout line {n} printed from a timer ({where}): not compared")
+    if count > len(said):
+        said.append(f"... and {count - len(said)} more stdout line(s) printed from a timer")
+    return said
 
 
 def _lines(source: str | bytes | Path) -> Iterator[str]:
@@ -184,9 +229,10 @@ def _lines_differ(a: str, b: str, rule: Rule) -> bool:
     return ta != tb or len(na) != len(nb) or not all(_close(x, y, rule) for x, y in zip(na, nb, strict=True))
 
 
-def _kept(source: str | bytes | Path, rule: Rule) -> Iterator[tuple[int, str]]:
-    """(line number, line) of the lines compared: the masked ones left out."""
-    return ((n, line) for n, line in enumerate(_lines(source), 1) if not is_masked(line, rule))
+def _kept(source: str | bytes | Path, rule: Rule, timed: bool = True) -> Iterator[tuple[int, str]]:
+    """(line number, line) of the lines compared: the masked ones left out (`timed`: stdout, where the lines
+    printed from a timer are masked too)."""
+    return ((n, line) for n, line in enumerate(_lines(source), 1) if not is_masked(line, rule, timed))
 
 
 def _text_differences(
@@ -195,8 +241,9 @@ def _text_differences(
     where: str,
     rule: Rule,
     skip: frozenset[int] = frozenset(),
+    timed: bool = True,
 ) -> Iterator[str]:
-    for k, (a, b) in enumerate(zip_longest(_kept(original, rule), _kept(other, rule))):
+    for k, (a, b) in enumerate(zip_longest(_kept(original, rule, timed), _kept(other, rule, timed))):
         if k in skip:
             continue
         if a is None:
@@ -514,7 +561,7 @@ def _file_differences(name: str, fa: Written, fb: Written, rule: Rule) -> Iterat
             yield f"file {name}: differs ({da[0]} bytes in the original, {db[0]} in the port)"
         return
     if _is_text(fa) and _is_text(fb):
-        yield from _text_differences(fa, fb, f"file {name}", rule)
+        yield from _text_differences(fa, fb, f"file {name}", rule, timed=False)
         return
     at = _first_difference(fa, fb)
     if at is not None:
@@ -610,8 +657,10 @@ __all__ = [
     "default_rule",
     "is_masked",
     "snapshot",
+    "timer_notes",
     "unstable",
     "verdict_words",
+    "with_timers",
     "with_tolerance",
     "written_files",
 ]

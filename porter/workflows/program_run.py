@@ -57,6 +57,7 @@ from porter.harness.outputs import (
     property_lines,
     snapshot,
     statistic_lines,
+    timer_notes,
     unstable,
     width_lines,
     written_files,
@@ -612,6 +613,8 @@ class _Runner:
                     for d in described
                 )
                 rec.reason = "; ".join(part for part in (rec.reason, said) if part)
+        timed = timer_notes(original.stdout, self.rule)  # printed from a timer, as the program's source shows
+        rec.reason = "; ".join(part for part in (rec.reason, *timed) if part)
         rec.differences = compare(original, mine, self.rule, varies)
         rec.status = "differs" if rec.differences else "matches"
         if rec.differences and not _same_device(rec.against, rec.device):

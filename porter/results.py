@@ -431,10 +431,10 @@ class ProgramReport:
         instance judged on several devices counts once: failed if it failed on any, else validated if
         it validated on any, else compiled, else not replayable."""
         rank = REPLAY_RANK
-        best: dict[str, dict[str, KernelReplay]] = {}
+        best: dict[str, dict[tuple[str, str], KernelReplay]] = {}
         for k in self.kernels:
             for r in k.replays:
-                name = r.instance or k.name
+                name = (k.file, r.instance or k.name)  # (two programs of a folder: one name, two kernels)
                 mine = best.setdefault(r.variant, {})
                 if name not in mine or rank.get(r.status, 4) < rank.get(mine[name].status, 4):
                     mine[name] = r

@@ -216,7 +216,11 @@ class _Porter:
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(f.path, dest)
                 continue
-            _write_bytes(dest, encode_text(dialect.host_text(text, held)))
+            # its own unit's kernels first: two programs in one folder (Rodinia's cfd) each define a kernel
+            # of the same name, and a unit's launches are of its own
+            own = f.rel.with_name(f.rel.stem + dialect.suffix).as_posix()
+            mine = [h for h in held if h[0] == own] + [h for h in held if h[0] != own]
+            _write_bytes(dest, encode_text(dialect.host_text(text, mine)))
             self._locate_instances(f)  # a header's kernels: defined there, not in the unit including it
             with self.lock:
                 if f.path not in {u.path for u in self.program.units}:

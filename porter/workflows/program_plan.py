@@ -386,6 +386,16 @@ class ProgramPlan:
                 options,
                 headers=self.tree_digest(target, f),
             )
+        # a kernel of that name in several units (a folder of several programs, Rodinia's cfd): the one
+        # the kernel's own unit translated
+        home_file = self.file(self.home(rel))
+        if home_file is not None and str(home_file.rel) != where and home_file in self.program.units:
+            mine = self.translation(target, home_file)
+            if not isinstance(mine, str) and any(
+                (k.name in (name, kernel) or spelled(k.name) == wanted) and not k.untranslatable
+                for k in mine.kernels
+            ):
+                where = str(home_file.rel)
         f = self.file(where)
         tr = self.translation(target, f) if f is not None else "not in the program"
         tk: TranslatedKernel | None = (

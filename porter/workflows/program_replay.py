@@ -462,13 +462,13 @@ def _replay(
     launches = struct_lanes(launches, plan)
     said = {k.name: k.targets for k in report.kernels}  # what each translation said of a kernel
     grouped = capture.by_kernel(launches)
-    for n, (name, las) in enumerate(grouped.items(), 1):
-        pk = kernel_of(name, kernels)
+    groups = _by_definition(plan, report, grouped, kernels)
+    for n, (name, las, pk) in enumerate(groups, 1):
         if pk is None:
             report.notes.append(f"captured launches of {name}: not a kernel porter found in the program")
             continue
-        say(f"replaying {name} ({len(las)} captured launch(es)): {n}/{len(grouped)}")
-        k_scan = scanned.get(pk.name)
+        say(f"replaying {name} ({len(las)} captured launch(es)): {n}/{len(groups)}")
+        k_scan = scanned.get(pk.name) if kernels.get(pk.name) is pk else kernel_scan(plan, pk.name, pk.file)
         atomics = tuple(k_scan.atomics) if k_scan is not None else ()
         # the arrays the kernel stores through (its scan): what a launch that changed nothing is poisoned in
         written = (
@@ -536,6 +536,62 @@ def _replay(
     for k in report.kernels:
         for row in k.replays:
             row.captured_on = captured_on.get(row.instance, "")
+
+
+def _by_definition(
+    plan: ProgramPlan,
+    report: ProgramReport,
+    grouped: Mapping[str, list[capture.Launch]],
+    kernels: Mapping[str, ProgramKernel],
+) -> list[tuple[str, list[capture.Launch], ProgramKernel | None]]:
+    """The captured launches of each kernel instance with the kernel they ran.  Where the program defines
+    a kernel of that name in several files (a folder of several programs: Rodinia's cfd, whose four
+    executables each define ``cuda_compute_flux``), a launch ran the definition its run's executable
+    reaches, and each definition gets its own row, judged by its own launches only."""
+    runs = _run_units(plan, report)
+    out: list[tuple[str, list[capture.Launch], ProgramKernel | None]] = []
+    for name, las in grouped.items():
+        pk = kernel_of(name, kernels)
+        defined = _definitions(plan, pk.name) if pk is not None else []
+        if pk is None or len(defined) < 2:
+            out.append((name, las, pk))
+            continue
+        parts: dict[str, list[capture.Launch]] = {}
+        for la in las:
+            unit = runs.get(la.run)
+            reached = (
+                {unit, *(str(h.rel) for h in plan.reached(f))} if unit and (f := plan.file(unit)) else set()
+            )
+            where = next((d for d, _line in defined if d in reached), pk.file)
+            parts.setdefault(where, []).append(la)
+        for where, part in parts.items():
+            row = next((k for k in report.kernels if k.name == pk.name and k.file == where), None)
+            if row is None:
+                line = next((ln for d, ln in defined if d == where), 0)
+                row = ProgramKernel(pk.name, where, line, targets=dict(pk.targets))
+                report.kernels.append(row)
+            out.append((name, part, row))
+    return out
+
+
+def _definitions(plan: ProgramPlan, name: str) -> list[tuple[str, int]]:
+    """The files of the program that define a kernel `name`, with its line: one for most programs."""
+    return [
+        (str(f.rel), line)
+        for f in plan.program.files
+        if plan.uses_cuda(f)
+        for n, line in plan.facts(f).kernels
+        if n == name
+    ]
+
+
+def _run_units(plan: ProgramPlan, report: ProgramReport) -> dict[int, str]:
+    """Each --run's number -> the unit whose executable it ran (from the builds' executables)."""
+    by_exe: dict[str, str] = {}
+    for b in report.builds:
+        for unit, exe in b.executables.items():
+            by_exe.setdefault(Path(exe).name, unit)
+    return {n: by_exe[run.executable] for n, run in enumerate(report.runs, 1) if run.executable in by_exe}
 
 
 def _as_captured(planned: PlannedVariant, defines: Sequence[str]) -> PlannedVariant:

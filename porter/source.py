@@ -33,6 +33,10 @@ class Scanned:
     # the build's -D NAME[=VALUE] for the file (decides conditionals a translator must decide: an
     # OpenCL kernel's parameter list); None: not known
     defines: tuple[str, ...] | None = None
+    # the scans of the files it reaches through `#include "..."` (absolute path, scan), where the caller
+    # holds them: a template kernel's instances are those launched anywhere in the unit (Rodinia huffman's
+    # main file includes scan.cu, which launches prescan<true, false>); a file not here is scanned when needed
+    included: tuple[tuple[str, FileScan], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ Decisions worth knowing:
   T* tex`` and ``uint tex_size``, threaded through helpers like ``__constant__`` variables; a fetch
   is a plain load, zero outside the bound range (:mod:`.textures`);
 * templated kernels are emitted once per template-argument tuple found at launch sites
-  (``axpby<float>`` -> ``axpby_float``);
+  (``axpby<float>`` -> ``axpby_float``), the file's and those of each file it inlines (an
+  ``#include "scan.cu"`` whose host code launches ``prescan<true, false>``);
 * a shared-memory accessor template (the CUDA samples' ``SharedMemory<T>``: member functions
   that only return an ``extern __shared__`` array) is omitted, and its uses in a kernel
   (``SharedMemory<T>()``, ``smem.getPointer()``) become that same dynamic ``__local`` argument
@@ -59,7 +60,7 @@ from porter.backends.opencl.unit import Unit, build_unit
 from porter.grammars import parse
 from tree_sitter import Node
 
-from porter.model import Diagnostic, FileScan, Severity, TranslatedKernel, Translation
+from porter.model import Diagnostic, FileScan, LaunchSite, Severity, TranslatedKernel, Translation
 from porter.scan.instances import instance_name, template_instantiations
 from porter.source import Scanned
 from porter.translate.common import COMMENT, IDENT, NUMBER, PUNCT, Token, c_tokens
@@ -616,12 +617,25 @@ def _identifiers(node: Node | None) -> set[str]:
 
 
 class _Translator:
-    def __init__(self, unit: Unit, path: str, subgroups: bool, scan: Any, source: str):
+    def __init__(
+        self,
+        unit: Unit,
+        path: str,
+        subgroups: bool,
+        scan: Any,
+        source: str,
+        launched: Sequence[_Launches] = (),
+    ):
         self.unit = unit
         self.path = path
         self.subgroups = subgroups
         self.scan = scan
         self.source = source
+        # the launches of the unit: the main file's, then those of each file it inlines
+        self.launched: list[_Launches] = [
+            _Launches(path, source, tuple(scan.launches) if scan is not None else ()),
+            *launched,
+        ]
         self.t = tables()
         self._fields: dict[str, dict[str, str]] | None = (
             None  # struct -> field -> type (field_type, on first need)
@@ -741,7 +755,7 @@ class _Translator:
         # the template arguments of the host's launches name types the instances use
         used = {
             k.text
-            for launch in (self.scan.launches if self.scan else ())
+            for launch in self.launches()
             for a in launch.template_args
             for k in c_tokens(a)
             if k.kind == IDENT
@@ -1196,12 +1210,29 @@ class _Translator:
             self.queue.append(key)
         return self.variants[key]
 
+    def launches(self) -> list[LaunchSite]:
+        """Every launch of the unit: the main file's and those of the files it inlines."""
+        return [launch for src in self.launched for launch in src.launches]
+
+    def instantiations(self, templated: Sequence[str]) -> dict[str, list[tuple[str, ...]]]:
+        """The template-argument tuples each templated kernel is launched with anywhere in the unit (the
+        main file first, then each inlined file, in the order inlined), each file's launches resolved
+        against its own host templates; a launch none resolves is a warning naming its file and line."""
+        found: dict[str, list[tuple[str, ...]]] = {}
+        for src in self.launched:
+            if not any(launch.kernel in templated for launch in src.launches):
+                continue
+            inst = template_instantiations(src.source, src.launches, templated)
+            for kname, line, why in inst.unresolved:
+                self.diags.append(Diagnostic(src.path, line, f"{kname}<...> launch", why, Severity.WARNING))
+            for kname, tuples in inst.found.items():
+                seen = found.setdefault(kname, [])
+                seen += [t for t in tuples if t not in seen]
+        return found
+
     def run(self) -> list[tuple[_Fn, tuple[str, ...], str, _Result]]:
         """Translate every kernel instantiation, then every helper variant they reach."""
-        templated = [k.name for k in self.kernels if k.tparams]
-        inst = template_instantiations(self.source, self.scan.launches if self.scan else (), templated)
-        for kname, line, why in inst.unresolved:
-            self.diags.append(Diagnostic(self.path, line, f"{kname}<...> launch", why, Severity.WARNING))
+        found = self.instantiations([k.name for k in self.kernels if k.tparams])
         out: list[tuple[_Fn, tuple[str, ...], str, _Result]] = []
         for k in self.kernels:
             if not k.tparams:
@@ -1215,7 +1246,7 @@ class _Translator:
                     )
                 out.append((k, (), entry, _Body(self, k, {}, {}).translate(entry)))
                 continue
-            tuples = inst.found.get(k.name, [])
+            tuples = found.get(k.name, [])
             if not tuples:
                 self.diag(
                     k.node,
@@ -3511,6 +3542,52 @@ def translate_to_opencl(
         raise too_deeply_nested(path) from None
 
 
+@dataclass(frozen=True)
+class _Launches:
+    """The launches of one file of a unit, with its text (whose host templates resolve them)."""
+
+    path: str
+    source: str
+    launches: tuple[LaunchSite, ...]
+
+
+_LAUNCH_HINT = re.compile(r"<<<|LaunchKernel")
+
+
+def _included_launches(unit: Unit, path: str, scanned: Scanned | None, macros: Any) -> list[_Launches]:
+    """The launches of each file `unit` inlines (an ``#include "scan.cu"`` whose host code launches
+    ``prescan<true, false>``): the compiler instantiates a template kernel for every launch in the
+    translation unit, so the OpenCL program holds the instances launched there too.  A file's scan is the
+    caller's (``scanned.included``) where it holds one, else made here; a file that names no launch is
+    not scanned."""
+    from porter.errors import UsageError
+    from porter.files import read_text
+    from porter.scan import scan_source
+
+    held = {str(Path(p).resolve()): s for p, s in (scanned.included if scanned is not None else ())}
+    main = str(Path(path).resolve()) if path != "<input>" else path
+    out: list[_Launches] = []
+    for inc in dict.fromkeys(unit.included):
+        key = str(Path(inc).resolve())
+        if key == main:
+            continue
+        try:
+            text = read_text(inc)
+        except UsageError:
+            continue
+        if not _LAUNCH_HINT.search(text):
+            continue
+        scan = held.get(key)
+        if scan is None:
+            try:
+                scan = scan_source(text.encode("utf-8", "surrogateescape"), inc, "cuda", macros)
+            except Exception:  # noqa: BLE001 - the scan is only an aid (its launches); translation goes on
+                continue
+        if scan.launches:
+            out.append(_Launches(inc, text, tuple(scan.launches)))
+    return out
+
+
 def _translate_to_opencl(
     source: str,
     path: str,
@@ -3544,10 +3621,11 @@ def _translate_to_opencl(
         rewrite=lambda text: spelled_out(text, macros),
     )
     directives, values = _mask_conditionals(unit, known, command_line_known)
-    tr = _Translator(unit, path, subgroups, scan, source)
+    launched = _included_launches(unit, path, scanned, macros)
+    tr = _Translator(unit, path, subgroups, scan, source, launched)
     tr.collect()
     instances = tr.run()
-    launch_args = [a for launch in (scan.launches if scan else ()) for a in launch.template_args]
+    launch_args = [a for launch in tr.launches() for a in launch.template_args]
     _macro_edits(tr, _referenced(tr, launch_args, path), path)
 
     # Helper variants: emitted where the helper was defined.

@@ -116,6 +116,20 @@ class ProgramPlan:
                 self._scans[f.path] = found
             return self._scans[f.path]
 
+    def scanned_unit(self, target: str, f: ProgramFile) -> Scanned | None:
+        """:meth:`scanned`; for a device-only `target` (which translates a unit with the files it inlines)
+        with the scans of the files `f` reaches that launch kernels (``Scanned.included``): the translation
+        sees their launches without scanning them again."""
+        import dataclasses
+
+        found = self.scanned(f)
+        if found is None or get_dialect(target).single_source:
+            return found
+        scans = ((str(g.path), self.scan(g)) for g in self.reached(f) if self.text(g) is not None)
+        return dataclasses.replace(
+            found, included=tuple((p, s) for p, s in scans if s is not None and s.launches)
+        )
+
     def scan(self, f: ProgramFile) -> FileScan | None:
         found = self.scanned(f)
         return found.scan if found is not None else None
@@ -209,7 +223,12 @@ class ProgramPlan:
             if self._recall(target, f, text):
                 return self._made[(target, f.path)]
         made = _translate_job(
-            target, text, str(f.path), self.program.include_dirs, self.options.get(target), self.scanned(f)
+            target,
+            text,
+            str(f.path),
+            self.program.include_dirs,
+            self.options.get(target),
+            self.scanned_unit(target, f),
         )
         with self.lock:
             if (target, f.path) not in self._made:
@@ -253,7 +272,7 @@ class ProgramPlan:
                     str(f.path),
                     self.program.include_dirs,
                     options,
-                    self.scanned(f),
+                    self.scanned_unit(target, f),
                 )
                 for f, text in todo.items()
             }

@@ -1,0 +1,52 @@
+"""`porter port DIR --to opencl --run ""` on a program whose template kernel (defined in kernels.cuh) is
+launched, as two instances, only from a .cu file the main file includes (helpers.cu), as Rodinia's huffman
+launches prescan<true, false> from scan.cu: both instances are in the main unit's OpenCL program, the
+program matches the original on the CPU OpenCL devices and both instances are validated."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAM = ROOT / "tests" / "fixtures" / "programs" / "included_launches"
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU runtime needs g++")
+def test_instances_launched_from_an_included_file_port_to_a_matching_opencl_program(tmp_path: Path) -> None:
+    from porter.plan import run_devices
+
+    if not run_devices("opencl"):
+        pytest.skip("no OpenCL device here")
+    out = tmp_path / "out"
+    args = ["port", str(PROGRAM), "--to", "opencl", "--run", "", "--toolchains", "cpu-runtime,opencl"]
+    r = subprocess.run(
+        [sys.executable, "-m", "porter", *args, "--out", str(out), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+    )
+    assert r.returncode == 0, r.stderr[-2000:] + r.stdout[-2000:]
+    doc = json.loads(r.stdout)
+    assert doc["program"]["verdicts"]["opencl"]["status"] == "matches", doc["program"]["verdicts"]
+    rows = [row for k in doc["kernels"] for row in k.get("replays", []) if row["variant"] == "opencl"]
+    assert {row["instance"] for row in rows} == {"transform<true>", "transform<false>"}, rows
+    assert all(row["status"] == "validated" for row in rows), rows
+    mapping = json.loads((out / "opencl" / "main.launch.json").read_text())
+    assert [(k["name"], k["entry"]) for k in mapping["kernels"]] == [
+        ("transform<true>", "transform_true"),
+        ("transform<false>", "transform_false"),
+    ]
+    assert not any(k["untranslatable"] for k in mapping["kernels"])
+    host = (out / "opencl" / "kernels.cuh").read_text()
+    assert 'porter_launch("transform_true", "main.cl")' in host
+    assert 'porter_launch("transform_false", "main.cl")' in host
+    assert "no_instances(" not in host

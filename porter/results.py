@@ -398,6 +398,16 @@ class ProgramReport:
                 if r.variant == "original" and r.status == "failed" and r.reason.startswith("undefined:")
             }
         )
+        # original kernels that gave two different results on one input (a race, an uninitialised read): the
+        # program's own output may move with them, the original's run as much as the port's
+        racing = sorted(
+            {
+                r.instance or k.name
+                for k in self.kernels
+                for r in k.replays
+                if r.variant == "original" and r.status == "failed" and r.reason.startswith("deterministic:")
+            }
+        )
         for target in self.targets:
             mine = [v for r in self.runs for v in r.variants if v.variant == target]
             differs = [v for v in mine if v.status == "differs"]
@@ -410,6 +420,12 @@ class ProgramReport:
                         f" (the original's {', '.join(undefined)} "
                         f"{'depends' if len(undefined) == 1 else 'depend'} on warp-shuffle lanes CUDA leaves "
                         "undefined, which a device may read otherwise: see the kernel replays)"
+                    )
+                if racing:
+                    detail += (
+                        f" (the original's {', '.join(racing)} {'gives' if len(racing) == 1 else 'give'} "
+                        "different results in two runs on one input, a race or an uninitialised read, so its "
+                        "program's output may differ from run to run: see the kernel replays)"
                     )
                 out[target] = {"status": "differs", "detail": detail}
             elif failed:

@@ -94,3 +94,21 @@ def test_a_program_that_differs_names_the_original_kernels_that_depend_on_undefi
         "detail": "on opencl:Intel: verdict: FAIL vs PASS (the original's reduce7<int, 4u, true> depends on "
         "warp-shuffle lanes CUDA leaves undefined, which a device may read otherwise: see the kernel replays)",
     }
+
+
+def test_a_program_that_differs_names_the_original_kernels_that_race() -> None:
+    """Rodinia's huffman: pack2 mixes plain stores with neighbours' atomicOr on one word, so its original gives
+    two results on one input; the OpenCL program that differs by one line says so."""
+    report = ProgramReport(root="r", out_dir="o", targets=("opencl",))
+    report.kernels = [ProgramKernel("pack2", "pack_kernels.cu", 1)]
+    report.kernels[0].replays = [
+        KernelReplay("original", "cpu:cpu-emulator", "failed",
+                     "deterministic: arg3[114] differs between two runs on the same input", instance="pack2"),
+    ]  # fmt: skip
+    differs = RunResult("opencl", "opencl", "opencl:PoCL", "differs", differences=["stdout line 9: missing"])
+    report.runs = [ProgramRun("", "x", variants=[differs])]
+    assert report.verdicts()["opencl"]["detail"] == (
+        "on opencl:PoCL: stdout line 9: missing (the original's pack2 gives different results in two runs on one "
+        "input, a race or an uninitialised read, so its program's output may differ from run to run: see the "
+        "kernel replays)"
+    )

@@ -120,6 +120,17 @@ class Instance:
         return inst
 
 
+def _numpy_dtype(text: Any) -> np.dtype | None:
+    """The NumPy dtype a variant names for an added argument, or None where NumPy has none (a vector type
+    such as ``float3`` in Rodinia cfd's ``__constant__ float3 ff_flux_contribution_momentum_x[1]``)."""
+    if text is None:
+        return None
+    try:
+        return np.dtype(str(text))
+    except TypeError:
+        return None
+
+
 def extra_value(extra: Mapping[str, Any], inst: Instance, shared: int) -> Any:
     kind = str(extra.get("kind", "local"))
     if kind == "local":
@@ -141,8 +152,9 @@ def extra_value(extra: Mapping[str, Any], inst: Instance, shared: int) -> Any:
             inst, symbol, "__constant__ symbol",
             f"add [[kernels.{inst.spec.kernel}.constants]], docs/SPEC_FORMAT.md",
         )  # fmt: skip
-        want = extra.get("dtype")
-        if want is not None and np.dtype(str(want)) != data.dtype:
+        # None: a type NumPy does not name (float3, a struct): the symbol's bytes go as captured
+        want = _numpy_dtype(extra.get("dtype"))
+        if want is not None and want != data.dtype:
             raise Reject(
                 "arguments",
                 f"the variant's __constant__ argument {symbol!r} is {want}, the spec's constant is {data.dtype}",

@@ -191,6 +191,25 @@ def test_a_replay_passes_the_captured_binding_and_its_element_count() -> None:
     assert extra_value(size, _Inst(), 0) == np.uint32(6)  # type: ignore[arg-type]
 
 
+def test_a_constant_of_a_vector_type_numpy_does_not_name_goes_as_captured() -> None:
+    """Rodinia cfd's ``__constant__ float3 ff_flux_contribution_momentum_x[1]``: the variant names its type
+    float3, which NumPy has no dtype for; its bytes go to the kernel as the capture recorded them (before: a
+    TypeError, porter's 'internal error').  A type NumPy does name must still agree."""
+    from porter.harness.trial import Reject, extra_value
+
+    class _Inst:
+        constants = {"flux_x": np.array([0.5, 1.5, 2.5], dtype=np.float32)}
+        size: dict[str, int] = {}
+
+        class spec:  # noqa: N801 - the Instance's spec, as extra_value reads it
+            kernel = "cuda_compute_flux"
+
+    got = extra_value({"kind": "constant", "symbol": "flux_x", "dtype": "float3"}, _Inst(), 0)  # type: ignore[arg-type]
+    assert isinstance(got, np.ndarray) and got.tobytes() == _Inst.constants["flux_x"].tobytes()
+    with pytest.raises(Reject, match="is float64, the spec's constant is float32"):
+        extra_value({"kind": "constant", "symbol": "flux_x", "dtype": "float64"}, _Inst(), 0)  # type: ignore[arg-type]
+
+
 @pytest.mark.skipif(not Path("/usr/bin/g++").exists(), reason="g++ is not installed")
 def test_the_runtime_header_declares_what_texture_programs_call(tmp_path: Path) -> None:
     """The port's host code (texture declarations, field settings, channel descriptors, binds and the

@@ -512,6 +512,12 @@ class CpuBackend(BackendBase):
         defines.append(f"-DPORTER_WARP_SIZE={warp}")
         if hip:
             defines.append("-DPORTER_HIP=1")
+        elif not any(d.split("=", 1)[0] == "CUDART_VERSION" for d in options.defines):
+            # nvcc includes cuda_runtime.h in every .cu, so device code sees its version: Rodinia cfd's
+            # `#if CUDART_VERSION < 3000` struct double3 is for CUDA 2 only (HIP defines none: not there)
+            from porter.backends.cpu.program import runtime_version
+
+            defines.append(f"-DCUDART_VERSION={runtime_version()}")
         with tempfile.TemporaryDirectory(prefix="porter-cpu-") as tmp:
             tmpdir = Path(tmp)
             inc = tmpdir / "include"

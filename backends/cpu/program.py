@@ -74,6 +74,11 @@ def _c_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def runtime_version() -> int:
+    """The CUDA runtime version the CPU runtime reports (runtime.toml: CUDART_VERSION)."""
+    return int(_runtime_data()["runtime_version"])
+
+
 def runtime_data_header() -> str:
     """porter_runtime_data.h: cudaError_t, cudaDeviceAttr, cudaDeviceProp and the virtual device of
     runtime.toml."""

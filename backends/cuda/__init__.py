@@ -203,14 +203,17 @@ class CudaBackend(BackendBase):
         includes = (*options.include_dirs, *extra_include_dirs)
 
         def attempt(chosen: str) -> tuple[Any, list[str]]:
+            defines = tuple(options.defines)
             if chosen == "nvrtc":
                 include_dirs = toolchain.nvrtc_include_dirs(includes)
                 build, make_options = nvrtc.compile_source, nvrtc.nvrtc_options
+                if backend_name is None:  # CUDA source: the version nvcc's implicit cuda_runtime.h defines
+                    defines = (*defines, *_runtime_version_define(defines))
             else:
                 include_dirs = includes  # nvcc brings its toolkit's headers and a host C library
                 build, make_options = nvcc.compile_source, nvcc.nvcc_options
             cmd = make_options(
-                arch, output, include_dirs=include_dirs, defines=options.defines, flags=flags,
+                arch, output, include_dirs=include_dirs, defines=defines, flags=flags,
                 debug=options.debug, report=want_report,
             )  # fmt: skip
             return build(source, entry, cmd, output, backend=backend_name or self.name), cmd
@@ -278,3 +281,16 @@ class CudaBackend(BackendBase):
     def checkers(self, device: Device) -> tuple[str, ...]:
         """compute-sanitizer (memcheck, racecheck) on NVIDIA GPUs: :mod:`.sanitizer`."""
         return ("compute-sanitizer",) if device.kind == "gpu" else ()
+
+
+def _runtime_version_define(defines: Sequence[str]) -> tuple[str, ...]:
+    """``CUDART_VERSION=13000`` for NVRTC (13.0), which includes no cuda_runtime.h: device code that tests
+    it (Rodinia cfd's ``#if CUDART_VERSION < 3000`` struct double3) builds as under nvcc; () when the
+    caller defines it or NVRTC's version is unknown."""
+    if any(d.split("=", 1)[0] == "CUDART_VERSION" for d in defines):
+        return ()
+    version = toolchain.nvrtc_version()
+    if not version:
+        return ()
+    major, _, minor = version.partition(".")
+    return (f"CUDART_VERSION={int(major) * 1000 + int(minor or 0) * 10}",)

@@ -3048,6 +3048,15 @@ class _Body:
                 self.error(
                     p.node, _text(p.node), "pointer-to-pointer kernel argument: OpenCL cannot pass one"
                 )
+            bare = " ".join(w for w in elem.split() if w not in ("const", "volatile", "struct"))
+            packed = self.t["three_component_sizes"].get(bare)
+            if space == "global" and stars == 1 and packed is not None:
+                self.error(
+                    p.node, _text(p.node),
+                    f"a pointer to {bare} in global memory: CUDA's {bare} elements are {packed} bytes apart, "
+                    f"OpenCL C's {packed * 4 // 3}, so every element but the first would be read and written at "
+                    "the wrong place (CUDA's packed layout is not translated yet)",
+                )  # fmt: skip
             type_node = p.node.child_by_field_name("type")
             for c in p.node.children:
                 if pointee is not None and c == type_node:

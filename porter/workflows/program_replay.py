@@ -334,6 +334,7 @@ def replay_program(
     if launches:
         _replay(plan, out, report, launches, run_keys, say, save, ledger or Ledger(), timeout)
     if report.runs:  # every kernel has a row for the original and each target, with its reason
+        _every_definition(plan, report)
         _rows_for_the_rest(report)
         for note in missing_here((SOURCE_DIALECT, *report.targets)):  # never a silent degradation
             if note not in report.notes:
@@ -572,6 +573,18 @@ def _by_definition(
                 report.kernels.append(row)
             out.append((name, part, row))
     return out
+
+
+def _every_definition(plan: ProgramPlan, report: ProgramReport) -> None:
+    """A row for each definition of a kernel name the program defines in several files (a folder of several
+    programs), those no run launched too: every kernel of the program appears, each with its status."""
+    for k in list(report.kernels):
+        defined = _definitions(plan, k.name)
+        if len(defined) < 2:  # one definition: its row is the listed one (which may name the unit including it)
+            continue
+        for where, line in defined:
+            if not any(o.name == k.name and o.file == where for o in report.kernels):
+                report.kernels.append(ProgramKernel(k.name, where, line, targets=dict(k.targets)))
 
 
 def _definitions(plan: ProgramPlan, name: str) -> list[tuple[str, int]]:

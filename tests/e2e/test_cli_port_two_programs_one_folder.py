@@ -61,3 +61,25 @@ def test_two_programs_in_one_folder_each_judge_their_own_kernel(tmp_path: Path) 
         for unit in ("alpha", "beta"):
             stub = (out / "opencl" / f"{unit}.cu").read_text()
             assert f'porter_launch("advance", "{unit}.cl")' in stub
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU runtime needs g++")
+def test_a_definition_no_run_launched_still_has_its_row(tmp_path: Path) -> None:
+    """Only alpha runs: beta's `advance` is still a kernel of the program, not replayable, with the reason."""
+    out = tmp_path / "out"
+    args = ["port", str(PROGRAM), "--to", "hip", "--run", "./alpha", "--toolchains", "cpu-runtime"]
+    r = subprocess.run(
+        [sys.executable, "-m", "porter", *args, "--out", str(out), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+    )
+    assert r.returncode == 0, r.stderr[-2000:] + r.stdout[-2000:]
+    rows = {k["file"]: k for k in json.loads(r.stdout)["kernels"] if k["name"] == "advance"}
+    assert sorted(rows) == ["alpha.cu", "beta.cu"]
+    assert all(row["status"] == "validated" for row in rows["alpha.cu"]["replays"])
+    assert {row["status"] for row in rows["beta.cu"]["replays"]} == {"not-replayable"}
+    assert all(
+        "none of the program's runs launched it" in row["reason"] for row in rows["beta.cu"]["replays"]
+    )

@@ -177,17 +177,7 @@ def _stub(k: _Kernel, instances: Sequence[tuple[TranslatedKernel, str]]) -> list
         calls, extras = [], iter(tk.extra_args)
         for slot in tk.arg_map or tuple(range(len(k.params))):
             if slot is None:
-                extra: Mapping[str, Any] = next(extras, {})
-                kind = extra.get("kind")
-                if kind == "constant":
-                    calls.append(f".symbol({extra.get('symbol')})")
-                elif kind == "texture":  # the memory bound to the texture reference now
-                    symbol = str(extra.get("symbol"))
-                    calls.append(f".texref({symbol}, {_c_string(symbol)})")
-                elif kind == "texture_size":  # how many elements that binding holds
-                    calls.append(f".texref_size({extra.get('symbol')})")
-                else:
-                    calls.append(".local()")
+                calls.append(_extra_call(next(extras, {})))
             elif 0 <= int(slot) < len(k.params) and k.params[int(slot)]:
                 calls.append(f".arg({k.params[int(slot)]})")
             else:
@@ -230,23 +220,23 @@ def _stub(k: _Kernel, instances: Sequence[tuple[TranslatedKernel, str]]) -> list
         "launched with template arguments porter could not resolve, so no instance was translated"
     )
     return [f"porter_opencl::no_instances({_c_string(k.name)}, {why});"]
-    return lines
+
+
+def _extra_call(extra: Mapping[str, Any]) -> str:
+    """The stub's call that passes an argument the translation added (TranslatedKernel.extra_args)."""
+    kind = extra.get("kind")
+    if kind == "constant":
+        return f".symbol({extra.get('symbol')})"
+    if kind == "texture":  # the memory bound to the texture reference now
+        symbol = str(extra.get("symbol"))
+        return f".texref({symbol}, {_c_string(symbol)})"
+    if kind == "texture_size":  # how many elements that binding holds
+        return f".texref_size({extra.get('symbol')})"
+    return ".local()"
 
 
 def _extra_calls(extras: Iterable[Mapping[str, Any]]) -> list[str]:
-    calls = []
-    for extra in extras:
-        kind = extra.get("kind")
-        if kind == "constant":
-            calls.append(f".symbol({extra.get('symbol')})")
-        elif kind == "texture":  # the memory bound to the texture reference now
-            symbol = str(extra.get("symbol"))
-            calls.append(f".texref({symbol}, {_c_string(symbol)})")
-        elif kind == "texture_size":  # how many elements that binding holds
-            calls.append(f".texref_size({extra.get('symbol')})")
-        else:
-            calls.append(".local()")
-    return calls
+    return [_extra_call(extra) for extra in extras]
 
 
 def _conditional_launch(k: _Kernel, tk: TranslatedKernel, cl: str, indent: str) -> list[str]:

@@ -18,7 +18,6 @@ driver starts and checks -- most of a timing's wall time -- overlap.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
 import threading
@@ -119,21 +118,6 @@ def _lock_file(label: str) -> Iterator[int | None]:
         os.close(fd)
 
 
-@contextlib.contextmanager
-def machine_lock(label: str) -> Iterator[None]:
-    """Hold the lock file of `label` here, in this process, as a timing child holds it around its timed
-    launches (nothing is held where :data:`LOCKS_ENV` names no usable folder)."""
-    with _lock_file(label) as fd:
-        if fd is None:
-            yield
-            return
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-
-
 def other_users(device: Device) -> list[str]:
     """Processes other than porter and its children that the device's driver lists on `device`."""
     try:
@@ -170,4 +154,4 @@ def _own_tree() -> set[int]:
     return tree
 
 
-__all__ = ["LOCKS_ENV", "Watch", "exclusive", "machine_lock", "other_users", "set_exclusive", "timing"]
+__all__ = ["LOCKS_ENV", "Watch", "exclusive", "other_users", "set_exclusive", "timing"]

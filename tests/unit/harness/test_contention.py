@@ -102,7 +102,7 @@ def test_device_lock_files_serialise_timings_across_porter_processes(
     assert spans[1][0] >= spans[0][1] and reasons == ["", ""]
     (lock,) = (tmp_path / "locks").iterdir()
     assert lock.name == "busygpu_Busy_GPU.lock"
-    with contention.machine_lock(gpu.label):
+    with contention.timing(gpu) as watch, _timed_launches(watch.lock_fd):  # a timing child's hold
         fd = os.open(lock, os.O_RDWR)
         try:
             with pytest.raises(BlockingIOError):

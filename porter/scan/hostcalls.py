@@ -86,7 +86,7 @@ class HostCode:
         return max(before or cands, key=lambda d: d.line).type
 
 
-def _declared(declarator: Node | None) -> tuple[str | None, str]:
+def declared(declarator: Node | None) -> tuple[str | None, str]:
     """(name, pointer/reference suffix) of a declarator: `*d_x` -> ("d_x", "*")."""
     suffix = ""
     node = declarator
@@ -153,7 +153,7 @@ def host_code(source: str) -> HostCode:
                 for p in plist.named_children if plist is not None else []:
                     if p.type not in ("parameter_declaration", "optional_parameter_declaration"):
                         continue
-                    pname, suffix = _declared(p.child_by_field_name("declarator"))
+                    pname, suffix = declared(p.child_by_field_name("declarator"))
                     ptype = squash(_base_type(p) + suffix)
                     if pname is None:
                         if ptype == "void":
@@ -168,7 +168,7 @@ def host_code(source: str) -> HostCode:
             base = _base_type(node)
             where = enclosing_function(node)
             for d in node.children_by_field_name("declarator"):
-                var, suffix = _declared(d)
+                var, suffix = declared(d)
                 if var:
                     decls.append(Declaration(var, squash(base + suffix), node.start_point[0] + 1, where))
         elif t == "call_expression":

@@ -39,6 +39,7 @@ from importlib import resources
 from tree_sitter import Node
 
 from porter.grammars import parse
+from porter.scan.hostcalls import declared
 from porter.scan.nodes import function_declarator, function_name, node_text, squash
 
 _PRINTERS = {"printf": 0, "std::printf": 0, "fprintf": 1, "std::fprintf": 1}
@@ -261,17 +262,7 @@ def _param_names(fn: Node) -> list[str]:
 
 
 def _declared_name(node: Node | None) -> str | None:
-    while node is not None:
-        if node.type in ("identifier", "field_identifier"):
-            return node_text(node)
-        nxt = node.child_by_field_name("declarator")
-        if nxt is None:
-            nxt = next(
-                (c for c in node.named_children if c.type.endswith("declarator") or c.type == "identifier"),
-                None,
-            )
-        node = nxt
-    return None
+    return declared(node)[0]
 
 
 def _path(node: Node | None) -> tuple[str, bool] | None:

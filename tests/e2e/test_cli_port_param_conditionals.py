@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from fakes.programs import run_porter
 
 pytestmark = pytest.mark.integration
 
@@ -26,13 +25,7 @@ def test_a_conditional_parameter_list_ports_to_a_matching_opencl_program(tmp_pat
         pytest.skip("no OpenCL device here")
     out = tmp_path / "out"
     args = ["port", str(PROGRAM), "--to", "opencl", "--run", "", "--toolchains", "cpu-runtime,opencl"]
-    r = subprocess.run(
-        [sys.executable, "-m", "porter", *args, "--out", str(out), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=ROOT,
-    )
+    r = run_porter(tmp_path, *args, "--out", str(out), "--json", timeout=900)
     assert r.returncode == 0, r.stderr[-2000:] + r.stdout[-2000:]
     doc = json.loads(r.stdout)
     assert doc["program"]["verdicts"]["opencl"]["status"] == "matches", doc["program"]["verdicts"]

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from fakes.programs import run_porter
 
 pytestmark = pytest.mark.integration
 
@@ -27,22 +26,8 @@ def test_two_programs_in_one_folder_each_judge_their_own_kernel(tmp_path: Path) 
     targets = "hip,opencl" if run_devices("opencl") else "hip"
     out = tmp_path / "out"
     args = ["port", str(PROGRAM), "--to", targets, "--run", "./alpha", "--run", "./beta"]
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "porter",
-            *args,
-            "--toolchains",
-            "cpu-runtime,opencl",
-            "--out",
-            str(out),
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=ROOT,
+    r = run_porter(
+        tmp_path, *args, "--toolchains", "cpu-runtime,opencl", "--out", str(out), "--json", timeout=900
     )
     assert r.returncode == 0, r.stderr[-2000:] + r.stdout[-2000:]
     doc = json.loads(r.stdout)
@@ -68,13 +53,7 @@ def test_a_definition_no_run_launched_still_has_its_row(tmp_path: Path) -> None:
     """Only alpha runs: beta's `advance` is still a kernel of the program, not replayable, with the reason."""
     out = tmp_path / "out"
     args = ["port", str(PROGRAM), "--to", "hip", "--run", "./alpha", "--toolchains", "cpu-runtime"]
-    r = subprocess.run(
-        [sys.executable, "-m", "porter", *args, "--out", str(out), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=ROOT,
-    )
+    r = run_porter(tmp_path, *args, "--out", str(out), "--json", timeout=900)
     assert r.returncode == 0, r.stderr[-2000:] + r.stdout[-2000:]
     rows = {k["file"]: k for k in json.loads(r.stdout)["kernels"] if k["name"] == "advance"}
     assert sorted(rows) == ["alpha.cu", "beta.cu"]

@@ -390,24 +390,10 @@ class ProgramReport:
             return out
         # original kernels whose replay found their results depend on warp-shuffle lanes CUDA leaves
         # undefined: a port's program that differs may read those lanes as its device defines them
-        undefined = sorted(
-            {
-                r.instance or k.name
-                for k in self.kernels
-                for r in k.replays
-                if r.variant == "original" and r.status == "failed" and r.reason.startswith("undefined:")
-            }
-        )
+        undefined = self._originals_failing("undefined")
         # original kernels that gave two different results on one input (a race, an uninitialised read): the
         # program's own output may move with them, the original's run as much as the port's
-        racing = sorted(
-            {
-                r.instance or k.name
-                for k in self.kernels
-                for r in k.replays
-                if r.variant == "original" and r.status == "failed" and r.reason.startswith("deterministic:")
-            }
-        )
+        racing = self._originals_failing("deterministic")
         for target in self.targets:
             mine = [v for r in self.runs for v in r.variants if v.variant == target]
             differs = [v for v in mine if v.status == "differs"]
@@ -439,6 +425,17 @@ class ProgramReport:
                 reasons = [v.reason for v in mine if v.reason] or ["no build of the port runs here"]
                 out[target] = {"status": "not-run", "detail": reasons[0]}
         return out
+
+    def _originals_failing(self, check: str) -> list[str]:
+        """The original kernel instances whose replay failed the check `check` (its reason begins ``check:``)."""
+        return sorted(
+            {
+                r.instance or k.name
+                for k in self.kernels
+                for r in k.replays
+                if r.variant == "original" and r.status == "failed" and r.reason.startswith(f"{check}:")
+            }
+        )
 
     def kernel_counts(self) -> dict[str, dict[str, Any]]:
         """Per variant ("original", then each target), its kernel instances judged on the captured

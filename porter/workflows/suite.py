@@ -117,13 +117,13 @@ def check_out(out: Path, suite: Suite) -> None:
                 )
 
 
-def shared_machine_env(jobs: int) -> dict[str, str]:
-    """What a suite adds to the environment of programs that share a machine's cores (`jobs` > 1 at once,
-    or a Ray node's tasks): ``PORTER_SPARES=0`` unless the user set it.  One program alone warms children
+def shared_machine_env(shared: bool) -> dict[str, str]:
+    """What a suite adds to the environment of programs that share a machine's cores (`shared`: several at
+    once here, or a Ray node's tasks): ``PORTER_SPARES=0`` unless the user set it.  One program alone warms children
     ahead of its jobs so they overlap its serial work; programs side by side keep the cores busy already,
     and there an unused spare is pure cost -- measured on an H100 (16 cores), matrixMul ported alone
     spent 82 of its 179 CPU seconds in 32 spares for 18 jobs (bench/cpu_breakdown.py)."""
-    return {spares.ENV: "0"} if jobs > 1 and spares.ENV not in os.environ else {}
+    return {spares.ENV: "0"} if shared and spares.ENV not in os.environ else {}
 
 
 def run_suite(suite: Suite, options: SuiteOptions, hooks: SuiteHooks | None = None) -> SuiteReport:
@@ -208,7 +208,7 @@ class _Runner:
         log_path = self.state / f"{program.name}.log"
         log = log_path.open("wb")
         result.log = str(log_path)
-        env = {**os.environ, **shared_machine_env(self.jobs), LOCKS_ENV: str(self.state / "locks")}
+        env = {**os.environ, **shared_machine_env(self.jobs > 1), LOCKS_ENV: str(self.state / "locks")}
         slot = self.slot_for(program)
         if isinstance(slot, GpuSlot):
             env.update(dict(slot.env))

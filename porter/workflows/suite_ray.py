@@ -210,7 +210,7 @@ class RayRunner(_Runner):
         self.remote = ray.remote(port_on_node)
         self.remote_after = ray.remote(port_after_on_node)
         mine = {k: v for k, v in os.environ.items() if k.startswith("PORTER_") and k != LOCKS_ENV}
-        self.porter_env = {**shared_machine_env(2), **mine}  # a node runs several programs' tasks at once
+        self.porter_env = {**shared_machine_env(True), **mine}  # a node runs several programs' tasks at once
         from porter.workflows.resume import code_fingerprint
 
         self.fingerprint = code_fingerprint()

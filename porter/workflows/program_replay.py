@@ -580,7 +580,9 @@ def _every_definition(plan: ProgramPlan, report: ProgramReport) -> None:
     programs), those no run launched too: every kernel of the program appears, each with its status."""
     for k in list(report.kernels):
         defined = _definitions(plan, k.name)
-        if len(defined) < 2:  # one definition: its row is the listed one (which may name the unit including it)
+        if (
+            len(defined) < 2
+        ):  # one definition: its row is the listed one (which may name the unit including it)
             continue
         for where, line in defined:
             if not any(o.name == k.name and o.file == where for o in report.kernels):

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Issue #33's measurement on the lent GPU machine: a part of the development corpus (.corpus, carried) as one
-# suite, `porter port --suite` at the default -j and at -j 1, no cache, every toolchain the machine has; wall
+# suite, `porter port --suite` at the default -j and at -j 1, an empty cache, every toolchain the machine has; wall
 # time of each, the suite's own summary, and the GPU's utilisation sampled every 0.5 s (nvidia-smi) meanwhile.
 # Usage there:  [PROGRAMS="vectorAdd nw ..."|all] [TOOLCHAINS=nvcc,hip-on-cuda,opencl] [DEFAULT_S=200 J1_S=330]
 #               [WRAP="python3 bench/cpu_breakdown.py --"] bash bench/h200_suite.sh
 #   (PROGRAMS=all: every program with a run; J1_S=0: no -j 1 run; WRAP: a command prefix for each suite run,
-#   e.g. the CPU breakdown, whose table ends its log; each program's report.md lands in reports-NAME.tgz)
+#   e.g. the CPU breakdown, whose table ends its log; each program's report.md lands in reports-NAME.tgz;
+#   CACHE=none: no compile cache at all, where by default each run starts with an empty one, as a first run does)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/suite"
 source bench/h200_env.sh || exit 1
@@ -42,8 +43,11 @@ run() {  # name, seconds, porter arguments...
   local name=$1 limit=$2; shift 2
   nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader,nounits -lms 500 >"$OUT/suite/util-$name.csv" 2>/dev/null &
   local smi=$! t0; t0=$(date +%s.%N)
-  timeout "$limit" ${WRAP:-} python3 -m porter --no-cache port --suite /tmp/suite.toml --out "/tmp/suite-$name" --fresh "$@" \
-      >"$OUT/suite/$name.log" 2>&1
+  # a first run's cache: empty at the start, filled as the suite goes (CACHE=none: no cache at all, --no-cache)
+  local nocache=(); [ "${CACHE:-empty}" = none ] && nocache=(--no-cache)
+  rm -rf "/tmp/cache-$name"; mkdir -p "/tmp/cache-$name"
+  PORTER_CACHE_DIR="/tmp/cache-$name" timeout "$limit" ${WRAP:-} python3 -m porter "${nocache[@]}" port \
+      --suite /tmp/suite.toml --out "/tmp/suite-$name" --fresh "$@" >"$OUT/suite/$name.log" 2>&1
   local rc=$?; kill $smi 2>/dev/null
   echo "$name rc=$rc wall=$(python3 -c "import time,sys; print(round(time.time()-float(sys.argv[1]),1))" "$t0") s nproc=$(nproc)" | tee -a "$OUT/suite/walls.txt"
   cp "/tmp/suite-$name/summary.json" "$OUT/suite/summary-$name.json" 2>/dev/null

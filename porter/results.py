@@ -12,9 +12,12 @@ view.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import re
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -368,6 +371,13 @@ class CaptureReport:
         return 0 if self.runs and all(r.folder and r.status == "ran" for r in self.runs) else 1
 
 
+# A program port's stages, in order (ProgramReport.stages): finding and scanning the files and planning each
+# kernel's variants; writing the translations (and compiling each unit's kernels); building the original and
+# the ports as programs and running them (captures included); replaying each captured kernel instance on every
+# device, of which ``timing`` is the time spent timing validated replays on devices whose times count.
+STAGES = ("plan", "translate", "build and run", "replay", "timing")
+
+
 @dataclass
 class ProgramReport:
     root: str
@@ -381,6 +391,19 @@ class ProgramReport:
     chart: str = ""  # the PNG of run times ("" when none was drawn)
     notes: list[str] = field(default_factory=list)
     complete: bool = False
+    # wall seconds per stage of this port (STAGES, in order), summed where a stage is entered more than once
+    stages: dict[str, float] = field(default_factory=dict)
+
+    @contextlib.contextmanager
+    def clock(self, stage: str) -> Iterator[None]:
+        """Add the wall time of the ``with`` body to ``stages[stage]`` (also when the body raises)."""
+        if stage not in STAGES:
+            raise ValueError(f"unknown stage {stage!r}")
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self.stages[stage] = round(self.stages.get(stage, 0.0) + time.monotonic() - start, 3)
 
     def verdicts(self) -> dict[str, dict[str, str]]:
         """Per target, the program-level verdict of its runs: ``matches`` (every run agreed with the
@@ -548,6 +571,7 @@ class ProgramReport:
             "kernel_counts": self.kernel_counts(),
             "kernels": [to_jsonable(k) for k in self.kernels],
             "notes": list(self.notes),
+            "stages": {s: self.stages[s] for s in STAGES if s in self.stages},
             "complete": self.complete,
             "exit_code": self.exit_code,
         }

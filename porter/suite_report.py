@@ -98,6 +98,7 @@ class SuiteReport:
             "programs": programs,
             "totals": totals(programs, targets),
             "reasons": top_reasons(programs),
+            "stages": stage_totals(programs),
             "chart": self.chart,
             "complete": self.complete,
             "exit_code": self.exit_code,
@@ -155,12 +156,25 @@ def program_doc(p: SuiteProgramResult) -> dict[str, Any]:
         "gpu": p.gpu,
         "ran_on": [dict(r) for r in p.ran_on],
         "report_complete": bool(report.get("complete", False)),
+        "stages": {
+            k: float(v) for k, v in (report.get("stages") or {}).items() if isinstance(v, int | float)
+        },
         "original": {
             "instances": int(original.get("instances", 0)),
             **{s: int(original.get(s, 0)) for s in COUNTED},
         },
         "targets": targets,
     }
+
+
+def stage_totals(programs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Each stage's wall seconds summed over the programs' reports (what the stage costs the suite when its
+    programs run one at a time; docs/BENCHMARKS.md's scaling model reads them)."""
+    out: dict[str, float] = {}
+    for p in programs:
+        for stage, seconds in p.get("stages", {}).items():
+            out[stage] = round(out.get(stage, 0.0) + seconds, 3)
+    return out
 
 
 def kernel_counts(report: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:

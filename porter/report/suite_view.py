@@ -12,6 +12,7 @@ from rich.text import Text
 
 from porter.report import plain_console, short
 from porter.report.charts import pyplot
+from porter.report.program_view import stage_line
 from porter.suite_report import SuiteProgress, SuiteReport
 
 if TYPE_CHECKING:
@@ -266,6 +267,13 @@ def markdown(report: SuiteReport) -> str:
             out.append(
                 f"{i}. **{_cell(r['reason'])}**: {r['instances']} ({', '.join(r['targets'])}): {links}"
             )
+    if doc["stages"]:
+        out += [
+            "",
+            "## Where the time went",
+            "",
+            "Each stage's wall seconds summed over the programs: " + stage_line(doc["stages"]),
+        ]
     if doc["chart"]:
         out += ["", f"![kernel instances per program and target]({Path(doc['chart']).name})"]
     return "\n".join(out) + "\n"

@@ -399,6 +399,7 @@ def port_program(
     (:mod:`porter.workflows.program_replay`).  Builds and runs are jailed (:mod:`porter.sandbox.jail`)."""
     from porter.workflows.port import parse_targets
 
+    began = time.monotonic()
     flags, hooks = flags or BuildFlags(), hooks or Hooks()
     run = ProgramRuns(jobs=jobs) if run is None else replace(run, jobs=jobs)
     include_dirs = flags.include_dirs
@@ -461,6 +462,7 @@ def port_program(
     if run.runs and not translate_only:  # the lines printed from a timer are not compared (scan/timers.py)
         run = replace(run, rule=timer_rule(plan, run.rule))
     report = ProgramReport(root=str(program.root), out_dir=str(out), targets=chosen)
+    report.stages["plan"] = round(time.monotonic() - began, 3)
     report.build = {
         "flags_from": program.flags_from or "none",
         "include_dirs": list(program.include_dirs),
@@ -477,15 +479,18 @@ def port_program(
     porter = _Porter(plan, out, report, not translate_only, say, ledger)
     porter.save()
     say(f"porting {len(program.files)} file(s) ({len(program.units)} unit(s)) under {program.root}")
-    for target in chosen:
-        porter.port(target)
+    with report.clock("translate"):
+        for target in chosen:
+            porter.port(target)
     report.kernels.sort(key=lambda k: (k.file, k.line, k.name))  # the same order however builds interleave
     if not translate_only:
-        build_and_run(
-            program, out, report, run, ledger=ledger, say=say, skip=[Path(p) for p in skip_dirs],
-            save=porter.save,
-        )  # fmt: skip
-        replay_program(plan, out, report, say, porter.save, ledger)
+        with report.clock("build and run"):
+            build_and_run(
+                program, out, report, run, ledger=ledger, say=say, skip=[Path(p) for p in skip_dirs],
+                save=porter.save,
+            )  # fmt: skip
+        with report.clock("replay"):
+            replay_program(plan, out, report, say, porter.save, ledger)
         if hooks.chart is not None and report.runs:
             same = all(r.resumed for run in report.runs for r in [*run.originals, *run.variants] if r.key)
             kept = out / "runs.png"

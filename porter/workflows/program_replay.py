@@ -449,7 +449,8 @@ def _replay(
             device = by_label.get(row.device)
             if row.status == "validated" and device is not None and timed_on(device):
                 say(f"{name}: timing {variant_name(variant)} on {device.label} at a captured launch")
-                rows[i] = _timed(row, planned, device, rep, original)
+                with report.clock("timing"):
+                    rows[i] = _timed(row, planned, device, rep, original)
         save()
         return rows
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from porter.results import STAGES
+
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("emulator")]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,6 +74,9 @@ def test_three_programs_two_at_a_time_summed_up_from_their_own_reports(tmp_path:
         assert p["status"] == "done", p
         report = json.loads((out / p["name"] / "report.json").read_text())
         assert report["complete"] and p["exit_code"] == report["exit_code"]
+        # where its time went: every stage of a port with a run, clocked, and none longer than the port
+        assert p["stages"] == report["stages"] and list(report["stages"])[:4] == list(STAGES[:4]), p
+        assert 0 < sum(report["stages"][s] for s in STAGES[:4]) <= p["seconds"], p
         for target, row in p["targets"].items():
             counted = report["kernel_counts"][target]
             assert row["kernels"] == {k: counted[k] for k in row["kernels"]}, (p["name"], target)
@@ -82,6 +87,9 @@ def test_three_programs_two_at_a_time_summed_up_from_their_own_reports(tmp_path:
         assert p["targets"]["hip"]["kernels"]["validated"] >= 1  # every fixture's kernel validates as HIP
         assert p["targets"]["hip"]["time_ratio"], p  # each port ran beside its original
     assert {t: row["kernels"] for t, row in doc["totals"].items()} == totals
+    assert doc["stages"]["replay"] == pytest.approx(
+        sum(p["stages"]["replay"] for p in doc["programs"]), abs=0.01
+    )
     assert doc["exit_code"] == int(any(p["exit_code"] for p in doc["programs"]))
     markdown = (out / "summary.md").read_text()
     assert all(f'<a id="program-{name}"></a>' in markdown for name in THREE)

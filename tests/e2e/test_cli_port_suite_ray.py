@@ -55,12 +55,14 @@ def _doc(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
 
 
 def _comparable(doc: dict[str, Any], out: Path) -> dict[str, Any]:
-    """A summary apart from timings and device names: its seconds, run-time ratios (per device) and Ray
-    nodes dropped, its output folder named OUT."""
+    """A summary apart from timings and device names: its seconds, stage seconds, run-time ratios (per
+    device) and Ray nodes dropped, its output folder named OUT."""
     doc = json.loads(json.dumps(doc).replace(str(out), "OUT"))
     doc.pop("seconds")
+    assert set(doc.pop("stages")) >= {"plan", "translate", "build and run", "replay"}
     for p in doc["programs"]:
         p.pop("seconds")
+        p.pop("stages")
         p.pop("ran_on")
         for row in p["targets"].values():
             row.pop("time_ratio")

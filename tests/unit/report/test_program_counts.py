@@ -60,3 +60,25 @@ def test_a_reason_is_grouped_by_what_it_says_not_by_which_launch_said_it() -> No
     assert _reason_kind("none of the program's runs launched it (no captured launch)") == (
         "none of the program's runs launched it"
     )
+
+
+def test_a_ports_stages_are_clocked_in_order_and_summed_over_entries() -> None:
+    """report.json's stages: the ``with`` bodies' wall time per stage, added up when a stage is entered again
+    (also when its body raises), written in the order of the port; an unknown stage name is a bug."""
+    import time
+
+    import pytest
+
+    report = ProgramReport("prog", "prog.ported", ("hip",))
+    with report.clock("replay"):
+        time.sleep(0.02)
+    with pytest.raises(RuntimeError), report.clock("replay"):
+        time.sleep(0.02)
+        raise RuntimeError("a stage that fails still took its time")
+    with report.clock("plan"):
+        pass
+    assert report.stages["replay"] >= 0.04
+    assert list(report.document()["stages"]) == ["plan", "replay"]
+    assert "## Where the time went" in markdown(report)
+    with pytest.raises(ValueError, match="unknown stage"), report.clock("compile"):
+        pass

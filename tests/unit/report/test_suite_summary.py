@@ -39,6 +39,7 @@ def _first() -> ProgramReport:
     return ProgramReport(
         "prog", "out/first", ("hip", "opencl"), complete=True, runs=[run],
         kernels=[ProgramKernel("scale", "k.cuh", 3, replays=scale), ProgramKernel("unused", "k.cuh", 9, replays=unused)],
+        stages={"plan": 0.5, "translate": 1.0, "build and run": 6.0, "replay": 4.0, "timing": 1.5},
     )  # fmt: skip
 
 
@@ -48,8 +49,9 @@ def _second() -> ProgramReport:
         KernelReplay("hip", "", "not-replayable", NOT_LAUNCHED, instance="step"),
     ]
     return ProgramReport(
-        "two", "out/second", ("hip",), complete=True, kernels=[ProgramKernel("step", "s.cu", 1, replays=rows)]
-    )
+        "two", "out/second", ("hip",), complete=True, kernels=[ProgramKernel("step", "s.cu", 1, replays=rows)],
+        stages={"plan": 0.25, "translate": 0.5, "build and run": 2.0, "replay": 0.25},
+    )  # fmt: skip
 
 
 def _suite() -> tuple[SuiteReport, list[ProgramReport]]:
@@ -135,6 +137,27 @@ def test_summary_json_has_the_documented_schema() -> None:
     assert list(doc["totals"]["hip"]) == list(documented["totals"]["hip"])
     assert shape(doc["reasons"][0]) == shape(documented["reasons"][0])
     json.dumps(doc)  # plain JSON throughout
+
+
+def test_stage_seconds_are_each_reports_own_and_the_suite_sums_them() -> None:
+    """Where a suite's time went: each program row carries its report's stages, the suite sums them per
+    stage (a program without a report adds nothing), and summary.md says it in one line."""
+    suite, _ = _suite()
+    doc = suite.document()
+    first, second, hangs = doc["programs"]
+    assert first["stages"]["build and run"] == 6.0 and second["stages"]["replay"] == 0.25
+    assert hangs["stages"] == {}
+    assert doc["stages"] == {
+        "plan": 0.75,
+        "translate": 1.5,
+        "build and run": 8.0,
+        "replay": 4.25,
+        "timing": 1.5,
+    }
+    assert (
+        "summed over the programs: plan 0.8 s, translate 1.5 s, build and run 8.0 s, replay 4.2 s (timing 1.5 s)"
+        in suite_view.markdown(suite)
+    )
 
 
 def test_json_progress_is_one_event_per_start_and_end_with_the_counts_so_far() -> None:

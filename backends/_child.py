@@ -47,7 +47,15 @@ from porter.backends import (
     guards,
 )
 from porter.backends.binaries import compile_cached
-from porter.backends.isolate import Alias, Job, JobResult, Launches, availability_to_json, write_result
+from porter.backends.isolate import (
+    Alias,
+    Job,
+    JobResult,
+    Launches,
+    availability_to_json,
+    timed_rounds,
+    write_result,
+)
 
 from porter import sandbox
 from porter.cache import Cache
@@ -186,7 +194,7 @@ def _execute(job: Job, progress: Progress, result: JobResult) -> None:
         progress.update(stage="timing", run=None)
         try:
             with device_lock(job):
-                result.times_ms = launcher.time()
+                result.times_ms, result.rounds = launcher.time()
             if job.timing.read_back > 0:
                 result.timed_outputs = launcher.read_timed_sets(job.timing.read_back)
         except Exception as err:  # noqa: BLE001
@@ -298,19 +306,19 @@ def _execute_launches(
     if job.timing is not None:
         progress.update(stage="timing", run=None)
         try:
-            times: list[float] = []
+            plan = job.timing
+
+            def one(_i: int) -> float:
+                if plan.flush_l2:
+                    backend.flush_cache(device)
+                t0 = time.perf_counter()
+                _, ms = run_all(sets[0], timed=True)
+                return ms if ms > 0 else (time.perf_counter() - t0) * 1000.0
+
             with device_lock(job):
-                for _ in range(job.timing.warmup):
+                for _ in range(plan.warmup):
                     run_all(sets[0])
-                for _ in range(job.timing.repeats):
-                    if job.timing.flush_l2:
-                        backend.flush_cache(device)
-                    t0 = time.perf_counter()
-                    _, ms = run_all(sets[0], timed=True)
-                    times.append(ms if ms > 0 else (time.perf_counter() - t0) * 1000.0)
-                    if sum(times) > job.timing.max_seconds * 1000.0:
-                        break
-            result.times_ms = times
+                result.times_ms, result.rounds = timed_rounds(plan, one)
         except Exception as err:  # noqa: BLE001
             raise _classify(err, "launch") from None
 
@@ -450,7 +458,7 @@ class Launcher:
             outs.append(np.array(self.backend.to_host(args[i], ref.dtype, ref.shape), copy=True))
         return outs
 
-    def time(self) -> list[float]:
+    def time(self) -> tuple[list[float], int]:
         plan = self.job.timing
         assert plan is not None
         sets = [self.device_args() for _ in range(max(1, plan.rotate))]
@@ -459,21 +467,18 @@ class Launcher:
         for i in range(plan.warmup):
             self.launch(sets[i % len(sets)], self.job.seed)
         self.backend.synchronize(self.device)
-        times: list[float] = []
-        budget_ms = plan.max_seconds * 1000.0
-        for i in range(plan.repeats):
+
+        def one(i: int) -> float:
             if plan.flush_l2:
                 self.backend.flush_cache(self.device)
-            args = sets[i % len(sets)]
             start = time.perf_counter()
-            ms = self.launch(args, self.job.seed, timed=True)
+            ms = self.launch(sets[i % len(sets)], self.job.seed, timed=True)
             if ms is None:  # the backend has no device timer: host time around launch + synchronize
                 self.backend.synchronize(self.device)
                 ms = (time.perf_counter() - start) * 1000.0
-            times.append(float(ms))
-            if sum(times) > budget_ms:
-                break
-        return times
+            return float(ms)
+
+        return timed_rounds(plan, one)
 
     def read_timed_sets(self, count: int) -> list[list[np.ndarray]]:
         """The arrays of the last `count` rotated input sets, as the timed launches left them."""

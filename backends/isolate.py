@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import pickle
 import shutil
@@ -26,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
@@ -81,6 +82,40 @@ class TimingPlan:
     # After the timed launches, copy back the arrays of the last `read_back` rotated input sets
     # (JobResult.timed_outputs), so the outputs of the timed launches themselves can be re-validated.
     read_back: int = 0
+    # Rounds, all in the one child (timed_rounds): after `repeats` launches, as many again (up to `max_runs` in
+    # all) until the interquartile range over the median is at most `target_rel_iqr` or moves by less than
+    # `settle` between rounds; max_runs at most `repeats`: exactly `repeats` launches.
+    max_runs: int = 0
+    target_rel_iqr: float = 0.05
+    settle: float = 0.01
+
+
+def relative_iqr(times_ms: Sequence[float]) -> float:
+    """The interquartile range over the median (linear interpolation between order statistics); inf when the
+    median is not positive."""
+    q1, med, q3 = np.percentile(np.asarray(times_ms, dtype=np.float64), [25, 50, 75])
+    return float((q3 - q1) / med) if med > 0 else math.inf
+
+
+def timed_rounds(plan: TimingPlan, launch: Callable[[int], float]) -> tuple[list[float], int]:
+    """The times of `launch(i)` (the i-th timed launch, in ms) in rounds by `plan` (TimingPlan's rounds), and
+    how many rounds ran; stops early once ``plan.max_seconds`` of device time is spent.  One child runs every
+    round, so a timing costs one process, one compile and one driver start however noisy the device is."""
+    times: list[float] = []
+    budget_ms, rounds, previous = plan.max_seconds * 1000.0, 0, None
+    want = max(1, plan.repeats)
+    while True:
+        rounds += 1
+        for _ in range(want):
+            times.append(float(launch(len(times))))
+            if sum(times) > budget_ms:
+                return times, rounds
+        if len(times) >= plan.max_runs:
+            return times, rounds
+        rel = relative_iqr(times)
+        if rel <= plan.target_rel_iqr or (previous is not None and abs(rel - previous) < plan.settle):
+            return times, rounds
+        previous, want = rel, min(len(times), plan.max_runs - len(times))
 
 
 @dataclass(frozen=True)
@@ -181,6 +216,7 @@ class JobResult:
     # the first warp shuffle of the runs that read a lane CUDA leaves undefined, in words (the CPU
     # emulator's CpuProgram.undefined_reads); "" when none did or the backend cannot tell
     undefined: str = ""
+    rounds: int = 0  # rounds of timed launches the child ran (TimingPlan's rounds)
 
 
 # Bounds on the child output kept in JobResult.log: the head (first errors) and the tail (last words).
@@ -623,6 +659,7 @@ _RESULT_FIELDS: dict[str, type | tuple[type, ...]] = {
     "compile_s": (int, float),
     "cached": bool,
     "undefined": str,
+    "rounds": int,
 }
 _STAGES = {"done", "compile", "load", "launch", "timeout", "crash", "unavailable", "emulate", "sandbox"}
 

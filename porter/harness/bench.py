@@ -5,7 +5,8 @@
 launch, input sets rotated between launches (separate buffers), device events (CUDA events,
 OpenCL profiling events; host time around launch + synchronize where the backend has none).
 Rounds of timed launches are added until the interquartile range over the median settles (or
-the run or time budget is spent); the result is the median and the IQR over all runs.
+the run or time budget is spent), all in the one child (:func:`porter.backends.isolate.timed_rounds`);
+the result is the median and the IQR over all runs.
 
 After timing, the outputs the timed launches left are checked again (the checks of
 :mod:`porter.harness.validate`: guard, inputs unchanged, all written, identical across the
@@ -19,7 +20,6 @@ representative of GPU speed.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -187,9 +187,6 @@ def benchmark(
     if plan.revalidate and not inout:
         read_back = max(1, plan.rotate) if nbytes * max(1, plan.rotate) <= READ_BACK_BYTES else 1
 
-    times: list[float] = []
-    rounds = 0
-    toolchain = ""
     logs: list[str] = []
     revalidated: bool | None = None
     revalidation = (
@@ -197,88 +194,47 @@ def benchmark(
         if inout and plan.revalidate
         else ("not re-validated (disabled)" if not plan.revalidate else "")
     )
-    prev_rel: float | None = None
-    contended = ""  # why the device was not porter's alone while timed ("" when it was)
-    res: JobResult | None = None
-    occ: Occupancy | None = None
-    spent_ms = 0.0
-    start = time.monotonic()
-    while True:
-        remaining = plan.max_seconds - spent_ms / 1e3
-        repeats = plan.min_runs if not times else min(len(times), plan.max_runs - len(times))
-        timing = TimingPlan(
-            warmup=plan.warmup,
-            repeats=max(1, repeats),
-            flush_l2=plan.flush_l2,
-            rotate=max(1, plan.rotate),
-            max_seconds=max(remaining, 0.001),
-            read_back=read_back,
-        )
-        with contention.timing(device) as watch:
-            res = run_job(replace(job, timing=timing, device_lock_fd=watch.lock_fd), plan.timeout_s)
-        contended = contended or watch.reason
-        rounds += 1
-        toolchain = toolchain or res.toolchain
-        if not res.ok:
-            fail = job_failure("the variant", res, inst.label)
-            logs.append(tail(fail.log or res.log))
+    timing = TimingPlan(
+        warmup=plan.warmup,
+        repeats=max(1, plan.min_runs),
+        flush_l2=plan.flush_l2,
+        rotate=max(1, plan.rotate),
+        max_seconds=plan.max_seconds,
+        read_back=read_back,
+        max_runs=plan.max_runs,
+        target_rel_iqr=plan.target_rel_iqr,
+        settle=plan.settle,
+    )  # every round in one child: one process, compile and driver start per timing
+    with contention.timing(device) as watch:
+        res = run_job(replace(job, timing=timing, device_lock_fd=watch.lock_fd), plan.timeout_s)
+    contended = watch.reason  # why the device was not porter's alone while timed ("" when it was)
+    rounds, toolchain = res.rounds, res.toolchain
+    if not res.ok:
+        fail = job_failure("the variant", res, inst.label)
+        logs.append(tail(fail.log or res.log))
+        return BenchResult(
+            **base, ok=False, reason=fail.reason, toolchain=toolchain, rounds=rounds, notes=tuple(notes),
+            logs=tuple(logs),
+        )  # fmt: skip
+    occ = _occupancy(device, spec, size, res)
+    bad = [t for t in res.times_ms if not (math.isfinite(t) and t >= 0)]
+    if bad or not res.times_ms:
+        return BenchResult(
+            **base, ok=False, reason=f"the device timer returned {bad or 'no times'}", toolchain=toolchain,
+            rounds=rounds, notes=tuple(notes),
+        )  # fmt: skip
+    times = list(res.times_ms)
+    if read_back:
+        try:
+            revalidated, revalidation = _revalidate(variant, spec, device, inst, arrays, res, reference, plan)
+        except Reject as rej:
+            if rej.log:
+                logs.append(tail(rej.log))
             return BenchResult(
-                **base,
-                ok=False,
-                reason=fail.reason,
-                toolchain=toolchain,
-                rounds=rounds,
-                notes=tuple(notes),
-                logs=tuple(logs),
-            )
-        if occ is None:
-            occ = _occupancy(device, spec, size, res)
-        bad = [t for t in res.times_ms if not (math.isfinite(t) and t >= 0)]
-        if bad or not res.times_ms:
-            return BenchResult(
-                **base,
-                ok=False,
-                reason=f"the device timer returned {bad or 'no times'}",
-                toolchain=toolchain,
-                rounds=rounds,
-                notes=tuple(notes),
-            )
-        times.extend(res.times_ms)
-        spent_ms += sum(res.times_ms)
-        if read_back:
-            try:
-                revalidated, revalidation = _revalidate(
-                    variant, spec, device, inst, arrays, res, reference, plan
-                )
-            except Reject as rej:
-                if rej.log:
-                    logs.append(tail(rej.log))
-                return BenchResult(
-                    **base,
-                    ok=False,
-                    reason=f"re-validation after timing failed: {rej.check}: {rej.reason}",
-                    toolchain=toolchain,
-                    rounds=rounds,
-                    revalidated=False,
-                    revalidation=f"{rej.check}: {rej.reason}",
-                    times_ms=tuple(times),
-                    notes=tuple(notes),
-                    logs=tuple(logs),
-                )
-        med, iqr = summarize(times)
-        rel = iqr / med if med > 0 else math.inf
-        settled = prev_rel is not None and abs(rel - prev_rel) < plan.settle
-        if (
-            rel <= plan.target_rel_iqr
-            or settled
-            or len(times) >= plan.max_runs
-            or spent_ms / 1e3 >= plan.max_seconds
-        ):
-            break
-        if time.monotonic() - start > plan.timeout_s:
-            notes.append("stopped adding rounds: the wall-clock budget is spent")
-            break
-        prev_rel = rel
+                **base, ok=False, reason=f"re-validation after timing failed: {rej.check}: {rej.reason}",
+                toolchain=toolchain, rounds=rounds, revalidated=False, revalidation=f"{rej.check}: {rej.reason}",
+                times_ms=tuple(times), notes=tuple(notes), logs=tuple(logs),
+            )  # fmt: skip
     med, iqr = summarize(times)
     if med > 0 and iqr / med > plan.target_rel_iqr:
         notes.append(f"noisy: IQR is {100 * iqr / med:.1f}% of the median after {len(times)} runs")

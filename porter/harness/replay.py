@@ -86,6 +86,11 @@ class Replay:
     # the kernel's launches with another set of null pointer arguments, each judged by its own spec (its
     # own left_out empty: every launch left out is said in this one's)
     others: tuple[Replay, ...] = ()
+    # what timed() measured at these launches: (device, launch, source, entry, compile options) -> its result, so
+    # the original timed once on a device is the baseline of every port timed there after it
+    timings: dict[tuple[str, str, str, str, str], BenchResult] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def said(self) -> str:
         """The comparisons other than element by element, as a verdict names them ("" when none)."""
@@ -1009,21 +1014,39 @@ def timed(
         o_inst = o_by_label.get(inst.label)
         baseline = None
         if o_inst is not None and original is not None and ref_device is not None:
-            baseline = benchmark(original, o_spec, ref_device, inst.size, o_plan, cost=cost, instance=o_inst)
-        results.append(
-            benchmark(
-                variant,
-                spec,
-                device,
-                inst.size,
-                plan,
-                reference=reference,
-                cost=cost,
-                instance=inst,
-                baseline=baseline,
-            )  # fmt: skip
+            key = _timing_key(ref_device, inst.label, original, o_plan.compile)
+            baseline = rep.timings.get(key) or benchmark(
+                original, o_spec, ref_device, inst.size, o_plan, cost=cost, instance=o_inst
+            )
+            _keep_timing(rep, key, baseline)
+        res = benchmark(
+            variant,
+            spec,
+            device,
+            inst.size,
+            plan,
+            reference=reference,
+            cost=cost,
+            instance=inst,
+            baseline=baseline,
         )
+        _keep_timing(rep, _timing_key(device, inst.label, variant, plan.compile), res)
+        results.append(res)
     return results
+
+
+def _timing_key(
+    device: Device, label: str, variant: Variant, options: CompileOptions
+) -> tuple[str, str, str, str, str]:
+    return (device.label, label, variant.source, variant.entry, repr(options))
+
+
+def _keep_timing(rep: Replay, key: tuple[str, str, str, str, str], res: BenchResult) -> None:
+    """Keep a timing as the baseline of the ports timed after it on its device (a failed one is not kept).  A
+    contended one is kept too: every port's time beside it says so (bench: "the original's time beside it is
+    contended"), as one timed again would, in a separate child at another moment all the same."""
+    if res.ok and res.timing is not None:
+        rep.timings.setdefault(key, res)
 
 
 def _for_variant(

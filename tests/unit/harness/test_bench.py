@@ -4,6 +4,7 @@ are positive and structured."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -90,6 +91,30 @@ def test_median_and_iqr() -> None:
         summarize([])
 
 
+def test_timing_rounds_grow_until_the_spread_settles_all_in_one_call() -> None:
+    """The child's rounds: the first round's launches, then as many again while the IQR over the median is
+    above the target; it stops at the target, once the spread stops moving, at max_runs or past the device
+    time budget -- the same rule the parent used to apply round by round, one child each."""
+    from porter.backends.isolate import TimingPlan, relative_iqr, timed_rounds
+
+    def noisy_then_steady(noisy: int) -> Callable[[int], float]:
+        return lambda i: (1.0 + (i % 2)) if i < noisy else 1.0
+
+    plan = TimingPlan(repeats=10, max_runs=200, target_rel_iqr=0.05, settle=0.0, max_seconds=1e6)
+    times, rounds = timed_rounds(plan, lambda i: 1.0)  # steady from the start: one round
+    assert (len(times), rounds) == (10, 1)
+    times, rounds = timed_rounds(plan, noisy_then_steady(10))  # 10 noisy: 20 (IQR 0.5 of the median), then 40
+    assert (len(times), rounds) == (40, 3) and relative_iqr(times) <= 0.05
+    times, rounds = timed_rounds(plan, noisy_then_steady(10**6))  # never settles: capped at max_runs
+    assert (len(times), rounds) == (200, 6)
+    settling = TimingPlan(repeats=10, max_runs=200, target_rel_iqr=0.0, settle=0.01, max_seconds=1e6)
+    times, rounds = timed_rounds(settling, noisy_then_steady(10**6))  # the spread stops moving: round 2
+    assert (len(times), rounds) == (20, 2)
+    times, rounds = timed_rounds(replace(plan, max_seconds=0.025), lambda i: 10.0)  # 25 ms: the 3rd launch
+    assert (len(times), rounds) == (3, 1)
+    assert timed_rounds(TimingPlan(repeats=7), noisy_then_steady(10**6)) == ([1.0, 2.0] * 3 + [1.0], 1)
+
+
 # --------------------------------------------------------------------------- end to end on CPU devices
 
 
@@ -104,6 +129,7 @@ def test_benchmark_on_the_cpu_emulator() -> None:
     assert res.ok, res.reason
     assert res.timing is not None and res.timing.median_ms > 0 and res.timing.iqr_ms >= 0
     assert res.timing.runs == len(res.times_ms) >= PLAN.min_runs
+    assert res.rounds >= 1  # as the child counted them: every round ran in it
     assert all(t > 0 for t in res.times_ms)
     assert res.revalidated is True and "match the reference" in res.revalidation
     assert res.representative is False

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from porter.backends import CompileOptions, Device
@@ -59,6 +60,16 @@ def test_validated_replays_are_timed_at_their_largest_captured_launch(
     shutil.copytree(SMOOTH, smooth)
     cpu = ProgramRuns((RUN,), toolchains=("cpu-runtime",))
     monkeypatch.setattr(program_replay, "timed_on", lambda device: device.label == "cpu:cpu-emulator")
+    from porter.harness import bench
+
+    timings: list[str] = []  # the variant of each timing child, in order
+
+    def counted(variant: Variant, *args: Any, **kwargs: Any) -> Any:
+        timings.append(variant.target)
+        return real(variant, *args, **kwargs)
+
+    real = bench.benchmark
+    monkeypatch.setattr(bench, "benchmark", counted)
     report = port_program(
         [str(smooth)],
         ["hip"],
@@ -75,6 +86,10 @@ def test_validated_replays_are_timed_at_their_largest_captured_launch(
     assert hip.speedup is not None and hip.original_ms is not None and hip.time_ms is not None
     # the speedup is the two times shown: the original timed beside the port, same session and device
     assert hip.speedup == pytest.approx(hip.original_ms / hip.time_ms)
+    # the original is timed once per launch and device: its own row's time is every port's baseline
+    original = next(r for r in rows if r.variant == "original" and r.instance == hip.instance)
+    assert hip.original_ms == original.time_ms
+    assert sorted(timings) == sorted("cuda" if r.variant == "original" else r.variant for r in rows), timings
     md = (Path(report.out_dir) / "report.md").read_text()
     assert "time at the largest captured launch" in md and "x the original (" in md and "ms beside it)" in md
     # a re-run keeps the times with the verdicts it reuses (the ledger of the signed report)

@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import math
 import re
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -374,8 +375,10 @@ class CaptureReport:
 # A program port's stages, in order (ProgramReport.stages): finding and scanning the files and planning each
 # kernel's variants; writing the translations (and compiling each unit's kernels); building the original and
 # the ports as programs and running them (captures included); replaying each captured kernel instance on every
-# device, of which ``timing`` is the time spent timing validated replays on devices whose times count.
+# device, of which ``timing`` is the time spent timing validated replays on devices whose times count (summed
+# over kernels judged side by side, so it can exceed the replay's wall time).
 STAGES = ("plan", "translate", "build and run", "replay", "timing")
+_CLOCKS = threading.Lock()
 
 
 @dataclass
@@ -403,7 +406,8 @@ class ProgramReport:
         try:
             yield
         finally:
-            self.stages[stage] = round(self.stages.get(stage, 0.0) + time.monotonic() - start, 3)
+            with _CLOCKS:  # kernels judged side by side add their timings at once
+                self.stages[stage] = round(self.stages.get(stage, 0.0) + time.monotonic() - start, 3)
 
     def verdicts(self) -> dict[str, dict[str, str]]:
         """Per target, the program-level verdict of its runs: ``matches`` (every run agreed with the

@@ -20,13 +20,18 @@ capture/``, docs/CAPTURE_FORMAT.md).  For every kernel captured (:func:`porter.h
    kernel, built as device code with the mirrored tree's include folders; the OpenCL unit holding it,
    through its launch mapping), and judged by the validator's checks against what the original left.
 
-Every verdict lands in the report's kernel (``kernels[].replays``); a failed one fails the port.
+Every verdict lands in the report's kernel (``kernels[].replays``); a failed one fails the port.  Kernels are
+judged one after another, and side by side while the machine has idle cores (:func:`side_by_side`); their rows
+land in the report in the same order either way.
 """
 
 from __future__ import annotations
 
 import functools
+import os
+import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -47,6 +52,7 @@ from porter.workflows.resume import Ledger, key_of, toolchain_of
 
 Progress = Callable[[str], None]
 LOG_TAIL = 4000  # characters of a failed replay's log kept in report.json
+IDLE_POLL_S = 5.0  # how often side_by_side looks again for idle cores while kernels are judged
 
 
 def _launches(report: ProgramReport) -> tuple[list[capture.Launch], list[str]]:
@@ -451,7 +457,7 @@ def _replay(
                 say(f"{name}: timing {variant_name(variant)} on {device.label} at a captured launch")
                 with report.clock("timing"):
                     rows[i] = _timed(row, planned, device, rep, original)
-        save()
+        saved()
         return rows
 
     kernels = {k.name: k for k in report.kernels}
@@ -465,11 +471,30 @@ def _replay(
     said = {k.name: k.targets for k in report.kernels}  # what each translation said of a kernel
     grouped = capture.by_kernel(launches)
     groups = _by_definition(plan, report, grouped, kernels)
-    for n, (name, las, pk) in enumerate(groups, 1):
+    lock = threading.RLock()  # the report's rows, notes and saves, as groups judged side by side add them
+    order: dict[
+        int, tuple[int, int]
+    ] = {}  # id(row) -> (group, sequence): the rows' order, whatever ends first
+
+    def add(pk: ProgramKernel, n: int, *rows: KernelReplay) -> None:
+        with lock:
+            for row in rows:
+                order[id(row)] = (n, len(order))
+            pk.replays += rows
+
+    def saved() -> None:
+        with lock:
+            save()
+
+    def prepare(
+        n: int, name: str, las: list[capture.Launch], pk: ProgramKernel | None
+    ) -> Callable[[], None] | None:
+        """What judging group `n` needs from the plan, made here, one group after another (the plan's
+        translations and scans); the judging itself, the children's work, as a function (None: nothing
+        to judge)."""
         if pk is None:
             report.notes.append(f"captured launches of {name}: not a kernel porter found in the program")
-            continue
-        say(f"replaying {name} ({len(las)} captured launch(es)): {n}/{len(groups)}")
+            return None
         k_scan = scanned.get(pk.name) if kernels.get(pk.name) is pk else kernel_scan(plan, pk.name, pk.file)
         atomics = tuple(k_scan.atomics) if k_scan is not None else ()
         # the arrays the kernel stores through (its scan): what a launch that changed nothing is poisoned in
@@ -478,12 +503,29 @@ def _replay(
             if k_scan is not None
             else None
         )
-
         made = plan.original(name, pk.file)
         if isinstance(made, Refusal):
-            pk.replays.append(KernelReplay("original", "", "not-replayable", made.reason, instance=name))
-            continue
+            add(pk, n, KernelReplay("original", "", "not-replayable", made.reason, instance=name))
+            return None
         made = _as_captured(made, las[0].defines)
+        ports: list[tuple[str, PlannedVariant | Refusal]] = []
+        for target in report.targets:
+            what = said.get(name, {}).get(target, "") or pk.targets.get(target, "")
+            port = plan.variant(target, name, pk.name, pk.file, out, what)
+            ports.append((target, port if isinstance(port, Refusal) else _as_captured(port, las[0].defines)))
+        return functools.partial(judge, n, name, las, pk, atomics, written, made, ports)
+
+    def judge(
+        n: int,
+        name: str,
+        las: list[capture.Launch],
+        pk: ProgramKernel,
+        atomics: tuple[str, ...],
+        written: frozenset[int] | None,
+        made: PlannedVariant,
+        ports: list[tuple[str, PlannedVariant | Refusal]],
+    ) -> None:
+        say(f"replaying {name} ({len(las)} captured launch(es)): {n}/{len(groups)}")
         on = run_devices(SOURCE_DIALECT)
         original = replaying.Original(made.variant, made.compile, tuple(on), timeout)
         built = functools.partial(build_replay, name, las, atomics, written, original)
@@ -503,7 +545,7 @@ def _replay(
             r.status == "validated" and replaying.KEPT in r.reason for r in rows
         ):  # kept from the ledger
             replay_of = functools.cache(functools.partial(_settled, replay_of, original))
-        pk.replays += rows
+        add(pk, n, *rows)
         if not any(r.status == "validated" for r in rows):
             first = rows[0] if rows else None
             if first is None:
@@ -514,16 +556,19 @@ def _replay(
                 why = f"the original kernel's replay does not reproduce the captured run: {first.reason}"
                 if unsettled:
                     why += f" (and no comparison holds for its own runs: {unsettled})"
-            for target in report.targets:
-                pk.replays.append(KernelReplay(target, "", "not-replayable", why, instance=name))
-            continue
-        for target in report.targets:
-            what = said.get(name, {}).get(target, "") or pk.targets.get(target, "")
-            port = plan.variant(target, name, pk.name, pk.file, out, what)
+            add(
+                pk,
+                n,
+                *(
+                    KernelReplay(target, "", "not-replayable", why, instance=name)
+                    for target in report.targets
+                ),
+            )
+            return
+        for target, port in ports:
             if isinstance(port, Refusal):
-                pk.replays.append(KernelReplay(target, "", "not-replayable", port.reason, instance=name))
+                add(pk, n, KernelReplay(target, "", "not-replayable", port.reason, instance=name))
                 continue
-            port = _as_captured(port, las[0].defines)
             # every device of the target, and its other wavefront widths where emulated (HIP: 64 lanes)
             every = [*run_devices(target), *wavefront_devices(target)]
             devices = [d for d in every if not lacking(target, d, port.requires)]
@@ -531,13 +576,37 @@ def _replay(
                 why = f"no {target} device here has what it needs ({', '.join(port.requires)}): " + "; ".join(
                     f"{d.label} lacks {', '.join(lacking(target, d, port.requires))}" for d in every
                 )
-                pk.replays.append(KernelReplay(target, "", "not-replayable", why, instance=name))
+                add(pk, n, KernelReplay(target, "", "not-replayable", why, instance=name))
                 continue
-            pk.replays += judged(port, devices, replay_of, name, made)
+            add(pk, n, *judged(port, devices, replay_of, name, made))
+
+    work = [w for n, group in enumerate(groups, 1) if (w := prepare(n, *group)) is not None]
+    side_by_side(work, plan.jobs)
+    for k in report.kernels:  # rows as if the groups had been judged one after another
+        k.replays.sort(key=lambda row: order.get(id(row), (0, -1)))
     captured_on = {name: las[0].device for name, las in grouped.items() if las}
     for k in report.kernels:
         for row in k.replays:
             row.captured_on = captured_on.get(row.instance, "")
+
+
+def side_by_side(work: Sequence[Callable[[], None]], most: int) -> None:
+    """Run `work` in order, one piece at a time, plus up to `most` at once while the machine has idle cores
+    (a 1-minute load average a core below their count): a program alone, or the last of a suite, judges its
+    kernels side by side, while programs that already keep every core busy add no more children.  The first
+    exception stops what has not started and is raised once the pieces under way end."""
+    cores = os.cpu_count() or 1
+    pending, running = list(work), set[Future[None]]()
+    pool = ThreadPoolExecutor(max(1, most), thread_name_prefix="replay")
+    try:
+        while pending or running:
+            while pending and (not running or (len(running) < most and os.getloadavg()[0] <= cores - 1)):
+                running.add(pool.submit(pending.pop(0)))
+            done, running = wait(running, timeout=IDLE_POLL_S, return_when=FIRST_COMPLETED)
+            for f in done:
+                f.result()
+    finally:  # on Ctrl-C or SIGTERM the CLI gives the pieces under way a grace, never a wait without end
+        pool.shutdown(wait=not pending and not running, cancel_futures=True)
 
 
 def _by_definition(

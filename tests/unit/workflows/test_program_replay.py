@@ -3,7 +3,9 @@ built from, reused from the ledger, and timed where the device's times mean some
 
 from __future__ import annotations
 
+import functools
 import shutil
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -319,3 +321,64 @@ def test_a_kernel_launched_from_an_included_drivers_host_code_is_replayed(tmp_pa
     assert {r.variant for r in rows} == {"original", "hip"}, rows
     assert all(r.status == "validated" for r in rows), rows
     assert (src / "driver.cu").read_text().count("<<<") == 1  # the user's file as it was
+
+
+def test_kernels_are_judged_side_by_side_only_while_cores_are_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """side_by_side: every piece runs once; up to `most` at once while the load average leaves a core idle,
+    one at a time when the machine is busy (programs of a suite already fill it); the first error is raised
+    and what had not started never starts."""
+    import threading
+    import time
+
+    def pieces(count: int, seen: list[int], fail: int = -1) -> list[Callable[[], None]]:
+        lock, now = threading.Lock(), [0]
+
+        def piece(i: int) -> None:
+            with lock:
+                now[0] += 1
+                seen.append(now[0])
+            time.sleep(0.05)
+            with lock:
+                now[0] -= 1
+            if i == fail:
+                raise RuntimeError(f"piece {i} failed")
+
+        return [functools.partial(piece, i) for i in range(count)]
+
+    monkeypatch.setattr(program_replay, "IDLE_POLL_S", 0.01)
+    monkeypatch.setattr(program_replay.os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(program_replay.os, "getloadavg", lambda: (0.5, 0.5, 0.5))
+    idle: list[int] = []
+    program_replay.side_by_side(pieces(7, idle), 3)
+    assert len(idle) == 7 and max(idle) == 3
+    monkeypatch.setattr(program_replay.os, "getloadavg", lambda: (31.0, 30.0, 20.0))
+    busy: list[int] = []
+    program_replay.side_by_side(pieces(4, busy), 3)
+    assert busy == [1, 1, 1, 1]
+    failing: list[int] = []
+    with pytest.raises(RuntimeError, match="piece 0 failed"):
+        program_replay.side_by_side(pieces(5, failing, fail=0), 1)
+    assert len(failing) == 1
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU runtime needs g++")
+def test_kernels_judged_side_by_side_give_the_rows_of_one_after_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Five kernels judged four at a time (an idle machine) and one at a time (a busy one): the same
+    verdicts, in the same order, in report.json."""
+    src = tmp_path / "replay_orders"
+    shutil.copytree(ORDERS, src)
+    cpu = ProgramRuns(("",), toolchains=("cpu-runtime",))
+
+    def rows(load: float, out: str) -> list[tuple[str, str, str, str, str]]:
+        monkeypatch.setattr(program_replay.os, "getloadavg", lambda: (load, load, load))
+        report = port_program([str(src)], ["hip"], out_dir=str(tmp_path / out), run=cpu, jobs=4)
+        return [
+            (k.name, r.instance, r.variant, r.device, r.status) for k in report.kernels for r in k.replays
+        ]
+
+    side_by_side, one_by_one = rows(0.0, "idle"), rows(1000.0, "busy")
+    assert len({name for name, *_ in side_by_side}) == 5
+    assert side_by_side == one_by_one

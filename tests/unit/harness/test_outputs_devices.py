@@ -65,15 +65,17 @@ def test_the_cuda_samples_device_banners_are_device_properties() -> None:
 
     original = _out(
         "CUDA device [NVIDIA H100 80GB HBM3] has 132 Multi-Processors, Compute 9.0\n"
-        "> SM Capability 9.0 detected:\nsum 7\n"
+        "> SM Capability 9.0 detected:\n> [NVIDIA H100 80GB HBM3] has 132 MP(s) x 128 (Cores/MP) = 16896 (Cores)\n"
+        "sum 7\n"
     )
     port = _out(
         "CUDA device [NVIDIA H100 80GB HBM3] has 8 Multi-Processors, Compute 8.0\n"
-        "> SM Capability 8.0 detected:\nsum 8\n"
+        "> SM Capability 8.0 detected:\n> [NVIDIA H100 80GB HBM3] has 8 MP(s) x 64 (Cores/MP) = 512 (Cores)\n"
+        "sum 8\n"
     )
     props = property_lines(original, port)
-    assert props.numbers == (1, 2)
-    assert compare(original, port, varies=props) == ["stdout line 3: original 'sum 7', port 'sum 8'"]
+    assert props.numbers == (1, 2, 3)
+    assert compare(original, port, varies=props) == ["stdout line 4: original 'sum 7', port 'sum 8'"]
 
 
 # A self-checking program's printout (the shape of a CUDA sample's summary, written here): the error statistic it

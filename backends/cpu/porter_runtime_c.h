@@ -45,7 +45,9 @@ PORTER_C_API(PORTER_C_DECLARE)
 #define __DRIVER_TYPES_H__ 1
 #define HIP_INCLUDE_HIP_HIP_RUNTIME_H 1
 #define HIP_INCLUDE_HIP_DRIVER_TYPES_H 1
+#ifndef PORTER_HIP  // as porter_runtime_types.h: HIP defines no CUDA version
 #define CUDART_VERSION PORTER_RUNTIME_VERSION
+#endif
 #include "porter_hip_names.h"
 #endif
 #endif

@@ -8,9 +8,11 @@
 #define __CUDA_RUNTIME_H__ 1
 #define __DRIVER_TYPES_H__ 1
 #define __CUDA_RUNTIME_API_H__ 1
+#ifndef PORTER_HIP  // HIP defines no CUDA version (HIP_VERSION numbers ROCm): a HIP port built here sees none either
 #define CUDART_VERSION PORTER_RUNTIME_VERSION
 #define __CUDART_API_VERSION PORTER_RUNTIME_VERSION
 #define CUDA_VERSION PORTER_RUNTIME_VERSION
+#endif
 #define PORTER_CPU_RUNTIME 1
 #define HIP_INCLUDE_HIP_HIP_RUNTIME_H 1  // the guards ported HIP code tests (from __CUDA_RUNTIME_H__)
 #define HIP_INCLUDE_HIP_DRIVER_TYPES_H 1

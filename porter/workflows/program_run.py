@@ -563,7 +563,9 @@ class _Runner:
         if rec.status in ("failed", "not-run"):
             return
         if ref is None:
-            rec.status, rec.reason = "not-run", "the original did not run here"
+            builds = [b for b in self.report.builds if b.variant == "original" and b.status != "built"]
+            why = "; ".join(dict.fromkeys(f"{b.toolchain}: {b.reason or b.status}" for b in builds))
+            rec.status, rec.reason = "not-run", "the original did not run here" + (f" ({why})" if why else "")
             return
         rec.against = ref.device
         original, mine = self.outputs.get(id(ref)), self.outputs.get(id(rec))

@@ -283,3 +283,25 @@ def test_one_file_with_a_run_is_a_program_and_what_lies_beside_it_is_never_read(
     report = port_program([str(tmp_path / "va.cu")], ["hip"], run=cpu(""))
     assert report.runs[0].original is not None and report.runs[0].original.stdout_tail.strip() == "198"
     assert report.verdicts()["hip"]["status"] == "matches"
+
+
+def test_a_port_whose_original_did_not_build_says_why_the_original_did_not_run(tmp_path: Path) -> None:
+    """The original does not build (here: an #error behind a CUDA version test, which the HIP port takes
+    the fallback of), the port builds and runs: its verdict is not-run, naming the original's failed
+    build with its toolchain, not only "the original did not run here"."""
+    prog = tmp_path / "versioned"
+    prog.mkdir()
+    (prog / "main.cu").write_text(
+        "#include <cstdio>\n"
+        "#if CUDART_VERSION >= 3000\n#error this test wants the original not to build\n#endif\n"
+        "__global__ void k(int* x) { x[threadIdx.x] = 1; }\n"
+        "int main() { int* d; cudaMalloc(&d, 4 * sizeof(int)); k<<<1, 4>>>(d); cudaDeviceSynchronize();\n"
+        '  puts("PASS"); return 0; }\n'
+    )
+    report = port_program([str(prog)], ["hip"], out_dir=str(tmp_path / "o"), run=cpu(""))
+    original = next(b for b in report.builds if b.variant == "original")
+    assert original.status == "failed" and "main.cu" in original.reason
+    hip = next(v for v in report.runs[0].variants if v.variant == "hip")
+    assert hip.status == "not-run"
+    assert hip.reason.startswith("the original did not run here (cpu-runtime: "), hip.reason
+    assert original.reason in hip.reason

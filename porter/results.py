@@ -396,6 +396,8 @@ class ProgramReport:
     complete: bool = False
     # wall seconds per stage of this port (STAGES, in order), summed where a stage is entered more than once
     stages: dict[str, float] = field(default_factory=dict)
+    # memory errors of the original's own code a sanitized run of it found (porter.workflows.program_sanitizer)
+    original_defects: list[str] = field(default_factory=list)
 
     @contextlib.contextmanager
     def clock(self, stage: str) -> Iterator[None]:
@@ -433,6 +435,11 @@ class ProgramReport:
                         f" (the original's {', '.join(undefined)} "
                         f"{'depends' if len(undefined) == 1 else 'depend'} on warp-shuffle lanes CUDA leaves "
                         "undefined, which a device may read otherwise: see the kernel replays)"
+                    )
+                if self.original_defects:
+                    detail += (
+                        f" (the original's own code has a memory error, so its output depends on memory it does "
+                        f"not own, which another runtime lays out otherwise: {self.original_defects[0]})"
                     )
                 if racing:
                     detail += (
@@ -570,6 +577,7 @@ class ProgramReport:
                     for r in self.runs
                 ],
                 "verdicts": self.verdicts(),
+                "original_defects": list(self.original_defects),
                 "chart": self.chart,
             },
             "kernel_counts": self.kernel_counts(),

@@ -255,14 +255,38 @@ class CpuProgramToolchain:
     # undefined in its kernels; a replay of its capture compiles them the same way (porter_emu.h).
     replay_defines = ("PORTER_HOST_PASS",)
 
-    def __init__(self, backend: Any, width: int = 0, languages: tuple[str, ...] = ("cuda", "hip")) -> None:
+    def __init__(
+        self,
+        backend: Any,
+        width: int = 0,
+        languages: tuple[str, ...] = ("cuda", "hip"),
+        sanitize: bool = False,
+    ) -> None:
         """`width`: warps of that many lanes (``warpSize``, the device properties, ballots and shuffles)
         instead of the runtime's own 32, for the `languages` whose GPUs run at it (HIP: AMD's 64-lane
-        wavefronts): a program of its own, ``cpu-runtime-wave64``, run on ``cpu:cpu-emulator-wave64``."""
-        self._backend, self._width, self._languages = backend, width, languages
-        self.name = f"cpu-runtime-wave{width}" if width else "cpu-runtime"
+        wavefronts): a program of its own, ``cpu-runtime-wave64``, run on ``cpu:cpu-emulator-wave64``.
+        `sanitize`: built with AddressSanitizer (:meth:`sanitized`)."""
+        self._backend, self._width, self._languages, self._sanitize = backend, width, languages, sanitize
+        self.name = "cpu-runtime-asan" if sanitize else f"cpu-runtime-wave{width}" if width else "cpu-runtime"
         # porter_capture.h: the original's launches recorded under PORTER_CAPTURE_DIR (at its own width)
-        self.captures = not width
+        self.captures = not width and not sanitize
+
+    def sanitized(self) -> CpuProgramToolchain | None:
+        """This toolchain building with AddressSanitizer (runtime.toml ``[program.sanitizer]``): the original's
+        diagnostic build, whose run names a memory error of its own code by file and line; None for a
+        toolchain at another width (one diagnostic build is enough) or one that sanitizes already."""
+        if self._width or self._sanitize:
+            return None
+        return CpuProgramToolchain(self._backend, 0, self._languages, sanitize=True)
+
+    def _sanitizer(self) -> dict[str, Any]:
+        found: dict[str, Any] = _runtime_data()["program"]["sanitizer"] if self._sanitize else {}
+        return found
+
+    def run_env(self) -> dict[str, str]:
+        """What its executables run with: ASAN_OPTIONS for a sanitizing build."""
+        options = self._sanitizer().get("options")
+        return {"ASAN_OPTIONS": str(options)} if options else {}
 
     def languages(self) -> tuple[str, ...]:
         return self._languages
@@ -287,6 +311,7 @@ class CpuProgramToolchain:
         ).hexdigest()[:10]
         device = self.device()
         width = f", {self._width}-lane warps" if self._width else ""
+        width += ", AddressSanitizer" if self._sanitize else ""
         return f"{device.driver if device is not None else 'g++'} + porter cpu runtime {digest}{width}"
 
     def flags(self, language: str) -> list[str]:
@@ -298,7 +323,7 @@ class CpuProgramToolchain:
             flags.append("-DPORTER_HIP=1")
         if self._width:  # what a program reads to learn the wavefront it was built for (AMD's compilers)
             flags += [f"-D__AMDGCN_WAVEFRONT_SIZE__={width}", f"-D__AMDGCN_WAVEFRONT_SIZE={width}"]
-        return flags
+        return flags + list(self._sanitizer().get("flags", ()))
 
     def _prepare(self, source: ProgramSource, out: Path) -> tuple[Path, Path, list[str], dict[Path, str]]:
         """The rewritten copy of the program (``out/src``), porter's headers (``out/porter-include``),
@@ -326,7 +351,10 @@ class CpuProgramToolchain:
         )
 
     def link_libs(self) -> list[str]:
-        return list(_runtime_data()["program"].get("link", ["-lm", "-lpthread"]))
+        return [
+            *_runtime_data()["program"].get("link", ["-lm", "-lpthread"]),
+            *self._sanitizer().get("link", ()),
+        ]
 
     def _refusal(
         self, units: Sequence[Path], scratch: Path, inc: Path, out: Path, cmd: Sequence[str], jail: Jail
@@ -465,6 +493,7 @@ class CpuProgramToolchain:
                     "c",
                     "-O1",
                     "-w",
+                    *self._sanitizer().get("flags", ()),
                     *own,
                     *incs,
                 ]

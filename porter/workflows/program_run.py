@@ -68,6 +68,7 @@ from porter.results import ProgramBuild, ProgramReport, ProgramRun, RunResult
 from porter.sandbox import SandboxError
 from porter.sandbox import jail as program_jail
 from porter.sandbox.jail import DEFAULT_MAX_OUTPUT, Jail, read_tail
+from porter.workflows.program_sanitizer import defect
 from porter.workflows.resume import Ledger, key_of, seal, sealed
 
 Progress = Callable[[str], None]
@@ -79,6 +80,9 @@ LOG_CHARS = 20_000  # of a build's log, kept in report.json (the whole is in its
 _STOPPED = ("timed out", "printed more than")  # how a run porter stopped is said (jail.Ran.reason)
 MAX_DATA_FILES = 100_000  # files of the --data folders a run's key lists (beyond: the run is never reused)
 MAX_DATA_CLIMB = 64  # folders a --data folder may lie above the program's and still be placed
+
+
+ORIGINAL = "original"  # the variant name of the program as the user wrote it
 
 
 def _tail(text: str, chars: int = TAIL_CHARS) -> str:
@@ -553,6 +557,54 @@ class _Runner:
                         )  # fmt: skip
                     )
 
+    def sanitize_original(
+        self,
+        built: Mapping[tuple[str, str], tuple[ProgramBuild, ProgramToolchain]],
+        mains: Sequence[ProgramFile],
+    ) -> None:
+        """Where a port's run differs, the original once more, built with AddressSanitizer by a toolchain here
+        that can (its ``sanitized()``: the CPU runtime) and run with that run's arguments: a memory error of
+        its own code is named with its file and line (:mod:`porter.workflows.program_sanitizer`) in
+        ``report.original_defects``, and the check and what it found in the notes.  Runs are checked in order
+        until one shows an error; nothing runs when no port differs."""
+        differing = [
+            (n, r)
+            for n, r in enumerate(self.report.runs, 1)
+            if any(v.status == "differs" for v in r.variants)
+        ]
+        chains = [
+            san for b, c in built.values()
+            if b.variant == ORIGINAL and b.status == "built" and (san := getattr(c, "sanitized", lambda: None)())
+        ]  # fmt: skip
+        if not differing or not chains or not mains:
+            return
+        chain = chains[0]
+        self.say(f"a port's run differs: building the original with {chain.name} to check its own memory use")
+        build = self.build(ORIGINAL, self.language, self.program.root, chain)
+        self.report.builds.append(build)
+        if build.status != "built":
+            self.report.notes.append(
+                f"the original's {chain.name} build (a check of its own memory use) failed: {build.reason}"
+            )
+            return
+        for n, run in differing:
+            main, argv = choose(self.program, mains, run.args)
+            words = shlex.split(run.args)
+            name = os.path.basename(words[0]) if len(words) == len(argv) + 1 else main.path.stem
+            rec = self.run_one(build, chain, main, argv, n, name, repeat=True)
+            stderr = self.out / "runs" / rec.key[:16] / "stderr.txt"
+            text = (
+                stderr.read_text(encoding="utf-8", errors="replace") if stderr.is_file() else rec.stderr_tail
+            )
+            found = defect(text, str(self.out / "build" / ORIGINAL / chain.name / "src"))
+            said = f"run {n} ({run.args or 'no arguments'}) of the original built with {chain.name}: "
+            if found:
+                self.report.original_defects.append(f"{found} (run {n}: {run.args or 'no arguments'})")
+                self.report.notes.append(said + found)
+                self.say(said + found)
+                return
+            self.report.notes.append(said + "no memory error of its own code found")
+
     def judge(self, run: ProgramRun, rec: RunResult) -> None:
         """Compare a port's run with the original's (same device, else the first)."""
         ref = _reference(run, rec.device)
@@ -563,7 +615,7 @@ class _Runner:
         if rec.status in ("failed", "not-run"):
             return
         if ref is None:
-            builds = [b for b in self.report.builds if b.variant == "original" and b.status != "built"]
+            builds = [b for b in self.report.builds if b.variant == ORIGINAL and b.status != "built"]
             why = "; ".join(dict.fromkeys(f"{b.toolchain}: {b.reason or b.status}" for b in builds))
             rec.status, rec.reason = "not-run", "the original did not run here" + (f" ({why})" if why else "")
             return
@@ -1124,6 +1176,7 @@ def build_and_run(
     built = runner.build_all(options.jobs if options.jobs > 0 else (os.cpu_count() or 1))
     if options.runs:
         runner.run_all(built, mains)
+        runner.sanitize_original(built, mains)
     runner.save()
 
 

@@ -293,7 +293,7 @@ def test_a_port_whose_original_did_not_build_says_why_the_original_did_not_run(t
     prog.mkdir()
     (prog / "main.cu").write_text(
         "#include <cstdio>\n"
-        "#if CUDART_VERSION >= 3000\n#error this test wants the original not to build\n#endif\n"
+        "#if CUDART_VERSION >= 11000\n#error this test wants the original not to build\n#endif\n"
         "__global__ void k(int* x) { x[threadIdx.x] = 1; }\n"
         "int main() { int* d; cudaMalloc(&d, 4 * sizeof(int)); k<<<1, 4>>>(d); cudaDeviceSynchronize();\n"
         '  puts("PASS"); return 0; }\n'
@@ -305,3 +305,70 @@ def test_a_port_whose_original_did_not_build_says_why_the_original_did_not_run(t
     assert hip.status == "not-run"
     assert hip.reason.startswith("the original did not run here (cpu-runtime: "), hip.reason
     assert original.reason in hip.reason
+
+
+# A host program of ours whose original prints a heap buffer it never terminated (the shape of a read-a-file-
+# then-print-it bug), and a kernel: what lies past the buffer depends on the runtime's allocations before it.
+UNTERMINATED = """#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+__global__ void twice(int* x) { x[threadIdx.x] *= 2; }
+int main() {
+  int h[4] = {1, 2, 3, 4}, *d;
+  cudaMalloc(&d, sizeof h);
+  cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);
+  twice<<<1, 4>>>(d);
+  cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+  char* word = (char*)malloc(5);
+  memcpy(word, "hello", 5);
+  printf("%s\\n", word);
+  printf("%d\\n", h[3]);
+  return 0;
+}
+"""
+
+
+def test_a_differing_port_has_the_originals_memory_errors_checked_and_named(tmp_path: Path) -> None:
+    """A port's run differs (planted here): the original runs once more built with AddressSanitizer; its read
+    past a heap allocation is named with the file and line of the access and of the allocation, in the
+    verdict and the notes.  The smooth sample's original, with a planted difference too, is checked and
+    found clean: nothing is named."""
+    prog = tmp_path / "unterminated"
+    prog.mkdir()
+    (prog / "main.cu").write_text(UNTERMINATED)
+    out = tmp_path / "out"
+    report, hip = _ported(prog, out)
+    main = hip / "main.cu"
+    main.write_text(main.read_text().replace('"%d\\n", h[3]);', '"%d\\n", h[3] + 1);'))
+    from porter.results import ProgramReport
+
+    assert isinstance(report, ProgramReport)
+    report.builds.clear()
+    build_and_run(discover([str(prog)]), out, report, cpu("./unterminated"), ledger=Ledger())
+    done = report
+    assert next(v for v in done.runs[0].variants if v.variant == "hip").status == "differs"
+    assert [(b.variant, b.toolchain, b.status) for b in done.builds][-1] == (
+        "original",
+        "cpu-runtime-asan",
+        "built",
+    )
+    (found,) = done.original_defects
+    assert found.startswith("AddressSanitizer: heap-buffer-overflow, a READ of ")
+    assert (
+        "at main.cu:13 (in main)" in found
+        and "past the end of a 5-byte region allocated at main.cu:11" in found
+    )
+    detail = done.verdicts()["hip"]["detail"]
+    assert "the original's own code has a memory error" in detail and "main.cu:13" in detail
+    assert any("cpu-runtime-asan" in n and "heap-buffer-overflow" in n for n in done.notes)
+    assert done.document()["program"]["original_defects"] == done.original_defects
+    # a clean original with a differing port: checked, nothing named
+    smooth = tmp_path / "smooth"
+    shutil.copytree(SMOOTH, smooth)
+    clean_out = tmp_path / "clean"
+    clean, hip = _ported(smooth, clean_out)
+    src = hip / "src" / "main.cu"
+    src.write_text(src.read_text().replace('printf("n = %d\\n", n);', 'printf("n = %d\\n", n + 1);'))
+    checked = _rerun(smooth, clean_out, clean)
+    assert isinstance(checked, ProgramReport) and checked.original_defects == []
+    assert any("no memory error of its own code found" in n for n in checked.notes), checked.notes

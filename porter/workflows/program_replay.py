@@ -578,7 +578,7 @@ def _replay(
                 )
                 add(pk, n, KernelReplay(target, "", "not-replayable", why, instance=name))
                 continue
-            add(pk, n, *judged(port, devices, replay_of, name, made))
+            add(pk, n, *_originals_defect(judged(port, devices, replay_of, name, made), rows))
 
     work = [w for n, group in enumerate(groups, 1) if (w := prepare(n, *group)) is not None]
     side_by_side(work, plan.jobs)
@@ -588,6 +588,35 @@ def _replay(
     for k in report.kernels:
         for row in k.replays:
             row.captured_on = captured_on.get(row.instance, "")
+
+
+def _finding(reason: str) -> str:
+    """What an out-of-bounds verdict found (``out-of-bounds read: arg4[-64] read before its first element``),
+    without where it was seen; "" for any other reason."""
+    check, _, rest = reason.partition(": ")
+    return rest.split(" (", 1)[0] if check == "guard" else ""
+
+
+def _originals_defect(rows: Sequence[KernelReplay], original: Sequence[KernelReplay]) -> list[KernelReplay]:
+    """A port's rows where it steps out of bounds exactly as the original does on a device (the same array and
+    element: a defect of the original the port keeps, srad's read of ``J[-cols]`` at the top edge) are not
+    failed: not replayable there, naming the original's own finding.  A port that steps out elsewhere, or
+    where the original does not, still fails."""
+    theirs = {f: r for r in original if r.status == "failed" and (f := _finding(r.reason))}
+    out = []
+    for row in rows:
+        same = theirs.get(_finding(row.reason)) if row.status == "failed" else None
+        out.append(
+            row
+            if same is None
+            else replace(
+                row,
+                status="not-replayable",
+                reason=f"the original kernel does the same on {same.device} ({same.reason}): its own defect, "
+                "which the port keeps, so this device cannot judge the port",
+            )
+        )
+    return out
 
 
 def side_by_side(work: Sequence[Callable[[], None]], most: int) -> None:

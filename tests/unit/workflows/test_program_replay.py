@@ -16,6 +16,7 @@ from porter.backends import CompileOptions, Device
 from porter.model import Variant
 from porter.plan import PlannedVariant
 from porter.report import program_view
+from porter.results import KernelReplay
 from porter.workflows import program_replay
 from porter.workflows.program import Hooks, port_program
 from porter.workflows.program_run import ProgramRuns
@@ -382,3 +383,59 @@ def test_kernels_judged_side_by_side_give_the_rows_of_one_after_another(
     side_by_side, one_by_one = rows(0.0, "idle"), rows(1000.0, "busy")
     assert len({name for name, *_ in side_by_side}) == 5
     assert side_by_side == one_by_one
+
+
+# A stencil of ours that reads one element before its input at the left edge (the shape of srad's top-edge read,
+# written here): the original steps out of bounds, and so does its faithful port.
+LEFT_EDGE = """#include <cstdio>
+__global__ void smear(const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i] + 0.0f * x[i - 1];
+}
+int main() {
+  const int n = 64;
+  float h[n], *x, *y;
+  for (int i = 0; i < n; ++i) h[i] = 0.5f * i;
+  cudaMalloc(&x, sizeof h);
+  cudaMalloc(&y, sizeof h);
+  cudaMemcpy(x, h, sizeof h, cudaMemcpyHostToDevice);
+  smear<<<2, 32>>>(x, y, n);
+  cudaMemcpy(h, y, sizeof h, cudaMemcpyDeviceToHost);
+  printf("%g %g\\n", h[1], h[63]);
+  return 0;
+}
+"""
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU runtime needs g++")
+def test_a_port_that_keeps_the_originals_out_of_bounds_read_is_not_failed_for_it(tmp_path: Path) -> None:
+    """The original reads x[-1]: its guard page stops it on the CPU emulator, its row fails with the finding,
+    and with no device where it validates the ports are not judged (not replayable, naming it).  Where it
+    validates on one device (a GPU) and steps out on another, a port doing the same there is not replayable
+    with the original's finding, not failed; a port stepping out where the original does not still fails."""
+    src = tmp_path / "left_edge"
+    src.mkdir()
+    (src / "main.cu").write_text(LEFT_EDGE)
+    cpu = ProgramRuns(("",), toolchains=("cpu-runtime",))
+    report = port_program([str(src)], ["hip"], out_dir=str(tmp_path / "out"), run=cpu)
+    rows = next(k.replays for k in report.kernels if k.name == "smear")
+    original = [r for r in rows if r.variant == "original"]
+    assert original and all(r.status == "failed" for r in original), original
+    finding = "guard: out-of-bounds read: arg0[-1] read before its first element"
+    assert original[0].reason.startswith(finding)
+    hip = [r for r in rows if r.variant == "hip"]
+    assert hip and all(r.status == "not-replayable" and finding in r.reason for r in hip), hip
+    assert report.kernel_counts()["hip"]["failed"] == 0
+    # the original validated on a GPU and stopped by the guard on the emulator (srad on the H100)
+    gpu = KernelReplay("original", "cuda:NVIDIA H100 80GB HBM3", "validated", "matches", instance="smear")
+    ported = [
+        KernelReplay("hip", "hip:NVIDIA H100 80GB HBM3", "validated", "matches", instance="smear"),
+        KernelReplay("hip", "cpu:cpu-emulator", "failed", original[0].reason, instance="smear"),
+        KernelReplay("hip", "cpu:cpu-emulator-wave64", "failed", original[0].reason, instance="smear"),
+    ]
+    judged = program_replay._originals_defect(ported, [gpu, original[0]])
+    assert [r.status for r in judged] == ["validated", "not-replayable", "not-replayable"]
+    assert judged[1].reason.startswith(f"the original kernel does the same on cpu:cpu-emulator ({finding}")
+    elsewhere = replace(ported[1], reason="guard: out-of-bounds read: arg0[64] read past its 64 elements (x)")
+    assert program_replay._originals_defect([elsewhere], [gpu, original[0]])[0].status == "failed"

@@ -578,7 +578,8 @@ def _replay(
                 )
                 add(pk, n, KernelReplay(target, "", "not-replayable", why, instance=name))
                 continue
-            add(pk, n, *_originals_defect(judged(port, devices, replay_of, name, made), rows))
+            kinds = {d.label: d.kind for d in (*on, *devices)}
+            add(pk, n, *_originals_defect(judged(port, devices, replay_of, name, made), rows, kinds))
 
     work = [w for n, group in enumerate(groups, 1) if (w := prepare(n, *group)) is not None]
     side_by_side(work, plan.jobs)
@@ -597,26 +598,57 @@ def _finding(reason: str) -> str:
     return rest.split(" (", 1)[0] if check == "guard" else ""
 
 
-def _originals_defect(rows: Sequence[KernelReplay], original: Sequence[KernelReplay]) -> list[KernelReplay]:
-    """A port's rows where it steps out of bounds exactly as the original does on a device (the same array and
-    element: a defect of the original the port keeps, srad's read of ``J[-cols]`` at the top edge) are not
-    failed: not replayable there, naming the original's own finding.  A port that steps out elsewhere, or
-    where the original does not, still fails."""
+def _originals_defect(
+    rows: Sequence[KernelReplay], original: Sequence[KernelReplay], kinds: Mapping[str, str] | None = None
+) -> list[KernelReplay]:
+    """A port's failed rows that are the original's own failure, kept by the port: not failed, not replayable
+    there, naming the original's finding.  That is a row stepping out of bounds exactly as the original does
+    on any device (the same array and element: srad's read of ``J[-cols]`` at the top edge), or failing the
+    check the original fails on the same device -- or, on a device the original does not run on, on one as
+    much a GPU or not (`kinds`: label -> Device.kind; a race of the original's, myocyte's, fails its ports on
+    every CPU device as it fails the original on the emulator).  A port that fails where the original passes, or another check,
+    still fails."""
+    kinds = kinds or {}
     theirs = {f: r for r in original if r.status == "failed" and (f := _finding(r.reason))}
+    ran = {r.device for r in original if r.device}
+    failed = [r for r in original if r.status == "failed" and r.device]
     out = []
     for row in rows:
-        same = theirs.get(_finding(row.reason)) if row.status == "failed" else None
+        same = None
+        if row.status == "failed":
+            check = row.reason.partition(":")[0]  # (an out-of-bounds one only by its finding, above)
+            same = theirs.get(_finding(row.reason)) or next(
+                (
+                    r
+                    for r in failed
+                    if r.reason.partition(":")[0] == check != "guard"
+                    and (
+                        r.device == row.device
+                        or (
+                            row.device not in ran
+                            and _on_a_gpu(kinds, r.device) == _on_a_gpu(kinds, row.device)
+                        )
+                    )
+                ),
+                None,
+            )
         out.append(
             row
             if same is None
             else replace(
                 row,
                 status="not-replayable",
-                reason=f"the original kernel does the same on {same.device} ({same.reason}): its own defect, "
-                "which the port keeps, so this device cannot judge the port",
+                reason=f"the original kernel fails the same way on {same.device} ({same.reason}): its own "
+                "defect, which the port keeps, so this device cannot judge the port",
             )
         )
     return out
+
+
+def _on_a_gpu(kinds: Mapping[str, str], label: str) -> bool | None:
+    """Whether the device `label` names is a GPU (None: not known)."""
+    kind = kinds.get(label)
+    return None if kind is None else kind == "gpu"
 
 
 def side_by_side(work: Sequence[Callable[[], None]], most: int) -> None:

@@ -436,6 +436,41 @@ def test_a_port_that_keeps_the_originals_out_of_bounds_read_is_not_failed_for_it
     ]
     judged = program_replay._originals_defect(ported, [gpu, original[0]])
     assert [r.status for r in judged] == ["validated", "not-replayable", "not-replayable"]
-    assert judged[1].reason.startswith(f"the original kernel does the same on cpu:cpu-emulator ({finding}")
+    assert judged[1].reason.startswith(
+        f"the original kernel fails the same way on cpu:cpu-emulator ({finding}"
+    )
     elsewhere = replace(ported[1], reason="guard: out-of-bounds read: arg0[64] read past its 64 elements (x)")
     assert program_replay._originals_defect([elsewhere], [gpu, original[0]])[0].status == "failed"
+
+
+def test_a_ports_failure_is_the_originals_where_the_original_fails_that_check_on_such_a_device() -> None:
+    """myocyte on the H100: the original validated on the GPU and raced on the emulator; the ports raced on the
+    emulator, its 64-lane twin and Intel's CPU device (the original does not run on those two: a CPU device
+    like the emulator), and one port failed matches-reference on the GPU, where the original passed."""
+    race = "deterministic: arg2[0] differs between two runs on the same input (0 vs 15.2; 1 elements differ)"
+    original = [
+        KernelReplay("original", "cuda:H100", "validated", "matches", instance="kernel"),
+        KernelReplay("original", "cpu:cpu-emulator", "failed", race, instance="kernel"),
+    ]
+    kinds = {"cuda:H100": "gpu", "cpu:cpu-emulator": "emulator", "cpu:cpu-emulator-wave64": "emulator"}
+    kinds |= {"opencl:intel": "cpu", "opencl:H100": "gpu", "hip:H100": "gpu"}
+    ports = [
+        KernelReplay("hip", "hip:H100", "validated", "matches", instance="kernel"),
+        KernelReplay("hip", "cpu:cpu-emulator", "failed", race, instance="kernel"),
+        KernelReplay("hip", "cpu:cpu-emulator-wave64", "failed", race, instance="kernel"),
+        KernelReplay("opencl", "opencl:intel", "failed", race, instance="kernel"),
+        KernelReplay(
+            "opencl", "opencl:H100", "failed", "matches-reference: arg2[7] = 7.067", instance="kernel"
+        ),
+    ]
+    judged = program_replay._originals_defect(ports, original, kinds)
+    assert [r.status for r in judged] == [
+        "validated",
+        "not-replayable",
+        "not-replayable",
+        "not-replayable",
+        "failed",
+    ]
+    assert judged[1].reason.startswith(
+        "the original kernel fails the same way on cpu:cpu-emulator (deterministic:"
+    )

@@ -33,6 +33,10 @@ What is translated:
   ``warpSize`` is kept (64 on AMD at run time).
 * ``cub::`` -> ``hipcub::``, ``__CUDACC__`` -> ``__HIPCC__``, ``defined(__CUDA_ARCH__)`` ->
   ``defined(__HIP_DEVICE_COMPILE__)``.
+* CUDA version tests: HIP defines no CUDA version macro, so ``#if CUDART_VERSION >= 11000`` takes its
+  fallback path (a warning); a test every CUDA porter ports from decides alike (``#if CUDART_VERSION < 3000``,
+  a fallback for CUDA 2) becomes that value, ``0 /* porter: ... */`` on the same lines (cuda2hip.toml
+  [version_tests], :mod:`porter.translate.versions`).
 * 1-D texture references over linear memory -> a ``__device__`` pointer and size, bound by
   ``hipMemcpyToSymbol`` and read by a guarded plain load (:mod:`porter.backends.hip.texrefs`; 2-D/3-D
   ones, normalized-float reads and filtering stay errors with their line).
@@ -66,6 +70,7 @@ from porter.includes import reachable, resolve_local_include
 from porter.model import UNMAPPED_API, Diagnostic, FileScan, Kernel, Severity, TranslatedKernel, Translation
 from porter.translate.common import IDENT, PUNCT, Token, code_tokens, split_call_args
 from porter.translate.edits import Edit, apply_edits
+from porter.translate.versions import VersionRule, decided_tests
 
 LAUNCH_STYLES = ("chevrons", "ggl")
 TARGET = "hip"
@@ -178,6 +183,7 @@ class HipTables:
     hits: re.Pattern[bytes]  # where in the bytes a name worth looking at may start
     arguments: dict[str, ArgRule] = field(default_factory=dict)  # by CUDA name
     by_arity: dict[str, dict[int, ArityRule]] = field(default_factory=dict)  # CUDA name -> argument count ->
+    versions: VersionRule | None = None  # [version_tests]: CUDA version tests every CUDA decides alike
 
 
 def _load_toml(name: str = "cuda2hip.toml") -> dict[str, Any]:
@@ -346,6 +352,7 @@ def hip_tables() -> HipTables:
             }
             for name, forms in raw.get("by_arity", {}).items()
         },
+        versions=VersionRule.from_table(raw.get("version_tests", {})),
     )
 
 
@@ -1096,6 +1103,22 @@ def _qualified_tree(node) -> str:
     return "::".join(re.findall(r"::\s*([A-Za-z_]\w*)", text.split("<", 1)[0]))
 
 
+# --------------------------------------------------------------------------- version tests
+
+
+def _version_tests(state: _State, root) -> None:
+    """Each CUDA version test every CUDA porter ports from decides alike (``#if CUDART_VERSION < 3000``,
+    cuda2hip.toml [version_tests]) becomes its value, on its own lines; its macro's name is not looked at again
+    (no [preprocessor] warning: the port takes the branch CUDA takes)."""
+    rule = hip_tables().versions
+    if rule is None:
+        return
+    for test in decided_tests(state.src, root, rule):
+        state.edits.append(Edit(test.start, test.end, test.replacement(rule.oldest)))
+        insort(state.deleted, (test.start, test.end))
+        _diag(state, test.start, test.text, rule.explain(test), rule.severity)
+
+
 # --------------------------------------------------------------------------- includes
 
 
@@ -1319,6 +1342,7 @@ def _translate_to_hip(
     state.line_starts = [0, *(m.end() for m in re.finditer(rb"\n", src))]
     t = hip_tables()
     root = parse("cuda", src).root_node
+    _version_tests(state, root)
     macros = _macro_ranges(state, root)
     macro_starts = [r[0] for r in macros]
     if state.partial:

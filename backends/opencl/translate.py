@@ -65,6 +65,7 @@ from porter.scan.instances import instance_name, template_instantiations
 from porter.source import Scanned
 from porter.translate.common import COMMENT, IDENT, NUMBER, PUNCT, Token, c_tokens
 from porter.translate.edits import Edit, apply_edits
+from porter.translate.versions import VersionRule, decided_tests, fallback_uses
 
 __all__ = ["launch_geometry", "requirements", "tables", "translate_to_opencl"]
 
@@ -86,6 +87,12 @@ def tables() -> dict[str, Any]:
     """The CUDA -> OpenCL tables (``backends/opencl/cuda2opencl.toml``)."""
     text = resources.files("porter.backends").joinpath("opencl/cuda2opencl.toml").read_text(encoding="utf-8")
     return tomllib.loads(text)
+
+
+@cache
+def version_rule() -> VersionRule | None:
+    """``[version_tests]`` of the tables: the CUDA version tests every CUDA porter ports from decides alike."""
+    return VersionRule.from_table(tables().get("version_tests", {}))
 
 
 @cache
@@ -3426,6 +3433,32 @@ _MARK = "/*porter:pp"
 _MARKED = re.compile(r"/\*porter:pp(\d+)\*/")
 
 
+def _version_tests(unit: Unit) -> None:
+    """Each CUDA version test of `unit`'s conditions that every CUDA porter ports from decides alike
+    (``#if CUDART_VERSION < 3000``: cuda2opencl.toml [version_tests]) replaced by its value, its lines kept;
+    the others reported: OpenCL C reads the macro as 0 and takes their fallback path."""
+    rule = version_rule()
+    if rule is None:
+        return
+    data = unit.text.encode("utf-8", "surrogateescape")
+    if rule.pattern.search(data) is None:
+        return
+    root = parse("cuda", data).root_node
+    tests = decided_tests(data, root, rule)
+    for test in tests:
+        path, line = unit.origin(test.row)
+        unit.diagnostics.append(Diagnostic(path, line, test.text, rule.explain(test), rule.severity))
+    if rule.fallback_reason:
+        for offset, macro in fallback_uses(data, root, rule):
+            path, line = unit.origin(data.count(b"\n", 0, offset))
+            unit.diagnostics.append(Diagnostic(path, line, macro, rule.fallback_reason, Severity.WARNING))
+    if tests:
+        edits = [Edit(t.start, t.end, t.replacement(rule.oldest)) for t in tests]
+        lines = apply_edits(data, edits).decode("utf-8", "surrogateescape").split("\n")
+        assert len(lines) == len(unit.lines), "a version test's replacement keeps its lines"
+        unit.lines = lines
+
+
 def _mask_conditionals(
     unit: Unit, known: dict[str, bool] | None, command_line_known: bool = False
 ) -> tuple[list[_conditionals.Directive], dict[int, bool | None]]:
@@ -3630,6 +3663,7 @@ def _translate_to_opencl(
         rewrite=lambda text: spelled_out(text, macros),
     )
     directives, values = _mask_conditionals(unit, known, command_line_known)
+    _version_tests(unit)
     launched = _included_launches(unit, path, scanned, macros)
     tr = _Translator(unit, path, subgroups, scan, source, launched)
     tr.collect()

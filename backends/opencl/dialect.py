@@ -99,7 +99,10 @@ class OpenCLDialect(Dialect):
     def model_constraints(
         self, entry: str, signature: Sequence[str], tk: TranslatedKernel, lacking: bool
     ) -> str:
+        from porter.backends.opencl.packed import model_hint
+
         lines = [f"The kernel must be exactly `__kernel void {entry}({', '.join(signature)})`."]
+        lines += [hint for hint in map(model_hint, signature) if hint is not None]
         for extra in tk.extra_args:
             symbol = extra.get("symbol", "")
             if extra.get("kind") == "local":

@@ -35,6 +35,9 @@ Decisions worth knowing:
   scalar (``typedef float real;``) or an object-like macro whose body is one (``#define fp float``);
 * ``[kernel_param_types]`` (``bool`` -> ``uchar``, ``size_t`` -> ``ulong``) also applies to what
   pointers into ``__global`` memory point to: the host's ``bool`` arrays arrive as ``uchar*``;
+* three-component vectors keep CUDA's packed layout (12-byte ``float3``) in ``__global`` memory and in
+  by-value kernel arguments: ``float3* v`` becomes ``__global float* v`` read with ``vload3``, written with
+  ``vstore3``, members at ``3*i+k`` (:mod:`.packed`); what cannot keep it is refused with its line;
 * warp shuffles and votes become sub-group functions guarded by ``#if defined(<extension>)``,
   so a device without them still builds the file's other kernels.  ``subgroups=False`` makes
   them (and their kernels) untranslatable;
@@ -54,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from porter.backends.opencl import conditionals as _conditionals
+from porter.backends.opencl import packed as _packed
 from porter.backends.opencl import textures as _textures
 from porter.backends.opencl.launch import instance_entry, launch_geometry
 from porter.backends.opencl.unit import Unit, build_unit
@@ -385,6 +389,7 @@ class _Result:
         default_factory=set
     )  # (operation, type) of multi-warp reduces
     tex_types: set[str] = field(default_factory=set)  # element types of the textures it fetches from
+    packed_structs: set[str] = field(default_factory=set)  # scalars of by-value `float3` kernel arguments
 
 
 def _param_info(p: Node) -> _Param:
@@ -1330,6 +1335,10 @@ class _Body:
         self.warned: set[str] = set()
         self.refs: set[str] = set()  # reference parameters, pointers once translated: uses read (*x)
         self.accessor_handles: dict[str, tuple[Node, str]] = {}  # `SharedMemory<T> smem;`: (T, family)
+        # pointers to three-component vectors in global memory, kept in CUDA's packed layout (packed.py)
+        self.packed = _packed.Layout(
+            self, tr.t["three_component_sizes"], lambda n: tr.unit.origin(n.start_point[0])[1]
+        )
         for c in tr.consts.values():
             self.vars[c.name] = _Var("constant", c.elem, bool(c.dims), len(c.dims))
 
@@ -1401,15 +1410,20 @@ class _Body:
                 return right if right is not None and right.indirect else left
             elif t == "parenthesized_expression":
                 node = node.named_children[0] if node.named_child_count else None
-            elif t == "cast_expression":
-                node = node.child_by_field_name("value")
+            elif t in ("cast_expression", "update_expression"):  # `(T*)p`, `p++`: p's memory
+                node = node.child_by_field_name("value" if t == "cast_expression" else "argument")
             elif t == "conditional_expression":
                 node = node.child_by_field_name("consequence")
             elif t == "assignment_expression":
                 node = node.child_by_field_name("right")
             elif t == "call_expression":
                 use = self.accessor_use(node)
-                return _Var("local", self.render(use[0]), True) if use is not None else None
+                if use is not None:
+                    return _Var("local", self.render(use[0]), True)
+                cast = self.packed.cpp_cast(node)  # reinterpret_cast<float3*>(p): p's memory
+                if cast is None:
+                    return None
+                node = cast[2]
             elif t == "field_expression":
                 # `b->count`, `bins[i].sum`: the struct's memory, the field's type (a scalar field of a
                 # struct in global or local memory: an atomic's target)
@@ -1692,6 +1706,8 @@ class _Body:
         return True
 
     def _v_field_expression(self, node: Node) -> bool:
+        if self.packed.field(node):
+            return True
         arg = node.child_by_field_name("argument")
         fld = node.child_by_field_name("field")
         if arg is not None and arg.type == "call_expression" and self.block_dim3(node, arg, fld):
@@ -1706,6 +1722,36 @@ class _Body:
             self.edits.append(Edit.replace(node, f"({self.t['builtin_cast']['type']}){call}"))
             return True
         return False
+
+    # the uses of pointers kept in CUDA's packed layout of three-component vectors (packed.py)
+    def _v_subscript_expression(self, node: Node) -> bool:
+        return self.packed.subscript(node)
+
+    def _v_pointer_expression(self, node: Node) -> bool:
+        return self.packed.pointer_expression(node)
+
+    def _v_assignment_expression(self, node: Node) -> bool:
+        return self.packed.assignment(node)
+
+    def _v_update_expression(self, node: Node) -> bool:
+        return self.packed.update(node)
+
+    def _v_binary_expression(self, node: Node) -> bool:
+        return self.packed.arithmetic(node)
+
+    def _v_initializer_list(self, node: Node) -> bool:
+        return self.packed.escapes(node, "stored in an initializer list")
+
+    def _v_return_statement(self, node: Node) -> bool:
+        return self.packed.escapes(node, "returned")
+
+    def _v_compound_statement(self, node: Node) -> bool:
+        """A block: the packed pointers it declares (or hides) end with it."""
+        saved = dict(self.packed.vars)
+        for c in node.children:
+            self.visit(c)
+        self.packed.vars = saved
+        return True
 
     def _v_identifier(self, node: Node) -> bool:
         name = _text(node)
@@ -1904,6 +1950,7 @@ class _Body:
             if ident is None:
                 continue
             name = _text(ident)
+            self.packed.vars.pop(name, None)  # a name declared again (packed again below if it is)
             if chain and chain[0].type == "pointer_declarator":
                 space = self.pointer_space(name, value)
                 if space is None:
@@ -1936,7 +1983,12 @@ class _Body:
             space = spaces.pop()
             self.edits.append(Edit(node.start_byte, node.start_byte, f"__{space} "))
             pointee = self.global_pointee(node) if space == "global" and not plain else None
-            if pointee is not None:  # `bool* f = flags;` with `flags` a kernel's `uchar*`
+            packed = self.packed.of(elem) if space == "global" and not plain else None
+            if packed is not None:  # `float3* w = v + k;`: CUDA's layout too (packed.py)
+                pointee = packed.scalar
+                for name in single:
+                    self.packed.vars[name] = packed
+            elif pointee is not None:  # `bool* f = flags;` with `flags` a kernel's `uchar*`
                 elem = self.type_of(node, pointee)
                 for name in single:
                     self.vars[name] = _Var("global", elem, True)
@@ -1961,6 +2013,12 @@ class _Body:
                 self.error(node, _text(node), "auto with a reference or array declarator: write the type out")
                 return True
             ident, chain = _declared(inner)
+            packed = self.packed.pointer(value)
+            if packed is not None and ident is not None:  # `auto w = v + k;` (packed.py)
+                self.packed.vars[_text(ident)] = packed
+                elem = f"const {packed.vector}" if packed.const else packed.vector
+                deduced.append((ident, packed.pointer(), _Var("global", elem, True)))
+                continue
             found = self.deduce(value) if value is not None and ident is not None else None
             if found is not None and chain and found[1].indirect is False:
                 found = None  # `auto* p = <not a pointer>`
@@ -2094,6 +2152,11 @@ class _Body:
         has_pointer = tnode is not None and any(c.type in _POINTER_DECLS for c in tnode.named_children)
         if tnode is None or not has_pointer or value is None:
             return False
+        packed = self.packed.cast_target(tnode, value)
+        if packed is not None:  # `(float3*)raw` into global memory: CUDA's layout (packed.py)
+            self.edits.append(Edit.replace(tnode, packed.pointer()))
+            self.visit(value)
+            return True
         r = self.root(value)
         if r is not None and r.indirect and r.space in _SPACES:
             self.edits.append(Edit.replace(tnode, f"__{r.space} {self.render(tnode)}"))
@@ -2140,6 +2203,11 @@ class _Body:
             if name in ("static_cast", "reinterpret_cast", "const_cast") and len(args) == 1:
                 targs = fn.child_by_field_name("arguments")
                 tdesc = targs.named_children[0] if targs is not None and targs.named_child_count else None
+                packed = self.packed.cpp_cast(node)
+                if packed is not None:  # `reinterpret_cast<float3*>(raw)` (packed.py)
+                    cast, _, operand = packed
+                    self.edits.append(Edit.replace(node, f"(({cast.pointer()})({self.render(operand)}))"))
+                    return True
                 if tdesc is not None:
                     ttext = self.render(tdesc)
                     r = self.root(args[0])
@@ -2652,6 +2720,8 @@ class _Body:
         if not args:
             self.error(node, name, "atomic without arguments")
             return
+        if self.packed.atomic(args[0], name):
+            return
         r = self.root(args[0])
         canonical = _canonical(r.elem) if r is not None and r.indirect else None
         if r is None or canonical is None:
@@ -2790,6 +2860,8 @@ class _Body:
                 spaces.append(None)
                 continue
             if p.reference and not p.pointer and not p.const_pointee:
+                if self.packed.reference(node, arg, f"parameter {i + 1} of {name}"):
+                    return
                 space = self.lvalue_space(arg)
                 if space is None or arg is None:
                     self.error(
@@ -3055,15 +3127,11 @@ class _Body:
                 self.error(
                     p.node, _text(p.node), "pointer-to-pointer kernel argument: OpenCL cannot pass one"
                 )
-            bare = " ".join(w for w in elem.split() if w not in ("const", "volatile", "struct"))
-            packed = self.t["three_component_sizes"].get(bare)
-            if space == "global" and stars == 1 and packed is not None:
-                self.error(
-                    p.node, _text(p.node),
-                    f"a pointer to {bare} in global memory: CUDA's {bare} elements are {packed} bytes apart, "
-                    f"OpenCL C's {packed * 4 // 3}, so every element but the first would be read and written at "
-                    "the wrong place (CUDA's packed layout is not translated yet)",
-                )  # fmt: skip
+            packed = self.packed.of(elem) if space == "global" and stars == 1 else None
+            if packed is not None:  # `float3* v` -> `__global float* v`: CUDA's layout (packed.py)
+                self.packed.vars[p.name] = packed
+                pointee = packed.scalar
+                self.res.fp64 = self.res.fp64 or packed.scalar == "double"
             type_node = p.node.child_by_field_name("type")
             for c in p.node.children:
                 if pointee is not None and c == type_node:
@@ -3074,6 +3142,8 @@ class _Body:
         elem = self.type_of(p.node)
         self.vars[p.name] = _Var("private", elem, False)
         type_node = p.node.child_by_field_name("type")
+        if fn.kernel and self.packed_argument(p, elem, type_node):
+            return
         mapped = self.t["kernel_param_types"].get(_squash(_text(type_node))) if fn.kernel else None
         if mapped is not None and type_node is not None:
             self.edits.append(Edit.replace(type_node, mapped))
@@ -3083,6 +3153,26 @@ class _Body:
         else:
             for c in p.node.children:
                 self.visit(c)
+
+    def packed_argument(self, p: _Param, elem: str, type_node: Node | None) -> bool:
+        """A kernel's `float3 d`: the host passes CUDA's 12 bytes, OpenCL C's float3 argument takes 16, so the
+        argument is a struct of CUDA's layout (`porter_packed_float3 d_packed`) and the kernel's first line
+        the float3 `d` (packed.py)."""
+        packed = self.packed.of(elem)
+        ident, chain = _declared(p.node.child_by_field_name("declarator"))
+        if packed is None or type_node is None or ident is None or chain:
+            return False
+        name = self.tr.safe_name(p.name)
+        arg = f"{p.name}_packed"
+        self.edits.append(Edit.replace(type_node, _packed.struct_name(packed.scalar)))
+        self.edits.append(Edit.replace(ident, arg))
+        self.hoisted.append(f"{elem} {name} = {_packed.unpacked(packed, arg)};")
+        self.res.packed_structs.add(packed.scalar)
+        self.res.fp64 = self.res.fp64 or packed.scalar == "double"
+        for c in p.node.children:
+            if c not in (type_node, p.node.child_by_field_name("declarator")):
+                self.visit(c)
+        return True
 
     def reference_param(self, p: _Param) -> None:
         """`const T& v` becomes the value `const T v` (what it reads cannot change through it);
@@ -3679,6 +3769,7 @@ def _translate_to_opencl(
     lane_helpers: set[str] = set()  # [warp_helpers] the shuffles call
     tile_reducers: set[tuple[str, str]] = set()  # multi-warp cg::reduce helpers: (operation, type)
     tex_types: set[str] = set()  # element types of the textures fetched from (a fetch helper each)
+    packed_structs: set[str] = set()  # scalars of by-value three-component kernel arguments (packed.py)
     fp64 = False
     for k, args, entry, res in instances:
         reached = tr.reach(res)
@@ -3714,6 +3805,7 @@ def _translate_to_opencl(
                 lane_helpers |= r.warp_helpers
                 tile_reducers |= r.tile_reducers
                 tex_types |= r.tex_types
+                packed_structs |= r.packed_structs
                 fp64 = fp64 or r.fp64
             table = requirements()
             pragmas |= {table[q]["pragma"] for q in requires if table[q].get("pragma")}
@@ -3764,6 +3856,7 @@ def _translate_to_opencl(
         src = t["helpers"][helper_name]["source"].strip("\n")
         prelude.append("\n" + src.replace("{space}", space).replace("{qual}", f"__{space}"))
     prelude += ["\n" + src for src in _textures.fetchers(tex_types)]
+    prelude += ["\n" + _packed.struct_source(scalar) for scalar in sorted(packed_structs)]
     if lane_helpers:
         sources = [t["warp_helpers"][h]["source"].strip("\n") for h in sorted(lane_helpers)]
         prelude.append("\n" + _guard("\n".join(sources), ["subgroups"]))

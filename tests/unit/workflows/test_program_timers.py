@@ -70,3 +70,25 @@ def test_a_ported_program_s_timer_lines_are_named_and_not_compared(timed: Path, 
         )
     original = report.runs[0].original
     assert original is not None and not original.varies  # the timers' lines are not "lines that vary"
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU runtime needs g++")
+def test_a_verified_hand_port_s_timer_lines_are_named_and_not_compared_too(
+    timed: Path, tmp_path: Path
+) -> None:
+    """porter verify compares the runs by the same rule as port: the original's timer lines are masked."""
+    from porter.workflows.program import port_program
+    from porter.workflows.program_run import ProgramRuns
+    from porter.workflows.verify import verify_program
+
+    port_program([str(timed)], ["hip"], out_dir=str(tmp_path / "t"), translate_only=True)
+    hand = tmp_path / "hand_port"
+    shutil.copytree(tmp_path / "t" / "hip", hand)  # a port of the user's, as if written by hand
+    report = verify_program(
+        [str(hand)], [str(timed)], out_dir=str(tmp_path / "v"),
+        run=ProgramRuns(("",), toolchains=("cpu-runtime",)),
+    )  # fmt: skip
+    hip = [r for r in report.runs[0].variants if r.variant == "hip"]
+    assert hip and all(r.status == "matches" for r in hip), [r.differences for r in hip]
+    assert all(f"(t1 - t0 at main.cu:{_line('COPY IN')}): not compared" in r.reason for r in hip), hip

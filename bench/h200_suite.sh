@@ -5,7 +5,8 @@
 # Usage there:  [PROGRAMS="vectorAdd nw ..."|all] [TOOLCHAINS=nvcc,hip-on-cuda,opencl] [DEFAULT_S=200 J1_S=330]
 #               [WRAP="python3 bench/cpu_breakdown.py --"] bash bench/h200_suite.sh
 #   (PROGRAMS=all: every program with a run; J1_S=0: no -j 1 run; WRAP: a command prefix for each suite run,
-#   e.g. the CPU breakdown, whose table ends its log; each program's report.md lands in reports-NAME.tgz;
+#   e.g. the CPU breakdown, whose table ends its log; each program's report.md, summary.md and the GPU samples land
+#   in reports-NAME.tgz;
 #   CACHE=none: no compile cache at all, where by default each run starts with an empty one, as a first run does)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/suite"
@@ -51,8 +52,9 @@ run() {  # name, seconds, porter arguments...
   local rc=$?; kill $smi 2>/dev/null
   echo "$name rc=$rc wall=$(python3 -c "import time,sys; print(round(time.time()-float(sys.argv[1]),1))" "$t0") s nproc=$(nproc)" | tee -a "$OUT/suite/walls.txt"
   cp "/tmp/suite-$name/summary.json" "$OUT/suite/summary-$name.json" 2>/dev/null
-  cp "/tmp/suite-$name/summary.md" "$OUT/suite/summary-$name.md" 2>/dev/null
-  (cd "/tmp/suite-$name" && tar -czf "$OUT/suite/reports-$name.tgz" */report.md .suite/*.log 2>/dev/null)
+  # the device tool brings back few files: the rest (summary.md, the GPU samples, the reports and logs) in one
+  cp "$OUT/suite/util-$name.csv" "/tmp/suite-$name/util.csv" 2>/dev/null && rm -f "$OUT/suite/util-$name.csv"
+  (cd "/tmp/suite-$name" && tar -czf "$OUT/suite/reports-$name.tgz" summary.md util.csv */report.md .suite/*.log 2>/dev/null)
 }
 run default "${DEFAULT_S:-200}"
 [ "${J1_S:-330}" -gt 0 ] && run j1 "${J1_S:-330}" -j 1

@@ -35,6 +35,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -52,6 +53,9 @@ from porter.workflows.resume import key_of, load_report, sha, write_atomic
 from porter.workflows.suite_file import Suite, SuiteProgram
 
 STATE_DIR = ".suite"  # OUT/.suite: each program's log and resume record, the device locks
+# OUT/.suite/durations.json: each program's seconds in earlier runs of the suite here, what the next run starts
+# longest first by (an interrupted program's time is a lower bound, kept if longer); only the order depends on it
+DURATIONS = "durations.json"
 SUMMARY_JSON, SUMMARY_MD, SUMMARY_PNG = "summary.json", "summary.md", "summary.png"
 TERM_GRACE_S = 10.0  # SIGTERM, then this long to save its report, then SIGKILL
 POLL_S = 0.2
@@ -179,7 +183,7 @@ class _Runner:
     # ------------------------------------------------------------------ the loop
 
     def run(self) -> SuiteReport:
-        self.pending = pending = [p for p in self.suite.programs if not self.resumed(p)]
+        self.pending = pending = self.longest_first([p for p in self.suite.programs if not self.resumed(p)])
         self.save()
         try:
             while pending or self.running:
@@ -315,7 +319,39 @@ class _Runner:
             )
         if result.status != "interrupted":
             self.durations.append(result.seconds)
+        self.keep_duration(r.program.name, result.seconds, lower_bound=result.status == "interrupted")
         self.ended(result)
+
+    # ------------------------------------------------------------------ order
+
+    def known_durations(self) -> dict[str, float]:
+        """Each program's seconds in earlier runs here (DURATIONS); {} when none ran or the file is unreadable."""
+        try:
+            doc = json.loads((self.state / DURATIONS).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(doc, dict):
+            return {}
+        return {k: float(v) for k, v in doc.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+
+    def keep_duration(self, name: str, seconds: float | None, lower_bound: bool) -> None:
+        if seconds is None:
+            return
+        known = self.known_durations()
+        if lower_bound and known.get(name, 0.0) >= seconds:
+            return
+        known[name] = round(seconds, 3)
+        write_atomic(self.state / DURATIONS, json.dumps(known, indent=1, sort_keys=True) + "\n")
+
+    def longest_first(self, programs: list[SuiteProgram]) -> list[SuiteProgram]:
+        """The programs in the order they start: longest first by their seconds in earlier runs of the suite
+        here (one not timed yet counts as the median of those that were), the suite's order among equals and on
+        a first run.  The longest programs then start first, not last, and do not finish alone at the end."""
+        known = self.known_durations()
+        if not known:
+            return programs
+        typical = statistics.median(known.values())
+        return sorted(programs, key=lambda p: -known.get(p.name, typical))
 
     def ended(self, result: SuiteProgramResult) -> None:
         self.save()

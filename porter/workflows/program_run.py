@@ -221,6 +221,13 @@ def _placed(base: Path, placement: Placement) -> Path:
     return base / placement.nest if placement.nest else base
 
 
+def run_name(main: ProgramFile, argv: Sequence[str], args: str) -> str:
+    """The executable's name a run gives it (its argv[0], the same for every build): the one ARGS starts with
+    (:func:`choose` took it off `argv`), else the main unit's."""
+    words = shlex.split(args)
+    return os.path.basename(words[0]) if len(words) == len(argv) + 1 else main.path.stem
+
+
 def choose(program: Program, mains: Sequence[ProgramFile], args: str) -> tuple[ProgramFile, list[str]]:
     """(the main unit a ``--run`` names, its arguments).  ARGS may start with the program's name
     (``./smooth data/values.txt``); with one executable it may be the arguments alone, and a first word
@@ -476,8 +483,7 @@ class _Runner:
         runnable = [(b, c) for b, c in built.values() if b.status == "built" and b.device]
         for n, args in enumerate(self.runs, 1):
             main, argv = choose(self.program, mains, args)
-            words = shlex.split(args)
-            name = os.path.basename(words[0]) if len(words) == len(argv) + 1 else main.path.stem
+            name = run_name(main, argv, args)
             run = ProgramRun(args, main.path.stem)
             self.report.runs.append(run)
             for build, chain in runnable:
@@ -589,8 +595,7 @@ class _Runner:
             return
         for n, run in differing:
             main, argv = choose(self.program, mains, run.args)
-            words = shlex.split(run.args)
-            name = os.path.basename(words[0]) if len(words) == len(argv) + 1 else main.path.stem
+            name = run_name(main, argv, run.args)
             rec = self.run_one(build, chain, main, argv, n, name, repeat=True)
             stderr = self.out / "runs" / rec.key[:16] / "stderr.txt"
             text = (

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fakes.programs import run_porter
+from fakes.programs import opencl_program_port
 
 pytestmark = pytest.mark.integration
 
@@ -20,16 +20,7 @@ PROGRAM = ROOT / "tests" / "fixtures" / "programs" / "included_launches"
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU runtime needs g++")
 def test_instances_launched_from_an_included_file_port_to_a_matching_opencl_program(tmp_path: Path) -> None:
-    from porter.plan import run_devices
-
-    if not run_devices("opencl"):
-        pytest.skip("no OpenCL device here")
-    out = tmp_path / "out"
-    args = ["port", str(PROGRAM), "--to", "opencl", "--run", "", "--toolchains", "cpu-runtime,opencl"]
-    r = run_porter(tmp_path, *args, "--out", str(out), "--json", timeout=900)
-    assert r.returncode == 0, r.stderr[-2000:] + r.stdout[-2000:]
-    doc = json.loads(r.stdout)
-    assert doc["program"]["verdicts"]["opencl"]["status"] == "matches", doc["program"]["verdicts"]
+    doc, out = opencl_program_port(tmp_path, PROGRAM)
     rows = [row for k in doc["kernels"] for row in k.get("replays", []) if row["variant"] == "opencl"]
     assert {row["instance"] for row in rows} == {"transform<true>", "transform<false>"}, rows
     assert all(row["status"] == "validated" for row in rows), rows

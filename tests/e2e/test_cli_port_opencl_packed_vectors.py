@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fakes.programs import run_porter
+from fakes.programs import opencl_program_port
 
 pytestmark = pytest.mark.integration
 
@@ -21,16 +21,7 @@ PROGRAM = ROOT / "tests" / "fixtures" / "programs" / "packed_vectors"
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU runtime needs g++")
 def test_a_program_on_three_component_vectors_ports_to_a_matching_opencl_program(tmp_path: Path) -> None:
-    from porter.plan import run_devices
-
-    if not run_devices("opencl"):
-        pytest.skip("no OpenCL device here")
-    out = tmp_path / "out"
-    args = ["port", str(PROGRAM), "--to", "opencl", "--run", "", "--toolchains", "cpu-runtime,opencl"]
-    r = run_porter(tmp_path, *args, "--out", str(out), "--json", timeout=900)
-    assert r.returncode == 0, r.stderr[-2000:] + r.stdout[-2000:]
-    doc = json.loads(r.stdout)
-    assert doc["program"]["verdicts"]["opencl"]["status"] == "matches", doc["program"]["verdicts"]
+    doc, out = opencl_program_port(tmp_path, PROGRAM)
     (run,) = doc["program"]["runs"]
     printed = run["original"]["stdout_tail"]
     assert "v[299] = " in printed

@@ -3,11 +3,15 @@ as a user runs it (a subprocess with its own cache and only the keys a test give
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "samples" / "cuda"
@@ -33,3 +37,20 @@ def run_porter(
     full = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
     full.update(COLUMNS="200", PORTER_CACHE_DIR=str(tmp_path / "cache"), **(env or {}))
     return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=timeout, env=full)
+
+
+def opencl_program_port(tmp_path: Path, program: Path, run: str = "") -> tuple[dict[str, Any], Path]:
+    """`porter port PROGRAM --to opencl --run RUN --toolchains cpu-runtime,opencl --json` into `tmp_path`/out
+    (skipped where no OpenCL device runs code): its report and the output folder, once porter exited 0 and
+    the OpenCL program matched the original."""
+    from porter.plan import run_devices
+
+    if not run_devices("opencl"):
+        pytest.skip("no OpenCL device here")
+    out = tmp_path / "out"
+    args = ["port", str(program), "--to", "opencl", "--run", run, "--toolchains", "cpu-runtime,opencl"]
+    r = run_porter(tmp_path, *args, "--out", str(out), "--json", timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:] + r.stdout[-2000:]
+    doc: dict[str, Any] = json.loads(r.stdout)
+    assert doc["program"]["verdicts"]["opencl"]["status"] == "matches", doc["program"]["verdicts"]
+    return doc, out

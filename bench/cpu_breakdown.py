@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -77,6 +78,16 @@ def main() -> int:
     start_cpu, start = machine_cpu(), time.monotonic()
     proc = subprocess.Popen(command)
     tree = {proc.pid}
+    stopped: list[
+        float
+    ] = []  # a `timeout` around this script: stop the command as Ctrl-C would, print the table
+
+    def stop(signum: int, frame: object) -> None:
+        if not stopped:
+            stopped.append(time.monotonic() + 10)  # then 10 s for it to stop before it is killed
+            proc.send_signal(signal.SIGINT)
+
+    signal.signal(signal.SIGTERM, stop)
     seen: dict[int, tuple[float, str]] = {}  # pid -> (CPU s at its last sample, command line)
     while True:
         snap = snapshot()
@@ -92,6 +103,8 @@ def main() -> int:
             seen[pid] = (cpu, cmd or (seen[pid][1] if pid in seen else ""))
         if proc.poll() is not None:
             break
+        if stopped and time.monotonic() > stopped[0]:
+            proc.kill()
         time.sleep(a.every)
     wall, machine = time.monotonic() - start, machine_cpu() - start_cpu
     by_kind: dict[str, list[float]] = {}
@@ -100,7 +113,9 @@ def main() -> int:
         row[0] += cpu  # (every process of the tree started after the command did)
         row[1] += 1
     counted = sum(r[0] for r in by_kind.values())
-    print(f"command: {' '.join(command)}  (exit {proc.returncode})")
+    print(
+        f"command: {' '.join(command)}  (exit {proc.returncode}{', stopped by SIGTERM' if stopped else ''})"
+    )
     print(f"wall {wall:.1f} s; machine CPU {machine:.1f} s ({machine / wall:.1f} cores busy); "
           f"counted in its tree {counted:.1f} s over {len(seen)} processes\n")  # fmt: skip
     print("| kind | CPU s | processes |\n|---|---:|---:|")

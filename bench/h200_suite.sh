@@ -52,6 +52,8 @@ run() {  # name, seconds, porter arguments...
   local rc=$?; kill $smi 2>/dev/null
   echo "$name rc=$rc wall=$(python3 -c "import time,sys; print(round(time.time()-float(sys.argv[1]),1))" "$t0") s nproc=$(nproc)" | tee -a "$OUT/suite/walls.txt"
   cp "/tmp/suite-$name/summary.json" "$OUT/suite/summary-$name.json" 2>/dev/null
+  # each port's kernel speed against the original's, per target and device (bench/suite_speed.py)
+  python3 bench/suite_speed.py "/tmp/suite-$name" >"$OUT/suite/speed-$name.md" 2>&1
   # the device tool brings back few files: the rest (summary.md, the GPU samples, the reports and logs) in one
   cp "$OUT/suite/util-$name.csv" "/tmp/suite-$name/util.csv" 2>/dev/null && rm -f "$OUT/suite/util-$name.csv"
   (cd "/tmp/suite-$name" && tar -czf "$OUT/suite/reports-$name.tgz" summary.md util.csv */report.md .suite/*.log 2>/dev/null)

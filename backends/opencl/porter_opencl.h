@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>  // getpid: the cache's temporary file
 
 #include <map>
 #include <mutex>
@@ -113,6 +114,7 @@ enum : cl_int { CL_SUCCESS = 0, CL_BUILD_PROGRAM_FAILURE = -11, CL_MISALIGNED_SU
 enum : cl_uint {
     CL_FALSE = 0,
     CL_TRUE = 1,
+    CL_PLATFORM_VERSION = 0x0901,
     CL_PLATFORM_NAME = 0x0902,
     CL_DEVICE_TYPE = 0x1000,
     CL_DEVICE_MAX_COMPUTE_UNITS = 0x1002,
@@ -126,9 +128,13 @@ enum : cl_uint {
     CL_DEVICE_NAME = 0x102B,
     CL_DEVICE_VENDOR = 0x102C,
     CL_DEVICE_EXTENSIONS = 0x1030,
+    CL_DRIVER_VERSION = 0x102D,
+    CL_DEVICE_VERSION = 0x102F,
     CL_DEVICE_OPENCL_C_VERSION = 0x103D,
     CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV = 0x4000,  // cl_nv_device_attribute_query
     CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV = 0x4001,
+    CL_PROGRAM_BINARY_SIZES = 0x1165,
+    CL_PROGRAM_BINARIES = 0x1166,
     CL_PROGRAM_BUILD_LOG = 0x1183,
     CL_BUFFER_CREATE_TYPE_REGION = 0x1220,
 };
@@ -148,6 +154,10 @@ struct Api {
     cl_mem (*CreateSubBuffer)(cl_mem, cl_bitfield, cl_uint, const void*, cl_int*);
     cl_int (*ReleaseMemObject)(cl_mem);
     cl_program (*CreateProgramWithSource)(cl_context, cl_uint, const char**, const size_t*, cl_int*);
+    cl_program (*CreateProgramWithBinary)(cl_context, cl_uint, const cl_device_id*, const size_t*,
+                                          const unsigned char**, cl_int*, cl_int*);
+    cl_int (*GetProgramInfo)(cl_program, cl_uint, size_t, void*, size_t*);
+    cl_int (*ReleaseProgram)(cl_program);
     cl_int (*BuildProgram)(cl_program, cl_uint, const cl_device_id*, const char*, void (*)(cl_program, void*),
                            void*);
     cl_int (*GetProgramBuildInfo)(cl_program, cl_device_id, cl_uint, size_t, void*, size_t*);
@@ -250,6 +260,7 @@ inline Api& api() {
         PORTER_CL_LOAD(GetDeviceInfo) PORTER_CL_LOAD(CreateContext) PORTER_CL_LOAD(CreateCommandQueue)
         PORTER_CL_LOAD(ReleaseCommandQueue) PORTER_CL_LOAD(CreateBuffer) PORTER_CL_LOAD(CreateSubBuffer)
         PORTER_CL_LOAD(ReleaseMemObject) PORTER_CL_LOAD(CreateProgramWithSource) PORTER_CL_LOAD(BuildProgram)
+        PORTER_CL_LOAD(CreateProgramWithBinary) PORTER_CL_LOAD(GetProgramInfo) PORTER_CL_LOAD(ReleaseProgram)
         PORTER_CL_LOAD(GetProgramBuildInfo) PORTER_CL_LOAD(CreateKernel) PORTER_CL_LOAD(SetKernelArg)
         PORTER_CL_LOAD(EnqueueNDRangeKernel) PORTER_CL_LOAD(EnqueueReadBuffer) PORTER_CL_LOAD(EnqueueWriteBuffer)
         PORTER_CL_LOAD(EnqueueCopyBuffer) PORTER_CL_LOAD(EnqueueFillBuffer) PORTER_CL_LOAD(Finish)
@@ -444,16 +455,91 @@ inline bool native_math(cl_device_id d) {
     return false;
 }
 
+// PORTER_OPENCL_CACHE names a folder where each program's binary for this device is kept (what
+// clGetProgramInfo gives after a build from source), so later runs load it instead of compiling the OpenCL C
+// again -- as NVIDIA's driver does for itself, and as a CPU runtime compiling hundreds of kernels does not.
+// The file's name is a hash of the source, the build options, the platform's version and the device's name,
+// driver and version: another source, option or driver is another file.  A binary the device refuses (or
+// that does not build) is built from source again; the folder is never required.
+inline std::string cache_path(const std::string& text, const std::string& options) {
+    const char* dir = getenv("PORTER_OPENCL_CACHE");
+    if (dir == nullptr || *dir == 0) return "";
+    State& s = state();
+    char version[512] = {0};
+    api().GetPlatformInfo(s.platform, CL_PLATFORM_VERSION, sizeof version - 1, version, nullptr);
+    std::string what = text;
+    for (const std::string& part : {options, std::string(version), s.device_name,
+                                    info_string(s.device, CL_DRIVER_VERSION), info_string(s.device, CL_DEVICE_VERSION)})
+        what += std::string(1, '\0') + part;
+    uint64_t a = 1469598103934665603ULL, b = 0x9e3779b97f4a7c15ULL;  // FNV-1a twice, differently seeded
+    for (unsigned char c : what) {
+        a = (a ^ c) * 1099511628211ULL;
+        b = (b ^ c) * 0x100000001b3ULL + 0x7f4a7c15ULL;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "/%016llx%016llx.clbin", (unsigned long long)a, (unsigned long long)b);
+    return std::string(dir) + name;
+}
+
+// A kept file is "PORTERCL", the binary's length and its FNV-1a hash (8 bytes each, little-endian), then the
+// binary: a file cut short or written over is never handed to the driver (PoCL crashes on a damaged binary).
+inline uint64_t fnv1a(const unsigned char* data, size_t n) {
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; ++i) h = (h ^ data[i]) * 1099511628211ULL;
+    return h;
+}
+constexpr char kept_magic[9] = "PORTERCL";
+constexpr size_t kept_header = 24;
+
+inline cl_program cached_program(const std::string& path, const std::string& options) {
+    FILE* f = path.empty() ? nullptr : fopen(path.c_str(), "rb");
+    if (f == nullptr) return nullptr;
+    std::string data;
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) data.append(buf, n);
+    fclose(f);
+    uint64_t len = 0, hash = 0;
+    if (data.size() <= kept_header || memcmp(data.data(), kept_magic, 8) != 0) return nullptr;
+    memcpy(&len, data.data() + 8, 8);
+    memcpy(&hash, data.data() + 16, 8);
+    const unsigned char* ptr = reinterpret_cast<const unsigned char*>(data.data()) + kept_header;
+    size_t size = data.size() - kept_header;
+    if (len != size || hash != fnv1a(ptr, size)) return nullptr;
+    State& s = state();
+    cl_int status = 0, err = 0;
+    cl_program p = api().CreateProgramWithBinary(s.context, 1, &s.device, &size, &ptr, &status, &err);
+    if (p == nullptr || err != CL_SUCCESS || status != CL_SUCCESS ||
+        api().BuildProgram(p, 1, &s.device, options.c_str(), nullptr, nullptr) != CL_SUCCESS) {
+        if (p != nullptr) api().ReleaseProgram(p);
+        return nullptr;
+    }
+    return p;
+}
+
+inline void keep_program(const std::string& path, cl_program p) {
+    if (path.empty()) return;
+    size_t size = 0;
+    if (api().GetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) != CL_SUCCESS || size == 0)
+        return;
+    std::vector<unsigned char> data(size);
+    unsigned char* ptr = data.data();
+    if (api().GetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof ptr, &ptr, nullptr) != CL_SUCCESS) return;
+    std::string tmp = path + ".tmp" + std::to_string((long)getpid());
+    FILE* f = fopen(tmp.c_str(), "wb");
+    if (f == nullptr) return;
+    uint64_t len = size, hash = fnv1a(data.data(), size);
+    bool ok = fwrite(kept_magic, 1, 8, f) == 8 && fwrite(&len, 1, 8, f) == 8 && fwrite(&hash, 1, 8, f) == 8;
+    ok = ok && fwrite(data.data(), 1, size, f) == size;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp.c_str(), path.c_str()) != 0) remove(tmp.c_str());  // a reader never sees half a file
+}
+
 inline cl_program program(const Source& src) {
     State& s = state();
     auto it = s.programs.find(src.path);
     if (it != s.programs.end()) return it->second;
     std::string text = source_text(src);
-    const char* ptr = text.c_str();
-    size_t len = text.size();
-    cl_int err = 0;
-    cl_program p = api().CreateProgramWithSource(s.context, 1, &ptr, &len, &err);
-    if (err != CL_SUCCESS) die("clCreateProgramWithSource failed");
     // CUDA contracts a * b + c into an FMA by default (nvcc --fmad=true): so may the OpenCL compiler
     // (PORTER_OPENCL_OPTIONS replaces that choice: "" builds with the unit's -D alone)
     const char* chosen = getenv("PORTER_OPENCL_OPTIONS");
@@ -467,6 +553,19 @@ inline cl_program program(const Source& src) {
         if (s.c_version.find("C 3.") != std::string::npos) options += " -cl-std=CL3.0";
         else if (s.c_version.find("C 2.") != std::string::npos) options += " -cl-std=CL2.0";
     }
+    std::string cached = cache_path(text, options);
+    cl_program p = cached_program(cached, options);
+    if (p != nullptr) {
+        if (getenv("PORTER_OPENCL_VERBOSE"))
+            fprintf(stderr, "porter opencl runtime: %s loaded from %s\n", src.path, cached.c_str());
+        s.programs[src.path] = p;
+        return p;
+    }
+    const char* ptr = text.c_str();
+    size_t len = text.size();
+    cl_int err = 0;
+    p = api().CreateProgramWithSource(s.context, 1, &ptr, &len, &err);
+    if (err != CL_SUCCESS) die("clCreateProgramWithSource failed");
     if (getenv("PORTER_OPENCL_VERBOSE"))
         fprintf(stderr, "porter opencl runtime: building %s with options \"%s\"\n", src.path, options.c_str());
     err = api().BuildProgram(p, 1, &s.device, options.c_str(), nullptr, nullptr);
@@ -479,6 +578,7 @@ inline cl_program program(const Source& src) {
                 s.device_name.c_str(), (int)err, log.c_str());
         die("the port's OpenCL C does not build on this device");
     }
+    keep_program(cached, p);
     s.programs[src.path] = p;
     return p;
 }

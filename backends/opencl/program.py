@@ -119,6 +119,9 @@ class OpenclProgramToolchain(CpuProgramToolchain):
     backend = "opencl"
     family = "opencl"
     runtime_header = RUNTIME
+    # where porter_opencl.h keeps each .cl's binary for the device between runs of one build (porter's runs:
+    # a folder of the build, emptied once per run of porter; docs/OPENCL_PROGRAMS.md)
+    run_cache_env = "PORTER_OPENCL_CACHE"
 
     def __init__(self, cpu: Any, device: Any) -> None:
         super().__init__(cpu, 0, ("opencl",))

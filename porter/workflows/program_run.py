@@ -30,6 +30,7 @@ import shutil
 import signal
 import stat
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -354,6 +355,8 @@ class _Runner:
         # and units), by variant; every other variant's tree mirrors the original's files
         self.trees: dict[str, Program] = {}
         self._mains: dict[Path, list[ProgramFile]] = {}  # such a tree's main units
+        self._run_caches: set[Path] = set()  # the runtime caches emptied by this run of porter (run_cache)
+        self._run_caches_lock = threading.Lock()
         self.outputs: dict[int, RunOutput] = {}  # id(RunResult) -> what that run printed and wrote
         self.varies: dict[int, Unstable] = {}  # id(an original's RunResult) -> what varies between its runs
         self.widths: dict[str, int] = {}  # device label -> its warp width (the runs compared across widths)
@@ -681,6 +684,17 @@ class _Runner:
                 0, f"(compared with the original on {rec.against}: no original run on {rec.device})"
             )
 
+    def run_cache(self, folder: Path) -> Path:
+        """`folder`, emptied the first time this run of porter uses it: a build's runs share what the
+        toolchain's runtime keeps there (porter_opencl.h: each .cl's binary for the device, so the second run
+        does not compile it again), and never what an earlier run of porter left, which nothing vouches for."""
+        with self._run_caches_lock:
+            if folder not in self._run_caches:
+                shutil.rmtree(folder, ignore_errors=True)
+                folder.mkdir(parents=True, exist_ok=True)
+                self._run_caches.add(folder)
+        return folder
+
     def run_one(
         self, build: ProgramBuild, chain: ProgramToolchain, main: ProgramFile, argv: list[str], n: int,
         name: str = "", repeat: bool = False,
@@ -754,6 +768,11 @@ class _Runner:
             (scratch / "capture").mkdir(parents=True, exist_ok=True)
             writable.append(scratch / "capture")
             env.update(capture_env(scratch / "capture", *self.capture_limits))
+        cache_var = str(getattr(chain, "run_cache_env", ""))
+        if cache_var:  # what the toolchain's runtime keeps between runs of one build (compiled kernels)
+            kept = self.run_cache(self.out / "build" / build.variant / build.toolchain / "run-cache")
+            writable.append(kept)
+            env[cache_var] = str(kept)
         device = chain.device()
         on_gpu = device is not None and device.times
         # what the toolchain's runtime reads besides the system (an OpenCL ICD folder of porter's)

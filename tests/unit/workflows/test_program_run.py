@@ -149,12 +149,36 @@ def test_a_run_that_hits_the_timeout_is_failed_with_a_clear_reason(tmp_path: Pat
     original = report.runs[0].original
     assert original is not None and original.status == "failed"
     assert original.reason == "timed out after 1 s (--timeout)"
-    hip_run = report.runs[0].variants[0]  # not run: nothing to compare it with
-    assert hip_run.status == "not-run"
-    assert hip_run.reason == (
-        "the original timed out after 1 s (--timeout) on cpu:cpu-emulator: give a larger --timeout or smaller arguments"
-    )
+    assert len(report.runs[0].variants) == 2  # the CPU runtime at 32 and at 64 lanes per warp
+    for hip_run in report.runs[0].variants:  # not run: nothing to compare it with
+        assert hip_run.status == "not-run"
+        assert hip_run.reason == (
+            "the original timed out after 1 s (--timeout) on cpu:cpu-emulator: give a larger --timeout or smaller "
+            "arguments"
+        )
     assert report.verdicts()["hip"]["status"] == "not-run"
+
+
+def test_a_port_on_the_emulator_at_64_lanes_is_compared_with_the_originals_emulator_run() -> None:
+    """Where the original ran first on a GPU and timed out on the CPU emulator, a port's run on the emulator at 64
+    lanes is the emulator's (the H100 suite reported BlackScholes's HIP port failed: its 64-lane run timed out as
+    the original had at 32, and was compared with the GPU's)."""
+    from porter.results import ProgramRun, RunResult
+    from porter.workflows.program_run import _reference, _same_device
+
+    gpu = RunResult("original", "nvcc", "cuda:NVIDIA H100 80GB HBM3", "ran", exit=0)
+    emulator = RunResult(
+        "original", "cpu-runtime", "cpu:cpu-emulator", "failed", reason="timed out after 120 s"
+    )
+    run = ProgramRun("", "main")
+    run.originals += [gpu, emulator]
+    run.original = gpu
+    assert _reference(run, "cpu:cpu-emulator-wave64") is emulator
+    assert _reference(run, "cpu:cpu-emulator") is emulator
+    assert _reference(run, "hip:NVIDIA H100 80GB HBM3") is gpu
+    assert _reference(run, "opencl:pthread-cpu") is gpu  # no original there: the first
+    assert _same_device("cpu:cpu-emulator-wave64", "cpu:cpu-emulator")
+    assert not _same_device("cpu:cpu-emulator", "cuda:NVIDIA H100 80GB HBM3")
 
 
 def test_a_rerun_with_the_same_inputs_reuses_every_build_and_run(smooth: Path, tmp_path: Path) -> None:

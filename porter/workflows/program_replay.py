@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -592,18 +593,20 @@ def _replay(
 
 
 def _finding(reason: str) -> str:
-    """What an out-of-bounds verdict found (``out-of-bounds read: arg4[-64] read before its first element``),
-    without where it was seen; "" for any other reason."""
+    """What an out-of-bounds verdict found, as an array, an access and a side of it (``out-of-bounds read: arg4
+    read before its first element``), without the element first hit or where it was seen -- which element a
+    device hits first follows the order its work-items run (srad's read of ``J[-cols]`` stopped at arg4[-64] on
+    the emulator, at arg4[-48] on Intel's OpenCL); "" for any other reason."""
     check, _, rest = reason.partition(": ")
-    return rest.split(" (", 1)[0] if check == "guard" else ""
+    return re.sub(r"\[-?\d+\]", "", rest.split(" (", 1)[0], count=1) if check == "guard" else ""
 
 
 def _originals_defect(
     rows: Sequence[KernelReplay], original: Sequence[KernelReplay], kinds: Mapping[str, str] | None = None
 ) -> list[KernelReplay]:
     """A port's failed rows that are the original's own failure, kept by the port: not failed, not replayable
-    there, naming the original's finding.  That is a row stepping out of bounds exactly as the original does
-    on any device (the same array and element: srad's read of ``J[-cols]`` at the top edge), or failing the
+    there, naming the original's finding.  That is a row stepping out of bounds as the original does on any
+    device (the same array, access and side: srad's read of ``J[-cols]`` at the top edge), or failing the
     check the original fails on the same device -- or, on a device the original does not run on, on one as
     much a GPU or not (`kinds`: label -> Device.kind; a race of the original's, myocyte's, fails its ports on
     every CPU device as it fails the original on the emulator).  A port that fails where the original passes, or another check,

@@ -441,6 +441,17 @@ def test_a_port_that_keeps_the_originals_out_of_bounds_read_is_not_failed_for_it
     )
     elsewhere = replace(ported[1], reason="guard: out-of-bounds read: arg0[64] read past its 64 elements (x)")
     assert program_replay._originals_defect([elsewhere], [gpu, original[0]])[0].status == "failed"
+    # another element before the first, where another device's work-items ran in another order: the same defect
+    first_hit = original[0].reason.replace("arg0[-1]", "arg0[-3]")
+    assert first_hit != original[0].reason
+    ocl = KernelReplay("opencl", "opencl:intel", "failed", first_hit, instance="smear")
+    assert program_replay._originals_defect([ocl], [gpu, original[0]])[0].status == "not-replayable"
+    # a write there, or a read before another array, is not the original's
+    for other in (first_hit.replace(" read", " write", 1).replace("] read", "] written"),
+                  first_hit.replace("arg0[-3]", "arg1[-3]")):  # fmt: skip
+        assert other != first_hit
+        row = replace(ocl, reason=other)
+        assert program_replay._originals_defect([row], [gpu, original[0]])[0].status == "failed", other
 
 
 def test_a_ports_failure_is_the_originals_where_the_original_fails_that_check_on_such_a_device() -> None:

@@ -32,7 +32,7 @@ import os
 import re
 import stat
 import tomllib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from itertools import zip_longest
@@ -65,11 +65,19 @@ class Rule:
     error_statistic_words: tuple[str, ...] = ()
     # the stdout lines the program prints from a timer (found in its source, not data): masked as time lines
     timers: tuple[PrintedTimer, ...] = ()
+    # the stdout lines it prints from a property of its device (found in its source): not compared across devices
+    properties: tuple[PrintedTimer, ...] = ()
 
     @functools.cached_property
     def timed(self) -> re.Pattern[str] | None:
         """Any stdout line a print statement of the rule's ``timers`` writes (None: none)."""
         mine = [t.pattern for t in self.timers if t.stream == "stdout"]
+        return re.compile("|".join(f"(?:{p})" for p in mine), re.S) if mine else None
+
+    @functools.cached_property
+    def device_printed(self) -> re.Pattern[str] | None:
+        """Any stdout line a print statement of the rule's ``properties`` writes (None: none)."""
+        mine = [t.pattern for t in self.properties if t.stream == "stdout"]
         return re.compile("|".join(f"(?:{p})" for p in mine), re.S) if mine else None
 
     @functools.cached_property
@@ -130,9 +138,10 @@ class RunOutput:
     files: dict[str, Written] = field(default_factory=dict)
 
 
-def with_timers(rule: Rule, timers: Iterable[PrintedTimer]) -> Rule:
-    """`rule` with the lines a program prints from a timer masked as well (:mod:`porter.scan.timers`)."""
-    return replace(rule, timers=tuple(timers))
+def with_timers(rule: Rule, timers: Iterable[PrintedTimer], properties: Iterable[PrintedTimer] = ()) -> Rule:
+    """`rule` with the lines a program prints from a timer masked as well, and those it prints from a property of
+    its device known (:mod:`porter.scan.timers`)."""
+    return replace(rule, timers=tuple(timers), properties=tuple(properties))
 
 
 def _timed(line: str, rule: Rule) -> bool:
@@ -390,15 +399,16 @@ def _phrases(words: Sequence[str]) -> re.Pattern[str]:
 
 
 def _differing_lines_naming(
-    words: re.Pattern[str], original: RunOutput, other: RunOutput, rule: Rule
+    words: re.Pattern[str] | Callable[[str], bool], original: RunOutput, other: RunOutput, rule: Rule
 ) -> tuple[set[int], list[int], list[tuple[str, str]]]:
-    """The kept lines where both runs' lines name one of `words` and differ: their indexes among kept lines,
-    the original's line numbers, and both lines' texts."""
+    """The kept lines where both runs' lines name one of `words` (or both are lines `words`, a test of a line,
+    accepts) and differ: their indexes among kept lines, the original's line numbers, and both lines' texts."""
+    named = words if callable(words) else lambda line: words.search(line) is not None
     lines: set[int] = set()
     numbers: list[int] = []
     texts: list[tuple[str, str]] = []
     for k, (a, b) in enumerate(zip_longest(_kept(original.stdout, rule), _kept(other.stdout, rule))):
-        if a is None or b is None or not words.search(a[1]) or not words.search(b[1]):
+        if a is None or b is None or not named(a[1]) or not named(b[1]):
             continue
         if _lines_differ(a[1], b[1], rule):
             lines.add(k)
@@ -410,13 +420,21 @@ def _differing_lines_naming(
 def property_lines(original: RunOutput, other: RunOutput, rule: Rule | None = None) -> Unstable:
     """The stdout lines where a run on another device only reports a property of its device (``Total Global
     Memory - 16777216 KB`` against the other device's): both lines name one of the rule's
-    ``device_property_words`` and differ.  Not compared across devices, and said (``numbers``)."""
+    ``device_property_words``, or both are lines a print statement of the rule's ``properties`` writes (the
+    program's source prints them from ``cudaGetDeviceProperties``' fields and the like), and they differ.  Not
+    compared across devices, and said (``numbers``)."""
     rule = rule or default_rule()
-    if not rule.device_property_words:
+    words = _phrases(rule.device_property_words) if rule.device_property_words else None
+    printed = rule.device_printed
+
+    def named(line: str) -> bool:
+        if words is not None and words.search(line):
+            return True
+        return printed is not None and len(line) <= _TIMED_CHARS and printed.fullmatch(line) is not None
+
+    if words is None and printed is None:
         return Unstable()
-    lines, numbers, _texts = _differing_lines_naming(
-        _phrases(rule.device_property_words), original, other, rule
-    )
+    lines, numbers, _texts = _differing_lines_naming(named, original, other, rule)
     return Unstable(lines=frozenset(lines), numbers=tuple(numbers), count=len(lines))
 
 

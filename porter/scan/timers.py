@@ -32,7 +32,7 @@ import functools
 import re
 import tomllib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from importlib import resources
 
@@ -92,15 +92,25 @@ class TimerFunction:
 
 
 @functools.cache
-def timer_functions() -> tuple[TimerFunction, ...]:
-    """The timer functions of ``timers.toml``."""
+def _table(name: str) -> tuple[TimerFunction, ...]:
     data = tomllib.loads(resources.files("porter.scan").joinpath("timers.toml").read_text(encoding="utf-8"))
     return tuple(
         TimerFunction(
             str(t["name"]), bool(t.get("returns", False)), tuple(int(w) for w in t.get("writes", ()))
         )
-        for t in data["timer_functions"]
+        for t in data[name]
     )
+
+
+def timer_functions() -> tuple[TimerFunction, ...]:
+    """The timer functions of ``timers.toml``."""
+    return _table("timer_functions")
+
+
+def device_functions() -> tuple[TimerFunction, ...]:
+    """The functions of ``timers.toml`` that read a property of the device or its runtime (``device_functions``):
+    a line printed from what they give is the device's, found as a timer's line is (:func:`printed_properties`)."""
+    return _table("device_functions")
 
 
 @dataclass(frozen=True)
@@ -160,6 +170,7 @@ class _Piece:
     sample: str = ""
     timed: bool = False
     what: str = ""
+    line: int = 0  # of the print statement writing it, where pieces of several are joined (0: the line's own)
 
     @property
     def literal(self) -> bool:
@@ -206,6 +217,7 @@ class _Line:
     sample: str
     timed: str  # what the first timed value on it is ("" none)
     literal: str  # its literal text
+    at: int = 0  # the line of the print statement writing that value (0: the statement's own)
 
     @property
     def lettered(self) -> bool:
@@ -215,18 +227,19 @@ class _Line:
 def whole_lines(pieces: Sequence[_Piece]) -> list[_Line]:
     """The lines `pieces` write that end in a newline (one that does not may go on with what is printed next)."""
     out: list[_Line] = []
-    pattern, sample, timed, literal = "", "", "", ""
+    pattern, sample, timed, literal, at = "", "", "", "", 0
     for p in pieces:
         if not p.literal:
             pattern, sample = pattern + p.wildcard, sample + p.sample
-            timed = timed or (p.what if p.timed else "")
+            if p.timed and not timed:
+                timed, at = p.what, p.line
             continue
         parts = _LINE_END.split(p.text)
         for k, part in enumerate(parts):
             pattern, sample, literal = pattern + re.escape(part), sample + part, literal + part
             if k < len(parts) - 1:
-                out.append(_Line(pattern, sample, timed, literal))
-                pattern, sample, timed, literal = "", "", "", ""
+                out.append(_Line(pattern, sample, timed, literal, at))
+                pattern, sample, timed, literal, at = "", "", "", "", 0
     return out
 
 
@@ -295,6 +308,10 @@ class _Print:
     line: int
     stream: str
     pieces: list[_Piece]
+    # the statement it is (its node's id) and the statement right after it in the same block: a line begun by
+    # one print and ended by the next (`printf("\nCUDA ver - %d.%d", ...)` then `printf("\nClock ...")`)
+    statement: int = 0
+    then: int = 0
 
 
 class _Program:
@@ -594,7 +611,7 @@ class _Body:
         args = [(self.tainted(v, state), _what(v), string_value(v)) for v in values[at + 1 :]]
         pieces = format_pieces(fmt, args)
         if pieces is not None:
-            self.prints.append(_Print(self.file, node.start_point[0] + 1, stream, pieces))
+            self.prints.append(_Print(self.file, node.start_point[0] + 1, stream, pieces, *_statement(node)))
 
     def streamed(self, node: Node, chain: list[Node], state: set[str]) -> None:
         if not self.record:
@@ -616,7 +633,7 @@ class _Body:
             else:
                 pieces.append(_Piece(wildcard=".*?", sample="x"))
         stream = _STREAMS.get(squash(node_text(chain[0])).replace(" ", ""), "stdout")
-        self.prints.append(_Print(self.file, node.start_point[0] + 1, stream, pieces))
+        self.prints.append(_Print(self.file, node.start_point[0] + 1, stream, pieces, *_statement(node)))
 
     def tainted(self, node: Node | None, state: set[str]) -> bool:
         """Whether the value of `node` is derived from a timer."""
@@ -684,14 +701,72 @@ def printed_timers(
     """The lines the program made of `files` ((its name in the report, its text)) prints from a timer.  A
     pattern another print statement of the program could print a line of too, or with no letter in its literal
     text, is left out (see the module docstring)."""
+    return _printed(_units(files), timer_functions() if timers is None else timers)
+
+
+def printed_properties(files: Iterable[tuple[str, bytes]]) -> tuple[PrintedTimer, ...]:
+    """The lines the program prints from a property of its device (``prop.major`` after
+    ``cudaGetDeviceProperties(&prop, dev)``; :func:`device_functions`), found as :func:`printed_timers` finds
+    a timer's: the same derivation, the same care with patterns another print statement could match."""
+    return _printed(_units(files), device_functions())
+
+
+def printed_timers_and_properties(
+    files: Iterable[tuple[str, bytes]],
+) -> tuple[tuple[PrintedTimer, ...], tuple[PrintedTimer, ...]]:
+    """:func:`printed_timers` and :func:`printed_properties` of `files`, each file parsed once."""
+    units = _units(files)
+    return _printed(units, timer_functions()), _printed(units, device_functions())
+
+
+def _units(files: Iterable[tuple[str, bytes]]) -> list[tuple[str, Node]]:
     units = []
     for name, data in files:
         try:
             units.append((name, parse("cuda", data).root_node))
         except (ValueError, RecursionError):
             continue
+    return units
+
+
+def _statement(node: Node) -> tuple[int, int]:
+    """(the id of the statement `node` makes, the id of the next statement of its block; 0 where none)."""
+    stmt = node.parent if node.parent is not None and node.parent.type == "expression_statement" else None
+    if stmt is None:
+        return 0, 0
+    after = stmt.next_named_sibling
+    while after is not None and after.type == "comment":
+        after = after.next_named_sibling
+    return stmt.id, after.id if after is not None and after.type == "expression_statement" else 0
+
+
+def _joined(prints: Sequence[_Print]) -> list[_Print]:
+    """The print statements, those of one block that follow each other on one stream joined into one (the
+    pieces of each marked with its line): a line that one begins and the next ends is then whole."""
+    by_statement = {p.statement: p for p in prints if p.statement}  # (a statement seen twice: its last)
+    continued = {
+        q.then
+        for q in by_statement.values()
+        if q.then in by_statement and by_statement[q.then].stream == q.stream
+    }
+    out = [p for p in prints if not p.statement]
+    for p in by_statement.values():
+        if p.statement in continued:
+            continue  # it goes on from the print before it: part of that one's run
+        pieces: list[_Piece] = []
+        at: _Print | None = p
+        seen: set[int] = set()
+        while at is not None and at.statement not in seen and at.stream == p.stream:
+            seen.add(at.statement)
+            pieces += [replace(piece, line=at.line) for piece in at.pieces]
+            at = by_statement.get(at.then) if at.then else None
+        out.append(replace(p, pieces=pieces))
+    return out
+
+
+def _printed(units: list[tuple[str, Node]], functions: Sequence[TimerFunction]) -> tuple[PrintedTimer, ...]:
     try:
-        prints = _Program(units, timer_functions() if timers is None else timers).solve()
+        prints = _joined(_Program(units, functions).solve())
     except RecursionError:
         return ()
     timed: list[tuple[_Line, _Print]] = []
@@ -708,7 +783,7 @@ def printed_timers(
             continue
         key = (line.pattern, p.stream)
         if key not in found:
-            found[key] = PrintedTimer(line.pattern, line.timed, p.file, p.line, p.stream)
+            found[key] = PrintedTimer(line.pattern, line.timed, p.file, line.at or p.line, p.stream)
     return tuple(found.values())
 
 

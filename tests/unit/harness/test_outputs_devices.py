@@ -120,3 +120,26 @@ def test_an_error_statistic_is_compared_when_a_check_did_not_pass_or_the_program
     stats, _said = statistic_lines(a, b)
     assert stats.numbers == (2,)
     assert compare(a, b, default_rule(), stats) == ["stdout line 1: original 'sum 10.5', port 'sum 10.6'"]
+
+
+def test_a_line_the_source_prints_from_the_device_properties_is_not_compared_across_devices() -> None:
+    """No word of device_property_words on the line ("family"): the program's source prints it from
+    cudaGetDeviceProperties' fields (porter.scan.timers.printed_properties), so it is the device's."""
+    from porter.harness.outputs import property_lines, with_timers
+    from porter.scan.timers import printed_properties
+
+    source = (
+        "#include <cstdio>\nint main() {\n    cudaDeviceProp p; cudaGetDeviceProperties(&p, 0);\n"
+        '    printf("\\nfamily - %d.%d", p.major, p.minor);\n'
+        '    printf("\\nsum %d\\n", 7);\n    return 0;\n}\n'
+    )
+    rule = with_timers(default_rule(), (), printed_properties([("prog.cu", source.encode())]))
+    original = _out("\nfamily - 8.0\nsum 7\n")
+    port = _out("\nfamily - 9.0\nsum 7\n")
+    found = property_lines(original, port, rule)
+    assert found.numbers == (2,) and found.count == 1
+    assert property_lines(original, port, default_rule()).count == 0  # the words alone do not know it
+    # a result on such a line still counts where it is not the device's: another line that differs is kept
+    wrong = _out("\nfamily - 9.0\nsum 8\n")
+    assert property_lines(original, wrong, rule).numbers == (2,)
+    assert compare(original, wrong, rule, found) == ["stdout line 3: original 'sum 7', port 'sum 8'"]

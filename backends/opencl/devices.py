@@ -199,10 +199,45 @@ def _declared(cl: ModuleType, cl_device: Any) -> Capabilities:
     )
 
 
+BRANCH_BARRIER_GROUPS = 4  # of probe_barriers.cl's run; its sums: 253 per group, 122 for the last
+
+
+def _branch_barriers_wrong(cl: ModuleType, cl_device: Any) -> bool:
+    """Whether the device computes probe_barriers.cl wrongly: barriers in a loop in both branches of an if/else
+    on the group's id (Debian's PoCL 3.1 does).  A probe that does not build or run says nothing (False)."""
+    try:
+        if int(cl_device.max_work_group_size) < 64:
+            return False
+        ctx = cl.Context([cl_device])
+        queue = cl.CommandQueue(ctx, cl_device)
+        program = cl._cl._Program(ctx, _source("probe_barriers.cl"))
+        build_quietly(program, b"", cl_device)
+        kernel = cl.Kernel(program, "porter_branch_barriers")
+        n = BRANCH_BARRIER_GROUPS
+        buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, n * 4)
+        cl.enqueue_fill_buffer(queue, buf, np.int32(-7), 0, n * 4)
+        kernel.set_arg(0, buf)
+        cl.enqueue_nd_range_kernel(queue, kernel, (64 * n,), (64,))
+        out = np.empty(n, np.int32)
+        cl.enqueue_copy(queue, out, buf, is_blocking=True)
+    except Exception:  # noqa: BLE001 - a probe that cannot run proves nothing against the device
+        return False
+    return [int(v) for v in out] != [253] * (n - 1) + [122]
+
+
 def _capabilities(cl: ModuleType, cl_device: Any) -> Capabilities:
     """Extensions, features, OpenCL C versions and the sub-group sizes that really run; the requirements
     whose probe computed a wrong answer are `broken` (the device does not meet them, its builds leave out the
-    kernels needing them: requirements.disabled)."""
+    kernels needing them: requirements.disabled) -- barriers in both branches of an if/else among them."""
+    caps = _sub_group_capabilities(cl, cl_device)
+    if _branch_barriers_wrong(cl, cl_device):
+        caps = replace(caps, broken=caps.broken | {"branch_barriers"})
+    return caps
+
+
+def _sub_group_capabilities(cl: ModuleType, cl_device: Any) -> Capabilities:
+    """What the device declares, with the sub-group sizes that really run and the sub-group requirements whose
+    probe (probe_subgroups.cl) computed a wrong answer."""
     caps = _declared(cl, cl_device)
     if not any(n in caps.extensions or n in caps.features for n in _SUBGROUP_MARKS):
         return caps

@@ -147,10 +147,14 @@ class OpenclProgramToolchain(CpuProgramToolchain):
     def not_run_here(self, exit_code: int | None, stderr: str) -> str:
         """Why a run of the port could not run on this device, from what porter's OpenCL runtime printed
         as it stopped (a kernel the run launches needs what the device's OpenCL C lacks), else ""."""
+        from porter.backends.opencl.devices import capabilities
+        from porter.backends.opencl.requirements import guard_words
+
         if exit_code != UNAVAILABLE_EXIT:
             return ""
         said = [line for line in stderr.splitlines() if line.startswith(UNAVAILABLE_LINE)]
-        return said[-1][len(UNAVAILABLE_LINE) :].strip() if said else ""
+        line = said[-1][len(UNAVAILABLE_LINE) :].strip() if said else ""
+        return guard_words(line, capabilities(self._device).broken)
 
     def run_env(self) -> dict[str, str]:
         from porter.backends.opencl.devices import capabilities

@@ -67,8 +67,10 @@ def _meets_one(caps: Capabilities, name: str) -> bool:
     entry = table().get(name)
     if entry is None or name in caps.broken:
         return False
-    listed = any(e in caps.extensions for e in entry.get("extensions", [])) or any(
-        f in caps.features for f in entry.get("features", [])
+    listed = (
+        bool(entry.get("core"))
+        or any(e in caps.extensions for e in entry.get("extensions", []))
+        or any(f in caps.features for f in entry.get("features", []))
     )
     size = entry.get("sub_group_size")
     return listed and (size is None or int(size) in caps.sub_group_sizes)
@@ -109,7 +111,7 @@ def disabled(caps: Capabilities) -> tuple[str, ...]:
         return ()
     for name, entry in table().items():
         macro = entry.get("disable")
-        declared = any(e in caps.extensions for e in entry.get("extensions", []))
+        declared = bool(entry.get("core")) or any(e in caps.extensions for e in entry.get("extensions", []))
         if macro and declared and not _meets_one(caps, name):
             out.append(f"-D{macro}")
     return tuple(out)
@@ -148,8 +150,24 @@ def describe(requires: Sequence[str], broken: Iterable[str] = ()) -> str:
     names = [n for n in closure(requires) if n != "subgroups"] or closure(requires)
     words = [str(data.get(n, {}).get("what", n)) for n in names]
     marks = [
-        str((data.get(n, {}).get("extensions") or [n])[0])
+        (
+            "core OpenCL C, which this device computes wrongly (porter's probe)"
+            if n in failed
+            else "core OpenCL C"
+        )
+        if data.get(n, {}).get("core")
+        else str((data.get(n, {}).get("extensions") or [n])[0])
         + (": declared, but it failed porter's probe" if n in failed else "")
         for n in names
     ]
     return f"{', '.join(words)} ({' + '.join(marks)})"
+
+
+def guard_words(text: str, broken: Iterable[str] = ()) -> str:
+    """`text` (what porter_opencl.h printed of a kernel it left out: "needs !defined(PORTER_NO_BRANCH_BARRIERS)")
+    with each requirement's guard condition in it told in words (:func:`describe`)."""
+    for name, entry in table().items():
+        guard = str(entry.get("guard") or "")
+        if guard and guard in text:
+            text = text.replace(guard, describe([name], broken))
+    return text

@@ -56,6 +56,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from porter.backends.opencl import branches as _branches
 from porter.backends.opencl import conditionals as _conditionals
 from porter.backends.opencl import packed as _packed
 from porter.backends.opencl import textures as _textures
@@ -76,6 +77,7 @@ __all__ = ["launch_geometry", "requirements", "tables", "translate_to_opencl"]
 TARGET = "opencl"
 WARP_32 = 32  # CUDA's warp size: what kernels assuming it require of a sub-group
 REQD_32 = "reqd_sub_group_size_32"
+BRANCH_BARRIERS = "branch_barriers"  # barriers in both branches of an if/else (backends/opencl/branches.py)
 _SIMPLE = re.compile(r"^[A-Za-z_]\w*$|^[0-9][\w.]*$")
 _MAKE_VECTOR = re.compile(r"^make_([a-z]+?)([1-4]|8|16)$")
 _FLOAT_LITERAL = re.compile(r"^(?:[0-9]*\.[0-9]*(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)[lL]?$")
@@ -3778,6 +3780,8 @@ def _translate_to_opencl(
         if undecided is not None:
             errors.append(undecided)
         needs = {q for r in reached for q in r.requires}
+        if any(_branches.barriers_in_both_branches(r.text) for r in reached):
+            needs.add(BRANCH_BARRIERS)  # left out where porter's probe found the device computes them wrongly
         if needs and not errors:
             lines = _assumes_32(tr, reached, scan)
             if lines:

@@ -419,7 +419,7 @@ def _replay(
     timeout: float,
 ) -> None:
     """Every captured instance replayed: its original first, then each target's port."""
-    from porter.plan import lacking, run_devices, wavefront_devices
+    from porter.plan import lacking, needs_reason, run_devices, wavefront_devices
 
     def judged(
         planned: PlannedVariant,
@@ -581,6 +581,11 @@ def _replay(
                 continue
             kinds = {d.label: d.kind for d in (*on, *devices)}
             add(pk, n, *_originals_defect(judged(port, devices, replay_of, name, made), rows, kinds))
+            for d in every:  # a device that cannot run it says so in a row of its own (another judges it)
+                lacks = lacking(target, d, port.requires)
+                if lacks:
+                    why = needs_reason(target, name, d, port.requires, lacks)
+                    add(pk, n, KernelReplay(target, d.label, "not-replayable", why, instance=name))
 
     work = [w for n, group in enumerate(groups, 1) if (w := prepare(n, *group)) is not None]
     side_by_side(work, plan.jobs)

@@ -73,7 +73,7 @@ def test_tables_are_data() -> None:
     for name, spec in t["warp"].items():
         assert spec["requires"] and set(spec["requires"]) <= known, name
     for name, req in requirements().items():
-        assert req["what"] and (req.get("extensions") or req.get("features")), name
+        assert req["what"] and (req.get("extensions") or req.get("features") or req.get("core")), name
         assert set(req.get("needs", [])) <= known, name
 
 

@@ -78,9 +78,8 @@ def main() -> int:
     start_cpu, start = machine_cpu(), time.monotonic()
     proc = subprocess.Popen(command)
     tree = {proc.pid}
-    stopped: list[
-        float
-    ] = []  # a `timeout` around this script: stop the command as Ctrl-C would, print the table
+    # a `timeout` around this script: stop the command as Ctrl-C would, then print the table
+    stopped: list[float] = []  # when it is killed if it has not stopped by then
 
     def stop(signum: int, frame: object) -> None:
         if not stopped:

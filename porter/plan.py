@@ -101,8 +101,9 @@ def needs_reason(
 ) -> str:
     """ "reduce_sum needs relative sub-group shuffles, 32-wide sub-groups (...); <device> has none"."""
     words: Callable[..., str] = get_backend(target).describe_requirements
-    plain = words(lacks, device) == words(lacks)  # (not: it has them, but porter's probe found them wrong)
-    tail = "has none of them" if set(lacks) >= set(requires) and plain else f"lacks {words(lacks, device)}"
+    said = words(lacks, device)
+    plain = said == words(lacks)  # (not: it has them, but porter's probe found them wrong)
+    tail = "has none of them" if set(lacks) >= set(requires) and plain else f"lacks {said}"
     return f"{kernel} needs {words(requires)}; {device.label} {tail}"
 
 

@@ -14,25 +14,32 @@ a call inside a branch is not.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from porter.grammars import parse
 from tree_sitter import Node
+
+from porter.scan.nodes import node_text
 
 BARRIERS = frozenset({"barrier", "work_group_barrier"})
 
 
-def _has_barrier(node: Node | None) -> bool:
-    if node is None:
-        return False
+def _walk(node: Node) -> Iterator[Node]:
+    """`node` and every named node under it."""
     stack = [node]
     while stack:
         n = stack.pop()
-        if n.type == "call_expression":
-            fn = n.child_by_field_name("function")
-            name = fn.text.decode("utf-8", "replace") if fn is not None and fn.text is not None else ""
-            if fn is not None and fn.type == "identifier" and name in BARRIERS:
-                return True
+        yield n
         stack.extend(n.named_children)
-    return False
+
+
+def _is_barrier(n: Node) -> bool:
+    fn = n.child_by_field_name("function") if n.type == "call_expression" else None
+    return fn is not None and fn.type == "identifier" and node_text(fn) in BARRIERS
+
+
+def _has_barrier(node: Node | None) -> bool:
+    return node is not None and any(_is_barrier(n) for n in _walk(node))
 
 
 def barriers_in_both_branches(text: str) -> bool:
@@ -43,16 +50,9 @@ def barriers_in_both_branches(text: str) -> bool:
         root = parse("cuda", text.encode("utf-8", "surrogateescape")).root_node
     except (ValueError, RecursionError):
         return False
-    stack = [root]
-    while stack:
-        n = stack.pop()
-        if n.type == "if_statement":
-            other = n.child_by_field_name("alternative")
-            if (
-                other is not None
-                and _has_barrier(n.child_by_field_name("consequence"))
-                and _has_barrier(other)
-            ):
-                return True
-        stack.extend(n.named_children)
-    return False
+    return any(
+        n.type == "if_statement"
+        and _has_barrier(n.child_by_field_name("alternative"))
+        and _has_barrier(n.child_by_field_name("consequence"))
+        for n in _walk(root)
+    )

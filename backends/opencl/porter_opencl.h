@@ -461,6 +461,12 @@ inline bool native_math(cl_device_id d) {
 // The file's name is a hash of the source, the build options, the platform's version and the device's name,
 // driver and version: another source, option or driver is another file.  A binary the device refuses (or
 // that does not build) is built from source again; the folder is never required.
+inline uint64_t fnv1a(const unsigned char* data, size_t n) {
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; ++i) h = (h ^ data[i]) * 1099511628211ULL;
+    return h;
+}
+
 inline std::string cache_path(const std::string& text, const std::string& options) {
     const char* dir = getenv("PORTER_OPENCL_CACHE");
     if (dir == nullptr || *dir == 0) return "";
@@ -471,11 +477,9 @@ inline std::string cache_path(const std::string& text, const std::string& option
     for (const std::string& part : {options, std::string(version), s.device_name,
                                     info_string(s.device, CL_DRIVER_VERSION), info_string(s.device, CL_DEVICE_VERSION)})
         what += std::string(1, '\0') + part;
-    uint64_t a = 1469598103934665603ULL, b = 0x9e3779b97f4a7c15ULL;  // FNV-1a twice, differently seeded
-    for (unsigned char c : what) {
-        a = (a ^ c) * 1099511628211ULL;
-        b = (b ^ c) * 0x100000001b3ULL + 0x7f4a7c15ULL;
-    }
+    // FNV-1a, and a second hash seeded and mixed otherwise: 128 bits of name
+    uint64_t a = fnv1a(reinterpret_cast<const unsigned char*>(what.data()), what.size()), b = 0x9e3779b97f4a7c15ULL;
+    for (unsigned char c : what) b = (b ^ c) * 0x100000001b3ULL + 0x7f4a7c15ULL;
     char name[64];
     snprintf(name, sizeof name, "/%016llx%016llx.clbin", (unsigned long long)a, (unsigned long long)b);
     return std::string(dir) + name;
@@ -483,11 +487,6 @@ inline std::string cache_path(const std::string& text, const std::string& option
 
 // A kept file is "PORTERCL", the binary's length and its FNV-1a hash (8 bytes each, little-endian), then the
 // binary: a file cut short or written over is never handed to the driver (PoCL crashes on a damaged binary).
-inline uint64_t fnv1a(const unsigned char* data, size_t n) {
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; ++i) h = (h ^ data[i]) * 1099511628211ULL;
-    return h;
-}
 constexpr char kept_magic[9] = "PORTERCL";
 constexpr size_t kept_header = 24;
 

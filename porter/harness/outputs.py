@@ -71,14 +71,12 @@ class Rule:
     @functools.cached_property
     def timed(self) -> re.Pattern[str] | None:
         """Any stdout line a print statement of the rule's ``timers`` writes (None: none)."""
-        mine = [t.pattern for t in self.timers if t.stream == "stdout"]
-        return re.compile("|".join(f"(?:{p})" for p in mine), re.S) if mine else None
+        return _stdout_lines(self.timers)
 
     @functools.cached_property
     def device_printed(self) -> re.Pattern[str] | None:
         """Any stdout line a print statement of the rule's ``properties`` writes (None: none)."""
-        mine = [t.pattern for t in self.properties if t.stream == "stdout"]
-        return re.compile("|".join(f"(?:{p})" for p in mine), re.S) if mine else None
+        return _stdout_lines(self.properties)
 
     @functools.cached_property
     def masked(self) -> re.Pattern[str]:
@@ -90,6 +88,12 @@ class Rule:
     def verdicts(self) -> re.Pattern[str]:
         words = sorted((*self.pass_words, *self.fail_words), key=len, reverse=True)
         return re.compile(r"(?<![A-Za-z])(" + "|".join(re.escape(w) for w in words) + r")(?![A-Za-z])")
+
+
+def _stdout_lines(printed: Sequence[PrintedTimer]) -> re.Pattern[str] | None:
+    """Any stdout line one of `printed` writes (None: none)."""
+    mine = [t.pattern for t in printed if t.stream == "stdout"]
+    return re.compile("|".join(f"(?:{p})" for p in mine), re.S) if mine else None
 
 
 @functools.cache

@@ -572,19 +572,19 @@ def _replay(
                 continue
             # every device of the target, and its other wavefront widths where emulated (HIP: 64 lanes)
             every = [*run_devices(target), *wavefront_devices(target)]
-            devices = [d for d in every if not lacking(target, d, port.requires)]
+            lacks = {d.label: lacking(target, d, port.requires) for d in every}
+            devices = [d for d in every if not lacks[d.label]]
             if every and not devices:  # e.g. sub-groups of 32 that no OpenCL device here runs right
                 why = f"no {target} device here has what it needs ({', '.join(port.requires)}): " + "; ".join(
-                    f"{d.label} lacks {', '.join(lacking(target, d, port.requires))}" for d in every
+                    f"{d.label} lacks {', '.join(lacks[d.label])}" for d in every
                 )
                 add(pk, n, KernelReplay(target, "", "not-replayable", why, instance=name))
                 continue
             kinds = {d.label: d.kind for d in (*on, *devices)}
             add(pk, n, *_originals_defect(judged(port, devices, replay_of, name, made), rows, kinds))
             for d in every:  # a device that cannot run it says so in a row of its own (another judges it)
-                lacks = lacking(target, d, port.requires)
-                if lacks:
-                    why = needs_reason(target, name, d, port.requires, lacks)
+                if lacks[d.label]:
+                    why = needs_reason(target, name, d, port.requires, lacks[d.label])
                     add(pk, n, KernelReplay(target, d.label, "not-replayable", why, instance=name))
 
     work = [w for n, group in enumerate(groups, 1) if (w := prepare(n, *group)) is not None]

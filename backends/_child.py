@@ -43,11 +43,13 @@ from porter.backends import (
     Device,
     Program,
     ToolchainMissing,
+    device_locks,
     get_backend,
     guards,
 )
 from porter.backends.binaries import compile_cached
 from porter.backends.isolate import (
+    WAITING,
     Alias,
     Job,
     JobResult,
@@ -149,10 +151,16 @@ def _execute(job: Job, progress: Progress, result: JobResult) -> None:
     result.report = binary.report
     result.log = binary.log
     progress.update(toolchain=binary.toolchain, compile_s=result.compile_s, cached=cached)
-    device = job.device
-    if device is None:
+    if job.device is None:
         return
+    with device_lock(job, progress):
+        _execute_loaded(job, backend, binary, progress, result)
 
+
+def _execute_loaded(job: Job, backend: Backend, binary: Any, progress: Progress, result: JobResult) -> None:
+    """`binary` loaded on the job's device, its runs and its timed launches."""
+    device = job.device
+    assert device is not None
     progress.update(stage="load")
     _arm_guards(job, result)
     plan = sandbox.current_plan()
@@ -193,8 +201,7 @@ def _execute(job: Job, progress: Progress, result: JobResult) -> None:
     if job.timing is not None:
         progress.update(stage="timing", run=None)
         try:
-            with device_lock(job):
-                result.times_ms, result.rounds = launcher.time()
+            result.times_ms, result.rounds = launcher.time()
             if job.timing.read_back > 0:
                 result.timed_outputs = launcher.read_timed_sets(job.timing.read_back)
         except Exception as err:  # noqa: BLE001
@@ -202,21 +209,18 @@ def _execute(job: Job, progress: Progress, result: JobResult) -> None:
 
 
 @contextlib.contextmanager
-def device_lock(job: Job) -> Any:
-    """Hold the device's lock file the parent passed (Job.device_lock_fd) while the timed launches run:
-    timings on one GPU, of this porter or of the other programs of a suite, never overlap, while
-    everything before them (compiles, the driver's start, validation runs) does.  Released on exit."""
-    fd = job.device_lock_fd
-    if fd is None:
+def device_lock(job: Job, progress: Progress | None = None) -> Any:
+    """Hold the device exclusively through the lock files the parent passed (Job.device_lock_fd and its
+    turnstile) from the kernel's load to its last timed launch: nothing else of this porter or of the
+    other programs of a suite runs on the GPU meanwhile (they hold it shared: porter.backends.device_locks),
+    while the compile and the driver's start before it overlap with them.  Released on exit."""
+    if job.device_lock_fd is None:
         yield
         return
-    import fcntl
-
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    try:
+    if progress is not None:
+        progress.update(stage=WAITING)
+    with device_locks.exclusive(device_locks.LockFiles(job.device_lock_fd, job.device_turnstile_fd)):
         yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def _compile(backend: Backend, job: Job, source: str, entry: str) -> tuple[Any, bool]:
@@ -252,9 +256,24 @@ def _execute_launches(
     result.cached = all_cached
     result.toolchain = binaries[0].toolchain if binaries else ""
     progress.update(toolchain=result.toolchain, compile_s=result.compile_s, cached=all_cached)
-    device = job.device
-    if device is None:
+    if job.device is None:
         return
+    with device_lock(job, progress):
+        _launches_loaded(job, sets, kernels, binaries, backend, progress, result)
+
+
+def _launches_loaded(
+    job: Job,
+    sets: tuple[Launches, ...],
+    kernels: list[tuple[str, str]],
+    binaries: list[Any],
+    backend: Backend,
+    progress: Progress,
+    result: JobResult,
+) -> None:
+    """The kernels of `sets` loaded on the job's device, their runs and their timed launches."""
+    device = job.device
+    assert device is not None
     progress.update(stage="load")
     _arm_guards(job, result)
     plan_ = sandbox.current_plan()
@@ -315,10 +334,9 @@ def _execute_launches(
                 _, ms = run_all(sets[0], timed=True)
                 return ms if ms > 0 else (time.perf_counter() - t0) * 1000.0
 
-            with device_lock(job):
-                for _ in range(plan.warmup):
-                    run_all(sets[0])
-                result.times_ms, result.rounds = timed_rounds(plan, one)
+            for _ in range(plan.warmup):
+                run_all(sets[0])
+            result.times_ms, result.rounds = timed_rounds(plan, one)
         except Exception as err:  # noqa: BLE001
             raise _classify(err, "launch") from None
 

@@ -9,30 +9,31 @@ time is marked so in every report.  With :func:`set_exclusive` (``--exclusive``)
 on one device run one at a time; other processes can only be reported, never stopped.
 
 Several porter processes on one machine (the programs of ``porter port --suite``, run side by side) share
-its GPUs: where :data:`LOCKS_ENV` names a folder, every timing gets its device's lock file there
-(:attr:`Watch.lock_fd`), which the timing child holds (``flock``) around its timed launches only, so timed
-launches on one device run one at a time across those processes too, while the children's compiles,
-driver starts and checks -- most of a timing's wall time -- overlap.
+its GPUs: where :data:`LOCKS_ENV` names a folder, every timing gets its device's lock files there
+(:attr:`Watch.lock`, :mod:`porter.backends.device_locks`), which the timing child holds exclusively from its
+kernel's load to its last timed launch, while every other piece of their GPU work (kernel children, program
+runs) holds them shared.  So nothing of the suite runs on a GPU while a kernel is timed there, while the
+children's compiles and driver starts -- most of a timing's wall time -- overlap.  The suite's processes that
+the GPU's driver lists meanwhile (:data:`SUITE_ROOT_ENV`: descendants of the suite's driver) are idle on it by
+construction, and do not make a time contended; any other process does.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from porter.backends import Device, get_backend
+from porter.backends import Device, device_locks, get_backend
+from porter.backends.device_locks import LOCKS_ENV, SUITE_ROOT_ENV
 
 _state = threading.Lock()
 _exclusive = False
 _serial: dict[str, threading.Lock] = {}  # device label -> its timing lock (--exclusive)
 _active: dict[str, int] = {}  # device label -> timings running on it now
 _started: dict[str, int] = {}  # device label -> timings started on it so far
-# a folder of per-device lock files that porter processes sharing this machine's GPUs take while timing
-LOCKS_ENV = "PORTER_DEVICE_LOCKS"
 
 
 def set_exclusive(on: bool) -> None:
@@ -52,9 +53,17 @@ class Watch:
     device: str
     others: list[str] = field(default_factory=list)  # other processes on the device (driver's list)
     overlapped: int = 0  # porter's own timings that ran on the device at the same time
-    # the device's lock file, open, for the timing child to hold around its timed launches
-    # (porter.backends.isolate.Job.device_lock_fd); None where LOCKS_ENV names no usable folder
-    lock_fd: int | None = None
+    # the device's lock files, open, for the timing child to hold while it times (Job.device_lock_fd and
+    # device_turnstile_fd); None where LOCKS_ENV names no usable folder
+    lock: device_locks.LockFiles | None = None
+
+    @property
+    def lock_fd(self) -> int | None:
+        return self.lock.lock if self.lock is not None else None
+
+    @property
+    def turnstile_fd(self) -> int | None:
+        return self.lock.turnstile if self.lock is not None else None
 
     @property
     def reason(self) -> str:
@@ -80,7 +89,7 @@ def timing(device: Device) -> Iterator[Watch]:
     key = device.physical  # one GPU seen through two backends is one device; two GPUs are two
     with _state:
         lock = _serial.setdefault(key, threading.Lock())
-    with lock if _exclusive else contextlib.nullcontext(), _lock_file(key) as watch.lock_fd:
+    with lock if _exclusive else contextlib.nullcontext(), device_locks.opened(key) as watch.lock:
         with _state:
             watch.overlapped = _active.get(key, 0)
             _active[key] = _active.get(key, 0) + 1
@@ -96,42 +105,27 @@ def timing(device: Device) -> Iterator[Watch]:
                 watch.overlapped += _started[key] - began
 
 
-@contextlib.contextmanager
-def _lock_file(label: str) -> Iterator[int | None]:
-    """The lock file of `label` (a device's :attr:`~porter.backends.Device.physical`) in the folder
-    :data:`LOCKS_ENV` names, open and not held (none set, or a folder that cannot be used: None, and the
-    timing may be marked contended); closed afterwards."""
-    folder = os.environ.get(LOCKS_ENV, "")
-    if not folder:
-        yield None
-        return
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", label) + ".lock"
-    try:
-        os.makedirs(folder, exist_ok=True)
-        fd = os.open(os.path.join(folder, name), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    except OSError:
-        yield None
-        return
-    try:
-        yield fd
-    finally:
-        os.close(fd)
-
-
 def other_users(device: Device) -> list[str]:
-    """Processes other than porter and its children that the device's driver lists on `device`."""
+    """Processes other than porter and its children that the device's driver lists on `device` -- and, where
+    the suite's lock files are in use, other than the suite's own processes (which hold them around their
+    GPU work, so they are idle on the GPU while a timing holds it)."""
     try:
         listed = get_backend(device.backend).other_users(device)
     except Exception:  # noqa: BLE001 - a driver that cannot say: nothing is known, nothing claimed
         return []
     if not listed:  # the common case: nothing to tell porter's own processes from
         return []
-    mine = _own_tree()
+    roots = {os.getpid()}
+    suite = os.environ.get(SUITE_ROOT_ENV, "")
+    if device_locks.folder() and suite.isdigit():
+        roots.add(int(suite))
+    mine = _own_tree(roots)
     return [f"{pid} {name}".strip() for pid, name in listed if pid not in mine]
 
 
-def _own_tree() -> set[int]:
-    """This process and its descendants (the timing children, the spares), from /proc."""
+def _own_tree(roots: set[int] | None = None) -> set[int]:
+    """The processes `roots` names (this process) and their descendants (the timing children, the
+    spares; a suite's programs), from /proc."""
     parents: dict[int, int] = {}
     with contextlib.suppress(OSError):
         for entry in os.scandir("/proc"):
@@ -143,7 +137,7 @@ def _own_tree() -> set[int]:
                 parents[int(entry.name)] = int(fields[1])
             except (OSError, IndexError, ValueError):
                 continue
-    tree = {os.getpid()}
+    tree = set(roots or {os.getpid()})
     grew = True
     while grew:
         grew = False
@@ -154,4 +148,4 @@ def _own_tree() -> set[int]:
     return tree
 
 
-__all__ = ["LOCKS_ENV", "Watch", "exclusive", "other_users", "set_exclusive", "timing"]
+__all__ = ["LOCKS_ENV", "SUITE_ROOT_ENV", "Watch", "exclusive", "other_users", "set_exclusive", "timing"]

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from porter.backends import CompileOptions, Device, get_backend
-from porter.backends.isolate import Job, JobResult, TimingPlan, probe_backend, run_job
+from porter.backends.isolate import WAITING, Job, JobResult, TimingPlan, probe_backend, run_job
 
 
 @pytest.fixture(autouse=True)
@@ -256,11 +256,12 @@ def test_timing_returns_times(name: str) -> None:
 
 
 @pytest.mark.integration
-def test_the_child_holds_the_device_lock_around_its_timed_launches_only(
+def test_the_child_holds_the_device_lock_from_its_load_to_its_last_timed_launch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A suite's timings on one GPU (Job.device_lock_fd): the child compiles, loads and runs while
-    another process holds the device's lock file, and waits for it only to time; it releases it after."""
+    """A suite's timings on one GPU (Job.device_lock_fd): the child compiles while another process holds
+    the device's lock file, and waits for it before it loads the kernel -- its runs and timed launches
+    happen with the GPU to itself; it releases the lock after."""
     import fcntl
     import json
     import os
@@ -291,16 +292,19 @@ def test_the_child_holds_the_device_lock_around_its_timed_launches_only(
     )
     try:
         worker.start()
-        stage = None  # the child's own progress file: compiled, loaded, both runs done, waiting to time
+        stage = None  # the child's own progress file: compiled, waiting for the device
+        progress: dict[str, object] = {}
         for _ in range(3000):
             time.sleep(0.1)
             with contextlib.suppress(OSError, ValueError, IndexError):
-                stage = json.loads((works[0] / "progress.json").read_text()).get("stage")
-            if stage == "timing" or not worker.is_alive():
+                progress = json.loads((works[0] / "progress.json").read_text())
+                stage = progress.get("stage")
+            if stage == WAITING or not worker.is_alive():
                 break
-        assert stage == "timing" and worker.is_alive()
+        assert stage == WAITING and worker.is_alive() and progress.get("toolchain")  # compiled already
         time.sleep(1.0)
         assert worker.is_alive() and not results  # it waits for the lock, not past it
+        assert json.loads((works[0] / "progress.json").read_text()).get("stage") == WAITING
     finally:
         fcntl.flock(held, fcntl.LOCK_UN)
         worker.join(300)

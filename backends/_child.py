@@ -189,14 +189,16 @@ def _execute_loaded(job: Job, backend: Backend, binary: Any, progress: Progress,
         if poison is None:
             raise Failed("load", f"backend {job.backend} cannot poison undefined warp-shuffle lanes")
         poison(True)
-    for run in range(job.runs):
-        progress.update(stage="launch", run=run)
-        try:
-            result.outputs.append(launcher.run_once(job.seed + run))
-        except Exception as err:  # noqa: BLE001
-            raise _classify(err, "launch") from None
-        finally:
-            result.undefined = str(getattr(program, "undefined_reads", "") or "")
+    for k, one in enumerate((job, *job.sets)):  # the job's launch, then the further launches it carries
+        runner = launcher if one is job else Launcher(backend, program, one, progress)
+        for run in range(one.runs):
+            progress.update(stage="launch", run=run, set=k)
+            try:
+                result.outputs.append(runner.run_once(one.seed + run))
+            except Exception as err:  # noqa: BLE001
+                raise _classify(err, "launch") from None
+            finally:
+                result.undefined = result.undefined or str(getattr(program, "undefined_reads", "") or "")
 
     if job.timing is not None:
         progress.update(stage="timing", run=None)

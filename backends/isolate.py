@@ -182,6 +182,11 @@ class Job:
     # nothing to hold (the job takes a waiting spare child as any other).
     device_lock_fd: int | None = None
     device_turnstile_fd: int | None = None
+    # Further launches of the same kernel run in the same child after this job's (one compile, one load, one
+    # driver start): each a Job with this one's backend, source, entry, options and device, its own arguments,
+    # geometry, seed, module globals and read-back, run ``runs`` times; no timing, wrapper or launch sequences.
+    # JobResult.outputs holds this job's runs, then each further launch's, in order.
+    sets: tuple[Job, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -727,7 +732,10 @@ def read_result(folder: Path, job: Job) -> JobResult | None:
             report=ResourceReport(**report) if isinstance(report, dict) else None,
         )
         expect = _expected_arrays(job)
-        result.outputs = _read_arrays(folder, "out", doc["outputs"], expect)
+        per_run = [_expected_arrays(one) for one in (job, *job.sets) for _ in range(one.runs)]
+        if job.sets and len(doc["outputs"]) != len(per_run):
+            raise ValueError("runs missing")
+        result.outputs = _read_arrays(folder, "out", doc["outputs"], per_run if job.sets else expect)
         result.timed_outputs = _read_arrays(folder, "timed", doc["timed_outputs"], expect)
     except (KeyError, TypeError, ValueError, OSError):
         return None
@@ -745,16 +753,23 @@ def _expected_arrays(job: Job) -> list[tuple[np.dtype, tuple[int, ...]]]:
 
 
 def _read_arrays(
-    folder: Path, tag: str, counts: Any, expect: list[tuple[np.dtype, tuple[int, ...]]]
+    folder: Path,
+    tag: str,
+    counts: Any,
+    expect: list[tuple[np.dtype, tuple[int, ...]]] | list[list[tuple[np.dtype, tuple[int, ...]]]],
 ) -> list[list[np.ndarray]]:
+    """The arrays of each run, each checked against its dtype and shape: `expect` for every run, or a list
+    of them, one per run (a job carrying further launches, Job.sets)."""
     if not isinstance(counts, list):
         raise ValueError("array counts")
     runs = []
     for r, count in enumerate(counts):
-        if count != len(expect):
+        mine = expect[r] if expect and isinstance(expect[0], list) else expect
+        assert isinstance(mine, list)
+        if count != len(mine):
             raise ValueError("wrong number of arrays")
         arrays = []
-        for i, (dtype, shape) in enumerate(expect):
+        for i, (dtype, shape) in enumerate(mine):
             array = np.load(folder / f"{tag}-{r}-{i}.npy", allow_pickle=False)
             if array.dtype != dtype or tuple(array.shape) != shape:
                 raise ValueError("array of the wrong dtype or shape")

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from porter.backends import Device, get_backend
-from porter.backends.isolate import Job, prestart, run_job
+from porter.backends.isolate import Job, JobResult, prestart, run_job
 from porter.harness.checkers import CHECKER_LOG, checker_findings, sanitizer_pass
 from porter.harness.checks import (
     Comparison,
@@ -51,6 +51,7 @@ from porter.harness.trial import (
     GUARD_ELEMENTS,
     Instance,
     Reject,
+    SequenceVariant,
     ValidateOptions,
     all_sizes,
     by_spec,
@@ -101,6 +102,48 @@ def validate(
         _validate_on(variant, spec, reference, d, options, tuple(unordered), (floors or {}).get(d.label))
         for d in devices
     ]
+
+
+BATCH_BYTES = 256 << 20  # the most array bytes one child gets for captured launches run together
+
+
+def _together(
+    variant: Variant,
+    spec: KernelSpec,
+    device: Device,
+    opts: ValidateOptions,
+    sizes: Sequence[tuple[dict[str, int], str]],
+    given: Mapping[str, Instance],
+) -> dict[str, tuple[Job, list[int], JobResult]]:
+    """The captured launches `sizes` names run in one child on `device` (one compile, one load, one driver
+    start instead of one each), as :func:`_validate_on` would run them one at a time: by label, each
+    launch's job, arrays and its part of the result.  Empty when there is one launch, when they hold more
+    than :data:`BATCH_BYTES`, or when that child did not end well (a failure, a crash, a warp shuffle
+    reading an undefined lane): then each runs alone, as before, and its own run says what went wrong."""
+    if len(sizes) < 2 or isinstance(variant, SequenceVariant):
+        return {}
+    made = []
+    try:
+        for s_i, (_size, label) in enumerate(sizes):
+            inst, seed = given[label], seed_for(opts.seed, s_i, 0)
+            job, arrays = make_job(variant, spec, device, inst, opts.runs, opts.compile, seed)
+            made.append((label, job, arrays))
+    except Exception:  # noqa: BLE001 - a launch that cannot be made: one at a time says where
+        return {}
+    held = sum(int(a.nbytes) for _, job, _ in made for a in job.args if isinstance(a, np.ndarray))
+    if held > BATCH_BYTES:
+        return {}
+    first = made[0][1]
+    res = run_job(replace(first, sets=tuple(job for _, job, _ in made[1:])), opts.timeout_s * len(made))
+    if not res.ok or res.undefined:
+        return {}
+    out: dict[str, tuple[Job, list[int], JobResult]] = {}
+    at = 0
+    for label, job, arrays in made:
+        part = replace(res, outputs=res.outputs[at : at + job.runs], timed_outputs=[])
+        at += job.runs
+        out[label] = (job, arrays, part)
+    return out
 
 
 def _over_checker_limit(spec: KernelSpec, sizes: Sequence[Mapping[str, int]], most: int) -> str:
@@ -228,6 +271,8 @@ def _validate_on(
     last_inst: Instance | None = None
     without: list[str] = []  # checker options left out: plugins that stopped the simulator on this kernel
     try:
+        # captured launches on a device that is no checker: run in one child, then judged one by one below
+        together = {} if checker or not given else _together(variant, spec, device, opts, sizes, given)
         if len(sizes) < 2 and not checker and not given:
             logs.append("warning: fewer than two problem sizes in the spec")
         for s_i, (size, label) in enumerate(sizes):
@@ -240,34 +285,38 @@ def _validate_on(
                         else Instance.draw(spec, size, label, seed, 0 if checker else GUARD_ELEMENTS)
                     )
                     last_inst = inst
-                    while True:  # under a checker: again without a plugin that stopped the simulator
-                        wrapper: tuple[str, ...] = ()
-                        if checker:
-                            wrapper = get_backend(device.backend).checker_wrapper(
-                                device, "{scratch}/" + CHECKER_LOG, tuple(without)
+                    if label in together:  # its part of the job that ran the captured launches together
+                        job, arrays, res = together.pop(label)
+                        findings = []
+                    else:
+                        while True:  # under a checker: again without a plugin that stopped the simulator
+                            wrapper: tuple[str, ...] = ()
+                            if checker:
+                                wrapper = get_backend(device.backend).checker_wrapper(
+                                    device, "{scratch}/" + CHECKER_LOG, tuple(without)
+                                )
+                            job, arrays = make_job(
+                                variant,
+                                spec,
+                                device,
+                                inst,
+                                1 if checker else opts.runs,
+                                opts.compile,
+                                seed,
+                                wrapper,
                             )
-                        job, arrays = make_job(
-                            variant,
-                            spec,
-                            device,
-                            inst,
-                            1 if checker else opts.runs,
-                            opts.compile,
-                            seed,
-                            wrapper,
-                        )
-                        if checker:
-                            job = replace(job, collect=(CHECKER_LOG,))
-                        res = run_job(job, opts.timeout_s * (10 if checker else 1))
-                        findings = checker_findings(device, res) if checker else []
-                        stop = next((f for f in findings if f.kind == "simulator-error"), None)
-                        option = get_backend(device.backend).checker_relief(device, stop) if stop else ""
-                        if stop is None or not option or option in without:
-                            break
-                        without.append(option)
-                        logs.append(
-                            f"{label}: the checker stopped ({stop.message}): run again without {option}"
-                        )
+                            if checker:
+                                job = replace(job, collect=(CHECKER_LOG,))
+                            res = run_job(job, opts.timeout_s * (10 if checker else 1))
+                            findings = checker_findings(device, res) if checker else []
+                            stop = next((f for f in findings if f.kind == "simulator-error"), None)
+                            option = get_backend(device.backend).checker_relief(device, stop) if stop else ""
+                            if stop is None or not option or option in without:
+                                break
+                            without.append(option)
+                            logs.append(
+                                f"{label}: the checker stopped ({stop.message}): run again without {option}"
+                            )
                     toolchain = toolchain or res.toolchain
                     compiled = compiled or res.stage not in ("compile", "unavailable")
                     if not res.ok:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from porter.backends import CompileOptions, get_dialect
+from porter.backends.isolate import Job, JobResult
 
 from porter import capture
 from porter.harness import replay
@@ -75,6 +77,60 @@ def test_a_kernel_launched_ten_times_is_judged_on_its_kept_launches(tour) -> Non
     assert rejected.status is Status.FAILED and rejected.reason.startswith("matches-reference"), (
         rejected.reason
     )
+
+
+def test_the_kept_launches_of_a_kernel_run_in_one_child_and_each_is_judged_by_its_own_result(
+    tour, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One child compiles, loads and runs the three kept launches (Job.sets), then each launch's outputs are
+    compared with what that launch left: the ten launches scale x again and again, so a launch judged by
+    another's result would fail.  A result recorded wrong for the second launch fails it there, by name."""
+    from porter.harness import validate as validating
+
+    rep = replay.build("scale", tour["scale"])
+    assert rep.spec is not None and len(rep.instances) == 3
+    labels = [inst.label for inst in rep.instances]
+    assert len({rep.recorded[label][0].tobytes() for label in labels}) == 3  # three different results
+    jobs: list[int] = []
+    real = validating.run_job
+
+    def counted(job: Job, timeout_s: float = 60.0) -> JobResult:
+        jobs.append(len(job.sets))
+        return real(job, timeout_s)
+
+    monkeypatch.setattr(validating, "run_job", counted)
+    original = Variant("scale", "cuda", device_code((TOUR / "main.cu").read_text()), "scale", "original")
+    good = _judge(original, rep)
+    assert good.status is Status.VALIDATED and "3 captured launch(es)" in good.reason, good.reason
+    assert jobs == [2] * len(_cpu())  # one child per device for the three launches
+    wrong = {**rep.recorded, labels[1]: [a + 1 for a in rep.recorded[labels[1]]]}
+    bad = _judge(original, replace(rep, recorded=wrong))
+    assert bad.status is Status.FAILED and bad.reason.startswith("matches-reference"), bad.reason
+    assert labels[1] in bad.reason and labels[0] not in bad.reason, bad.reason
+
+
+def test_launches_whose_child_did_not_end_well_together_run_again_one_at_a_time(
+    tour, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child running the kept launches together that fails (here: told so) says nothing of which launch:
+    each runs again alone, as before, and is judged on its own."""
+    from porter.harness import validate as validating
+
+    rep = replay.build("scale", tour["scale"])
+    jobs: list[int] = []
+    real = validating.run_job
+
+    def failing_together(job: Job, timeout_s: float = 60.0) -> JobResult:
+        jobs.append(len(job.sets))
+        if job.sets:
+            return JobResult(ok=False, stage="crash", error="killed by SIGSEGV")
+        return real(job, timeout_s)
+
+    monkeypatch.setattr(validating, "run_job", failing_together)
+    original = Variant("scale", "cuda", device_code((TOUR / "main.cu").read_text()), "scale", "original")
+    good = _judge(original, rep)
+    assert good.status is Status.VALIDATED and "3 captured launch(es)" in good.reason, good.reason
+    assert jobs == [2, 0, 0, 0] * len(_cpu())
 
 
 def test_a_template_kernel_is_replayed_as_the_instantiation_its_launch_names(tour) -> None:

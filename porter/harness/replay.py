@@ -317,28 +317,46 @@ class Original:
     ) -> list[dict[int, np.ndarray]] | str:
         """Per run (on the first device, or on every device): each array argument's contents after
         the original ran from `inst` (spec index -> array, without guard); a failure as its sentence."""
-        from porter.backends.isolate import run_job
+        found = self.outputs_of(spec, (inst,), runs, every_device)
+        return found if isinstance(found, str) else found[0]
+
+    def outputs_of(
+        self, spec: KernelSpec, insts: Sequence[Instance], runs: int = 1, every_device: bool = False
+    ) -> list[list[dict[int, np.ndarray]]] | str:
+        """:meth:`outputs` of each of `insts`, the launches of one device run in one child where they fit
+        (:func:`porter.harness.trial.run_together`); the first failure as its sentence."""
         from porter.harness.checks import guard_touched
-        from porter.harness.trial import by_spec, job_failure, make_job, seed_for
+        from porter.harness.trial import by_spec, job_failure, make_job, run_together, seed_for
 
         devices = [d for d in self.devices if not d.checks]
-        found: list[dict[int, np.ndarray]] = []
+        found: list[list[dict[int, np.ndarray]]] = [[] for _ in insts]
         for device in devices if every_device else devices[:1]:
-            seed = seed_for(ORIGINAL_SEED, inst.label, device.label)
-            job, arrays = make_job(self.variant, spec, device, inst, runs, self.compile, seed)
-            res = run_job(job, self.timeout_s)
-            if not res.ok:
-                return job_failure("the original", res, inst.label).reason
-            for out in res.outputs:
-                bodies: dict[int, np.ndarray] = {}
-                for i, arr in by_spec(spec, arrays, out).items():
-                    n = inst.length(i)
-                    j = guard_touched(arr[n:], i)
-                    if j >= 0:
-                        return f"the original writes past the end of {spec.args[i].name} (element {n + j}) at {inst.label}"
-                    bodies[i] = arr[:n]
-                found.append(bodies)
-        if not found:
+            made = [
+                make_job(
+                    self.variant,
+                    spec,
+                    device,
+                    inst,
+                    runs,
+                    self.compile,
+                    seed_for(ORIGINAL_SEED, inst.label, device.label),
+                )  # fmt: skip
+                for inst in insts
+            ]
+            results = run_together([job for job, _ in made], self.timeout_s)
+            for k, (inst, (_job, arrays), res) in enumerate(zip(insts, made, results, strict=True)):
+                if not res.ok:
+                    return job_failure("the original", res, inst.label).reason
+                for out in res.outputs:
+                    bodies: dict[int, np.ndarray] = {}
+                    for i, arr in by_spec(spec, arrays, out).items():
+                        n = inst.length(i)
+                        j = guard_touched(arr[n:], i)
+                        if j >= 0:
+                            return f"the original writes past the end of {spec.args[i].name} (element {n + j}) at {inst.label}"
+                        bodies[i] = arr[:n]
+                    found[k].append(bodies)
+        if not all(found):
             return "no device here runs the original"
         return found
 
@@ -697,10 +715,10 @@ def _settled_one(rep: Replay, original: Original) -> Replay:
     array_idx = [i for i, a in enumerate(spec.args) if a.role is not Role.SCALAR]
     outs = [i for i in array_idx if spec.args[i].role is Role.INOUT]
     samples: list[tuple[Instance, list[dict[int, np.ndarray]]]] = []
-    for inst in rep.instances:
-        got = original.outputs(spec, inst, runs=2, every_device=True)
-        if isinstance(got, str):
-            return replace(rep, unsettled=f"the original's own runs could not be compared: {got}")
+    every = original.outputs_of(spec, rep.instances, runs=2, every_device=True)
+    if isinstance(every, str):
+        return replace(rep, unsettled=f"the original's own runs could not be compared: {every}")
+    for inst, got in zip(rep.instances, every, strict=True):
         samples.append((inst, [dict(zip(array_idx, rep.recorded[inst.label], strict=True)), *got]))
 
     def others(i: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -801,11 +819,10 @@ def _floors_one(rep: Replay, original: Original, captured_on: str) -> Replay:
         mine = replace(original, devices=(device,))
         spread: dict[int, float] = {}
         why = ""
-        for inst in rep.instances:
-            got = mine.outputs(spec, inst)
-            if isinstance(got, str):
-                why = f"the original's replay there failed: {got}"
-                break
+        every = mine.outputs_of(spec, rep.instances)
+        if isinstance(every, str):
+            why = f"the original's replay there failed: {every}"
+        for inst, got in [] if isinstance(every, str) else zip(rep.instances, every, strict=True):
             want = dict(zip(array_idx, rep.recorded[inst.label], strict=True))
             for i in outs:
                 d = cross_device_spread(got[0][i], want[i], tolerance_for(spec.args[i].dtype, spec))

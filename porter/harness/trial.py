@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -346,6 +347,37 @@ def make_job(
         names={str(p): (spec.args[i].name, inst.length(i)) for i, p in zip(arrays, positions, strict=True)},
     )
     return job, arrays
+
+
+BATCH_ENV = "PORTER_BATCH_BYTES"  # the most array bytes one child gets for launches run together
+BATCH_BYTES = 256 << 20  # its default (0: each launch in a child of its own)
+
+
+def batch_bytes() -> int:
+    text = os.environ.get(BATCH_ENV, "").strip()
+    return int(text) if text.isdigit() else BATCH_BYTES
+
+
+def run_together(jobs: Sequence[Job], timeout_s: float) -> list[JobResult]:
+    """Each of `jobs` (launches of one kernel on one device: one backend, source, entry, options and device)
+    run, as :func:`porter.backends.isolate.run_job` would run it alone: in one child where there are several
+    and their arrays hold at most :func:`batch_bytes` (Job.sets: one compile, one load, one driver start),
+    each with its part of the outputs.  A child that does not end well (a failure, a crash, a warp shuffle
+    reading an undefined lane) says nothing of which launch it was: then each runs again alone, so each
+    result is what it would have been."""
+    from porter.backends.isolate import run_job
+
+    held = sum(int(a.nbytes) for job in jobs for a in job.args if isinstance(a, np.ndarray))
+    if len(jobs) > 1 and held <= batch_bytes() and not any(j.launches or j.wrapper or j.timing for j in jobs):
+        first = jobs[0]
+        res = run_job(replace(first, sets=tuple(jobs[1:])), timeout_s * len(jobs))
+        if res.ok and not res.undefined:
+            parts, at = [], 0
+            for job in jobs:
+                parts.append(replace(res, outputs=res.outputs[at : at + job.runs], timed_outputs=[]))
+                at += job.runs
+            return parts
+    return [run_job(job, timeout_s) for job in jobs]
 
 
 def tail(text: str, limit: int = LOG_LIMIT) -> str:

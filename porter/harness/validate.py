@@ -57,6 +57,7 @@ from porter.harness.trial import (
     by_spec,
     job_failure,
     make_job,
+    run_together,
     seed_for,
     tail,
 )
@@ -104,9 +105,6 @@ def validate(
     ]
 
 
-BATCH_BYTES = 256 << 20  # the most array bytes one child gets for captured launches run together
-
-
 def _together(
     variant: Variant,
     spec: KernelSpec,
@@ -115,11 +113,10 @@ def _together(
     sizes: Sequence[tuple[dict[str, int], str]],
     given: Mapping[str, Instance],
 ) -> dict[str, tuple[Job, list[int], JobResult]]:
-    """The captured launches `sizes` names run in one child on `device` (one compile, one load, one driver
-    start instead of one each), as :func:`_validate_on` would run them one at a time: by label, each
-    launch's job, arrays and its part of the result.  Empty when there is one launch, when they hold more
-    than :data:`BATCH_BYTES`, or when that child did not end well (a failure, a crash, a warp shuffle
-    reading an undefined lane): then each runs alone, as before, and its own run says what went wrong."""
+    """The captured launches `sizes` names run on `device` as :func:`_validate_on` would run them one at a
+    time, through :func:`porter.harness.trial.run_together` (in one child where they fit): by label, each
+    launch's job, arrays and result.  Empty for one launch, or launches that cannot be made (then one at a
+    time says where)."""
     if len(sizes) < 2 or isinstance(variant, SequenceVariant):
         return {}
     made = []
@@ -130,20 +127,8 @@ def _together(
             made.append((label, job, arrays))
     except Exception:  # noqa: BLE001 - a launch that cannot be made: one at a time says where
         return {}
-    held = sum(int(a.nbytes) for _, job, _ in made for a in job.args if isinstance(a, np.ndarray))
-    if held > BATCH_BYTES:
-        return {}
-    first = made[0][1]
-    res = run_job(replace(first, sets=tuple(job for _, job, _ in made[1:])), opts.timeout_s * len(made))
-    if not res.ok or res.undefined:
-        return {}
-    out: dict[str, tuple[Job, list[int], JobResult]] = {}
-    at = 0
-    for label, job, arrays in made:
-        part = replace(res, outputs=res.outputs[at : at + job.runs], timed_outputs=[])
-        at += job.runs
-        out[label] = (job, arrays, part)
-    return out
+    results = run_together([job for _, job, _ in made], opts.timeout_s)
+    return {label: (job, arrays, res) for (label, job, arrays), res in zip(made, results, strict=True)}
 
 
 def _over_checker_limit(spec: KernelSpec, sizes: Sequence[Mapping[str, int]], most: int) -> str:

@@ -85,20 +85,20 @@ def test_the_kept_launches_of_a_kernel_run_in_one_child_and_each_is_judged_by_it
     """One child compiles, loads and runs the three kept launches (Job.sets), then each launch's outputs are
     compared with what that launch left: the ten launches scale x again and again, so a launch judged by
     another's result would fail.  A result recorded wrong for the second launch fails it there, by name."""
-    from porter.harness import validate as validating
+    from porter.backends import isolate
 
     rep = replay.build("scale", tour["scale"])
     assert rep.spec is not None and len(rep.instances) == 3
     labels = [inst.label for inst in rep.instances]
     assert len({rep.recorded[label][0].tobytes() for label in labels}) == 3  # three different results
     jobs: list[int] = []
-    real = validating.run_job
+    real = isolate.run_job
 
     def counted(job: Job, timeout_s: float = 60.0) -> JobResult:
         jobs.append(len(job.sets))
         return real(job, timeout_s)
 
-    monkeypatch.setattr(validating, "run_job", counted)
+    monkeypatch.setattr(isolate, "run_job", counted)
     original = Variant("scale", "cuda", device_code((TOUR / "main.cu").read_text()), "scale", "original")
     good = _judge(original, rep)
     assert good.status is Status.VALIDATED and "3 captured launch(es)" in good.reason, good.reason
@@ -114,11 +114,11 @@ def test_launches_whose_child_did_not_end_well_together_run_again_one_at_a_time(
 ) -> None:
     """A child running the kept launches together that fails (here: told so) says nothing of which launch:
     each runs again alone, as before, and is judged on its own."""
-    from porter.harness import validate as validating
+    from porter.backends import isolate
 
     rep = replay.build("scale", tour["scale"])
     jobs: list[int] = []
-    real = validating.run_job
+    real = isolate.run_job
 
     def failing_together(job: Job, timeout_s: float = 60.0) -> JobResult:
         jobs.append(len(job.sets))
@@ -126,7 +126,7 @@ def test_launches_whose_child_did_not_end_well_together_run_again_one_at_a_time(
             return JobResult(ok=False, stage="crash", error="killed by SIGSEGV")
         return real(job, timeout_s)
 
-    monkeypatch.setattr(validating, "run_job", failing_together)
+    monkeypatch.setattr(isolate, "run_job", failing_together)
     original = Variant("scale", "cuda", device_code((TOUR / "main.cu").read_text()), "scale", "original")
     good = _judge(original, rep)
     assert good.status is Status.VALIDATED and "3 captured launch(es)" in good.reason, good.reason

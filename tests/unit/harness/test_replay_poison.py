@@ -327,6 +327,9 @@ class _Runs:
     def outputs(self, spec, inst, runs=1, every_device=False):  # noqa: ANN001, ANN201 - as Original's
         return self.runs
 
+    def outputs_of(self, spec, insts, runs=1, every_device=False):  # noqa: ANN001, ANN201 - as Original's
+        return [self.runs for _ in insts]
+
 
 def test_settle_names_what_holds_and_says_why_when_nothing_does() -> None:
     spec = _spec(

@@ -131,6 +131,9 @@ class CupyProgram:
             with cp.cuda.Device(self.device_index):
                 module = cp.RawModule(path=str(path))
                 self._module = module  # for set_symbol (module globals: __constant__/__device__)
+                self._textures: dict[
+                    str, Any
+                ] = {}  # bind_texture's device copies, alive as long as the module
                 self._kernel = module.get_function(binary.entry)
                 # Loads the module now (RawKernel loads lazily), so load errors surface here.
                 self.static_shared = int(self._kernel.shared_size_bytes)
@@ -168,6 +171,35 @@ class CupyProgram:
         except Exception as err:
             raise LaunchError(
                 f"cuda: cannot set the global {name!r} of {self.entry}'s module: {err}"
+            ) from err
+
+    def bind_texture(self, name: str, value: np.ndarray) -> None:
+        """cudaBindTexture for the HIP translation's texture references (``porter_texref<T>``: the bound
+        pointer and its size in bytes first, backends/hip/texrefs.py) -- CUDA 12 and later have no texture
+        references of their own: a device copy of `value`, kept with the program, is what `name` reads."""
+        cp = self._cp
+        host = np.ascontiguousarray(value).reshape(-1)
+        try:
+            with cp.cuda.Device(self.device_index):
+                data = cp.asarray(host) if host.nbytes else None
+                self._textures[name] = data
+                field = np.array(
+                    [int(data.data.ptr) if data is not None else 0, host.nbytes], dtype=np.uint64
+                )
+                memptr = self._module.get_global(name)
+                size = getattr(getattr(memptr, "mem", None), "size", None)
+                if size is not None and 0 < int(size) < field.nbytes:
+                    raise LaunchError(
+                        f"cuda: the texture reference {name!r} of {self.entry}'s module holds {int(size)} bytes, "
+                        "not a pointer and a size"
+                    )
+                cp.ndarray(field.shape, field.dtype, memptr).set(field)
+                cp.cuda.runtime.deviceSynchronize()
+        except LaunchError:
+            raise
+        except Exception as err:
+            raise LaunchError(
+                f"cuda: cannot bind the texture reference {name!r} of {self.entry}'s module: {err}"
             ) from err
 
     def __call__(

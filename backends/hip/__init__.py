@@ -340,6 +340,17 @@ class HipBackend(BackendBase):
             "(hipModuleGetGlobal is not wired up)"
         )
 
+    def bind_texture(self, program: Program, name: str, value: np.ndarray) -> None:
+        """hipBindTexture of the translation's ``porter_texref<T>`` (backends/hip/texrefs.py) on a loaded
+        program: on NVIDIA (hip-on-cuda) the reference reads a device copy of `value`."""
+        if isinstance(program, cupy_runtime.CupyProgram):
+            program.bind_texture(name, value)
+            return
+        raise LaunchError(
+            f"hip: binding the texture reference {name!r} is not supported on AMD devices yet "
+            "(hipModuleGetGlobal is not wired up)"
+        )
+
     def alloc(self, nbytes: int, device: Device) -> Any:
         if self._on_cuda(device):
             return self._cuda.alloc(nbytes, self._as_cuda(device))

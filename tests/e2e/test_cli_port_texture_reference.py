@@ -39,3 +39,29 @@ def test_a_texture_reference_program_ports_to_hip_runs_and_its_kernel_is_validat
     record = json.loads(next((capture / "launches").glob("*.json")).read_text())
     (texture,) = [y for y in record["symbols"] if y.get("texture")]
     assert texture["name"] == "texWeights" and texture["bytes"] == 150 * 4
+
+
+@pytest.mark.gpu
+def test_on_an_nvidia_gpu_the_hip_ports_texture_reads_are_replayed_with_the_bound_memory(
+    tmp_path: Path,
+) -> None:
+    """CUDA 12 and later have no texture references, so the original builds on the CPU runtime only; its
+    capture is replayed on the GPU through the HIP port (hip-on-cuda), whose ``porter_texref`` reads a
+    device copy of the bound memory (kmeans' HIP port on an H100 failed with "cannot bind texture
+    references" before)."""
+    if shutil.which("g++") is None or shutil.which("nvidia-smi") is None:
+        pytest.skip("needs g++ and an NVIDIA GPU")
+    out = tmp_path / "out"
+    r = subprocess.run(
+        [sys.executable, "-m", "porter", "port", str(FIXTURE), "--to", "hip", "--out", str(out),
+         "--run", "./main", "--toolchains", "cpu-runtime,hip-on-cuda"],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    doc = json.loads((out / "report.json").read_text())
+    (kernel,) = doc["kernels"]
+    on_gpu = [
+        row for row in kernel["replays"] if row["variant"] == "hip" and row["device"].startswith("hip:")
+    ]
+    assert on_gpu, r.stdout + r.stderr
+    for row in on_gpu:
+        assert row["status"] == "validated" and row["launches"] == 2, row

@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import shutil
 import struct
 import sys
 from collections.abc import Callable, Mapping
@@ -379,9 +380,35 @@ def prepare(
     if not runs:
         plain = (entry.get("gpu_runs") if gpu else None) or entry.get("runs") or []
         return [str(r) for r in plain], None
+    if entry.get("placed"):  # its inputs go where it opens them, beside a copy of it: placed()
+        return runs, None
     folder = (inputs_root / name).resolve()
     generate(name, folder, gpu=gpu and bool(entry.get("generated_gpu_runs")))
     return [r.replace("{inputs}", str(folder)) for r in runs], folder
+
+
+def placed(
+    name: str, entry: Mapping[str, Any], corpus: Path, inputs_root: Path, gpu: bool
+) -> tuple[Path, Path] | None:
+    """For a program that opens its input at a path relative to the folder it runs in (``placed`` in
+    corpus_runs.toml, e.g. ``../../../data/srad``: srad_v1, dwt2d), a copy of its folder under
+    ``inputs_root/name`` at the same depth, its inputs written where that path leads from the copy: (the
+    copy, the data folder the runs read, for porter port --data).  None for any other program.  The corpus
+    itself is never written."""
+    where = entry.get("placed")
+    if not where:
+        return None
+    parts = Path(str(where)).parts
+    ups = sum(1 for part in parts if part == "..")
+    program = corpus / str(entry["path"])
+    root = (inputs_root / name / "placed").resolve()
+    copy = root.joinpath(*program.parts[-ups:])
+    if copy.exists():
+        shutil.rmtree(copy)
+    shutil.copytree(program, copy, symlinks=True)
+    target = (copy / where).resolve()
+    generate(name, target, gpu=gpu and bool(entry.get("generated_gpu_runs")))
+    return copy, root / parts[ups]
 
 
 def main(argv: list[str] | None = None) -> int:

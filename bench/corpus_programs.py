@@ -33,7 +33,7 @@ from porter.results import REPLAY_RANK  # how the report counts an instance judg
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from corpus_inputs import prepare  # noqa: E402  (bench/ is no package)
+from corpus_inputs import placed, prepare  # noqa: E402  (bench/ is no package)
 
 SHORT = {"cpu-runtime": "cpu", "hip-on-cuda": "h-o-c", "nvcc": "nvcc", "hipcc": "hipcc"}
 
@@ -165,14 +165,18 @@ def main() -> int:
     inputs = Path(args.inputs or f"{args.out}/inputs")
     # generated inputs are written here, one program after another, before any port starts
     prepared = {n: prepare(n, table[n], inputs, args.gpu_sizes) for n in names}
+    # a program opening its input beside the folder it runs in: a copy of it, the input placed there
+    moved = {n: p for n in names if (p := placed(n, table[n], corpus, inputs, args.gpu_sizes)) is not None}
 
     def port(name: str) -> tuple[str, subprocess.CompletedProcess[str], float]:
         entry = table[name]
-        cmd = [*base, "port", str(corpus / entry["path"]), "--to", args.to, "--out", f"{args.out}/{name}"]
+        where = moved[name][0] if name in moved else corpus / entry["path"]
+        cmd = [*base, "port", str(where), "--to", args.to, "--out", f"{args.out}/{name}"]
         cmd += ["--json", "--fresh"]
         for inc in entry.get("include", []):
             cmd += ["-I", str(corpus / inc)]
         runs, data = prepared[name]
+        data = moved[name][1] if name in moved else data
         for run in runs:
             cmd += ["--run", run]
         if data is not None:

@@ -17,13 +17,16 @@ python3 - "$PWD/.corpus" "$PROGRAMS" "${TOOLCHAINS:-}" >/tmp/suite.toml <<'PY'
 import json, re, sys, tomllib
 from pathlib import Path
 sys.path.insert(0, "bench")
-from corpus_inputs import prepare
+from corpus_inputs import placed, prepare
 root, keep, toolchains = sys.argv[1], set(sys.argv[2].split()), sys.argv[3]
 doc = tomllib.load(open("bench/corpus_runs.toml", "rb"))["programs"]
 if keep == {"all"}:
     keep = {name for name, entry in doc.items() if entry.get("runs") or entry.get("generated_runs")}
 # programs run on inputs bench/corpus_inputs.py makes (their data is not in the corpus): made here, named
 generated = {n: prepare(n, doc[n], Path("/tmp/inputs"), False) for n in keep if not doc[n].get("runs")}
+# those opening their input beside the folder they run in: a copy of the program with its input placed
+moved = {n: p for n in keep if not doc[n].get("runs") and (p := placed(n, doc[n], Path(root), Path("/tmp/inputs"), False))}
+generated = {n: (runs, moved[n][1] if n in moved else data) for n, (runs, data) in generated.items()}
 generated = {n: made for n, made in generated.items() if made[1] is not None}
 section = None
 for line in open("bench/corpus_runs.toml"):
@@ -32,6 +35,8 @@ for line in open("bench/corpus_runs.toml"):
         section = m.group(1) or "defaults"
     if line.startswith("root ="):
         line = f'root = "{root}"\n'
+    if section in moved and re.match(r"path\s*=", line):
+        line = f"path = {json.dumps(str(moved[section][0]))}\n"
     if section in generated and re.match(r"runs\s*=", line):
         runs, folder = generated[section]
         line = f"runs = {json.dumps(runs)}\ndata = {json.dumps([str(folder)])}\n"

@@ -214,6 +214,8 @@ def test_corpus_runs_name_only_generated_files(inputs: Path) -> None:
     assert set(with_runs) <= set(ci.PROGRAMS) and {"hotspot", "bfs", "cfd"} <= set(with_runs)
     for name, entry in with_runs.items():
         assert entry["runs"] == []
+        if entry.get("placed"):  # written beside a copy of the program: placed(), the test below
+            continue
         runs, data = ci.prepare(name, entry, inputs, gpu=False)
         assert data == (inputs / name).resolve()
         for run in runs:
@@ -229,3 +231,33 @@ def test_corpus_runs_name_only_generated_files(inputs: Path) -> None:
         assert gpu_names, name
     plain = table["programs"]["backprop"]
     assert ci.prepare("backprop", plain, inputs, gpu=True) == (plain["gpu_runs"], None)
+
+
+def test_a_program_opening_its_input_beside_its_folder_gets_a_copy_with_the_input_placed(
+    tmp_path: Path,
+) -> None:
+    """srad_v1 opens ../../../data/srad/image.pgm from where it runs: placed() copies its folder at the same
+    depth under the inputs folder, writes the image where that path leads from the copy, and names the
+    data folder its runs read; the corpus is not written."""
+    corpus = tmp_path / "corpus"
+    program = corpus / "rodinia" / "cuda" / "srad" / "srad_v1"
+    program.mkdir(parents=True)
+    (program / "main.cu").write_text("int main() { return 0; }\n", encoding="utf-8")
+    entry = tomllib.loads((ROOT / "bench" / "corpus_runs.toml").read_text(encoding="utf-8"))["programs"][
+        "srad_v1"
+    ]
+    assert ci.prepare("srad_v1", entry, tmp_path / "inputs", False) == (entry["generated_runs"], None)
+    copy, data = ci.placed("srad_v1", entry, corpus, tmp_path / "inputs", False)
+    assert copy == (tmp_path / "inputs" / "srad_v1" / "placed" / "cuda" / "srad" / "srad_v1").resolve()
+    assert (copy / "main.cu").is_file() and data == copy.parents[2] / "data"
+    assert (copy / "../../../data/srad/image.pgm").resolve().is_file()
+    assert sorted(p.name for p in corpus.rglob("*")) == ["cuda", "main.cu", "rodinia", "srad", "srad_v1"]
+    assert ci.placed("hotspot", {"path": "rodinia/cuda/hotspot"}, corpus, tmp_path / "inputs", False) is None
+    # dwt2d: ../../data/dwt2d/ before the file name its run gives, at either size
+    (corpus / "rodinia" / "cuda" / "dwt2d").mkdir()
+    dwt = tomllib.loads((ROOT / "bench" / "corpus_runs.toml").read_text(encoding="utf-8"))["programs"][
+        "dwt2d"
+    ]
+    for gpu, run in ((False, dwt["generated_runs"][0]), (True, dwt["generated_gpu_runs"][0])):
+        copy, data = ci.placed("dwt2d", dwt, corpus, tmp_path / "inputs", gpu)
+        assert data == copy.parents[1] / "data" and (data / "dwt2d" / run.split()[1]).is_file(), run

@@ -321,39 +321,42 @@ class Original:
         return found if isinstance(found, str) else found[0]
 
     def outputs_of(
-        self, spec: KernelSpec, insts: Sequence[Instance], runs: int = 1, every_device: bool = False
+        self,
+        spec: KernelSpec | Sequence[KernelSpec],
+        insts: Sequence[Instance],
+        runs: int = 1,
+        every_device: bool = False,
     ) -> list[list[dict[int, np.ndarray]]] | str:
-        """:meth:`outputs` of each of `insts`, the launches of one device run in one child where they fit
-        (:func:`porter.harness.trial.run_together`); the first failure as its sentence."""
+        """:meth:`outputs` of each of `insts` (each with its own spec where `spec` is a list of them), the
+        launches of one device run in one child where they fit (:func:`porter.harness.trial.run_together`);
+        the first failure as its sentence."""
         from porter.harness.checks import guard_touched
         from porter.harness.trial import by_spec, job_failure, make_job, run_together, seed_for
 
         devices = [d for d in self.devices if not d.checks]
+        specs = [spec] * len(insts) if isinstance(spec, KernelSpec) else list(spec)
         found: list[list[dict[int, np.ndarray]]] = [[] for _ in insts]
         for device in devices if every_device else devices[:1]:
             made = [
                 make_job(
-                    self.variant,
-                    spec,
-                    device,
-                    inst,
-                    runs,
-                    self.compile,
+                    self.variant, one, device, inst, runs, self.compile,
                     seed_for(ORIGINAL_SEED, inst.label, device.label),
-                )  # fmt: skip
-                for inst in insts
-            ]
+                )
+                for one, inst in zip(specs, insts, strict=True)
+            ]  # fmt: skip
             results = run_together([job for job, _ in made], self.timeout_s)
-            for k, (inst, (_job, arrays), res) in enumerate(zip(insts, made, results, strict=True)):
+            for k, (one, inst, (_job, arrays), res) in enumerate(
+                zip(specs, insts, made, results, strict=True)
+            ):
                 if not res.ok:
                     return job_failure("the original", res, inst.label).reason
                 for out in res.outputs:
                     bodies: dict[int, np.ndarray] = {}
-                    for i, arr in by_spec(spec, arrays, out).items():
+                    for i, arr in by_spec(one, arrays, out).items():
                         n = inst.length(i)
                         j = guard_touched(arr[n:], i)
                         if j >= 0:
-                            return f"the original writes past the end of {spec.args[i].name} (element {n + j}) at {inst.label}"
+                            return f"the original writes past the end of {one.args[i].name} (element {n + j}) at {inst.label}"
                         bodies[i] = arr[:n]
                     found[k].append(bodies)
         if not all(found):
@@ -485,12 +488,16 @@ def _build_group(
         )
         (rows if any(not np.array_equal(b, a) for b, a in row.data.values()) else idle).append(row)
     silent: list[str] = []  # launches that changed nothing even when poisoned: the arguments poisoned
-    for row in idle:
+    poisoned = (
+        _poison(kernel, first, repeated, idle, written, original, atomics)
+        if original is not None and written is not None
+        else [(None, "") for _ in idle]
+    )
+    for row, (made, why) in zip(idle, poisoned, strict=True):
         where = f"launch {row.la.launch} (run {row.la.run})"
         if original is None or written is None:
             left.append(f"{where}: changed no array (proves nothing)")
             continue
-        made, why = _poison(kernel, first, repeated, row, written, original, atomics)
         if made is None:
             left.append(f"{where}: changed no array, {why}")
             if why.startswith(UNCHANGED):
@@ -530,31 +537,44 @@ def _poison(
     kernel: str,
     first: Launch,
     repeated: Mapping[int, int],
-    row: _Row,
+    rows: Sequence[_Row],
     written: Collection[int],
     original: Original,
     atomics: Sequence[str],
-) -> tuple[_Row | None, str]:
-    """`row` (a launch that changed nothing) run by the original with the arrays it may write
-    poisoned: a row of its own when that changed something, else None and why (a clause)."""
-    targets = _targets(row.la, repeated, written)
-    if not targets:
-        return None, "and the kernel stores through none of its array arguments (by its scan)"
-    names = ", ".join(f"arg{i}" for i in targets)
-    data = {i: ((poisoned(b, i, row.la.launch) if i in targets else b), b) for i, (b, _) in row.data.items()}
-    spec, (inst,), _ = _assemble(kernel, first, repeated, [_Row(row.la, data, tuple(targets))], atomics)
-    got = original.outputs(spec, inst)
-    if isinstance(got, str):
-        return None, f"and the original's run on it with {names} poisoned failed: {got}"
-    after = got[0]
-    made = {i: (b, after[i]) for i, (b, _) in data.items()}
-    wrote = {i: int(np.count_nonzero(~_bits_equal(b, a))) for i, (b, a) in made.items()}
-    if not any(wrote.values()):
-        return (
-            None,
-            f"{UNCHANGED}{names} {'was' if len(targets) == 1 else 'were'} poisoned",
-        )
-    return _Row(row.la, made, tuple(targets), {i: n for i, n in wrote.items() if n}), ""
+) -> list[tuple[_Row | None, str]]:
+    """Each of `rows` (launches that changed nothing) run by the original with the arrays it may write
+    poisoned -- the launches in one child where they fit (:meth:`Original.outputs_of`): per row, a row of
+    its own when that changed something, else None and why (a clause)."""
+    out: list[tuple[_Row | None, str]] = [(None, "") for _ in rows]
+    todo: list[tuple[int, list[int], dict[int, tuple[np.ndarray, np.ndarray]], KernelSpec, Instance]] = []
+    for k, row in enumerate(rows):
+        targets = _targets(row.la, repeated, written)
+        if not targets:
+            out[k] = (None, "and the kernel stores through none of its array arguments (by its scan)")
+            continue
+        data = {
+            i: ((poisoned(b, i, row.la.launch) if i in targets else b), b) for i, (b, _) in row.data.items()
+        }
+        spec, (inst,), _ = _assemble(kernel, first, repeated, [_Row(row.la, data, tuple(targets))], atomics)
+        todo.append((k, targets, data, spec, inst))
+    if not todo:
+        return out
+    every = original.outputs_of([t[3] for t in todo], [t[4] for t in todo])
+    for n, (k, targets, data, spec, inst) in enumerate(todo):
+        names = ", ".join(f"arg{i}" for i in targets)
+        # a failure says which launch only when that launch ran alone
+        got = original.outputs(spec, inst) if isinstance(every, str) else every[n]
+        if isinstance(got, str):
+            out[k] = (None, f"and the original's run on it with {names} poisoned failed: {got}")
+            continue
+        after = got[0]
+        made = {i: (b, after[i]) for i, (b, _) in data.items()}
+        wrote = {i: int(np.count_nonzero(~_bits_equal(b, a))) for i, (b, a) in made.items()}
+        if not any(wrote.values()):
+            out[k] = (None, f"{UNCHANGED}{names} {'was' if len(targets) == 1 else 'were'} poisoned")
+            continue
+        out[k] = (_Row(rows[k].la, made, tuple(targets), {i: w for i, w in wrote.items() if w}), "")
+    return out
 
 
 def _bits_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -142,6 +142,38 @@ def test_a_second_identical_launch_is_an_instance_of_its_own(tmp_path: Path) -> 
     assert _judge(cube, "square", rep).status is Status.FAILED
 
 
+@pytest.mark.integration
+def test_launches_that_changed_nothing_are_run_poisoned_in_one_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The launches after the first write what was already there: the original runs all of them poisoned
+    in one child (a job carrying the others, Job.sets), and each is an instance of its own."""
+    from porter.backends import isolate
+
+    x = np.linspace(-2, 2, 200, dtype=np.float32)
+    y0, y1 = np.zeros(200, np.float32), x * x
+    again = {"grid": 2, "block": 128, "args": [("ptr", x, x), ("ptr", y1, y1), ("int", 200)]}
+    first = {"grid": 2, "block": 128, "args": [("ptr", x, x), ("ptr", y0, y1), ("int", 200)]}
+    launches = _capture(tmp_path / "cap", "square", [first, again, again])
+    jobs: list[int] = []
+    real = isolate.run_job
+
+    def counted(job: isolate.Job, timeout_s: float = 60.0) -> isolate.JobResult:
+        jobs.append(len(job.sets))
+        return real(job, timeout_s)
+
+    monkeypatch.setattr(isolate, "run_job", counted)
+    rep = replay.build("square", launches, written={1}, original=_original(SQUARE, "square"))
+    assert jobs == [1]  # the two poisoned launches, one child
+    assert rep.spec is not None and [i.label for i in rep.instances] == [
+        "launch 1 of run 1",
+        "launch 2 of run 1 (poisoned)",
+        "launch 3 of run 1 (poisoned)",
+    ]
+    for inst in rep.instances[1:]:
+        assert np.array_equal(rep.recorded[inst.label][1], y1)  # what the original wrote over the poison
+
+
 CLAMP = """__global__ void clamp01(float* x, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] = fminf(fmaxf(x[i], 0.0f), 1.0f);

@@ -212,16 +212,15 @@ def _execute_loaded(job: Job, backend: Backend, binary: Any, progress: Progress,
 
 @contextlib.contextmanager
 def device_lock(job: Job, progress: Progress | None = None) -> Any:
-    """Hold the device exclusively through the lock files the parent passed (Job.device_lock_fd and its
-    turnstile) from the kernel's load to its last timed launch: nothing else of this porter or of the
-    other programs of a suite runs on the GPU meanwhile (they hold it shared: porter.backends.device_locks),
-    while the compile and the driver's start before it overlap with them.  Released on exit."""
+    """Hold the device's lock file the parent passed (Job.device_lock_fd) exclusively from the kernel's load
+    to its last timed launch: timings on one GPU, of this porter or of the other programs of a suite, never
+    overlap, while their compiles and driver starts do (porter.backends.device_locks).  Released on exit."""
     if job.device_lock_fd is None:
         yield
         return
     if progress is not None:
         progress.update(stage=WAITING)
-    with device_locks.exclusive(device_locks.LockFiles(job.device_lock_fd, job.device_turnstile_fd)):
+    with device_locks.exclusive(job.device_lock_fd):
         yield
 
 

@@ -39,7 +39,6 @@ from porter.backends import (
     Device,
     HardwareFacts,
     ResourceReport,
-    device_locks,
     get_backend,
     guards,
     spares,
@@ -175,13 +174,12 @@ class Job:
     # exited, beyond the block) read a poison pattern instead of 0 (CpuProgram.set_undefined_lanes): the
     # run that tells whether a result depends on them (porter.harness.checks.check_defined).
     poison_undefined_lanes: bool = False
-    # Open file descriptors of the parent's, passed to the child under the same numbers: the lock file of
-    # the job's device and its turnstile (porter.backends.device_locks, opened by porter.harness.contention).
-    # A timing child holds the lock exclusively from its kernel's load to its last timed launch, so the
-    # compiles and context set-ups of timings on one GPU overlap and what they run on it does not.  None:
-    # nothing to hold (the job takes a waiting spare child as any other).
+    # An open file descriptor of the parent's, passed to the child under the same number: the lock file of
+    # the job's device (porter.backends.device_locks, opened by porter.harness.contention).  A timing child
+    # holds it from its kernel's load to its last timed launch, so the compiles and context set-ups of
+    # timings on one GPU overlap and what they run there does not.  None: nothing to hold (the job takes a
+    # waiting spare child as any other).
     device_lock_fd: int | None = None
-    device_turnstile_fd: int | None = None
     # Further launches of the same kernel run in the same child after this job's (one compile, one load, one
     # driver start): each a Job with this one's backend, source, entry, options and device, its own arguments,
     # geometry, seed, module globals and read-back, run ``runs`` times; no timing, wrapper or launch sequences.
@@ -239,22 +237,12 @@ def run_job(job: Job, timeout_s: float = 60.0) -> JobResult:
     """Run `job` in a fresh, sandboxed child process group; whatever happens there comes back as a
     JobResult.
 
-    A job on a GPU that times nothing holds the GPU's lock shared meanwhile where porter processes share
-    the machine's GPUs (:func:`porter.backends.device_locks.shared`): a timing of a suite's other programs
-    then has the GPU to itself while it times.
-
     The timeout covers the whole job (compile, load, runs, timing).  On timeout the whole process group
     is killed (the compiler or a checker under `job.wrapper` included).  Never raises for anything the
     child does.  Inside :func:`porter.backends.spares.warm_children` the child may be one started
     earlier for a job like this one (same backend, device, limits, folders, environment) and waiting
     for it; it still runs this job only.
     """
-    on_gpu = job.device is not None and job.device.times and job.device_lock_fd is None
-    with device_locks.shared(job.device.physical if on_gpu and job.device is not None else None):
-        return _run_job(job, timeout_s)
-
-
-def _run_job(job: Job, timeout_s: float) -> JobResult:
     from porter.cache import ENV_DISABLE, settle_outbox
 
     start = time.monotonic()
@@ -292,7 +280,7 @@ def _run_job(job: Job, timeout_s: float) -> JobResult:
             plan = child_plan(work, kind, timeout_s, job.memory_limit_mb, job.options.include_dirs)
             wrapper = [part.replace("{scratch}", str(work)) for part in job.wrapper]
             cmd = [*wrapper, sys.executable, "-m", CHILD_MODULE, "job", str(job_file), str(result_dir)]
-            fds = tuple(fd for fd in (job.device_lock_fd, job.device_turnstile_fd) if fd is not None)
+            fds = () if job.device_lock_fd is None else (job.device_lock_fd,)
             env = {**job.env, "PORTER_PROGRESS_FILE": str(progress_file)}
             rc = _spawn(cmd, env, work, timeout_s, log_file, plan, pass_fds=fds)
         output = read_bounded(log_file)
@@ -305,7 +293,7 @@ def _run_job(job: Job, timeout_s: float) -> JobResult:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if forged and job.env.get(ENV_DISABLE) != "1":  # it ran on a cache entry that failed its signature
-        return _run_job(replace(job, use_cache=False, env={**job.env, ENV_DISABLE: "1"}), timeout_s)
+        return run_job(replace(job, use_cache=False, env={**job.env, ENV_DISABLE: "1"}), timeout_s)
 
     where = _where(progress) + _on(job, progress)
     if rc is None:

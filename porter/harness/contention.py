@@ -9,13 +9,11 @@ time is marked so in every report.  With :func:`set_exclusive` (``--exclusive``)
 on one device run one at a time; other processes can only be reported, never stopped.
 
 Several porter processes on one machine (the programs of ``porter port --suite``, run side by side) share
-its GPUs: where :data:`LOCKS_ENV` names a folder, every timing gets its device's lock files there
-(:attr:`Watch.lock`, :mod:`porter.backends.device_locks`), which the timing child holds exclusively from its
-kernel's load to its last timed launch, while every other piece of their GPU work (kernel children, program
-runs) holds them shared.  So nothing of the suite runs on a GPU while a kernel is timed there, while the
-children's compiles and driver starts -- most of a timing's wall time -- overlap.  The suite's processes that
-the GPU's driver lists meanwhile (:data:`SUITE_ROOT_ENV`: descendants of the suite's driver) are idle on it by
-construction, and do not make a time contended; any other process does.
+its GPUs: where :data:`LOCKS_ENV` names a folder, every timing gets its device's lock file there
+(:attr:`Watch.lock_fd`, :mod:`porter.backends.device_locks`), which the timing child holds from its kernel's
+load to its last timed launch, so timings on one device run one at a time across those processes too, while
+the children's compiles and driver starts -- most of a timing's wall time -- overlap.  The programs' other
+work on the GPU takes no lock: a time beside it is contended.
 """
 
 from __future__ import annotations
@@ -27,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from porter.backends import Device, device_locks, get_backend
-from porter.backends.device_locks import LOCKS_ENV, SUITE_ROOT_ENV
+from porter.backends.device_locks import LOCKS_ENV
 
 _state = threading.Lock()
 _exclusive = False
@@ -53,17 +51,9 @@ class Watch:
     device: str
     others: list[str] = field(default_factory=list)  # other processes on the device (driver's list)
     overlapped: int = 0  # porter's own timings that ran on the device at the same time
-    # the device's lock files, open, for the timing child to hold while it times (Job.device_lock_fd and
-    # device_turnstile_fd); None where LOCKS_ENV names no usable folder
-    lock: device_locks.LockFiles | None = None
-
-    @property
-    def lock_fd(self) -> int | None:
-        return self.lock.lock if self.lock is not None else None
-
-    @property
-    def turnstile_fd(self) -> int | None:
-        return self.lock.turnstile if self.lock is not None else None
+    # the device's lock file, open, for the timing child to hold while it times (Job.device_lock_fd); None
+    # where LOCKS_ENV names no usable folder
+    lock_fd: int | None = None
 
     @property
     def reason(self) -> str:
@@ -89,7 +79,7 @@ def timing(device: Device) -> Iterator[Watch]:
     key = device.physical  # one GPU seen through two backends is one device; two GPUs are two
     with _state:
         lock = _serial.setdefault(key, threading.Lock())
-    with lock if _exclusive else contextlib.nullcontext(), device_locks.opened(key) as watch.lock:
+    with lock if _exclusive else contextlib.nullcontext(), device_locks.opened(key) as watch.lock_fd:
         with _state:
             watch.overlapped = _active.get(key, 0)
             _active[key] = _active.get(key, 0) + 1
@@ -106,26 +96,19 @@ def timing(device: Device) -> Iterator[Watch]:
 
 
 def other_users(device: Device) -> list[str]:
-    """Processes other than porter and its children that the device's driver lists on `device` -- and, where
-    the suite's lock files are in use, other than the suite's own processes (which hold them around their
-    GPU work, so they are idle on the GPU while a timing holds it)."""
+    """Processes other than porter and its children that the device's driver lists on `device`."""
     try:
         listed = get_backend(device.backend).other_users(device)
     except Exception:  # noqa: BLE001 - a driver that cannot say: nothing is known, nothing claimed
         return []
     if not listed:  # the common case: nothing to tell porter's own processes from
         return []
-    roots = {os.getpid()}
-    suite = os.environ.get(SUITE_ROOT_ENV, "")
-    if device_locks.folder() and suite.isdigit():
-        roots.add(int(suite))
-    mine = _own_tree(roots)
+    mine = _own_tree()
     return [f"{pid} {name}".strip() for pid, name in listed if pid not in mine]
 
 
-def _own_tree(roots: set[int] | None = None) -> set[int]:
-    """The processes `roots` names (this process) and their descendants (the timing children, the
-    spares; a suite's programs), from /proc."""
+def _own_tree() -> set[int]:
+    """This process and its descendants (the timing children, the spares), from /proc."""
     parents: dict[int, int] = {}
     with contextlib.suppress(OSError):
         for entry in os.scandir("/proc"):
@@ -137,7 +120,7 @@ def _own_tree(roots: set[int] | None = None) -> set[int]:
                 parents[int(entry.name)] = int(fields[1])
             except (OSError, IndexError, ValueError):
                 continue
-    tree = set(roots or {os.getpid()})
+    tree = {os.getpid()}
     grew = True
     while grew:
         grew = False
@@ -148,4 +131,4 @@ def _own_tree(roots: set[int] | None = None) -> set[int]:
     return tree
 
 
-__all__ = ["LOCKS_ENV", "SUITE_ROOT_ENV", "Watch", "exclusive", "other_users", "set_exclusive", "timing"]
+__all__ = ["LOCKS_ENV", "Watch", "exclusive", "other_users", "set_exclusive", "timing"]

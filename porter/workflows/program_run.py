@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from porter.backends import Device, device_locks, get_dialect
+from porter.backends import Device, get_dialect
 from porter.backends.programs import (
     BuiltProgram,
     ProgramSource,
@@ -778,12 +778,10 @@ class _Runner:
         # what the toolchain's runtime reads besides the system (an OpenCL ICD folder of porter's)
         readable = (*self.data, *getattr(chain, "run_readable", lambda: [])())
         jail = Jail(tuple(map(str, writable)), readable=readable, home=str(home), gpu=on_gpu)
-        # a suite's timings on that GPU wait for it (and it for them: porter.backends.device_locks)
-        with device_locks.shared(device.physical if on_gpu and device is not None else None):
-            ran = program_jail.run(
-                [f"./{name}", *argv], jail, cwd, stdout=scratch / "stdout.txt", stderr=scratch / "stderr.txt",
-                env=env, timeout=self.timeout, max_output=self.max_output,
-            )  # fmt: skip
+        ran = program_jail.run(
+            [f"./{name}", *argv], jail, cwd, stdout=scratch / "stdout.txt", stderr=scratch / "stderr.txt",
+            env=env, timeout=self.timeout, max_output=self.max_output,
+        )  # fmt: skip
         exit_code = ran.exit
         output = _keep_output(scratch, exit_code, written_files(copy, before, self.rule))
         shutil.rmtree(scratch / "tree", ignore_errors=True)
@@ -840,12 +838,11 @@ class _Runner:
                 (str(scratch / "tree"),), readable=self.data, home=str(scratch / "home"),
                 gpu=device is not None and device.times,
             )  # fmt: skip
-            with device_locks.shared(device.physical if device is not None and device.times else None):
-                program_jail.run(
-                    [f"./{name}", *argv], jail, cwd, stdout=scratch / "stdout.txt",
-                    stderr=scratch / "stderr.txt", env=dict(getattr(chain, "run_env", lambda: {})()),
-                    timeout=self.timeout, max_output=self.max_output, trace_opens=scratch / "opens.txt",
-                )  # fmt: skip
+            program_jail.run(
+                [f"./{name}", *argv], jail, cwd, stdout=scratch / "stdout.txt", stderr=scratch / "stderr.txt",
+                env=dict(getattr(chain, "run_env", lambda: {})()), timeout=self.timeout,
+                max_output=self.max_output, trace_opens=scratch / "opens.txt",
+            )  # fmt: skip
             return program_jail.missing_files(scratch / "opens.txt", f"./{name}")
         finally:
             shutil.rmtree(scratch, ignore_errors=True)

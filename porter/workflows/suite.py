@@ -15,10 +15,10 @@ summary from their reports (:class:`porter.suite_report.SuiteReport`):
   arguments, its input trees (names, sizes, modification times), porter's code and the toolchains
   here; a re-run skips it while the key holds and its signed report is complete (``resumed``), and runs
   it again otherwise -- where porter port's own ledger reuses every verdict whose key still holds;
-* every GPU timing of every program holds its device's lock file in ``OUT/.suite/locks/`` exclusively, and
-  every other piece of their GPU work holds it shared (:mod:`porter.backends.device_locks`): while a kernel
-  is timed, nothing else of the suite runs on that GPU, and the suite's processes the driver lists then
-  (idle there) do not make the time contended;
+* every GPU timing of every program holds its device's lock file in ``OUT/.suite/locks/``
+  (:mod:`porter.backends.device_locks`) from its kernel's load to its last timed launch: timings stay one at
+  a time per device across programs; the programs' other GPU work takes no lock, so a time beside it is
+  marked contended;
 * programs that share the machine start no spare children (:func:`shared_machine_env`): a spare is a
   child warmed up before its job is known, worth it only where cores would idle meanwhile.
 
@@ -49,7 +49,7 @@ from typing import IO, Any
 from porter import signing
 from porter.backends import GpuSlot, gpu_slots, spares
 from porter.errors import UsageError
-from porter.harness.contention import LOCKS_ENV, SUITE_ROOT_ENV
+from porter.harness.contention import LOCKS_ENV
 from porter.suite_report import SuiteProgramResult, SuiteProgress, SuiteReport
 from porter.workflows.resume import key_of, load_report, sha, write_atomic
 from porter.workflows.suite_file import Suite, SuiteProgram
@@ -214,10 +214,7 @@ class _Runner:
         log_path = self.state / f"{program.name}.log"
         log = log_path.open("wb")
         result.log = str(log_path)
-        env = {
-            **os.environ, **shared_machine_env(self.jobs > 1), LOCKS_ENV: str(self.state / "locks"),
-            SUITE_ROOT_ENV: str(os.getpid()),  # its processes hold the locks around their GPU work
-        }  # fmt: skip
+        env = {**os.environ, **shared_machine_env(self.jobs > 1), LOCKS_ENV: str(self.state / "locks")}
         slot = self.slot_for(program)
         if isinstance(slot, GpuSlot):
             env.update(dict(slot.env))

@@ -351,6 +351,8 @@ def make_job(
 
 BATCH_ENV = "PORTER_BATCH_BYTES"  # the most array bytes one child gets for launches run together
 BATCH_BYTES = 256 << 20  # its default (0: each launch in a child of its own)
+# where a child running several launches of one kernel fails before any launch: the same for each of them
+SHARED_STAGES = frozenset({"compile", "load", "unavailable", "sandbox"})
 
 
 def batch_bytes() -> int:
@@ -362,15 +364,18 @@ def run_together(jobs: Sequence[Job], timeout_s: float) -> list[JobResult]:
     """Each of `jobs` (launches of one kernel on one device: one backend, source, entry, options and device)
     run, as :func:`porter.backends.isolate.run_job` would run it alone: in one child where there are several
     and their arrays hold at most :func:`batch_bytes` (Job.sets: one compile, one load, one driver start),
-    each with its part of the outputs.  A child that does not end well (a failure, a crash, a warp shuffle
-    reading an undefined lane) says nothing of which launch it was: then each runs again alone, so each
-    result is what it would have been."""
+    each with its part of the outputs.  A compile or a load that fails fails every launch alike: that result
+    is each one's.  A child that fails later (a launch, a crash, a timeout, a warp shuffle reading an undefined
+    lane) says nothing of which launch it was: then each runs again alone, so each result is what it would
+    have been."""
     from porter.backends.isolate import run_job
 
     held = sum(int(a.nbytes) for job in jobs for a in job.args if isinstance(a, np.ndarray))
     if len(jobs) > 1 and held <= batch_bytes() and not any(j.launches or j.wrapper or j.timing for j in jobs):
         first = jobs[0]
         res = run_job(replace(first, sets=tuple(jobs[1:])), timeout_s * len(jobs))
+        if not res.ok and res.stage in SHARED_STAGES:
+            return [res for _ in jobs]
         if res.ok and not res.undefined:
             parts, at = [], 0
             for job in jobs:

@@ -133,6 +133,27 @@ def test_launches_whose_child_did_not_end_well_together_run_again_one_at_a_time(
     assert jobs == [2, 0, 0, 0] * len(_cpu())
 
 
+def test_a_variant_that_does_not_compile_fails_every_kept_launch_from_one_child(
+    tour, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A compile shared by the launches run together fails them all alike: no launch is run again alone."""
+    from porter.backends import isolate
+
+    rep = replay.build("scale", tour["scale"])
+    jobs: list[int] = []
+    real = isolate.run_job
+
+    def counted(job: Job, timeout_s: float = 60.0) -> JobResult:
+        jobs.append(len(job.sets))
+        return real(job, timeout_s)
+
+    monkeypatch.setattr(isolate, "run_job", counted)
+    source = device_code((TOUR / "main.cu").read_text()).replace("x[i] * a + 1.0f", "x[i] * a + undeclared")
+    broken = _judge(Variant("scale", "cuda", source, "scale", "user"), rep)
+    assert broken.status is Status.FAILED and broken.reason.startswith("compile"), broken.reason
+    assert jobs == [2] * len(_cpu())
+
+
 def test_a_template_kernel_is_replayed_as_the_instantiation_its_launch_names(tour) -> None:
     rep = replay.build("ramp<32>", tour["ramp<32>"])
     assert rep.spec is not None and rep.instances[0].size["n0"] == 128

@@ -252,11 +252,8 @@ class CpuProgramToolchain:
     family = "cpu-runtime"  # what --toolchains names it by, at every width
     runtime_header = "porter_runtime.h"  # what every C++ unit is compiled with force-included
     # A program is host and device code in one pass, so __CUDA_ARCH__ / __HIP_DEVICE_COMPILE__ stay
-    # undefined in its kernels; a replay of its capture compiles them the same way (porter_emu.h).  Its
-    # kernels fuse no multiply-add (g++ -O1 for plain x86-64), so a replay of its capture asks every variant
-    # for the same (PORTER_NO_FP_CONTRACT: OpenCL C, which contracts by default, turns FP_CONTRACT off; cfd's
-    # flux after cancellation differed by that rounding on PoCL and Intel's runtime).
-    replay_defines = ("PORTER_HOST_PASS", "PORTER_NO_FP_CONTRACT")
+    # undefined in its kernels; a replay of its capture compiles them the same way (porter_emu.h).
+    replay_defines = ("PORTER_HOST_PASS",)
 
     def __init__(
         self,

@@ -3841,11 +3841,7 @@ def _translate_to_opencl(
         tr.top_edits.append(Edit.replace(helper.outer, "\n\n".join(texts)))
 
     body = apply_edits(tr.data, tr.top_edits).decode("utf-8", "surrogateescape")
-    prelude = [
-        f"/* OpenCL C translation of {Path(path).name} by porter (CUDA -> OpenCL C 1.2). */",
-        # a replay of launches captured where no multiply-add is fused (porter's CPU runtime) asks for the same
-        "#ifdef PORTER_NO_FP_CONTRACT\n#pragma OPENCL FP_CONTRACT OFF\n#endif",
-    ]
+    prelude = [f"/* OpenCL C translation of {Path(path).name} by porter (CUDA -> OpenCL C 1.2). */"]
     if any(k.requires for k in kernels_out):
         prelude.append(
             "/* Kernels inside #if sub-group conditions exist only when built with -cl-std=CL3.0 (or CL2.0)\n"

@@ -1,7 +1,4 @@
 /* OpenCL C translation of atomics.cu by porter (CUDA -> OpenCL C 1.2). */
-#ifdef PORTER_NO_FP_CONTRACT
-#pragma OPENCL FP_CONTRACT OFF
-#endif
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #if defined(cl_khr_int64_base_atomics)
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable

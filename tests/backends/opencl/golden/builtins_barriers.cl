@@ -1,7 +1,4 @@
 /* OpenCL C translation of builtins_barriers.cu by porter (CUDA -> OpenCL C 1.2). */
-#ifdef PORTER_NO_FP_CONTRACT
-#pragma OPENCL FP_CONTRACT OFF
-#endif
 
 // Built-ins in three dimensions, barriers and fences.
 

@@ -1,7 +1,4 @@
 /* OpenCL C translation of constant.cu by porter (CUDA -> OpenCL C 1.2). */
-#ifdef PORTER_NO_FP_CONTRACT
-#pragma OPENCL FP_CONTRACT OFF
-#endif
 
 // __constant__ memory becomes __constant kernel arguments, threaded through helpers.
 #define TAPS 5

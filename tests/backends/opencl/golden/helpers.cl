@@ -1,7 +1,4 @@
 /* OpenCL C translation of helpers.cu by porter (CUDA -> OpenCL C 1.2). */
-#ifdef PORTER_NO_FP_CONTRACT
-#pragma OPENCL FP_CONTRACT OFF
-#endif
 /* CUDA's fast-math intrinsics: OpenCL's native_ functions where the build defines PORTER_NATIVE_MATH (porter's
  * builds do on GPUs whose native_ functions are the approximations CUDA's use), else full precision */
 #if defined(PORTER_NATIVE_MATH)

@@ -1,7 +1,4 @@
 /* OpenCL C translation of macros.cu by porter (CUDA -> OpenCL C 1.2). */
-#ifdef PORTER_NO_FP_CONTRACT
-#pragma OPENCL FP_CONTRACT OFF
-#endif
 
 /* Object-like and function-like macros, a local include, comments. */
 /* porter: inlined "golden_macros.cuh" (device code only) */

@@ -1,7 +1,4 @@
 /* OpenCL C translation of namespaces.cu by porter (CUDA -> OpenCL C 1.2). */
-#ifdef PORTER_NO_FP_CONTRACT
-#pragma OPENCL FP_CONTRACT OFF
-#endif
 
 // Kernels and helpers in namespaces, plain ones and ones opened through macros (as CUB and
 // Thrust do).  OpenCL C has no namespaces: their contents are translated at file scope, `ns::f`

@@ -1,7 +1,4 @@
 /* OpenCL C translation of qualifier_macros.cu by porter (CUDA -> OpenCL C 1.2). */
-#ifdef PORTER_NO_FP_CONTRACT
-#pragma OPENCL FP_CONTRACT OFF
-#endif
 
 // Kernels and helpers declared through qualifier macros, and a static kernel.
 #ifdef __CUDACC__

@@ -1,7 +1,4 @@
 /* OpenCL C translation of shared.cu by porter (CUDA -> OpenCL C 1.2). */
-#ifdef PORTER_NO_FP_CONTRACT
-#pragma OPENCL FP_CONTRACT OFF
-#endif
 
 // Static __shared__ (also in a nested block), extern __shared__ arrays and pointers into them.
 #define TILE 32

@@ -1,7 +1,4 @@
 /* OpenCL C translation of templates.cu by porter (CUDA -> OpenCL C 1.2). */
-#ifdef PORTER_NO_FP_CONTRACT
-#pragma OPENCL FP_CONTRACT OFF
-#endif
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 
 // Templates instantiated from launch sites (also through a host template), multi-line launches.

@@ -1,7 +1,4 @@
 /* OpenCL C translation of warp.cu by porter (CUDA -> OpenCL C 1.2). */
-#ifdef PORTER_NO_FP_CONTRACT
-#pragma OPENCL FP_CONTRACT OFF
-#endif
 /* Kernels inside #if sub-group conditions exist only when built with -cl-std=CL3.0 (or CL2.0)
  * on a device with those extensions or features; elsewhere they are left out. */
 #if defined(cl_khr_subgroups)

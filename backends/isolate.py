@@ -720,12 +720,15 @@ def read_result(folder: Path, job: Job) -> JobResult | None:
             report=ResourceReport(**report) if isinstance(report, dict) else None,
         )
         expect = _expected_arrays(job)
+        # a job carrying further launches (Job.sets): its runs, then each launch's, each with its own arrays
         per_run = [_expected_arrays(one) for one in (job, *job.sets) for _ in range(one.runs)]
         if job.sets and fields["ok"] and len(doc["outputs"]) != len(per_run):
             raise ValueError("runs missing")
-        result.outputs = _read_arrays(folder, "out", doc["outputs"], per_run if job.sets else expect)
-        result.timed_outputs = _read_arrays(folder, "timed", doc["timed_outputs"], expect)
-    except (KeyError, TypeError, ValueError, OSError):
+        result.outputs = _read_arrays(
+            folder, "out", doc["outputs"], per_run.__getitem__ if job.sets else lambda _r: expect
+        )
+        result.timed_outputs = _read_arrays(folder, "timed", doc["timed_outputs"], lambda _r: expect)
+    except (KeyError, IndexError, TypeError, ValueError, OSError):
         return None
     return result
 
@@ -744,16 +747,14 @@ def _read_arrays(
     folder: Path,
     tag: str,
     counts: Any,
-    expect: list[tuple[np.dtype, tuple[int, ...]]] | list[list[tuple[np.dtype, tuple[int, ...]]]],
+    expect: Callable[[int], list[tuple[np.dtype, tuple[int, ...]]]],
 ) -> list[list[np.ndarray]]:
-    """The arrays of each run, each checked against its dtype and shape: `expect` for every run, or a list
-    of them, one per run (a job carrying further launches, Job.sets)."""
+    """The arrays of each run, each checked against the dtype and shape `expect` gives for that run."""
     if not isinstance(counts, list):
         raise ValueError("array counts")
     runs = []
     for r, count in enumerate(counts):
-        mine = expect[r] if expect and isinstance(expect[0], list) else expect
-        assert isinstance(mine, list)
+        mine = expect(r)
         if count != len(mine):
             raise ValueError("wrong number of arrays")
         arrays = []

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -131,9 +131,8 @@ class CupyProgram:
             with cp.cuda.Device(self.device_index):
                 module = cp.RawModule(path=str(path))
                 self._module = module  # for set_symbol (module globals: __constant__/__device__)
-                self._textures: dict[
-                    str, Any
-                ] = {}  # bind_texture's device copies, alive as long as the module
+                # bind_texture's device copies, alive as long as the module
+                self._textures: dict[str, Any] = {}
                 self._kernel = module.get_function(binary.entry)
                 # Loads the module now (RawKernel loads lazily), so load errors surface here.
                 self.static_shared = int(self._kernel.shared_size_bytes)
@@ -153,54 +152,49 @@ class CupyProgram:
 
     def set_symbol(self, name: str, value: np.ndarray | np.generic) -> None:
         """cudaMemcpyToSymbol: copy `value` into the module global `name` (at most its declared size)."""
-        cp = self._cp
         host = np.ascontiguousarray(value).reshape(-1)
+        self._write_global(
+            name, lambda: host,
+            lambda size: f"cuda: {host.nbytes} bytes for the global {name!r} of {self.entry}'s module, which holds {size}",
+            f"cuda: cannot set the global {name!r} of {self.entry}'s module",
+        )  # fmt: skip
+
+    def _write_global(
+        self, name: str, contents: Callable[[], np.ndarray], too_small: Callable[[int], str], failed: str
+    ) -> None:
+        """The module global `name` set to `contents()` (made on the program's device) and the device
+        synchronised; a global smaller than that is ``too_small(its size)``, any other failure `failed`."""
+        cp = self._cp
         try:
             with cp.cuda.Device(self.device_index):
+                host = contents()
                 memptr = self._module.get_global(name)
                 size = getattr(getattr(memptr, "mem", None), "size", None)
                 if size is not None and 0 < int(size) < host.nbytes:
-                    raise LaunchError(
-                        f"cuda: {host.nbytes} bytes for the global {name!r} of {self.entry}'s module, "
-                        f"which holds {int(size)}"
-                    )
+                    raise LaunchError(too_small(int(size)))
                 cp.ndarray(host.shape, host.dtype, memptr).set(host)
                 cp.cuda.runtime.deviceSynchronize()
         except LaunchError:
             raise
         except Exception as err:
-            raise LaunchError(
-                f"cuda: cannot set the global {name!r} of {self.entry}'s module: {err}"
-            ) from err
+            raise LaunchError(f"{failed}: {err}") from err
 
     def bind_texture(self, name: str, value: np.ndarray) -> None:
         """cudaBindTexture for the HIP translation's texture references (``porter_texref<T>``: the bound
         pointer and its size in bytes first, backends/hip/texrefs.py) -- CUDA 12 and later have no texture
         references of their own: a device copy of `value`, kept with the program, is what `name` reads."""
-        cp = self._cp
         host = np.ascontiguousarray(value).reshape(-1)
-        try:
-            with cp.cuda.Device(self.device_index):
-                data = cp.asarray(host) if host.nbytes else None
-                self._textures[name] = data
-                field = np.array(
-                    [int(data.data.ptr) if data is not None else 0, host.nbytes], dtype=np.uint64
-                )
-                memptr = self._module.get_global(name)
-                size = getattr(getattr(memptr, "mem", None), "size", None)
-                if size is not None and 0 < int(size) < field.nbytes:
-                    raise LaunchError(
-                        f"cuda: the texture reference {name!r} of {self.entry}'s module holds {int(size)} bytes, "
-                        "not a pointer and a size"
-                    )
-                cp.ndarray(field.shape, field.dtype, memptr).set(field)
-                cp.cuda.runtime.deviceSynchronize()
-        except LaunchError:
-            raise
-        except Exception as err:
-            raise LaunchError(
-                f"cuda: cannot bind the texture reference {name!r} of {self.entry}'s module: {err}"
-            ) from err
+
+        def pointer_and_size() -> np.ndarray:  # the device copy made first, on the program's device
+            data = self._cp.asarray(host) if host.nbytes else None
+            self._textures[name] = data
+            return np.array([int(data.data.ptr) if data is not None else 0, host.nbytes], dtype=np.uint64)
+
+        self._write_global(
+            name, pointer_and_size,
+            lambda size: f"cuda: the texture reference {name!r} of {self.entry}'s module holds {size} bytes, not a pointer and a size",
+            f"cuda: cannot bind the texture reference {name!r} of {self.entry}'s module",
+        )  # fmt: skip
 
     def __call__(
         self,

@@ -206,10 +206,7 @@ def benchmark(
         settle=plan.settle,
     )  # every round in one child: one process, compile and driver start per timing
     with contention.timing(device) as watch:
-        res = run_job(
-            replace(job, timing=timing, device_lock_fd=watch.lock_fd),
-            plan.timeout_s,
-        )
+        res = run_job(replace(job, timing=timing, device_lock_fd=watch.lock_fd), plan.timeout_s)
     contended = watch.reason  # why the device was not porter's alone while timed ("" when it was)
     rounds, toolchain = res.rounds, res.toolchain
     if not res.ok:

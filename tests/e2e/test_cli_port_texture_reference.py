@@ -17,15 +17,19 @@ pytestmark = pytest.mark.integration
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "programs" / "texture_reference"
 
 
+def _port_to_hip(out: Path, toolchains: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "porter", "port", str(FIXTURE), "--to", "hip", "--out", str(out),
+         "--run", "./main", "--toolchains", toolchains],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+
+
 def test_a_texture_reference_program_ports_to_hip_runs_and_its_kernel_is_validated(tmp_path: Path) -> None:
     if shutil.which("g++") is None:
         pytest.skip("g++ is not installed")
     out = tmp_path / "out"
-    r = subprocess.run(
-        [sys.executable, "-m", "porter", "port", str(FIXTURE), "--to", "hip", "--out", str(out),
-         "--run", "./main", "--toolchains", "cpu-runtime"],
-        capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+    r = _port_to_hip(out, "cpu-runtime")
     assert "program verdict, hip: matches" in " ".join(r.stdout.split()), r.stdout + r.stderr
     hip = (out / "hip" / "main.cu").read_text()
     assert "__device__ porter_texref<float> texWeights;" in hip and "porter_tex1Dfetch(texWeights" in hip
@@ -52,11 +56,7 @@ def test_on_an_nvidia_gpu_the_hip_ports_texture_reads_are_replayed_with_the_boun
     if shutil.which("g++") is None or shutil.which("nvidia-smi") is None:
         pytest.skip("needs g++ and an NVIDIA GPU")
     out = tmp_path / "out"
-    r = subprocess.run(
-        [sys.executable, "-m", "porter", "port", str(FIXTURE), "--to", "hip", "--out", str(out),
-         "--run", "./main", "--toolchains", "cpu-runtime,hip-on-cuda"],
-        capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+    r = _port_to_hip(out, "cpu-runtime,hip-on-cuda")
     doc = json.loads((out / "report.json").read_text())
     (kernel,) = doc["kernels"]
     on_gpu = [

@@ -7,8 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from fakes.children import ChildJobs
 from porter.backends import CompileOptions, get_dialect
-from porter.backends.isolate import Job, JobResult
 
 from porter import capture
 from porter.harness import replay
@@ -80,29 +80,19 @@ def test_a_kernel_launched_ten_times_is_judged_on_its_kept_launches(tour) -> Non
 
 
 def test_the_kept_launches_of_a_kernel_run_in_one_child_and_each_is_judged_by_its_own_result(
-    tour, monkeypatch: pytest.MonkeyPatch
+    tour, child_jobs: ChildJobs
 ) -> None:
     """One child compiles, loads and runs the three kept launches (Job.sets), then each launch's outputs are
     compared with what that launch left: the ten launches scale x again and again, so a launch judged by
     another's result would fail.  A result recorded wrong for the second launch fails it there, by name."""
-    from porter.backends import isolate
-
     rep = replay.build("scale", tour["scale"])
     assert rep.spec is not None and len(rep.instances) == 3
     labels = [inst.label for inst in rep.instances]
     assert len({rep.recorded[label][0].tobytes() for label in labels}) == 3  # three different results
-    jobs: list[int] = []
-    real = isolate.run_job
-
-    def counted(job: Job, timeout_s: float = 60.0) -> JobResult:
-        jobs.append(len(job.sets))
-        return real(job, timeout_s)
-
-    monkeypatch.setattr(isolate, "run_job", counted)
     original = Variant("scale", "cuda", device_code((TOUR / "main.cu").read_text()), "scale", "original")
     good = _judge(original, rep)
     assert good.status is Status.VALIDATED and "3 captured launch(es)" in good.reason, good.reason
-    assert jobs == [2] * len(_cpu())  # one child per device for the three launches
+    assert child_jobs.sets == [2] * len(_cpu())  # one child per device for the three launches
     wrong = {**rep.recorded, labels[1]: [a + 1 for a in rep.recorded[labels[1]]]}
     bad = _judge(original, replace(rep, recorded=wrong))
     assert bad.status is Status.FAILED and bad.reason.startswith("matches-reference"), bad.reason
@@ -110,48 +100,27 @@ def test_the_kept_launches_of_a_kernel_run_in_one_child_and_each_is_judged_by_it
 
 
 def test_launches_whose_child_did_not_end_well_together_run_again_one_at_a_time(
-    tour, monkeypatch: pytest.MonkeyPatch
+    tour, child_jobs: ChildJobs
 ) -> None:
     """A child running the kept launches together that fails (here: told so) says nothing of which launch:
     each runs again alone, as before, and is judged on its own."""
-    from porter.backends import isolate
-
     rep = replay.build("scale", tour["scale"])
-    jobs: list[int] = []
-    real = isolate.run_job
-
-    def failing_together(job: Job, timeout_s: float = 60.0) -> JobResult:
-        jobs.append(len(job.sets))
-        if job.sets:
-            return JobResult(ok=False, stage="crash", error="killed by SIGSEGV")
-        return real(job, timeout_s)
-
-    monkeypatch.setattr(isolate, "run_job", failing_together)
+    child_jobs.fail_together = True
     original = Variant("scale", "cuda", device_code((TOUR / "main.cu").read_text()), "scale", "original")
     good = _judge(original, rep)
     assert good.status is Status.VALIDATED and "3 captured launch(es)" in good.reason, good.reason
-    assert jobs == [2, 0, 0, 0] * len(_cpu())
+    assert child_jobs.sets == [2, 0, 0, 0] * len(_cpu())
 
 
 def test_a_variant_that_does_not_compile_fails_every_kept_launch_from_one_child(
-    tour, monkeypatch: pytest.MonkeyPatch
+    tour, child_jobs: ChildJobs
 ) -> None:
     """A compile shared by the launches run together fails them all alike: no launch is run again alone."""
-    from porter.backends import isolate
-
     rep = replay.build("scale", tour["scale"])
-    jobs: list[int] = []
-    real = isolate.run_job
-
-    def counted(job: Job, timeout_s: float = 60.0) -> JobResult:
-        jobs.append(len(job.sets))
-        return real(job, timeout_s)
-
-    monkeypatch.setattr(isolate, "run_job", counted)
     source = device_code((TOUR / "main.cu").read_text()).replace("x[i] * a + 1.0f", "x[i] * a + undeclared")
     broken = _judge(Variant("scale", "cuda", source, "scale", "user"), rep)
     assert broken.status is Status.FAILED and broken.reason.startswith("compile"), broken.reason
-    assert jobs == [2] * len(_cpu())
+    assert child_jobs.sets == [2] * len(_cpu())
 
 
 def test_a_template_kernel_is_replayed_as_the_instantiation_its_launch_names(tour) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fakes.children import ChildJobs
 from porter.backends import CompileOptions
 
 from porter import capture
@@ -144,27 +145,17 @@ def test_a_second_identical_launch_is_an_instance_of_its_own(tmp_path: Path) -> 
 
 @pytest.mark.integration
 def test_launches_that_changed_nothing_are_run_poisoned_in_one_child(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, child_jobs: ChildJobs
 ) -> None:
     """The launches after the first write what was already there: the original runs all of them poisoned
     in one child (a job carrying the others, Job.sets), and each is an instance of its own."""
-    from porter.backends import isolate
-
     x = np.linspace(-2, 2, 200, dtype=np.float32)
     y0, y1 = np.zeros(200, np.float32), x * x
     again = {"grid": 2, "block": 128, "args": [("ptr", x, x), ("ptr", y1, y1), ("int", 200)]}
     first = {"grid": 2, "block": 128, "args": [("ptr", x, x), ("ptr", y0, y1), ("int", 200)]}
     launches = _capture(tmp_path / "cap", "square", [first, again, again])
-    jobs: list[int] = []
-    real = isolate.run_job
-
-    def counted(job: isolate.Job, timeout_s: float = 60.0) -> isolate.JobResult:
-        jobs.append(len(job.sets))
-        return real(job, timeout_s)
-
-    monkeypatch.setattr(isolate, "run_job", counted)
     rep = replay.build("square", launches, written={1}, original=_original(SQUARE, "square"))
-    assert jobs == [1]  # the two poisoned launches, one child
+    assert child_jobs.sets == [1]  # the two poisoned launches, one child
     assert rep.spec is not None and [i.label for i in rep.instances] == [
         "launch 1 of run 1",
         "launch 2 of run 1 (poisoned)",

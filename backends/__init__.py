@@ -92,6 +92,9 @@ class Device:
     # the hardware itself, the same whichever backend sees it and whatever CUDA_VISIBLE_DEVICES renumbers:
     # "pci:0000:1b:00" (its PCI address), "" where the backend cannot say
     uid: str = ""
+    # its compiler fuses a*b+c into one rounding (an FMA) by default: OpenCL C's FP_CONTRACT, nvcc's and
+    # NVRTC's --fmad=true, hipcc's -ffp-contract=fast; porter's CPU emulator (ISO C++) does not
+    contracts: bool = False
 
     @property
     def label(self) -> str:
@@ -338,6 +341,12 @@ class Backend(Protocol):
         """The memory / race checkers that apply on `device` ("compute-sanitizer", "oclgrind")."""
         ...
 
+    def contracting_flags(self, device: Device) -> tuple[str, ...]:
+        """Compile flags (CompileOptions.flags) under which a build for `device`, which does not contract
+        (:attr:`Device.contracts`), fuses a*b+c into FMAs as a contracting compiler does: how a kernel's
+        sensitivity to contraction is measured where it runs; () when it cannot."""
+        ...
+
     def checker_wrapper(
         self, device: Device, log_path: str, without: tuple[str, ...] = ()
     ) -> tuple[str, ...]:
@@ -434,6 +443,9 @@ class BackendBase:
         return ", ".join(requires)
 
     def checkers(self, device: Device) -> tuple[str, ...]:
+        return ()
+
+    def contracting_flags(self, device: Device) -> tuple[str, ...]:
         return ()
 
     def checker_wrapper(

@@ -94,6 +94,20 @@ def _host_decls_text() -> str:
 
 
 @cache
+def _cpu_flags() -> frozenset[str]:
+    """This CPU's feature flags (/proc/cpuinfo's ``flags``, ``Features`` on Arm); empty where unreadable."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            return frozenset(value.split())
+    return frozenset()
+
+
+@cache
 def _compiler_version(compiler: str) -> str:
     from porter.toolcache import tool_output
 
@@ -472,6 +486,13 @@ class CpuBackend(BackendBase):
             base, name=f"{base.name}-wave{width}", arch=f"wave{width}",
             facts=replace(base.facts, warp_size=width),
         )  # fmt: skip
+
+    def contracting_flags(self, device: Device) -> tuple[str, ...]:
+        """dialect.toml's ``[compiler.contracting]`` flags for this machine, when its CPU has the FMA
+        instruction they need."""
+        found = self.dialect.compiler.get("contracting", {}).get(platform.machine(), {})
+        need = str(found.get("cpu_flag", ""))
+        return tuple(found.get("flags", ())) if found and (not need or need in _cpu_flags()) else ()
 
     def _flags(self, options: CompileOptions) -> list[str]:
         comp = self.dialect.compiler

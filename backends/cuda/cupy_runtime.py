@@ -77,6 +77,7 @@ def list_devices(backend: str = "cuda", platform: str = "cuda") -> tuple[Device,
                     else None,
                 ),
                 uid=pci_uid(props.get("pciDomainID"), props.get("pciBusID"), props.get("pciDeviceID")),
+                contracts=True,
             )
         )
     return tuple(devices)

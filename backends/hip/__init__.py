@@ -399,4 +399,5 @@ def compile_only_device(arch: str) -> Device:
             max_threads_per_block=int(facts.get("max_threads_per_block", 1024)),
             shared_mem_per_block=int(facts.get("shared_mem_per_block", 65536)),
         ),
+        contracts=True,
     )

@@ -72,6 +72,7 @@ def list_devices() -> tuple[Device, ...]:
                         getattr(props, "pciBusID", None),
                         getattr(props, "pciDeviceID", None),
                     ),  # fmt: skip
+                    contracts=True,
                 )
             )
         return tuple(devices)

@@ -390,6 +390,7 @@ def _enumerate(cl: ModuleType) -> Inventory:
                     subgroups=supports(caps, "subgroups"),
                 ),
                 uid=_pci_uid(cl, cl_device) if kind == "gpu" else "",
+                contracts=True,
             )
             inventory.live.append(
                 Live(device=device, cl_device=cl_device, cl_platform=cl_platform, info=info, caps=caps)

@@ -108,6 +108,7 @@ def checker_device(opencl_version: str | None = None, driver: str | None = None)
             multiprocessors=facts["multiprocessors"],
             subgroups=False,
         ),
+        contracts=True,
     )
 
 

@@ -802,17 +802,22 @@ def _settled_one(rep: Replay, original: Original) -> Replay:
     return replace(rep, spec=settled, unordered=tuple(orders), compared=compared, unsettled="")
 
 
-def cross_device_floors(rep: Replay, original: Original, captured_on: str) -> Replay:
+def cross_device_floors(
+    rep: Replay, original: Original, captured_on: str, contracting: Sequence[Device] = ()
+) -> Replay:
     """`rep` and each of its ``others`` with their tolerance floors (:func:`_floors_one`)."""
     return replace(
-        _floors_one(rep, original, captured_on),
-        others=tuple(_floors_one(o, original, captured_on) for o in rep.others),
+        _floors_one(rep, original, captured_on, contracting),
+        others=tuple(_floors_one(o, original, captured_on, contracting) for o in rep.others),
     )
 
 
-def _floors_one(rep: Replay, original: Original, captured_on: str) -> Replay:
+def _floors_one(
+    rep: Replay, original: Original, captured_on: str, contracting: Sequence[Device] = ()
+) -> Replay:
     """`rep` with a tolerance floor for every device the original runs on that is not the one the
-    capture was made on (a GPU's capture on the CPU emulator, or the reverse).
+    capture was made on (a GPU's capture on the CPU emulator, or the reverse), and for every device of
+    `contracting` the original does not run on, when the capture came from a build that does not contract.
 
     The original is replayed there first, from every instance; each output is compared with what the
     capture recorded (:func:`porter.harness.checks.cross_device_spread`): within the tolerance, no
@@ -822,9 +827,13 @@ def _floors_one(rep: Replay, original: Original, captured_on: str) -> Replay:
     in every verdict there.  More than that on any output: no floor on that device (``spread`` says
     why), so the original's replay fails there as it would.  Same-device replays keep the strict
     rules: `rep` unchanged when the capture names no device or only the device it was made on runs
-    the original."""
-    from porter.harness.checks import cross_device_spread, tolerance_for
+    the original.
 
+    Contraction: OpenCL C, nvcc and hipcc fuse a*b+c into one rounding by default (:attr:`Device.contracts`);
+    a capture from porter's CPU runtime (ISO C++) does not.  A port on such a device (OpenCL on PoCL, where
+    the original never runs) is then judged with the original's own spread when built to contract on the
+    capture's device (the backend's :meth:`contracting_flags`): what contraction alone moves in the
+    original, and nothing more."""
     spec = rep.spec
     if spec is None or not captured_on:
         return rep
@@ -833,34 +842,58 @@ def _floors_one(rep: Replay, original: Original, captured_on: str) -> Replay:
     outs = [i for i in array_idx if spec.args[i].role is Role.INOUT and i not in members]
     floors: dict[str, Floor] = {}
     notes: list[str] = []
-    for device in original.devices:
-        if device.checks or same_device(device.label, captured_on):
-            continue
-        mine = replace(original, devices=(device,))
-        spread: dict[int, float] = {}
-        why = ""
-        every = mine.outputs_of(spec, rep.instances)
-        if isinstance(every, str):
-            why = f"the original's replay there failed: {every}"
-        for inst, got in [] if isinstance(every, str) else zip(rep.instances, every, strict=True):
-            want = dict(zip(array_idx, rep.recorded[inst.label], strict=True))
-            for i in outs:
-                d = cross_device_spread(got[0][i], want[i], tolerance_for(spec.args[i].dtype, spec))
-                if d is None:
-                    why = f"{spec.args[i].name} differs by more than a device's rounding at {inst.label}"
-                    break
-                spread[i] = max(spread.get(i, 0.0), d)
-            if why:
-                break
+
+    def measure(mine: Original, label: str, where: str) -> Floor | None:
+        """The original's spread from the capture, run as `mine`; None (with a note) when too large."""
+        spread, why = _spread(rep, spec, outs, array_idx, mine)
         if why:
-            notes.append(f"{device.label} vs the capture on {captured_on}: no tolerance floor ({why})")
-            continue
+            notes.append(f"{where} vs the capture on {captured_on}: no tolerance floor ({why})")
+            return None
         kept = tuple(
             (i, spec.args[i].name, spec.args[i].dtype, d) for i, d in sorted(spread.items()) if d > 0
         )
-        if kept:
-            floors[physical(device.label)] = Floor(device.label, captured_on, kept)
+        return Floor(label, captured_on, kept) if kept else None
+
+    for device in original.devices:
+        if device.checks or same_device(device.label, captured_on):
+            continue
+        if (f := measure(replace(original, devices=(device,)), device.label, device.label)) is not None:
+            floors[physical(device.label)] = f
+    ran = {physical(d.label) for d in original.devices}
+    fusing = [d for d in contracting if d.contracts and physical(d.label) not in ran]
+    source = next((d for d in original.devices if same_device(d.label, captured_on)), None)
+    if fusing and source is not None and not source.contracts:
+        from porter.backends import get_backend
+
+        flags = get_backend(source.backend).contracting_flags(source)
+        fused = replace(original.compile, flags=(*original.compile.flags, *flags))
+        label = f"{source.label} built to contract a*b+c ({' '.join(flags)})"
+        f = measure(replace(original, devices=(source,), compile=fused), label, label) if flags else None
+        for device in fusing:
+            if f is not None:
+                floors.setdefault(physical(device.label), f)
     return replace(rep, floors=floors, spread=tuple(notes))
+
+
+def _spread(
+    rep: Replay, spec: KernelSpec, outs: Sequence[int], array_idx: Sequence[int], mine: Original
+) -> tuple[dict[int, float], str]:
+    """Per output, the largest difference of the original run as `mine` from the capture
+    (:func:`porter.harness.checks.cross_device_spread`); or why there is none to take."""
+    from porter.harness.checks import cross_device_spread, tolerance_for
+
+    every = mine.outputs_of(spec, rep.instances)
+    if isinstance(every, str):
+        return {}, f"the original's replay there failed: {every}"
+    spread: dict[int, float] = {}
+    for inst, got in zip(rep.instances, every, strict=True):
+        want = dict(zip(array_idx, rep.recorded[inst.label], strict=True))
+        for i in outs:
+            d = cross_device_spread(got[0][i], want[i], tolerance_for(spec.args[i].dtype, spec))
+            if d is None:
+                return spread, f"{spec.args[i].name} differs by more than a device's rounding at {inst.label}"
+            spread[i] = max(spread.get(i, 0.0), d)
+    return spread, ""
 
 
 def replay(

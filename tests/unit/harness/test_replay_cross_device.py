@@ -47,25 +47,35 @@ def test_the_spread_of_a_device_is_a_floor_only_when_it_is_slight() -> None:
     assert not compare(y + np.array([2, 0, 0, 0], np.uint8), y, exact, 1.0).ok
 
 
+CTYPES = {"float32": "float", "uint8": "unsigned char"}
+
+
 def _capture(folder: Path, x: np.ndarray, y_before: np.ndarray, y_after: np.ndarray, device: str) -> list:
+    return _launch(folder, "to_bytes", [(x, x), (y_before, y_after)], device)
+
+
+def _launch(folder: Path, kernel: str, arrays: list[tuple[np.ndarray, np.ndarray]], device: str) -> list:
+    """One captured launch of `kernel` (pointer parameters in order, each (before, after): const where they
+    are the same array, then an int `n`), as made on `device`."""
     (folder / "arrays").mkdir(parents=True)
     (folder / "launches").mkdir()
-    allocations = []
-    for k, (before, after) in enumerate(((x, x), (y_before, y_after))):
+    allocations, args = [], []
+    for k, (before, after) in enumerate(arrays):
         names = [f"arrays/a{k}-{w}.bin" for w in ("before", "after")]
         (folder / names[0]).write_bytes(before.tobytes())
         (folder / names[1]).write_bytes(after.tobytes())
         allocations.append({"index": k, "bytes": before.nbytes, "before": names[0], "after": names[1]})
-    args = [
-        {"index": 0, "ctype": "const float*", "kind": "pointer", "element": "float", "element_bytes": 4,
-         "dtype": "float32", "const": True, "allocation": 0, "offset": 0},
-        {"index": 1, "ctype": "unsigned char*", "kind": "pointer", "element": "unsigned char",
-         "element_bytes": 1, "dtype": "uint8", "const": False, "allocation": 1, "offset": 0},
-        {"index": 2, "ctype": "int", "kind": "scalar", "dtype": "int32", "bytes": 4,
-         "hex": np.int32(x.size).tobytes().hex()},
-    ]  # fmt: skip
+        const, element = after is before, CTYPES[before.dtype.name]
+        args.append(
+            {"index": k, "ctype": f"{'const ' if const else ''}{element}*", "kind": "pointer", "element": element,
+             "element_bytes": before.itemsize, "dtype": before.dtype.name, "const": const, "allocation": k,
+             "offset": 0}
+        )  # fmt: skip
+    n = arrays[0][0].size
+    args.append({"index": len(arrays), "ctype": "int", "kind": "scalar", "dtype": "int32", "bytes": 4,
+                 "hex": np.int32(n).tobytes().hex()})  # fmt: skip
     record = {
-        "kernel": "to_bytes", "kernel_index": 0, "launch": 1, "sequence": 1, "grid": [4, 1, 1],
+        "kernel": kernel, "kernel_index": 0, "launch": 1, "sequence": 1, "grid": [(n + 127) // 128, 1, 1],
         "block": [128, 1, 1], "shared_bytes": 0, "stream": None, "args": args, "allocations": allocations,
         "status": 0,
     }  # fmt: skip
@@ -152,3 +162,74 @@ def test_a_spread_larger_than_a_rounding_is_no_floor(tmp_path: Path) -> None:
     verdict = _judge(TO_BYTES, rep, "original")
     assert verdict.status is Status.FAILED and verdict.reason.startswith("matches-reference"), verdict.reason
     assert any("no tolerance floor" in line for line in verdict.logs)
+
+
+RESIDUAL = """__global__ void residual(const float* a, const float* b, const float* c, const float* d, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a[i] * b[i] - c[i] * d[i];
+}
+"""
+RESIDUAL_CL = """__kernel void residual(__global const float* a, __global const float* b, __global const float* c,
+                       __global const float* d, __global float* y, int n) {
+    int i = get_global_id(0);
+    if (i < n) y[i] = a[i] * b[i] - c[i] * d[i];
+}
+"""
+
+
+@pytest.mark.integration
+def test_a_port_on_a_contracting_device_is_judged_with_the_originals_own_spread_under_contraction(
+    tmp_path: Path,
+) -> None:
+    """The CPU runtime's capture (ISO C++: no FMA) of a*b - c*d, products near 2**11 that cancel to about 1
+    -- or to 0 where c*d is b*a, where a compiler that fuses computes the product's rounding error instead
+    (OpenCL C contracts by default): far beyond the usual tolerance of an array of magnitude 2.  The OpenCL
+    port on such a device is judged with the original's own spread when the emulator builds it to contract,
+    named; a port off by more than that still fails."""
+    from porter.backends import get_backend
+
+    (emulator,) = _cpu()
+    if not get_backend("cpu").contracting_flags(emulator):
+        pytest.skip("this CPU has no fused multiply-add for the emulator to build with")
+    fusing = [d for d in run_devices("opencl") if d.contracts and not d.checks]
+    if not fusing:
+        pytest.skip("no OpenCL device here (pocl-opencl-icd)")
+    rng = np.random.default_rng(7)
+    n = 512
+    a, b = (rng.uniform(32.0, 64.0, n).astype(np.float32) for _ in range(2))
+    c, d = a.copy(), b - np.float32(1 / 32)
+    c[::2], d[::2] = b[::2], a[::2]
+    y = a * b - c * d  # numpy: each product rounded, as the emulator computes it
+    assert np.all(y[::2] == 0) and 0.5 < np.abs(y).max() < 4
+    launches = _launch(tmp_path / "cap", "residual", [(a, a), (b, b), (c, c), (d, d), (np.zeros_like(y), y)],
+                       emulator.label)  # fmt: skip
+    original = replay.Original(
+        Variant("residual", "cuda", RESIDUAL, "residual", "original"), CompileOptions(), (emulator,)
+    )
+    base = replay.build("residual", launches)
+    # no contracting device among the ports': the strict rules, nothing measured
+    assert not replay.cross_device_floors(base, original, emulator.label).floors
+    rep = replay.cross_device_floors(base, original, emulator.label, fusing)
+    assert set(rep.floors) == {replay.physical(dev.label) for dev in fusing}, rep.spread
+    floor = next(iter(rep.floors.values()))
+    ((index, name, dtype, spread),) = floor.spread
+    assert (index, name, dtype) == (4, "arg4", "float32")
+    # the fused products' rounding errors: above the usual tolerance (1e-5 of the magnitude), below an ulp
+    # of the largest product (2**12 * 2**-23)
+    assert 1e-5 * np.abs(y).max() < spread <= 2.0**-11, spread
+    assert "built to contract a*b+c" in floor.said() and floor.captured_on == emulator.label
+
+    def judged(source: str, rep: replay.Replay = rep) -> dict[str, tuple[Status, str]]:
+        verdicts = replay.replay(Variant("residual", "opencl", source, "residual", "user"), rep, fusing,
+                                 ValidateOptions())  # fmt: skip
+        return {v.device: (v.status, v.reason) for v in verdicts}
+
+    # held to the capture strictly, the port fails where its compiler fused (as PoCL and Intel's do here)
+    strict = judged(RESIDUAL_CL, base)
+    assert any(status is Status.FAILED for status, _ in strict.values()), strict
+    for status, reason in judged(RESIDUAL_CL).values():
+        assert status is Status.VALIDATED and "built to contract a*b+c" in reason, reason
+    # one product off by a few units in the last place at every element: beyond contraction's spread
+    wrong = RESIDUAL_CL.replace("a[i] * b[i]", "a[i] * b[i] * 1.000001f")
+    for status, reason in judged(wrong).values():
+        assert status is Status.FAILED and "beyond the floor of" in reason, reason

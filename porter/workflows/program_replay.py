@@ -254,11 +254,15 @@ def _timed(
 
 
 def _with_floors(
-    base: Callable[[], replaying.Replay], original: replaying.Original, captured_on: str
+    base: Callable[[], replaying.Replay],
+    original: replaying.Original,
+    captured_on: str,
+    contracting: Sequence[Device] = (),
 ) -> replaying.Replay:
     """The replay, with the original's own spread on each device other than the capture's as the floor
-    of every variant there (:func:`porter.harness.replay.cross_device_floors`)."""
-    return replaying.cross_device_floors(base(), original, captured_on)
+    of every variant there, and its spread when built to contract as the floor of the `contracting` devices
+    it does not run on (:func:`porter.harness.replay.cross_device_floors`)."""
+    return replaying.cross_device_floors(base(), original, captured_on, contracting)
 
 
 def _settled(base: Callable[[], replaying.Replay], original: replaying.Original) -> replaying.Replay:
@@ -428,16 +432,28 @@ def _replay(
         name: str,
         original: PlannedVariant,
         again: bool = False,
+        base_of: Callable[[], replaying.Replay] | None = None,
     ) -> list[KernelReplay]:
         """The verdicts of `planned` on `devices`, reused from the previous report when its key matches
         (then the capture's arrays are not even read: `replay_of` builds the replay on first need);
-        `again`: judged anew whatever the ledger holds (the original, once what its runs keep is known)."""
+        `again`: judged anew whatever the ledger holds (the original, once what its runs keep is known).
+        A reused verdict whose time was contended (the GPU was not porter's alone) is timed again, at the
+        launches `base_of` (the replay without floors; `replay_of` where not given) gives: a time is
+        a measurement taken under a condition, kept only where the condition held."""
         variant, copts = planned.variant, planned.compile
         key = _key(name, planned, devices, run_keys)
         old = [] if again else ledger.rows(key)
+        by_label = {d.label: d for d in devices}
         if old:
             say(f"{name}: {variant_name(variant)} replayed earlier with the same inputs; kept")
-            return [replace(_row_from(d, key), instance=name) for d in old]
+            kept = [replace(_row_from(d, key), instance=name) for d in old]
+            for i, row in enumerate(kept):
+                device = by_label.get(row.device)
+                if row.contended and row.status == "validated" and device is not None and timed_on(device):
+                    say(f"{name}: timing {variant_name(variant)} on {device.label} again (contended before)")
+                    with report.clock("timing"):
+                        kept[i] = _timed(row, planned, device, (base_of or replay_of)(), original)
+            return kept
         rep = replay_of()
         verdicts = replaying.replay(variant, rep, devices, ValidateOptions(compile=copts, timeout_s=timeout))
         width = {d.label: d.facts.warp_size for d in devices}
@@ -451,7 +467,6 @@ def _replay(
             for v in verdicts
         ]
         rows = [_built_as_a_program(row, report) for row in rows]
-        by_label = {d.label: d for d in devices}
         for i, row in enumerate(rows):
             device = by_label.get(row.device)
             if row.status == "validated" and device is not None and timed_on(device):
@@ -529,17 +544,23 @@ def _replay(
         say(f"replaying {name} ({len(las)} captured launch(es)): {n}/{len(groups)}")
         on = run_devices(SOURCE_DIALECT)
         original = replaying.Original(made.variant, made.compile, tuple(on), timeout)
-        built = functools.partial(build_replay, name, las, atomics, written, original)
+        built = functools.cache(functools.partial(build_replay, name, las, atomics, written, original))
         # on first need only; a capture made on another device: the original's own spread there first
-        replay_of = functools.cache(functools.partial(_with_floors, built, original, las[0].device))
-        rows = judged(made, on, replay_of, name, made)
+        # the ports' devices whose compilers fuse a*b+c: judged with the original's own spread under contraction
+        contracting = [
+            d for t in report.targets for d in (*run_devices(t), *wavefront_devices(t)) if d.contracts
+        ]
+        replay_of = functools.cache(
+            functools.partial(_with_floors, built, original, las[0].device, contracting)
+        )
+        rows = judged(made, on, replay_of, name, made, base_of=built)
         unsettled = ""
         if _order_dependent(rows):  # the original's own runs differ: compare by what they keep
             say(f"{name}: the original's runs differ from the capture; finding what stays the same")
             settled = replaying.settle(replay_of(), original)
             if settled.unordered or settled.compared:
                 replay_of = functools.cache(lambda settled=settled: settled)
-                rows = judged(made, on, replay_of, name, made, again=True)
+                rows = judged(made, on, replay_of, name, made, again=True, base_of=built)
             else:
                 unsettled = settled.unsettled
         elif any(
@@ -581,7 +602,8 @@ def _replay(
                 add(pk, n, KernelReplay(target, "", "not-replayable", why, instance=name))
                 continue
             kinds = {d.label: d.kind for d in (*on, *devices)}
-            add(pk, n, *_originals_defect(judged(port, devices, replay_of, name, made), rows, kinds))
+            ported = judged(port, devices, replay_of, name, made, base_of=built)
+            add(pk, n, *_originals_defect(ported, rows, kinds))
             for d in every:  # a device that cannot run it says so in a row of its own (another judges it)
                 if lacks[d.label]:
                     why = needs_reason(target, name, d, port.requires, lacks[d.label])

@@ -43,6 +43,9 @@ class SuiteProgramResult:
     # with --executor ray: each stage's Ray node, [{"stage": "port" | "cpu" | "gpu", "node": "HOST (id)"}]
     ran_on: list[dict[str, str]] = field(default_factory=list)
     report: Mapping[str, Any] | None = None  # its report.json as read (None when there is none)
+    # GPU timings that were contended in the suite's pass (other programs used the GPU) and taken again, the
+    # GPU quiet, once every program had finished (porter.workflows.suite); 0 when none was
+    timed_again: int = 0
 
     @property
     def anchor(self) -> str:
@@ -155,6 +158,7 @@ def program_doc(p: SuiteProgramResult) -> dict[str, Any]:
         "seconds": None if p.seconds is None else round(p.seconds, 3),
         "gpu": p.gpu,
         "ran_on": [dict(r) for r in p.ran_on],
+        "timed_again": p.timed_again,
         "report_complete": bool(report.get("complete", False)),
         "stages": {
             k: float(v) for k, v in (report.get("stages") or {}).items() if isinstance(v, int | float)
@@ -165,6 +169,18 @@ def program_doc(p: SuiteProgramResult) -> dict[str, Any]:
         },
         "targets": targets,
     }
+
+
+def contended_timings(report: Mapping[str, Any] | None) -> int:
+    """How many of a port report's replay rows carry a GPU time taken while the GPU was not porter's alone."""
+    kernels = (report or {}).get("kernels") or []
+    return sum(
+        1
+        for k in kernels
+        if isinstance(k, Mapping)
+        for r in k.get("replays") or []
+        if isinstance(r, Mapping) and r.get("contended") and r.get("time_ms") is not None
+    )
 
 
 def stage_totals(programs: Sequence[Mapping[str, Any]]) -> dict[str, float]:

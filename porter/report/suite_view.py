@@ -246,6 +246,15 @@ def markdown(report: SuiteReport) -> str:
             _cell(target_cell(p["targets"][t])) if t in p["targets"] and p["report"] else "-" for t in targets
         ]
         out.append(f"| {name} | {status} | " + " | ".join(cells) + f" | {_seconds(p['seconds'])} |")
+    again = [p for p in doc["programs"] if p["timed_again"]]
+    if again:
+        out += [
+            "",
+            f"GPU timings taken again once every program had ended (contended beside the other programs' GPU "
+            f"work): {sum(p['timed_again'] for p in again)}, in "
+            + ", ".join(f"[{p['name']}](#{p['anchor']}) ({p['timed_again']})" for p in again)
+            + ".",
+        ]
     out += [
         "",
         "## Totals per target",

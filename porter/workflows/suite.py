@@ -50,7 +50,7 @@ from porter import signing
 from porter.backends import GpuSlot, gpu_slots, spares
 from porter.errors import UsageError
 from porter.harness.contention import LOCKS_ENV
-from porter.suite_report import SuiteProgramResult, SuiteProgress, SuiteReport
+from porter.suite_report import SuiteProgramResult, SuiteProgress, SuiteReport, contended_timings
 from porter.workflows.resume import key_of, load_report, sha, write_atomic
 from porter.workflows.suite_file import Suite, SuiteProgram
 
@@ -80,6 +80,9 @@ class SuiteOptions:
     shared_dirs: tuple[str, ...] = ()  # with "ray": folders every node sees at the same path
     ray_accelerator: str | None = None  # with "ray": Ray's accelerator_type for programs that need a GPU
     per_gpu: int = 0  # programs pinned to one GPU at once (local) / sharing one (ray); 0: local no cap, ray 1
+    # once every program ended: the programs whose GPU timings were contended (run beside the others' GPU
+    # work) ported again, their verdicts and runs reused from their ledgers, so those timings are taken anew
+    retime: bool = True
 
 
 @dataclass
@@ -181,24 +184,21 @@ class _Runner:
         # this machine's GPUs, when a program may use one: each GPU program is pinned to the least busy
         self.slots: list[GpuSlot] = gpu_slots() if any(p.may_use_gpu for p in suite.programs) else []
         self.pinned: dict[str, str] = {}  # running program -> the uid of its GPU
+        # programs ported again for their contended timings (contended()) -> the seconds of their first port
+        self.retiming: dict[str, float] = {}
 
     # ------------------------------------------------------------------ the loop
 
     def run(self) -> SuiteReport:
-        self.pending = pending = self.longest_first([p for p in self.suite.programs if not self.resumed(p)])
+        self.pending = self.longest_first([p for p in self.suite.programs if not self.resumed(p)])
         self.save()
         try:
-            while pending or self.running:
-                while pending and len(self.running) < self.jobs:
-                    startable = next((p for p in pending if self.slot_for(p) is not _FULL), None)
-                    if startable is None:  # every GPU holds --per-gpu programs: wait for one to end
-                        break
-                    pending.remove(startable)
-                    self.start(startable)
-                self.poll()
-                self.show()
-                if self.running:
-                    time.sleep(POLL_S)
+            self.drain(self.pending)
+            again = self.contended() if self.options.retime else []
+            if again:
+                self.retiming = {p.name: self.results[p.name].seconds or 0.0 for p in again}
+                self.pending = list(again)
+                self.drain(self.pending)
         except KeyboardInterrupt:
             self.report.interrupted = True
             self.stop_all()
@@ -207,12 +207,37 @@ class _Runner:
         self.finish_report()
         return self.report
 
+    def contended(self) -> list[SuiteProgram]:
+        """The programs this run ported (done) whose reports hold GPU times taken while the GPU was not
+        porter's alone: ported again once every program has ended, so that their timings -- and only those:
+        porter port's ledger reuses every build, run and verdict -- have the GPU to themselves (timings stay
+        one at a time per GPU through the device locks)."""
+        return [
+            p
+            for p in self.suite.programs
+            if self.results[p.name].status == "done" and contended_timings(self.results[p.name].report)
+        ]
+
+    def drain(self, pending: list[SuiteProgram]) -> None:
+        """Start the programs of `pending`, ``jobs`` at a time, until every one has ended."""
+        while pending or self.running:
+            while pending and len(self.running) < self.jobs:
+                startable = next((p for p in pending if self.slot_for(p) is not _FULL), None)
+                if startable is None:  # every GPU holds --per-gpu programs: wait for one to end
+                    break
+                pending.remove(startable)
+                self.start(startable)
+            self.poll()
+            self.show()
+            if self.running:
+                time.sleep(POLL_S)
+
     def start(self, program: SuiteProgram) -> None:
         result = self.results[program.name]
         argv = [*self.options.command, "port", *self.port_args(program)]
         key = self.key(program)
         log_path = self.state / f"{program.name}.log"
-        log = log_path.open("wb")
+        log = log_path.open("ab" if program.name in self.retiming else "wb")  # a second port: after the first
         result.log = str(log_path)
         env = {**os.environ, **shared_machine_env(self.jobs > 1), LOCKS_ENV: str(self.state / "locks")}
         slot = self.slot_for(program)
@@ -250,7 +275,8 @@ class _Runner:
 
     def port_args(self, program: SuiteProgram) -> list[str]:
         args = [*program.port_args(), "--out", str(self.out / program.name), *self.options.port_options]
-        return [*args, "--fresh"] if self.options.fresh else args
+        # a port again for its timings resumes from the ledger its first port of this run left
+        return [*args, "--fresh"] if self.options.fresh and program.name not in self.retiming else args
 
     def poll(self) -> None:
         now = time.monotonic()
@@ -302,7 +328,11 @@ class _Runner:
         self.pinned.pop(r.program.name, None)
         result = r.result
         result.exit_code, result.seconds = code, now - r.started if seconds is None else seconds
+        before = contended_timings(result.report)
         result.report = self.read_report(result)
+        if r.program.name in self.retiming:  # its second port: both count
+            result.seconds += self.retiming[r.program.name]
+            result.timed_again = max(0, before - contended_timings(result.report))
         complete = bool(result.report and result.report.get("complete"))
         if r.why == "timed-out":
             result.status = "timed-out"

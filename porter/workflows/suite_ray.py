@@ -249,6 +249,11 @@ class RayRunner(_Runner):
         self.running[program.name] = r
         self.save()
 
+    def contended(self) -> list[SuiteProgram]:
+        """None: a task starts from its inputs on whichever node takes it, so a second port there would redo
+        every stage, not only the contended timings (the report names them as contended)."""
+        return []
+
     def node_args(self, program: SuiteProgram) -> list[str]:
         """Its ``porter port`` arguments for a node (which writes into its scratch folder, not OUT)."""
         args = list(self.port_args(program))

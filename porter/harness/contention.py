@@ -96,14 +96,16 @@ def timing(device: Device) -> Iterator[Watch]:
 
 
 def other_users(device: Device) -> list[str]:
-    """Processes other than porter and its children that the device's driver lists on `device`."""
+    """Processes other than porter and its children that the device's driver lists on `device`, and other
+    than the timing children that hold or wait for its lock file (:func:`device_locks.lockers`: another
+    program's timing that holds it ends before this one's timed launches begin)."""
     try:
         listed = get_backend(device.backend).other_users(device)
     except Exception:  # noqa: BLE001 - a driver that cannot say: nothing is known, nothing claimed
         return []
     if not listed:  # the common case: nothing to tell porter's own processes from
         return []
-    mine = _own_tree()
+    mine = _own_tree() | device_locks.lockers(device.physical)
     return [f"{pid} {name}".strip() for pid, name in listed if pid not in mine]
 
 

@@ -217,3 +217,37 @@ def test_an_nvidia_gpu_is_known_by_its_pci_address_to_cuda_and_opencl() -> None:
     opencl = [d for d in get_backend("opencl").devices() if d.times and "NVIDIA" in d.name]
     if opencl:
         assert {d.uid for d in opencl} == {d.uid for d in gpus}, [(d.label, d.uid) for d in opencl + gpus]
+
+
+def test_timing_children_holding_or_awaiting_the_lock_are_not_contention(
+    gpu: Device, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a suite the driver lists other programs' timing children on the GPU: one holding the device's lock
+    file (its timed launches end before this timing's begin) and those waiting for it (they run nothing
+    meanwhile) are read from the kernel's lock table and are no contention; any other process still is."""
+    import subprocess
+    import sys
+
+    from porter.backends import device_locks
+
+    monkeypatch.setenv(contention.LOCKS_ENV, str(tmp_path / "locks"))
+    hold = "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR); fcntl.flock(fd, fcntl.LOCK_EX); time.sleep(60)"
+    with contention.timing(gpu):  # creates the lock file
+        pass
+    path = device_locks.path_of(gpu.physical)
+    children = [subprocess.Popen([sys.executable, "-c", hold, path]) for _ in range(2)]
+    try:
+        deadline = time.monotonic() + 20
+        while device_locks.lockers(gpu.physical) != {c.pid for c in children} and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert device_locks.lockers(gpu.physical) == {c.pid for c in children}  # one holds, one waits
+        LISTED[:] = [(children[0].pid, "python3"), (children[1].pid, "python3"), (999_999_999, "train.py")]
+        with contention.timing(gpu) as watch:
+            pass
+        assert watch.reason == "contended: other processes used busygpu:Busy GPU: 999999999 train.py"
+    finally:
+        for c in children:
+            c.kill()
+            c.wait()
+    monkeypatch.delenv(contention.LOCKS_ENV)
+    assert device_locks.lockers(gpu.physical) == set()  # no lock folder: nobody is told apart

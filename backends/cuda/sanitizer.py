@@ -21,6 +21,18 @@ def wrapper(path: str, check: str, log_path: str) -> tuple[str, ...]:
     return (path, "--tool", check, "--target-processes", "all", "--print-limit", "20", "--log-file", log_path)
 
 
+def pointless(check: str, static_shared: int | None, dynamic_shared: int) -> str:
+    """Why `check` can find nothing in a launch ("" when it can, or when that is not known): racecheck looks
+    for hazards on shared memory only, so a kernel without any -- none static by ptxas's report, none dynamic
+    at this launch -- gives it nothing to watch."""
+    if check == "racecheck" and static_shared == 0 and dynamic_shared == 0:
+        return (
+            "the kernel has no shared memory (0 bytes static by ptxas, 0 dynamic at this launch), and racecheck "
+            "looks for shared-memory hazards only"
+        )
+    return ""
+
+
 def error_count(text: str, check: str) -> int | None:
     """The errors the log of `check` reports (None: no summary in it)."""
     m = _ERRORS.search(text)

@@ -30,8 +30,12 @@ def sanitizer_pass(
     inst: Instance,
     opts: ValidateOptions,
     logs: list[str],
+    static_shared: int | None = None,
 ) -> list[str]:
-    """compute-sanitizer memcheck and racecheck on an NVIDIA GPU; the names of the passes run.
+    """compute-sanitizer memcheck and racecheck on an NVIDIA GPU; the names of the passes run.  A pass that
+    can find nothing in this launch is not run, and the log says why (racecheck, when the kernel's build has
+    no static shared memory -- `static_shared`, from the compiler's report; None: not known -- and the launch
+    no dynamic shared memory).
 
     The passes run side by side (each in its own child, as every job does).  A pass's finding on the
     same kernel build, inputs, geometry and device is remembered in porter's cache (namespace
@@ -51,6 +55,10 @@ def sanitizer_pass(
     for check in sanitizer.PASSES:
         wrapper = sanitizer.wrapper(tool, check, "{scratch}/" + SANITIZER_LOG)
         job, _ = make_job(variant, spec, device, inst, 1, opts.compile, inst.seed, wrapper)
+        why = sanitizer.pointless(check, static_shared, job.shared_bytes)
+        if why:
+            logs.append(f"{check} not run: {why}")
+            continue
         key = _sanitizer_key(check, tool, job)
         known = cache.get(SANITIZER_NAMESPACE, key)
         if known is not None:

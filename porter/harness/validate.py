@@ -359,7 +359,9 @@ def _validate_on(
                 inst = last_inst
             else:
                 inst = Instance.draw(spec, odd[0], odd[1], seed_for(opts.seed, "memcheck"))
-            checks.extend(sanitizer_pass(variant, spec, device, inst, opts, logs))
+            report = getattr(res, "report", None)  # the compiler's, of the build every launch above ran
+            static = report.shared_bytes if report is not None else None
+            checks.extend(sanitizer_pass(variant, spec, device, inst, opts, logs, static))
     except Reject as rej:
         if rej.log:
             logs.append(tail(rej.log))

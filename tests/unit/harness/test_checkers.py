@@ -81,3 +81,45 @@ def test_findings_are_remembered_and_a_remembered_error_still_rejects(
     with pytest.raises(Reject, match="memcheck: 2 error"):  # remembered, and still a rejection
         checkers.sanitizer_pass(variant, spec, GPU, other, opts, logs)
     assert len(ran) == 4
+
+
+def test_racecheck_is_not_run_on_a_launch_without_shared_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """racecheck looks for shared-memory hazards only: a build with no static shared memory (the compiler's
+    report) launched with no dynamic shared memory gives it nothing to watch, and the log says so; unknown
+    static shared memory, or any shared memory, runs it."""
+    from porter.backends.cuda import sanitizer
+
+    monkeypatch.setenv("PORTER_NO_CACHE", "1")
+    monkeypatch.setattr(sanitizer, "tool", lambda: "/usr/bin/compute-sanitizer")
+    ran: list[str] = []
+
+    def fake_run_job(job: Job, timeout_s: float = 60.0) -> JobResult:
+        ran.append(job.wrapper[job.wrapper.index("--tool") + 1])
+        return JobResult(
+            ok=True, stage="done", files={checkers.SANITIZER_LOG: "========= ERROR SUMMARY: 0 errors\n"}
+        )
+
+    monkeypatch.setattr(checkers, "run_job", fake_run_job)
+
+    def spec(smem: str) -> KernelSpec:
+        return KernelSpec(
+            "k", (ArgSpec("x", "float32", Role.INOUT, ("n",)), ArgSpec("n", "int32", Role.SCALAR, value="n")),
+            grid=("1",), block=("32",), sizes=({"n": 32},), shared_bytes=smem,
+        )  # fmt: skip
+
+    variant = Variant(
+        "k", "cuda", "__global__ void k(float* x, int n) { x[threadIdx.x] += 1; }\n", "k", "original"
+    )
+    plain = spec("0")
+    inst = Instance.given(plain, {"n": 32}, "n=32", [np.ones(32, np.float32), np.int32(32)])
+    logs: list[str] = []
+    assert checkers.sanitizer_pass(variant, plain, GPU, inst, ValidateOptions(), logs, 0) == ["memcheck"]
+    assert ran == ["memcheck"] and any(
+        line.startswith("racecheck not run: the kernel has no shared memory") for line in logs
+    )
+    for static, smem in ((None, "0"), (16, "0"), (0, "256")):
+        ran.clear()
+        with_smem = spec(smem)
+        one = Instance.given(with_smem, {"n": 32}, "n=32", [np.ones(32, np.float32), np.int32(32)])
+        done = checkers.sanitizer_pass(variant, with_smem, GPU, one, ValidateOptions(), [], static)
+        assert done == ["memcheck", "racecheck"] and sorted(ran) == ["memcheck", "racecheck"], (static, smem)

@@ -7,7 +7,10 @@
 #   (PROGRAMS=all: every program with a run; J1_S=0: no -j 1 run; WRAP: a command prefix for each suite run,
 #   e.g. the CPU breakdown, whose table ends its log; each program's report.md, summary.md and the GPU samples land
 #   in reports-NAME.tgz;
-#   CACHE=none: no compile cache at all, where by default each run starts with an empty one, as a first run does)
+#   CACHE=none: no compile cache at all, where by default each run starts with an empty one, as a first run does;
+#   CONTINUE=1: go on from where an earlier call on this warm machine stopped -- the same output folder and cache,
+#   no --fresh, so every program that finished is resumed and every verdict reached is reused: the corpus measured
+#   over two calls when one call's 10 minutes are too few)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/suite"
 source bench/h200_env.sh || exit 1
@@ -51,9 +54,11 @@ run() {  # name, seconds, porter arguments...
   local smi=$! t0; t0=$(date +%s.%N)
   # a first run's cache: empty at the start, filled as the suite goes (CACHE=none: no cache at all, --no-cache)
   local nocache=(); [ "${CACHE:-empty}" = none ] && nocache=(--no-cache)
-  rm -rf "/tmp/cache-$name"; mkdir -p "/tmp/cache-$name"
+  local fresh=(--fresh)
+  if [ "${CONTINUE:-0}" = 1 ]; then fresh=(); else rm -rf "/tmp/cache-$name"; fi
+  mkdir -p "/tmp/cache-$name"
   PORTER_CACHE_DIR="/tmp/cache-$name" timeout "$limit" ${WRAP:-} python3 -m porter "${nocache[@]}" port \
-      --suite /tmp/suite.toml --out "/tmp/suite-$name" --fresh "$@" >"$OUT/suite/$name.log" 2>&1
+      --suite /tmp/suite.toml --out "/tmp/suite-$name" "${fresh[@]}" "$@" >"$OUT/suite/$name.log" 2>&1
   local rc=$?; kill $smi 2>/dev/null
   echo "$name rc=$rc wall=$(python3 -c "import time,sys; print(round(time.time()-float(sys.argv[1]),1))" "$t0") s nproc=$(nproc)" | tee -a "$OUT/suite/walls.txt"
   cp "/tmp/suite-$name/summary.json" "$OUT/suite/summary-$name.json" 2>/dev/null

@@ -83,6 +83,9 @@ class Replay:
     # there, every variant's floor on it (cross_device_floors)
     floors: dict[str, Floor] = field(default_factory=dict)
     spread: tuple[str, ...] = ()  # devices where the original's spread is too large to be a floor, why
+    # by physical device: a device that contracts a*b+c where the original, built to contract too, differs
+    # from the capture by more than a rounding -- why (a port there cannot be judged by this capture)
+    unstable: dict[str, str] = field(default_factory=dict)
     # the kernel's launches with another set of null pointer arguments, each judged by its own spec (its
     # own left_out empty: every launch left out is said in this one's)
     others: tuple[Replay, ...] = ()
@@ -843,24 +846,28 @@ def _floors_one(
     floors: dict[str, Floor] = {}
     notes: list[str] = []
 
+    unstable: dict[str, str] = {}
+
     def measure(mine: Original, label: str, where: str) -> Floor | None:
         """The original's spread from the capture, run as `mine`; None (with a note) when too large."""
         spread, why = _spread(rep, spec, outs, array_idx, mine)
         if why:
             notes.append(f"{where} vs the capture on {captured_on}: no tolerance floor ({why})")
+            if TOO_FAR in why and mine.compile.flags != original.compile.flags:
+                unstable.update({physical(d.label): f"{label}: {why}" for d in fusing})
             return None
         kept = tuple(
             (i, spec.args[i].name, spec.args[i].dtype, d) for i, d in sorted(spread.items()) if d > 0
         )
         return Floor(label, captured_on, kept) if kept else None
 
+    ran = {physical(d.label) for d in original.devices}
+    fusing = [d for d in contracting if d.contracts and physical(d.label) not in ran]
     for device in original.devices:
         if device.checks or same_device(device.label, captured_on):
             continue
         if (f := measure(replace(original, devices=(device,)), device.label, device.label)) is not None:
             floors[physical(device.label)] = f
-    ran = {physical(d.label) for d in original.devices}
-    fusing = [d for d in contracting if d.contracts and physical(d.label) not in ran]
     source = next((d for d in original.devices if same_device(d.label, captured_on)), None)
     if fusing and source is not None and not source.contracts:
         from porter.backends import get_backend
@@ -872,7 +879,10 @@ def _floors_one(
         for device in fusing:
             if f is not None:
                 floors.setdefault(physical(device.label), f)
-    return replace(rep, floors=floors, spread=tuple(notes))
+    return replace(rep, floors=floors, spread=tuple(notes), unstable=unstable)
+
+
+TOO_FAR = "differs by more than a device's rounding"  # an output of the original far from the capture
 
 
 def _spread(
@@ -891,7 +901,7 @@ def _spread(
         for i in outs:
             d = cross_device_spread(got[0][i], want[i], tolerance_for(spec.args[i].dtype, spec))
             if d is None:
-                return spread, f"{spec.args[i].name} differs by more than a device's rounding at {inst.label}"
+                return spread, f"{spec.args[i].name} {TOO_FAR} at {inst.label}"
             spread[i] = max(spread.get(i, 0.0), d)
     return spread, ""
 

@@ -603,6 +603,8 @@ def _replay(
                 continue
             kinds = {d.label: d.kind for d in (*on, *devices)}
             ported = judged(port, devices, replay_of, name, made, base_of=built)
+            if any(r.status == "failed" and r.reason.startswith(COMPARED) for r in ported):
+                ported = _unstable_under_contraction(ported, replay_of().unstable)
             add(pk, n, *_originals_defect(ported, rows, kinds))
             for d in every:  # a device that cannot run it says so in a row of its own (another judges it)
                 if lacks[d.label]:
@@ -626,6 +628,33 @@ def _finding(reason: str) -> str:
     the emulator, at arg4[-48] on Intel's OpenCL); "" for any other reason."""
     check, _, rest = reason.partition(": ")
     return re.sub(r"\[-?\d+\]", "", rest.split(" (", 1)[0], count=1) if check == "guard" else ""
+
+
+COMPARED = "matches-reference"  # a verdict's check: the outputs against what the capture recorded
+
+
+def _unstable_under_contraction(
+    rows: Sequence[KernelReplay], unstable: Mapping[str, str]
+) -> list[KernelReplay]:
+    """A port's rows that failed their comparison with the capture on a device whose compiler contracts a*b+c,
+    where the original itself, built to contract, is farther from that capture than a rounding
+    (:attr:`porter.harness.replay.Replay.unstable`: myocyte's ODE solver): not failed but not replayable there,
+    naming the original's own spread -- a capture made without contraction cannot judge a port on that
+    device.  Other failures, and those on other devices, stay failed."""
+    out = []
+    for row in rows:
+        why = unstable.get(replaying.physical(row.device)) if row.device else None
+        if row.status == "failed" and why and row.reason.startswith(COMPARED):
+            built_as, _, far = why.partition(": ")
+            row = replace(
+                row,
+                status="not-replayable",
+                reason=f"the capture was made without contracting a*b+c, and the original itself, on {built_as}, "
+                f"is off it: {far}; so no port on {row.device}, whose compiler contracts, can be judged by it "
+                f"(this port: {row.reason})",
+            )
+        out.append(row)
+    return out
 
 
 def _originals_defect(

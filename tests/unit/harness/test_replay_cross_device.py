@@ -233,3 +233,54 @@ def test_a_port_on_a_contracting_device_is_judged_with_the_originals_own_spread_
     wrong = RESIDUAL_CL.replace("a[i] * b[i]", "a[i] * b[i] * 1.000001f")
     for status, reason in judged(wrong).values():
         assert status is Status.FAILED and "beyond the floor of" in reason, reason
+
+
+@pytest.mark.integration
+def test_an_original_that_contraction_moves_beyond_a_rounding_judges_no_port_on_a_contracting_device(
+    tmp_path: Path,
+) -> None:
+    """a*b - c*d where c*d is b*a everywhere: exactly 0 in the capture, the products' rounding errors when
+    contracted -- beyond any rounding of an array of zeros.  No floor then; a port that fails its comparison on a
+    contracting device is not replayable there, naming the original's own spread (not failed), while a failure
+    of another check, or on a device that does not contract, stays failed."""
+    from porter.backends import get_backend
+
+    from porter.results import KernelReplay
+    from porter.workflows.program_replay import _unstable_under_contraction
+
+    (emulator,) = _cpu()
+    if not get_backend("cpu").contracting_flags(emulator):
+        pytest.skip("this CPU has no fused multiply-add for the emulator to build with")
+    fusing = [d for d in run_devices("opencl") if d.contracts and not d.checks]
+    if not fusing:
+        pytest.skip("no OpenCL device here (pocl-opencl-icd)")
+    rng = np.random.default_rng(11)
+    a, b = (rng.uniform(32.0, 64.0, 256).astype(np.float32) for _ in range(2))
+    y = a * b - b * a
+    assert not y.any()
+    launches = _launch(tmp_path / "cap", "residual", [(a, a), (b, b), (b, b), (a, a), (np.ones_like(y), y)],
+                       emulator.label)  # fmt: skip
+    original = replay.Original(
+        Variant("residual", "cuda", RESIDUAL, "residual", "original"), CompileOptions(), (emulator,)
+    )
+    rep = replay.cross_device_floors(replay.build("residual", launches), original, emulator.label, fusing)
+    assert not rep.floors and set(rep.unstable) == {replay.physical(d.label) for d in fusing}, rep.spread
+    why = next(iter(rep.unstable.values()))
+    assert "built to contract a*b+c" in why and "arg4 differs by more than a device's rounding" in why, why
+    verdicts = replay.replay(Variant("residual", "opencl", RESIDUAL_CL, "residual", "user"), rep, fusing,
+                             ValidateOptions())  # fmt: skip
+    failed = [v for v in verdicts if v.status is Status.FAILED]
+    assert failed and all(v.reason.startswith("matches-reference") for v in failed), verdicts
+    rows = [KernelReplay("opencl", v.device, "failed", v.reason) for v in failed]
+    rows += [
+        KernelReplay("opencl", fusing[0].label, "failed", "run: the child crashed"),
+        KernelReplay("opencl", emulator.label, "failed", "matches-reference: arg4[0] = 1, expected 0"),
+    ]
+    judged = _unstable_under_contraction(rows, rep.unstable)
+    for row in judged[: len(failed)]:
+        assert (
+            row.status == "not-replayable"
+            and "the original itself, on cpu:cpu-emulator built to" in row.reason
+        )
+        assert "(this port: matches-reference" in row.reason, row.reason
+    assert [r.status for r in judged[len(failed) :]] == ["failed", "failed"]

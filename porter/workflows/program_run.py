@@ -66,7 +66,7 @@ from porter.harness.outputs import (
 from porter.program import Program, ProgramFile
 from porter.redact import redact
 from porter.results import ProgramBuild, ProgramReport, ProgramRun, RunResult
-from porter.sandbox import SandboxError
+from porter.sandbox import SandboxError, clock
 from porter.sandbox import jail as program_jail
 from porter.sandbox.jail import DEFAULT_MAX_OUTPUT, Jail, read_tail
 from porter.workflows.program_sanitizer import defect
@@ -514,7 +514,7 @@ class _Runner:
                 if (
                     rec.status == "ran" and self.repeat
                 ):  # a second run says what varies by itself (clocks, random seeds)
-                    again = self.run_one(build, chain, main, argv, n, name, repeat=True)
+                    again = self.run_one(build, chain, main, argv, n, name, repeat=True, shift_clock=True)
                     first, second = self.outputs.get(id(rec)), self.outputs.get(id(again))
                     if again.status == "ran" and first is not None and second is not None:
                         self.varies[id(rec)] = unstable(first, second, self.rule)
@@ -697,10 +697,13 @@ class _Runner:
 
     def run_one(
         self, build: ProgramBuild, chain: ProgramToolchain, main: ProgramFile, argv: list[str], n: int,
-        name: str = "", repeat: bool = False,
+        name: str = "", repeat: bool = False, shift_clock: bool = False,
     ) -> RunResult:  # fmt: skip
         """One run of `build`'s executable for `main` as ``./<name> ARGV`` (so argv[0] is the same for every
-        build) in a scratch copy of its tree.  ``repeat``: the original's second run (what varies)."""
+        build) in a scratch copy of its tree.  ``repeat``: the original's second run (what varies);
+        ``shift_clock``: that run sees the wall clock shifted (:mod:`porter.sandbox.clock`), so whatever the
+        program derives from it varies too."""
+        shift = clock.shifted(self.out / "build" / "clock") if shift_clock else None
         found = chain.device()
         if found is not None:  # its warp width: a run at another width is compared knowing it
             self.widths[build.device] = found.facts.warp_size
@@ -729,6 +732,7 @@ class _Runner:
             capture_env(Path("capture"), *self.capture_limits) if capturing else None, self.max_output,
             self.data, _data_digest(self.data),
             *((self.placement.nest, self.placement.links) if self.placement.links else ()),
+            *((clock.SHIFT_S,) if shift is not None else ()),
         )  # fmt: skip
         old = self.ledger.get(key)
         if repeat and build.resumed and (self.out / "runs" / key[:16] / "run.json").is_file():
@@ -762,6 +766,10 @@ class _Runner:
         cwd, name = _staged(copy, prog, tree, main, Path(exe), name)
         before = snapshot(copy)
         env = dict(getattr(chain, "run_env", lambda: {})())
+        if shift is not None:  # before any library the system preloads
+            env.update(shift[0])
+            if os.environ.get("LD_PRELOAD"):
+                env["LD_PRELOAD"] += " " + os.environ["LD_PRELOAD"]
         home = scratch / "home"  # HOME, TMPDIR and /tmp of the run: not compared, removed after it
         writable = [scratch / "tree"]
         if capturing:  # beside the tree, so the program's written files are not mixed with it
@@ -776,7 +784,7 @@ class _Runner:
         device = chain.device()
         on_gpu = device is not None and device.times
         # what the toolchain's runtime reads besides the system (an OpenCL ICD folder of porter's)
-        readable = (*self.data, *getattr(chain, "run_readable", lambda: [])())
+        readable = (*self.data, *getattr(chain, "run_readable", lambda: [])(), *(shift[1] if shift else ()))
         jail = Jail(tuple(map(str, writable)), readable=readable, home=str(home), gpu=on_gpu)
         ran = program_jail.run(
             [f"./{name}", *argv], jail, cwd, stdout=scratch / "stdout.txt", stderr=scratch / "stderr.txt",

@@ -263,6 +263,40 @@ def test_what_varies_between_two_runs_of_the_original_is_not_compared(tmp_path: 
     assert doc["program"]["runs"][0]["original"]["varies"] == original.varies
 
 
+def test_the_originals_second_run_sees_the_wall_clock_shifted(tmp_path: Path) -> None:
+    """A program seeding from time(0) prints the same in two runs in one second and not in the next: the
+    second run sees the wall clock nine days later (porter.sandbox.clock), so what is derived from it varies
+    every time -- here the day number and a time(0)-seeded draw -- and is left out; the rest is compared."""
+    from porter.sandbox import clock
+
+    prog = tmp_path / "seeded"
+    prog.mkdir()
+    (prog / "main.cu").write_text(
+        "#include <cstdio>\n#include <ctime>\n#include <cstdlib>\n#include <sys/time.h>\n"
+        "__global__ void twice(int* x) { x[threadIdx.x] *= 2; }\n"
+        "int main() {\n"
+        "    struct timeval t0, t1; gettimeofday(&t0, 0); srand((unsigned)time(0));\n"
+        "    int h[4] = {1, 2, 3, 4}; int* d; cudaMalloc(&d, sizeof h);\n"
+        "    cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice); twice<<<1, 4>>>(d);\n"
+        "    cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost); gettimeofday(&t1, 0);\n"
+        '    printf("day %ld\\n", (long)(time(0) / 86400));\n'
+        '    printf("draw %d\\n", rand() % 1000);\n'
+        '    printf("result %d %d %d %d\\n", h[0], h[1], h[2], h[3]);\n'
+        '    printf("took under an hour: %d\\n", (int)(t1.tv_sec - t0.tv_sec < 3600));\n'
+        "    return 0;\n}\n"
+    )
+    report = port_program([str(prog)], ["hip"], out_dir=str(tmp_path / "o"), run=cpu(""))
+    original = report.runs[0].original
+    assert original is not None
+    varies = " ".join(original.varies)
+    # the day differs by nine (the draw too, unless the two seeds' draws collide modulo 1000); durations do not
+    assert "stdout line 1 varies" in varies and "line 3" not in varies and "line 4" not in varies, varies
+    assert report.runs[0].variants[0].status == "matches"
+    assert list((tmp_path / "o" / "build" / "clock").glob("porter_clock_shift-*.so"))
+    assert clock.SHIFT_S > 86400 * 7
+    assert [p.name for p in prog.iterdir()] == ["main.cu"]  # built and run in copies
+
+
 @pytest.mark.skipif(shutil.which("make") is None, reason="the sample's own build needs make")
 def test_the_users_own_build_runs_with_porters_compiler_drivers(smooth: Path, tmp_path: Path) -> None:
     report = port_program(

@@ -45,7 +45,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>  // getpid: the cache's temporary file
+// (no <unistd.h>: a program may ship its own -- Rodinia's kmeans has a Windows shim of that name beside its
+// sources, found first through the program's -I -- so the cache's temporary file comes from mkstemp/fdopen)
 
 #include <map>
 #include <mutex>
@@ -524,14 +525,20 @@ inline void keep_program(const std::string& path, cl_program p) {
     std::vector<unsigned char> data(size);
     unsigned char* ptr = data.data();
     if (api().GetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof ptr, &ptr, nullptr) != CL_SUCCESS) return;
-    std::string tmp = path + ".tmp" + std::to_string((long)getpid());
-    FILE* f = fopen(tmp.c_str(), "wb");
-    if (f == nullptr) return;
+    std::string name = path + ".tmp.XXXXXX";
+    std::vector<char> tmp(name.begin(), name.end());
+    tmp.push_back('\0');
+    int fd = mkstemp(tmp.data());  // a name no other process writes
+    FILE* f = fd < 0 ? nullptr : fdopen(fd, "wb");
+    if (f == nullptr) {
+        if (fd >= 0) remove(tmp.data());
+        return;
+    }
     uint64_t len = size, hash = fnv1a(data.data(), size);
     bool ok = fwrite(kept_magic, 1, 8, f) == 8 && fwrite(&len, 1, 8, f) == 8 && fwrite(&hash, 1, 8, f) == 8;
     ok = ok && fwrite(data.data(), 1, size, f) == size;
     ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp.c_str(), path.c_str()) != 0) remove(tmp.c_str());  // a reader never sees half a file
+    if (!ok || rename(tmp.data(), path.c_str()) != 0) remove(tmp.data());  // a reader never sees half a file
 }
 
 inline cl_program program(const Source& src) {

@@ -845,40 +845,45 @@ def _floors_one(
     outs = [i for i in array_idx if spec.args[i].role is Role.INOUT and i not in members]
     floors: dict[str, Floor] = {}
     notes: list[str] = []
-
     unstable: dict[str, str] = {}
 
-    def measure(mine: Original, label: str, where: str) -> Floor | None:
-        """The original's spread from the capture, run as `mine`; None (with a note) when too large."""
+    def measure(mine: Original, label: str) -> tuple[Floor | None, str]:
+        """The original's spread from the capture, run as `mine` (named `label`): its floor (None: within the
+        tolerance everywhere) or why there is none, noted."""
         spread, why = _spread(rep, spec, outs, array_idx, mine)
         if why:
-            notes.append(f"{where} vs the capture on {captured_on}: no tolerance floor ({why})")
-            if TOO_FAR in why and mine.compile.flags != original.compile.flags:
-                unstable.update({physical(d.label): f"{label}: {why}" for d in fusing})
-            return None
+            notes.append(f"{label} vs the capture on {captured_on}: no tolerance floor ({why})")
+            return None, why
         kept = tuple(
             (i, spec.args[i].name, spec.args[i].dtype, d) for i, d in sorted(spread.items()) if d > 0
         )
-        return Floor(label, captured_on, kept) if kept else None
+        return (Floor(label, captured_on, kept) if kept else None), ""
 
-    ran = {physical(d.label) for d in original.devices}
-    fusing = [d for d in contracting if d.contracts and physical(d.label) not in ran]
     for device in original.devices:
         if device.checks or same_device(device.label, captured_on):
             continue
-        if (f := measure(replace(original, devices=(device,)), device.label, device.label)) is not None:
+        if (f := measure(replace(original, devices=(device,)), device.label)[0]) is not None:
             floors[physical(device.label)] = f
+    ran = {physical(d.label) for d in original.devices}
+    fusing = [d for d in contracting if d.contracts and physical(d.label) not in ran]
     source = next((d for d in original.devices if same_device(d.label, captured_on)), None)
     if fusing and source is not None and not source.contracts:
         from porter.backends import get_backend
 
         flags = get_backend(source.backend).contracting_flags(source)
-        fused = replace(original.compile, flags=(*original.compile.flags, *flags))
-        label = f"{source.label} built to contract a*b+c ({' '.join(flags)})"
-        f = measure(replace(original, devices=(source,), compile=fused), label, label) if flags else None
-        for device in fusing:
-            if f is not None:
-                floors.setdefault(physical(device.label), f)
+        if flags:
+            fused = replace(
+                original,
+                devices=(source,),
+                compile=replace(original.compile, flags=(*original.compile.flags, *flags)),
+            )
+            label = f"{source.label} built to contract a*b+c ({' '.join(flags)})"
+            f, why = measure(fused, label)
+            for device in fusing:
+                if f is not None:
+                    floors.setdefault(physical(device.label), f)
+                elif TOO_FAR in why:  # contraction alone moves the original off its capture
+                    unstable[physical(device.label)] = f"{label}: {why}"
     return replace(rep, floors=floors, spread=tuple(notes), unstable=unstable)
 
 

@@ -429,30 +429,43 @@ def _replay(
         planned: PlannedVariant,
         devices: Sequence[Device],
         replay_of: Callable[[], replaying.Replay],
+        base_of: Callable[[], replaying.Replay],
         name: str,
         original: PlannedVariant,
         again: bool = False,
-        base_of: Callable[[], replaying.Replay] | None = None,
     ) -> list[KernelReplay]:
         """The verdicts of `planned` on `devices`, reused from the previous report when its key matches
         (then the capture's arrays are not even read: `replay_of` builds the replay on first need);
         `again`: judged anew whatever the ledger holds (the original, once what its runs keep is known).
         A reused verdict whose time was contended (the GPU was not porter's alone) is timed again, at the
-        launches `base_of` (the replay without floors; `replay_of` where not given) gives: a time is
-        a measurement taken under a condition, kept only where the condition held."""
+        launches `base_of` (the replay without floors) gives: a time is a measurement taken under a
+        condition, kept only where the condition held."""
         variant, copts = planned.variant, planned.compile
         key = _key(name, planned, devices, run_keys)
         old = [] if again else ledger.rows(key)
         by_label = {d.label: d for d in devices}
+
+        def timed(rows: list[KernelReplay], rep_of: Callable[[], replaying.Replay], contended: bool) -> None:
+            """Each validated row on a device whose times mean something timed (`contended`: only those whose
+            earlier time was contended), in place."""
+            for i, row in enumerate(rows):
+                device = by_label.get(row.device)
+                if (
+                    row.status != "validated"
+                    or device is None
+                    or not timed_on(device)
+                    or (contended and not row.contended)
+                ):
+                    continue
+                when = "again (contended before)" if contended else "at a captured launch"
+                say(f"{name}: timing {variant_name(variant)} on {device.label} {when}")
+                with report.clock("timing"):
+                    rows[i] = _timed(row, planned, device, rep_of(), original)
+
         if old:
             say(f"{name}: {variant_name(variant)} replayed earlier with the same inputs; kept")
             kept = [replace(_row_from(d, key), instance=name) for d in old]
-            for i, row in enumerate(kept):
-                device = by_label.get(row.device)
-                if row.contended and row.status == "validated" and device is not None and timed_on(device):
-                    say(f"{name}: timing {variant_name(variant)} on {device.label} again (contended before)")
-                    with report.clock("timing"):
-                        kept[i] = _timed(row, planned, device, (base_of or replay_of)(), original)
+            timed(kept, base_of, contended=True)
             return kept
         rep = replay_of()
         verdicts = replaying.replay(variant, rep, devices, ValidateOptions(compile=copts, timeout_s=timeout))
@@ -467,12 +480,7 @@ def _replay(
             for v in verdicts
         ]
         rows = [_built_as_a_program(row, report) for row in rows]
-        for i, row in enumerate(rows):
-            device = by_label.get(row.device)
-            if row.status == "validated" and device is not None and timed_on(device):
-                say(f"{name}: timing {variant_name(variant)} on {device.label} at a captured launch")
-                with report.clock("timing"):
-                    rows[i] = _timed(row, planned, device, rep, original)
+        timed(rows, lambda: rep, contended=False)
         saved()
         return rows
 
@@ -553,14 +561,14 @@ def _replay(
         replay_of = functools.cache(
             functools.partial(_with_floors, built, original, las[0].device, contracting)
         )
-        rows = judged(made, on, replay_of, name, made, base_of=built)
+        rows = judged(made, on, replay_of, built, name, made)
         unsettled = ""
         if _order_dependent(rows):  # the original's own runs differ: compare by what they keep
             say(f"{name}: the original's runs differ from the capture; finding what stays the same")
             settled = replaying.settle(replay_of(), original)
             if settled.unordered or settled.compared:
                 replay_of = functools.cache(lambda settled=settled: settled)
-                rows = judged(made, on, replay_of, name, made, again=True, base_of=built)
+                rows = judged(made, on, replay_of, built, name, made, again=True)
             else:
                 unsettled = settled.unsettled
         elif any(
@@ -602,7 +610,7 @@ def _replay(
                 add(pk, n, KernelReplay(target, "", "not-replayable", why, instance=name))
                 continue
             kinds = {d.label: d.kind for d in (*on, *devices)}
-            ported = judged(port, devices, replay_of, name, made, base_of=built)
+            ported = judged(port, devices, replay_of, built, name, made)
             if any(r.status == "failed" and r.reason.startswith(COMPARED) for r in ported):
                 ported = _unstable_under_contraction(ported, replay_of().unstable)
             add(pk, n, *_originals_defect(ported, rows, kinds))

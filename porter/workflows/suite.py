@@ -80,9 +80,6 @@ class SuiteOptions:
     shared_dirs: tuple[str, ...] = ()  # with "ray": folders every node sees at the same path
     ray_accelerator: str | None = None  # with "ray": Ray's accelerator_type for programs that need a GPU
     per_gpu: int = 0  # programs pinned to one GPU at once (local) / sharing one (ray); 0: local no cap, ray 1
-    # once every program ended: the programs whose GPU timings were contended (run beside the others' GPU
-    # work) ported again, their verdicts and runs reused from their ledgers, so those timings are taken anew
-    retime: bool = True
 
 
 @dataclass
@@ -194,7 +191,7 @@ class _Runner:
         self.save()
         try:
             self.drain(self.pending)
-            again = self.contended() if self.options.retime else []
+            again = self.contended()  # ported again for their contended GPU times, the GPU now quiet
             if again:
                 self.retiming = {p.name: self.results[p.name].seconds or 0.0 for p in again}
                 self.pending = list(again)

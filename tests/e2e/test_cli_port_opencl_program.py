@@ -148,24 +148,20 @@ def test_a_kernel_in_an_included_cu_is_translated_and_matches(tmp_path: Path) ->
     )
 
 
+def _assert_the_sample_matches(src: Path, out: Path) -> None:
+    """The README sample (a copy at `src`) ported to OpenCL with its run: the program matches."""
+    r = porter("port", str(src), "--to", "opencl", "--run", "./smooth data/values.txt 4", "--out", str(out))
+    assert r.returncode == 0, r.stderr + r.stdout[-3000:]
+    assert "program verdict, opencl: matches" in r.stdout
+
+
 @needs_opencl
 def test_the_readme_sample_matches_as_an_opencl_program(tmp_path: Path) -> None:
     if not _opencl_devices():
         pytest.skip("no OpenCL device here")
     src = tmp_path / "smooth"
     shutil.copytree(SMOOTH, src, ignore=shutil.ignore_patterns("*.ported"))
-    r = porter(
-        "port",
-        str(src),
-        "--to",
-        "opencl",
-        "--run",
-        "./smooth data/values.txt 4",
-        "--out",
-        str(tmp_path / "o"),
-    )
-    assert r.returncode == 0, r.stderr + r.stdout[-3000:]
-    assert "program verdict, opencl: matches" in r.stdout
+    _assert_the_sample_matches(src, tmp_path / "o")
 
 
 @needs_opencl
@@ -178,18 +174,7 @@ def test_a_program_with_its_own_unistd_h_builds_as_an_opencl_program(tmp_path: P
     src = tmp_path / "smooth"
     shutil.copytree(SMOOTH, src, ignore=shutil.ignore_patterns("*.ported"))
     (src / "include" / "unistd.h").write_text('#error "the program\'s own unistd.h"\n', encoding="utf-8")
-    r = porter(
-        "port",
-        str(src),
-        "--to",
-        "opencl",
-        "--run",
-        "./smooth data/values.txt 4",
-        "--out",
-        str(tmp_path / "o"),
-    )
-    assert r.returncode == 0, r.stderr + r.stdout[-3000:]
-    assert "program verdict, opencl: matches" in r.stdout
+    _assert_the_sample_matches(src, tmp_path / "o")
 
 
 @needs_opencl

@@ -164,6 +164,20 @@ def test_a_spread_larger_than_a_rounding_is_no_floor(tmp_path: Path) -> None:
     assert any("no tolerance floor" in line for line in verdict.logs)
 
 
+def _contracting() -> tuple:
+    """The CPU emulator, able to build a kernel that contracts a*b+c, and the OpenCL devices whose compilers
+    contract (the checker left out); the test is skipped where either is missing."""
+    from porter.backends import get_backend
+
+    (emulator,) = _cpu()
+    if not get_backend("cpu").contracting_flags(emulator):
+        pytest.skip("this CPU has no fused multiply-add for the emulator to build with")
+    fusing = [d for d in run_devices("opencl") if d.contracts and not d.checks]
+    if not fusing:
+        pytest.skip("no OpenCL device here (pocl-opencl-icd)")
+    return emulator, fusing
+
+
 RESIDUAL = """__global__ void residual(const float* a, const float* b, const float* c, const float* d, float* y, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = a[i] * b[i] - c[i] * d[i];
@@ -186,14 +200,7 @@ def test_a_port_on_a_contracting_device_is_judged_with_the_originals_own_spread_
     (OpenCL C contracts by default): far beyond the usual tolerance of an array of magnitude 2.  The OpenCL
     port on such a device is judged with the original's own spread when the emulator builds it to contract,
     named; a port off by more than that still fails."""
-    from porter.backends import get_backend
-
-    (emulator,) = _cpu()
-    if not get_backend("cpu").contracting_flags(emulator):
-        pytest.skip("this CPU has no fused multiply-add for the emulator to build with")
-    fusing = [d for d in run_devices("opencl") if d.contracts and not d.checks]
-    if not fusing:
-        pytest.skip("no OpenCL device here (pocl-opencl-icd)")
+    emulator, fusing = _contracting()
     rng = np.random.default_rng(7)
     n = 512
     a, b = (rng.uniform(32.0, 64.0, n).astype(np.float32) for _ in range(2))
@@ -243,17 +250,10 @@ def test_an_original_that_contraction_moves_beyond_a_rounding_judges_no_port_on_
     contracted -- beyond any rounding of an array of zeros.  No floor then; a port that fails its comparison on a
     contracting device is not replayable there, naming the original's own spread (not failed), while a failure
     of another check, or on a device that does not contract, stays failed."""
-    from porter.backends import get_backend
-
     from porter.results import KernelReplay
     from porter.workflows.program_replay import _unstable_under_contraction
 
-    (emulator,) = _cpu()
-    if not get_backend("cpu").contracting_flags(emulator):
-        pytest.skip("this CPU has no fused multiply-add for the emulator to build with")
-    fusing = [d for d in run_devices("opencl") if d.contracts and not d.checks]
-    if not fusing:
-        pytest.skip("no OpenCL device here (pocl-opencl-icd)")
+    emulator, fusing = _contracting()
     rng = np.random.default_rng(11)
     a, b = (rng.uniform(32.0, 64.0, 256).astype(np.float32) for _ in range(2))
     y = a * b - b * a

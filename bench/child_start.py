@@ -5,12 +5,15 @@
 Prints the median seconds of: ``python -c pass``; importing numpy; importing the child module; the
 backend's runtime brought up (CuPy and a CUDA context for cuda); then one trivial, already-compiled
 kernel job through :func:`porter.backends.isolate.run_job` on the backend's first device, plain and
-under each of its checkers' wrappers.  What a replay costs beyond its kernel is these numbers.
+under each of its checkers' wrappers.  The start-up steps also print their CPU seconds (a job's child,
+started inside the sandbox, is not reaped by this process, so its CPU is not counted here).  What a
+replay costs beyond its kernel is these numbers.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import subprocess
 import sys
@@ -26,13 +29,20 @@ SETUP = {
 }
 
 
-def _median(cmd: list[str], repeat: int) -> float:
-    times = []
+def _children_cpu() -> float:
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
+
+
+def _median(cmd: list[str], repeat: int) -> tuple[float, float]:
+    """Median wall and CPU seconds of `cmd`."""
+    times, cpus = [], []
     for _ in range(repeat):
-        start = time.monotonic()
+        start, cpu = time.monotonic(), _children_cpu()
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         times.append(time.monotonic() - start)
-    return statistics.median(times)
+        cpus.append(_children_cpu() - cpu)
+    return statistics.median(times), statistics.median(cpus)
 
 
 def main() -> int:
@@ -51,7 +61,8 @@ def main() -> int:
         ("import the child module", "import porter.backends._child"),
         (f"{args.backend} runtime up", SETUP.get(args.backend, "pass")),
     ):
-        print(f"{label}: {_median([py, '-c', code], args.repeat):.3f} s")
+        wall, cpu = _median([py, "-c", code], args.repeat)
+        print(f"{label}: {wall:.3f} s, {cpu:.3f} CPU-s")
     backend = get_backend(args.backend)
     devices = backend.devices()
     if not devices:

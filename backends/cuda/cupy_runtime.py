@@ -9,7 +9,9 @@ the launch that caused it.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
+import os
 import tempfile
 from collections.abc import Callable, Sequence
 from functools import cache
@@ -27,6 +29,40 @@ def cupy_module() -> Any | None:
     except Exception:  # ImportError, or a CuPy built for another CUDA failing at import
         return None
     return cupy
+
+
+SPIN_ENV = "PORTER_CUDA_SPIN"  # "1": leave the driver's default (spin while waiting for the GPU)
+CU_CTX_SCHED_BLOCKING_SYNC = 0x04  # cuda.h
+
+
+@cache
+def wait_mode(index: int) -> str:
+    """How this process waits for device `index`: "blocking", or why it spins.
+
+    A CUDA context's default schedule (CU_CTX_SCHED_AUTO) spins a core while the host waits for the GPU
+    whenever the process has fewer contexts than the machine has processors -- always, for porter's
+    children.  porter times kernels with CUDA events (GPU clocks), so the host's wake-up latency never
+    enters a time; spinning only burns a core per waiting child, which on a machine porting many programs
+    at once is taken from the compilers and the other children.  So the device's primary context (the one
+    CuPy uses) is set to block on a synchronisation primitive, once per process, before CuPy creates it
+    (CUDA 11 and later also accept it after).  ``PORTER_CUDA_SPIN=1`` keeps the driver's default."""
+    if os.environ.get(SPIN_ENV, "").strip() == "1":
+        return f"spin ({SPIN_ENV}=1)"
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        set_flags = getattr(lib, "cuDevicePrimaryCtxSetFlags_v2", None) or lib.cuDevicePrimaryCtxSetFlags
+        handle = ctypes.c_int()
+        rc = lib.cuInit(0) or lib.cuDeviceGet(ctypes.byref(handle), int(index))
+        rc = rc or set_flags(handle, ctypes.c_uint(CU_CTX_SCHED_BLOCKING_SYNC))
+    except (OSError, AttributeError) as err:
+        return f"spin (the driver library: {err})"
+    return "blocking" if rc == 0 else f"spin (CUDA driver error {rc})"
+
+
+def _on(cp: Any, index: int) -> Any:
+    """``cp.cuda.Device(index)``, its context set to block while waiting (:func:`wait_mode`) first."""
+    wait_mode(int(index))
+    return cp.cuda.Device(index)
 
 
 def _version(code: int) -> str:
@@ -129,7 +165,7 @@ class CupyProgram:
         path.write_bytes(data)
         self._dynamic_limit = int(facts()["default_dynamic_shared_limit"])
         try:
-            with cp.cuda.Device(self.device_index):
+            with _on(cp, self.device_index):
                 module = cp.RawModule(path=str(path))
                 self._module = module  # for set_symbol (module globals: __constant__/__device__)
                 # bind_texture's device copies, alive as long as the module
@@ -167,7 +203,7 @@ class CupyProgram:
         synchronised; a global smaller than that is ``too_small(its size)``, any other failure `failed`."""
         cp = self._cp
         try:
-            with cp.cuda.Device(self.device_index):
+            with _on(cp, self.device_index):
                 host = contents()
                 memptr = self._module.get_global(name)
                 size = getattr(getattr(memptr, "mem", None), "size", None)
@@ -209,13 +245,13 @@ class CupyProgram:
         grid3, block3 = _dims(grid), _dims(block)
         kernel_args = _check_args(args, cp)
         try:
-            with cp.cuda.Device(self.device_index):
+            with _on(cp, self.device_index):
                 self._allow_dynamic_shared(int(shared_bytes))
                 if not timed:
                     self._kernel(grid3, block3, kernel_args, shared_mem=int(shared_bytes))
                     cp.cuda.get_current_stream().synchronize()
                     return None
-                start, end = cp.cuda.Event(), cp.cuda.Event()
+                start, end = cp.cuda.Event(block=True), cp.cuda.Event(block=True)
                 start.record()
                 self._kernel(grid3, block3, kernel_args, shared_mem=int(shared_bytes))
                 end.record()
@@ -239,7 +275,7 @@ def _cupy_or_raise() -> Any:
 def alloc(nbytes: int, index: int) -> Any:
     cp = _cupy_or_raise()
     try:
-        with cp.cuda.Device(index):
+        with _on(cp, index):
             return cp.empty(max(int(nbytes), 1), dtype=cp.uint8)
     except Exception as err:
         raise LaunchError(f"cuda: cannot allocate {nbytes} bytes: {err}") from err
@@ -248,7 +284,7 @@ def alloc(nbytes: int, index: int) -> Any:
 def to_device(array: np.ndarray, index: int) -> Any:
     cp = _cupy_or_raise()
     try:
-        with cp.cuda.Device(index):
+        with _on(cp, index):
             return cp.asarray(np.ascontiguousarray(array))
     except Exception as err:
         raise LaunchError(f"cuda: cannot copy {array.nbytes} bytes to the device: {err}") from err
@@ -259,7 +295,7 @@ def to_host(buffer: Any, dtype: Any, shape: Sequence[int]) -> np.ndarray:
     dt = np.dtype(dtype)
     count = int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
     try:
-        with cp.cuda.Device(buffer.device.id):
+        with _on(cp, buffer.device.id):
             host = cp.asnumpy(buffer)
     except Exception as err:
         raise LaunchError(f"cuda: cannot copy the buffer back to the host: {err}") from err
@@ -274,7 +310,7 @@ def to_host(buffer: Any, dtype: Any, shape: Sequence[int]) -> np.ndarray:
 def synchronize(index: int) -> None:
     cp = _cupy_or_raise()
     try:
-        with cp.cuda.Device(index):
+        with _on(cp, index):
             cp.cuda.runtime.deviceSynchronize()
     except Exception as err:
         raise LaunchError(f"cuda: device synchronize failed: {err}") from err
@@ -287,7 +323,7 @@ def flush_cache(index: int) -> None:
     """Write a buffer twice the size of L2 (size read from the device) so no timed input stays cached."""
     cp = _cupy_or_raise()
     try:
-        with cp.cuda.Device(index):
+        with _on(cp, index):
             buf = _FLUSH.get(index)
             if buf is None:
                 l2 = int(device_properties(index).get("l2CacheSize", 0)) or 64 * 1024 * 1024
@@ -317,7 +353,7 @@ def scrub_shared(index: int) -> None:
     """Fill the shared memory of every multiprocessor of device `index` with 0xFF bytes."""
     cp = _cupy_or_raise()
     try:
-        with cp.cuda.Device(index):
+        with _on(cp, index):
             entry = _SCRUB.get(index)
             if entry is None:
                 props = device_properties(index)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
+import os
+
 import numpy as np
 import pytest
 from porter.backends import Availability, CompileError, CompileOptions, LaunchError, get_backend
@@ -263,6 +266,27 @@ def test_runtime_calls_without_gpu_fail_as_data_not_crashes(cuda: CudaBackend) -
         cuda.load(binary, fake)
 
 
+def test_a_process_told_to_spin_leaves_the_cuda_default_and_one_without_a_driver_says_why(
+    monkeypatch,
+) -> None:
+    from porter.backends.cuda import cupy_runtime
+
+    monkeypatch.setenv(cupy_runtime.SPIN_ENV, "1")
+    cupy_runtime.wait_mode.cache_clear()
+    try:
+        assert cupy_runtime.wait_mode(0) == f"spin ({cupy_runtime.SPIN_ENV}=1)"
+        monkeypatch.delenv(cupy_runtime.SPIN_ENV)
+        cupy_runtime.wait_mode.cache_clear()
+        try:
+            ctypes.CDLL("libcuda.so.1")
+        except OSError:
+            assert cupy_runtime.wait_mode(0).startswith("spin (the driver library: ")
+        else:
+            assert cupy_runtime.wait_mode(0) in ("blocking", "spin (CUDA driver error 100)")  # 100: no device
+    finally:
+        cupy_runtime.wait_mode.cache_clear()
+
+
 # ----------------------------------------------------------------------------- GPU
 
 
@@ -304,6 +328,30 @@ def test_gpu_saxpy_matches_numpy_and_times(cuda: CudaBackend, gpu, output: str) 
     ms = prog(np.int32(n), np.float32(2.5), dx, dy, grid=grid, block=(256,), timed=True)
     assert isinstance(ms, float) and ms > 0.0
     cuda.synchronize(gpu)
+
+
+@pytest.mark.gpu
+def test_a_gpu_context_porter_uses_blocks_while_waiting_and_still_times_on_the_gpu(
+    cuda: CudaBackend, gpu
+) -> None:
+    """porter's children wait for the GPU without spinning a core (CU_CTX_SCHED_BLOCKING_SYNC on the
+    primary context CuPy uses), and a timed launch is still measured by events."""
+    from porter.backends.cuda import cupy_runtime
+
+    if os.environ.get(cupy_runtime.SPIN_ENV) == "1":
+        pytest.skip(f"{cupy_runtime.SPIN_ENV}=1 asks for the driver's default")
+    n = 1 << 20
+    prog = cuda.load(cuda.compile(SOURCE, "saxpy", device=gpu), gpu)
+    dx = cuda.to_device(np.ones(n, np.float32), gpu)
+    dy = cuda.to_device(np.ones(n, np.float32), gpu)
+    ms = prog(np.int32(n), np.float32(2.0), dx, dy, grid=(n // 256,), block=(256,), timed=True)
+    assert isinstance(ms, float) and ms > 0.0
+    assert cupy_runtime.wait_mode(gpu.index) == "blocking"
+    lib = ctypes.CDLL("libcuda.so.1")
+    handle, flags, active = ctypes.c_int(), ctypes.c_uint(), ctypes.c_int()
+    assert lib.cuDeviceGet(ctypes.byref(handle), gpu.index) == 0
+    assert lib.cuDevicePrimaryCtxGetState(handle, ctypes.byref(flags), ctypes.byref(active)) == 0
+    assert active.value == 1 and flags.value & 0x07 == cupy_runtime.CU_CTX_SCHED_BLOCKING_SYNC
 
 
 @pytest.mark.gpu

@@ -46,6 +46,13 @@ from porter.backends import (
 
 from porter import sandbox
 
+# What every kernel child's environment starts from (a job's own `env` wins).  A kernel child does no linear
+# algebra, yet NumPy's OpenBLAS starts a thread per processor when it is imported, and those threads spin
+# while they wait for work: on a 16-core H100 machine `import numpy` took 2.15 CPU-s in 0.23 s of wall
+# (bench/child_start.py), most of a kernel child's CPU.  One BLAS thread costs it nothing.  A user's Python
+# module (backends/pycall.py) keeps its BLAS as it is: its run is the baseline ported code is timed against.
+KERNEL_CHILD_ENV = {"OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
 
 @dataclass(frozen=True)
 class LocalBuffer:
@@ -281,7 +288,7 @@ def run_job(job: Job, timeout_s: float = 60.0) -> JobResult:
             wrapper = [part.replace("{scratch}", str(work)) for part in job.wrapper]
             cmd = [*wrapper, sys.executable, "-m", CHILD_MODULE, "job", str(job_file), str(result_dir)]
             fds = () if job.device_lock_fd is None else (job.device_lock_fd,)
-            env = {**job.env, "PORTER_PROGRESS_FILE": str(progress_file)}
+            env = {**KERNEL_CHILD_ENV, **job.env, "PORTER_PROGRESS_FILE": str(progress_file)}
             rc = _spawn(cmd, env, work, timeout_s, log_file, plan, pass_fds=fds)
         output = read_bounded(log_file)
         progress = _read_progress(progress_file)
@@ -361,7 +368,7 @@ def _start_spare(key: tuple[Any, ...], job: Job, timeout_s: float) -> spares.Spa
         str(work / "job.pkl"),
         str(work / "result"),
     ]
-    env = {**job.env, "PORTER_PROGRESS_FILE": str(work / "progress.json")}
+    env = {**KERNEL_CHILD_ENV, **job.env, "PORTER_PROGRESS_FILE": str(work / "progress.json")}
     started = _start(cmd, env, work, work / "output.log", plan, stdin=subprocess.PIPE)
     if isinstance(started, int):
         shutil.rmtree(work, ignore_errors=True)
@@ -403,7 +410,7 @@ def probe_backend(name: str, timeout_s: float = 60.0) -> Availability:
         # a probe opens GPU drivers for the first time, which fails under Landlock and seccomp
         plan = child_plan(work, "gpu", timeout_s, None, (), without=sandbox.PROBE_WITHOUT, outbox=False)
         cmd = [sys.executable, "-m", CHILD_MODULE, "probe", name, str(result_file)]
-        rc = _spawn(cmd, {}, work, timeout_s, log_file, plan)
+        rc = _spawn(cmd, dict(KERNEL_CHILD_ENV), work, timeout_s, log_file, plan)
         found = _read_json(result_file)
         output = read_bounded(log_file, head=2048, tail=2048)
     if isinstance(found, dict) and isinstance(found.get("availability"), dict):

@@ -58,6 +58,10 @@ def main() -> int:
     for label, code in (
         ("python -c pass", "pass"),
         ("import numpy", "import numpy"),
+        (
+            "import numpy, one BLAS thread (a kernel child's)",
+            "import os; os.environ['OPENBLAS_NUM_THREADS'] = '1'; import numpy",
+        ),
         ("import the child module", "import porter.backends._child"),
         (f"{args.backend} runtime up", SETUP.get(args.backend, "pass")),
     ):

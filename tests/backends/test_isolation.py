@@ -88,6 +88,19 @@ def test_exit_without_result_is_a_crash_with_output() -> None:
 
 
 @pytest.mark.integration
+def test_a_kernel_child_starts_with_one_blas_thread_unless_its_job_says_otherwise() -> None:
+    """NumPy's OpenBLAS would start a spinning thread per processor in every child (2 CPU-s each on 16 cores)."""
+    dump = ("sh", "-c", 'env > {scratch}/env.txt; exec "$@"', "sh")
+    for env, threads in (({}, "1"), ({"OPENBLAS_NUM_THREADS": "4"}, "4")):
+        result = run_job(
+            Job(backend="cpu", source="", entry="k", wrapper=dump, collect=("env.txt",), env=env), 30
+        )
+        seen = dict(line.split("=", 1) for line in result.files["env.txt"].splitlines() if "=" in line)
+        assert seen.get("OPENBLAS_NUM_THREADS") == threads, result.files["env.txt"]
+        assert seen.get("MKL_NUM_THREADS") == "1"
+
+
+@pytest.mark.integration
 def test_missing_wrapper_is_data() -> None:
     result = run_job(
         Job(backend="cpu", source="", entry="k", wrapper=("/nonexistent/checker",)), timeout_s=30

@@ -197,6 +197,7 @@ def test_the_reference_runs_sandboxed_and_an_example_gives_the_sizes(tmp_path) -
 
 
 @pytest.mark.gpu
+@pytest.mark.timeout(900)  # 237 s alone on an H100: past the 200 s the gpu runs give each test
 def test_on_an_nvidia_gpu_the_lifted_kernels_validate_and_the_module_runs_through_cupy(tmp_path) -> None:
     shutil.copy(PATTERNS, tmp_path / "lift_patterns.py")
     r = porter("lift", str(tmp_path / "lift_patterns.py"), "--json")

@@ -32,7 +32,7 @@ began = time.time()
 time.sleep(0.6)
 with open(os.path.join(out, "ran.json"), "w") as fh:
     json.dump({"gpu": os.environ.get("CUDA_VISIBLE_DEVICES"), "began": began, "ended": time.time(),
-               "spares": os.environ.get("PORTER_SPARES")}, fh)
+               "spares": os.environ.get("PORTER_SPARES"), "blas": os.environ.get("OPENBLAS_NUM_THREADS")}, fh)
 """
 
 
@@ -109,6 +109,7 @@ def test_programs_side_by_side_start_no_spare_children_unless_the_user_says(
     """Programs sharing the machine's cores (-j > 1) get PORTER_SPARES=0: a spare warmed ahead of its job only
     pays where cores would idle; one program at a time keeps porter's default, and a user's value wins."""
     monkeypatch.delenv("PORTER_SPARES", raising=False)
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
     suite = load_suite(_suite(two_gpus, {"a": "cpu-runtime", "b": "cpu-runtime"}))
     command = (sys.executable, str(two_gpus / "port.py"))
     run_suite(suite, SuiteOptions(two_gpus / "side", jobs=2, command=command))
@@ -118,3 +119,18 @@ def test_programs_side_by_side_start_no_spare_children_unless_the_user_says(
     monkeypatch.setenv("PORTER_SPARES", "2")
     run_suite(suite, SuiteOptions(two_gpus / "asked", jobs=2, command=command))
     assert [_ran(two_gpus / "asked", n)["spares"] for n in "ab"] == ["2", "2"]
+
+
+def test_a_suites_porter_processes_get_one_blas_thread_unless_the_user_chose(
+    two_gpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OpenBLAS's idle threads spin: a thread per core in each program's porter process is pure cost."""
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    suite = load_suite(_suite(two_gpus, {"a": "cpu-runtime", "b": "cpu-runtime"}))
+    command = (sys.executable, str(two_gpus / "port.py"))
+    for jobs in (1, 2):
+        run_suite(suite, SuiteOptions(two_gpus / f"j{jobs}", jobs=jobs, command=command))
+        assert [_ran(two_gpus / f"j{jobs}", n)["blas"] for n in "ab"] == ["1", "1"]
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "8")
+    run_suite(suite, SuiteOptions(two_gpus / "mine", jobs=2, command=command))
+    assert [_ran(two_gpus / "mine", n)["blas"] for n in "ab"] == ["8", "8"]

@@ -128,11 +128,11 @@ def test_every_output_with_a_kernel_is_built_and_a_broken_one_is_failed(smooth: 
 @pytest.mark.integration
 def test_a_rerun_keeps_build_verdicts_whose_inputs_are_the_same_and_rebuilds_the_rest(smooth: Path) -> None:
     out = smooth.parent / "again"
-    first = port_program([str(smooth)], out_dir=str(out))
+    first = port_program([str(smooth)], ["hip"], out_dir=str(out))
     built = {f.path: f.targets for f in first.files}["src/main.cu"]
     if built["hip"].status != "compiled":
         pytest.skip(f"the HIP unit is not built here: {built['hip'].reason}")
-    second = port_program([str(smooth)], out_dir=str(out))
+    second = port_program([str(smooth)], ["hip"], out_dir=str(out))
     kept = {f.path: f.targets for f in second.files}["src/main.cu"]
     assert kept["hip"].resumed and kept["hip"].status == "compiled" and kept["hip"].key == built["hip"].key
     doc = json.loads((out / "report.json").read_text())
@@ -140,12 +140,12 @@ def test_a_rerun_keeps_build_verdicts_whose_inputs_are_the_same_and_rebuilds_the
     assert main["targets"]["hip"]["resumed"] is True and main["targets"]["hip"]["key"]
     header = smooth / "include" / "smooth_kernels.cuh"
     header.write_text(header.read_text().replace("scale * in[i] + offset", "scale * in[i] - offset"))
-    third = port_program([str(smooth)], out_dir=str(out))
+    third = port_program([str(smooth)], ["hip"], out_dir=str(out))
     redone = {f.path: f.targets for f in third.files}["src/main.cu"]
     assert (
         not redone["hip"].resumed and redone["hip"].key != built["hip"].key
     )  # an edited header: built again
-    fresh = port_program([str(smooth)], out_dir=str(out), fresh=True)
+    fresh = port_program([str(smooth)], ["hip"], out_dir=str(out), fresh=True)
     assert not {f.path: f.targets for f in fresh.files}["src/main.cu"]["hip"].resumed
 
 

@@ -9,6 +9,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from porter.report import suite_view
 from porter.workflows.suite import STATE_DIR, SuiteHooks, SuiteOptions, run_suite
 from porter.workflows.suite_file import load_suite
@@ -58,3 +60,69 @@ def test_programs_with_contended_gpu_times_are_ported_again_after_the_rest(tmp_p
     again = run_suite(load_suite(tmp_path / "suite.toml"), SuiteOptions(out, jobs=2, command=options.command))
     assert {p.status for p in again.programs} == {"resumed"}
     assert len(json.loads((out / "busy" / "ports.json").read_text())) == 2
+
+
+TIMED = """import json, os, sys, time
+from porter import signing
+from porter.results import SCHEMAS
+out = sys.argv[sys.argv.index("--out") + 1]
+os.makedirs(out, exist_ok=True)
+ports = os.path.join(out, "ports.json")
+seen = json.load(open(ports)) if os.path.exists(ports) and "--fresh" not in sys.argv else []
+began = time.time()
+time.sleep(0.4)
+seen.append([began, time.time(), os.environ.get("CUDA_VISIBLE_DEVICES")])
+json.dump(seen, open(ports, "w"))
+first = len(seen) == 1
+row = {"variant": "hip", "device": "cuda:GPU", "status": "validated", "reason": "ok", "instance": "k",
+       "time_ms": 0.5, "contended": "contended: other processes used cuda:GPU: 7 python3" if first else ""}
+doc = {"schema": SCHEMAS["program"], "complete": True, "kernels": [{"name": "k", "replays": [row]}]}
+open(os.path.join(out, "report.json"), "w").write(signing.sign_json_text(json.dumps(doc)))
+"""
+
+
+# two GPUs, as nvidia-smi lists them (what porter.backends.gpu_slots reads)
+SMI = """#!/bin/sh
+case "$*" in
+  *--query-gpu=index,uuid,pci.bus_id,name*)
+    printf '0, GPU-aaaa, 00000000:1B:00.0, NVIDIA H200\\n1, GPU-bbbb, 00000000:43:00.0, NVIDIA H200\\n' ;;
+  *) exit 9 ;;
+esac
+"""
+
+
+@pytest.mark.parametrize("gpus", [0, 2])
+def test_the_programs_timed_again_run_one_per_gpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpus: int
+) -> None:
+    """Side by side, one program's timing children load their kernels on the GPU while another's time: the
+    pass that takes contended times again runs the programs one per GPU (one at a time where none can be
+    pinned), while the first pass ran them side by side."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    if gpus:
+        (tools / "nvidia-smi").write_text(SMI, encoding="utf-8")
+        (tools / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", str(tools))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    (tmp_path / "src").mkdir()
+    names = ["a", "b", "c", "d"]
+    text = 'root = "src"\n' + "".join(f'\n[programs.{n}]\npath = "."\nruns = [""]\n' for n in names)
+    (tmp_path / "suite.toml").write_text(text, encoding="utf-8")
+    (tmp_path / "port.py").write_text(TIMED, encoding="utf-8")
+    out = tmp_path / "out"
+    options = SuiteOptions(out, jobs=4, fresh=True, command=(sys.executable, str(tmp_path / "port.py")))
+    report = run_suite(load_suite(tmp_path / "suite.toml"), options)
+    assert {p.name: p.timed_again for p in report.programs} == dict.fromkeys(names, 1)
+    spans = [json.loads((out / n / "ports.json").read_text()) for n in names]
+
+    def most_at_once(runs: list[list]) -> int:
+        return max(sum(1 for other in runs if other[0] <= run[0] < other[1]) for run in runs)
+
+    assert most_at_once([s[0] for s in spans]) > max(gpus, 1)  # the first ports: side by side (-j 4)
+    again = [s[1] for s in spans]
+    assert most_at_once(again) <= max(gpus, 1), again
+    for run in again:  # two ported again at once are never on one GPU
+        beside = [o for o in again if o is not run and o[0] <= run[0] < o[1]]
+        assert all(o[2] != run[2] for o in beside), again
+    assert {s[1][2] for s in spans} == ({"GPU-aaaa", "GPU-bbbb"} if gpus else {None})

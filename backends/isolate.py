@@ -45,13 +45,10 @@ from porter.backends import (
 )
 
 from porter import sandbox
+from porter.sandbox.environment import ONE_BLAS_THREAD
 
-# What every kernel child's environment starts from (a job's own `env` wins).  A kernel child does no linear
-# algebra, yet NumPy's OpenBLAS starts a thread per processor when it is imported, and those threads spin
-# while they wait for work: on a 16-core H100 machine `import numpy` took 2.15 CPU-s in 0.23 s of wall
-# (bench/child_start.py), most of a kernel child's CPU.  One BLAS thread costs it nothing.  A user's Python
-# module (backends/pycall.py) keeps its BLAS as it is: its run is the baseline ported code is timed against.
-KERNEL_CHILD_ENV = {"OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+# What every kernel child's environment starts from (a job's own `env` wins): one BLAS thread.
+KERNEL_CHILD_ENV = dict(ONE_BLAS_THREAD)
 
 
 @dataclass(frozen=True)

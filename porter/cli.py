@@ -17,6 +17,7 @@ import typer
 
 from porter import __version__, tempdirs
 from porter.errors import PorterError, UsageError
+from porter.sandbox.environment import one_blas_thread
 
 app = typer.Typer(
     name="porter",
@@ -1371,6 +1372,7 @@ def main() -> None:
             reconfigure(errors="surrogateescape")
     install_signal_handlers()
     show_input_warnings()
+    one_blas_thread()  # before NumPy is imported: porter's own NumPy does no linear algebra
     tempdirs.start()  # leftovers of killed porters removed; this run's temporary files in one folder
     try:
         code = app(standalone_mode=False)  # click returns typer.Exit's code instead of raising it

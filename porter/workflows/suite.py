@@ -48,9 +48,9 @@ from typing import IO, Any
 
 from porter import signing
 from porter.backends import GpuSlot, gpu_slots, spares
-from porter.backends.isolate import KERNEL_CHILD_ENV
 from porter.errors import UsageError
 from porter.harness.contention import LOCKS_ENV
+from porter.sandbox.environment import ONE_BLAS_THREAD
 from porter.suite_report import SuiteProgramResult, SuiteProgress, SuiteReport, contended_timings
 from porter.workflows.resume import key_of, load_report, sha, write_atomic
 from porter.workflows.suite_file import Suite, SuiteProgram
@@ -126,14 +126,13 @@ def check_out(out: Path, suite: Suite) -> None:
 
 def shared_machine_env(shared: bool) -> dict[str, str]:
     """What a suite adds to the environment of its programs' porter processes, where the user has not set
-    the variable: one BLAS thread (porter's own NumPy does no linear algebra worth a thread per core, and
-    OpenBLAS's idle threads spin: 2 CPU-s per process on a 16-core machine, as in every kernel child:
-    ``KERNEL_CHILD_ENV``); and, for programs that share a machine's cores (`shared`: several at once here,
-    or a Ray node's tasks), ``PORTER_SPARES=0``.  One program alone warms children ahead of its jobs so
+    the variable: one BLAS thread (``ONE_BLAS_THREAD``: OpenBLAS's idle threads spin, 2 CPU-s per process on
+    a 16-core machine); and, for programs that share a machine's cores (`shared`: several at once here, or a
+    Ray node's tasks), ``PORTER_SPARES=0``.  One program alone warms children ahead of its jobs so
     they overlap its serial work; programs side by side keep the cores busy already, and there an unused
     spare is pure cost -- measured on an H100 (16 cores), matrixMul ported alone spent 82 of its 179 CPU
     seconds in 32 spares for 18 jobs (bench/cpu_breakdown.py)."""
-    wanted = {**KERNEL_CHILD_ENV, **({spares.ENV: "0"} if shared else {})}
+    wanted = {**ONE_BLAS_THREAD, **({spares.ENV: "0"} if shared else {})}
     return {name: value for name, value in wanted.items() if name not in os.environ}
 
 

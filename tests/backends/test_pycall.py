@@ -80,6 +80,24 @@ def test_calls_are_positional_as_a_user_makes_them_and_their_warnings_come_back(
 
 
 @pytest.mark.integration
+def test_a_users_module_keeps_its_blas_threads_while_porters_own_code_has_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The module's run is the baseline a port is timed against: porter's one BLAS thread is not imposed on it."""
+    from porter.sandbox.environment import ONE_BLAS_THREAD, one_blas_thread
+
+    for name in ONE_BLAS_THREAD:
+        monkeypatch.delenv(name, raising=False)
+    one_blas_thread()  # as porter's command line does for its own process
+    module = tmp_path / "blas.py"
+    module.write_text(
+        "import os\ndef threads():\n    return os.environ.get('OPENBLAS_NUM_THREADS', 'unset')\n"
+    )
+    (r,) = run_calls(str(module), [Call("threads", {})], 30.0).results
+    assert r.ok and r.returned == "unset", r
+
+
+@pytest.mark.integration
 def test_the_modules_child_gets_a_scrubbed_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

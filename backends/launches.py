@@ -29,6 +29,7 @@ build launches it uncaptured.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -39,7 +40,6 @@ from typing import Any, Protocol
 
 from porter.files import decode_text, encode_text
 from porter.includes import HEADER_SUFFIXES, SOURCE_SUFFIXES
-from porter.scan.cexpr import TYPE_WORDS
 
 
 class Sourced(Protocol):
@@ -342,10 +342,16 @@ def kernel_names(texts: Iterable[str]) -> tuple[set[str], set[str]]:
     return set(signatures), deduced
 
 
-_TYPE_WORDS = TYPE_WORDS | frozenset(  # a parameter's type words beyond the builtin types
-    ["const", "volatile", "size_t", "__restrict__", "restrict", "int8_t", "int16_t", "int32_t", "int64_t",
-     "uint8_t", "uint16_t", "uint32_t", "uint64_t"]
-)  # fmt: skip
+@functools.cache
+def _type_words() -> frozenset[str]:
+    """A parameter's type words: the builtin types and these.  (porter.scan is imported here, not at the top:
+    a kernel child loads this module through the CPU emulator's and never parses a parameter.)"""
+    from porter.scan.cexpr import TYPE_WORDS
+
+    return TYPE_WORDS | frozenset(
+        ["const", "volatile", "size_t", "__restrict__", "restrict", "int8_t", "int16_t", "int32_t", "int64_t",
+         "uint8_t", "uint16_t", "uint32_t", "uint64_t"]
+    )  # fmt: skip
 
 
 def _param_type(param: str) -> str:
@@ -353,7 +359,7 @@ def _param_type(param: str) -> str:
     tokens = re.findall(r"[A-Za-z_]\w*|\S", param.split("=", 1)[0])
     while tokens and tokens[-1] == "]" and "[" in tokens:  # an array declarator: its extent is the type's
         tokens = tokens[: len(tokens) - 1 - tokens[::-1].index("[")]
-    if len(tokens) > 1 and re.fullmatch(r"[A-Za-z_]\w*", tokens[-1]) and tokens[-1] not in _TYPE_WORDS:
+    if len(tokens) > 1 and re.fullmatch(r"[A-Za-z_]\w*", tokens[-1]) and tokens[-1] not in _type_words():
         tokens = tokens[:-1]
     return "".join(tokens)
 

@@ -698,13 +698,13 @@ def _run_calls(calls_file: str, result_dir: str) -> int:
 def main(argv: list[str]) -> int:
     faulthandler.enable()
     _line_buffer_c_stdio()
-    if len(argv) == 3 and argv[0] == "job":
+    if len(argv) in (3, 4) and argv[0] == "job":  # a 4th: the job's tag for the process list (isolate._tag)
         job = _read_job(argv[1])
         if job is None:
             return 2
         warm_up(job)
         return _run(job, argv[2])
-    if len(argv) == 4 and argv[0] == "serve":  # a spare (porter.backends.spares): warm up, wait, run
+    if len(argv) in (4, 5) and argv[0] == "serve":  # a spare (porter.backends.spares): warm up, wait, run
         warm = _read_job(argv[1])
         if warm is None:
             return 2
@@ -726,7 +726,7 @@ def main(argv: list[str]) -> int:
         _write_json(Path(argv[2]), {"error": refused} if refused else _probe(argv[1]))
         return 0
     print(
-        "usage: python -m porter.backends._child job JOB RESULT_DIR | serve WARM JOB RESULT_DIR"
+        "usage: python -m porter.backends._child job JOB RESULT_DIR [TAG] | serve WARM JOB RESULT_DIR [TAG]"
         " | probe NAME RESULT | calls CALLS RESULT_DIR",
         file=sys.stderr,
     )

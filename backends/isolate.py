@@ -283,7 +283,16 @@ def run_job(job: Job, timeout_s: float = 60.0) -> JobResult:
             kind = job.device.kind if job.device is not None else None
             plan = child_plan(work, kind, timeout_s, job.memory_limit_mb, job.options.include_dirs)
             wrapper = [part.replace("{scratch}", str(work)) for part in job.wrapper]
-            cmd = [*wrapper, sys.executable, "-m", CHILD_MODULE, "job", str(job_file), str(result_dir)]
+            cmd = [
+                *wrapper,
+                sys.executable,
+                "-m",
+                CHILD_MODULE,
+                "job",
+                str(job_file),
+                str(result_dir),
+                _tag(job),
+            ]
             fds = () if job.device_lock_fd is None else (job.device_lock_fd,)
             env = {**KERNEL_CHILD_ENV, **job.env, "PORTER_PROGRESS_FILE": str(progress_file)}
             rc = _spawn(cmd, env, work, timeout_s, log_file, plan, pass_fds=fds)
@@ -364,6 +373,7 @@ def _start_spare(key: tuple[Any, ...], job: Job, timeout_s: float) -> spares.Spa
         str(warm),
         str(work / "job.pkl"),
         str(work / "result"),
+        _tag(job),
     ]
     env = {**KERNEL_CHILD_ENV, **job.env, "PORTER_PROGRESS_FILE": str(work / "progress.json")}
     started = _start(cmd, env, work, work / "output.log", plan, stdin=subprocess.PIPE)
@@ -372,6 +382,13 @@ def _start_spare(key: tuple[Any, ...], job: Job, timeout_s: float) -> spares.Spa
         return None
     proc, log, plan = started
     return spares.Spare(key, work, proc, log, plan)
+
+
+def _tag(job: Job) -> str:
+    """What the child's command line says of its job, for a reader of the process list (bench/cpu_breakdown.py
+    sums CPU by it): the backend and the kind of device, ``cuda/gpu``, ``opencl/cpu``, ``cpu/emulator``,
+    ``hip/compile``.  The child ignores it."""
+    return f"{job.backend}/{job.device.kind if job.device is not None else 'compile'}"
 
 
 def _go(spare: spares.Spare) -> None:

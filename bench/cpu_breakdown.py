@@ -36,10 +36,15 @@ KINDS = [  # (kind, pattern over the command line)
 HZ = os.sysconf("SC_CLK_TCK")
 
 
+# a kernel child's tag, the last word of its command line (backends/isolate.py _tag): backend/device kind
+TAG = re.compile(r"porter\.backends\._child (?:job|serve) .* (\w+/\w+)$")
+
+
 def kind_of(cmdline: str) -> str:
     for kind, pattern in KINDS:
         if re.search(pattern, cmdline):
-            return kind
+            tag = TAG.search(cmdline) if kind.startswith("kernel child") else None
+            return f"{kind[:-1]}, {tag.group(1)})" if tag else kind
     return "other: " + (cmdline.split()[0].rsplit("/", 1)[-1] if cmdline.split() else "?")
 
 

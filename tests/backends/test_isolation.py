@@ -101,6 +101,18 @@ def test_a_kernel_child_starts_with_one_blas_thread_unless_its_job_says_otherwis
 
 
 @pytest.mark.integration
+def test_a_kernel_childs_command_line_ends_with_its_backend_and_device_kind() -> None:
+    """What bench/cpu_breakdown.py sums a suite's CPU by: cuda/gpu, opencl/cpu, cpu/emulator, hip/compile."""
+    dump = ("sh", "-c", 'echo "$@" > {scratch}/cmd.txt; exec "$@"', "sh")
+    emulator = get_backend("cpu").devices()[0]
+    for device, tag in ((emulator, "cpu/emulator"), (None, "cpu/compile")):
+        result = run_job(
+            Job(backend="cpu", source="", entry="k", device=device, wrapper=dump, collect=("cmd.txt",)), 30
+        )
+        assert result.files["cmd.txt"].split()[-1] == tag, result.files
+
+
+@pytest.mark.integration
 def test_missing_wrapper_is_data() -> None:
     result = run_job(
         Job(backend="cpu", source="", entry="k", wrapper=("/nonexistent/checker",)), timeout_s=30

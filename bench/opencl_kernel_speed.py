@@ -28,7 +28,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from corpus_inputs import prepare  # noqa: E402  (bench/ is no package)
+from corpus_inputs import placed, prepare  # noqa: E402  (bench/ is no package)
 
 GLOBAL = re.compile(r"__global__")
 
@@ -87,7 +87,12 @@ def program_rows(
     """Capture one program and bench each of its kernel files; one row per (kernel, backend result)."""
     corpus, work = Path(args.corpus), Path(args.work)
     folder = corpus / entry["path"]
-    runs, data = prepare(name, entry, Path(args.inputs or work / "inputs"), args.gpu_sizes)
+    inputs = Path(args.inputs or work / "inputs")
+    runs, data = prepare(name, entry, inputs, args.gpu_sizes)
+    # a program that opens its input beside the folder it runs in (srad_v1, dwt2d): a copy with the input placed
+    moved = placed(name, entry, corpus, inputs, args.gpu_sizes)
+    if moved is not None:
+        folder, data = moved
     includes = [x for inc in entry.get("include", []) for x in ("-I", str(corpus / inc))]
     cap = work / f"{name}.cap"
     cmd = [*porter, "capture", str(folder), "--out", str(cap), "--toolchain", args.toolchain, "--json"]

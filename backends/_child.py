@@ -367,7 +367,7 @@ def shared_buffer(
 
 
 # Devices whose buffers are this process's memory: they get guard zones (porter.backends.guards).
-HOST_MEMORY_KINDS = ("cpu", "emulator")
+HOST_MEMORY_KINDS = guards.HOST_MEMORY_KINDS
 
 
 def _arm_guards(job: Job, result: JobResult) -> None:
@@ -376,7 +376,7 @@ def _arm_guards(job: Job, result: JobResult) -> None:
     if job.device is None or job.device.kind not in HOST_MEMORY_KINDS:
         return
     try:
-        why = guards.arm(Path.cwd())
+        why = guards.arm(Path.cwd(), readable=job.readable_guards)
     except Exception as err:  # noqa: BLE001 - zones or not, the job runs; the parent sees a plain crash
         why = _one_line(err)
     if why:

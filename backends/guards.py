@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+HOST_MEMORY_KINDS = ("cpu", "emulator")  # the devices whose buffers are host memory: the zones guard them
 PAGE = mmap.PAGESIZE
 ALIGN = 256  # what cudaMalloc guarantees; kernels that cast to float4 rely on more than the element's
 ZONE_MIN = 1 << 20  # inaccessible bytes on each side of a buffer, at least ...
@@ -89,6 +90,7 @@ int porter_fault_install(int fd) {
 # ------------------------------------------------------------------------------- the child's side
 
 _armed = False
+_readable = 0  # arm(readable=B): the zones hold the byte B and may be read (writes still fault); 0: no access
 _tag: str | None = None
 _live: dict[int, tuple[str, int, int, int]] = {}  # data address -> (tag, bytes, zone start, zone end)
 _keep: list[Any] = []  # the loaded handler library
@@ -149,9 +151,14 @@ def host_bytes(nbytes: int) -> np.ndarray:
     start = ctypes.addressof(anchor)
     del anchor  # the mapping can be unmapped once the array below is gone
     libc = _libc()
-    if libc.mprotect(start, zone, PROT_NONE) or libc.mprotect(start + zone + pages, zone, PROT_NONE):
-        return np.empty(nbytes, dtype=np.uint8)  # memory as before rather than no memory
     offset = zone + pages - span
+    protection = PROT_NONE
+    if _readable:  # what a read out of bounds finds: the pattern, in the zones and the slack around the data
+        ctypes.memset(start, _readable, offset)
+        ctypes.memset(start + offset + nbytes, _readable, zone + pages - offset - nbytes + zone)
+        protection = mmap.PROT_READ
+    if libc.mprotect(start, zone, protection) or libc.mprotect(start + zone + pages, zone, protection):
+        return np.empty(nbytes, dtype=np.uint8)  # memory as before rather than no memory
     data = start + offset
     if _tag is not None:
         _live[data] = (_tag, nbytes, start, start + zone + pages + zone)
@@ -205,12 +212,16 @@ def _handler_library(scratch: Path) -> bytes | str:
     return data
 
 
-def arm(scratch: Path) -> str:
+def arm(scratch: Path, readable: int = 0) -> str:
     """Give every later buffer of this process guard zones, and report a fault's address in
     ``scratch/FAULT_FILE``: "" when both are in place, else why the address is not reported (the zones
-    are in place regardless).  Porter's code, run before the kernel is loaded."""
-    global _armed
+    are in place regardless).  Porter's code, run before the kernel is loaded.  `readable` (a byte, 1-255):
+    the zones, and the slack before each buffer, hold that byte and may be read -- a write there still faults
+    -- so that a kernel reading out of bounds runs on, and two runs with two bytes tell whether what it
+    reads there changes its result (Job.readable_guards)."""
+    global _armed, _readable
     _armed = True
+    _readable = int(readable) & 0xFF
     if _keep:
         return ""
     built = _handler_library(scratch)

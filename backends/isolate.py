@@ -178,6 +178,11 @@ class Job:
     # exited, beyond the block) read a poison pattern instead of 0 (CpuProgram.set_undefined_lanes): the
     # run that tells whether a result depends on them (porter.harness.checks.check_defined).
     poison_undefined_lanes: bool = False
+    # On a host-memory device (the CPU emulator, an OpenCL CPU device): the guard zones around its buffers hold
+    # this byte and may be read, a write there still faults (0: no access at all, a read is a guard hit).  Two
+    # runs with two bytes tell whether a kernel that reads out of bounds computes a result that depends on what
+    # it reads there (porter.harness.validate: srad's read of J[-cols] that it overwrites).
+    readable_guards: int = 0
     # An open file descriptor of the parent's, passed to the child under the same number: the lock file of
     # the job's device (porter.backends.device_locks, opened by porter.harness.contention).  A timing child
     # holds it from its kernel's load to its last timed launch, so the compiles and context set-ups of

@@ -973,6 +973,18 @@ def _merged(mine: Sequence[Verdict], theirs: Sequence[Verdict]) -> list[Verdict]
     return [*out, *by_device.values()]
 
 
+def _reads_past_said(v: Verdict) -> str:
+    """What a validated verdict adds when its kernel read out of bounds without its outputs depending on it
+    (porter.harness.validate._read_past): the read, from its log line; "" otherwise."""
+    from porter.harness.validate import OUT_OF_BOUNDS_READS
+
+    if OUT_OF_BOUNDS_READS not in v.checks:
+        return ""
+    line = next((x for x in v.logs if "reads out of bounds (" in x), "")
+    read = line.split("reads out of bounds (", 1)[1].split(")", 1)[0] if line else "an array"
+    return f"; it reads out of bounds ({read}), and its outputs do not depend on what it reads there"
+
+
 def _judged(
     variant: Variant, rep: Replay, devices: Sequence[Device], options: ValidateOptions
 ) -> list[Verdict]:
@@ -1007,7 +1019,9 @@ def _judged(
         said += "; " + "; ".join(rep.typed)
     named = tuple(f"compared:{c}" for c in (*rep.compared, *rep.typed))
     verdicts = [
-        replace(v, reason=said, checks=(*v.checks, *named)) if v.status is Status.VALIDATED else v
+        replace(v, reason=said + _reads_past_said(v), checks=(*v.checks, *named))
+        if v.status is Status.VALIDATED
+        else v
         for v in verdicts
     ]
     if rep.compared:  # a failure says which comparison it was judged by, whatever check failed

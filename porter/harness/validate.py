@@ -27,6 +27,7 @@ seeded trials:
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -34,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from porter.backends import Device, get_backend
+from porter.backends.guards import HOST_MEMORY_KINDS
 from porter.backends.isolate import Job, JobResult, prestart, run_job
 from porter.harness.checkers import CHECKER_LOG, checker_findings, sanitizer_pass
 from porter.harness.checks import (
@@ -213,6 +215,67 @@ def _poisoned_lanes(
     return Undefined(first, failed=job_failure("the variant", res, label).reason)
 
 
+# The bytes a kernel that reads out of bounds finds there in its two runs again (Job.readable_guards): all ones
+# (NaN as a float, -1 as an integer: what a NaN-propagating or sign-sensitive use shows) and a large finite
+# positive value (0x5A5A5A5A: 1.5e16 as a float).
+READABLE_BYTES = (0xFF, 0x5A)
+OUT_OF_BOUNDS_READS = (
+    "out-of-bounds-reads"  # a validated verdict's check: such reads, and outputs that ignore them
+)
+
+
+def _read_past(job: Job, res: JobResult, who: str, label: str, timeout_s: float) -> tuple[JobResult, str]:
+    """A job the guard zone stopped at a read (on a host-memory device: the CPU emulator, an OpenCL CPU device),
+    run twice again with the zones readable and holding each of READABLE_BYTES.  When both runs end and give
+    the same outputs, what the kernel reads out of bounds does not reach its result (srad reads J[-cols] into
+    a shared array and overwrites it): the first of them, and a sentence for the log.  Otherwise the stop,
+    raised as the guard failure it is, saying why the outputs cannot be used.  Any other result as it was."""
+    hit = res.guard
+    read = res.stage == "guard" and hit is not None and hit.access == "read"
+    # a segmentation fault on a host-memory device that porter could not place (Intel's OpenCL runtime takes
+    # the signal first): readable zones show whether it was a read of them
+    unplaced = (
+        res.stage == "crash"
+        and res.returncode in (-signal.SIGSEGV, 128 + signal.SIGSEGV)
+        and job.device is not None
+        and job.device.kind in HOST_MEMORY_KINDS
+    )
+    if res.ok or not (read or unplaced):
+        return res, ""
+    again = [run_job(replace(job, readable_guards=byte), timeout_s) for byte in READABLE_BYTES]
+    if unplaced:
+        if not all(r.ok for r in again):
+            return res, ""  # not (only) a read of the zones: the crash as it was
+        hit = None
+    stop = job_failure(who, res, label)
+    if not all(r.ok and len(r.outputs) == len(again[0].outputs) for r in again):
+        failed = next(r for r in again if not r.ok)
+        raise Reject(
+            stop.check,
+            f"{stop.reason[:-1]}; with the bytes there readable it still fails: {failed.error})",
+            res.log,
+        )
+    for run_a, run_b in zip(again[0].outputs, again[1].outputs, strict=True):
+        for k, (a, b) in enumerate(zip(run_a, run_b, strict=True)):
+            if a.tobytes() != b.tobytes():
+                raise Reject(
+                    stop.check,
+                    f"{stop.reason[:-1]}; its outputs depend on what it reads there: array output {k + 1} differs "
+                    f"between the bytes 0x{READABLE_BYTES[0]:02X} and 0x{READABLE_BYTES[1]:02X})",
+                    res.log,
+                )
+    if hit is None:
+        where = "into a guard zone, where the device's runtime took the fault before porter could place it"
+    else:
+        side = "before its first element" if hit.element < 0 else f"past its {hit.length} elements"
+        where = f"{hit.argument}[{hit.element}] {side}"
+    note = (
+        f"{label}: reads out of bounds ({where}); its outputs are the same with the bytes there "
+        f"0x{READABLE_BYTES[0]:02X} and 0x{READABLE_BYTES[1]:02X}: they do not depend on it"
+    )
+    return again[0], note
+
+
 def _validate_on(
     variant: Variant,
     spec: KernelSpec,
@@ -304,6 +367,15 @@ def _validate_on(
                             )
                     toolchain = toolchain or res.toolchain
                     compiled = compiled or res.stage not in ("compile", "unavailable")
+                    if not checker:
+                        executed = (
+                            executed or res.stage == "guard"
+                        )  # it ran (past an array), whatever follows
+                        res, note = _read_past(job, res, "the variant", label, opts.timeout_s)
+                        if note:
+                            logs.append(note)
+                            if OUT_OF_BOUNDS_READS not in checks:
+                                checks.append(OUT_OF_BOUNDS_READS)
                     if not res.ok:
                         # a write onto a guard page: it ran, and ran wrong (like a poisoned guard touched)
                         executed = executed or res.stage == "guard"

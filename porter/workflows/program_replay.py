@@ -44,6 +44,7 @@ from porter.backends import SOURCE_DIALECT, Device
 from porter.errors import UsageError
 from porter.harness import replay as replaying
 from porter.harness.trial import ValidateOptions
+from porter.harness.validate import OUT_OF_BOUNDS_READS
 from porter.model import Kernel, Status, Variant, Verdict
 from porter.plan import PlannedVariant, Refusal
 from porter.results import KernelReplay, ProgramKernel, ProgramReport
@@ -677,6 +678,11 @@ def _originals_defect(
     still fails."""
     kinds = kinds or {}
     theirs = {f: r for r in original if r.status == "failed" and (f := _finding(r.reason))}
+    # the original reads out of bounds where its outputs do not depend on it (validated, the read named): a
+    # checker that stops a port at a read out of bounds meets the defect the port keeps
+    harmless = next(
+        (r for r in original if r.status == "validated" and OUT_OF_BOUNDS_READS in r.checks), None
+    )
     ran = {r.device for r in original if r.device}
     failed = [r for r in original if r.status == "failed" and r.device]
     out = []
@@ -699,6 +705,23 @@ def _originals_defect(
                 ),
                 None,
             )
+        if (
+            same is None
+            and row.status == "failed"
+            and harmless is not None
+            and _stopped_at_a_read(row.reason)
+        ):
+            read = harmless.reason.split("it reads out of bounds (", 1)[-1].split(")", 1)[0]
+            out.append(
+                replace(
+                    row,
+                    status="not-replayable",
+                    reason=f"the original kernel reads out of bounds too ({read}, on {harmless.device}, where its "
+                    f"outputs do not depend on it), and the checker stops the port at such a read ({row.reason}): "
+                    "the original's defect, which the port keeps, so this device cannot judge the port",
+                )
+            )
+            continue
         out.append(
             row
             if same is None
@@ -710,6 +733,14 @@ def _originals_defect(
             )
         )
     return out
+
+
+def _stopped_at_a_read(reason: str) -> bool:
+    """Whether a failed verdict is a checker's out-of-bounds finding on a read (Oclgrind's "Invalid read of size
+    4 ...", compute-sanitizer's "Invalid __global__ read ..."): ``CHECK: out-of-bounds: MESSAGE``."""
+    _, sep, message = reason.partition(": out-of-bounds: ")
+    words = message.split(" at ", 1)[0].lower().split()
+    return bool(sep) and "read" in words and "write" not in words
 
 
 def _on_a_gpu(kinds: Mapping[str, str], label: str) -> bool | None:

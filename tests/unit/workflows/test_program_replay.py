@@ -425,6 +425,60 @@ int main() {
 """
 
 
+# The shape of srad's top edge, written here: every thread reads the element before its own into shared memory,
+# and the first thread overwrites what it read from x[-1] before anything uses it.  4 KiB arrays: an OpenCL CPU
+# runtime uses them in place (Intel's copies a smaller one, where porter's guard zones cannot see the read).
+TOP_EDGE = (
+    LEFT_EDGE.replace("const int n = 64;", "const int n = 1024;").replace(
+        "smear<<<2, 32>>>", "smear<<<32, 32>>>"
+    )
+).replace(
+    "  if (i < n) y[i] = x[i] + 0.0f * x[i - 1];",
+    """  __shared__ float before[32];
+  before[threadIdx.x] = i < n ? x[i - 1] : 0.0f;
+  if (i == 0) before[threadIdx.x] = 0.0f;
+  __syncthreads();
+  if (i < n) y[i] = x[i] + before[threadIdx.x];""",
+)
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU runtime needs g++")
+def test_an_out_of_bounds_read_whose_value_is_never_used_still_lets_the_kernel_be_judged(
+    tmp_path: Path,
+) -> None:
+    """The guard zone stops the original at x[-1]; run again with the bytes there readable, 0xFF and then 0x5A,
+    its outputs are the same: they do not depend on the read, the original validates and its ports are judged,
+    each verdict naming the read.  (The test below: a result that does depend on it stays failed.)"""
+    assert TOP_EDGE != LEFT_EDGE
+    src = tmp_path / "top_edge"
+    src.mkdir()
+    (src / "main.cu").write_text(TOP_EDGE)
+    cpu = ProgramRuns(("",), toolchains=("cpu-runtime",))
+    report = port_program([str(src)], ["hip", "opencl"], out_dir=str(tmp_path / "out"), run=cpu)
+    rows = next(k.replays for k in report.kernels if k.name == "smear")
+    checked = [r for r in rows if r.device == "opencl:oclgrind"]  # a checker stops at any read out of bounds
+    judged = [r for r in rows if r not in checked]
+    assert judged and all(r.status == "validated" for r in judged), [
+        (r.variant, r.device, r.reason) for r in rows
+    ]
+    emulated = [r for r in judged if r.device.startswith("cpu:")]
+    assert {r.variant for r in emulated} == {"original", "hip"}, rows
+    for r in emulated:  # the emulator's guard zones saw the read: each verdict says so
+        assert "out-of-bounds-reads" in r.checks, r
+        assert "it reads out of bounds (arg0[-1] before its first element)" in r.reason, r.reason
+    for (
+        r
+    ) in checked:  # Oclgrind stops the port at the read the original makes too: its defect, not the port's
+        assert r.status == "not-replayable", r
+        assert r.reason.startswith(
+            "the original kernel reads out of bounds too (arg0[-1] before its first"
+        ), r
+    counts = report.kernel_counts()
+    assert counts["hip"]["validated"] == counts["opencl"]["validated"] == 1
+    assert counts["hip"]["failed"] == counts["opencl"]["failed"] == 0
+
+
 @pytest.mark.integration
 @pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU runtime needs g++")
 def test_a_port_that_keeps_the_originals_out_of_bounds_read_is_not_failed_for_it(tmp_path: Path) -> None:
@@ -442,6 +496,9 @@ def test_a_port_that_keeps_the_originals_out_of_bounds_read_is_not_failed_for_it
     assert original and all(r.status == "failed" for r in original), original
     finding = "guard: out-of-bounds read: arg0[-1] read before its first element"
     assert original[0].reason.startswith(finding)
+    # 0.0f * x[-1] is NaN where x[-1] is: run again with the bytes there readable, 0xFF (NaN) and 0x5A, its
+    # outputs differ, so the read is no detail and the guard's verdict stands
+    assert "its outputs depend on what it reads there: array output 2 differs" in original[0].reason, original
     hip = [r for r in rows if r.variant == "hip"]
     assert hip and all(r.status == "not-replayable" and finding in r.reason for r in hip), hip
     assert report.kernel_counts()["hip"]["failed"] == 0

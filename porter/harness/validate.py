@@ -233,7 +233,7 @@ def _read_past(job: Job, res: JobResult, who: str, label: str, timeout_s: float)
     hit = res.guard
     read = res.stage == "guard" and hit is not None and hit.access == "read"
     # a segmentation fault on a host-memory device that porter could not place (Intel's OpenCL runtime takes
-    # the signal first): readable zones show whether it was a read of them
+    # the signal first): if it comes back, readable zones show whether it was a read of them
     unplaced = (
         res.stage == "crash"
         and res.returncode in (-signal.SIGSEGV, 128 + signal.SIGSEGV)
@@ -242,27 +242,30 @@ def _read_past(job: Job, res: JobResult, who: str, label: str, timeout_s: float)
     )
     if res.ok or not (read or unplaced):
         return res, ""
+    if unplaced:  # a crash that does not come back is no read of the zones (a race, say): as it was
+        same = run_job(job, timeout_s)
+        if same.stage != "crash" or same.returncode != res.returncode:
+            return res, ""
     again = [run_job(replace(job, readable_guards=byte), timeout_s) for byte in READABLE_BYTES]
     if unplaced:
         if not all(r.ok for r in again):
             return res, ""  # not (only) a read of the zones: the crash as it was
         hit = None
     stop = job_failure(who, res, label)
+
+    def amended(extra: str) -> Reject:  # the stop, its closing parenthesis saying why it stands
+        said = f"{stop.reason[:-1]}; {extra})" if stop.reason.endswith(")") else f"{stop.reason} ({extra})"
+        return Reject(stop.check, said, res.log)
+
     if not all(r.ok and len(r.outputs) == len(again[0].outputs) for r in again):
-        failed = next(r for r in again if not r.ok)
-        raise Reject(
-            stop.check,
-            f"{stop.reason[:-1]}; with the bytes there readable it still fails: {failed.error})",
-            res.log,
-        )
+        failed = next((r for r in again if not r.ok), again[0])
+        raise amended(f"with the bytes there readable it still fails: {failed.error}")
     for run_a, run_b in zip(again[0].outputs, again[1].outputs, strict=True):
         for k, (a, b) in enumerate(zip(run_a, run_b, strict=True)):
             if a.tobytes() != b.tobytes():
-                raise Reject(
-                    stop.check,
-                    f"{stop.reason[:-1]}; its outputs depend on what it reads there: array output {k + 1} differs "
-                    f"between the bytes 0x{READABLE_BYTES[0]:02X} and 0x{READABLE_BYTES[1]:02X})",
-                    res.log,
+                raise amended(
+                    f"its outputs depend on what it reads there: array output {k + 1} differs between the bytes "
+                    f"0x{READABLE_BYTES[0]:02X} and 0x{READABLE_BYTES[1]:02X}"
                 )
     if hit is None:
         where = "into a guard zone, where the device's runtime took the fault before porter could place it"

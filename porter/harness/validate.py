@@ -219,9 +219,8 @@ def _poisoned_lanes(
 # (NaN as a float, -1 as an integer: what a NaN-propagating or sign-sensitive use shows) and a large finite
 # positive value (0x5A5A5A5A: 1.5e16 as a float).
 READABLE_BYTES = (0xFF, 0x5A)
-OUT_OF_BOUNDS_READS = (
-    "out-of-bounds-reads"  # a validated verdict's check: such reads, and outputs that ignore them
-)
+# a validated verdict's check: the kernel reads out of bounds, and its outputs ignore what it reads there
+OUT_OF_BOUNDS_READS = "out-of-bounds-reads"
 
 
 def _read_past(job: Job, res: JobResult, who: str, label: str, timeout_s: float) -> tuple[JobResult, str]:
@@ -370,18 +369,15 @@ def _validate_on(
                             )
                     toolchain = toolchain or res.toolchain
                     compiled = compiled or res.stage not in ("compile", "unavailable")
-                    if not checker:
-                        executed = (
-                            executed or res.stage == "guard"
-                        )  # it ran (past an array), whatever follows
+                    # a write onto a guard page: it ran, and ran wrong (like a poisoned guard touched)
+                    executed = executed or res.stage == "guard"
+                    if not checker:  # a read there: does its result depend on what it read?
                         res, note = _read_past(job, res, "the variant", label, opts.timeout_s)
                         if note:
                             logs.append(note)
                             if OUT_OF_BOUNDS_READS not in checks:
                                 checks.append(OUT_OF_BOUNDS_READS)
                     if not res.ok:
-                        # a write onto a guard page: it ran, and ran wrong (like a poisoned guard touched)
-                        executed = executed or res.stage == "guard"
                         raise job_failure("the variant", res, label)
                     executed = True
                     if findings:

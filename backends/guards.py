@@ -216,7 +216,7 @@ def arm(scratch: Path, readable: int = 0) -> str:
     """Give every later buffer of this process guard zones, and report a fault's address in
     ``scratch/FAULT_FILE``: "" when both are in place, else why the address is not reported (the zones
     are in place regardless).  Porter's code, run before the kernel is loaded.  `readable` (a byte, 1-255):
-    the zones, and the slack before each buffer, hold that byte and may be read -- a write there still faults
+    the zones, and the slack on either side of each buffer, hold that byte and may be read -- a write there still faults
     -- so that a kernel reading out of bounds runs on, and two runs with two bytes tell whether what it
     reads there changes its result (Job.readable_guards)."""
     global _armed, _readable

@@ -47,9 +47,6 @@ from porter.backends import (
 from porter import sandbox
 from porter.sandbox.environment import ONE_BLAS_THREAD
 
-# What every kernel child's environment starts from (a job's own `env` wins): one BLAS thread.
-KERNEL_CHILD_ENV = dict(ONE_BLAS_THREAD)
-
 
 @dataclass(frozen=True)
 class LocalBuffer:
@@ -299,7 +296,7 @@ def run_job(job: Job, timeout_s: float = 60.0) -> JobResult:
                 _tag(job),
             ]
             fds = () if job.device_lock_fd is None else (job.device_lock_fd,)
-            env = {**KERNEL_CHILD_ENV, **job.env, "PORTER_PROGRESS_FILE": str(progress_file)}
+            env = {**ONE_BLAS_THREAD, **job.env, "PORTER_PROGRESS_FILE": str(progress_file)}
             rc = _spawn(cmd, env, work, timeout_s, log_file, plan, pass_fds=fds)
         output = read_bounded(log_file)
         progress = _read_progress(progress_file)
@@ -380,7 +377,7 @@ def _start_spare(key: tuple[Any, ...], job: Job, timeout_s: float) -> spares.Spa
         str(work / "result"),
         _tag(job),
     ]
-    env = {**KERNEL_CHILD_ENV, **job.env, "PORTER_PROGRESS_FILE": str(work / "progress.json")}
+    env = {**ONE_BLAS_THREAD, **job.env, "PORTER_PROGRESS_FILE": str(work / "progress.json")}
     started = _start(cmd, env, work, work / "output.log", plan, stdin=subprocess.PIPE)
     if isinstance(started, int):
         shutil.rmtree(work, ignore_errors=True)
@@ -429,7 +426,7 @@ def probe_backend(name: str, timeout_s: float = 60.0) -> Availability:
         # a probe opens GPU drivers for the first time, which fails under Landlock and seccomp
         plan = child_plan(work, "gpu", timeout_s, None, (), without=sandbox.PROBE_WITHOUT, outbox=False)
         cmd = [sys.executable, "-m", CHILD_MODULE, "probe", name, str(result_file)]
-        rc = _spawn(cmd, dict(KERNEL_CHILD_ENV), work, timeout_s, log_file, plan)
+        rc = _spawn(cmd, dict(ONE_BLAS_THREAD), work, timeout_s, log_file, plan)
         found = _read_json(result_file)
         output = read_bounded(log_file, head=2048, tail=2048)
     if isinstance(found, dict) and isinstance(found.get("availability"), dict):

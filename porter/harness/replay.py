@@ -976,12 +976,11 @@ def _merged(mine: Sequence[Verdict], theirs: Sequence[Verdict]) -> list[Verdict]
 def _reads_past_said(v: Verdict) -> str:
     """What a validated verdict adds when its kernel read out of bounds without its outputs depending on it
     (porter.harness.validate._read_past): the read, from its log line; "" otherwise."""
-    from porter.harness.validate import OUT_OF_BOUNDS_READS
+    from porter.harness.validate import OUT_OF_BOUNDS_READS, read_past
 
     if OUT_OF_BOUNDS_READS not in v.checks:
         return ""
-    line = next((x for x in v.logs if "reads out of bounds (" in x), "")
-    read = line.split("reads out of bounds (", 1)[1].split(")", 1)[0] if line else "an array"
+    read = next((found for line in v.logs if (found := read_past(line))), "an array")
     return f"; it reads out of bounds ({read}), and its outputs do not depend on what it reads there"
 
 

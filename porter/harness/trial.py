@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from porter.backends import CompileOptions, Device, get_backend, get_dialect, guards
-from porter.backends.isolate import Alias, Job, JobResult, Launches, LocalBuffer
+from porter.backends.isolate import Alias, GuardHit, Job, JobResult, Launches, LocalBuffer
 from porter.harness.inputs import guard_value, make_args, make_constants
 from porter.harness.spec import geometry
 from porter.model import KernelSpec, Status, Variant
@@ -390,12 +390,17 @@ def tail(text: str, limit: int = LOG_LIMIT) -> str:
     return text if len(text) <= limit else "..." + text[-limit:]
 
 
+def guard_side(hit: GuardHit) -> str:
+    """Which side of its argument a guard hit fell on: "before its first element", "past its 64 elements"."""
+    return "before its first element" if hit.element < 0 else f"past its {hit.length} elements"
+
+
 def job_failure(who: str, res: JobResult, label: str) -> Reject:
     stage = res.stage
     if stage == "guard" and res.guard is not None:
         hit = res.guard
         done = {"write": "written", "read": "read"}.get(hit.access, "accessed")
-        side = "before its first element" if hit.element < 0 else f"past its {hit.length} elements"
+        side = guard_side(hit)
         return Reject(
             "guard",
             f"out-of-bounds {hit.access}: {hit.argument}[{hit.element}] {done} {side} ({who} died on the "

@@ -57,6 +57,7 @@ from porter.harness.trial import (
     ValidateOptions,
     all_sizes,
     by_spec,
+    guard_side,
     job_failure,
     make_job,
     run_together,
@@ -221,6 +222,16 @@ def _poisoned_lanes(
 READABLE_BYTES = (0xFF, 0x5A)
 # a validated verdict's check: the kernel reads out of bounds, and its outputs ignore what it reads there
 OUT_OF_BOUNDS_READS = "out-of-bounds-reads"
+READS_PAST = (
+    "reads out of bounds ("  # how its log line and its reason name the read: "...(arg4[-64] before ...)"
+)
+
+
+def read_past(text: str) -> str:
+    """The read a line of :func:`_read_past`'s (or a reason quoting it) names, "arg4[-64] before its first
+    element"; "" where it names none."""
+    _, sep, rest = text.partition(READS_PAST)
+    return rest.split(")", 1)[0] if sep else ""
 
 
 def _read_past(job: Job, res: JobResult, who: str, label: str, timeout_s: float) -> tuple[JobResult, str]:
@@ -269,10 +280,9 @@ def _read_past(job: Job, res: JobResult, who: str, label: str, timeout_s: float)
     if hit is None:
         where = "into a guard zone, where the device's runtime took the fault before porter could place it"
     else:
-        side = "before its first element" if hit.element < 0 else f"past its {hit.length} elements"
-        where = f"{hit.argument}[{hit.element}] {side}"
+        where = f"{hit.argument}[{hit.element}] {guard_side(hit)}"
     note = (
-        f"{label}: reads out of bounds ({where}); its outputs are the same with the bytes there "
+        f"{label}: {READS_PAST}{where}); its outputs are the same with the bytes there "
         f"0x{READABLE_BYTES[0]:02X} and 0x{READABLE_BYTES[1]:02X}: they do not depend on it"
     )
     return again[0], note

@@ -44,7 +44,7 @@ from porter.backends import SOURCE_DIALECT, Device
 from porter.errors import UsageError
 from porter.harness import replay as replaying
 from porter.harness.trial import ValidateOptions
-from porter.harness.validate import OUT_OF_BOUNDS_READS
+from porter.harness.validate import OUT_OF_BOUNDS_READS, read_past
 from porter.model import Kernel, Status, Variant, Verdict
 from porter.plan import PlannedVariant, Refusal
 from porter.results import KernelReplay, ProgramKernel, ProgramReport
@@ -711,7 +711,7 @@ def _originals_defect(
             and harmless is not None
             and _stopped_at_a_read(row.reason)
         ):
-            read = harmless.reason.split("it reads out of bounds (", 1)[-1].split(")", 1)[0]
+            read = read_past(harmless.reason)
             out.append(
                 replace(
                     row,

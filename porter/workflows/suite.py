@@ -227,7 +227,7 @@ class _Runner:
     def drain(self, pending: list[SuiteProgram]) -> None:
         """Start the programs of `pending`, ``jobs`` at a time (in the quiet pass one per GPU), until every one
         has ended."""
-        limit = (len(self.slots) or 1) if self.quiet else self.jobs
+        limit = min(self.jobs, len(self.slots) or 1) if self.quiet else self.jobs
         while pending or self.running:
             while pending and len(self.running) < limit:
                 startable = next((p for p in pending if self.slot_for(p) is not _FULL), None)

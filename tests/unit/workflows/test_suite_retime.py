@@ -5,6 +5,7 @@ for ``porter port`` that writes a signed report: its first port's GPU time is co
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -126,3 +127,26 @@ def test_the_programs_timed_again_run_one_per_gpu(
         beside = [o for o in again if o is not run and o[0] <= run[0] < o[1]]
         assert all(o[2] != run[2] for o in beside), again
     assert {s[1][2] for s in spans} == ({"GPU-aaaa", "GPU-bbbb"} if gpus else {None})
+
+
+def test_the_second_pass_never_runs_more_programs_at_once_than_j_allows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two GPUs allow two programs at once in the second pass, but -j 1 said one."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "nvidia-smi").write_text(SMI, encoding="utf-8")
+    (tools / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", str(tools))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    (tmp_path / "src").mkdir()
+    names = ["a", "b", "c"]
+    text = 'root = "src"\n' + "".join(f'\n[programs.{n}]\npath = "."\nruns = [""]\n' for n in names)
+    (tmp_path / "suite.toml").write_text(text, encoding="utf-8")
+    (tmp_path / "port.py").write_text(TIMED, encoding="utf-8")
+    out = tmp_path / "out"
+    options = SuiteOptions(out, jobs=1, fresh=True, command=(sys.executable, str(tmp_path / "port.py")))
+    report = run_suite(load_suite(tmp_path / "suite.toml"), options)
+    assert {p.name: p.timed_again for p in report.programs} == dict.fromkeys(names, 1)
+    again = sorted(json.loads((out / n / "ports.json").read_text())[1] for n in names)
+    assert all(later[0] >= earlier[1] for earlier, later in itertools.pairwise(again)), again

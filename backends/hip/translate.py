@@ -415,6 +415,8 @@ class _State:
     includes: list[tuple[str, int]] = field(default_factory=list)  # local "x.cuh", line
     runtime_included: bool = False
     uses_cuda: bool = False
+    # lines the file needs first (before ``#line 1``): a macro a rule's rename uses (``code_prelude``)
+    prelude: dict[str, str] = field(default_factory=dict)
     line_starts: list[int] = field(default_factory=list)
     # ggl: macros whose body holds a launch its uses complete (``k<<<g, b>>>`` or ``<<<g, b>>>``)
     partial: dict[str, _PartialLaunch] = field(default_factory=dict)
@@ -439,6 +441,26 @@ def _edit(state: _State, start: int, end: int, text: str) -> None:
         state.edits.append(Edit(start, end, text))
 
 
+_DIRECTIVE_PARTS = frozenset(
+    {"preproc_if", "preproc_elif", "preproc_def", "preproc_function_def", "preproc_call", "preproc_arg"}
+)
+
+
+def _in_code(node) -> bool:
+    """Is `node` part of C++ code, rather than of a directive (an ``#if`` condition, a macro's body)?
+    Code inside an ``#if`` block is code: the block's condition is the only part that is not."""
+    child, parent = node, node.parent
+    while parent is not None:
+        if parent.type in ("preproc_if", "preproc_elif"):
+            cond = parent.child_by_field_name("condition")
+            if cond is not None and cond.start_byte <= child.start_byte and child.end_byte <= cond.end_byte:
+                return False
+        elif parent.type in _DIRECTIVE_PARTS:
+            return False
+        child, parent = parent, parent.parent
+    return True
+
+
 def _is_definition(node) -> bool:
     parent = node.parent
     if parent is None or parent.type not in _DEFINING_PARENTS:
@@ -461,8 +483,11 @@ def _handle_name(
     namespace: bool = False,
     defined_check: bool = False,
     qualified: str = "",
+    code: bool = False,
 ) -> None:
     """One identifier in code (tree node or macro-body token): rename it or report it.
+
+    ``code``: in a C++ expression, neither a directive's condition nor a macro's body.
 
     ``qualified``: for a namespace, what follows ``name::`` (``std::atomic`` for ``cuda::std::atomic<int>``).
     """
@@ -493,6 +518,11 @@ def _handle_name(
             if defined_check:
                 _edit(state, start, end, spec["defined_rename"])
                 _diag(state, start, name, spec["defined_reason"], Severity(spec["defined_severity"]))
+            elif code and "code_rename" in spec:
+                # a value in C++ code: where HIP-Clang leaves it undefined, an undeclared name there
+                _edit(state, start, end, spec["code_rename"])
+                state.prelude[spec["code_rename"]] = spec["code_prelude"]
+                _diag(state, start, name, spec["code_reason"], Severity(spec["code_severity"]))
             else:
                 _diag(state, start, name, spec["value_reason"], Severity(spec["value_severity"]))
         else:
@@ -1401,6 +1431,7 @@ def _translate_to_hip(
             and (name_node := parent.child_by_field_name("name")) is not None
             and name_node.start_byte == start
         )
+        in_code = name in t.preprocessor and not defined_check and _in_code(node)
         _handle_name(
             state,
             name,
@@ -1411,6 +1442,7 @@ def _translate_to_hip(
             namespace=node.type == "namespace_identifier",
             defined_check=defined_check,
             qualified=_qualified_tree(node) if node.type == "namespace_identifier" else "",
+            code=in_code,
         )
         if name in t.arguments:
             _tree_argument(state, name, node)
@@ -1421,6 +1453,7 @@ def _translate_to_hip(
     kernel_scan, scan_error = (scan, None) if scan is not None else _scan(src, path, state.include_dirs)
     index = _KernelIndex(kernel_scan.kernels if kernel_scan is not None else ())
     unmapped = [p for p in state.pending if p.name not in defined]
+    unmapped = _drop_case_labels(state, root, unmapped)
     for p in unmapped:
         inside = index.at(p.line)
         if p.form:
@@ -1475,8 +1508,9 @@ def _translate_to_hip(
         if kernel_scan.kernels or kernel_scan.device_functions or kernel_scan.launches:
             state.uses_cuda = True
 
+    prelude = "".join(state.prelude[k] for k in sorted(state.prelude))
     if state.uses_cuda and not state.runtime_included and not header_runtime:
-        state.edits.append(Edit(0, 0, "#include <hip/hip_runtime.h>\n#line 1\n"))
+        state.edits.append(Edit(0, 0, f"#include <hip/hip_runtime.h>\n{prelude}#line 1\n"))
         state.diags.append(
             Diagnostic(
                 path,
@@ -1486,6 +1520,9 @@ def _translate_to_hip(
                 Severity.INFO,
             )
         )
+
+    elif prelude:
+        state.edits.append(Edit(0, 0, f"{prelude}#line 1\n"))
 
     text = apply_edits(src, state.edits).decode("utf-8", "surrogateescape")
     diags = tuple(
@@ -1501,6 +1538,47 @@ def _translate_to_hip(
 
 
 _SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+
+
+def _drop_case_labels(state: _State, root, unmapped: Sequence[_Pending]) -> list[_Pending]:
+    """``case cudaErrorTextureNotBound:`` whose value is one CUDA name HIP lacks becomes a comment: HIP
+    never produces a value it has no name for, so the label cannot be reached, and HIP-Clang rejects the
+    undeclared name (CUDA samples' helper_cuda.h switches over every CUDA error).  A fall-through into
+    the label, and the statements after it, stay as written.  The rest of `unmapped`, to be commented."""
+    kept: list[_Pending] = []
+    for p in unmapped:
+        end = p.start + len(p.name.encode())
+        node = root.descendant_for_byte_range(p.start, end) if not p.form else None
+        label = node.parent if node is not None else None
+        value = label.child_by_field_name("value") if label is not None else None
+        colon = next((c for c in label.children if c.type == ":"), None) if label is not None else None
+        if (
+            label is None
+            or label.type != "case_statement"
+            or value is None
+            or (value.start_byte, value.end_byte) != (p.start, end)
+            or colon is None
+            or _is_deleted(state, label.start_byte, colon.end_byte)
+            or any(e.start < colon.end_byte and e.end > label.start_byte for e in state.edits)
+        ):
+            kept.append(p)
+            continue
+        words = state.src[label.start_byte : colon.end_byte].decode("utf-8", "surrogateescape")
+        if "*/" in words or "\n" in words:
+            kept.append(p)
+            continue
+        state.edits.append(Edit(label.start_byte, colon.end_byte, f"/* {words} */"))
+        state.diags.append(
+            Diagnostic(
+                state.path,
+                p.line,
+                p.name,
+                f"`{words}` dropped: {p.name} has no HIP equivalent ({HIP_REFERENCE}), so HIP never produces "
+                "that value; the statements after the label stay",
+                Severity.INFO,
+            )
+        )
+    return kept
 
 
 def _comment_unmapped(state: _State, root, unmapped: Sequence[_Pending]) -> None:

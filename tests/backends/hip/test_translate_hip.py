@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -350,6 +351,90 @@ def test_cuda_arch_checks() -> None:
     assert "#define ON_DEVICE defined(__HIP_DEVICE_COMPILE__)" in tr.text
     severities = sorted((d.line, d.severity.value) for d in tr.diagnostics if d.construct == "__CUDA_ARCH__")
     assert severities == [(1, "info"), (3, "info"), (3, "warning"), (5, "info")]
+
+
+ARCH_IN_CODE = """template <int N> struct Buf {
+  enum {
+#ifdef __CUDA_ARCH__
+    BANKS = ((__CUDA_ARCH__ >= 200) ? 32 : 16),
+#else
+    BANKS = 16,
+#endif
+  };
+};
+#if __CUDA_ARCH__ >= 700
+#define FAST 1
+#endif
+__global__ void k(int *x) { x[threadIdx.x] = Buf<1>::BANKS; }
+"""
+
+
+def test_cuda_arch_as_a_value_in_code_reads_a_macro_the_file_defines() -> None:
+    # HIP-Clang defines no __CUDA_ARCH__: in code an undeclared name (rodinia's dwt2d did not compile for
+    # AMD); as a directive's value it is 0.  Code now reads PORTER_CUDA_ARCH, 0 there too.
+    tr = translate_to_hip(ARCH_IN_CODE, "arch.cu")
+    head, body = tr.text.split("#line 1\n", 1)
+    assert "#define PORTER_CUDA_ARCH __CUDA_ARCH__" in head and "#define PORTER_CUDA_ARCH 0" in head
+    assert "BANKS = ((PORTER_CUDA_ARCH >= 200) ? 32 : 16)," in body
+    assert "#ifdef __HIP_DEVICE_COMPILE__\n" in body and "#if __CUDA_ARCH__ >= 700\n" in body
+    assert body.count("\n") == ARCH_IN_CODE.count("\n")  # line numbers kept
+    arch = sorted((d.line, d.severity.value) for d in tr.diagnostics if d.construct == "__CUDA_ARCH__")
+    assert arch == [(3, "info"), (4, "warning"), (10, "warning")]
+    assert "PORTER_CUDA_ARCH" in next(d.reason for d in tr.diagnostics if d.line == 4)
+    # a file that uses it only in directives gets no macro
+    assert "PORTER_CUDA_ARCH" not in translate_to_hip("#if __CUDA_ARCH__ >= 700\n#endif\n", "d.cu").text
+
+
+CASE_LABELS = """static const char *err_name(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess:
+      return "cudaSuccess";
+    case cudaErrorInvalidTextureBinding:
+      return "cudaErrorInvalidTextureBinding";
+    case cudaErrorMemoryAllocation:
+    case cudaErrorTextureNotBound:
+      return "memory or texture";
+  }
+  return "<unknown>";
+}
+__global__ void k(float *x) { x[threadIdx.x] = 1.0f; }
+"""
+
+
+def test_case_labels_of_cuda_values_hip_lacks_are_dropped() -> None:
+    # helper_cuda.h of older CUDA samples names every CUDA error in a switch; HIP never returns one it has
+    # no name for, and hipcc rejects the undeclared label (rodinia's hybridsort did not compile for AMD)
+    tr = translate_to_hip(CASE_LABELS, "errors.cu")
+    assert "    /* case cudaErrorInvalidTextureBinding: */\n" in tr.text
+    assert "    case hipErrorOutOfMemory:\n    /* case cudaErrorTextureNotBound: */\n" in tr.text
+    assert "    case hipSuccess:\n" in tr.text and 'return "cudaErrorInvalidTextureBinding";' in tr.text
+    dropped = [d for d in tr.diagnostics if d.construct == "cudaErrorTextureNotBound"]
+    assert len(dropped) == 1 and dropped[0].severity == Severity.INFO and dropped[0].line == 8
+    assert "dropped" in dropped[0].reason and "// porter:" not in tr.text  # no "left as written" comment
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("source", "before"),
+    [
+        (ARCH_IN_CODE, lambda t: t.replace("(PORTER_CUDA_ARCH >=", "(__CUDA_ARCH__ >=")),
+        (CASE_LABELS, lambda t: re.sub(r"/\* (case \w+:) \*/", r"\1", t)),
+    ],
+    ids=["cuda-arch-in-code", "case-labels"],
+)
+def test_arch_values_and_dropped_case_labels_compile_with_hipcc(
+    source: str, before: Callable[[str], str], tmp_path: Path
+) -> None:
+    hipcc = _hipcc()
+    tr = translate_to_hip(source, "unit.cu")
+    (tmp_path / "unit.hip").write_text(tr.text)
+    result = _compile(hipcc, tmp_path, tmp_path / "unit.hip")
+    assert result.returncode == 0, result.stderr[-3000:]
+    # the translation as it was before: the CUDA names stayed, which hipcc rejects
+    old = before(tr.text)
+    assert old != tr.text
+    (tmp_path / "old.hip").write_text(old)
+    assert _compile(hipcc, tmp_path, tmp_path / "old.hip").returncode != 0
 
 
 def test_token_pasting_is_reported() -> None:

@@ -109,6 +109,8 @@ def compile_source(
     candidates = _PTX_ENTRY.findall(ptx) if output == "ptx" else ptxas.entries(log)
     if not candidates and output == "cubin":
         candidates = _cubin_symbols(data)
+    if not entry:  # compile only, no kernel looked up (template kernels no launch instantiates)
+        return Compiled(data=data, entry="", log=log, ptx=ptx)
     name = lowered_entry(entry, candidates)
     if name is None:
         raise CompileError(

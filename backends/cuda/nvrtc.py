@@ -107,13 +107,19 @@ def compile_source(
     err, prog = nvrtc.nvrtcCreateProgram(source.encode("utf-8", "surrogateescape"), b"kernel.cu", 0, [], [])
     _check(err, "nvrtcCreateProgram")
     try:
-        (err,) = nvrtc.nvrtcAddNameExpression(prog, entry.encode())
-        _check(err, "nvrtcAddNameExpression")
+        if entry:  # empty: compile only, no kernel looked up (template kernels no launch instantiates)
+            (err,) = nvrtc.nvrtcAddNameExpression(prog, entry.encode())
+            _check(err, "nvrtcAddNameExpression")
         encoded = [o.encode() for o in options]
         (result,) = nvrtc.nvrtcCompileProgram(prog, len(encoded), encoded)
         log = _log(prog)
         if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             raise CompileError(backend, log or str(result), source, options, entry)
+        if not entry:
+            ptx = _ptx(prog)
+            return Compiled(
+                data=_cubin(prog) if output == "cubin" else ptx.encode(), entry="", log=log, ptx=ptx
+            )
         err, lowered = nvrtc.nvrtcGetLoweredName(prog, entry.encode())
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS or not lowered:
             raise CompileError(

@@ -265,7 +265,8 @@ def compile_source(
     debug: bool = False,
 ) -> AmdCompiled:
     """Compile `source` for `arch` with `compiler` ("hipcc" | "clang"); raises CompileError with the log
-    and `shown_source` (default: `source`) numbered."""
+    and `shown_source` (default: `source`) numbered.  An empty `entry`: compile only, no kernel looked up
+    (a unit whose template kernels no launch instantiates)."""
     text = source
     source = shown_source if shown_source is not None else source
     if "<" in entry:  # instantiate the template kernel the way host code would
@@ -310,6 +311,8 @@ def compile_source(
         log = "\n".join(logs)
         data = out.read_bytes()
     kernels = list(parse_remarks(log))
+    if not entry:  # a compile check of a unit whose kernels no launch instantiates: it compiled
+        return AmdCompiled(data=data, entry="", log=log, report=None, command=tuple(cmd))
     name = lowered_entry(entry, kernels)
     if name is None:
         raise CompileError(

@@ -95,7 +95,10 @@ def compile_check(target: str, source: str, entry: str, options: CompileOptions 
             missing.append(f"{where}: {res.error}")
             continue
         return GateResult(
-            False, f"does not compile for {where}: {res.error}", log=res.log, toolchain=res.toolchain
+            False,
+            f"does not compile for {where}: {first_error(res.log) or res.error}",
+            log=res.log,
+            toolchain=res.toolchain,
         )
     return GateResult(
         False, "no compiler here for " + target + ("; " + "; ".join(missing) if missing else "")

@@ -253,9 +253,9 @@ class _Porter:
         if result is None or result.status != "translated":
             return
         reached = {str(f.rel), *(str(g.rel) for g in self.plan.reached(f))}
-        entry = self.plan.instance_entry(target, f) or next(
-            (e for e, where in self.plan.entries(target).values() if where in reached), None
-        )
+        entry = self.plan.instance_entry(target, f)
+        if entry is None:
+            entry = next((e for e, where in self.plan.entries(target).values() if where in reached), None)
         tr = self.plan.translation(target, f)
         if entry is None or isinstance(tr, str):
             return

@@ -38,7 +38,10 @@ from porter.source import Scanned
 from porter.workflows.translations import Facts, recall, remember, translation_key
 
 Progress = Callable[[str], None]
-PARALLEL_MIN_FILES = 6  # files to translate before worker processes pay for their start
+PARALLEL_MIN_FILES = 6
+# instance_entry's answer for a unit whose kernels are templates no launch gives arguments to: the unit is
+# compiled as it is, with no kernel to look up (an empty entry)
+TEMPLATE_ONLY = ""  # files to translate before worker processes pay for their start
 
 
 class ProgramPlan:
@@ -322,9 +325,21 @@ class ProgramPlan:
         if self.text(f) is None:
             return None
         translated = self.entries(target)
+        dialect = get_dialect(target)
+        scan = self.scan(f)
         for name, base, args in self.facts(f).instances:
             if base in translated or name in translated:
-                return get_dialect(target).instance_entry(base, args)
+                entry = dialect.instance_entry(base, args)
+                k = next((k for k in scan.kernels if k.name == base), None) if scan is not None else None
+                if k is not None and k.template_params and not args and dialect.single_source:
+                    return TEMPLATE_ONLY  # no launch names its arguments: the unit compiles, nothing picked
+                # a kernel in a namespace is reached from file scope by its qualified name (where the
+                # dialect keeps namespaces: OpenCL C flattens them)
+                return (
+                    f"{k.namespace}::{entry}"
+                    if k is not None and k.namespace and dialect.single_source
+                    else entry
+                )
         return None
 
     # ------------------------------------------------------------------ kernels and their variants

@@ -155,6 +155,25 @@ def test_unknown_template_entry_is_a_compile_error(cuda: CudaBackend) -> None:
 
 
 @pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
+@pytest.mark.integration
+def test_an_empty_entry_compiles_only_and_looks_up_no_kernel(cuda: CudaBackend, compiler: str) -> None:
+    # a compile check of a unit whose kernels are templates no launch instantiates
+    if compiler not in cuda.compilers():
+        pytest.skip(f"{compiler} not installed")
+    only_templates = "template <typename T> __global__ void fill(T* x, T v) { x[threadIdx.x] = v; }\n"
+    binary = cuda.compile(only_templates, "", CompileOptions(arch="sm_90"), compiler=compiler)
+    assert binary.entry == "" and binary.data
+    with pytest.raises(CompileError) as info:
+        cuda.compile(
+            only_templates + "__device__ int broken = oops;\n",
+            "",
+            CompileOptions(arch="sm_90"),
+            compiler=compiler,
+        )
+    assert "oops" in info.value.log
+
+
+@pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
 @pytest.mark.parametrize("entry", ["kérnel", "sc\\u00e4le"])
 @pytest.mark.integration
 def test_a_unicode_kernel_name_is_refused_in_one_line(cuda: CudaBackend, compiler: str, entry: str) -> None:

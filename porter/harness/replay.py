@@ -338,6 +338,17 @@ class Original:
 
         devices = [d for d in self.devices if not d.checks]
         specs = [spec] * len(insts) if isinstance(spec, KernelSpec) else list(spec)
+        # only the program variables the original's own program has (its unit's, not the whole run's)
+        groups: dict[int, list[int]] = {}  # the instances of each spec, its symbols looked up once
+        for k, one in enumerate(specs):
+            groups.setdefault(id(one), []).append(k)
+        insts = list(insts)
+        for ks in groups.values():
+            own, mine = own_symbols(
+                specs[ks[0]], [insts[k] for k in ks], self.variant, self.compile.include_dirs
+            )
+            for k, inst in zip(ks, mine, strict=True):
+                specs[k], insts[k] = own, inst
         found: list[list[dict[int, np.ndarray]]] = [[] for _ in insts]
         for device in devices if every_device else devices[:1]:
             made = [
@@ -1154,33 +1165,53 @@ def _for_variant(
     header it reaches in `include_dirs` names (a ``__constant__`` declared in the program's header),
     or takes as an added argument (OpenCL's __constant buffers)."""
     assert rep.spec is not None
+    return own_symbols(rep.spec, rep.instances, variant, include_dirs)
+
+
+def own_symbols(
+    spec: KernelSpec, instances: Sequence[Instance], variant: Variant, include_dirs: Sequence[str] = ()
+) -> tuple[KernelSpec, tuple[Instance, ...]]:
+    """:func:`_for_variant` of a spec and its instances: a capture records every program variable of
+    the run (hybridsort's mergesort.cu ``constStartAddr`` beside bucketsort.cu's ``texPivot``), and a
+    kernel's program defines only its own unit's."""
     wanted = {str(e.get("symbol")) for e in variant.extra_args if e.get("kind") in ("constant", "texture")}
     headers: list[str] = []  # the texts of the headers the source reaches, read on first need
+    code: list[str] = []  # the source without its comments ("does not define bias.cu's table" names none)
 
     def named(name: str) -> bool:
+        from porter.records import strip_comments
+
         pattern = re.compile(rf"\b{re.escape(name)}\b")
-        if pattern.search(variant.source):
-            return True
+        if not pattern.search(variant.source):
+            return False if not include_dirs else in_headers(pattern)
+        if not code:
+            code.append(strip_comments(variant.source))
+        return bool(pattern.search(code[0])) or in_headers(pattern)
+
+    def in_headers(pattern: re.Pattern[str]) -> bool:
+        from porter.records import strip_comments
+
         if not headers and include_dirs:
             from porter.includes import reachable
 
             found = reachable([("", variant.source.encode("utf-8", "surrogateescape"))], include_dirs)
-            headers.extend(data.decode("utf-8", "surrogateescape") for _, data in list(found)[1:])
+            headers.extend(
+                strip_comments(data.decode("utf-8", "surrogateescape")) for _, data in list(found)[1:]
+            )
             headers.append("")  # read, even when it reaches none
         return any(pattern.search(t) for t in headers)
 
-    keep = tuple(c for c in rep.spec.constants if c.name in wanted or named(c.name))
-    if len(keep) == len(rep.spec.constants):
-        return rep.spec, rep.instances
-    spec = replace(rep.spec, constants=keep)
+    keep = tuple(c for c in spec.constants if c.name in wanted or named(c.name))
+    if len(keep) == len(spec.constants):
+        return spec, tuple(instances)
+    own = replace(spec, constants=keep)
     names = {c.name for c in keep}
-    instances = tuple(
+    return own, tuple(
         Instance.given(
-            spec, inst.size, inst.label, inst.values, {k: v for k, v in inst.constants.items() if k in names}
+            own, inst.size, inst.label, inst.values, {k: v for k, v in inst.constants.items() if k in names}
         )
-        for inst in rep.instances
+        for inst in instances
     )
-    return spec, instances
 
 
 __all__ = [

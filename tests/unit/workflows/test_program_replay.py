@@ -169,6 +169,27 @@ def test_launches_that_changed_nothing_and_a_compaction_in_varying_order_are_jud
     assert not any(r.resumed for r in kept if r.variant != "original")
 
 
+ORDERS_TWO_UNITS = ROOT / "tests" / "fixtures" / "programs" / "orders_two_units"
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU runtime needs g++")
+def test_a_compaction_is_judged_in_a_program_whose_other_unit_holds_a_constant_table(tmp_path: Path) -> None:
+    # the capture records bias.cu's __constant__ table at every launch; the compaction's own program (main.cu)
+    # does not define it, and the original's own runs that settle its order failed to load: "no global
+    # symbol 'bias' in keep_positive's program" (rodinia's hybridsort: bucketcount beside constStartAddr)
+    src = tmp_path / "orders_two_units"
+    shutil.copytree(ORDERS_TWO_UNITS, src)
+    cpu = ProgramRuns(("",), toolchains=("cpu-runtime",))
+    report = port_program([str(src)], ["hip"], out_dir=str(tmp_path / "out"), run=cpu)
+    rows = {k.name: k.replays for k in report.kernels}
+    kept = rows["keep_positive"]
+    assert {r.variant for r in kept} == {"original", "hip"}, kept
+    assert all(r.status == "validated" for r in kept), kept
+    assert all("arg1 compared as a count (arg2) and a set" in r.reason for r in kept), kept
+    assert all(r.status == "validated" for r in rows["add_bias"]), rows["add_bias"]
+
+
 SHARED = ROOT / "tests" / "fixtures" / "programs" / "shared_allocations"
 
 

@@ -250,17 +250,25 @@ class _Porter:
         """Compile the mirrored unit's device code, kernels of its headers included, with a real
         compiler (a host-only unit reaching no kernel is not built: nothing device-side to check)."""
         result = self.results[f.path].targets.get(target)
-        if result is None or result.status != "translated":
+        # a unit copied as it is can still reach kernels of the headers or .cu files it includes
+        # (hotspot3D's 3D.cu includes opt1.cu): built too, as what the port compiles
+        if result is None or result.status not in ("translated", "copied"):
             return
         reached = {str(f.rel), *(str(g.rel) for g in self.plan.reached(f))}
         entry = self.plan.instance_entry(target, f)
         if entry is None:
             entry = next((e for e, where in self.plan.entries(target).values() if where in reached), None)
-        tr = self.plan.translation(target, f)
-        if entry is None or isinstance(tr, str):
+        if entry is None:
+            return
+        if result.status == "copied":
+            text = self.plan.text(f)
+        else:
+            tr = self.plan.translation(target, f)
+            text = None if isinstance(tr, str) else tr.text
+        if text is None:
             return
         dirs = self.program.mirrored_dirs(self.out / target, Path(result.path))
-        built = self._build(target, f, tr.text, entry, result, dirs)
+        built = self._build(target, f, text, entry, result, dirs)
         with self.lock:
             self.results[f.path].targets[target] = built
 

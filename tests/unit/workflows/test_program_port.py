@@ -145,6 +145,28 @@ template void fill_all<int>(int *, int, int);
 
 
 @pytest.mark.integration
+def test_a_unit_with_no_cuda_of_its_own_that_includes_a_kernel_file_is_built(tmp_path: Path) -> None:
+    # rodinia's hotspot3D: 3D.cu names nothing of CUDA's and #includes opt1.cu, the kernel and its launch; the
+    # unit was copied as it is and never compiled, so nothing said whether the port compiles for AMD
+    src = tmp_path / "prog"
+    src.mkdir()
+    (src / "Makefile").write_text("prog: main.cu\n\tnvcc main.cu -o prog\n")
+    (src / "kern.cu").write_text(
+        "__global__ void twice(float *x) { x[threadIdx.x] *= 2.0f; }\n"
+        "void run(float *d) { twice<<<1, 32>>>(d); cudaDeviceSynchronize(); }\n"
+    )
+    (src / "main.cu").write_text(
+        '#include <stdio.h>\n#include "kern.cu"\nint main() { puts("hi"); return 0; }\n'
+    )
+    report = port_program([str(src)], ["hip"], out_dir=str(tmp_path / "out"))
+    main = {f.path: f.targets["hip"] for f in report.files}["main.cu"]
+    if main.reason.startswith("no compiler here"):
+        pytest.skip(f"no HIP compiler here: {main.reason}")
+    assert main.status == "compiled", (main.status, main.reason, main.log[-2000:])
+    assert (tmp_path / "out" / "hip" / "main.cu").read_bytes() == (src / "main.cu").read_bytes()  # as it was
+
+
+@pytest.mark.integration
 def test_a_namespaced_template_kernel_and_a_template_only_unit_compile_for_hip(tmp_path: Path) -> None:
     src = tmp_path / "prog"
     src.mkdir()

@@ -1541,14 +1541,18 @@ _SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 
 def _drop_case_labels(state: _State, root, unmapped: Sequence[_Pending]) -> list[_Pending]:
-    """``case cudaErrorTextureNotBound:`` whose value is one CUDA name HIP lacks becomes a comment: HIP
-    never produces a value it has no name for, so the label cannot be reached, and HIP-Clang rejects the
-    undeclared name (CUDA samples' helper_cuda.h switches over every CUDA error).  A fall-through into
+    """``case cudaErrorTextureNotBound:`` whose value is one CUDA API name HIP lacks (a name of porter's
+    tables: the runtime's and driver's; not a library's status porter does not map yet) becomes a comment:
+    HIP never produces a value it has no name for, so the label cannot be reached, and HIP-Clang rejects
+    the undeclared name (CUDA samples' helper_cuda.h switches over every CUDA error).  A fall-through into
     the label, and the statements after it, stay as written.  The rest of `unmapped`, to be commented."""
     kept: list[_Pending] = []
+    known = (
+        hip_tables().api_unsupported
+    )  # CUDA names HIP's tables lack; others (cuFFT's...) may be mapped later
     for p in unmapped:
         end = p.start + len(p.name.encode())
-        node = root.descendant_for_byte_range(p.start, end) if not p.form else None
+        node = root.descendant_for_byte_range(p.start, end) if not p.form and p.name in known else None
         label = node.parent if node is not None else None
         value = label.child_by_field_name("value") if label is not None else None
         colon = next((c for c in label.children if c.type == ":"), None) if label is not None else None

@@ -1547,9 +1547,8 @@ def _drop_case_labels(state: _State, root, unmapped: Sequence[_Pending]) -> list
     the undeclared name (CUDA samples' helper_cuda.h switches over every CUDA error).  A fall-through into
     the label, and the statements after it, stay as written.  The rest of `unmapped`, to be commented."""
     kept: list[_Pending] = []
-    known = (
-        hip_tables().api_unsupported
-    )  # CUDA names HIP's tables lack; others (cuFFT's...) may be mapped later
+    # CUDA API names HIP's tables lack (a library's status porter does not map yet, cuFFT's, may have one)
+    known = hip_tables().api_unsupported
     for p in unmapped:
         end = p.start + len(p.name.encode())
         node = root.descendant_for_byte_range(p.start, end) if not p.form and p.name in known else None

@@ -142,6 +142,18 @@ def test_amd_compile_error_has_log_and_numbered_source(hip: HipBackend) -> None:
 
 
 @pytest.mark.integration
+def test_amd_empty_entry_compiles_only_and_a_broken_unit_still_fails(hip: HipBackend) -> None:
+    # a unit's compile check where its kernels are templates no launch instantiates: no kernel looked up
+    _need("gfx90a")
+    only_templates = "template <typename T> __global__ void fill(T* x, T v) { x[hipThreadIdx_x] = v; }\n"
+    binary = hip.compile(only_templates, "", CompileOptions(arch="gfx90a"))
+    assert binary.entry == "" and binary.data[:4] == b"\x7fELF"
+    with pytest.raises(CompileError) as info:
+        hip.compile(only_templates + "__device__ int broken = oops;\n", "", CompileOptions(arch="gfx90a"))
+    assert "oops" in info.value.log
+
+
+@pytest.mark.integration
 def test_amd_toolchain_ids_differ_per_arch(hip: HipBackend) -> None:
     ids = {arch: hip.toolchain_id(arch=arch) for arch in ("gfx90a", "gfx940", "gfx942", "sm_90")}
     assert len(set(ids.values())) == 4

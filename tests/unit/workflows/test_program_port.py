@@ -178,11 +178,6 @@ def test_a_namespaced_template_kernel_and_a_template_only_unit_compile_for_hip(t
         pytest.skip(f"no HIP compiler here: {by_path['scale.cu'].reason}")
     for name in ("scale.cu", "fill.cu"):
         assert by_path[name].status == "compiled", (name, by_path[name].reason, by_path[name].log[-2000:])
-    # and a template-only unit that does not compile still fails, with the compiler's first error
-    (src / "fill.cu").write_text(TEMPLATE_ONLY.replace("x[i] = v;", "x[i] = v + undeclared_name;"))
-    again = port_program([str(src)], ["hip"], out_dir=str(tmp_path / "out2"))
-    broken = {f.path: f.targets["hip"] for f in again.files}["fill.cu"]
-    assert broken.status == "failed" and "undeclared_name" in broken.reason, broken.reason
 
 
 @pytest.mark.integration

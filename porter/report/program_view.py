@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -158,6 +159,8 @@ def render(report: ProgramReport) -> None:
         )
     for h in report.build.get("port_hazards") or ():
         console.print(f"port hazard {h['file']}:{h['line']} {h['code']}: {h['at_64']}")
+    for line in unit_lines(report):
+        console.print(line)
     for line in count_lines(report):
         console.print(line)
     for note in report.notes:
@@ -291,6 +294,9 @@ def markdown(report: ProgramReport) -> str:
             for h in hazards
         ]
         out.append("")
+    units = unit_lines(report)
+    if units:
+        out += ["## Units compiled as device code", ""] + [f"- {line}" for line in units] + [""]
     counted = count_lines(report)
     if counted:
         out += ["## Kernel instances judged", ""] + [f"- {line}" for line in counted] + [""]
@@ -305,6 +311,33 @@ def stage_line(stages: Mapping[str, float]) -> str:
     shown = [f"{s} {stages[s]:.1f} s" for s in STAGES if s in stages and s != "timing"]
     line = ", ".join(shown)
     return line + (f" (timing {stages['timing']:.1f} s)" if "timing" in stages else "")
+
+
+def unit_lines(report: ProgramReport) -> list[str]:
+    """One line per target whose outputs a real compiler checked: ``hip: 2 of 3 units compile as device
+    code (hip:gfx90a); bucketsort.cu does not: <the compiler's first error>``.  A program's verdict comes
+    from building the port with the program toolchains here (for HIP: porter's CPU runtime, HIP on NVIDIA),
+    so a unit AMD's compiler rejects is said here, not there."""
+    out = []
+    for target in report.targets:
+        checked = [
+            (f.path, t)
+            for f in report.files
+            if (t := f.targets.get(target)) is not None and t.status in ("compiled", "failed") and t.toolchain
+        ]
+        if not checked:
+            continue
+        ok = [t for _, t in checked if t.status == "compiled"]
+        where = sorted({m.group(1) for t in ok if (m := re.match(r"compiles for (\S+)", t.reason))})
+        line = f"{target}: {len(ok)} of {len(checked)} units compile as device code"
+        line += f" ({', '.join(where)})" if where else ""
+        bad = [(path, t) for path, t in checked if t.status == "failed"]
+        if bad:
+            path, t = bad[0]
+            line += f"; {path} does not: {_short(t.reason.split(': ', 1)[-1], 160)}"
+            line += f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        out.append(line)
+    return out
 
 
 def count_lines(report: ProgramReport) -> list[str]:

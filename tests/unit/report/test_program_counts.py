@@ -82,3 +82,30 @@ def test_a_ports_stages_are_clocked_in_order_and_summed_over_entries() -> None:
     assert "## Where the time went" in markdown(report)
     with pytest.raises(ValueError, match="unknown stage"), report.clock("compile"):
         pass
+
+
+def test_units_a_compiler_checked_are_counted_per_target_with_the_first_failure_named() -> None:
+    """A program's HIP verdict comes from porter's own headers (CPU runtime, HIP on NVIDIA); whether AMD's
+    compiler takes each unit is said on its own line (rodinia's hybridsort matched while bucketsort.cu did
+    not compile for gfx90a)."""
+    from porter.report.program_view import unit_lines
+    from porter.results import FileTarget, ProgramFileResult
+
+    tc = "hipcc:/usr/bin/hipcc:hip-5.2|gfx90a"
+    files = [
+        ProgramFileResult("mergesort.cu", "source", {"hip": FileTarget("m", "compiled", "compiles for hip:gfx90a (x)", toolchain=tc)}),
+        ProgramFileResult(
+            "bucketsort.cu", "source",
+            {"hip": FileTarget("b", "failed", "does not compile for hip:gfx90a: helper_cuda.h:118:14: error: use of undeclared identifier 'cudaErrorInvalidHostPointer'", toolchain=tc)},
+        ),
+        ProgramFileResult("kernel.cu", "source", {"hip": FileTarget("k", "translated")}),  # included, not a unit
+        ProgramFileResult("README", "other", {"hip": FileTarget("r", "copied")}),
+    ]  # fmt: skip
+    report = ProgramReport("prog", "prog.ported", ("hip",), files=files)
+    (line,) = unit_lines(report)
+    assert line.startswith("hip: 1 of 2 units compile as device code (hip:gfx90a); bucketsort.cu does not: ")
+    assert "helper_cuda.h:118:14: error: use of undeclared identifier" in line
+    assert "- " + line in markdown(report)
+    # nothing checked (no compiler here): no line
+    unchecked = ProgramReport("prog", "prog.ported", ("hip",), files=files[2:])
+    assert unit_lines(unchecked) == []

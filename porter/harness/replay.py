@@ -1174,23 +1174,22 @@ def own_symbols(
     """:func:`_for_variant` of a spec and its instances: a capture records every program variable of
     the run (hybridsort's mergesort.cu ``constStartAddr`` beside bucketsort.cu's ``texPivot``), and a
     kernel's program defines only its own unit's."""
+    from porter.records import strip_comments
+
     wanted = {str(e.get("symbol")) for e in variant.extra_args if e.get("kind") in ("constant", "texture")}
     headers: list[str] = []  # the texts of the headers the source reaches, read on first need
     code: list[str] = []  # the source without its comments ("does not define bias.cu's table" names none)
 
     def named(name: str) -> bool:
-        from porter.records import strip_comments
-
         pattern = re.compile(rf"\b{re.escape(name)}\b")
-        if not pattern.search(variant.source):
-            return False if not include_dirs else in_headers(pattern)
-        if not code:
-            code.append(strip_comments(variant.source))
-        return bool(pattern.search(code[0])) or in_headers(pattern)
+        if pattern.search(variant.source):  # the raw text first: most names are not there at all
+            if not code:
+                code.append(strip_comments(variant.source))
+            if pattern.search(code[0]):
+                return True
+        return in_headers(pattern)
 
     def in_headers(pattern: re.Pattern[str]) -> bool:
-        from porter.records import strip_comments
-
         if not headers and include_dirs:
             from porter.includes import reachable
 

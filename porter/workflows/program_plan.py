@@ -38,10 +38,10 @@ from porter.source import Scanned
 from porter.workflows.translations import Facts, recall, remember, translation_key
 
 Progress = Callable[[str], None]
-PARALLEL_MIN_FILES = 6
+PARALLEL_MIN_FILES = 6  # files to translate before worker processes pay for their start
 # instance_entry's answer for a unit whose kernels are templates no launch gives arguments to: the unit is
 # compiled as it is, with no kernel to look up (an empty entry)
-TEMPLATE_ONLY = ""  # files to translate before worker processes pay for their start
+TEMPLATE_ONLY = ""
 
 
 class ProgramPlan:

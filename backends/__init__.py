@@ -288,6 +288,10 @@ class CheckerFinding:
     message: str
     line: int | None = None
     code: str | None = None
+    # a race's other access, and who made each access (the checker's words, first side first)
+    other_line: int | None = None
+    other_code: str | None = None
+    entities: tuple[str, ...] = ()
 
 
 class Backend(Protocol):

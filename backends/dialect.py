@@ -210,6 +210,10 @@ class DialectFacts:
     device_check_archs: tuple[str, ...] = ()
     compile_archs: tuple[str, ...] = ()
     build_options: tuple[str, ...] = ()  # of every kernel build but a debug one (-cl-mad-enable)
+    # the calls that make a block's or a warp's threads wait for each other, by the name called (a
+    # cooperative group's `g.sync()` and `cg::sync(g)` by `sync`): how a checker's data race in a port is
+    # traced back to the original (porter.harness.races)
+    barrier_calls: tuple[str, ...] = ()
     # prompts: name ("HIP C++"), fence_label (asked for on the reply's code block), fence_labels (every
     # label a reply's block may carry), headers (a reply may include), runtime_prefixes (of its host API)
     prompt: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
@@ -240,6 +244,7 @@ _KINDS: dict[str, str] = {
     "device_check_archs": "strs",
     "compile_archs": "strs",
     "build_options": "strs",
+    "barrier_calls": "strs",
     "refuse": "tables",
     **{
         f.name: "int"

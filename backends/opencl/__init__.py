@@ -355,7 +355,7 @@ class OpenCLBackend(BackendBase):
         if device.kind != "checker":
             return []
         return [
-            CheckerFinding(f.kind, f.message, f.line, f.code)
+            CheckerFinding(f.kind, f.message, f.line, f.code, f.other_line, f.other_code, f.entities)
             for f in parse_oclgrind_log(log)
             if f.kind in ("simulator-error", "out-of-bounds", "uninitialized", "data-race")
         ]

@@ -14,7 +14,7 @@ import functools
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,8 @@ _KERNEL = re.compile(r"^\s*Kernel:\s*(\S+)")
 _AT_LINE = re.compile(r"^\s*At line (\d+)")
 _API_FIELD = re.compile(r"^\s*(Function|Error|For argument):?\s*(.*?)\s*$")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+# a data race's two sides: "First entity:  Global(12,0,0) Local(12,0,0) Group(0,0,0)"
+_ENTITY = re.compile(r"^\s*(?:First|Second) entity:\s*(.*?)\s*$")
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,11 @@ class Finding:
     line: int | None = None  # source line of the kernel program, when reported
     code: str | None = None  # that source line's text, when reported
     count: int = 1  # identical findings (other work-items, other addresses) folded into this one
+    # a data race's second access (Oclgrind reports both sides), and who made each ("Global(12,0,0)
+    # Local(12,0,0) Group(0,0,0)", first side first)
+    other_line: int | None = None
+    other_code: str | None = None
+    entities: tuple[str, ...] = ()
 
 
 @functools.cache
@@ -156,16 +163,18 @@ def _ignored(fields: dict[str, str]) -> bool:
 
 def _finding(kind: str, headline: str, body: list[str]) -> Finding | None:
     kernel = next((m.group(1) for m in map(_KERNEL.match, body) if m), None)
-    line_no: int | None = None
-    code: str | None = None
+    places: list[tuple[int, str | None]] = []  # each "At line N" with the source line under it
     for i, text in enumerate(body):
         match = _AT_LINE.match(text)
         if match:
-            line_no = int(match.group(1))
+            code = None
             if i + 1 < len(body) and not _AT_LINE.match(body[i + 1]):
                 code = body[i + 1].strip() or None
                 code = None if code == "(source not available)" else code
-            break
+            places.append((int(match.group(1)), code))
+    line_no, code = places[0] if places else (None, None)
+    other_line, other_code = places[1] if kind == "data-race" and len(places) > 1 else (None, None)
+    entities = tuple(m.group(1) for m in map(_ENTITY.match, body) if m) if kind == "data-race" else ()
     message = headline.strip()
     if kind == "invalid-api":
         fields = _api_fields(body)
@@ -175,7 +184,7 @@ def _finding(kind: str, headline: str, body: list[str]) -> Finding | None:
         if fields.get("For argument"):
             parts.append(f"(argument {fields['For argument']})")
         message = f"{message}: " + " ".join(p for p in parts if p)
-    return Finding(kind=kind, message=message, kernel=kernel, line=line_no, code=code)
+    return Finding(kind, message, kernel, line_no, code, 1, other_line, other_code, entities)
 
 
 def parse_oclgrind_log(text: str) -> list[Finding]:
@@ -198,7 +207,5 @@ def parse_oclgrind_log(text: str) -> list[Finding]:
         if seen is None:
             folded[key] = finding
         else:
-            folded[key] = Finding(
-                seen.kind, seen.message, seen.kernel, seen.line, seen.code, seen.count + finding.count
-            )
+            folded[key] = replace(seen, count=seen.count + finding.count)
     return list(folded.values())

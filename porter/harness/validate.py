@@ -37,6 +37,7 @@ import numpy as np
 from porter.backends import Device, get_backend
 from porter.backends.guards import HOST_MEMORY_KINDS
 from porter.backends.isolate import Job, JobResult, prestart, run_job
+from porter.harness import races
 from porter.harness.checkers import CHECKER_LOG, checker_findings, sanitizer_pass
 from porter.harness.checks import (
     Comparison,
@@ -392,10 +393,9 @@ def _validate_on(
                     executed = True
                     if findings:
                         f = findings[0]
-                        where = f" at line {f.line}" + (f" ({f.code})" if f.code else "") if f.line else ""
                         more = f" (+{len(findings) - 1} more findings)" if len(findings) > 1 else ""
                         who = next(iter(get_backend(device.backend).checkers(device)), "checker")
-                        raise Reject(who, f"{who}: {f.kind}: {f.message}{where}{more} at {label}")
+                        raise Reject(who, f"{f.kind}: {f.message}{races.where(f)}{more} at {label}")
                     runs = [by_spec(spec, arrays, out) for out in res.outputs]
                     expected, ref_name = reference_outputs(ref, spec, inst, device, opts, logs)
                     if not given and not discriminating(spec, inst, expected):

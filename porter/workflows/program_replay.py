@@ -614,7 +614,8 @@ def _replay(
             ported = judged(port, devices, replay_of, built, name, made)
             if any(r.status == "failed" and r.reason.startswith(COMPARED) for r in ported):
                 ported = _unstable_under_contraction(ported, replay_of().unstable)
-            add(pk, n, *_originals_defect(ported, rows, kinds))
+            ported = _originals_defect(ported, rows, kinds)
+            add(pk, n, *_originals_race(ported, made, port, pk.name, target, plan.program.root))
             for d in every:  # a device that cannot run it says so in a row of its own (another judges it)
                 if lacks[d.label]:
                     why = needs_reason(target, name, d, port.requires, lacks[d.label])
@@ -730,6 +731,67 @@ def _originals_defect(
                 status="not-replayable",
                 reason=f"the original kernel fails the same way on {same.device} ({same.reason}): its own "
                 "defect, which the port keeps, so this device cannot judge the port",
+            )
+        )
+    return out
+
+
+def _originals_race(
+    rows: Sequence[KernelReplay],
+    original: PlannedVariant,
+    port: PlannedVariant,
+    kernel: str,
+    target: str,
+    root: Path,
+) -> list[KernelReplay]:
+    """A port's rows a checker failed with a data race that is the original's own
+    (:func:`porter.harness.races.originals_race`: both accesses are statements of the original's functions,
+    which the port keeps with the same synchronisation): not failed but not replayable on that device,
+    naming the original's functions and lines -- the checker stops the port at a defect the original has.
+    Any other race stays the port's failure."""
+    from porter.harness import races
+    from porter.includes import reachable
+
+    originals: list[tuple[str, str]] | None = None
+    out = []
+    for row in rows:
+        lines = (
+            races.race_lines(row.reason) if row.status == "failed" and ": data-race: " in row.reason else None
+        )
+        if lines is None:
+            out.append(row)
+            continue
+        if originals is None:
+            unit = original.variant.path or ""
+            originals = [
+                (
+                    os.path.relpath(path, root) if os.path.isabs(path) else path,
+                    data.decode("utf-8", "replace"),
+                )
+                for path, data in reachable([(unit, None)], original.compile.include_dirs, quoted_only=True)
+            ]
+        why = races.originals_race(
+            port.variant.source,
+            races.barrier_calls(target),
+            port.variant.entry,
+            kernel.split("<", 1)[0].split("::")[-1],
+            lines,
+            originals,
+            races.barrier_calls(SOURCE_DIALECT),
+        )
+        if why is None:
+            out.append(row)
+            continue
+        if races.one_warp(row.reason):
+            why += (
+                " -- two threads of one warp: code written for a warp's lockstep, which CUDA has not promised "
+                "since Volta's independent thread scheduling"
+            )
+        out.append(
+            replace(
+                row,
+                status="not-replayable",
+                reason=f"{why}; so the checker, which stops the port at that race, cannot judge it ({row.reason})",
             )
         )
     return out

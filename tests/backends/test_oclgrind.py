@@ -128,6 +128,44 @@ def test_local_write_write_race_is_found(tmp_path):
     assert kinds(findings) == {"data-race"}
     assert all(f.kernel == "local_race" and f.line == 3 for f in findings)
     assert any("Write-write" in f.message for f in findings)
+    # both sides of the race: the same store, by two work-items of the one group
+    assert all(f.other_line == 3 and f.other_code == "t[0] = (float)i;" for f in findings)
+    assert all(len(f.entities) == 2 and all("Group(0,0,0)" in e for e in f.entities) for f in findings)
+
+
+# a counter each work-item bumps and checks until its own tag reads back (a warp's lockstep assumed)
+TAGGED = """__kernel void tagged(__global float *a, __local float *t, int n) {
+    __local volatile uint c[1];
+    uint i = get_local_id(0), v;
+    if (i == 0) c[0] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    do {
+        v = ((c[0] & 0x07FFFFFFu) + 1) | (i << 27);
+        c[0] = v;
+    } while (c[0] != v);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    a[i] = (float)(c[0] & 0x07FFFFFFu);
+}
+"""
+
+
+@needs_oclgrind
+@pytest.mark.integration
+def test_a_read_write_race_keeps_both_lines_and_work_items(tmp_path):
+    from porter.backends import CheckerFinding
+
+    from porter.harness import races
+
+    _, log, stderr = run_under_oclgrind(tmp_path, TAGGED, "tagged")
+    findings = [f for f in parse_oclgrind_log(log + stderr) if "Read-write" in f.message]
+    assert findings
+    f = findings[0]
+    assert {f.line, f.other_line} == {7, 8} and f.kernel == "tagged"
+    said = races.where(
+        CheckerFinding(f.kind, f.message, f.line, f.code, f.other_line, f.other_code, f.entities)
+    )
+    assert said.startswith(f" at lines {f.line} and {f.other_line} (")
+    assert "c[0] = v;" in said and " between work-items (" in said and "of work-group (0,0,0)" in said
 
 
 @needs_oclgrind

@@ -581,3 +581,52 @@ def test_a_ports_failure_is_the_originals_where_the_original_fails_that_check_on
     assert judged[1].reason.startswith(
         "the original kernel fails the same way on cpu:cpu-emulator (deterministic:"
     )
+
+
+WARP_TAGGED = ROOT / "tests" / "fixtures" / "programs" / "warp_tagged_histogram"
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU runtime needs g++")
+@pytest.mark.skipif(shutil.which("oclgrind") is None, reason="needs oclgrind, the OpenCL checking device")
+def test_a_race_the_original_has_is_named_as_its_own_and_a_port_that_drops_a_barrier_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the warps' tagged counters race by design (rodinia's hybridsort: bucketcount, histogram1024Kernel):
+    # Oclgrind's race in the OpenCL port is the original's, so its row cannot judge the port; the other
+    # OpenCL devices do
+    src = tmp_path / "warp_tagged_histogram"
+    shutil.copytree(WARP_TAGGED, src)
+    cpu = ProgramRuns(("",), toolchains=("cpu-runtime",))
+    report = port_program([str(src)], ["opencl"], out_dir=str(tmp_path / "out"), run=cpu)
+    rows = {r.device: r for k in report.kernels if k.name == "histogram" for r in k.replays}
+    checker = rows["opencl:oclgrind"]
+    assert checker.status == "not-replayable", checker
+    assert (
+        checker.reason.startswith("the original's own race: ")
+        and "`tagged_add` (main.cu line 14)" in checker.reason
+    )
+    assert "two threads of one warp" in checker.reason and "oclgrind: data-race: Read-write" in checker.reason
+    judged = [r for d, r in rows.items() if d.startswith("opencl:") and d != "opencl:oclgrind"]
+    assert judged and all(r.status == "validated" for r in judged), judged
+    assert rows["cpu:cpu-emulator"].status == "validated"
+
+    # the same port with the kernel's last barrier dropped: the sums race with the counting, a race the original
+    # does not have -- the checker's row fails the port
+    from porter.workflows.program_plan import ProgramPlan
+
+    real = ProgramPlan.variant
+
+    def planted(self, target, name, *rest, **kw):  # type: ignore[no-untyped-def]
+        found = real(self, target, name, *rest, **kw)
+        if target != "opencl" or not hasattr(found, "variant"):
+            return found
+        text = found.variant.source
+        at = text.index("barrier(", text.index("barrier(", text.index("histogram(")) + 1)
+        wrong = text[:at] + "/* dropped */" + text[text.index(";", at) + 1 :]
+        return replace(found, variant=replace(found.variant, source=wrong))
+
+    monkeypatch.setattr(ProgramPlan, "variant", planted)
+    again = port_program([str(src)], ["opencl"], out_dir=str(tmp_path / "planted"), run=cpu)
+    checked = [r for k in again.kernels for r in k.replays if r.device == "opencl:oclgrind"]
+    assert checked and all(r.status == "failed" and ": data-race: " in r.reason for r in checked), checked

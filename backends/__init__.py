@@ -310,6 +310,9 @@ class Backend(Protocol):
     # links each kernel by starting a linker from one): a child calling a user's module that builds
     # such code cannot filter the system calls of threads that already exist.
     builds_from_early_threads: ClassVar[bool]
+    # Whether its runs read the warp-shuffle lanes CUDA leaves undefined as 0, count such reads and can run
+    # again with them reading a poison pattern (Job.poison_undefined_lanes): the CPU emulator
+    poisons_undefined_lanes: ClassVar[bool]
 
     @property
     def dialect(self) -> DialectFacts:
@@ -425,6 +428,7 @@ class BackendBase:
     sets_symbols: ClassVar[bool] = False
     builds_without_device: ClassVar[bool] = True
     builds_from_early_threads: ClassVar[bool] = False
+    poisons_undefined_lanes: ClassVar[bool] = False
     # The package its dialect.toml lives in (install hints, device_check_archs).
     package: ClassVar[str] = ""
 

@@ -426,6 +426,7 @@ class CpuBackend(BackendBase):
     runs: ClassVar[tuple[str, ...]] = ("cuda", "hip")
     sets_symbols: ClassVar[bool] = True
     builds_without_device: ClassVar[bool] = False  # the emulator is its own device
+    poisons_undefined_lanes: ClassVar[bool] = True  # porter_emu.h's undefined_read()
 
     @property
     def dialect(self) -> DialectFacts:

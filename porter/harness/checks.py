@@ -275,10 +275,13 @@ def check_instance(
     unordered: Sequence[Unordered] = (),
     floor: Mapping[int, float] | None = None,
     undefined: Undefined | None = None,
+    expected_poisoned: Sequence[np.ndarray | None] | None = None,
 ) -> None:
     """Raise Reject for the first check the variant's outputs fail: every array returned, ``guard``,
     ``inputs-unchanged``, ``all-written``, ``deterministic``, ``undefined`` (with `undefined`: the
-    outputs do not change when the undefined shuffle lanes read poison), ``matches-reference``.
+    outputs do not change when the undefined shuffle lanes read poison -- or, with `expected_poisoned`,
+    the original's outputs when its own undefined lanes read the same poison, spec order like `expected`:
+    an original whose result depends on them, judged as a function of what they return), ``matches-reference``.
 
     `expected`: the reference's content of each array argument (spec order); None for an array the
     reference has no counterpart of (scratch a lifted function's kernels use): its guard and its
@@ -294,7 +297,11 @@ def check_instance(
     check_all_written(spec, inst, bodies[0], exp)
     if len(bodies) > 1:
         check_deterministic(spec, inst, bodies[0], bodies[1], array_idx, unordered)
-    if undefined is not None:
+    if undefined is not None and expected_poisoned is not None:
+        check_same_undefined(
+            spec, inst, undefined, dict(zip(array_idx, expected_poisoned, strict=True)), floor
+        )
+    elif undefined is not None:
         check_defined(spec, inst, runs[0], undefined, array_idx)
     check_matches_reference(spec, inst, bodies[0], exp, stats, unordered, floor)
 
@@ -464,6 +471,34 @@ def check_defined(
             f"reads shuffle lanes CUDA leaves undefined ({undefined.first}); its result depends on what the "
             f"device returns there: {why} at {inst.label}",
         )
+
+
+def check_same_undefined(
+    spec: KernelSpec,
+    inst: Instance,
+    undefined: Undefined,
+    exp: Mapping[int, np.ndarray | None],
+    floor: Mapping[int, float] | None = None,
+) -> None:
+    """``undefined`` for an original whose result depends on the warp-shuffle lanes CUDA leaves undefined:
+    the variant's run with those lanes reading the poison pattern matches the original's run with its own
+    reading the same (`exp`, spec index -> array), as its run reading 0 matches the capture -- so it computes
+    what the original computes from whatever the lanes hold, and a port that computes anything else fails."""
+    if undefined.failed:
+        raise Reject(
+            "undefined",
+            f"reads shuffle lanes CUDA leaves undefined ({undefined.first}); with them reading a poison pattern, as "
+            f"the original was run, {undefined.failed} at {inst.label}",
+        )
+    bodies = {i: np.asarray(a)[: inst.length(i)] for i, a in (undefined.poisoned or {}).items()}
+    try:
+        check_matches_reference(spec, inst, bodies, exp, {}, (), floor)
+    except Reject as rej:
+        raise Reject(
+            "undefined",
+            f"with the shuffle lanes CUDA leaves undefined ({undefined.first}) reading a poison pattern, as the "
+            f"original was run, its outputs differ from the original's: {rej.reason}",
+        ) from None
 
 
 def check_matches_reference(

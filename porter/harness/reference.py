@@ -38,6 +38,10 @@ class Reference:
     # What the original left in each array argument (spec order), by instance label: a program's
     # captured launches (porter.harness.replay).  Served before anything is run.
     recorded: Mapping[str, Sequence[np.ndarray]] | None = None
+    # An original whose result depends on the warp-shuffle lanes CUDA leaves undefined: what it left in each
+    # array argument (spec order) with those lanes reading the poison pattern, by instance label -- what a
+    # variant's run with its own undefined lanes poisoned is compared with (checks.check_same_undefined).
+    poisoned_lanes: Mapping[str, Sequence[np.ndarray]] | None = None
     # The user's Python function, run on each instance in a sandboxed child (run_python): what it left
     # in its arrays and returned, by instance label, and what each spec array argument is compared with.
     function: PythonRun | None = None

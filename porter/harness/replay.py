@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from porter.backends import CompileOptions, Device
+from porter.backends import CompileOptions, Device, get_backend
 from porter.backends.isolate import Alias
 from porter.capture import Arg, Launch
 from porter.harness.checks import Unordered
@@ -89,6 +89,10 @@ class Replay:
     # the kernel's launches with another set of null pointer arguments, each judged by its own spec (its
     # own left_out empty: every launch left out is said in this one's)
     others: tuple[Replay, ...] = ()
+    # an original whose result depends on the warp-shuffle lanes CUDA leaves undefined: what it left with
+    # them reading the poison pattern, by instance label as `recorded` (with_undefined_lanes)
+    poisoned_lanes: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    lanes_said: str = ""  # the original's own `undefined` failure, naming the read: its defect, kept in words
     # what timed() measured at these launches: (device, launch, source, entry, compile options) -> its result, so
     # the original timed once on a device is the baseline of every port timed there after it
     timings: dict[tuple[str, str, str, str, str], BenchResult] = field(
@@ -329,14 +333,18 @@ class Original:
         insts: Sequence[Instance],
         runs: int = 1,
         every_device: bool = False,
+        poison_lanes: bool = False,
     ) -> list[list[dict[int, np.ndarray]]] | str:
         """:meth:`outputs` of each of `insts` (each with its own spec where `spec` is a list of them), the
         launches of one device run in one child where they fit (:func:`porter.harness.trial.run_together`);
-        the first failure as its sentence."""
+        the first failure as its sentence.  `poison_lanes`: on the devices that can, with the warp-shuffle
+        lanes CUDA leaves undefined reading the poison pattern instead of 0."""
         from porter.harness.checks import guard_touched
         from porter.harness.trial import by_spec, job_failure, make_job, run_together, seed_for
 
         devices = [d for d in self.devices if not d.checks]
+        if poison_lanes:
+            devices = [d for d in devices if get_backend(d.backend).poisons_undefined_lanes]
         specs = [spec] * len(insts) if isinstance(spec, KernelSpec) else list(spec)
         # only the program variables the original's own program has (its unit's, not the whole run's)
         groups: dict[int, list[int]] = {}  # the instances of each spec, its symbols looked up once
@@ -358,7 +366,8 @@ class Original:
                 )
                 for one, inst in zip(specs, insts, strict=True)
             ]  # fmt: skip
-            results = run_together([job for job, _ in made], self.timeout_s)
+            jobs = [replace(job, poison_undefined_lanes=True) if poison_lanes else job for job, _ in made]
+            results = run_together(jobs, self.timeout_s)
             for k, (one, inst, (_job, arrays), res) in enumerate(
                 zip(specs, insts, made, results, strict=True)
             ):
@@ -380,6 +389,8 @@ class Original:
 
 UNCHANGED = "and changed no element of any array even when "  # a poisoned launch that still changed nothing
 KEPT = "judged by what the original's own runs keep"  # a validated reason's words after settle()
+# a validated reason's words after with_undefined_lanes()
+LANES = "with the shuffle lanes CUDA leaves undefined reading 0 and a poison pattern, as the original did"
 ORIGINAL_SEED = 0x0816  # the original's own runs (poisoned, or to learn what stays the same)
 POISON_SEED = 0x9015
 
@@ -722,6 +733,32 @@ def _shared_note(i: int, base: int, offset: int) -> str:
     )
 
 
+def with_undefined_lanes(rep: Replay, original: Original, said: str = "") -> Replay | str:
+    """`rep` with what the original leaves at each instance when the warp-shuffle lanes CUDA leaves undefined
+    read the poison pattern (:attr:`Replay.poisoned_lanes`), for an original whose result depends on them: a
+    variant is then judged as a function of what those lanes return -- reading 0 it must leave what the
+    capture recorded, reading the poison what the original left (checks.check_same_undefined).  Each of its
+    ``others`` the same; `said`, the original's own failure naming the read, kept in every verdict's words.
+    Why not, as a sentence, where the original cannot be run so."""
+    spec = rep.spec
+    if spec is None:
+        return rep.problem
+    array_idx = [i for i, a in enumerate(spec.args) if a.role is not Role.SCALAR]
+    got = original.outputs_of(spec, rep.instances, poison_lanes=True)
+    if isinstance(got, str):
+        return f"the original's run with the undefined lanes poisoned failed: {got}"
+    lanes = {
+        inst.label: [runs[0][i] for i in array_idx] for inst, runs in zip(rep.instances, got, strict=True)
+    }
+    others = []
+    for other in rep.others:
+        made = with_undefined_lanes(other, original, said)
+        if isinstance(made, str):
+            return made
+        others.append(made)
+    return replace(rep, poisoned_lanes=lanes, lanes_said=said, others=tuple(others))
+
+
 def settle(rep: Replay, original: Original) -> Replay:
     """`rep` with what its outputs keep when the original's own runs do not reproduce the capture, and
     each of its ``others`` (launches with other arguments null) with what theirs keep
@@ -959,6 +996,20 @@ def replay(
     return verdicts
 
 
+def _lanes_said(rep: Replay, v: Verdict) -> str:
+    """How a validated verdict of a replay judged as a function of the undefined shuffle lanes read them: as 0
+    and as the poison pattern, like the original; or, where the variant read none undefined (AMD's 64-lane
+    wavefronts read an inactive lane as 0, a defined value), as 0 only.  "" for any other replay."""
+    if not rep.poisoned_lanes:
+        return ""
+    defect = f"(the original's defect: {rep.lanes_said or 'its result depends on them'})"
+    if "undefined-lanes" in v.checks:
+        return f"; {LANES} {defect}"
+    return (
+        f"; it reads no shuffle lane left undefined here, and matches the original reading them as 0 {defect}"
+    )
+
+
 def _merged(mine: Sequence[Verdict], theirs: Sequence[Verdict]) -> list[Verdict]:
     """Per device, the verdicts of one variant on two sets of launches as one: validated when both are
     (both reasons said, the checks of both), else the first that is not."""
@@ -1007,7 +1058,8 @@ def _judged(
     opts = replace(options, given=instances, trials=1)
     floor_of = {d.label: f for d in devices if (f := rep.floors.get(physical(d.label))) is not None}
     verdicts = validate(
-        variant, spec, Reference(recorded=rep.recorded), list(devices), opts, unordered=rep.unordered,
+        variant, spec, Reference(recorded=rep.recorded, poisoned_lanes=rep.poisoned_lanes or None), list(devices),
+        opts, unordered=rep.unordered,
         floors={label: f.by_index() for label, f in floor_of.items()},
     )  # fmt: skip
     shown, held = len(spec.sizes), len(spec.hidden_sizes)
@@ -1027,9 +1079,11 @@ def _judged(
         said += f"; {KEPT}: {rep.said()}"
     if rep.typed:
         said += "; " + "; ".join(rep.typed)
-    named = tuple(f"compared:{c}" for c in (*rep.compared, *rep.typed))
+    named = tuple(f"compared:{c}" for c in (*rep.compared, *rep.typed)) + (
+        ("compared:undefined-lanes",) if rep.poisoned_lanes else ()
+    )
     verdicts = [
-        replace(v, reason=said + _reads_past_said(v), checks=(*v.checks, *named))
+        replace(v, reason=said + _lanes_said(rep, v) + _reads_past_said(v), checks=(*v.checks, *named))
         if v.status is Status.VALIDATED
         else v
         for v in verdicts

@@ -415,11 +415,16 @@ def _validate_on(
                         if res.undefined and not checker
                         else None
                     )
-                    check_instance(spec, inst, runs, expected, stats, unordered, floor, undefined)
+                    lanes = ref.poisoned_lanes.get(inst.label) if ref.poisoned_lanes else None
+                    check_instance(spec, inst, runs, expected, stats, unordered, floor, undefined, lanes)
                     if undefined is not None:
                         logs.append(
                             f"{label}: warp shuffles read lanes CUDA leaves undefined ({undefined.first}); the "
-                            "outputs are the same with them reading a poison pattern"
+                            + (
+                                "outputs are the original's with them reading a poison pattern too"
+                                if lanes is not None
+                                else "outputs are the same with them reading a poison pattern"
+                            )
                         )
                         if "undefined-lanes" not in checks:
                             checks.append("undefined-lanes")

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from porter import capture
-from porter.backends import SOURCE_DIALECT, Device
+from porter.backends import SOURCE_DIALECT, Device, get_backend
 from porter.errors import UsageError
 from porter.harness import replay as replaying
 from porter.harness.trial import ValidateOptions
@@ -275,6 +275,36 @@ def _order_dependent(rows: Sequence[KernelReplay]) -> bool:
     capture (two runs differ, or a run differs from what the capture recorded)."""
     return any(
         r.status == "failed" and r.reason.startswith(("deterministic", "matches-reference")) for r in rows
+    )
+
+
+def _undefined_lanes(rows: Sequence[KernelReplay], on: Sequence[Device]) -> bool:
+    """Whether the original's replay failed only because its result depends on what the warp-shuffle lanes
+    CUDA leaves undefined return (check ``undefined``), on a device that can run it with them poisoned."""
+    failed = [r for r in rows if r.status == "failed"]
+    return (
+        bool(failed)
+        and not any(r.status == "validated" for r in rows)
+        and all(r.reason.startswith("undefined:") for r in failed)
+        and any(get_backend(d.backend).poisons_undefined_lanes for d in on)
+    )
+
+
+def _with_lanes(base: Callable[[], replaying.Replay], original: replaying.Original) -> replaying.Replay:
+    """The replay with the original's outputs under poisoned undefined lanes (a verdict kept from the ledger
+    was judged by them); the replay as it is where they cannot be made."""
+    lanes = replaying.with_undefined_lanes(base(), original, "its result depends on them")
+    return base() if isinstance(lanes, str) else lanes
+
+
+def _lanes_blind(device: Device, said: str) -> str:
+    """Why a port's row on `device` is not judged when the original's result depends on the shuffle lanes CUDA
+    leaves undefined (`said`: the original's own failure, naming the read)."""
+    return (
+        f"the original {said or 'reads shuffle lanes CUDA leaves undefined, and its result depends on them'}; "
+        f"{device.label} reads such lanes as its hardware does (Intel's OpenCL: what they last held) and cannot "
+        "be made to read them as the capture did, so only a device that reads them as 0 and as a poison pattern "
+        "(porter's CPU emulator) judges the port"
     )
 
 
@@ -572,10 +602,27 @@ def _replay(
                 rows = judged(made, on, replay_of, built, name, made, again=True)
             else:
                 unsettled = settled.unsettled
+        elif _undefined_lanes(
+            rows, on
+        ):  # its result depends on what shuffle lanes CUDA leaves undefined return
+            say(
+                f"{name}: the original's result depends on shuffle lanes CUDA leaves undefined; judging by both"
+            )
+            defect = next(r.reason for r in rows if r.status == "failed").partition("undefined: ")[2]
+            lanes = replaying.with_undefined_lanes(replay_of(), original, defect)
+            if isinstance(lanes, str):
+                unsettled = lanes
+            else:
+                replay_of = functools.cache(lambda lanes=lanes: lanes)
+                rows = judged(made, on, replay_of, built, name, made, again=True)
         elif any(
             r.status == "validated" and replaying.KEPT in r.reason for r in rows
         ):  # kept from the ledger
             replay_of = functools.cache(functools.partial(_settled, replay_of, original))
+        elif any(
+            r.status == "validated" and replaying.LANES in r.reason for r in rows
+        ):  # kept from the ledger
+            replay_of = functools.cache(functools.partial(_with_lanes, replay_of, original))
         add(pk, n, *rows)
         if not any(r.status == "validated" for r in rows):
             first = rows[0] if rows else None
@@ -610,12 +657,29 @@ def _replay(
                 )
                 add(pk, n, KernelReplay(target, "", "not-replayable", why, instance=name))
                 continue
-            kinds = {d.label: d.kind for d in (*on, *devices)}
-            ported = judged(port, devices, replay_of, built, name, made)
-            if any(r.status == "failed" and r.reason.startswith(COMPARED) for r in ported):
-                ported = _unstable_under_contraction(ported, replay_of().unstable)
-            ported = _originals_defect(ported, rows, kinds)
-            add(pk, n, *_originals_race(ported, made, port, pk.name, target, plan.program.root))
+            defect_said = replay_of().lanes_said if replay_of().poisoned_lanes else None
+            if (
+                defect_said is not None
+            ):  # judged as a function of the undefined lanes: where they can be poisoned
+                blind = [d for d in devices if not get_backend(d.backend).poisons_undefined_lanes]
+                devices = [d for d in devices if d not in blind]
+                add(
+                    pk,
+                    n,
+                    *(
+                        KernelReplay(
+                            target, d.label, "not-replayable", _lanes_blind(d, defect_said), instance=name
+                        )
+                        for d in blind
+                    ),
+                )
+            if devices:
+                kinds = {d.label: d.kind for d in (*on, *devices)}
+                ported = judged(port, devices, replay_of, built, name, made)
+                if any(r.status == "failed" and r.reason.startswith(COMPARED) for r in ported):
+                    ported = _unstable_under_contraction(ported, replay_of().unstable)
+                ported = _originals_defect(ported, rows, kinds)
+                add(pk, n, *_originals_race(ported, made, port, pk.name, target, plan.program.root))
             for d in every:  # a device that cannot run it says so in a row of its own (another judges it)
                 if lacks[d.label]:
                     why = needs_reason(target, name, d, port.requires, lacks[d.label])

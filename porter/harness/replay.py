@@ -747,8 +747,9 @@ def with_undefined_lanes(rep: Replay, original: Original, said: str = "") -> Rep
     got = original.outputs_of(spec, rep.instances, poison_lanes=True)
     if isinstance(got, str):
         return f"the original's run with the undefined lanes poisoned failed: {got}"
-    lanes = {
-        inst.label: [runs[0][i] for i in array_idx] for inst, runs in zip(rep.instances, got, strict=True)
+    lanes = {  # an array the run did not return (a null pointer argument): as recorded
+        inst.label: [runs[0].get(i, rep.recorded[inst.label][k]) for k, i in enumerate(array_idx)]
+        for inst, runs in zip(rep.instances, got, strict=True)
     }
     others = []
     for other in rep.others:

@@ -176,16 +176,22 @@ def _functions(path: str, text: str, barrier_calls: frozenset[str]) -> dict[str,
     return found
 
 
-def _reached(entry: str, port: Mapping[str, list[_Function]]) -> dict[str, _Function]:
-    """The port's functions the kernel `entry` reaches (itself included), each name's only definition; a
-    name defined twice in the port cannot be told apart and is left out."""
+def _reached(entry: str, port: Mapping[str, list[_Function]]) -> dict[str, _Function] | None:
+    """The port's functions the kernel `entry` reaches (itself included), each name's only definition; None
+    where a name of the original's it reaches is defined more than once (overloads that cannot be told
+    apart, so their barriers cannot be compared).  Porter's own overloaded helpers are its code, not
+    compared, and not followed."""
     out: dict[str, _Function] = {}
     todo = [entry]
     while todo:
         name = todo.pop()
         defs = port.get(name, [])
-        if name in out or len(defs) != 1:
+        if name in out or not defs:
             continue
+        if len(defs) != 1:
+            if PORTER_NAMES.match(name):
+                continue
+            return None
         out[name] = defs[0]
         todo.extend(c for c in defs[0].calls if c in port)
     return out
@@ -210,11 +216,13 @@ def originals_race(
     synchronisation -- or None where that is not shown (see the module's words)."""
     port = _functions("", port_source, frozenset(port_barriers))
     reached = _reached(entry, port)
+    if reached is None:
+        return None
     sides = [_at(n, reached.values()) for n in lines]
     if not all(sides):
         return None
     original: dict[str, list[_Function]] = {}
-    wanted = set(reached)
+    wanted = {*reached, original_entry}
     for path, text in originals:
         if not any(name in text for name in wanted):
             continue

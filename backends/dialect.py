@@ -210,9 +210,9 @@ class DialectFacts:
     device_check_archs: tuple[str, ...] = ()
     compile_archs: tuple[str, ...] = ()
     build_options: tuple[str, ...] = ()  # of every kernel build but a debug one (-cl-mad-enable)
-    # the calls that make a block's or a warp's threads wait for each other, by the name called (a
-    # cooperative group's `g.sync()` and `cg::sync(g)` by `sync`): how a checker's data race in a port is
-    # traced back to the original (porter.harness.races)
+    # the calls that make a block's or a warp's threads wait for each other, by the name called: how a
+    # checker's data race in a port is traced back to the original (porter.harness.races).  A dialect that
+    # spells them as CUDA does (CUDA, HIP) leaves it out: the scanner's CUDA API facts name them
     barrier_calls: tuple[str, ...] = ()
     # prompts: name ("HIP C++"), fence_label (asked for on the reply's code block), fence_labels (every
     # label a reply's block may carry), headers (a reply may include), runtime_prefixes (of its host API)

@@ -9,9 +9,10 @@ evidence in hand, and otherwise says nothing (the race stays the port's failure)
 
 * both accesses lie in functions of the port that the kernel reaches (the kernel, the helpers it calls),
   each defined under the same name in the original's sources (the unit and the headers it includes);
-* each of those functions synchronises as often in the port as in the original (the dialects'
-  ``barrier_calls``: CUDA's ``__syncthreads``/``__syncwarp``/group syncs, OpenCL's ``barrier``/
-  ``sub_group_barrier``), so the translation neither dropped nor moved a barrier out of one;
+* each of those functions synchronises as often in the port as in the original (:func:`barrier_calls`:
+  CUDA's ``__syncthreads``/``__syncwarp``/group syncs from the scanner's CUDA API facts, OpenCL's
+  ``barrier``/``sub_group_barrier`` from its dialect.toml), so the translation neither dropped nor moved a
+  barrier out of one;
 * the racing lines are the original's statements: they name no helper porter adds (``porter_``), and
   they name variables of the original function (a built-in's translation, ``get_local_id``, aside).
 
@@ -80,11 +81,17 @@ WARP = 32  # CUDA's warp: two work-items of one 1-D warp race in code written fo
 
 
 def barrier_calls(dialect: str) -> tuple[str, ...]:
-    """The calls that synchronise in `dialect`'s device code (its dialect.toml's ``barrier_calls``)."""
+    """The calls that synchronise in `dialect`'s device code: its dialect.toml's ``barrier_calls``, or where it
+    names none (CUDA, HIP: CUDA's spelling) the barriers of the scanner's CUDA API facts (``__syncthreads``...,
+    a cooperative group's ``g.sync()`` and ``cg::sync(g)`` by their last name)."""
     from porter.backends import get_dialect
+    from porter.scan.cuda import api
 
     facts = get_dialect(dialect).facts
-    return facts.barrier_calls if facts is not None else ()
+    if facts is not None and facts.barrier_calls:
+        return facts.barrier_calls
+    cuda = api()
+    return tuple(sorted(cuda.barriers | cuda.barrier_methods | cuda.barrier_qualified))
 
 
 def where(finding: CheckerFinding) -> str:

@@ -293,7 +293,7 @@ def _undefined_lanes(rows: Sequence[KernelReplay], on: Sequence[Device]) -> bool
 def _with_lanes(base: Callable[[], replaying.Replay], original: replaying.Original) -> replaying.Replay:
     """The replay with the original's outputs under poisoned undefined lanes (a verdict kept from the ledger
     was judged by them); the replay as it is where they cannot be made."""
-    lanes = replaying.with_undefined_lanes(base(), original, "its result depends on them")
+    lanes = replaying.with_undefined_lanes(base(), original)
     return base() if isinstance(lanes, str) else lanes
 
 

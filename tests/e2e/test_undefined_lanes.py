@@ -78,24 +78,18 @@ def test_a_port_that_computes_otherwise_from_the_undefined_lanes_fails(
 ) -> None:
     # the HIP port masks each shuffled value to 16 bits: the same sums when the undefined lanes read 0 (as
     # captured), another when they read the poison pattern -- it does not compute what the original computes
-    from dataclasses import replace
+    from fakes.programs import plant_port
 
     from porter.workflows.program import port_program
-    from porter.workflows.program_plan import ProgramPlan
     from porter.workflows.program_run import ProgramRuns
 
-    real = ProgramPlan.variant
-
-    def planted(self, target, name, *rest, **kw):  # type: ignore[no-untyped-def]
-        found = real(self, target, name, *rest, **kw)
-        if target != "hip" or name != "lanes_sum_unguarded" or not hasattr(found, "variant"):
-            return found
-        text = found.variant.source
-        wrong = text.replace("v += __shfl_down(v, offset);", "v += __shfl_down(v, offset) & 0xFFFF;", 1)
-        assert wrong != text
-        return replace(found, variant=replace(found.variant, source=wrong))
-
-    monkeypatch.setattr(ProgramPlan, "variant", planted)
+    masked = "v += __shfl_down(v, offset) & 0xFFFF;"
+    plant_port(
+        monkeypatch,
+        "hip",
+        lambda text: text.replace("v += __shfl_down(v, offset);", masked, 1),
+        "lanes_sum_unguarded",
+    )
     src = tmp_path / "undefined_lanes"
     shutil.copytree(FIXTURE, src)
     report = port_program(

@@ -8,6 +8,8 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -54,3 +56,28 @@ def opencl_program_port(tmp_path: Path, program: Path, run: str = "") -> tuple[d
     doc: dict[str, Any] = json.loads(r.stdout)
     assert doc["program"]["verdicts"]["opencl"]["status"] == "matches", doc["program"]["verdicts"]
     return doc, out
+
+
+def plant_port(
+    monkeypatch: pytest.MonkeyPatch, target: str, edit: Callable[[str], str], instance: str | None = None
+) -> None:
+    """Every `target` port the program's plan hands out (of the kernel instance `instance` only, when given)
+    with its device code rewritten by `edit`, which must change it: a planted defect a test expects porter
+    to catch."""
+    from porter.workflows.program_plan import ProgramPlan
+
+    real = ProgramPlan.variant
+
+    def planted(self: ProgramPlan, planned_target: str, name: str, *rest: Any, **kw: Any) -> Any:
+        found = real(self, planned_target, name, *rest, **kw)
+        if (
+            planned_target != target
+            or (instance is not None and name != instance)
+            or not hasattr(found, "variant")
+        ):
+            return found
+        changed = edit(found.variant.source)
+        assert changed != found.variant.source, "the planted edit changed nothing"
+        return replace(found, variant=replace(found.variant, source=changed))
+
+    monkeypatch.setattr(ProgramPlan, "variant", planted)

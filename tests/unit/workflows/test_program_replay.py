@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.programs import plant_port
 from porter.backends import CompileOptions, Device
 
 from porter.model import Variant
@@ -215,19 +216,9 @@ def test_arguments_into_one_allocation_are_replayed_as_one_buffer_and_a_wrong_ha
         assert any(r.device.startswith("opencl:") and r.status == "validated" for r in rows[name])
     assert rows["halves"][0].held_back == 1
     # a HIP port that writes the input's half instead of the output's: the allocation is compared whole
-    from porter.workflows.program_plan import ProgramPlan
-
-    real = ProgramPlan.variant
-
-    def planted(self, target, name, *rest, **kw):  # type: ignore[no-untyped-def]
-        found = real(self, target, name, *rest, **kw)
-        if target != "hip" or name != "halves" or not hasattr(found, "variant"):
-            return found
-        wrong = found.variant.source.replace("out[i] = 2.0f", "((float*)in)[i] = 2.0f")
-        assert wrong != found.variant.source
-        return replace(found, variant=replace(found.variant, source=wrong))
-
-    monkeypatch.setattr(ProgramPlan, "variant", planted)
+    plant_port(
+        monkeypatch, "hip", lambda text: text.replace("out[i] = 2.0f", "((float*)in)[i] = 2.0f"), "halves"
+    )
     again = port_program([str(src)], ["hip", "opencl"], out_dir=str(tmp_path / "planted"), run=cpu)
     hip = [r for k in again.kernels if k.name == "halves" for r in k.replays if r.variant == "hip"]
     assert hip and all(r.status == "failed" and "matches-reference" in r.reason for r in hip), hip
@@ -309,23 +300,11 @@ STRUCT_FIELDS = ROOT / "tests" / "fixtures" / "programs" / "struct_fields"
 def test_arrays_of_double_structs_are_compared_field_by_field_and_a_wrong_field_still_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from porter.workflows.program_plan import ProgramPlan
-
     src = tmp_path / "struct_fields"
     shutil.copytree(STRUCT_FIELDS, src)
     cpu = ProgramRuns(("",), toolchains=("cpu-runtime",))
-    real = ProgramPlan.variant
     edit = {"from": "b.mass / 7.0", "to": "b.mass * (1.0 / 7.0)"}  # the last bit of many a double
-
-    def planted(self, target, name, *rest, **kw):  # type: ignore[no-untyped-def]
-        found = real(self, target, name, *rest, **kw)
-        if target != "hip" or name != "advance" or not hasattr(found, "variant"):
-            return found
-        changed = found.variant.source.replace(edit["from"], edit["to"])
-        assert changed != found.variant.source
-        return replace(found, variant=replace(found.variant, source=changed))
-
-    monkeypatch.setattr(ProgramPlan, "variant", planted)
+    plant_port(monkeypatch, "hip", lambda text: text.replace(edit["from"], edit["to"]), "advance")
     report = port_program([str(src)], ["hip"], out_dir=str(tmp_path / "out"), run=cpu)
     rows = {k.name: [r for r in k.replays if r.device == "cpu:cpu-emulator"] for k in report.kernels}
     # the port rounds x / 7 differently in the last bit: within float64's tolerance, field by field
@@ -608,20 +587,11 @@ def test_a_race_the_original_has_is_named_as_its_own_and_a_port_that_drops_a_bar
 
     # the same port with the kernel's last barrier dropped: the sums race with the counting, a race the original
     # does not have -- the checker's row fails the port
-    from porter.workflows.program_plan import ProgramPlan
-
-    real = ProgramPlan.variant
-
-    def planted(self, target, name, *rest, **kw):  # type: ignore[no-untyped-def]
-        found = real(self, target, name, *rest, **kw)
-        if target != "opencl" or not hasattr(found, "variant"):
-            return found
-        text = found.variant.source
+    def last_barrier_dropped(text: str) -> str:
         at = text.index("barrier(", text.index("barrier(", text.index("histogram(")) + 1)
-        wrong = text[:at] + "/* dropped */" + text[text.index(";", at) + 1 :]
-        return replace(found, variant=replace(found.variant, source=wrong))
+        return text[:at] + "/* dropped */" + text[text.index(";", at) + 1 :]
 
-    monkeypatch.setattr(ProgramPlan, "variant", planted)
+    plant_port(monkeypatch, "opencl", last_barrier_dropped)
     again = port_program([str(src)], ["opencl"], out_dir=str(tmp_path / "planted"), run=cpu)
     checked = [r for k in again.kernels for r in k.replays if r.device == "opencl:oclgrind"]
     assert checked and all(r.status == "failed" and ": data-race: " in r.reason for r in checked), checked

@@ -95,6 +95,11 @@ class Device:
     # its compiler fuses a*b+c into one rounding (an FMA) by default: OpenCL C's FP_CONTRACT, nvcc's and
     # NVRTC's --fmad=true, hipcc's -ffp-contract=fast; porter's CPU emulator (ISO C++) does not
     contracts: bool = False
+    # what builds kernels for it, as far as their rounding goes: NVIDIA's NVVM (nvcc, NVRTC, HIP on CUDA),
+    # AMD's clang (hipcc), an OpenCL driver's own compiler (its platform), porter's emulator (g++); "" unknown.
+    # A port on a device whose compiler the original was never built with is judged with the original's own
+    # spread between the compilers it was built with (porter.harness.replay.cross_device_floors)
+    compiler: str = ""
 
     @property
     def label(self) -> str:

@@ -465,6 +465,7 @@ class CpuBackend(BackendBase):
                 arch=platform.machine() or "cpu",
                 kind="emulator",
                 platform="porter_emu",
+                compiler="porter-emu",
                 driver=f"g++ {_compiler_version(self._compiler)}",
                 facts=HardwareFacts(
                     warp_size=int(self.dialect.default_warp_size or 32),

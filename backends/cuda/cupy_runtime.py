@@ -103,6 +103,7 @@ def list_devices(backend: str = "cuda", platform: str = "cuda") -> tuple[Device,
                 kind="gpu",
                 index=index,
                 platform=platform,
+                compiler="nvvm",  # nvcc, NVRTC and HIP on CUDA alike
                 driver=driver,
                 facts=HardwareFacts(
                     warp_size=int(props.get("warpSize", 32)),

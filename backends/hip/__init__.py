@@ -394,6 +394,7 @@ def compile_only_device(arch: str) -> Device:
         arch=arch,
         kind="gpu",
         platform="rocm",
+        compiler="amd-clang",
         facts=HardwareFacts(
             warp_size=int(facts.get("warp_size", 64)),
             max_threads_per_block=int(facts.get("max_threads_per_block", 1024)),

@@ -60,6 +60,7 @@ def list_devices() -> tuple[Device, ...]:
                     kind="gpu",
                     index=index,
                     platform="rocm",
+                    compiler="amd-clang",
                     driver=driver,
                     facts=HardwareFacts(
                         warp_size=int(props.warpSize),

@@ -381,6 +381,7 @@ def _enumerate(cl: ModuleType) -> Inventory:
                 kind=kind,
                 index=index,
                 platform=platform_name,
+                compiler=f"opencl:{platform_name}",
                 driver=info["driver"],
                 facts=HardwareFacts(
                     warp_size=warp,

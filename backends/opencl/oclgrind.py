@@ -107,6 +107,7 @@ def checker_device(opencl_version: str | None = None, driver: str | None = None)
         arch=f"opencl-{opencl_version or facts['opencl_version']}/checker",
         kind="checker",
         platform=data["platform"],
+        compiler="oclgrind",
         driver=driver if driver is not None else oclgrind_version(),
         facts=HardwareFacts(
             warp_size=facts["warp_size"],

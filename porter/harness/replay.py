@@ -80,11 +80,13 @@ class Replay:
     typed: tuple[str, ...] = ()
     unsettled: str = ""  # why settle() found no comparison the original's runs keep
     # a capture made on another device: by physical device (same_device), the original's own spread
-    # there, every variant's floor on it (cross_device_floors)
+    # there, every variant's floor on it (cross_device_floors); by device label, a port's device whose
+    # compiler the original was never built with (floor_on() reads both)
     floors: dict[str, Floor] = field(default_factory=dict)
     spread: tuple[str, ...] = ()  # devices where the original's spread is too large to be a floor, why
-    # by physical device: a device that contracts a*b+c where the original, built to contract too, differs
-    # from the capture by more than a rounding -- why (a port there cannot be judged by this capture)
+    # by physical device or label as `floors`: a device where the original, built as a port there is (to
+    # contract a*b+c, or by another compiler), is farther from the capture than a rounding -- why, in words
+    # (a port there cannot be judged by this capture; unstable_on() reads it)
     unstable: dict[str, str] = field(default_factory=dict)
     # the kernel's launches with another set of null pointer arguments, each judged by its own spec (its
     # own left_out empty: every launch left out is said in this one's)
@@ -103,6 +105,14 @@ class Replay:
         """The comparisons other than element by element, as a verdict names them ("" when none)."""
         return "; ".join(self.compared)
 
+    def floor_on(self, label: str) -> Floor | None:
+        """The tolerance floor of every variant on the device `label`: its own, else its physical device's."""
+        return self.floors.get(label) or self.floors.get(physical(label))
+
+    def unstable_on(self, label: str) -> str:
+        """Why no port on the device `label` can be judged by this capture ("" when one can)."""
+        return self.unstable.get(label) or self.unstable.get(physical(label), "")
+
 
 @dataclass(frozen=True)
 class Floor:
@@ -113,6 +123,7 @@ class Floor:
     measured_on: str  # the device label the original was replayed on
     captured_on: str  # the device label of the capture
     spread: tuple[tuple[int, str, str, float], ...]  # (spec index, name, dtype, largest difference)
+    why: str = ""  # why it applies on a device the original was not replayed on, in words
 
     def by_index(self) -> dict[int, float]:
         return {i: d for i, _, _, d in self.spread}
@@ -123,7 +134,7 @@ class Floor:
         each = ", ".join(f"{name} ±{fmt_floor(d)} ({dtype})" for _, name, dtype, d in self.spread)
         return (
             f"tolerance floor from the original's own spread on {self.measured_on} vs the capture on "
-            f"{self.captured_on}: {each}"
+            f"{self.captured_on}: {each}" + (f" ({self.why})" if self.why else "")
         )
 
 
@@ -855,21 +866,19 @@ def _settled_one(rep: Replay, original: Original) -> Replay:
 
 
 def cross_device_floors(
-    rep: Replay, original: Original, captured_on: str, contracting: Sequence[Device] = ()
+    rep: Replay, original: Original, captured_on: str, ports: Sequence[Device] = ()
 ) -> Replay:
     """`rep` and each of its ``others`` with their tolerance floors (:func:`_floors_one`)."""
     return replace(
-        _floors_one(rep, original, captured_on, contracting),
-        others=tuple(_floors_one(o, original, captured_on, contracting) for o in rep.others),
+        _floors_one(rep, original, captured_on, ports),
+        others=tuple(_floors_one(o, original, captured_on, ports) for o in rep.others),
     )
 
 
-def _floors_one(
-    rep: Replay, original: Original, captured_on: str, contracting: Sequence[Device] = ()
-) -> Replay:
+def _floors_one(rep: Replay, original: Original, captured_on: str, ports: Sequence[Device] = ()) -> Replay:
     """`rep` with a tolerance floor for every device the original runs on that is not the one the
-    capture was made on (a GPU's capture on the CPU emulator, or the reverse), and for every device of
-    `contracting` the original does not run on, when the capture came from a build that does not contract.
+    capture was made on (a GPU's capture on the CPU emulator, or the reverse), and for the ports' devices
+    (`ports`) built otherwise than any the original was replayed by.
 
     The original is replayed there first, from every instance; each output is compared with what the
     capture recorded (:func:`porter.harness.checks.cross_device_spread`): within the tolerance, no
@@ -885,7 +894,13 @@ def _floors_one(
     a capture from porter's CPU runtime (ISO C++) does not.  A port on such a device (OpenCL on PoCL, where
     the original never runs) is then judged with the original's own spread when built to contract on the
     capture's device (the backend's :meth:`contracting_flags`): what contraction alone moves in the
-    original, and nothing more."""
+    original, and nothing more.
+
+    Another compiler: a port's device whose compiler (:attr:`Device.compiler`) built none of the original's
+    replays -- NVIDIA's OpenCL on the very GPU of a CUDA capture, Intel's CPU runtime -- rounds as neither
+    of them does.  Its floor is the largest spread the original itself shows between the compilers it was
+    built with (per output, named with where it was measured); where the original is farther than a
+    rounding from its capture on one of them, no port there can be judged by the capture (``unstable``)."""
     spec = rep.spec
     if spec is None or not captured_on:
         return rep
@@ -895,6 +910,9 @@ def _floors_one(
     floors: dict[str, Floor] = {}
     notes: list[str] = []
     unstable: dict[str, str] = {}
+    far: list[
+        tuple[str, str]
+    ] = []  # the original's devices farther than a rounding from the capture, and why
 
     def measure(mine: Original, label: str) -> tuple[Floor | None, str]:
         """The original's spread from the capture, run as `mine` (named `label`): its floor (None: within the
@@ -911,10 +929,13 @@ def _floors_one(
     for device in original.devices:
         if device.checks or same_device(device.label, captured_on):
             continue
-        if (f := measure(replace(original, devices=(device,)), device.label)[0]) is not None:
+        f, why = measure(replace(original, devices=(device,)), device.label)
+        if f is not None:
             floors[physical(device.label)] = f
+        elif TOO_FAR in why:
+            far.append((device.label, why))
     ran = {physical(d.label) for d in original.devices}
-    fusing = [d for d in contracting if d.contracts and physical(d.label) not in ran]
+    fusing = [d for d in ports if d.contracts and physical(d.label) not in ran]
     source = next((d for d in original.devices if same_device(d.label, captured_on)), None)
     if fusing and source is not None and not source.contracts:
         from porter.backends import get_backend
@@ -932,8 +953,38 @@ def _floors_one(
                 if f is not None:
                     floors.setdefault(physical(device.label), f)
                 elif TOO_FAR in why:  # contraction alone moves the original off its capture
-                    unstable[physical(device.label)] = f"{label}: {why}"
+                    unstable[physical(device.label)] = (
+                        f"the capture was made without contracting a*b+c, and the original itself, on {label}, "
+                        f"is off it: {why}"
+                    )
+    compilers = {d.compiler for d in original.devices}
+    measured = [f for d in original.devices if (f := floors.get(physical(d.label))) is not None]
+    for device in ports:
+        key = physical(device.label)
+        if device.checks or device.compiler in compilers or key in floors or key in unstable:
+            continue
+        if far:
+            unstable[device.label] = (
+                f"the original itself is off the capture on {far[0][0]}, built by another compiler than the "
+                f"capture's ({far[0][1]}); {device.label} is built by a compiler the original was not, whose "
+                "rounding may move it as far"
+            )
+        elif measured:
+            floors[device.label] = _widest(
+                measured, f"{device.label} is built by a compiler the original was not"
+            )
     return replace(rep, floors=floors, spread=tuple(notes), unstable=unstable)
+
+
+def _widest(floors: Sequence[Floor], why: str) -> Floor:
+    """One floor holding, per output, the largest of `floors`' differences, named with where each was measured."""
+    largest: dict[int, tuple[int, str, str, float]] = {}
+    for f in floors:
+        for entry in f.spread:
+            if entry[0] not in largest or entry[3] > largest[entry[0]][3]:
+                largest[entry[0]] = entry
+    where = ", ".join(dict.fromkeys(f.measured_on for f in floors))
+    return Floor(where, floors[0].captured_on, tuple(largest[i] for i in sorted(largest)), why)
 
 
 TOO_FAR = "differs by more than a device's rounding"  # an output of the original far from the capture
@@ -1057,7 +1108,7 @@ def _judged(
     assert rep.spec is not None
     spec, instances = _for_variant(rep, variant, options.compile.include_dirs)
     opts = replace(options, given=instances, trials=1)
-    floor_of = {d.label: f for d in devices if (f := rep.floors.get(physical(d.label))) is not None}
+    floor_of = {d.label: f for d in devices if (f := rep.floor_on(d.label)) is not None}
     verdicts = validate(
         variant, spec, Reference(recorded=rep.recorded, poisoned_lanes=rep.poisoned_lanes or None), list(devices),
         opts, unordered=rep.unordered,

@@ -258,12 +258,13 @@ def _with_floors(
     base: Callable[[], replaying.Replay],
     original: replaying.Original,
     captured_on: str,
-    contracting: Sequence[Device] = (),
+    ports: Sequence[Device] = (),
 ) -> replaying.Replay:
     """The replay, with the original's own spread on each device other than the capture's as the floor
-    of every variant there, and its spread when built to contract as the floor of the `contracting` devices
-    it does not run on (:func:`porter.harness.replay.cross_device_floors`)."""
-    return replaying.cross_device_floors(base(), original, captured_on, contracting)
+    of every variant there, and for the ports' devices it does not run on: its spread when built to contract
+    (where their compilers contract and the capture's did not), or between the compilers it was built with
+    (where theirs is another) (:func:`porter.harness.replay.cross_device_floors`)."""
+    return replaying.cross_device_floors(base(), original, captured_on, ports)
 
 
 def _settled(base: Callable[[], replaying.Replay], original: replaying.Original) -> replaying.Replay:
@@ -584,13 +585,11 @@ def _replay(
         on = run_devices(SOURCE_DIALECT)
         original = replaying.Original(made.variant, made.compile, tuple(on), timeout)
         built = functools.cache(functools.partial(build_replay, name, las, atomics, written, original))
-        # on first need only; a capture made on another device: the original's own spread there first
-        # the ports' devices whose compilers fuse a*b+c: judged with the original's own spread under contraction
-        contracting = [
-            d for t in report.targets for d in (*run_devices(t), *wavefront_devices(t)) if d.contracts
-        ]
+        # on first need only; a capture made on another device: the original's own spread there first; the
+        # ports' devices, judged with the original's own spread under contraction or between its compilers
+        port_devices = [d for t in report.targets for d in (*run_devices(t), *wavefront_devices(t))]
         replay_of = functools.cache(
-            functools.partial(_with_floors, built, original, las[0].device, contracting)
+            functools.partial(_with_floors, built, original, las[0].device, port_devices)
         )
         rows = judged(made, on, replay_of, built, name, made)
         unsettled = ""
@@ -677,7 +676,7 @@ def _replay(
                 kinds = {d.label: d.kind for d in (*on, *devices)}
                 ported = judged(port, devices, replay_of, built, name, made)
                 if any(r.status == "failed" and r.reason.startswith(COMPARED) for r in ported):
-                    ported = _unstable_under_contraction(ported, replay_of().unstable)
+                    ported = _unstable_there(ported, replay_of())
                 ported = _originals_defect(ported, rows, kinds)
                 add(pk, n, *_originals_race(ported, made, port, pk.name, target, plan.program.root))
             for d in every:  # a device that cannot run it says so in a row of its own (another judges it)
@@ -707,25 +706,20 @@ def _finding(reason: str) -> str:
 COMPARED = "matches-reference"  # a verdict's check: the outputs against what the capture recorded
 
 
-def _unstable_under_contraction(
-    rows: Sequence[KernelReplay], unstable: Mapping[str, str]
-) -> list[KernelReplay]:
-    """A port's rows that failed their comparison with the capture on a device whose compiler contracts a*b+c,
-    where the original itself, built to contract, is farther from that capture than a rounding
-    (:attr:`porter.harness.replay.Replay.unstable`: myocyte's ODE solver): not failed but not replayable there,
-    naming the original's own spread -- a capture made without contraction cannot judge a port on that
-    device.  Other failures, and those on other devices, stay failed."""
+def _unstable_there(rows: Sequence[KernelReplay], rep: replaying.Replay) -> list[KernelReplay]:
+    """A port's rows that failed their comparison with the capture on a device where the original itself, built
+    as a port there is (to contract a*b+c, or by that device's other compiler), is farther from the capture than
+    a rounding (:meth:`porter.harness.replay.Replay.unstable_on`: myocyte's ODE solver): not failed but not
+    replayable there, naming the original's own spread -- the capture cannot judge a port on that device.
+    Other failures, and those on other devices, stay failed."""
     out = []
     for row in rows:
-        why = unstable.get(replaying.physical(row.device)) if row.device else None
+        why = rep.unstable_on(row.device) if row.device else ""
         if row.status == "failed" and why and row.reason.startswith(COMPARED):
-            built_as, _, far = why.partition(": ")
             row = replace(
                 row,
                 status="not-replayable",
-                reason=f"the capture was made without contracting a*b+c, and the original itself, on {built_as}, "
-                f"is off it: {far}; so no port on {row.device}, whose compiler contracts, can be judged by it "
-                f"(this port: {row.reason})",
+                reason=f"{why}; so no port on {row.device} can be judged by the capture (this port: {row.reason})",
             )
         out.append(row)
     return out

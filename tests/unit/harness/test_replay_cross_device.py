@@ -251,7 +251,7 @@ def test_an_original_that_contraction_moves_beyond_a_rounding_judges_no_port_on_
     contracting device is not replayable there, naming the original's own spread (not failed), while a failure
     of another check, or on a device that does not contract, stays failed."""
     from porter.results import KernelReplay
-    from porter.workflows.program_replay import _unstable_under_contraction
+    from porter.workflows.program_replay import _unstable_there
 
     emulator, fusing = _contracting()
     rng = np.random.default_rng(11)
@@ -276,7 +276,7 @@ def test_an_original_that_contraction_moves_beyond_a_rounding_judges_no_port_on_
         KernelReplay("opencl", fusing[0].label, "failed", "run: the child crashed"),
         KernelReplay("opencl", emulator.label, "failed", "matches-reference: arg4[0] = 1, expected 0"),
     ]
-    judged = _unstable_under_contraction(rows, rep.unstable)
+    judged = _unstable_there(rows, rep)
     for row in judged[: len(failed)]:
         assert (
             row.status == "not-replayable"
@@ -284,3 +284,86 @@ def test_an_original_that_contraction_moves_beyond_a_rounding_judges_no_port_on_
         )
         assert "(this port: matches-reference" in row.reason, row.reason
     assert [r.status for r in judged[len(failed) :]] == ["failed", "failed"]
+
+
+TO_BYTES_CL = """__kernel void to_bytes(__global const float* x, __global unsigned char* y, int n) {
+    int i = get_global_id(0);
+    if (i < n) y[i] = (unsigned char)(x[i] * 255.0f + 0.5f);
+}
+"""
+
+
+def _other_compilers() -> list:
+    """The OpenCL devices (their drivers' compilers build none of the original's replays), the checker left out."""
+    devices = [d for d in run_devices("opencl") if not d.checks]
+    if not devices:
+        pytest.skip("no OpenCL device here (pocl-opencl-icd)")
+    return devices
+
+
+@pytest.mark.integration
+def test_a_port_built_by_another_compiler_is_judged_with_the_originals_spread_between_its_compilers(
+    tmp_path: Path,
+) -> None:
+    """A GPU's capture, the original replayed on the emulator only (one unit off at every seventh byte there):
+    an OpenCL port on a device whose compiler built none of the original's replays gets that spread as its
+    floor, named with why; a port two units off still fails; HIP on the emulator keeps the emulator's own."""
+    x, cpu, gpu = _inputs()
+    launches = _capture(tmp_path / "cap", x, np.zeros_like(cpu), gpu, GPU)
+    original = replay.Original(
+        Variant("to_bytes", "cuda", TO_BYTES, "to_bytes", "original"), CompileOptions(), _cpu()
+    )
+    ports = _other_compilers()
+    base = replay.build("to_bytes", launches)
+    rep = replay.cross_device_floors(base, original, GPU, [*_cpu(), *ports])
+    for d in ports:
+        floor = rep.floor_on(d.label)
+        assert floor is not None and floor.spread == ((1, "arg1", "uint8", 1.0),), rep.floors
+        assert floor.measured_on == "cpu:cpu-emulator" and d.label in floor.why
+    assert rep.floor_on("cpu:cpu-emulator-wave64") is rep.floors[replay.physical("cpu:cpu-emulator")]
+
+    def judged(source: str, on: replay.Replay) -> dict[str, tuple[Status, str]]:
+        verdicts = replay.replay(Variant("to_bytes", "opencl", source, "to_bytes", "user"), on, ports,
+                                 ValidateOptions())  # fmt: skip
+        return {v.device: (v.status, v.reason) for v in verdicts}
+
+    # held to the capture strictly, the port fails (it computes what the emulator computes)
+    assert all(status is Status.FAILED for status, _ in judged(TO_BYTES_CL, base).values())
+    for status, reason in judged(TO_BYTES_CL, rep).values():
+        assert status is Status.VALIDATED and "is built by a compiler the original was not" in reason, reason
+        assert "own spread on cpu:cpu-emulator vs the capture on cuda:NVIDIA H200: arg1 ±1 (uint8)" in reason
+    for status, reason in judged(TO_BYTES_CL.replace("+ 0.5f", "+ 2.5f"), rep).values():
+        assert status is Status.FAILED and "beyond the floor of ±1" in reason, reason
+
+
+@pytest.mark.integration
+def test_an_original_off_its_capture_on_another_compiler_judges_no_port_built_by_a_third(
+    tmp_path: Path,
+) -> None:
+    """The emulator's bytes nine units off the GPU's capture: no floor anywhere; a port on an OpenCL device that
+    fails its comparison is not replayable there, naming the original's own distance, while another check's
+    failure stays failed."""
+    from porter.results import KernelReplay
+    from porter.workflows.program_replay import _unstable_there
+
+    x, cpu, gpu = _inputs(off=9)
+    launches = _capture(tmp_path / "cap", x, np.zeros_like(cpu), gpu, GPU)
+    original = replay.Original(
+        Variant("to_bytes", "cuda", TO_BYTES, "to_bytes", "original"), CompileOptions(), _cpu()
+    )
+    ports = _other_compilers()
+    rep = replay.cross_device_floors(replay.build("to_bytes", launches), original, GPU, [*_cpu(), *ports])
+    assert not rep.floors and set(rep.unstable) == {d.label for d in ports}, rep.unstable
+    assert not rep.unstable_on("cpu:cpu-emulator")  # the original's own device: its replay simply fails
+    verdicts = replay.replay(Variant("to_bytes", "opencl", TO_BYTES_CL, "to_bytes", "user"), rep, ports,
+                             ValidateOptions())  # fmt: skip
+    rows = [KernelReplay("opencl", v.device, "failed", v.reason) for v in verdicts]
+    assert all(r.reason.startswith("matches-reference") for r in rows), rows
+    rows.append(KernelReplay("opencl", ports[0].label, "failed", "run: the child crashed"))
+    judged = _unstable_there(rows, rep)
+    for row in judged[:-1]:
+        assert row.status == "not-replayable", row
+        assert "the original itself is off the capture on cpu:cpu-emulator" in row.reason, row.reason
+        assert "(arg1 differs by more than a device's rounding" in row.reason, row.reason
+        assert "(this port: matches-reference" in row.reason, row.reason
+    assert judged[-1].status == "failed"

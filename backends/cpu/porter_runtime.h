@@ -528,4 +528,20 @@ static inline cudaError_t cudaLaunchCooperativeKernel(K kernel, dim3 grid, dim3 
 
 #include "porter_hip_names.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+// The sanitized build (cpu-runtime-asan) checks what the program reads, but AddressSanitizer's sscanf checks
+// only what it writes: glibc's sscanf reads its input up to the terminating 0 in uninstrumented code, so a
+// program scanning a buffer it never terminated -- a file read into a malloc'ed buffer of the file's size,
+// scanned until EOF (Rodinia's b+tree) -- reads past its allocation unseen.  Here each sscanf's input is
+// read first, byte by byte up to that 0, in instrumented code: a read past the allocation is reported at the
+// caller's line.  (<cstdio> is in already, through porter_emu.h, so the macro touches no declaration.)
+#include <cstdio>
+inline const char* porter_asan_scanned(const char* s) {
+    for (const volatile char* p = s; *p; ++p) {
+    }
+    return s;
+}
+#define sscanf(s, ...) sscanf(porter_asan_scanned(s), __VA_ARGS__)
+#endif
+
 #endif  // PORTER_RUNTIME_H

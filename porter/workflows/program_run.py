@@ -611,6 +611,16 @@ class _Runner:
                 self.report.notes.append(said + found)
                 self.say(said + found)
                 return
+            ref = run.original
+            if ref is not None and rec.exit != ref.exit:  # it did not get as far: no evidence either way
+                lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+                last = next((ln for ln in lines if ln.startswith("SUMMARY: ")), lines[-1] if lines else "")
+                ended = "was stopped" if rec.exit is None else f"exited {rec.exit}"
+                self.report.notes.append(
+                    said + f"it {ended} where the original's run exited {ref.exit}"
+                    + (f" ({last[:200]})" if last else "") + "; no memory error of its own code found before that"
+                )  # fmt: skip
+                continue
             self.report.notes.append(said + "no memory error of its own code found")
 
     def judge(self, run: ProgramRun, rec: RunResult) -> None:

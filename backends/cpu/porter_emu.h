@@ -69,6 +69,13 @@
 #define __HIPCC__ 1
 #if !defined(PORTER_PROGRAM) && !defined(PORTER_HOST_PASS)
 #define __HIP_DEVICE_COMPILE__ 1
+// HIP at 32 lanes is HIP on NVIDIA (CUDA's rules, below), whose device pass is nvcc's: __CUDA_ARCH__ is
+// defined there, as for CUDA code here, so a port's `#if __CUDA_ARCH__ >= 800` takes the original's branch
+// (the CUDA samples' reduce7 sums a warp with __reduce_add_sync there, its shuffle loop elsewhere).  At 64
+// lanes (AMD) it stays undefined, as HIP-Clang leaves it.
+#if PORTER_WARP_SIZE == 32 && !defined(__CUDA_ARCH__)
+#define __CUDA_ARCH__ 800
+#endif
 #endif
 #else
 #define __CUDACC__ 1

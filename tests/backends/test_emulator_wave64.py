@@ -380,3 +380,30 @@ def test_tiles_of_32_are_tiles_of_32_in_a_64_lane_wavefront(be: CpuBackend, wave
     # (tests/backends/test_cpu_cooperative_groups.py covers the tiles' operations)
     got = run_ints(build(be, TILE, "tile", wave), be, 128, 128)
     assert got.tolist() == [(t & ~31) + (0xFFFFFFFF - (1 << 32)) for t in range(128)]
+
+
+# --------------------------------------------------------------------------- the arch a HIP port sees
+
+ARCH = (
+    HIP
+    + """
+__global__ void arch(int* out)
+{
+#if __CUDA_ARCH__ >= 800
+    out[threadIdx.x] = __CUDA_ARCH__;
+#else
+    out[threadIdx.x] = -1;
+#endif
+}
+"""
+)
+
+
+@pytest.mark.parametrize("wave", WIDTHS)
+def test_a_hip_port_sees_the_cuda_arch_of_hip_on_nvidia_at_32_lanes_and_none_at_64(
+    be: CpuBackend, wave: int
+) -> None:
+    """HIP at 32 lanes stands for HIP on NVIDIA, whose device pass (nvcc) defines __CUDA_ARCH__ as the emulator
+    does for CUDA code (800); at 64 lanes, AMD's HIP-Clang defines none, so the port takes its other branch."""
+    got = run_ints(build(be, ARCH, "arch", wave), be, 4, 4)
+    assert got.tolist() == ([800] * 4 if wave == 32 else [-1] * 4)

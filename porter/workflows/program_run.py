@@ -929,9 +929,14 @@ def _gave_up(stdout: Sequence[str], stderr: Sequence[str]) -> str:
         if _USAGE.match(line):
             return line.strip()
     for line in stderr:
-        if _OPEN_ERROR.search(line):
+        if _OPEN_ERROR.search(line) and not _PORTERS.match(line):
             return line.strip()
     return ""
+
+
+# porter's own runtimes' lines on a program's stderr (backends/porter_capture.h, porter_runtime.h, the OpenCL
+# runtime): a capture that could not read back or write an array says so there, but the program did its work
+_PORTERS = re.compile(r"\s*porter (capture|cpu runtime|opencl runtime):")
 
 
 def _output_lines(output: RunOutput | None) -> list[str]:

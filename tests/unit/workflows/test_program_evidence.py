@@ -197,3 +197,23 @@ def test_a_crashed_run_names_its_command_device_and_toolchain_and_keeps_its_last
     assert "(built by g++ " in original.reason and "porter cpu runtime" in original.reason
     assert "ERROR: The input file missing.dat doesn't exist." in original.stderr_tail
     assert report.verdicts()["hip"]["status"] == "not-run"
+
+
+def test_a_capture_that_could_not_write_an_array_is_not_the_program_giving_up(tmp_path: Path) -> None:
+    """porter's capture layer says on the program's stderr when it cannot read back or write an array (seen on
+    the H100 with srad at 2048x2048): that line is porter's, not an input the program could not open."""
+    from porter.harness.outputs import RunOutput
+    from porter.program import discover
+    from porter.results import RunResult
+    from porter.workflows.program_run import original_failure
+
+    (tmp_path / "main.cu").write_text("int main() { return 0; }\n")
+    program = discover([str(tmp_path)])
+    ran = RunResult("original", "nvcc", "cuda:NVIDIA H100", "ran", exit=0)
+    ours = "porter capture: cannot read /tmp/run/capture/arrays/k0-1-a0-after.bin\n"
+    ran.stderr_tail = ours
+    assert original_failure(ran, RunOutput(0, "Computation Done 1.5 s\n"), 0, program, Path(".")) == ""
+    # the program's own line of the same kind still is
+    ran.stderr_tail = ours + "cannot read image.pgm\n"
+    why = original_failure(ran, RunOutput(0, "Computation Done 1.5 s\n"), 0, program, Path("."))
+    assert why.startswith('the original exited 0 but printed "cannot read image.pgm"'), why

@@ -199,6 +199,7 @@ def _execute_loaded(job: Job, backend: Backend, binary: Any, progress: Progress,
                 raise _classify(err, "launch") from None
             finally:
                 result.undefined = result.undefined or str(getattr(program, "undefined_reads", "") or "")
+                result.first_write = result.first_write or runner.first_write
 
     if job.timing is not None:
         progress.update(stage="timing", run=None)
@@ -390,6 +391,7 @@ class Launcher:
         self.backend, self.program, self.job = backend, program, job
         self.progress = progress
         self.timed_sets: list[list[Any]] = []
+        self.first_write = ""  # Job.watch_writes: the first store of its launches into an argument
         assert job.device is not None
         self.device: Device = job.device
         try:
@@ -469,8 +471,17 @@ class Launcher:
         # GPUs keep shared memory between launches: poison it so uninitialised reads show.
         if self.device.kind == "gpu":
             self.backend.scrub_shared(self.device)
-        self.launch(args, seed)
-        self.backend.synchronize(self.device)
+        watching = self.job.watch_writes and guards.watch()
+        if self.job.watch_writes and not watching:
+            self.first_write = self.first_write or "cannot watch"
+        try:
+            self.launch(args, seed)
+            self.backend.synchronize(self.device)
+        finally:
+            if watching:
+                hit = guards.watched()
+                if hit is not None and not self.first_write:
+                    self.first_write = f"argument {hit[0]}, byte {hit[1]}"
         outs = []
         for i in self.read_back:
             ref = self.job.args[i]

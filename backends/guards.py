@@ -53,13 +53,54 @@ HANDLER_SOURCE = r"""
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <sys/mman.h>
+
 static int porter_fault_fd = -1;
 static struct sigaction porter_fault_previous;
 static volatile sig_atomic_t porter_fault_reported = 0;
 
+/* Watched buffers (porter_watch_add): their data pages read-only while a launch runs, so the first store
+   into one faults; the handler notes its address, gives every watched page its write access back and
+   returns, and the store is retried and done.  Whether a kernel writes at all, even what was there. */
+#define PORTER_WATCH_MAX 256
+static uintptr_t porter_watch_lo[PORTER_WATCH_MAX], porter_watch_hi[PORTER_WATCH_MAX];
+static volatile sig_atomic_t porter_watch_n = 0;
+static volatile uintptr_t porter_watch_hit = 0;
+
+static void porter_watch_release(void) {
+    int i;
+    for (i = 0; i < porter_watch_n; ++i)
+        mprotect((void*)porter_watch_lo[i], porter_watch_hi[i] - porter_watch_lo[i], PROT_READ | PROT_WRITE);
+    porter_watch_n = 0;
+}
+
+int porter_watch_add(uintptr_t lo, uintptr_t hi) {
+    if (porter_watch_n >= PORTER_WATCH_MAX || hi <= lo) return -1;
+    porter_watch_lo[porter_watch_n] = lo;
+    porter_watch_hi[porter_watch_n] = hi;
+    porter_watch_n = porter_watch_n + 1;
+    return mprotect((void*)lo, hi - lo, PROT_READ);
+}
+
+uintptr_t porter_watch_end(void) {
+    uintptr_t hit = porter_watch_hit;
+    porter_watch_release();
+    porter_watch_hit = 0;
+    return hit;
+}
+
 /* The faulting address (and on x86-64 whether it was a write) on one line; then the previous handler
    (Python's faulthandler) takes the fault again when the instruction is retried, and the process dies. */
 static void porter_fault_on_segv(int sig, siginfo_t* info, void* context) {
+    int w;
+    for (w = 0; w < porter_watch_n; ++w) {
+        uintptr_t at = (uintptr_t)info->si_addr;
+        if (at >= porter_watch_lo[w] && at < porter_watch_hi[w]) {
+            if (!porter_watch_hit) porter_watch_hit = at;
+            porter_watch_release();
+            return; /* the store is retried, now allowed */
+        }
+    }
     if (!porter_fault_reported) {
         char line[] = "fault 0x0000000000000000 ?\n";
         uintptr_t address = (uintptr_t)info->si_addr;
@@ -164,6 +205,38 @@ def host_bytes(nbytes: int) -> np.ndarray:
         _live[data] = (_tag, nbytes, start, start + zone + pages + zone)
         weakref.finalize(mapping, _live.pop, data, None)
     return np.frombuffer(mapping, dtype=np.uint8, count=nbytes, offset=offset)
+
+
+def watch() -> bool:
+    """Make the data pages of every tagged buffer alive read-only until :func:`watched`, so the first store
+    of a launch into any of them is noted (the handler of :func:`arm` gives the pages back at once): whether
+    it wrote at all, even the value that was there.  False where this process cannot (not armed, no handler)."""
+    if not _armed or not _keep or not _live:
+        return False
+    lib = _keep[0]
+    lib.porter_watch_add.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
+    for data, (_tag, nbytes, _lo, _hi) in _live.items():
+        # the pages holding only this buffer (host_bytes: its own mapping, zones on both sides)
+        if lib.porter_watch_add(data - data % PAGE, _round_up(data + nbytes, PAGE)) != 0:
+            watched()
+            return False
+    return True
+
+
+def watched() -> tuple[str, int] | None:
+    """End :func:`watch`: the first store it saw, as the buffer's tag and the byte offset from its first
+    byte; None when there was none."""
+    if not _keep:
+        return None
+    lib = _keep[0]
+    lib.porter_watch_end.restype = ctypes.c_size_t
+    at = int(lib.porter_watch_end())
+    if not at:
+        return None
+    for data, (tag, nbytes, _lo, _hi) in _live.items():
+        if data - data % PAGE <= at < _round_up(data + nbytes, PAGE):
+            return tag, at - data
+    return None
 
 
 def zones() -> list[list[Any]]:

@@ -180,6 +180,11 @@ class Job:
     # runs with two bytes tell whether a kernel that reads out of bounds computes a result that depends on what
     # it reads there (porter.harness.validate: srad's read of J[-cols] that it overwrites).
     readable_guards: int = 0
+    # On a host-memory device: the buffers' pages read-only while each launch runs (porter.backends.guards.watch),
+    # so the child tells whether the kernel stored into any argument at all -- even the value already there
+    # (JobResult.first_write): a launch that changed nothing tells a kernel that writes nothing from one that
+    # writes what each element holds.
+    watch_writes: bool = False
     # An open file descriptor of the parent's, passed to the child under the same number: the lock file of
     # the job's device (porter.backends.device_locks, opened by porter.harness.contention).  A timing child
     # holds it from its kernel's load to its last timed launch, so the compiles and context set-ups of
@@ -229,6 +234,9 @@ class JobResult:
     # emulator's CpuProgram.undefined_reads); "" when none did or the backend cannot tell
     undefined: str = ""
     rounds: int = 0  # rounds of timed launches the child ran (TimingPlan's rounds)
+    # Job.watch_writes: the first store of the runs into an argument, "argument I, byte B" ("" when none);
+    # "cannot watch" where the device's buffers are not the child's own guarded host memory
+    first_write: str = ""
 
 
 # Bounds on the child output kept in JobResult.log: the head (first errors) and the tail (last words).
@@ -692,6 +700,7 @@ _RESULT_FIELDS: dict[str, type | tuple[type, ...]] = {
     "cached": bool,
     "undefined": str,
     "rounds": int,
+    "first_write": str,
 }
 _STAGES = {"done", "compile", "load", "launch", "timeout", "crash", "unavailable", "emulate", "sandbox"}
 

@@ -95,6 +95,9 @@ class Replay:
     # them reading the poison pattern, by instance label as `recorded` (with_undefined_lanes)
     poisoned_lanes: dict[str, list[np.ndarray]] = field(default_factory=dict)
     lanes_said: str = ""  # the original's own `undefined` failure, naming the read: its defect, kept in words
+    # every launch changed nothing even with its arrays poisoned, though it stores (Original.first_writes):
+    # what a port is held to, in words ("" for a replay with outputs)
+    unchanged: str = ""
     # what timed() measured at these launches: (device, launch, source, entry, compile options) -> its result, so
     # the original timed once on a device is the baseline of every port timed there after it
     timings: dict[tuple[str, str, str, str, str], BenchResult] = field(
@@ -397,6 +400,36 @@ class Original:
             return "no device here runs the original"
         return found
 
+    def first_writes(self, specs: Sequence[KernelSpec], insts: Sequence[Instance]) -> list[str] | None:
+        """Per instance (each with its spec), the first store the original's launch made into an array argument,
+        as ``arg0 (element 3)`` ("" when it stored into none), on the first device whose child can watch its
+        buffers' pages (:attr:`porter.backends.isolate.Job.watch_writes`: the CPU emulator, whose buffers are the
+        child's own guarded memory);
+        None when no device here can tell or a launch failed."""
+        from porter.harness.trial import make_job, run_together, seed_for
+
+        for device in (d for d in self.devices if not d.checks):
+            made = [
+                make_job(self.variant, one, device, inst, 1, self.compile, seed_for(ORIGINAL_SEED, inst.label, device.label))
+                for one, inst in zip(specs, insts, strict=True)
+            ]  # fmt: skip
+            results = run_together([replace(job, watch_writes=True) for job, _ in made], self.timeout_s)
+            if not all(r.ok for r in results) or any(r.first_write == "cannot watch" for r in results):
+                continue
+            said = []
+            for one, res in zip(specs, results, strict=True):
+                found = re.fullmatch(r"argument (\d+), byte (-?\d+)", res.first_write)
+                if found is None:
+                    said.append("")
+                    continue
+                i, byte = int(found.group(1)), int(found.group(2))
+                if not 0 <= i < len(one.args):
+                    return None
+                size = np.dtype(one.args[i].dtype).itemsize if one.args[i].dtype else 1
+                said.append(f"{one.args[i].name} (element {byte // size})")
+            return said
+        return None
+
 
 UNCHANGED = "and changed no element of any array even when "  # a poisoned launch that still changed nothing
 KEPT = "judged by what the original's own runs keep"  # a validated reason's words after settle()
@@ -529,17 +562,28 @@ def _build_group(
         if original is not None and written is not None
         else [(None, "") for _ in idle]
     )
+    quiet: list[_Row] = []  # launches that store only what each element holds, their arrays poisoned
     for row, (made, why) in zip(idle, poisoned, strict=True):
         where = f"launch {row.la.launch} (run {row.la.run})"
         if original is None or written is None:
             left.append(f"{where}: changed no array (proves nothing)")
             continue
-        if made is None:
+        if made is None or why:
             left.append(f"{where}: changed no array, {why}")
             if why.startswith(UNCHANGED):
                 silent.append(why[len(UNCHANGED) :])
+            if made is not None:
+                quiet.append(made)
         else:
             rows.append(made)
+    if not rows and quiet and len(quiet) == len(idle):
+        # every launch stores, and only what each element already holds: a port is held to the same -- every
+        # array bit-identical after it, on the poisoned arrays -- and the launches are no longer left out
+        del left[len(left) - len(quiet) :]
+        quiet.sort(key=lambda r: (r.la.run, r.la.sequence))
+        spec, instances, recorded = _assemble(kernel, first, repeated, quiet, atomics)
+        said = f"the original changed no element of any array even when {silent[0]}: a port must change none"
+        return Replay(kernel, spec, instances, recorded, unchanged=said)
     if not rows:
         problem = "no captured launch changed any array"
         if silent and len(silent) == len(idle):
@@ -580,7 +624,9 @@ def _poison(
 ) -> list[tuple[_Row | None, str]]:
     """Each of `rows` (launches that changed nothing) run by the original with the arrays it may write
     poisoned -- the launches in one child where they fit (:meth:`Original.outputs_of`): per row, a row of
-    its own when that changed something, else None and why (a clause)."""
+    its own and "" when that changed something; its poisoned row and why when it still changed nothing though
+    it stored into an argument (:meth:`Original.first_writes`: it writes what each element holds); else None
+    and why (a clause)."""
     out: list[tuple[_Row | None, str]] = [(None, "") for _ in rows]
     todo: list[tuple[int, list[int], dict[int, tuple[np.ndarray, np.ndarray]], KernelSpec, Instance]] = []
     for k, row in enumerate(rows):
@@ -596,6 +642,7 @@ def _poison(
     if not todo:
         return out
     every = original.outputs_of([t[3] for t in todo], [t[4] for t in todo])
+    writes: list[str] | None = None  # the first store of each launch, asked once some launch changed nothing
     for n, (k, targets, data, spec, inst) in enumerate(todo):
         names = ", ".join(f"arg{i}" for i in targets)
         # a failure says which launch only when that launch ran alone
@@ -607,7 +654,17 @@ def _poison(
         made = {i: (b, after[i]) for i, (b, _) in data.items()}
         wrote = {i: int(np.count_nonzero(~_bits_equal(b, a))) for i, (b, a) in made.items()}
         if not any(wrote.values()):
-            out[k] = (None, f"{UNCHANGED}{names} {'was' if len(targets) == 1 else 'were'} poisoned")
+            why = f"{UNCHANGED}{names} {'was' if len(targets) == 1 else 'were'} poisoned"
+            if writes is None and not isinstance(every, str):
+                writes = original.first_writes([t[3] for t in todo], [t[4] for t in todo])
+            stored = writes[n] if writes is not None else ""
+            # it stores, only what each element holds (a sum of one block's partial sums into the first): its
+            # poisoned row kept, a port held to the same; a kernel that stores nothing stays unjudged
+            out[k] = (
+                (_Row(rows[k].la, made, tuple(targets)), f"{why}, though it stores into {stored}")
+                if stored
+                else (None, why)
+            )
             continue
         out[k] = (_Row(rows[k].la, made, tuple(targets), {i: w for i, w in wrote.items() if w}), "")
     return out
@@ -1125,7 +1182,9 @@ def _judged(
     if nulls:
         said += f" with {_nulls_said(nulls)}"
     poisoned = sum(1 for inst in instances if inst.label.endswith("(poisoned)"))
-    if poisoned:
+    if rep.unchanged:
+        said += f" ({rep.unchanged})"
+    elif poisoned:
         said += f" ({poisoned} of them run on poisoned outputs: as captured they changed nothing)"
     if rep.compared:
         said += f"; {KEPT}: {rep.said()}"

@@ -221,6 +221,46 @@ def test_a_kernel_that_truly_writes_nothing_says_so_with_the_evidence(tmp_path: 
     )
 
 
+# Ours: the first block's thread 0 sums the per-block partial sums into the first -- with one block, what the
+# first element already holds, whatever it holds (the shape of Rodinia particlefilter's sum_kernel at few particles)
+SUM_FIRST = """__global__ void sum_first(float* partial, int blocks) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        float s = 0.0f;
+        for (int b = 0; b < blocks; ++b) s += partial[b];
+        partial[0] = s;
+    }
+}
+"""
+
+
+@pytest.mark.integration
+def test_a_kernel_that_stores_only_what_each_element_holds_is_judged_by_changing_nothing(
+    tmp_path: Path,
+) -> None:
+    """Poisoning cannot make it change anything (it sums one element into itself), but the original's launch,
+    its buffers' pages watched, stores into arg0: the launches are judged -- a port must leave every array as it
+    was -- where a kernel that stores nothing at all (NOTHING above) stays unjudged; a port that writes a
+    different value into the first element fails."""
+    p = np.array([2.5, 7.0, -1.0, 4.0], np.float32)
+    launches = _capture(
+        tmp_path / "cap", "sum_first", [{"grid": 1, "block": 32, "args": [("ptr", p, p), ("int", 1)]}] * 2
+    )
+    rep = replay.build("sum_first", launches, written={0}, original=_original(SUM_FIRST, "sum_first"))
+    assert rep.spec is not None, rep.problem
+    assert not rep.left_out and len(rep.instances) == 2, rep.left_out
+    assert (
+        "though it stores into arg0 (element 0)" in rep.unchanged
+        and "a port must change none" in rep.unchanged
+    )
+    good = _judge(SUM_FIRST, "sum_first", rep, "original")
+    assert good.status is Status.VALIDATED and rep.unchanged in good.reason, good.reason
+    assert (
+        _judge(SUM_FIRST.replace("s += partial[b]", "s += 2.0f * partial[b]"), "sum_first", rep).status
+        is Status.FAILED
+    )
+    assert _judge(SUM_FIRST.replace("b < blocks", "b <= blocks"), "sum_first", rep).status is Status.FAILED
+
+
 COMPACT = """__global__ void keep_positive(int* in, int* out, int* count, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n && in[i] > 0) {

@@ -449,7 +449,12 @@ class ProgramReport:
                     )
                 out[target] = {"status": "differs", "detail": detail}
             elif failed:
-                out[target] = {"status": "failed", "detail": failed[0].reason}
+                detail = failed[0].reason
+                if (
+                    self.original_defects
+                ):  # a port stopped or crashed: where the original reads is no longer its own
+                    detail += f" (the original's own code has a memory error: {self.original_defects[0]})"
+                out[target] = {"status": "failed", "detail": detail}
             elif all(
                 any(v.variant == target and v.status == "matches" for v in r.variants) for r in self.runs
             ):

@@ -571,16 +571,22 @@ class _Runner:
         built: Mapping[tuple[str, str], tuple[ProgramBuild, ProgramToolchain]],
         mains: Sequence[ProgramFile],
     ) -> None:
-        """Where a port's run differs, the original once more, built with AddressSanitizer by a toolchain here
+        """Where a port's run differs or fails, the original once more, built with AddressSanitizer by a toolchain here
         that can (its ``sanitized()``: the CPU runtime) and run with that run's arguments: a memory error of
         its own code is named with its file and line (:mod:`porter.workflows.program_sanitizer`) in
         ``report.original_defects``, and the check and what it found in the notes.  Runs are checked in order
         until one shows an error; nothing runs when no port differs."""
+        # a port's run that differs, or that was stopped or crashed where the original's finished (b+tree's HIP
+        # port on an H100 ran past its --timeout, scanning a buffer its original never terminated)
         differing = [
             (n, r)
             for n, r in enumerate(self.report.runs, 1)
-            if any(v.status == "differs" for v in r.variants)
-        ]
+            if any(
+                v.status == "differs" or (v.status == "failed" and v.reason.startswith((*_STOPPED, "killed by signal")))
+                for v in r.variants
+            )
+            and r.original is not None and r.original.status == "ran"
+        ]  # fmt: skip
         chains = [
             san for b, c in built.values()
             if b.variant == ORIGINAL and b.status == "built" and (san := getattr(c, "sanitized", lambda: None)())

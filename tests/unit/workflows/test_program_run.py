@@ -410,27 +410,38 @@ int main() {
 """
 
 
-def test_a_scan_past_an_unterminated_buffer_is_named_as_the_originals_memory_error(tmp_path: Path) -> None:
-    """A port whose run differs (planted), of an original that scans a buffer it never terminated with sscanf:
-    the original's sanitized run names the read past the buffer at the sscanf's line, and the allocation's."""
+@pytest.mark.parametrize(
+    ("planted", "status"),
+    [("h[0], h[1] + 1);", "differs"), ("h[0], h[1]); abort();", "failed")],
+    ids=["differs", "crashes"],
+)
+def test_a_scan_past_an_unterminated_buffer_is_named_as_the_originals_memory_error(
+    tmp_path: Path, planted: str, status: str
+) -> None:
+    """A port whose run differs, or crashes (planted), of an original that scans a buffer it never terminated
+    with sscanf: the original's sanitized run names the read past the buffer at the sscanf's line, and the
+    allocation's, in the port's program verdict."""
     prog = tmp_path / "scanned"
     prog.mkdir()
     (prog / "main.cu").write_text(SCANNED)
     out = tmp_path / "out"
     report, hip = _ported(prog, out)
     main = hip / "main.cu"
-    main.write_text(main.read_text().replace("h[0], h[1]);", "h[0], h[1] + 1);"))
+    main.write_text(main.read_text().replace("h[0], h[1]);", planted))
     from porter.results import ProgramReport
 
     assert isinstance(report, ProgramReport)
     report.builds.clear()
     build_and_run(discover([str(prog)]), out, report, cpu("./scanned"), ledger=Ledger())
-    assert next(v for v in report.runs[0].variants if v.variant == "hip").status == "differs"
+    assert next(v for v in report.runs[0].variants if v.variant == "hip").status == status
     (found,) = report.original_defects
     assert found.startswith(
         "AddressSanitizer: heap-buffer-overflow, a READ of 1 byte at main.cu:13 (in main)"
     )
     assert "0 bytes past the end of a 5-byte region allocated at main.cu:7" in found, found
+    verdict = report.verdicts()["hip"]
+    assert verdict["status"] == status and "the original's own code has a memory error" in verdict["detail"]
+    assert "main.cu:13" in verdict["detail"], verdict
 
 
 # Ours: a read one past a stack array -- an error AddressSanitizer reports and porter does not name (stack

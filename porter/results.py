@@ -479,7 +479,8 @@ class ProgramReport:
     def kernel_counts(self) -> dict[str, dict[str, Any]]:
         """Per variant ("original", then each target), its kernel instances judged on the captured
         launches: ``instances`` and how many are ``validated`` / ``failed`` / ``compiled`` /
-        ``not-replayable``, with ``reasons`` (the first clause of each reason -> instances).  An
+        ``not-replayable``, of which ``unlaunched`` no run launched, with ``reasons`` (the first clause of each
+        reason -> instances).  An
         instance judged on several devices counts once: failed if it failed on any, else validated if
         it validated on any, else compiled, else not replayable."""
         rank = REPLAY_RANK
@@ -497,6 +498,10 @@ class ProgramReport:
             doc: dict[str, Any] = {"instances": len(rows)}
             for status in rank:
                 doc[status] = sum(1 for r in rows if r.status == status)
+            # of the not replayable: instances compiled (a template's every instantiation) that no run launched
+            doc["unlaunched"] = sum(
+                1 for r in rows if r.status == "not-replayable" and NOT_LAUNCHED in r.reason
+            )
             reasons: dict[str, int] = {}
             for r in rows:
                 if r.status != "validated":
@@ -616,6 +621,9 @@ class ProgramReport:
 
 
 # how an instance judged on several devices counts: the first status here that any of its rows has
+NOT_LAUNCHED = (
+    "none of the program's runs launched it"  # program_replay's reason for an instance no run launched
+)
 REPLAY_RANK = {"failed": 0, "validated": 1, "compiled": 2, "not-replayable": 3}
 
 

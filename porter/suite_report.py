@@ -140,7 +140,11 @@ def program_doc(p: SuiteProgramResult) -> dict[str, Any]:
         targets[t] = {
             "verdict": verdict.get("status", ""),
             "detail": verdict.get("detail", ""),
-            "kernels": {"instances": int(c.get("instances", 0)), **{s: int(c.get(s, 0)) for s in COUNTED}},
+            "kernels": {
+                "instances": int(c.get("instances", 0)),
+                **{s: int(c.get(s, 0)) for s in COUNTED},
+                "unlaunched": int(c.get("unlaunched", 0)),
+            },
             "reasons": dict(c.get("reasons", {})),
             "time_ratio": ratios.get(t, {}),
         }
@@ -254,7 +258,7 @@ def totals(programs: Sequence[Mapping[str, Any]], targets: Sequence[str]) -> dic
     out: dict[str, Any] = {}
     for t in targets:
         verdicts: dict[str, int] = {}
-        kernels = {"instances": 0, **{s: 0 for s in COUNTED}}
+        kernels = {"instances": 0, **{s: 0 for s in COUNTED}, "unlaunched": 0}
         ported = 0
         for p in programs:
             row = p["targets"].get(t)
@@ -264,7 +268,7 @@ def totals(programs: Sequence[Mapping[str, Any]], targets: Sequence[str]) -> dic
             verdict = row["verdict"] or ("no-run" if p["status"] in ("done", "resumed") else p["status"])
             verdicts[verdict] = verdicts.get(verdict, 0) + 1
             for key in kernels:
-                kernels[key] += row["kernels"][key]
+                kernels[key] += row["kernels"].get(key, 0)  # (a summary resumed from before "unlaunched": 0)
         out[t] = {"programs": ported, "verdicts": verdicts, "kernels": kernels}
     return out
 

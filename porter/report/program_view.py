@@ -346,6 +346,8 @@ def count_lines(report: ProgramReport) -> list[str]:
     for variant, c in report.kernel_counts().items():
         reasons = c["reasons"]
         line = f"{variant}: {c['validated']} of {c['instances']} kernel instances validated"
+        if c.get("unlaunched"):  # a template's instantiations no run launched: the launched ones apart
+            line += f" ({c['validated']} of {c['instances'] - c['unlaunched']} launched by the runs)"
         for status, said in (
             ("failed", "failed"),
             ("compiled", "compiled only"),

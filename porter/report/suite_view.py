@@ -100,7 +100,13 @@ def render(report: SuiteReport) -> None:
         verdicts = ", ".join(f"{n} {v}" for v, n in tot["verdicts"].items())
         console.print(
             f"{t}: {tot['programs']} program(s) ({verdicts or 'none'}); {k['validated']} of {k['instances']} "
-            f"kernel instances validated, {k['not-replayable']} not replayable, {k['failed']} failed"
+            f"kernel instances validated"
+            + (
+                f" ({k['validated']} of {k['instances'] - k['unlaunched']} launched by the runs)"
+                if k.get("unlaunched")
+                else ""
+            )
+            + f", {k['not-replayable']} not replayable, {k['failed']} failed"
             + (f", {k['compiled']} compiled only" if k["compiled"] else "")
         )
     for r in doc["reasons"][:5]:

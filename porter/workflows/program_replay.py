@@ -47,7 +47,7 @@ from porter.harness.trial import ValidateOptions
 from porter.harness.validate import OUT_OF_BOUNDS_READS, read_past
 from porter.model import Kernel, Status, Variant, Verdict
 from porter.plan import PlannedVariant, Refusal
-from porter.results import KernelReplay, ProgramKernel, ProgramReport
+from porter.results import NOT_LAUNCHED, KernelReplay, ProgramKernel, ProgramReport
 from porter.scan.instances import spelled
 from porter.workflows.program_plan import ProgramPlan
 from porter.workflows.resume import Ledger, key_of, toolchain_of
@@ -426,7 +426,7 @@ def _rows_for_the_rest(report: ProgramReport) -> None:
             "; ".join(unsaid) or "no run of the original recorded its launches (no capturing build ran it)"
         )
     else:
-        why = "none of the program's runs launched it (no captured launch)"
+        why = f"{NOT_LAUNCHED} (no captured launch)"
     by_name = {k.name: k for k in report.kernels}
     for k in report.kernels:
         if k.replays or _replayed_as_instance(k.name, by_name):

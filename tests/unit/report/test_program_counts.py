@@ -34,15 +34,19 @@ def test_the_counts_per_variant_add_up_with_one_verdict_per_instance() -> None:
     counts = report.kernel_counts()
     assert list(counts) == ["original", "hip", "opencl"]
     assert counts["hip"] == {
-        "instances": 2, "failed": 1, "validated": 0, "compiled": 0, "not-replayable": 1,
+        "instances": 2, "failed": 1, "validated": 0, "compiled": 0, "not-replayable": 1, "unlaunched": 1,
         "reasons": {"matches-reference": 1, "no launch to replay": 1},
     }  # fmt: skip
     assert report.document()["kernel_counts"] == counts
     text = markdown(report)
     assert text.rstrip().endswith(
-        "- opencl: 1 of 2 kernel instances validated, 1 not replayable (1 no launch to replay)"
+        "- opencl: 1 of 2 kernel instances validated (1 of 1 launched by the runs), 1 not replayable "
+        "(1 no launch to replay)"
     )
-    assert "- hip: 0 of 2 kernel instances validated, 1 failed, 1 not replayable" in text
+    assert (
+        "- hip: 0 of 2 kernel instances validated (0 of 1 launched by the runs), 1 failed, 1 not replayable"
+        in text
+    )
 
 
 def test_a_reason_is_grouped_by_what_it_says_not_by_which_launch_said_it() -> None:

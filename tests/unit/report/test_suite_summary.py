@@ -75,14 +75,16 @@ def test_each_programs_counts_are_its_reports_own_and_the_totals_their_sums() ->
             assert mine == {k: counts[target][k] for k in mine}, (name, target)
             assert rows[name]["targets"][target]["reasons"] == counts[target]["reasons"]
     assert rows["first"]["targets"]["hip"]["kernels"] == {
-        "instances": 2, "failed": 1, "validated": 0, "compiled": 0, "not-replayable": 1,
+        "instances": 2, "failed": 1, "validated": 0, "compiled": 0, "not-replayable": 1, "unlaunched": 1,
     }  # fmt: skip
     assert rows["first"]["targets"]["hip"]["time_ratio"] == {"cpu:cpu-emulator": 0.5}
     assert rows["first"]["targets"]["opencl"]["time_ratio"] == {"opencl:pthread": 3.0}
     assert rows["hangs"]["targets"]["hip"]["kernels"]["instances"] == 0 and rows["hangs"]["report"] == ""
     hip = doc["totals"]["hip"]
     assert hip["programs"] == 3 and hip["verdicts"] == {"matches": 1, "no-run": 1, "timed-out": 1}
-    assert hip["kernels"] == {"instances": 3, "failed": 1, "validated": 0, "compiled": 0, "not-replayable": 2}
+    assert hip["kernels"] == {
+        "instances": 3, "failed": 1, "validated": 0, "compiled": 0, "not-replayable": 2, "unlaunched": 2,
+    }  # fmt: skip
     assert doc["reasons"][0] == {
         "reason": "no launch to replay", "instances": 3, "targets": ["hip", "opencl"], "programs": ["first", "second"],
     }  # fmt: skip

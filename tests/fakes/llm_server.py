@@ -99,6 +99,7 @@ class Request:
     path: str
     headers: dict[str, str]  # lower-cased names
     body: dict[str, Any]
+    at: float = field(default_factory=time.monotonic)  # when it arrived (time.monotonic)
 
 
 class FakeLLMServer:

@@ -318,6 +318,9 @@ class Backend(Protocol):
     # Whether its runs read the warp-shuffle lanes CUDA leaves undefined as 0, count such reads and can run
     # again with them reading a poison pattern (Job.poison_undefined_lanes): the CPU emulator
     poisons_undefined_lanes: ClassVar[bool]
+    # Whether its child can watch a launch's stores into the arguments' buffers (Job.watch_writes: the buffers are
+    # the child's own guarded host memory, porter.backends.guards): the CPU emulator
+    watches_writes: ClassVar[bool]
 
     @property
     def dialect(self) -> DialectFacts:
@@ -434,6 +437,7 @@ class BackendBase:
     builds_without_device: ClassVar[bool] = True
     builds_from_early_threads: ClassVar[bool] = False
     poisons_undefined_lanes: ClassVar[bool] = False
+    watches_writes: ClassVar[bool] = False
     # The package its dialect.toml lives in (install hints, device_check_archs).
     package: ClassVar[str] = ""
 

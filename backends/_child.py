@@ -49,6 +49,7 @@ from porter.backends import (
 )
 from porter.backends.binaries import compile_cached
 from porter.backends.isolate import (
+    CANNOT_WATCH,
     WAITING,
     Alias,
     Job,
@@ -473,7 +474,7 @@ class Launcher:
             self.backend.scrub_shared(self.device)
         watching = self.job.watch_writes and guards.watch()
         if self.job.watch_writes and not watching:
-            self.first_write = self.first_write or "cannot watch"
+            self.first_write = self.first_write or CANNOT_WATCH
         try:
             self.launch(args, seed)
             self.backend.synchronize(self.device)

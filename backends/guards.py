@@ -207,6 +207,12 @@ def host_bytes(nbytes: int) -> np.ndarray:
     return np.frombuffer(mapping, dtype=np.uint8, count=nbytes, offset=offset)
 
 
+def _pages(data: int, nbytes: int) -> tuple[int, int]:
+    """The pages holding a buffer of `nbytes` at `data` (host_bytes: its own mapping, zones on both sides, so
+    no other data shares them), as [first, end)."""
+    return data - data % PAGE, _round_up(data + nbytes, PAGE)
+
+
 def watch() -> bool:
     """Make the data pages of every tagged buffer alive read-only until :func:`watched`, so the first store
     of a launch into any of them is noted (the handler of :func:`arm` gives the pages back at once): whether
@@ -216,8 +222,7 @@ def watch() -> bool:
     lib = _keep[0]
     lib.porter_watch_add.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
     for data, (_tag, nbytes, _lo, _hi) in _live.items():
-        # the pages holding only this buffer (host_bytes: its own mapping, zones on both sides)
-        if lib.porter_watch_add(data - data % PAGE, _round_up(data + nbytes, PAGE)) != 0:
+        if lib.porter_watch_add(*_pages(data, nbytes)) != 0:
             watched()
             return False
     return True
@@ -234,7 +239,8 @@ def watched() -> tuple[str, int] | None:
     if not at:
         return None
     for data, (tag, nbytes, _lo, _hi) in _live.items():
-        if data - data % PAGE <= at < _round_up(data + nbytes, PAGE):
+        first, end = _pages(data, nbytes)
+        if first <= at < end:
             return tag, at - data
     return None
 

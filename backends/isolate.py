@@ -235,8 +235,11 @@ class JobResult:
     undefined: str = ""
     rounds: int = 0  # rounds of timed launches the child ran (TimingPlan's rounds)
     # Job.watch_writes: the first store of the runs into an argument, "argument I, byte B" ("" when none);
-    # "cannot watch" where the device's buffers are not the child's own guarded host memory
+    # CANNOT_WATCH where the child could not watch its buffers
     first_write: str = ""
+
+
+CANNOT_WATCH = "cannot watch"  # JobResult.first_write of a child that could not watch (guards.watch failed)
 
 
 # Bounds on the child output kept in JobResult.log: the head (first errors) and the tail (last words).

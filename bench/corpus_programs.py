@@ -29,7 +29,10 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from porter.results import REPLAY_RANK  # how the report counts an instance judged on several devices
+from porter.results import (  # how the report counts an instance judged on several devices; an unlaunched one
+    NOT_LAUNCHED,
+    REPLAY_RANK,
+)
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -69,8 +72,6 @@ def _runs(doc: dict[str, Any]) -> tuple[str, str]:
             ports.append(f"{(v['device'] or '-').split(':')[0]} {v['status']}")
     return "; ".join(originals) or "-", "; ".join(ports) or "-"
 
-
-NOT_LAUNCHED = "none of the program's runs launched it"
 
 TOTALS: dict[str, list[int]] = {}  # column -> validated, failed, other, never launched (every program)
 

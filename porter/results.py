@@ -450,9 +450,8 @@ class ProgramReport:
                 out[target] = {"status": "differs", "detail": detail}
             elif failed:
                 detail = failed[0].reason
-                if (
-                    self.original_defects
-                ):  # a port stopped or crashed: where the original reads is no longer its own
+                # a port stopped or crashed: what the original reads past its memory may be what stopped it
+                if self.original_defects:
                     detail += f" (the original's own code has a memory error: {self.original_defects[0]})"
                 out[target] = {"status": "failed", "detail": detail}
             elif all(
@@ -620,10 +619,9 @@ class ProgramReport:
         return to_jsonable(doc)
 
 
+# program_replay's reason for an instance no run launched (a template's instantiations the program compiles)
+NOT_LAUNCHED = "none of the program's runs launched it"
 # how an instance judged on several devices counts: the first status here that any of its rows has
-NOT_LAUNCHED = (
-    "none of the program's runs launched it"  # program_replay's reason for an instance no run launched
-)
 REPLAY_RANK = {"failed": 0, "validated": 1, "compiled": 2, "not-replayable": 3}
 
 

@@ -427,6 +427,7 @@ class CpuBackend(BackendBase):
     sets_symbols: ClassVar[bool] = True
     builds_without_device: ClassVar[bool] = False  # the emulator is its own device
     poisons_undefined_lanes: ClassVar[bool] = True  # porter_emu.h's undefined_read()
+    watches_writes: ClassVar[bool] = True  # its buffers are the child's guarded memory (guards.watch)
 
     @property
     def dialect(self) -> DialectFacts:

@@ -402,19 +402,19 @@ class Original:
 
     def first_writes(self, specs: Sequence[KernelSpec], insts: Sequence[Instance]) -> list[str] | None:
         """Per instance (each with its spec), the first store the original's launch made into an array argument,
-        as ``arg0 (element 3)`` ("" when it stored into none), on the first device whose child can watch its
-        buffers' pages (:attr:`porter.backends.isolate.Job.watch_writes`: the CPU emulator, whose buffers are the
-        child's own guarded memory);
-        None when no device here can tell or a launch failed."""
+        as ``arg0 (element 3)`` ("" when it stored into none), on the first device whose backend can watch its
+        buffers' pages (:attr:`porter.backends.isolate.Job.watch_writes`, the backend's ``watches_writes``: the
+        CPU emulator); None when no device here can tell or a launch failed."""
+        from porter.backends.isolate import CANNOT_WATCH
         from porter.harness.trial import make_job, run_together, seed_for
 
-        for device in (d for d in self.devices if not d.checks):
+        for device in (d for d in self.devices if not d.checks and get_backend(d.backend).watches_writes):
             made = [
                 make_job(self.variant, one, device, inst, 1, self.compile, seed_for(ORIGINAL_SEED, inst.label, device.label))
                 for one, inst in zip(specs, insts, strict=True)
             ]  # fmt: skip
             results = run_together([replace(job, watch_writes=True) for job, _ in made], self.timeout_s)
-            if not all(r.ok for r in results) or any(r.first_write == "cannot watch" for r in results):
+            if not all(r.ok for r in results) or any(r.first_write == CANNOT_WATCH for r in results):
                 continue
             said = []
             for one, res in zip(specs, results, strict=True):
@@ -563,13 +563,14 @@ def _build_group(
         else [(None, "") for _ in idle]
     )
     quiet: list[_Row] = []  # launches that store only what each element holds, their arrays poisoned
+    unjudged: list[str] = []  # the idle launches left out, each with why
     for row, (made, why) in zip(idle, poisoned, strict=True):
         where = f"launch {row.la.launch} (run {row.la.run})"
         if original is None or written is None:
-            left.append(f"{where}: changed no array (proves nothing)")
+            unjudged.append(f"{where}: changed no array (proves nothing)")
             continue
         if made is None or why:
-            left.append(f"{where}: changed no array, {why}")
+            unjudged.append(f"{where}: changed no array, {why}")
             if why.startswith(UNCHANGED):
                 silent.append(why[len(UNCHANGED) :])
             if made is not None:
@@ -578,12 +579,12 @@ def _build_group(
             rows.append(made)
     if not rows and quiet and len(quiet) == len(idle):
         # every launch stores, and only what each element already holds: a port is held to the same -- every
-        # array bit-identical after it, on the poisoned arrays -- and the launches are no longer left out
-        del left[len(left) - len(quiet) :]
+        # array bit-identical after it, on the poisoned arrays -- and no launch is left out
         quiet.sort(key=lambda r: (r.la.run, r.la.sequence))
         spec, instances, recorded = _assemble(kernel, first, repeated, quiet, atomics)
         said = f"the original changed no element of any array even when {silent[0]}: a port must change none"
         return Replay(kernel, spec, instances, recorded, unchanged=said)
+    left += unjudged
     if not rows:
         problem = "no captured launch changed any array"
         if silent and len(silent) == len(idle):
@@ -642,7 +643,7 @@ def _poison(
     if not todo:
         return out
     every = original.outputs_of([t[3] for t in todo], [t[4] for t in todo])
-    writes: list[str] | None = None  # the first store of each launch, asked once some launch changed nothing
+    unchanged: list[tuple[int, str]] = []  # (index in todo, why) of the launches that changed nothing even so
     for n, (k, targets, data, spec, inst) in enumerate(todo):
         names = ", ".join(f"arg{i}" for i in targets)
         # a failure says which launch only when that launch ran alone
@@ -654,19 +655,17 @@ def _poison(
         made = {i: (b, after[i]) for i, (b, _) in data.items()}
         wrote = {i: int(np.count_nonzero(~_bits_equal(b, a))) for i, (b, a) in made.items()}
         if not any(wrote.values()):
-            why = f"{UNCHANGED}{names} {'was' if len(targets) == 1 else 'were'} poisoned"
-            if writes is None and not isinstance(every, str):
-                writes = original.first_writes([t[3] for t in todo], [t[4] for t in todo])
-            stored = writes[n] if writes is not None else ""
-            # it stores, only what each element holds (a sum of one block's partial sums into the first): its
-            # poisoned row kept, a port held to the same; a kernel that stores nothing stays unjudged
-            out[k] = (
-                (_Row(rows[k].la, made, tuple(targets)), f"{why}, though it stores into {stored}")
-                if stored
-                else (None, why)
-            )
+            out[k] = (_Row(rows[k].la, made, tuple(targets)), "")  # kept only if it stores (below)
+            unchanged.append((n, f"{UNCHANGED}{names} {'was' if len(targets) == 1 else 'were'} poisoned"))
             continue
         out[k] = (_Row(rows[k].la, made, tuple(targets), {i: w for i, w in wrote.items() if w}), "")
+    if unchanged:  # did they store at all? (one more run of those launches, their buffers' pages watched)
+        writes = original.first_writes([todo[n][3] for n, _ in unchanged], [todo[n][4] for n, _ in unchanged])
+        for (n, why), stored in zip(unchanged, writes or [""] * len(unchanged), strict=True):
+            k = todo[n][0]
+            # it stores, only what each element holds (a sum of one block's partial sums into the first): its
+            # poisoned row kept, a port held to the same; a kernel that stores nothing stays unjudged
+            out[k] = (out[k][0], f"{why}, though it stores into {stored}") if stored else (None, why)
     return out
 
 
@@ -967,9 +966,8 @@ def _floors_one(rep: Replay, original: Original, captured_on: str, ports: Sequen
     floors: dict[str, Floor] = {}
     notes: list[str] = []
     unstable: dict[str, str] = {}
-    far: list[
-        tuple[str, str]
-    ] = []  # the original's devices farther than a rounding from the capture, and why
+    # the original's devices farther than a rounding from the capture, and why
+    far: list[tuple[str, str]] = []
 
     def measure(mine: Original, label: str) -> tuple[Floor | None, str]:
         """The original's spread from the capture, run as `mine` (named `label`): its floor (None: within the

@@ -340,14 +340,22 @@ def unit_lines(report: ProgramReport) -> list[str]:
     return out
 
 
+def launched_share(counts: Mapping[str, Any]) -> str:
+    """`` (V of L launched by the runs)`` when some of a count's instances no run launched (``unlaunched``: a
+    template's instantiations the program compiles), else ""."""
+    if not counts.get("unlaunched"):
+        return ""
+    return f" ({counts['validated']} of {counts['instances'] - counts['unlaunched']} launched by the runs)"
+
+
 def count_lines(report: ProgramReport) -> list[str]:
     """One line per variant: ``hip: 58 of 60 kernel instances validated, 2 not replayable (why)``."""
     out = []
     for variant, c in report.kernel_counts().items():
         reasons = c["reasons"]
-        line = f"{variant}: {c['validated']} of {c['instances']} kernel instances validated"
-        if c.get("unlaunched"):  # a template's instantiations no run launched: the launched ones apart
-            line += f" ({c['validated']} of {c['instances'] - c['unlaunched']} launched by the runs)"
+        line = (
+            f"{variant}: {c['validated']} of {c['instances']} kernel instances validated{launched_share(c)}"
+        )
         for status, said in (
             ("failed", "failed"),
             ("compiled", "compiled only"),

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from porter.report import plain_console, short
 from porter.report.charts import pyplot
-from porter.report.program_view import stage_line
+from porter.report.program_view import launched_share, stage_line
 from porter.suite_report import SuiteProgress, SuiteReport
 
 if TYPE_CHECKING:
@@ -100,14 +100,8 @@ def render(report: SuiteReport) -> None:
         verdicts = ", ".join(f"{n} {v}" for v, n in tot["verdicts"].items())
         console.print(
             f"{t}: {tot['programs']} program(s) ({verdicts or 'none'}); {k['validated']} of {k['instances']} "
-            f"kernel instances validated"
-            + (
-                f" ({k['validated']} of {k['instances'] - k['unlaunched']} launched by the runs)"
-                if k.get("unlaunched")
-                else ""
-            )
-            + f", {k['not-replayable']} not replayable, {k['failed']} failed"
-            + (f", {k['compiled']} compiled only" if k["compiled"] else "")
+            f"kernel instances validated{launched_share(k)}, {k['not-replayable']} not replayable, "
+            f"{k['failed']} failed" + (f", {k['compiled']} compiled only" if k["compiled"] else "")
         )
     for r in doc["reasons"][:5]:
         console.print(

@@ -15,6 +15,7 @@ import pytest
 from porter.errors import UsageError
 from porter.program import discover
 from porter.report import program_view
+from porter.results import ProgramReport
 from porter.workflows.program import Hooks, port_program
 from porter.workflows.program_run import (
     ProgramRuns,
@@ -97,8 +98,6 @@ def _ported(smooth: Path, out: Path) -> tuple[object, Path]:
 
 
 def _rerun(smooth: Path, out: Path, report: object) -> object:
-    from porter.results import ProgramReport
-
     assert isinstance(report, ProgramReport)
     report.builds.clear()
     report.runs.clear()
@@ -386,6 +385,22 @@ int main() {
 """
 
 
+def _planted_run(tmp_path: Path, name: str, source: str, old: str, new: str) -> ProgramReport:
+    """Our one-file program `source` in ``tmp_path/name``, ported to HIP with `old` replaced by `new` in the port
+    (a planted difference), then built and run on the CPU runtime: its report."""
+    prog = tmp_path / name
+    prog.mkdir()
+    (prog / "main.cu").write_text(source)
+    out = tmp_path / "out"
+    report, hip = _ported(prog, out)
+    main = hip / "main.cu"
+    main.write_text(main.read_text().replace(old, new))
+    assert isinstance(report, ProgramReport)
+    report.builds.clear()
+    build_and_run(discover([str(prog)]), out, report, cpu(f"./{name}"), ledger=Ledger())
+    return report
+
+
 # Ours: a command string copied into a buffer of its length, no terminating 0, then scanned one character at
 # a time until sscanf says EOF -- how far it reads depends on the bytes behind the buffer (the shape of
 # Rodinia's b+tree reading its command file). AddressSanitizer's own sscanf does not check its input.
@@ -421,18 +436,7 @@ def test_a_scan_past_an_unterminated_buffer_is_named_as_the_originals_memory_err
     """A port whose run differs, or crashes (planted), of an original that scans a buffer it never terminated
     with sscanf: the original's sanitized run names the read past the buffer at the sscanf's line, and the
     allocation's, in the port's program verdict."""
-    prog = tmp_path / "scanned"
-    prog.mkdir()
-    (prog / "main.cu").write_text(SCANNED)
-    out = tmp_path / "out"
-    report, hip = _ported(prog, out)
-    main = hip / "main.cu"
-    main.write_text(main.read_text().replace("h[0], h[1]);", planted))
-    from porter.results import ProgramReport
-
-    assert isinstance(report, ProgramReport)
-    report.builds.clear()
-    build_and_run(discover([str(prog)]), out, report, cpu("./scanned"), ledger=Ledger())
+    report = _planted_run(tmp_path, "scanned", SCANNED, "h[0], h[1]);", planted)
     assert next(v for v in report.runs[0].variants if v.variant == "hip").status == status
     (found,) = report.original_defects
     assert found.startswith(
@@ -467,18 +471,7 @@ int main(int argc, char** argv) {
 def test_a_sanitized_run_that_stops_early_is_said_to_have_stopped_not_to_be_clean(tmp_path: Path) -> None:
     """A port's run differs (planted); the original's sanitized run stops at an error porter does not name: the
     note says how it ended against the original's run, with its last line, and claims no clean check."""
-    prog = tmp_path / "stack"
-    prog.mkdir()
-    (prog / "main.cu").write_text(ON_THE_STACK)
-    out = tmp_path / "out"
-    report, hip = _ported(prog, out)
-    main = hip / "main.cu"
-    main.write_text(main.read_text().replace("h[0], h[1],", "h[0] + 1, h[1],"))
-    from porter.results import ProgramReport
-
-    assert isinstance(report, ProgramReport)
-    report.builds.clear()
-    build_and_run(discover([str(prog)]), out, report, cpu("./stack"), ledger=Ledger())
+    report = _planted_run(tmp_path, "stack", ON_THE_STACK, "h[0], h[1],", "h[0] + 1, h[1],")
     assert next(v for v in report.runs[0].variants if v.variant == "hip").status == "differs"
     assert report.original_defects == []
     (note,) = [n for n in report.notes if "built with cpu-runtime-asan" in n]
@@ -491,19 +484,7 @@ def test_a_differing_port_has_the_originals_memory_errors_checked_and_named(tmp_
     past a heap allocation is named with the file and line of the access and of the allocation, in the
     verdict and the notes.  The smooth sample's original, with a planted difference too, is checked and
     found clean: nothing is named."""
-    prog = tmp_path / "unterminated"
-    prog.mkdir()
-    (prog / "main.cu").write_text(UNTERMINATED)
-    out = tmp_path / "out"
-    report, hip = _ported(prog, out)
-    main = hip / "main.cu"
-    main.write_text(main.read_text().replace('"%d\\n", h[3]);', '"%d\\n", h[3] + 1);'))
-    from porter.results import ProgramReport
-
-    assert isinstance(report, ProgramReport)
-    report.builds.clear()
-    build_and_run(discover([str(prog)]), out, report, cpu("./unterminated"), ledger=Ledger())
-    done = report
+    done = _planted_run(tmp_path, "unterminated", UNTERMINATED, '"%d\\n", h[3]);', '"%d\\n", h[3] + 1);')
     assert next(v for v in done.runs[0].variants if v.variant == "hip").status == "differs"
     assert [(b.variant, b.toolchain, b.status) for b in done.builds][-1] == (
         "original",

@@ -257,7 +257,10 @@ class CompileError(BackendError):
 
     def render(self) -> str:
         opts = " ".join(self.options)
-        first = self.summary or f"compile of {self.entry or 'source'} failed (options: {opts or '-'})"
+        said = first_error(self.log)  # the compiler's own words first: what a reader acts on
+        first = self.summary or (
+            f"compile of {self.entry or 'source'} failed{': ' + said if said else ''} (options: {opts or '-'})"
+        )
         return f"{self.backend}: {first}\n{self.log.rstrip()}\n--- source ---\n{number_source(self.source)}"
 
 

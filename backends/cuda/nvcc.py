@@ -16,7 +16,7 @@ from pathlib import Path
 
 from porter.backends import CompileError, ToolchainMissing, identifiers
 from porter.backends.cuda import ptxas
-from porter.backends.cuda.nvrtc import Compiled
+from porter.backends.cuda.nvrtc import SOURCE_NAME, Compiled
 from porter.backends.cuda.toolchain import nvcc_path
 
 _PTX_ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)")
@@ -93,7 +93,7 @@ def compile_source(
     if "<" in entry:
         text += f"\nstatic void __porter_instantiate_entry() {{ (void)&{entry}; }}\n"
     with tempfile.TemporaryDirectory(prefix="porter-nvcc-") as tmp:
-        src = Path(tmp, "kernel.cu")
+        src = Path(tmp, SOURCE_NAME)
         out = Path(tmp, f"kernel.{output}")
         src.write_text(text, encoding="utf-8", errors="surrogateescape")
         cmd = [nvcc, *options, "-o", str(out), str(src)]
@@ -101,7 +101,7 @@ def compile_source(
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=tmp)
         except (OSError, subprocess.TimeoutExpired) as err:
             raise CompileError(backend, f"nvcc did not finish: {err}", source, cmd[1:], entry) from err
-        log = (proc.stdout + proc.stderr).replace(str(src), "kernel.cu")
+        log = (proc.stdout + proc.stderr).replace(str(src), SOURCE_NAME)
         if proc.returncode != 0 or not out.is_file():
             raise CompileError(backend, log or f"nvcc exited with {proc.returncode}", source, cmd[1:], entry)
         data = out.read_bytes()

@@ -21,6 +21,11 @@ class Compiled:
     ptx: str = ""
 
 
+# the name the source is compiled under: never one a program's own `#include "kernel.cu"` (Rodinia's bfs)
+# names, which would then include the source itself
+SOURCE_NAME = "porter_kernel.cu"
+
+
 def _check(result: object, what: str) -> None:
     from cuda.bindings import nvrtc
 
@@ -104,7 +109,9 @@ def compile_source(
     except ImportError as missing:
         raise ToolchainMissing("NVRTC not installed: pip install 'porter-gpu[cuda]'") from missing
 
-    err, prog = nvrtc.nvrtcCreateProgram(source.encode("utf-8", "surrogateescape"), b"kernel.cu", 0, [], [])
+    err, prog = nvrtc.nvrtcCreateProgram(
+        source.encode("utf-8", "surrogateescape"), SOURCE_NAME.encode(), 0, [], []
+    )
     _check(err, "nvrtcCreateProgram")
     try:
         if entry:  # empty: compile only, no kernel looked up (template kernels no launch instantiates)

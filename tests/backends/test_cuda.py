@@ -210,6 +210,33 @@ def test_defines_and_include_dirs(cuda: CudaBackend, tmp_path) -> None:
         cuda.compile(src, "s", CompileOptions(arch="sm_90", defines=("FACTOR=3.0f",)))
 
 
+@pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
+@pytest.mark.integration
+def test_a_unit_that_includes_a_file_named_kernel_cu_builds(
+    cuda: CudaBackend, compiler: str, tmp_path
+) -> None:
+    # Rodinia's bfs: bfs.cu includes "kernel.cu" and "kernel2.cu".  A source compiled under the name
+    # kernel.cu included itself ("class Node has already been defined", "#include file includes itself").
+    if compiler not in cuda.compilers():
+        pytest.skip(f"{compiler} not installed")
+    (tmp_path / "kernel.cu").write_text(
+        "__global__ void Kernel(Node* nodes, int n) { int i = threadIdx.x; if (i < n) nodes[i].edges += 1; }\n"
+    )
+    unit = '#include <cstdio>\nstruct Node { int start; int edges; };\n#include "kernel.cu"\n'
+    options = CompileOptions(arch="sm_90", include_dirs=(str(tmp_path),), flags=(f"compiler={compiler}",))
+    binary = cuda.compile(unit, "Kernel", options)
+    assert binary.meta["compiler"] == compiler and binary.data[:4] == b"\x7fELF"
+
+
+@pytest.mark.integration
+def test_a_compile_error_names_the_compilers_first_error_in_its_first_line(cuda: CudaBackend) -> None:
+    # what a report row keeps of a kernel that does not build: the compiler's own words, not only its options
+    with pytest.raises(CompileError) as info:
+        cuda.compile("__global__ void k(float* x) { x[0] = oops; }", "k", CompileOptions(arch="sm_90"))
+    first = str(info.value).splitlines()[0]
+    assert first.startswith("cuda: compile of k failed: ") and '"oops"' in first and "(options: " in first
+
+
 @pytest.mark.integration
 def test_nvcc_path(cuda: CudaBackend) -> None:
     if "nvcc" not in cuda.compilers():

@@ -193,6 +193,27 @@ def test_hip_on_cuda_without_explicit_include_and_with_hip_macros(on_cuda: HipBa
 
 
 @pytest.mark.integration
+def test_hip_on_cuda_cooperative_groups_keep_the_legacy_warp_macros_out_of_cudas_headers(
+    on_cuda: HipBackend,
+) -> None:
+    # the CUDA samples' fastWalshTransform, ported: NVRTC reads cooperative_groups.h (CUDA 13: CCCL, whose
+    # `__any(...)` constructor the __any macro rewrote) after hip_runtime.h; the macros still work after it
+    src = (
+        "#include <hip/hip_runtime.h>\n#include <hip/hip_cooperative_groups.h>\n#include <hip/hip_fp16.h>\n"
+        "namespace cg = cooperative_groups;\n"
+        'extern "C" __global__ void k(int* x) {\n'
+        "    cg::thread_block b = cg::this_thread_block();\n"
+        "    int v = __shfl_down(x[b.thread_rank()], 1);\n"
+        "    b.sync();\n"
+        "    x[b.thread_rank()] = v + __any(v > 3) + __all(v > 0) + (int)(__ballot(v > 1) & 1);\n"
+        "}\n"
+    )
+    for compiler in on_cuda._cuda.compilers():
+        binary = on_cuda.compile(src, "k", CompileOptions(arch="sm_90", output="ptx"), compiler=compiler)
+        assert ".entry k(" in binary.data.decode() and "vote" in binary.data.decode()
+
+
+@pytest.mark.integration
 def test_hip_on_cuda_error_keeps_user_line_numbers(on_cuda: HipBackend) -> None:
     bad = "__global__ void k(float* x)\n{\n    x[0] = hipBlockDim_x + missing;\n}\n"
     with pytest.raises(CompileError) as info:

@@ -136,14 +136,7 @@ __device__ __forceinline__ T atomic_add(T* address, T value) {
 #endif
 
 /* HIP's legacy, mask-less warp functions (CUDA only has the *_sync forms on sm_70+). */
-#define __shfl(...) porter_hip::shfl(__VA_ARGS__)
-#define __shfl_up(...) porter_hip::shfl_up(__VA_ARGS__)
-#define __shfl_down(...) porter_hip::shfl_down(__VA_ARGS__)
-#define __shfl_xor(...) porter_hip::shfl_xor(__VA_ARGS__)
-#define __ballot(p) porter_hip::ballot(p)
-#define __any(p) porter_hip::any(p)
-#define __all(p) porter_hip::all(p)
-#define __lane_id() porter_hip::lane_id()
+#include <hip/porter_warp_macros.h>
 #define unsafeAtomicAdd(address, value) porter_hip::atomic_add((address), (value))
 #define safeAtomicAdd(address, value) porter_hip::atomic_add((address), (value))
 

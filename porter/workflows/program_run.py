@@ -333,6 +333,9 @@ class _Runner:
         saver: Callable[[], None] = lambda: None,
     ) -> None:
         self.saver, self.ledger = saver, ledger  # the earlier report's rows: builds and runs reused by key
+        self.options = options
+        # runs whose original the sanitizer checks whatever the ports did (glibc's check stopped it before)
+        self.checked_runs: tuple[int, ...] = ()
         # the toolchains to build with (None: every one here)
         self.only: set[str] | None = None if options.toolchains is None else set(options.toolchains)
         self.command = options.build_command  # the user's build command, run with porter's compiler drivers
@@ -575,16 +578,17 @@ class _Runner:
         that can (its ``sanitized()``: the CPU runtime) and run with that run's arguments: a memory error of
         its own code is named with its file and line (:mod:`porter.workflows.program_sanitizer`) in
         ``report.original_defects``, and the check and what it found in the notes.  Runs are checked in order
-        until one shows an error; nothing runs when no port differs."""
+        until one shows an error; nothing runs when no port differs and glibc's check stopped no run of the
+        original (:func:`fortify_stops`: those runs are checked whatever the ports did)."""
         # a port's run that differs, or that was stopped or crashed where the original's finished (b+tree's HIP
         # port on an H100 ran past its --timeout, scanning a buffer its original never terminated)
         differing = [
             (n, r)
             for n, r in enumerate(self.report.runs, 1)
-            if any(
+            if (n in self.checked_runs or any(
                 v.status == "differs" or (v.status == "failed" and v.reason.startswith((*_STOPPED, "killed by signal")))
                 for v in r.variants
-            )
+            ))
             and r.original is not None and r.original.status == "ran"
         ]  # fmt: skip
         chains = [
@@ -594,7 +598,8 @@ class _Runner:
         if not differing or not chains or not mains:
             return
         chain = chains[0]
-        self.say(f"a port's run differs: building the original with {chain.name} to check its own memory use")
+        why = "glibc stopped the original" if self.checked_runs else "a port's run differs"
+        self.say(f"{why}: building the original with {chain.name} to check its own memory use")
         build = self.build(ORIGINAL, self.language, self.program.root, chain)
         self.report.builds.append(build)
         if build.status != "built":
@@ -1229,11 +1234,83 @@ def build_and_run(
             if said not in report.notes:
                 report.notes.append(said)
     runner.trees = dict(trees or {})  # a port of the user's: its own program (porter verify)
-    built = runner.build_all(options.jobs if options.jobs > 0 else (os.cpu_count() or 1))
+    jobs = options.jobs if options.jobs > 0 else (os.cpu_count() or 1)
+    built = runner.build_all(jobs)
     if options.runs:
         runner.run_all(built, mains)
+        if stopped := fortify_stops(report):
+            runner = _unfortified(runner, stopped)
+            built = runner.build_all(jobs)
+            runner.run_all(built, mains)
         runner.sanitize_original(built, mains)
     runner.save()
+
+
+# glibc's message when a fortified string or memory call (_FORTIFY_SOURCE) would write past its buffer
+FORTIFY_STOP = "*** buffer overflow detected ***"
+FORTIFY_OFF = "_FORTIFY_SOURCE=0"
+
+
+def fortify_stops(report: ProgramReport) -> list[int]:
+    """The runs (numbered from 1) in which glibc's buffer-overflow check stopped the original on some toolchain:
+    a system compiler that fortifies by default (Ubuntu's gcc: ``-D_FORTIFY_SOURCE=3`` at ``-O1`` and up) built
+    it, and the original writes past a buffer -- a defect its authors' toolchain did not check."""
+    return [
+        n for n, run in enumerate(report.runs, 1)
+        if any(o.status == "failed" and FORTIFY_STOP in o.stderr_tail for o in run.originals)
+    ]  # fmt: skip
+
+
+def _unfortified(runner: _Runner, stopped: Sequence[int]) -> _Runner:
+    """`runner`'s builds and runs made again with ``-D_FORTIFY_SOURCE=0`` (every variant alike), after glibc's
+    check stopped the original's runs `stopped`: the first pass's rows give way to the second's, the notes and
+    the original's defects say what stopped it and how it was run, and the sanitizer checks those runs (it names
+    the write's file and line).  Nothing is hidden: the program verdicts hold for builds without the check."""
+    report = runner.report
+    said = "; ".join(
+        f"run {n} ({report.runs[n - 1].args or 'no arguments'}) on "
+        + ", ".join(
+            o.device or o.toolchain for o in report.runs[n - 1].originals if FORTIFY_STOP in o.stderr_tail
+        )
+        for n in stopped
+    )
+    defect = (
+        f"glibc stopped the original ({FORTIFY_STOP}): it writes past a buffer, which the system compiler's "
+        f"_FORTIFY_SOURCE check catches ({said})"
+    )
+    report.original_defects.append(defect)
+    report.notes.append(
+        f"{defect}. Every variant was built again with -D{FORTIFY_OFF}, the check off as the original's authors "
+        "had it, and run again: the runs and verdicts below are those builds'. Fix the overflow; the "
+        "AddressSanitizer note names it where the CPU runtime can build the original."
+    )
+    runner.say(
+        f"glibc's buffer-overflow check stopped the original: building every variant again with -D{FORTIFY_OFF}"
+    )
+
+    def off(prog: Program) -> Program:
+        keep = tuple(d for d in prog.defines if d.split("=", 1)[0] != "_FORTIFY_SOURCE")
+        units = tuple(
+            (u, (*(d for d in ds if d.split("=", 1)[0] != "_FORTIFY_SOURCE"), FORTIFY_OFF))
+            for u, ds in prog.unit_defines
+        )
+        return replace(prog, defines=(*keep, FORTIFY_OFF), unit_defines=units)
+
+    report.builds.clear()
+    report.runs.clear()
+    again = _Runner(
+        off(runner.program),
+        runner.out,
+        report,
+        runner.options,
+        runner.ledger,
+        runner.say,
+        runner.skip,
+        runner.saver,
+    )
+    again.trees = {v: off(p) for v, p in runner.trees.items()}
+    again.checked_runs = tuple(stopped)
+    return again
 
 
 def require_jail() -> None:

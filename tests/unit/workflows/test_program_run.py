@@ -511,3 +511,67 @@ def test_a_differing_port_has_the_originals_memory_errors_checked_and_named(tmp_
     checked = _rerun(smooth, clean_out, clean)
     assert isinstance(checked, ProgramReport) and checked.original_defects == []
     assert any("no memory error of its own code found" in n for n in checked.notes), checked.notes
+
+
+# Ours: the file name kept in a buffer one byte short (strlen, no room for the 0), the shape of Rodinia's dwt2d
+# (main.cu: `malloc(strlen(argv[0]))` then strcpy).  Ubuntu's gcc fortifies by default (-D_FORTIFY_SOURCE=3 at
+# -O1 and up): glibc stops the program there, before any kernel runs.  Unchecked, the byte lands in malloc's
+# padding and the program does its work.
+ONE_SHORT = """#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+__global__ void scale(float* x, int n) { int i = threadIdx.x; if (i < n) x[i] = 2.0f * x[i] + 1.0f; }
+int main(int argc, char** argv) {
+  char* name = (char*)malloc(strlen(argv[1]));
+  strcpy(name, argv[1]);
+  float h[8], *d;
+  for (int i = 0; i < 8; ++i) h[i] = (float)i;
+  cudaMalloc(&d, sizeof h);
+  cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);
+  scale<<<1, 8>>>(d, 8);
+  cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+  printf("%s: %g %g\\n", name, h[0], h[7]);
+  return 0;
+}
+"""
+
+
+def test_an_original_glibc_stops_for_a_buffer_overflow_is_built_again_without_the_check_and_named(
+    tmp_path: Path,
+) -> None:
+    """Fortified as Ubuntu's compiler does by default (-D_FORTIFY_SOURCE=3 given here: Debian's does not), the
+    original dies in glibc's check before its kernel runs.  Porter says so, builds and runs every variant again
+    with -D_FORTIFY_SOURCE=0, compares them and replays the kernel; AddressSanitizer names the write's line."""
+    from porter.defines import BuildFlags
+
+    prog = tmp_path / "short"
+    prog.mkdir()
+    (prog / "main.cu").write_text(ONE_SHORT)
+    report = port_program(
+        [str(prog)], ["hip"], out_dir=str(tmp_path / "out"), flags=BuildFlags(defines=("_FORTIFY_SOURCE=3",)),
+        run=cpu("./short input.bmp"),
+    )  # fmt: skip
+    (run,) = report.runs
+    assert (
+        run.original is not None
+        and run.original.status == "ran"
+        and "input.bmp: 1 15" in run.original.stdout_tail
+    )
+    assert {v.status for v in run.variants if v.variant == "hip"} == {"matches"}
+    stopped, *named = report.original_defects
+    assert stopped.startswith("glibc stopped the original (*** buffer overflow detected ***)"), stopped
+    assert "run 1 (./short input.bmp) on cpu:cpu-emulator" in stopped, stopped
+    assert any("heap-buffer-overflow" in d and "main.cu:7" in d for d in named), report.original_defects
+    note = next(n for n in report.notes if n.startswith(stopped))
+    assert "built again with -D_FORTIFY_SOURCE=0" in note
+    assert all(b.status == "built" for b in report.builds if b.toolchain == "cpu-runtime")
+    scale = next(k for k in report.kernels if k.name == "scale")
+    assert {r.variant: r.status for r in scale.replays} == {"original": "validated", "hip": "validated"}
+    # run again into the same folder: both passes resumed, the same verdicts and defects, nothing said twice
+    again = port_program(
+        [str(prog)], ["hip"], out_dir=str(tmp_path / "out"), flags=BuildFlags(defines=("_FORTIFY_SOURCE=3",)),
+        run=cpu("./short input.bmp"),
+    )  # fmt: skip
+    assert again.original_defects == report.original_defects
+    assert all(r.resumed for r in [*again.runs[0].originals, *again.runs[0].variants])
+    assert again.verdicts()["hip"]["status"] == report.verdicts()["hip"]["status"] == "matches"

@@ -328,7 +328,8 @@ class DriverToolchain:
         if built.ok:
             return replace(built, captures=True)
         plain = self._build(source, out)
-        why = "; ".join(part for part in (built.reason, first_error(built.log)) if part)
+        said = first_error(built.log)  # the reason names it already where a unit did not compile
+        why = built.reason if said in built.reason else "; ".join(p for p in (built.reason, said) if p)
         note = f"the capturing build failed ({why}); built as written, without capture\n"
         return replace(plain, log=note + built.log + "\n" + plain.log, captures=False, fallback=why)
 
@@ -391,7 +392,7 @@ class DriverToolchain:
             if code != 0:
                 return BuiltProgram(
                     False, chain, log="\n".join(logs), commands=tuple(commands),
-                    reason=f"{unit} does not compile with {self.name}",
+                    reason=f"{unit} does not compile with {self.name}" + (f": {said}" if (said := first_error(log)) else ""),
                 )  # fmt: skip
             objects[unit] = obj
         if not mains:

@@ -516,7 +516,9 @@ class CpuProgramToolchain:
                 missing = _undeclared(log, program_facts.get("undeclared", {}))
                 return BuiltProgram(
                     False, chain, log="\n".join(logs), commands=tuple(commands),
-                    reason=missing or f"{unit.relative_to(scratch)} does not compile with the CPU runtime",
+                    reason=missing
+                    or f"{unit.relative_to(scratch)} does not compile with the CPU runtime"
+                    + (f": {said}" if (said := src_mod.first_error(log)) else ""),
                     refused=bool(missing),
                 )  # fmt: skip
             objects[unit] = obj

@@ -521,10 +521,10 @@ class CpuBackend(BackendBase):
         if compiler is None:
             raise ToolchainMissing("cpu emulation needs g++ (GCC 12 or newer): apt-get install g++")
         dialect = self.dialect
-        try:
-            entry = src_mod.check_entry(entry)
+        try:  # "": compile only, no kernel looked up (a unit whose template kernels no launch instantiates)
+            entry = src_mod.check_entry(entry) if entry else ""
         except ValueError as err:
-            raise CompileError(self.name, str(err), source, entry=entry) from None
+            raise CompileError(self.name, str(err), source, entry=entry, summary=str(err)) from None
         src_mod.check_emulable(source, dialect, options.include_dirs)
         arch = options.arch or (device.arch if device is not None else None)  # x86_64: the default width
         warp = warp_size_for(arch, options.defines)
@@ -581,7 +581,7 @@ class CpuBackend(BackendBase):
                 first = src_mod.first_error(log)
                 raise CompileError(
                     self.name, log or f"g++ exited with {proc.returncode}", source, shown, entry,
-                    summary=f"compile of {entry} failed: {first}" if first else "",
+                    summary=f"compile of {entry or 'source'} failed: {first}" if first else "",
                 )  # fmt: skip
             if options.untrusted:
                 _check_imports(out, dialect.untrusted, compiler, source, shown, entry)

@@ -466,5 +466,5 @@ def translation_unit(source: str, entry: str, filename: str = "kernel.cu", untru
         f'#line 1 "{filename}"\n'
         f"{spell_noinline(rewrite_shared(source))}\n"
         '#line 1 "porter-launcher"\n'
-        f"{launcher(entry)}"
+        f"{launcher(entry) if entry else ''}"  # no entry: the unit compiled only
     )

@@ -924,3 +924,19 @@ def test_a_header_earlier_on_the_include_path_keeps_coming_first(be: CpuBackend,
     x = be.to_device(np.zeros(4, dtype=np.float32))
     prog(x, grid=(1,), block=(4,))
     assert be.to_host(x, np.float32, (4,)).tolist() == [1.0] * 4
+
+
+@pytest.mark.integration
+def test_an_empty_entry_compiles_the_unit_only(be: CpuBackend) -> None:
+    """A unit whose kernels are templates no launch in it instantiates (Rodinia dwt2d's components.cu, ported to
+    HIP, checked on a machine without hipcc): compiled as it is, no kernel looked up -- as NVRTC does with an empty
+    entry; a broken unit still fails, naming g++'s first error in its first line."""
+    only_templates = "template <typename T> __global__ void fill(T* x, T v) { x[threadIdx.x] = v; }\n"
+    binary = be.compile(only_templates, "")
+    assert binary.entry == "" and binary.data[:4] == b"\x7fELF"
+    with pytest.raises(CompileError) as info:
+        be.compile(only_templates + "__device__ int broken = oops;\n", "")
+    first = str(info.value).splitlines()[0]
+    assert first.startswith("cpu: compile of source failed: kernel.cu:2: ") and "'oops'" in first, first
+    with pytest.raises(CompileError, match="not a kernel name"):
+        be.compile(only_templates, "fill<int>; system")

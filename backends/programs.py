@@ -242,6 +242,7 @@ class DriverToolchain:
     # registered; backends/launches.py) with the header force-included, so its runs can record their
     # launches (docs/CAPTURE_FORMAT.md); None: the program is built as it is
     capture_header: Path | None = None
+    capture_headers: tuple[Path, ...] = ()  # headers the capture header includes, copied beside it
     capture_flags: tuple[str, ...] = ()  # what the capturing build compiles with besides (-std=c++17)
     capture_link_flags: tuple[str, ...] = ()  # what the capturing build links with besides (-rdynamic)
 
@@ -263,7 +264,7 @@ class DriverToolchain:
         if self.capture_header is not None:
             import hashlib
 
-            headers = (self.capture_header, Path(__file__).parent / "porter_capture.h")
+            headers = (self.capture_header, Path(__file__).parent / "porter_capture.h", *self.capture_headers)
             ident += " capture " + hashlib.sha256(b"".join(h.read_bytes() for h in headers)).hexdigest()[:10]
         return ident
 
@@ -343,7 +344,11 @@ class DriverToolchain:
         tree, include_dirs, _texts = instrumented_copy(source, out, instrument)
         inc = out / "porter-include"
         inc.mkdir(parents=True, exist_ok=True)
-        for header in (self.capture_header, Path(__file__).parent / "porter_capture.h"):
+        for header in (
+            self.capture_header,
+            Path(__file__).parent / "porter_capture.h",
+            *self.capture_headers,
+        ):
             shutil.copyfile(header, inc / header.name)
         return replace(
             source, tree=tree, include_dirs=(str(inc), *include_dirs), original_root=tree, files=source.files

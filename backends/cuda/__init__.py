@@ -160,6 +160,7 @@ class CudaBackend(BackendBase):
                 missing=toolchain.facts()["hints"]["compile"], flags=("-O2", f"-arch={arch}"),
                 device_flags=("-x", "cu"), find_device=lambda: device, command_vars=("NVCC",),
                 capture_header=Path(__file__).parent / "porter_capture_cuda.h",
+                capture_headers=(Path(__file__).parent / toolchain.LEGACY_HEADER,),
             ),
         )  # fmt: skip
 
@@ -212,8 +213,13 @@ class CudaBackend(BackendBase):
             else:
                 include_dirs = includes  # nvcc brings its toolkit's headers and a host C library
                 build, make_options = nvcc.compile_source, nvcc.nvcc_options
+            chosen_flags = tuple(flags)
+            if (
+                chosen == "nvcc" and backend_name is None
+            ):  # CUDA with host code: what CUDA 13 removed, restored
+                chosen_flags = ("-include", toolchain.legacy_header(), *chosen_flags)
             cmd = make_options(
-                arch, output, include_dirs=include_dirs, defines=defines, flags=flags,
+                arch, output, include_dirs=include_dirs, defines=defines, flags=chosen_flags,
                 debug=options.debug, report=want_report,
             )  # fmt: skip
             return build(source, entry, cmd, output, backend=backend_name or self.name), cmd

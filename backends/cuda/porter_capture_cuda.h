@@ -20,8 +20,8 @@
 // * needs CUDA 12.5 or later (cudaGetDriverEntryPointByVersion, cudaFuncGetName): with an older
 //   toolkit the instrumented build does not compile and the program is built as written, uncaptured.
 //
-// It also restores the thread-named runtime functions CUDA 13 removed (cudaThreadSynchronize and
-// friends: aliases of the device-wide ones), so older programs build as they did.
+// It also restores what CUDA 13 removed from the runtime API that older programs use (porter_cuda_legacy.h:
+// cudaThreadSynchronize and friends, cudaDeviceProp's clockRate, deviceOverlap...), so they build as they did.
 #ifndef PORTER_CAPTURE_CUDA_H
 #define PORTER_CAPTURE_CUDA_H
 
@@ -178,16 +178,7 @@ inline cudaError_t launch_args_cooperative(const void* fn, dim3 g, dim3 b, void*
 }
 }  // namespace porter_emu
 
-#if CUDART_VERSION >= 13000
-// CUDA 13 removed these runtime functions, deprecated since CUDA 4; each was an alias of the device-wide
-// function it calls, so a program written for older toolkits builds and behaves as it did
-static inline cudaError_t cudaThreadSynchronize(void) { return cudaDeviceSynchronize(); }
-static inline cudaError_t cudaThreadExit(void) { return cudaDeviceReset(); }
-static inline cudaError_t cudaThreadSetLimit(cudaLimit l, size_t v) { return cudaDeviceSetLimit(l, v); }
-static inline cudaError_t cudaThreadGetLimit(size_t* v, cudaLimit l) { return cudaDeviceGetLimit(v, l); }
-static inline cudaError_t cudaThreadSetCacheConfig(cudaFuncCache c) { return cudaDeviceSetCacheConfig(c); }
-static inline cudaError_t cudaThreadGetCacheConfig(cudaFuncCache* c) { return cudaDeviceGetCacheConfig(c); }
-#endif
+#include "porter_cuda_legacy.h"  // what CUDA 13 removed that older programs use
 
 #define PORTER_DEDUCED_LAUNCH(...)                                                            \
     __VA_ARGS__<<<porter_emu::deduced_config().grid, porter_emu::deduced_config().block,      \

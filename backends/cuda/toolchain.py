@@ -27,6 +27,15 @@ def facts() -> dict[str, Any]:
     return load_data("porter.backends.cuda", "facts.toml")
 
 
+# what CUDA 13 removed from the runtime API that older programs use, restored (force-included into the
+# original's nvcc builds: its capturing build, a kernel replay's nvcc build of a unit with host code)
+LEGACY_HEADER = "porter_cuda_legacy.h"
+
+
+def legacy_header() -> str:
+    return str(resources.files("porter.backends.cuda").joinpath(LEGACY_HEADER))
+
+
 def shim_include_dir() -> str:
     """porter's minimal C headers for NVRTC (stdint.h, math.h, ...)."""
     return str(resources.files("porter.backends.cuda").joinpath("include"))

@@ -123,6 +123,7 @@ class HipBackend(BackendBase):
                 find_device=lambda: nvidia,
                 # nvcc underneath: a HIP program's capturing build is CUDA's (porter's HIP headers map it)
                 capture_header=Path(cuda_toolchain.__file__).parent / "porter_capture_cuda.h",
+                capture_headers=(Path(cuda_toolchain.__file__).parent / cuda_toolchain.LEGACY_HEADER,),
             )
         ]  # fmt: skip
         archs = [gpu.arch] if gpu is not None else list(self.dialect.compile_archs)

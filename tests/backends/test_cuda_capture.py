@@ -62,6 +62,40 @@ def test_a_program_that_only_builds_as_written_is_built_so_without_capture(tmp_p
     assert "the capturing build failed" in built.log and "built as written, without capture" in built.log
 
 
+# Ours: a program written for an older toolkit -- the device properties CUDA 13 removed from cudaDeviceProp
+# (Rodinia's gaussian prints clockRate and deviceOverlap, huffman tests deviceOverlap) and cudaThreadSynchronize
+OLD_TOOLKIT = """#include <cstdio>
+__global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }
+int main() {
+  cudaDeviceProp prop;
+  cudaGetDeviceProperties(&prop, 0);
+  if (!prop.deviceOverlap) printf("no overlap\\n");
+  printf("%s at %d kHz, memory %d kHz, mode %d\\n", prop.name, prop.clockRate, prop.memoryClockRate, prop.computeMode);
+  float* d;
+  cudaMalloc(&d, 32 * sizeof(float));
+  twice<<<1, 32>>>(d);
+  cudaThreadSynchronize();
+  return 0;
+}
+"""
+
+
+def test_a_program_for_an_older_toolkit_builds_and_its_unit_compiles_for_a_replay(tmp_path: Path) -> None:
+    """What CUDA 13 removed and older programs use is restored (porter_cuda_legacy.h) in the original's capturing
+    build and in a kernel replay's nvcc build of its unit: both compile, the program's file untouched."""
+    from porter.backends import CompileOptions
+
+    chain = _nvcc_chain()
+    prog = tmp_path / "old"
+    prog.mkdir()
+    (prog / "main.cu").write_text(OLD_TOOLKIT)
+    built = chain.build(ProgramSource(prog, ("main.cu",), original_root=prog), tmp_path / "b")
+    assert built.ok and built.captures, built.log
+    assert (prog / "main.cu").read_text() == OLD_TOOLKIT
+    unit = get_backend("cuda").compile(OLD_TOOLKIT, "twice", CompileOptions(arch="sm_90"), compiler="nvcc")
+    assert unit.entry == "_Z5twicePf" and unit.data[:4] == b"\x7fELF"
+
+
 def test_capture_names_the_toolchains_it_can_use(tmp_path: Path) -> None:
     from porter.workflows.capture import capture_program, capturing_toolchains
 

@@ -373,6 +373,12 @@ class HipBackend(BackendBase):
         else:
             amd_runtime.synchronize(device.index)
 
+    def checkers(self, device: Device) -> tuple[str, ...]:
+        """hip-on-cuda: the port runs as CUDA on the NVIDIA GPU, so it gets the cuda backend's checkers there
+        (compute-sanitizer memcheck and racecheck), the same evidence as the original on that GPU; AMD GPUs:
+        none here."""
+        return self._cuda.checkers(self._as_cuda(device)) if self._on_cuda(device) else ()
+
     def scrub_shared(self, device: Device) -> None:
         """hip-on-cuda: poison shared memory like the cuda backend; AMD GPUs: not available (no-op)."""
         if self._on_cuda(device):

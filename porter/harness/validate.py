@@ -22,7 +22,7 @@ seeded trials:
 4. when the reference output is near-constant for the inputs drawn, other inputs are drawn
    (``near-constant`` guard) instead of passing;
 5. a memory-checker pass where one exists: Oclgrind for OpenCL (the checker device, which also runs
-   the comparisons), compute-sanitizer memcheck and racecheck for CUDA on an NVIDIA GPU.
+   the comparisons), compute-sanitizer memcheck and racecheck for CUDA and HIP (hip-on-cuda) on an NVIDIA GPU.
 """
 
 from __future__ import annotations

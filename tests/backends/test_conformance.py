@@ -101,6 +101,12 @@ def test_availability_is_well_formed(name: str) -> None:
 def test_sanitizer_is_declared_for_nvidia_gpus_only() -> None:
     gpu = Device(backend="cuda", name="NVIDIA H200", arch="sm_90", kind="gpu")
     assert get_backend("cuda").checkers(gpu) == ("compute-sanitizer",)
+    # a HIP port on that GPU runs as CUDA: the same checkers as the original there (an H100 row had the original
+    # failing racecheck and its port validated unchecked); none on an AMD GPU here
+    on_cuda = Device(backend="hip", name="NVIDIA H200", arch="sm_90", kind="gpu", platform="hip-on-cuda")
+    assert get_backend("hip").checkers(on_cuda) == ("compute-sanitizer",)
+    amd = Device(backend="hip", name="AMD Instinct MI250X", arch="gfx90a", kind="gpu", platform="amd")
+    assert get_backend("hip").checkers(amd) == ()
     assert (
         get_backend("cpu").checkers(Device(backend="cpu", name="emu", arch="x86_64", kind="emulator")) == ()
     )

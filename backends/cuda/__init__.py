@@ -213,13 +213,12 @@ class CudaBackend(BackendBase):
             else:
                 include_dirs = includes  # nvcc brings its toolkit's headers and a host C library
                 build, make_options = nvcc.compile_source, nvcc.nvcc_options
-            chosen_flags = tuple(flags)
-            if (
-                chosen == "nvcc" and backend_name is None
-            ):  # CUDA with host code: what CUDA 13 removed, restored
-                chosen_flags = ("-include", toolchain.legacy_header(), *chosen_flags)
+            # CUDA built by nvcc (a unit with host code): what CUDA 13 removed that older programs use, restored
+            legacy = (
+                ("-include", toolchain.legacy_header()) if chosen == "nvcc" and backend_name is None else ()
+            )
             cmd = make_options(
-                arch, output, include_dirs=include_dirs, defines=defines, flags=chosen_flags,
+                arch, output, include_dirs=include_dirs, defines=defines, flags=(*legacy, *flags),
                 debug=options.debug, report=want_report,
             )  # fmt: skip
             return build(source, entry, cmd, output, backend=backend_name or self.name), cmd

@@ -45,6 +45,7 @@ from porter.backends.programs import (
     toolchains_for,
 )
 from porter.capture import DEFAULT_FIRST_MIB, DEFAULT_LAUNCHES, DEFAULT_MIB, MANIFEST, capture_env, finish
+from porter.defines import merge_defines
 from porter.errors import PorterError, UsageError
 from porter.files import decode_text, read_input
 from porter.harness.outputs import (
@@ -1288,13 +1289,12 @@ def _unfortified(runner: _Runner, stopped: Sequence[int]) -> _Runner:
         f"glibc's buffer-overflow check stopped the original: building every variant again with -D{FORTIFY_OFF}"
     )
 
-    def off(prog: Program) -> Program:
-        keep = tuple(d for d in prog.defines if d.split("=", 1)[0] != "_FORTIFY_SOURCE")
-        units = tuple(
-            (u, (*(d for d in ds if d.split("=", 1)[0] != "_FORTIFY_SOURCE"), FORTIFY_OFF))
-            for u, ds in prog.unit_defines
-        )
-        return replace(prog, defines=(*keep, FORTIFY_OFF), unit_defines=units)
+    def off(prog: Program) -> Program:  # -D_FORTIFY_SOURCE=0 over whatever value a unit's build gave it
+        def merged(defines: Sequence[str]) -> tuple[str, ...]:
+            return merge_defines(defines, (FORTIFY_OFF,), (), "porter")[0]
+
+        units = tuple((u, merged(ds)) for u, ds in prog.unit_defines)
+        return replace(prog, defines=merged(prog.defines), unit_defines=units)
 
     report.builds.clear()
     report.runs.clear()

@@ -23,7 +23,15 @@ from porter.backends import Device, HardwareFacts, pci_uid
 
 from .icd import Registration, register_intel_cpu_runtime
 from .oclgrind import checker_device, oclgrind_path, settings
-from .requirements import NONE, Capabilities, build_options, parse_version, supports
+from .requirements import (
+    NONE,
+    Capabilities,
+    build_options,
+    parse_version,
+    ptx_subgroups_source,
+    supports,
+    with_ptx_subgroups,
+)
 
 PROBE_ENTRY = "porter_probe"
 PROBE_N = 37  # not a multiple of any work-group size: the bounds check must work too
@@ -112,12 +120,14 @@ PROBE_HELPERS = ("porter_shuffle_down",)  # [warp_helpers] of cuda2opencl.toml t
 
 def subgroup_probe_source() -> str:
     """probe_subgroups.cl with the translation's own [warp_helpers] text (cuda2opencl.toml) where it says
-    PORTER_WARP_HELPERS: the probe runs exactly what a translated kernel calls."""
+    PORTER_WARP_HELPERS, behind porter's own sub-groups as a translation carries them ([facts.ptx_subgroups]):
+    the probe runs exactly what a translated kernel calls."""
     from porter.backends import load_data
 
     helpers = load_data("porter.backends.opencl", "cuda2opencl.toml")["warp_helpers"]
     text = "\n".join(str(helpers[name]["source"]).strip("\n") for name in PROBE_HELPERS)
-    return _source("probe_subgroups.cl").replace("PORTER_WARP_HELPERS", text)
+    probe = _source("probe_subgroups.cl").replace("PORTER_WARP_HELPERS", text)
+    return ptx_subgroups_source() + "\n\n" + probe
 
 
 def _probe(cl: ModuleType, cl_device: Any) -> int:
@@ -238,9 +248,14 @@ def _capabilities(cl: ModuleType, cl_device: Any) -> Capabilities:
 def _sub_group_capabilities(cl: ModuleType, cl_device: Any) -> Capabilities:
     """What the device declares, with the sub-group sizes that really run and the sub-group requirements whose
     probe (probe_subgroups.cl) computed a wrong answer."""
-    caps = _declared(cl, cl_device)
+    declared = _declared(cl, cl_device)
+    caps = declared
     if not any(n in caps.extensions or n in caps.features for n in _SUBGROUP_MARKS):
-        return caps
+        # porter's own sub-groups where a rule names the device ([facts.ptx_subgroups]), kept only if the probe
+        # computes right with them
+        caps = with_ptx_subgroups(declared) or declared
+        if not caps.emulated:
+            return caps
     options = " ".join(build_options(replace(caps, sub_group_sizes=frozenset()), ["subgroups"]))
     try:
         ctx = cl.Context([cl_device])
@@ -250,7 +265,7 @@ def _sub_group_capabilities(cl: ModuleType, cl_device: Any) -> Capabilities:
         names = str(program.get_info(cl.program_info.KERNEL_NAMES)).split(";")
         local = min(64, int(cl_device.max_work_group_size))
         if "porter_subgroup_size" not in names:
-            return caps
+            return declared
         size = int(_run_ints(cl, program, ctx, queue, "porter_subgroup_size", local).max())
         sizes: set[int] = set()
         broken: set[str] = set()
@@ -273,7 +288,9 @@ def _sub_group_capabilities(cl: ModuleType, cl_device: Any) -> Capabilities:
             broken.add("subgroup_shuffle")  # the general shuffles (Intel's CPU runtime 2025, 32 wide: 42)
         queue.finish()
     except Exception:  # noqa: BLE001 - sub-groups that do not work are no sub-groups
-        return caps
+        return declared
+    if caps.emulated and (broken or 32 not in sizes):
+        return declared  # porter's own sub-groups are all right or not used at all
     return replace(
         caps, sub_group_sizes=frozenset(sizes), max_sub_group_size=max(size, 0), broken=frozenset(broken)
     )

@@ -200,6 +200,10 @@ inline const char porter_native_math_define[] = "";
 inline const cl_bitfield porter_native_math_types = 0;
 inline const char* const porter_native_math_vendors[1] = {""};
 inline const size_t porter_native_math_vendor_count = 0;
+inline const char porter_ptx_subgroups_define[] = "";
+inline const cl_bitfield porter_ptx_subgroups_types = 0;
+inline const char* const porter_ptx_subgroups_vendors[1] = {""};
+inline const size_t porter_ptx_subgroups_vendor_count = 0;
 }  // namespace porter_opencl
 #endif
 
@@ -447,13 +451,28 @@ inline std::string source_text(const Source& src) {
 // Whether the translation's porter_fast_* macros (CUDA's fast-math intrinsics) are the device's native_
 // functions: its type and vendor are those of porter_native_math_* (porter_opencl_sources.h, generated from
 // backends/opencl/dialect.toml [facts.native_math], the rule porter's own kernel builds apply)
-inline bool native_math(cl_device_id d) {
-    if ((info_value<cl_bitfield>(d, CL_DEVICE_TYPE) & porter_native_math_types) == 0) return false;
+inline bool device_rule(cl_device_id d, cl_bitfield types, const char* const* vendors, size_t count) {
+    if ((info_value<cl_bitfield>(d, CL_DEVICE_TYPE) & types) == 0) return false;
     std::string vendor = info_string(d, CL_DEVICE_VENDOR);
     vendor.erase(0, vendor.find_first_not_of(" \t"));
-    for (size_t i = 0; i < porter_native_math_vendor_count; ++i)
-        if (vendor.rfind(porter_native_math_vendors[i], 0) == 0) return true;
+    for (size_t i = 0; i < count; ++i)
+        if (vendor.rfind(vendors[i], 0) == 0) return true;
     return false;
+}
+
+inline bool native_math(cl_device_id d) {
+    return device_rule(d, porter_native_math_types, porter_native_math_vendors, porter_native_math_vendor_count);
+}
+
+// Whether a run without porter builds porter's own sub-groups (ptx_subgroups.cl, in a translation whose kernels
+// need them) for this device: one porter_ptx_subgroups_* names that declares no sub-groups of its own.  Under
+// porter, PORTER_OPENCL_DEFINES says instead (its probe ran them).
+inline bool ptx_subgroups(cl_device_id d) {
+    std::string ext = info_string(d, CL_DEVICE_EXTENSIONS);
+    if (ext.find("cl_khr_subgroups") != std::string::npos || ext.find("cl_intel_subgroups") != std::string::npos)
+        return false;
+    return device_rule(d, porter_ptx_subgroups_types, porter_ptx_subgroups_vendors,
+                       porter_ptx_subgroups_vendor_count);
 }
 
 // PORTER_OPENCL_CACHE names a folder where each program's binary for this device is kept (what
@@ -553,6 +572,9 @@ inline cl_program program(const Source& src) {
     // what porter's probe found this device lacks though it declares it (-DPORTER_NO_SUBGROUP_32)
     const char* off = getenv("PORTER_OPENCL_DEFINES");
     if (off != nullptr) options += std::string(" ") + off;
+    else if (text.find(porter_ptx_subgroups_define) != std::string::npos && *porter_ptx_subgroups_define &&
+             ptx_subgroups(s.device))
+        options += std::string(" -D") + porter_ptx_subgroups_define;
     if (native_math(s.device)) options += std::string(" -D") + porter_native_math_define;
     // sub-group functions come as an OpenCL C 2.0 extension or a 3.0 feature: ask for the device's version
     if (text.find("sub_group") != std::string::npos) {

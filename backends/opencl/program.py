@@ -79,26 +79,29 @@ _DEVICE_TYPES = {"cpu": 1 << 1, "gpu": 1 << 2, "accelerator": 1 << 3}  # CL_DEVI
 
 
 def native_math_source() -> str:
-    """The C++ lines that give porter_opencl.h the rule of dialect.toml's [facts.native_math]: the define
-    it adds to a program's build where the device's CL_DEVICE_TYPE and CL_DEVICE_VENDOR are the rule's (CUDA's
-    fast-math intrinsics as OpenCL's native_ functions), as pyopencl's builds add it
-    (requirements.device_defines)."""
-    from porter.backends.opencl.requirements import native_math_rule
+    """The C++ lines that give porter_opencl.h the rules of dialect.toml's [facts.native_math] and
+    [facts.ptx_subgroups]: the define each adds to a program's build where the device's CL_DEVICE_TYPE and
+    CL_DEVICE_VENDOR are the rule's (CUDA's fast-math intrinsics as OpenCL's native_ functions; porter's own
+    sub-groups on a device declaring none), as pyopencl's builds add them (requirements.device_defines)."""
+    from porter.backends.opencl.requirements import native_math_rule, ptx_subgroups_rule
 
-    rule = native_math_rule()
-    types = 0
-    for name in rule["device_types"]:
-        types |= _DEVICE_TYPES[name]
-    vendors = ", ".join(_quote(v) for v in rule["vendors"]) or '""'  # no empty array in C++: the count says
-    return "\n".join(
-        [
-            "// CUDA's fast-math intrinsics as native_ functions on these devices (backends/opencl/dialect.toml)",
-            f"inline const char porter_native_math_define[] = {_quote(rule['define'])};",
-            f"inline const cl_bitfield porter_native_math_types = {types:#x};",
-            f"inline const char* const porter_native_math_vendors[] = {{{vendors}}};",
-            f"inline const size_t porter_native_math_vendor_count = {len(rule['vendors'])};",
+    out: list[str] = []
+    for prefix, rule, what in (
+        ("porter_native_math", native_math_rule(), "CUDA's fast-math intrinsics as native_ functions"),
+        ("porter_ptx_subgroups", ptx_subgroups_rule(), "porter's own sub-groups, where the device has none"),
+    ):
+        types = 0
+        for name in rule["device_types"]:
+            types |= _DEVICE_TYPES[name]
+        vendors = ", ".join(_quote(v) for v in rule["vendors"]) or '""'  # no empty C++ array: the count says
+        out += [
+            f"// {what} on these devices (backends/opencl/dialect.toml)",
+            f"inline const char {prefix}_define[] = {_quote(rule['define'])};",
+            f"inline const cl_bitfield {prefix}_types = {types:#x};",
+            f"inline const char* const {prefix}_vendors[] = {{{vendors}}};",
+            f"inline const size_t {prefix}_vendor_count = {len(rule['vendors'])};",
         ]
-    )
+    return "\n".join(out)
 
 
 def _quote(text: str) -> str:
@@ -158,12 +161,14 @@ class OpenclProgramToolchain(CpuProgramToolchain):
 
     def run_env(self) -> dict[str, str]:
         from porter.backends.opencl.devices import capabilities
-        from porter.backends.opencl.requirements import disabled
+        from porter.backends.opencl.requirements import disabled, emulation_defines
 
         env = {"PORTER_OPENCL_PLATFORM": self._device.platform, "PORTER_OPENCL_DEVICE": self._device.name}
-        off = disabled(capabilities(self._device))
-        if off:  # kernels needing what porter's probe found this device lacks stay out of its builds
-            env["PORTER_OPENCL_DEFINES"] = " ".join(off)
+        caps = capabilities(self._device)
+        # kernels needing what porter's probe found this device lacks stay out of its builds; porter's own
+        # sub-groups are in them only where its probe passed with them (set, even empty: porter's choice, not
+        # the runtime's own rule)
+        env["PORTER_OPENCL_DEFINES"] = " ".join((*disabled(caps), *emulation_defines(caps)))
         if os.environ.get("OCL_ICD_VENDORS"):
             env["OCL_ICD_VENDORS"] = os.environ["OCL_ICD_VENDORS"]
         return env

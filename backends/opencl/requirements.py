@@ -13,7 +13,8 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from importlib import resources
 from typing import Any
 
 from porter.backends.dialect import load_facts
@@ -39,6 +40,9 @@ class Capabilities:
     # False: only what the device declares, its probe not run here (a job's child, devices.adopt): builds there
     # take the probe's verdicts from the parent (the variant's options), never a guess from the declaration
     probed: bool = True
+    # the extensions porter's own text provides on this device ([facts.ptx_subgroups]: sub-groups as PTX warp
+    # instructions), listed in `extensions` too; builds define the rule's macro (emulation_defines)
+    emulated: frozenset[str] = frozenset()
 
 
 NONE = Capabilities()
@@ -100,7 +104,7 @@ def build_options(caps: Capabilities, requires: Sequence[str]) -> tuple[str, ...
                 if flag not in out and not any(o.startswith("-cl-std=") for o in out):
                     out.append(flag)
                 break
-    return (*out, *disabled(caps))
+    return (*out, *disabled(caps), *emulation_defines(caps))
 
 
 def disabled(caps: Capabilities) -> tuple[str, ...]:
@@ -117,6 +121,50 @@ def disabled(caps: Capabilities) -> tuple[str, ...]:
     return tuple(out)
 
 
+def device_rule_matches(caps: Capabilities, rule: dict[str, Any]) -> bool:
+    """Whether a device with `caps` is of a CL_DEVICE_TYPE `rule` names (its ``device_types``) and its
+    CL_DEVICE_VENDOR begins with one of the rule's ``vendors``."""
+    vendor = caps.vendor.strip()
+    return caps.device_type in rule["device_types"] and any(vendor.startswith(v) for v in rule["vendors"])
+
+
+@functools.cache
+def ptx_subgroups_rule() -> dict[str, Any]:
+    """``[facts.ptx_subgroups]`` of dialect.toml: the ``define``, ``source``, ``device_types``, ``vendors`` and
+    ``provides`` of sub-groups as PTX warp instructions."""
+    return dict(load_facts("porter.backends.opencl").facts["ptx_subgroups"])
+
+
+SUBGROUP_MARKS = ("cl_khr_subgroups", "__opencl_c_subgroups", "cl_intel_subgroups")
+
+
+def with_ptx_subgroups(caps: Capabilities) -> Capabilities | None:
+    """`caps` with the sub-groups of [facts.ptx_subgroups] (its extensions listed and marked emulated) when the
+    rule names the device and the device declares no sub-groups of its own; None otherwise.  Not yet proven:
+    the caller runs porter's sub-group probe with it (devices.py)."""
+    rule = ptx_subgroups_rule()
+    own = any(m in caps.extensions or m in caps.features for m in SUBGROUP_MARKS)
+    if own or not device_rule_matches(caps, rule):
+        return None
+    provided = frozenset(str(e) for e in rule["provides"])
+    return replace(caps, extensions=caps.extensions | provided, emulated=provided - caps.extensions)
+
+
+@functools.cache
+def ptx_subgroups_source() -> str:
+    """The text a translation whose kernels need sub-groups carries ahead of them: [facts.ptx_subgroups]'s
+    `source`, built only where its `define` is defined."""
+    rule = ptx_subgroups_rule()
+    text = resources.files("porter.backends.opencl").joinpath(str(rule["source"])).read_text(encoding="utf-8")
+    return f"#if defined({rule['define']})\n{text.strip()}\n#endif"
+
+
+def emulation_defines(caps: Capabilities) -> tuple[str, ...]:
+    """``-D`` options that switch on porter's own sub-groups in a translation ([facts.ptx_subgroups]) on a
+    device whose capabilities carry them."""
+    return (f"-D{ptx_subgroups_rule()['define']}",) if caps.emulated else ()
+
+
 @functools.cache
 def native_math_rule() -> dict[str, Any]:
     """``[facts.native_math]`` of dialect.toml: the ``define`` choosing the native_ functions for CUDA's
@@ -129,16 +177,15 @@ def native_math(caps: Capabilities) -> bool:
     """Whether a device with `caps` computes CUDA's fast-math intrinsics with OpenCL's native_ functions: a
     device type and vendor [facts.native_math] names (GPUs whose native_ functions are the hardware
     approximations CUDA's intrinsics use; never a CPU runtime, where they have no bound)."""
-    rule = native_math_rule()
-    vendor = caps.vendor.strip()
-    return caps.device_type in rule["device_types"] and any(vendor.startswith(v) for v in rule["vendors"])
+    return device_rule_matches(caps, native_math_rule())
 
 
 def device_defines(caps: Capabilities) -> tuple[str, ...]:
     """``-D`` options of every kernel build on a device with `caps`: the kernels it cannot run left out
-    (:func:`disabled`), CUDA's fast-math intrinsics as native_ functions where :func:`native_math`."""
+    (:func:`disabled`), porter's own sub-groups where the device has them (:func:`emulation_defines`), CUDA's
+    fast-math intrinsics as native_ functions where :func:`native_math`."""
     native = (f"-D{native_math_rule()['define']}",) if native_math(caps) else ()
-    return (*disabled(caps), *native)
+    return (*disabled(caps), *emulation_defines(caps), *native)
 
 
 def describe(requires: Sequence[str], broken: Iterable[str] = ()) -> str:

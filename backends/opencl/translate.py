@@ -61,6 +61,7 @@ from porter.backends.opencl import conditionals as _conditionals
 from porter.backends.opencl import packed as _packed
 from porter.backends.opencl import textures as _textures
 from porter.backends.opencl.launch import instance_entry, launch_geometry
+from porter.backends.opencl.requirements import ptx_subgroups_source
 from porter.backends.opencl.unit import Unit, build_unit
 from porter.grammars import parse
 from tree_sitter import Node
@@ -3856,6 +3857,10 @@ def _translate_to_opencl(
         )
     for ext in sorted(pragmas - {"cl_khr_fp64"}):
         prelude.append(f"#if defined({ext})\n#pragma OPENCL EXTENSION {ext} : enable\n#endif")
+    if any("subgroups" in _closure(set(k.requires)) for k in kernels_out):
+        prelude.append(
+            ptx_subgroups_source()
+        )  # sub-groups on a device whose OpenCL lacks them (dialect.toml)
     for helper_name, space in sorted(helper_fns):
         src = t["helpers"][helper_name]["source"].strip("\n")
         prelude.append("\n" + src.replace("{space}", space).replace("{qual}", f"__{space}"))

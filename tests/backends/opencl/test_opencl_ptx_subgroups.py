@@ -142,7 +142,7 @@ __kernel void porter_ptx_check(__global const int* x, __global const double* xd,
     o[5] = sub_group_shuffle_down(v, 3u);
     o[6] = sub_group_shuffle_up(v, 2u);
     o[7] = sub_group_shuffle_xor(v, 5u);
-    o[8] = sub_group_shuffle(v, (get_sub_group_local_id() * 7u) % get_sub_group_size());
+    o[8] = sub_group_shuffle(v, get_sub_group_local_id() * 7u + 32u);  /* CUDA's index: modulo the warp */
     o[9] = sub_group_scan_exclusive_add(v);
     o[10] = sub_group_scan_inclusive_max(v);
     o[11] = sub_group_reduce_min(v);
@@ -251,7 +251,8 @@ def _model(x: np.ndarray, xd: np.ndarray, group: int) -> tuple[np.ndarray, np.nd
                 row[6] = lanes[lane - 2] if lane >= 2 else v
                 src = lane ^ 5
                 row[7] = lanes[src] if src < size else 0
-                row[8] = lanes[(lane * 7) % size]
+                src = (lane * 7 + 32) % 32
+                row[8] = lanes[src] if src < size else 0
                 row[9] = lanes[:lane].sum()
                 row[10] = lanes[: lane + 1].max()
                 row[11] = lanes.min()

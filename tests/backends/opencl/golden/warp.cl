@@ -81,13 +81,14 @@ static inline uint porter_ptx_shfl_xor(uint v, uint m, uint mask)
 }
 
 /* A lane the caller's partial sub-group lacks reads 0, one past the warp its own value (CUDA's rule, and
- * the NVIDIA GPU's); a source lane of the caller's sub-group reads that lane's value. */
+ * the NVIDIA GPU's); a source lane of the caller's sub-group reads that lane's value.  An index of an
+ * indexed shuffle counts modulo the warp, as CUDA's __shfl_sync does. */
 #define PORTER_PTX_MOVES_32(T, AS)                                                                         \
     PORTER_OVL T porter_ptx_sub_group_shuffle(T v, uint lane)                                              \
     {                                                                                                      \
         uint mask = porter_ptx_mask();                                                                     \
         T got = AS(porter_ptx_shfl_idx(as_uint(v), lane, mask));                                           \
-        return lane < porter_ptx_sub_group_size() ? got : (T)0;                                            \
+        return lane % PORTER_WARP < porter_ptx_sub_group_size() ? got : (T)0;                              \
     }                                                                                                      \
     PORTER_OVL T porter_ptx_sub_group_shuffle_down(T v, uint d)                                            \
     {                                                                                                      \
@@ -113,7 +114,7 @@ static inline uint porter_ptx_shfl_xor(uint v, uint m, uint mask)
         uint mask = porter_ptx_mask();                                                                     \
         uint2 h = as_uint2(v);                                                                             \
         h = (uint2)(porter_ptx_shfl_idx(h.x, lane, mask), porter_ptx_shfl_idx(h.y, lane, mask));           \
-        return lane < porter_ptx_sub_group_size() ? AS(h) : (T)0;                                          \
+        return lane % PORTER_WARP < porter_ptx_sub_group_size() ? AS(h) : (T)0;                            \
     }                                                                                                      \
     PORTER_OVL T porter_ptx_sub_group_shuffle_down(T v, uint d)                                            \
     {                                                                                                      \

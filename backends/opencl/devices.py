@@ -266,6 +266,8 @@ def _sub_group_capabilities(cl: ModuleType, cl_device: Any) -> Capabilities:
         local = min(64, int(cl_device.max_work_group_size))
         if "porter_subgroup_size" not in names:
             return declared
+        if caps.emulated and not set(_PROBE_KERNELS) <= set(names):
+            return declared  # porter's own sub-groups are proven by every probe kernel or not used at all
         size = int(_run_ints(cl, program, ctx, queue, "porter_subgroup_size", local).max())
         sizes: set[int] = set()
         broken: set[str] = set()
@@ -314,6 +316,12 @@ def _xor_sum_right(
 
 
 _SUBGROUP_MARKS = ("cl_khr_subgroups", "__opencl_c_subgroups")
+_PROBE_KERNELS = (
+    "porter_subgroup_size",
+    "porter_subgroup_32",
+    "porter_subgroup_32_sum",
+    "porter_subgroup_xor_sum",
+)
 
 
 def _checker_live(cl_platform: Any, cl_device: Any) -> Live:

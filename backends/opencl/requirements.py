@@ -95,7 +95,12 @@ def build_options(caps: Capabilities, requires: Sequence[str]) -> tuple[str, ...
     where sub-groups come as an OpenCL C 3.0 feature, ``CL2.0`` on a 2.x device)."""
     out: list[str] = []
     for name in closure(requires):
-        if not _meets_one(caps, name):
+        # porter's own sub-groups are OpenCL C 1.2 functions: no newer OpenCL C for what only they give.  On an H100,
+        # NVIDIA's OpenCL ran them in the reduction sample's program, built as OpenCL C 1.2, while the kernels'
+        # own builds with -cl-std=CL3.0 (the probe's and the replays') came without the shuffle kernels
+        if not _meets_one(caps, name) or not _meets_one(
+            replace(caps, extensions=caps.extensions - caps.emulated), name
+        ):
             continue
         for std in table().get(name, {}).get("cl_std", []):
             version = parse_version(std)

@@ -52,6 +52,13 @@ def test_the_rule_gives_an_nvidia_gpu_without_subgroups_porters_own() -> None:
     # program runtime's (emulation_defines through PORTER_OPENCL_DEFINES)
     assert f"-D{DEFINE}" in device_defines(proven)
     assert f"-D{DEFINE}" in build_options(proven, ["subgroups"])
+    # OpenCL C 1.2 functions: no -cl-std for what only porter's text gives (on an H100 the -cl-std=CL3.0 builds
+    # came without the shuffle kernels), while a device with sub-groups of its own gets the OpenCL C they need
+    assert not any(o.startswith("-cl-std=") for o in build_options(proven, ["subgroups", "subgroup_shuffle"]))
+    native = Capabilities(
+        extensions=frozenset({"cl_khr_subgroups", "cl_khr_subgroup_shuffle"}), c_versions=((1, 2), (3, 0))
+    )
+    assert build_options(native, ["subgroups", "subgroup_shuffle"]) == ("-cl-std=CL3.0",)
     assert emulation_defines(proven) == (f"-D{DEFINE}",)
     assert emulation_defines(NVIDIA) == ()
 

@@ -246,6 +246,8 @@ class _Runner:
         key = self.key(program)
         log_path = self.state / f"{program.name}.log"
         log = log_path.open("ab" if program.name in self.retiming else "wb")  # a second port: after the first
+        if program.name in self.retiming:
+            self.keep_first(program.name)
         result.log = str(log_path)
         env = {**os.environ, **shared_machine_env(self.jobs > 1), LOCKS_ENV: str(self.state / "locks")}
         slot = self.slot_for(program)
@@ -336,7 +338,8 @@ class _Runner:
         self.pinned.pop(r.program.name, None)
         result = r.result
         result.exit_code, result.seconds = code, now - r.started if seconds is None else seconds
-        before = contended_timings(result.report)
+        first = result.report
+        before = contended_timings(first)
         result.report = self.read_report(result)
         if r.program.name in self.retiming:  # its second port: both count
             result.seconds += self.retiming[r.program.name]
@@ -357,10 +360,36 @@ class _Runner:
             result.reason = _last_error(Path(result.log)) or (
                 f"porter port exited {code}" + ("" if complete else " and left no complete report")
             )
+        if r.program.name in self.retiming and result.status != "done" and first is not None:
+            self.restore_first(r.program.name, result, first)
         if result.status != "interrupted":
             self.durations.append(result.seconds)
         self.keep_duration(r.program.name, result.seconds, lower_bound=result.status == "interrupted")
         self.ended(result)
+
+    def keep_first(self, name: str) -> None:
+        """Before a program is ported again for its timings: a copy of its first port's report files
+        (OUT/.suite/<name>.first), which its second port rewrites from its start."""
+        kept = self.state / f"{name}.first"
+        shutil.rmtree(kept, ignore_errors=True)
+        kept.mkdir(parents=True)
+        for path in (self.out / name).glob("report*"):
+            if path.is_file():
+                shutil.copy2(path, kept / path.name)
+
+    def restore_first(self, name: str, result: SuiteProgramResult, first: Mapping[str, Any]) -> None:
+        """A port again for its timings that did not finish (stopped, timed out, failed) leaves the program as
+        its first port left it: that port's report files back in place, its verdicts the program's row, the
+        timings not taken again named in the row's reason -- never a report cut short where a complete one
+        was."""
+        why = result.reason or result.status
+        for path in (self.state / f"{name}.first").iterdir():
+            shutil.copy2(path, self.out / name / path.name)
+        result.report, result.timed_again = first, 0
+        result.status = "done"
+        result.reason = (
+            f"its contended GPU timings were not taken again ({why}): its first port's report is kept"
+        )
 
     # ------------------------------------------------------------------ order
 

@@ -150,3 +150,50 @@ def test_the_second_pass_never_runs_more_programs_at_once_than_j_allows(
     assert {p.name: p.timed_again for p in report.programs} == dict.fromkeys(names, 1)
     again = sorted(json.loads((out / n / "ports.json").read_text())[1] for n in names)
     assert all(later[0] >= earlier[1] for earlier, later in itertools.pairwise(again)), again
+
+
+CUT = """import json, os, sys
+from porter import signing
+from porter.results import SCHEMAS
+out = sys.argv[sys.argv.index("--out") + 1]
+os.makedirs(out, exist_ok=True)
+ports = os.path.join(out, "ports.json")
+seen = json.load(open(ports)) if os.path.exists(ports) and "--fresh" not in sys.argv else []
+seen.append(sys.argv[1:])
+json.dump(seen, open(ports, "w"))
+if len(seen) == 1:
+    row = {"variant": "hip", "device": "cuda:GPU", "status": "validated", "reason": "ok", "instance": "k",
+           "time_ms": 0.5, "contended": "contended: other processes used cuda:GPU: 7 ./other"}
+    doc = {"schema": SCHEMAS["program"], "complete": True, "kernels": [{"name": "k", "replays": [row]}]}
+    open(os.path.join(out, "report.md"), "w").write("# the first port's report\\n")
+else:  # the second port rewrites its report from its start, and is stopped before it gets far
+    doc = {"schema": SCHEMAS["program"], "complete": False, "kernels": [], "stages": {"plan": 0.1}}
+    open(os.path.join(out, "report.md"), "w").write("# cut short\\n")
+open(os.path.join(out, "report.json"), "w").write(signing.sign_json_text(json.dumps(doc)))
+sys.exit(0 if len(seen) == 1 else 3)
+"""
+
+
+def test_a_port_again_that_does_not_finish_leaves_the_first_ports_report(tmp_path: Path) -> None:
+    """On an H100 a suite's second pass was stopped while reduction was ported again for its timings: its
+    report.json then held only the plan, and the summary's row 0 validated, though its first port had judged
+    every kernel.  The first port's report files are now put back and its verdicts are the row, the timings
+    not taken again said."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "suite.toml").write_text('root = "src"\n\n[programs.busy]\npath = "."\nruns = [""]\n')
+    (tmp_path / "port.py").write_text(CUT, encoding="utf-8")
+    out = tmp_path / "out"
+    options = SuiteOptions(out, jobs=1, fresh=True, command=(sys.executable, str(tmp_path / "port.py")))
+    report = run_suite(load_suite(tmp_path / "suite.toml"), options)
+    assert len(json.loads((out / "busy" / "ports.json").read_text())) == 2  # it was ported again
+    (result,) = report.programs
+    assert result.status == "done" and result.timed_again == 0
+    assert result.reason.startswith("its contended GPU timings were not taken again (")
+    assert "first port's report is kept" in result.reason
+    (row,) = result.report["kernels"][0]["replays"]  # type: ignore[index]
+    assert row["status"] == "validated" and row["contended"]
+    on_disk = json.loads((out / "busy" / "report.json").read_text())
+    assert on_disk["complete"] is True and on_disk["kernels"][0]["replays"][0]["status"] == "validated"
+    assert (out / "busy" / "report.md").read_text() == "# the first port's report\n"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["programs"][0]["status"] == "done"

@@ -47,127 +47,115 @@ static inline uint porter_ptx_mask(void)
 #define get_sub_group_size porter_ptx_sub_group_size
 #define get_max_sub_group_size porter_ptx_max_sub_group_size
 
-/* 32-bit lane moves; `c` is PTX's clamp/segment operand for a whole warp (0x1f, or 0 for up) */
-static inline uint porter_ptx_shfl_idx(uint v, uint lane, uint mask)
-{
-    uint r;
-    __asm__ __volatile__("shfl.sync.idx.b32 %0, %1, %2, 0x1f, %3;" : "=r"(r) : "r"(v), "r"(lane), "r"(mask));
-    return r;
-}
-static inline uint porter_ptx_shfl_down(uint v, uint d, uint mask)
-{
-    uint r;
-    __asm__ __volatile__("shfl.sync.down.b32 %0, %1, %2, 0x1f, %3;" : "=r"(r) : "r"(v), "r"(d), "r"(mask));
-    return r;
-}
-static inline uint porter_ptx_shfl_up(uint v, uint d, uint mask)
-{
-    uint r;
-    __asm__ __volatile__("shfl.sync.up.b32 %0, %1, %2, 0x0, %3;" : "=r"(r) : "r"(v), "r"(d), "r"(mask));
-    return r;
-}
-static inline uint porter_ptx_shfl_xor(uint v, uint m, uint mask)
-{
-    uint r;
-    __asm__ __volatile__("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, %3;" : "=r"(r) : "r"(v), "r"(m), "r"(mask));
-    return r;
-}
+/* 32-bit lane moves: shfl.sync in `MODE` with `C`, PTX's clamp/segment operand for a whole warp (0x1f, or 0 for up) */
+#define PORTER_PTX_SHFL(MODE, C)                                                                        \
+    static inline uint porter_ptx_shfl_##MODE(uint v, uint b, uint mask)                                \
+    {                                                                                                   \
+        uint r;                                                                                         \
+        __asm__ __volatile__("shfl.sync." #MODE ".b32 %0, %1, %2, " #C ", %3;"                          \
+                             : "=r"(r) : "r"(v), "r"(b), "r"(mask));                                    \
+        return r;                                                                                       \
+    }
+PORTER_PTX_SHFL(idx, 0x1f)
+PORTER_PTX_SHFL(down, 0x1f)
+PORTER_PTX_SHFL(up, 0x0)
+PORTER_PTX_SHFL(bfly, 0x1f)
 
 /* A lane the caller's partial sub-group lacks reads 0, one past the warp its own value (CUDA's rule, and
  * the NVIDIA GPU's); a source lane of the caller's sub-group reads that lane's value.  An index of an
  * indexed shuffle counts modulo the warp, as CUDA's __shfl_sync does. */
-#define PORTER_PTX_MOVES_32(T, AS)                                                                         \
-    PORTER_OVL T porter_ptx_sub_group_shuffle(T v, uint lane)                                              \
-    {                                                                                                      \
-        uint mask = porter_ptx_mask();                                                                     \
-        T got = AS(porter_ptx_shfl_idx(as_uint(v), lane, mask));                                           \
-        return lane % PORTER_WARP < porter_ptx_sub_group_size() ? got : (T)0;                              \
-    }                                                                                                      \
-    PORTER_OVL T porter_ptx_sub_group_shuffle_down(T v, uint d)                                            \
-    {                                                                                                      \
-        uint src = porter_ptx_sub_group_local_id() + d;                                                    \
-        T got = AS(porter_ptx_shfl_down(as_uint(v), d, porter_ptx_mask()));                                \
-        return src < porter_ptx_sub_group_size() ? got : src < PORTER_WARP ? (T)0 : v;                    \
-    }                                                                                                      \
-    PORTER_OVL T porter_ptx_sub_group_shuffle_up(T v, uint d)                                              \
-    {                                                                                                      \
-        T got = AS(porter_ptx_shfl_up(as_uint(v), d, porter_ptx_mask()));                                  \
-        return d <= porter_ptx_sub_group_local_id() ? got : v;                                             \
-    }                                                                                                      \
-    PORTER_OVL T porter_ptx_sub_group_shuffle_xor(T v, uint m)                                             \
-    {                                                                                                      \
-        uint src = porter_ptx_sub_group_local_id() ^ m;                                                    \
-        T got = AS(porter_ptx_shfl_xor(as_uint(v), m, porter_ptx_mask()));                                 \
-        return src < porter_ptx_sub_group_size() ? got : src < PORTER_WARP ? (T)0 : v;                     \
+#define PORTER_PTX_MOVES_32(T, AS)                                                                      \
+    PORTER_OVL T porter_ptx_sub_group_shuffle(T v, uint lane)                                           \
+    {                                                                                                   \
+        uint mask = porter_ptx_mask();                                                                  \
+        T got = AS(porter_ptx_shfl_idx(as_uint(v), lane, mask));                                        \
+        return lane % PORTER_WARP < porter_ptx_sub_group_size() ? got : (T)0;                           \
+    }                                                                                                   \
+    PORTER_OVL T porter_ptx_sub_group_shuffle_down(T v, uint d)                                         \
+    {                                                                                                   \
+        uint src = porter_ptx_sub_group_local_id() + d;                                                 \
+        T got = AS(porter_ptx_shfl_down(as_uint(v), d, porter_ptx_mask()));                             \
+        return src < porter_ptx_sub_group_size() ? got : src < PORTER_WARP ? (T)0 : v;                  \
+    }                                                                                                   \
+    PORTER_OVL T porter_ptx_sub_group_shuffle_up(T v, uint d)                                           \
+    {                                                                                                   \
+        T got = AS(porter_ptx_shfl_up(as_uint(v), d, porter_ptx_mask()));                               \
+        return d <= porter_ptx_sub_group_local_id() ? got : v;                                          \
+    }                                                                                                   \
+    PORTER_OVL T porter_ptx_sub_group_shuffle_xor(T v, uint m)                                          \
+    {                                                                                                   \
+        uint src = porter_ptx_sub_group_local_id() ^ m;                                                 \
+        T got = AS(porter_ptx_shfl_bfly(as_uint(v), m, porter_ptx_mask()));                             \
+        return src < porter_ptx_sub_group_size() ? got : src < PORTER_WARP ? (T)0 : v;                  \
     }
 
-#define PORTER_PTX_MOVES_64(T, AS)                                                                         \
-    PORTER_OVL T porter_ptx_sub_group_shuffle(T v, uint lane)                                              \
-    {                                                                                                      \
-        uint mask = porter_ptx_mask();                                                                     \
-        uint2 h = as_uint2(v);                                                                             \
-        h = (uint2)(porter_ptx_shfl_idx(h.x, lane, mask), porter_ptx_shfl_idx(h.y, lane, mask));           \
-        return lane % PORTER_WARP < porter_ptx_sub_group_size() ? AS(h) : (T)0;                            \
-    }                                                                                                      \
-    PORTER_OVL T porter_ptx_sub_group_shuffle_down(T v, uint d)                                            \
-    {                                                                                                      \
-        uint mask = porter_ptx_mask(), src = porter_ptx_sub_group_local_id() + d;                          \
-        uint2 h = as_uint2(v);                                                                             \
-        h = (uint2)(porter_ptx_shfl_down(h.x, d, mask), porter_ptx_shfl_down(h.y, d, mask));               \
-        return src < porter_ptx_sub_group_size() ? AS(h) : src < PORTER_WARP ? (T)0 : v;                   \
-    }                                                                                                      \
-    PORTER_OVL T porter_ptx_sub_group_shuffle_up(T v, uint d)                                              \
-    {                                                                                                      \
-        uint mask = porter_ptx_mask();                                                                     \
-        uint2 h = as_uint2(v);                                                                             \
-        h = (uint2)(porter_ptx_shfl_up(h.x, d, mask), porter_ptx_shfl_up(h.y, d, mask));                   \
-        return d <= porter_ptx_sub_group_local_id() ? AS(h) : v;                                           \
-    }                                                                                                      \
-    PORTER_OVL T porter_ptx_sub_group_shuffle_xor(T v, uint m)                                             \
-    {                                                                                                      \
-        uint mask = porter_ptx_mask(), src = porter_ptx_sub_group_local_id() ^ m;                          \
-        uint2 h = as_uint2(v);                                                                             \
-        h = (uint2)(porter_ptx_shfl_xor(h.x, m, mask), porter_ptx_shfl_xor(h.y, m, mask));                 \
-        return src < porter_ptx_sub_group_size() ? AS(h) : src < PORTER_WARP ? (T)0 : v;                   \
+#define PORTER_PTX_MOVES_64(T, AS)                                                                      \
+    PORTER_OVL T porter_ptx_sub_group_shuffle(T v, uint lane)                                           \
+    {                                                                                                   \
+        uint mask = porter_ptx_mask();                                                                  \
+        uint2 h = as_uint2(v);                                                                          \
+        h = (uint2)(porter_ptx_shfl_idx(h.x, lane, mask), porter_ptx_shfl_idx(h.y, lane, mask));        \
+        return lane % PORTER_WARP < porter_ptx_sub_group_size() ? AS(h) : (T)0;                         \
+    }                                                                                                   \
+    PORTER_OVL T porter_ptx_sub_group_shuffle_down(T v, uint d)                                         \
+    {                                                                                                   \
+        uint mask = porter_ptx_mask(), src = porter_ptx_sub_group_local_id() + d;                       \
+        uint2 h = as_uint2(v);                                                                          \
+        h = (uint2)(porter_ptx_shfl_down(h.x, d, mask), porter_ptx_shfl_down(h.y, d, mask));            \
+        return src < porter_ptx_sub_group_size() ? AS(h) : src < PORTER_WARP ? (T)0 : v;                \
+    }                                                                                                   \
+    PORTER_OVL T porter_ptx_sub_group_shuffle_up(T v, uint d)                                           \
+    {                                                                                                   \
+        uint mask = porter_ptx_mask();                                                                  \
+        uint2 h = as_uint2(v);                                                                          \
+        h = (uint2)(porter_ptx_shfl_up(h.x, d, mask), porter_ptx_shfl_up(h.y, d, mask));                \
+        return d <= porter_ptx_sub_group_local_id() ? AS(h) : v;                                        \
+    }                                                                                                   \
+    PORTER_OVL T porter_ptx_sub_group_shuffle_xor(T v, uint m)                                          \
+    {                                                                                                   \
+        uint mask = porter_ptx_mask(), src = porter_ptx_sub_group_local_id() ^ m;                       \
+        uint2 h = as_uint2(v);                                                                          \
+        h = (uint2)(porter_ptx_shfl_bfly(h.x, m, mask), porter_ptx_shfl_bfly(h.y, m, mask));            \
+        return src < porter_ptx_sub_group_size() ? AS(h) : src < PORTER_WARP ? (T)0 : v;                \
     }
 
 /* Reductions over the sub-group's lanes (a partial one's too): shuffles down, then lane 0's result to all.
  * Scans: shuffles up.  Clustered reductions: a butterfly inside each cluster of `n` lanes. */
-#define PORTER_PTX_REDUCE(T, NAME, IDENTITY, OP)                                                           \
-    PORTER_OVL T porter_ptx_sub_group_reduce_##NAME(T v)                                                   \
-    {                                                                                                      \
-        uint lane = porter_ptx_sub_group_local_id(), size = porter_ptx_sub_group_size();                  \
-        for (uint d = PORTER_WARP / 2u; d > 0u; d >>= 1) {                                                 \
-            T o = porter_ptx_sub_group_shuffle_down(v, d);                                                 \
-            if (lane + d < size) v = OP(v, o);                                                             \
-        }                                                                                                  \
-        return porter_ptx_sub_group_shuffle(v, 0u);                                                        \
-    }                                                                                                      \
-    PORTER_OVL T porter_ptx_sub_group_clustered_reduce_##NAME(T v, uint n)                                 \
-    {                                                                                                      \
-        uint lane = porter_ptx_sub_group_local_id(), size = porter_ptx_sub_group_size();                  \
-        for (uint m = n / 2u; m > 0u; m >>= 1) {                                                           \
-            T o = porter_ptx_sub_group_shuffle_xor(v, m);                                                  \
-            if ((lane ^ m) < size) v = OP(v, o);                                                           \
-        }                                                                                                  \
-        return v;                                                                                          \
+#define PORTER_PTX_REDUCE(T, NAME, OP)                                                                  \
+    PORTER_OVL T porter_ptx_sub_group_reduce_##NAME(T v)                                                \
+    {                                                                                                   \
+        uint lane = porter_ptx_sub_group_local_id(), size = porter_ptx_sub_group_size();                \
+        for (uint d = PORTER_WARP / 2u; d > 0u; d >>= 1) {                                              \
+            T o = porter_ptx_sub_group_shuffle_down(v, d);                                              \
+            if (lane + d < size) v = OP(v, o);                                                          \
+        }                                                                                               \
+        return porter_ptx_sub_group_shuffle(v, 0u);                                                     \
+    }                                                                                                   \
+    PORTER_OVL T porter_ptx_sub_group_clustered_reduce_##NAME(T v, uint n)                              \
+    {                                                                                                   \
+        uint lane = porter_ptx_sub_group_local_id(), size = porter_ptx_sub_group_size();                \
+        for (uint m = n / 2u; m > 0u; m >>= 1) {                                                        \
+            T o = porter_ptx_sub_group_shuffle_xor(v, m);                                               \
+            if ((lane ^ m) < size) v = OP(v, o);                                                        \
+        }                                                                                               \
+        return v;                                                                                       \
     }
 
-#define PORTER_PTX_SCAN(T, NAME, IDENTITY, OP)                                                             \
-    PORTER_OVL T porter_ptx_sub_group_scan_inclusive_##NAME(T v)                                           \
-    {                                                                                                      \
-        uint lane = porter_ptx_sub_group_local_id();                                                       \
-        for (uint d = 1u; d < PORTER_WARP; d <<= 1) {                                                      \
-            T o = porter_ptx_sub_group_shuffle_up(v, d);                                                   \
-            if (lane >= d) v = OP(v, o);                                                                   \
-        }                                                                                                  \
-        return v;                                                                                          \
-    }                                                                                                      \
-    PORTER_OVL T porter_ptx_sub_group_scan_exclusive_##NAME(T v)                                           \
-    {                                                                                                      \
-        T in = porter_ptx_sub_group_scan_inclusive_##NAME(v);                                             \
-        T before = porter_ptx_sub_group_shuffle_up(in, 1u);                                               \
-        return porter_ptx_sub_group_local_id() == 0u ? (T)(IDENTITY) : before;                            \
+#define PORTER_PTX_SCAN(T, NAME, IDENTITY, OP)                                                          \
+    PORTER_OVL T porter_ptx_sub_group_scan_inclusive_##NAME(T v)                                        \
+    {                                                                                                   \
+        uint lane = porter_ptx_sub_group_local_id();                                                    \
+        for (uint d = 1u; d < PORTER_WARP; d <<= 1) {                                                   \
+            T o = porter_ptx_sub_group_shuffle_up(v, d);                                                \
+            if (lane >= d) v = OP(v, o);                                                                \
+        }                                                                                               \
+        return v;                                                                                       \
+    }                                                                                                   \
+    PORTER_OVL T porter_ptx_sub_group_scan_exclusive_##NAME(T v)                                        \
+    {                                                                                                   \
+        T in = porter_ptx_sub_group_scan_inclusive_##NAME(v);                                           \
+        T before = porter_ptx_sub_group_shuffle_up(in, 1u);                                             \
+        return porter_ptx_sub_group_local_id() == 0u ? (T)(IDENTITY) : before;                          \
     }
 
 #define PORTER_PTX_ADD(a, b) ((a) + (b))
@@ -177,18 +165,18 @@ static inline uint porter_ptx_shfl_xor(uint v, uint m, uint mask)
 #define PORTER_PTX_MIN(a, b) ((b) < (a) ? (b) : (a))
 #define PORTER_PTX_MAX(a, b) ((a) < (b) ? (b) : (a))
 
-#define PORTER_PTX_ARITH(T, LOWEST, HIGHEST)                                                               \
-    PORTER_PTX_REDUCE(T, add, 0, PORTER_PTX_ADD)                                                           \
-    PORTER_PTX_REDUCE(T, min, HIGHEST, PORTER_PTX_MIN)                                                                \
-    PORTER_PTX_REDUCE(T, max, LOWEST, PORTER_PTX_MAX)                                                                 \
-    PORTER_PTX_SCAN(T, add, 0, PORTER_PTX_ADD)                                                             \
-    PORTER_PTX_SCAN(T, min, HIGHEST, PORTER_PTX_MIN)                                                                  \
+#define PORTER_PTX_ARITH(T, LOWEST, HIGHEST)                                                            \
+    PORTER_PTX_REDUCE(T, add, PORTER_PTX_ADD)                                                           \
+    PORTER_PTX_REDUCE(T, min, PORTER_PTX_MIN)                                                           \
+    PORTER_PTX_REDUCE(T, max, PORTER_PTX_MAX)                                                           \
+    PORTER_PTX_SCAN(T, add, 0, PORTER_PTX_ADD)                                                          \
+    PORTER_PTX_SCAN(T, min, HIGHEST, PORTER_PTX_MIN)                                                    \
     PORTER_PTX_SCAN(T, max, LOWEST, PORTER_PTX_MAX)
 
-#define PORTER_PTX_BITS(T)                                                                                 \
-    PORTER_PTX_REDUCE(T, and, ~(T)0, PORTER_PTX_AND)                                                       \
-    PORTER_PTX_REDUCE(T, or, 0, PORTER_PTX_OR)                                                             \
-    PORTER_PTX_REDUCE(T, xor, 0, PORTER_PTX_XOR)
+#define PORTER_PTX_BITS(T)                                                                              \
+    PORTER_PTX_REDUCE(T, and, PORTER_PTX_AND)                                                           \
+    PORTER_PTX_REDUCE(T, or, PORTER_PTX_OR)                                                             \
+    PORTER_PTX_REDUCE(T, xor, PORTER_PTX_XOR)
 
 PORTER_PTX_MOVES_32(int, as_int)
 PORTER_PTX_MOVES_32(uint, as_uint)

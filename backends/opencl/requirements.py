@@ -94,13 +94,12 @@ def build_options(caps: Capabilities, requires: Sequence[str]) -> tuple[str, ...
     """The OpenCL C build options `requires` needs on a device with `caps` (``-cl-std=CL3.0``
     where sub-groups come as an OpenCL C 3.0 feature, ``CL2.0`` on a 2.x device)."""
     out: list[str] = []
+    # porter's own sub-groups are OpenCL C 1.2 functions: no newer OpenCL C for what only they give.  On an H100,
+    # NVIDIA's OpenCL ran them in the reduction sample's program, built as OpenCL C 1.2, while the kernels' own
+    # builds with -cl-std=CL3.0 (the probe's and the replays') came without the shuffle kernels
+    native = replace(caps, extensions=caps.extensions - caps.emulated)
     for name in closure(requires):
-        # porter's own sub-groups are OpenCL C 1.2 functions: no newer OpenCL C for what only they give.  On an H100,
-        # NVIDIA's OpenCL ran them in the reduction sample's program, built as OpenCL C 1.2, while the kernels'
-        # own builds with -cl-std=CL3.0 (the probe's and the replays') came without the shuffle kernels
-        if not _meets_one(caps, name) or not _meets_one(
-            replace(caps, extensions=caps.extensions - caps.emulated), name
-        ):
+        if not _meets_one(native, name):
             continue
         for std in table().get(name, {}).get("cl_std", []):
             version = parse_version(std)

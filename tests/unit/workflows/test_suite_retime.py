@@ -16,14 +16,19 @@ from porter.report import suite_view
 from porter.workflows.suite import STATE_DIR, SuiteHooks, SuiteOptions, run_suite
 from porter.workflows.suite_file import load_suite
 
-PORT = """import json, os, sys
+# what every stand-in port starts with: its output folder, and what its earlier ports there kept (ports.json)
+HEAD = """import json, os, sys
 from porter import signing
 from porter.results import SCHEMAS
 out = sys.argv[sys.argv.index("--out") + 1]
 os.makedirs(out, exist_ok=True)
 ports = os.path.join(out, "ports.json")
 seen = json.load(open(ports)) if os.path.exists(ports) and "--fresh" not in sys.argv else []
-seen.append(sys.argv[1:])
+"""
+
+PORT = (
+    HEAD
+    + """seen.append(sys.argv[1:])
 json.dump(seen, open(ports, "w"))
 busy = os.path.basename(out) == "busy" and len(seen) == 1
 row = {"variant": "hip", "device": "cuda:GPU", "status": "validated", "reason": "ok", "instance": "k",
@@ -32,6 +37,7 @@ doc = {"schema": SCHEMAS["program"], "complete": True, "kernels": [{"name": "k",
 open(os.path.join(out, "report.json"), "w").write(signing.sign_json_text(json.dumps(doc)))
 print("port", len(seen))
 """
+)
 
 
 def test_programs_with_contended_gpu_times_are_ported_again_after_the_rest(tmp_path: Path) -> None:
@@ -63,13 +69,9 @@ def test_programs_with_contended_gpu_times_are_ported_again_after_the_rest(tmp_p
     assert len(json.loads((out / "busy" / "ports.json").read_text())) == 2
 
 
-TIMED = """import json, os, sys, time
-from porter import signing
-from porter.results import SCHEMAS
-out = sys.argv[sys.argv.index("--out") + 1]
-os.makedirs(out, exist_ok=True)
-ports = os.path.join(out, "ports.json")
-seen = json.load(open(ports)) if os.path.exists(ports) and "--fresh" not in sys.argv else []
+TIMED = (
+    HEAD
+    + """import time
 began = time.time()
 time.sleep(0.4)
 seen.append([began, time.time(), os.environ.get("CUDA_VISIBLE_DEVICES")])
@@ -80,6 +82,7 @@ row = {"variant": "hip", "device": "cuda:GPU", "status": "validated", "reason": 
 doc = {"schema": SCHEMAS["program"], "complete": True, "kernels": [{"name": "k", "replays": [row]}]}
 open(os.path.join(out, "report.json"), "w").write(signing.sign_json_text(json.dumps(doc)))
 """
+)
 
 
 # two GPUs, as nvidia-smi lists them (what porter.backends.gpu_slots reads)
@@ -152,14 +155,9 @@ def test_the_second_pass_never_runs_more_programs_at_once_than_j_allows(
     assert all(later[0] >= earlier[1] for earlier, later in itertools.pairwise(again)), again
 
 
-CUT = """import json, os, sys
-from porter import signing
-from porter.results import SCHEMAS
-out = sys.argv[sys.argv.index("--out") + 1]
-os.makedirs(out, exist_ok=True)
-ports = os.path.join(out, "ports.json")
-seen = json.load(open(ports)) if os.path.exists(ports) and "--fresh" not in sys.argv else []
-seen.append(sys.argv[1:])
+CUT = (
+    HEAD
+    + """seen.append(sys.argv[1:])
 json.dump(seen, open(ports, "w"))
 if len(seen) == 1:
     row = {"variant": "hip", "device": "cuda:GPU", "status": "validated", "reason": "ok", "instance": "k",
@@ -172,6 +170,7 @@ else:  # the second port rewrites its report from its start, and is stopped befo
 open(os.path.join(out, "report.json"), "w").write(signing.sign_json_text(json.dumps(doc)))
 sys.exit(0 if len(seen) == 1 else 3)
 """
+)
 
 
 def test_a_port_again_that_does_not_finish_leaves_the_first_ports_report(tmp_path: Path) -> None:

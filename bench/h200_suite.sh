@@ -9,6 +9,8 @@
 #   in reports-NAME.tgz;
 #   CACHE=none: no compile cache at all, where by default each run starts with an empty one, as a first run does;
 #   NAME=x: the default -j run's name (/tmp/suite-x, x.log), so two runs of one call (an A/B) keep both;
+#   EXTRA="--executor ray --ray-address local": porter arguments added to the default -j run (Ray on this
+#   machine: its wheels unpacked into /tmp/site first, e.g. by out/ray-site.tar.xz; see bench/h200_ray.sh);
 #   CONTINUE=1: go on from where an earlier call on this warm machine stopped -- the same output folder and cache,
 #   no --fresh, so every program that finished is resumed and every verdict reached is reused: the corpus measured
 #   over two calls when one call's 10 minutes are too few)
@@ -69,5 +71,5 @@ run() {  # name, seconds, porter arguments...
   cp "$OUT/suite/util-$name.csv" "/tmp/suite-$name/util.csv" 2>/dev/null && rm -f "$OUT/suite/util-$name.csv"
   (cd "/tmp/suite-$name" && tar -czf "$OUT/suite/reports-$name.tgz" summary.md util.csv */report.md .suite/*.log 2>/dev/null)
 }
-run "${NAME:-default}" "${DEFAULT_S:-200}"
+run "${NAME:-default}" "${DEFAULT_S:-200}" ${EXTRA:-}
 [ "${J1_S:-330}" -gt 0 ] && run j1 "${J1_S:-330}" -j 1

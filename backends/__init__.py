@@ -355,6 +355,13 @@ class Backend(Protocol):
         of say so."""
         ...
 
+    def probed_options(self, device: Device) -> tuple[str, ...]:
+        """Build flags every kernel build on `device` takes from this process's probe of it -- a job's child
+        adopts the device unprobed (:meth:`adopt`), so the parent hands them over with the job's options
+        (OpenCL: kernels needing what the device failed the probe of left out, porter's own sub-groups
+        switched on where they passed it)."""
+        ...
+
     def checkers(self, device: Device) -> tuple[str, ...]:
         """The memory / race checkers that apply on `device` ("compute-sanitizer", "oclgrind")."""
         ...
@@ -461,6 +468,9 @@ class BackendBase:
 
     def describe_requirements(self, requires: Sequence[str], device: Device | None = None) -> str:
         return ", ".join(requires)
+
+    def probed_options(self, device: Device) -> tuple[str, ...]:
+        return ()
 
     def checkers(self, device: Device) -> tuple[str, ...]:
         return ()

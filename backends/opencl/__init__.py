@@ -332,6 +332,13 @@ class OpenCLBackend(BackendBase):
         """Build options for a kernel with ``requires`` on `device` (``-cl-std=CL3.0`` ...)."""
         return requirement_options(device, requires)
 
+    def probed_options(self, device: Device) -> tuple[str, ...]:
+        """What this process's probe of `device` makes of every build there (:func:`requirements.probed_defines`):
+        the -D options a job's child, which takes the device unprobed, gets with the job's options.  On an H200 a
+        translated shuffle reduction's replay was built without porter's sub-group define and came out without
+        its kernel, where the program's own build ran it."""
+        return requirements.probed_defines(capabilities(device))
+
     def describe_requirements(self, requires: Sequence[str], device: Device | None = None) -> str:
         """Human words for ``requires``, with the extensions that provide them; with `device`, those it
         declares but failed porter's probe of (:attr:`~requirements.Capabilities.broken`) say so."""

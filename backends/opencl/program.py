@@ -161,14 +161,14 @@ class OpenclProgramToolchain(CpuProgramToolchain):
 
     def run_env(self) -> dict[str, str]:
         from porter.backends.opencl.devices import capabilities
-        from porter.backends.opencl.requirements import disabled, emulation_defines
+        from porter.backends.opencl.requirements import probed_defines
 
         env = {"PORTER_OPENCL_PLATFORM": self._device.platform, "PORTER_OPENCL_DEVICE": self._device.name}
         caps = capabilities(self._device)
         # kernels needing what porter's probe found this device lacks stay out of its builds; porter's own
         # sub-groups are in them only where its probe passed with them (set, even empty: porter's choice, not
         # the runtime's own rule)
-        env["PORTER_OPENCL_DEFINES"] = " ".join((*disabled(caps), *emulation_defines(caps)))
+        env["PORTER_OPENCL_DEFINES"] = " ".join(probed_defines(caps))
         if os.environ.get("OCL_ICD_VENDORS"):
             env["OCL_ICD_VENDORS"] = os.environ["OCL_ICD_VENDORS"]
         return env

@@ -108,7 +108,7 @@ def build_options(caps: Capabilities, requires: Sequence[str]) -> tuple[str, ...
                 if flag not in out and not any(o.startswith("-cl-std=") for o in out):
                     out.append(flag)
                 break
-    return (*out, *disabled(caps), *emulation_defines(caps))
+    return (*out, *probed_defines(caps))
 
 
 def disabled(caps: Capabilities) -> tuple[str, ...]:
@@ -184,12 +184,18 @@ def native_math(caps: Capabilities) -> bool:
     return device_rule_matches(caps, native_math_rule())
 
 
+def probed_defines(caps: Capabilities) -> tuple[str, ...]:
+    """The ``-D`` options a device's probe decides (:func:`disabled`, :func:`emulation_defines`): none for
+    capabilities a job's child adopted unprobed, whose parent passes its own with the job."""
+    return (*disabled(caps), *emulation_defines(caps))
+
+
 def device_defines(caps: Capabilities) -> tuple[str, ...]:
     """``-D`` options of every kernel build on a device with `caps`: the kernels it cannot run left out
     (:func:`disabled`), porter's own sub-groups where the device has them (:func:`emulation_defines`), CUDA's
     fast-math intrinsics as native_ functions where :func:`native_math`."""
     native = (f"-D{native_math_rule()['define']}",) if native_math(caps) else ()
-    return (*disabled(caps), *emulation_defines(caps), *native)
+    return (*probed_defines(caps), *native)
 
 
 def describe(requires: Sequence[str], broken: Iterable[str] = ()) -> str:

@@ -303,11 +303,14 @@ def make_job(
     seed: int,
     wrapper: tuple[str, ...] = (),
 ) -> tuple[Job, list[int]]:
+    # what this process's probe of the device decides for its builds: the job's child adopts it unprobed
+    probed = get_backend(device.backend).probed_options(device) if device is not None else ()
+    flags = (*opts.flags, *variant.options)
     options = CompileOptions(
         arch=opts.arch,
         defines=opts.defines,
         include_dirs=opts.include_dirs,
-        flags=tuple(opts.flags) + tuple(variant.options),
+        flags=(*flags, *(f for f in probed if f not in flags)),
         output=opts.output,
         debug=opts.debug,
         untrusted=opts.untrusted or variant.provenance.startswith(UNTRUSTED_PROVENANCE),

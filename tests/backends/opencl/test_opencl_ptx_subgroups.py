@@ -239,6 +239,38 @@ def test_the_program_runtime_gets_the_rule_and_porters_choice() -> None:
     assert "else if (text.find(porter_ptx_subgroups_define)" in header
 
 
+def test_a_jobs_child_gets_the_parents_probe_with_the_jobs_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replay's child adopts its device unprobed (devices.adopt: only what the device declares), so porter's
+    sub-groups, which only the parent's probe switches on, come with the job's build options.  On an H200 the
+    translated shuffle reductions' replays were built without the define and came out without their kernels
+    ("the kernel alone does not build for its replay, though the opencl program builds")."""
+    import porter.backends.opencl as opencl_backend
+    from porter.backends import CompileOptions, Device
+
+    from porter.harness.trial import make_job
+    from porter.model import KernelSpec, Variant
+
+    proven = Capabilities(
+        **{
+            **with_ptx_subgroups(NVIDIA).__dict__,
+            "sub_group_sizes": frozenset({32}),
+            "max_sub_group_size": 32,
+        }
+    )
+    gpu = Device("opencl", "NVIDIA H200", "opencl-3.0/gpu", kind="gpu", platform="NVIDIA CUDA")
+    monkeypatch.setattr(opencl_backend, "capabilities", lambda device: proven)
+    spec = KernelSpec("k", (), ("1",), ("1",))
+    variant = Variant("k", "opencl", "__kernel void k() {}", "k", "translate", options=("-cl-mad-enable",))
+    job, _ = make_job(variant, spec, gpu, None, 1, CompileOptions(), 0)
+    assert job.options.flags == ("-cl-mad-enable", f"-D{DEFINE}"), job.options.flags
+    # what the child itself would add: nothing of the probe's, from the declared capabilities it adopts
+    adopted = Capabilities(**{**NVIDIA.__dict__, "probed": False})
+    assert DEFINE not in " ".join(device_defines(adopted))
+    # a device without them: the job's options as planned
+    monkeypatch.setattr(opencl_backend, "capabilities", lambda device: NVIDIA)
+    assert make_job(variant, spec, gpu, None, 1, CompileOptions(), 0)[0].options.flags == ("-cl-mad-enable",)
+
+
 def _model(x: np.ndarray, xd: np.ndarray, group: int) -> tuple[np.ndarray, np.ndarray]:
     """What CUDA's warps give for CHECK's 16 integers and 4 doubles per work-item, in work-groups of `group`."""
     out = np.zeros((x.size, 16), np.int64)

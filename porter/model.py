@@ -222,6 +222,10 @@ class Diagnostic:
 # Diagnostic.code of a CUDA API name a translator left as written because the target has no equivalent
 UNMAPPED_API = "unmapped-api"
 
+# how a verdict names an output whose stores race in the original (porter.harness.checks.Raced): its program's
+# output may move with the race, the original's run as much as a port's
+RACED_WORDS = "its stores race on in the original"
+
 
 @dataclass(frozen=True)
 class TranslatedKernel:

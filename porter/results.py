@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from porter import sandbox
-from porter.model import UNMAPPED_API, Status, to_jsonable
+from porter.model import RACED_WORDS, UNMAPPED_API, Status, to_jsonable
 from porter.records import VALIDATED, Totals, attempt_doc, trade_off, usage_doc
 from porter.redact import redact
 
@@ -422,7 +422,8 @@ class ProgramReport:
         undefined = self._originals_failing("undefined")
         # original kernels that gave two different results on one input (a race, an uninitialised read): the
         # program's own output may move with them, the original's run as much as the port's
-        racing = self._originals_failing("deterministic")
+        # (or whose replay is judged by what its racing stores leave: checks.Raced)
+        racing = sorted({*self._originals_failing("deterministic"), *self._originals_racing()})
         for target in self.targets:
             mine = [v for r in self.runs for v in r.variants if v.variant == target]
             differs = [v for v in mine if v.status == "differs"]
@@ -472,6 +473,17 @@ class ProgramReport:
                 for k in self.kernels
                 for r in k.replays
                 if r.variant == "original" and r.status == "failed" and r.reason.startswith(f"{check}:")
+            }
+        )
+
+    def _originals_racing(self) -> list[str]:
+        """The original kernel instances validated by what their racing stores leave (checks.Raced)."""
+        return sorted(
+            {
+                r.instance or k.name
+                for k in self.kernels
+                for r in k.replays
+                if r.variant == "original" and r.status == "validated" and RACED_WORDS in r.reason
             }
         )
 

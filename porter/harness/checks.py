@@ -7,7 +7,11 @@ filled through atomics: its own runs put the same elements in other places) are 
 stays the same, an :class:`Unordered` comparison named in every message: as a multiset (every element
 with its count, bit for bit), or as a count and a set (a one-element counter compared exactly, the
 elements between its value before and after the launch as a multiset, the rest element by element).
-A port that drops, duplicates or changes one element still fails."""
+A port that drops, duplicates or changes one element still fails.
+
+Outputs whose stores race in the original (two blocks storing to one element in no fixed order, so its own
+runs leave one value or another there) are compared element by element except at those elements, where the
+port's value must be one the original's runs left there (a :class:`Raced` comparison, named likewise)."""
 
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ import numpy as np
 
 from porter.harness.inputs import guard_value, is_poison, near_constant
 from porter.harness.trial import Instance, Reject
-from porter.model import KernelSpec, Role
+from porter.model import RACED_WORDS, KernelSpec, Role
 
 
 @cache
@@ -177,6 +181,62 @@ class Unordered:
         return f"{names} compared as a count ({spec.args[self.counter].name}) and a set"
 
 
+_NO_RACE = (np.zeros(0, np.int64), np.zeros((0, 0)))
+
+
+@dataclass(frozen=True, eq=False)
+class Raced:
+    """An output whose stores race in the original: its own runs on one input leave some elements
+    differently (blocks storing to one element in no fixed order).  At those elements a port may hold any
+    value one of the original's runs left there -- the runs are taken until each such value was seen in
+    at least two of them (:func:`porter.harness.replay.settle`), so the set is not one draw short -- and
+    every other element is compared as any output is (its tolerance, its floor; bit for bit between a
+    port's own two runs).
+
+    ``choices``: by instance label, the racing elements' indices and the values the original's runs left
+    there (one row per run); ``seen``: one such element in words, for the verdict."""
+
+    member: int
+    choices: Mapping[str, tuple[np.ndarray, np.ndarray]]
+    seen: str = ""
+
+    @property
+    def members(self) -> tuple[int, ...]:
+        return (self.member,)
+
+    @property
+    def counter(self) -> int | None:
+        return None
+
+    def racing(self) -> int:
+        """The most elements that race at one launch."""
+        return max((idx.size for idx, _ in self.choices.values()), default=0)
+
+    def describe(self, spec: KernelSpec) -> str:
+        return (
+            f"{spec.args[self.member].name} compared element by element except at the {self.racing()} element(s) "
+            f"{RACED_WORDS} ({self.seen}), which hold one of the values the original's runs "
+            "left there"
+        )
+
+    def nearest(self, label: str, got: np.ndarray, want: np.ndarray) -> np.ndarray:
+        """`want` with each racing element replaced by the value the original's runs left there that is
+        nearest `got`'s (the same bits first): what `got` is held to."""
+        idx, rows = self.choices.get(label, _NO_RACE)
+        if not idx.size:
+            return want
+        g = got.ravel()[idx]
+        view = f"uint{g.dtype.itemsize * 8}"
+        same = rows.view(view) == g.view(view)[None, :]
+        with np.errstate(invalid="ignore", over="ignore"):
+            far = np.abs(rows.astype(np.float64) - g.astype(np.float64)[None, :])
+        far = np.where(same, -1.0, np.where(np.isnan(far), np.inf, far))
+        pick = np.argmin(far, axis=0)
+        held = want.ravel().copy()
+        held[idx] = rows[pick, np.arange(idx.size)]
+        return held.reshape(want.shape)
+
+
 def _rows(arrays: Sequence[np.ndarray]) -> np.ndarray:
     """One opaque value per element index: the bytes of that element in each array, side by side."""
     n = arrays[0].size
@@ -272,7 +332,7 @@ def check_instance(
     runs: list[dict[int, np.ndarray]],
     expected: Sequence[np.ndarray | None],
     stats: dict[str, float],
-    unordered: Sequence[Unordered] = (),
+    unordered: Sequence[Unordered | Raced] = (),
     floor: Mapping[int, float] | None = None,
     undefined: Undefined | None = None,
     expected_poisoned: Sequence[np.ndarray | None] | None = None,
@@ -286,7 +346,7 @@ def check_instance(
     `expected`: the reference's content of each array argument (spec order); None for an array the
     reference has no counterpart of (scratch a lifted function's kernels use): its guard and its
     determinism are checked, not its contents.  `unordered`: outputs compared by what the original's
-    own runs keep (:class:`Unordered`) in ``deterministic`` and ``matches-reference``.  `floor`: per
+    own runs keep (:class:`Unordered`, :class:`Raced`) in ``deterministic`` and ``matches-reference``.  `floor`: per
     output (spec index) the absolute difference it may have besides the tolerance in
     ``matches-reference`` (a capture made on another device: the original's own spread here)."""
     array_idx = [i for i, a in enumerate(spec.args) if a.role is not Role.SCALAR]
@@ -378,12 +438,15 @@ def check_deterministic(
     a_run: dict[int, np.ndarray],
     b_run: dict[int, np.ndarray],
     array_idx: list[int],
-    unordered: Sequence[Unordered] = (),
+    unordered: Sequence[Unordered | Raced] = (),
 ) -> None:
     """``deterministic``: two runs on the same inputs bit-identical (within tolerance with float
     atomics; under the :class:`Unordered` comparison for outputs whose order the original does not
-    fix): catches races and reads of uninitialised memory."""
-    for order in unordered:
+    fix; at the elements a :class:`Raced` output's stores race on, each run a value the original's runs
+    left there): catches races and reads of uninitialised memory."""
+    orders = [o for o in unordered if isinstance(o, Unordered)]
+    raced = {o.member: o for o in unordered if isinstance(o, Raced)}
+    for order in orders:
         why = unordered_difference(spec, order, inst.values, b_run, a_run)
         if why:
             raise Reject(
@@ -391,7 +454,7 @@ def check_deterministic(
                 f"two runs on the same input differ at {inst.label}: {why} (a race or a read of "
                 "uninitialised memory)",
             )
-    members = {m for order in unordered for m in order.members}
+    members = {m for order in orders for m in order.members}
     for i in array_idx:
         if spec.args[i].role is Role.IN or i in members:
             continue
@@ -407,14 +470,34 @@ def check_deterministic(
                 )
             continue
         same = bits_equal(a, b)
+        if i in raced and not np.all(same):
+            same = same | _both_raced(raced[i], inst.label, a, b, tolerance_for(a.dtype.name, spec))
         if not np.all(same):
             j = int(np.flatnonzero(~same)[0])
             raise Reject(
                 "deterministic",
                 f"{spec.args[i].name}[{j}] differs between two runs on the same input "
                 f"({fmt(a[j].item())} vs {fmt(b[j].item())}; {int((~same).sum())} elements differ) at {inst.label}: "
-                "a race or a read of uninitialised memory",
+                "a race or a read of uninitialised memory"
+                + (f" ({raced[i].describe(spec)})" if i in raced else ""),
             )
+
+
+def _both_raced(order: Raced, label: str, a: np.ndarray, b: np.ndarray, tol: Tolerance) -> np.ndarray:
+    """Per element: True where it races in the original and both runs hold a value its runs left there
+    (within the tolerance)."""
+    idx, _rows = order.choices.get(label, _NO_RACE)
+    ok = np.zeros(a.size, dtype=bool)
+    if idx.size:
+        a_ok = _near(a.ravel()[idx], order.nearest(label, a, a).ravel()[idx], tol)
+        b_ok = _near(b.ravel()[idx], order.nearest(label, b, b).ravel()[idx], tol)
+        ok[idx] = a_ok & b_ok
+    return ok
+
+
+def _near(got: np.ndarray, want: np.ndarray, tol: Tolerance) -> np.ndarray:
+    """Per element: `got` within the tolerance of `want` (bit for bit for integers)."""
+    return np.array([compare(got[k : k + 1], want[k : k + 1], tol).ok for k in range(got.size)], dtype=bool)
 
 
 def undefined_difference(
@@ -509,15 +592,18 @@ def check_matches_reference(
     body: dict[int, np.ndarray],
     exp: Mapping[int, np.ndarray | None],
     stats: dict[str, float],
-    unordered: Sequence[Unordered] = (),
+    unordered: Sequence[Unordered | Raced] = (),
     floor: Mapping[int, float] | None = None,
 ) -> None:
     """``matches-reference``: every output element within the per-dtype tolerance of the
     reference's (outputs whose order the original does not fix: under their :class:`Unordered`
-    comparison; outputs with a `floor`: within that absolute difference too); the largest errors go
-    to `stats`."""
-    members = {m for order in unordered for m in order.members}
-    for order in unordered:
+    comparison; at the elements a :class:`Raced` output's stores race on, the value the original's runs
+    left there nearest the port's; outputs with a `floor`: within that absolute difference too); the
+    largest errors go to `stats`."""
+    orders = [o for o in unordered if isinstance(o, Unordered)]
+    raced = {o.member: o for o in unordered if isinstance(o, Raced)}
+    members = {m for order in orders for m in order.members}
+    for order in orders:
         want_all = {
             m: exp[m] for m in (*order.members, *((order.counter,) if order.counter is not None else ()))
         }
@@ -532,6 +618,8 @@ def check_matches_reference(
         if spec.args[i].role is Role.IN or want is None or i in members:
             continue
         got = body[i]
+        if i in raced:
+            want = raced[i].nearest(inst.label, got, want)
         allowed = (floor or {}).get(i, 0.0)
         cmp = compare(got, want, tolerance_for(got.dtype.name, spec), allowed)
         stats["max_abs"] = max(stats.get("max_abs", 0.0), cmp.max_abs)
@@ -543,7 +631,8 @@ def check_matches_reference(
                 f"({cmp.bad} of {got.size} elements out of tolerance; max abs error {cmp.max_abs:.3g}, "
                 f"max rel error {cmp.max_rel:.3g})"
                 + (f" beyond the floor of ±{fmt_floor(allowed)}" if allowed else "")
-                + f" at {inst.label}",
+                + f" at {inst.label}"
+                + (f" ({raced[i].describe(spec)})" if i in raced else ""),
             )
 
 

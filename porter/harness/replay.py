@@ -50,7 +50,7 @@ import numpy as np
 from porter.backends import CompileOptions, Device, get_backend
 from porter.backends.isolate import Alias
 from porter.capture import Arg, Launch
-from porter.harness.checks import Unordered
+from porter.harness.checks import Raced, Unordered
 from porter.harness.inputs import ctype_info
 from porter.harness.trial import Instance, ValidateOptions
 from porter.model import ArgSpec, KernelSpec, Role, Status, Variant, Verdict
@@ -73,7 +73,7 @@ class Replay:
     left_out: tuple[str, ...] = ()  # launches not replayed, each with why
     problem: str = ""  # why nothing of this kernel can be replayed
     # outputs whose order the original's own runs do not fix, compared by what they keep (settle())
-    unordered: tuple[Unordered, ...] = ()
+    unordered: tuple[Unordered | Raced, ...] = ()
     compared: tuple[str, ...] = ()  # each such comparison in words ("arg1 compared as a multiset")
     # arrays of structs compared as their fields' scalar type ("arg3 (FOUR_VECTOR) compared field by field
     # as float64"), not byte for byte
@@ -887,7 +887,7 @@ def _settled_one(rep: Replay, original: Original) -> Replay:
             for s in runs[1:]
         )
 
-    orders: list[Unordered] = []
+    orders: list[Unordered | Raced] = []
     floats: list[int] = []
     todo = list(varying)
     while todo:  # the same elements bit for bit first (a compaction of floats too), then a tolerance
@@ -899,13 +899,25 @@ def _settled_one(rep: Replay, original: Original) -> Replay:
             floats.append(i)
             continue
         if found is None:
-            return replace(
-                rep,
-                unsettled=(
-                    f"{spec.args[i].name} differs between the original's own runs, and not as a permutation of "
-                    "a multiset, a count and a set, or a float sum within the order-aware tolerance"
-                ),
-            )
+            race = _raced(spec, i, samples)
+            if isinstance(race, str) and "only one" in race:  # the set may be a draw short: more runs
+                more = original.outputs_of(spec, rep.instances, runs=RACE_RUNS, every_device=True)
+                if not isinstance(more, str):
+                    samples = [
+                        (inst, [*runs, *extra]) for (inst, runs), extra in zip(samples, more, strict=True)
+                    ]
+                    race = _raced(spec, i, samples)
+            if isinstance(race, str):
+                return replace(
+                    rep,
+                    unsettled=(
+                        f"{spec.args[i].name} differs between the original's own runs, and not as a permutation "
+                        "of a multiset, a count and a set, a float sum within the order-aware tolerance, or "
+                        f"stores that race ({race})"
+                    ),
+                )
+            orders.append(race)
+            continue
         for j in list(todo):  # outputs that vary together: one multiset of rows, where that holds
             if all(inst.length(j) == inst.length(i) for inst, _ in samples):
                 joint = Unordered((*found.members, j), found.counter)
@@ -919,6 +931,47 @@ def _settled_one(rep: Replay, original: Original) -> Replay:
     )
     settled = replace(relaxed) if floats else spec
     return replace(rep, spec=settled, unordered=tuple(orders), compared=compared, unsettled="")
+
+
+# the original's runs per device taken again when an output's racing elements hold a value seen in only one run
+RACE_RUNS = 6
+
+
+def _raced(
+    spec: KernelSpec, i: int, samples: Sequence[tuple[Instance, list[dict[int, np.ndarray]]]]
+) -> Raced | str:
+    """Output `i` as a :class:`Raced` comparison: at each launch, the elements the original's runs (and
+    the capture) leave differently, with every value they left there -- when each such value was left
+    by at least two of the runs (one seen once says the set may lack others), and at most a tenth of the
+    output's elements race; else why not, in words."""
+    from porter.harness.checks import fmt
+
+    name = spec.args[i].name
+    choices: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    seen = ""
+    for inst, runs in samples:
+        rows = np.stack([np.ascontiguousarray(r[i]).ravel() for r in runs])
+        if rows.dtype.kind not in "iufb":
+            return f"{name} is not an array of numbers"
+        bits = rows.view(f"uint{rows.dtype.itemsize * 8}")
+        idx = np.flatnonzero(np.any(bits != bits[:1], axis=0))
+        if not idx.size:
+            continue
+        if idx.size > max(1, rows.shape[1] // 10):
+            return f"{idx.size} of its {rows.shape[1]} elements differ at {inst.label}, more than a tenth"
+        for k, j in enumerate(idx):
+            values, counts = np.unique(bits[:, j], return_counts=True)
+            if np.any(counts < 2):
+                once = rows[int(np.flatnonzero(bits[:, j] == values[np.argmin(counts)])[0]), j]
+                return (
+                    f"{name}[{int(j)}] held {fmt(once.item())} in only one of the original's {len(runs)} runs "
+                    f"at {inst.label}"
+                )
+            if not seen and k == 0:
+                firsts = [rows[int(np.flatnonzero(bits[:, j] == v)[0]), j].item() for v in values]
+                seen = f"{name}[{int(j)}] left {' or '.join(fmt(v) for v in firsts)} at {inst.label}"
+        choices[inst.label] = (idx, rows[:, idx])
+    return Raced(i, choices, seen) if choices else f"{name} does not differ between them"
 
 
 def cross_device_floors(
@@ -961,7 +1014,7 @@ def _floors_one(rep: Replay, original: Original, captured_on: str, ports: Sequen
     if spec is None or not captured_on:
         return rep
     array_idx = [i for i, a in enumerate(spec.args) if a.role is not Role.SCALAR]
-    members = {m for order in rep.unordered for m in order.members}
+    members = {m for order in rep.unordered if isinstance(order, Unordered) for m in order.members}
     outs = [i for i in array_idx if spec.args[i].role is Role.INOUT and i not in members]
     floors: dict[str, Floor] = {}
     notes: list[str] = []
@@ -1056,10 +1109,12 @@ def _spread(
     if isinstance(every, str):
         return {}, f"the original's replay there failed: {every}"
     spread: dict[int, float] = {}
+    raced = {o.member: o for o in rep.unordered if isinstance(o, Raced)}
     for inst, got in zip(rep.instances, every, strict=True):
         want = dict(zip(array_idx, rep.recorded[inst.label], strict=True))
         for i in outs:
-            d = cross_device_spread(got[0][i], want[i], tolerance_for(spec.args[i].dtype, spec))
+            held = raced[i].nearest(inst.label, got[0][i], want[i]) if i in raced else want[i]
+            d = cross_device_spread(got[0][i], held, tolerance_for(spec.args[i].dtype, spec))
             if d is None:
                 return spread, f"{spec.args[i].name} {TOO_FAR} at {inst.label}"
             spread[i] = max(spread.get(i, 0.0), d)

@@ -41,6 +41,7 @@ from porter.harness import races
 from porter.harness.checkers import CHECKER_LOG, checker_findings, sanitizer_pass
 from porter.harness.checks import (
     Comparison,
+    Raced,
     Tolerance,
     Undefined,
     Unordered,
@@ -72,6 +73,7 @@ __all__ = [
     "Comparison",
     "Reference",
     "Tolerance",
+    "Raced",
     "Unordered",
     "ValidateOptions",
     "compare",
@@ -88,7 +90,7 @@ def validate(
     reference: Reference,
     devices: Sequence[Device],
     options: ValidateOptions = ValidateOptions(),
-    unordered: Sequence[Unordered] = (),
+    unordered: Sequence[Unordered | Raced] = (),
     floors: Mapping[str, Mapping[int, float]] | None = None,
 ) -> list[Verdict]:
     """One Verdict per device; a variant that cannot run anywhere gets a compile-only verdict.
@@ -295,7 +297,7 @@ def _validate_on(
     ref: Reference,
     device: Device,
     opts: ValidateOptions,
-    unordered: tuple[Unordered, ...] = (),
+    unordered: tuple[Unordered | Raced, ...] = (),
     floor: Mapping[int, float] | None = None,
 ) -> Verdict:
     logs: list[str] = []

@@ -267,8 +267,16 @@ def _with_floors(
     return replaying.cross_device_floors(base(), original, captured_on, ports)
 
 
-def _settled(base: Callable[[], replaying.Replay], original: replaying.Original) -> replaying.Replay:
-    return replaying.settle(base(), original)
+def _settled(
+    base: Callable[[], replaying.Replay],
+    original: replaying.Original,
+    captured_on: str,
+    ports: Sequence[Device] = (),
+) -> replaying.Replay:
+    """The replay with what its outputs keep where the original's own runs differ (:func:`settle`), then
+    its floors (:func:`_with_floors`) measured under those comparisons: an output whose stores race is
+    held to the original's nearest value at the elements that race, on every device alike."""
+    return _with_floors(lambda: replaying.settle(base(), original), original, captured_on, ports)
 
 
 def _order_dependent(rows: Sequence[KernelReplay]) -> bool:
@@ -595,7 +603,7 @@ def _replay(
         unsettled = ""
         if _order_dependent(rows):  # the original's own runs differ: compare by what they keep
             say(f"{name}: the original's runs differ from the capture; finding what stays the same")
-            settled = replaying.settle(replay_of(), original)
+            settled = _settled(built, original, las[0].device, port_devices)
             if settled.unordered or settled.compared:
                 replay_of = functools.cache(lambda settled=settled: settled)
                 rows = judged(made, on, replay_of, built, name, made, again=True)
@@ -617,7 +625,9 @@ def _replay(
         elif any(
             r.status == "validated" and replaying.KEPT in r.reason for r in rows
         ):  # kept from the ledger
-            replay_of = functools.cache(functools.partial(_settled, replay_of, original))
+            replay_of = functools.cache(
+                functools.partial(_settled, built, original, las[0].device, port_devices)
+            )
         elif any(
             r.status == "validated" and replaying.LANES in r.reason for r in rows
         ):  # kept from the ledger

@@ -37,8 +37,6 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "pathfinder": [],
     # its kernel, in an #included .cu, compared field by field (FOUR_VECTOR: four doubles)
     "lavaMD": [],
-    # `kernel`'s block 1 writes d_finavalu[com_offset] while block 0 writes d_finavalu[0..2] (Rodinia meant
-    # d_com): the original races, said so, and no port is judged against it; solver_2 (mode 1) validates
     # srad_v2's srad_cuda_1 reads J_cuda[index_n] before checking by == 0: the first row of blocks reads
     # the row above the image (arg4[-64] at 64x64), which the replay's guard page catches -- the original's
     # defect.  It then overwrites what it read: run again with the bytes there readable (0xFF, then 0x5A), its
@@ -50,13 +48,25 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "kmeans": [],
     "bfs": [],
     "myocyte": [
+        # `kernel`'s stores race: at d_finavalu[0] the original's runs leave 0 or 15.2182264, so it and its
+        # ports are compared element by element but there, where each holds one of those (checks.Raced);
+        # Oclgrind, which stops at the race, cannot judge the OpenCL port
+        ("opencl", "the original's own race"),
+        # solver_2 is an adaptive Runge-Kutta-Fehlberg integrator: PoCL, Intel's runtime and Oclgrind all
+        # land 4.6e-4 (relative) from the emulator's values, as the original itself does built to contract
+        # a*b+c: not replayable on them, naming that and the port's own difference (matches-reference: arg2[3])
+        *[("opencl", "matches-reference: arg2[3]")] * 3,
+    ],
+}
+
+# program -> another set of exceptions its run may give instead: myocyte's race shows on the emulator only when
+# its threads happen to interleave so (each value left by two of the original's runs), else the original fails
+# `deterministic` and its ports are not judged
+OR_ELSE: dict[str, list[tuple[str, str]]] = {
+    "myocyte": [
         ("original", "deterministic"),
         ("hip", "the original kernel's replay does not reproduce the captured run"),
         ("opencl", "the original kernel's replay does not reproduce the captured run"),
-        # solver_2 is an adaptive Runge-Kutta-Fehlberg integrator: PoCL, Intel's runtime and Oclgrind all
-        # land on the same values, 4.6e-4 (relative) from the emulator's: a difference of rounding that
-        # the step control grows (math library or multiply-add fusing: not yet pinned down) -- reported
-        # as a failure, never hidden
         *[("opencl", "matches-reference: arg2[3]")] * 3,
     ],
 }
@@ -103,18 +113,26 @@ def test_every_kernel_of_a_corpus_program_is_validated_from_its_own_run(name: st
     ]
     assert not bare, f"{name}: kernels without a row: {bare}"
     assert all(row["status"] and (row["status"] == "validated" or row["reason"]) for _k, row in replays)
-    expected = list(EXPECTED[name])
     devices: dict[str, set[str]] = {}
-    for kernel, row in replays:
+    for _kernel, row in replays:
         devices.setdefault(row["variant"], set()).add(row["device"])
-        if row["status"] == "validated":
-            continue
-        match = next((e for e in expected if e[0] == row["variant"] and e[1] in row["reason"]), None)
-        assert match is not None, (
-            f"{name}: {kernel} {row['variant']} on {row['device'] or '-'}: {row['reason']}"
-        )
-        expected.remove(match)
-    assert not expected, f"{name}: expected exceptions that did not happen: {expected}"
+    why = _unexplained(name, replays, EXPECTED[name])
+    if why and name in OR_ELSE:
+        why = _unexplained(name, replays, OR_ELSE[name]) and why
+    assert not why, why
     assert "cpu:cpu-emulator" in devices["original"]
     assert {"cpu:cpu-emulator", "cpu:cpu-emulator-wave64"} <= devices["hip"]
     assert any(d.startswith("opencl:") for d in devices["opencl"]) or EXPECTED[name]
+
+
+def _unexplained(name: str, replays: list[tuple[str, dict]], exceptions: list[tuple[str, str]]) -> str:
+    """What of `replays` is not validated and not among `exceptions`, or one of them that did not happen; ""."""
+    expected = list(exceptions)
+    for kernel, row in replays:
+        if row["status"] == "validated":
+            continue
+        match = next((e for e in expected if e[0] == row["variant"] and e[1] in row["reason"]), None)
+        if match is None:
+            return f"{name}: {kernel} {row['variant']} on {row['device'] or '-'}: {row['reason']}"
+        expected.remove(match)
+    return f"{name}: expected exceptions that did not happen: {expected}" if expected else ""

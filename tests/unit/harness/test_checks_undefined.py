@@ -10,7 +10,7 @@ import pytest
 
 from porter.harness.checks import Undefined, check_defined, check_instance
 from porter.harness.trial import Instance, Reject
-from porter.model import ArgSpec, KernelSpec, Role
+from porter.model import RACED_WORDS, ArgSpec, KernelSpec, Role
 from porter.results import KernelReplay, ProgramKernel, ProgramReport, ProgramRun, RunResult
 
 N = 8
@@ -146,4 +146,22 @@ def test_a_program_that_differs_names_the_original_kernels_that_race() -> None:
         "on opencl:PoCL: stdout line 9: missing (the original's pack2 gives different results in two runs on one "
         "input, a race or an uninitialised read, so its program's output may differ from run to run: see the "
         "kernel replays)"
+    )
+
+
+def test_a_program_that_differs_names_the_original_kernels_judged_by_their_racing_stores() -> None:
+    """The same, where pack2's replay is validated by what its racing stores leave (checks.Raced): its program's
+    output still moves with the race, and the verdict says so."""
+    report = ProgramReport(root="r", out_dir="o", targets=("opencl",))
+    report.kernels = [ProgramKernel("pack2", "pack_kernels.cu", 1)]
+    report.kernels[0].replays = [
+        KernelReplay("original", "cpu:cpu-emulator", "validated",
+                     "matches what the original's run left at 1 captured launch(es); judged by what the original's "
+                     f"own runs keep: arg3 compared element by element except at the 1 element(s) {RACED_WORDS} "
+                     "(arg3[114] left 1466587046 or 3622829990 at launch 1 of run 1)", instance="pack2"),
+    ]  # fmt: skip
+    differs = RunResult("opencl", "opencl", "opencl:PoCL", "differs", differences=["stdout line 127: Diff"])
+    report.runs = [ProgramRun("", "x", variants=[differs])]
+    assert report.verdicts()["opencl"]["detail"].startswith(
+        "on opencl:PoCL: stdout line 127: Diff (the original's pack2 gives different results in two runs on one "
     )

@@ -7,74 +7,19 @@ order the emulator's runs do not repeat."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 from fakes.children import ChildJobs
-from porter.backends import CompileOptions
+from fakes.replays import by_hand as _capture
+from fakes.replays import judge as _judge
+from fakes.replays import original as _original
 
 from porter import capture
 from porter.harness import replay
 from porter.harness.checks import Unordered, unordered_difference
-from porter.harness.trial import ValidateOptions
 from porter.model import ArgSpec, KernelSpec, Role, Status, Variant
-from porter.plan import run_devices
-
-DTYPES = {"float32": ("float*", "float", 4), "int32": ("int*", "int", 4)}
-
-
-def _capture(folder: Path, kernel: str, launches: list[dict]) -> list[capture.Launch]:
-    """A capture folder of `launches` of `kernel`: each a dict with ``grid``, ``block`` and ``args``, a
-    list of ("ptr", before, after) for an array argument (its own allocation) or ("int", value)."""
-    (folder / "arrays").mkdir(parents=True)
-    (folder / "launches").mkdir()
-    for n, la in enumerate(launches, 1):
-        args, allocations = [], []
-        for i, a in enumerate(la["args"]):
-            if a[0] == "int":
-                hexed = np.int32(a[1]).tobytes().hex()
-                args.append(
-                    {"index": i, "ctype": "int", "kind": "scalar", "dtype": "int32", "bytes": 4, "hex": hexed}
-                )
-                continue
-            before, after = a[1], a[2]
-            ctype, element, size = DTYPES[before.dtype.name]
-            k = len(allocations)
-            names = [f"arrays/l{n}-a{k}-{w}.bin" for w in ("before", "after")]
-            (folder / names[0]).write_bytes(before.tobytes())
-            (folder / names[1]).write_bytes(after.tobytes())
-            allocations.append({"index": k, "bytes": before.nbytes, "before": names[0], "after": names[1]})
-            args.append({"index": i, "ctype": ctype, "kind": "pointer", "element": element, "element_bytes": size,
-                         "dtype": before.dtype.name, "const": False, "allocation": k, "offset": 0})  # fmt: skip
-        record = {
-            "kernel": kernel, "kernel_index": 0, "launch": n, "sequence": n, "grid": [la["grid"], 1, 1],
-            "block": [la["block"], 1, 1], "shared_bytes": 0, "stream": None, "args": args,
-            "allocations": allocations, "status": 0,
-        }  # fmt: skip
-        (folder / "launches" / f"k0-s{n}.json").write_text(json.dumps(record))
-    capture.finish(folder, "./prog", 1, 0)
-    return capture.load(folder).launches
-
-
-def _cpu() -> list:
-    devices = [d for d in run_devices("cuda") if d.backend == "cpu"]
-    if not devices:
-        pytest.skip("the CPU emulator is not available here")
-    return devices
-
-
-def _original(source: str, entry: str) -> replay.Original:
-    return replay.Original(Variant(entry, "cuda", source, entry, "original"), CompileOptions(), tuple(_cpu()))
-
-
-def _judge(source: str, entry: str, rep: replay.Replay, provenance: str = "user"):
-    (verdict,) = replay.replay(
-        Variant(entry, "cuda", source, entry, provenance), rep, _cpu(), ValidateOptions()
-    )
-    return verdict
-
 
 ZERO = """__global__ void zero(float* x, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;

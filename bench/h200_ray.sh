@@ -10,6 +10,8 @@ source bench/h200_env.sh || exit 1
 if ! python3 -c "import ray" 2>/dev/null; then
   tar -xJf "${RAY_SITE:-out/ray-site.tar.xz}" -C /tmp/site || exit 1
 fi
+# a tarball made before bench/ray_site.sh kept the files' modes: Ray's own programs executable
+chmod +x /tmp/site/ray/core/src/ray/*/* 2>/dev/null
 python3 -c "import ray; print('ray', ray.__version__)" | tee "$OUT/suite/ray.txt"
 # Ray's raylets and workers write their session under /tmp/ray; what they logged comes back on failure
 NAME=ray J1_S=0 DEFAULT_S=${RAY_S:-200} EXTRA="--executor ray --ray-address local" bash bench/h200_suite.sh

@@ -321,6 +321,11 @@ class Backend(Protocol):
     # Whether its runs read the warp-shuffle lanes CUDA leaves undefined as 0, count such reads and can run
     # again with them reading a poison pattern (Job.poison_undefined_lanes): the CPU emulator
     poisons_undefined_lanes: ClassVar[bool]
+    # Build flags that make its runs read those lanes as the poison pattern, where it cannot switch a loaded
+    # program over (OpenCL: porter's translation reads them through its own helpers) -- such a backend does not
+    # count the reads either, so a replay judging a port against an original that depends on them runs the
+    # port both ways ("" = ()): the CPU emulator switches at run time and counts
+    poison_lanes_flags: ClassVar[tuple[str, ...]]
     # Whether its child can watch a launch's stores into the arguments' buffers (Job.watch_writes: the buffers are
     # the child's own guarded host memory, porter.backends.guards): the CPU emulator
     watches_writes: ClassVar[bool]
@@ -447,6 +452,7 @@ class BackendBase:
     builds_without_device: ClassVar[bool] = True
     builds_from_early_threads: ClassVar[bool] = False
     poisons_undefined_lanes: ClassVar[bool] = False
+    poison_lanes_flags: ClassVar[tuple[str, ...]] = ()
     watches_writes: ClassVar[bool] = False
     # The package its dialect.toml lives in (install hints, device_check_archs).
     package: ClassVar[str] = ""

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import faulthandler
 import inspect
 import json
@@ -137,6 +138,9 @@ def _execute(job: Job, progress: Progress, result: JobResult) -> None:
         return
     progress.update(stage="compile")
     start = time.perf_counter()
+    if job.poison_undefined_lanes and backend.poison_lanes_flags:  # poisoned by its build, not at run time
+        flags = (*job.options.flags, *backend.poison_lanes_flags)
+        job = dataclasses.replace(job, options=dataclasses.replace(job.options, flags=flags))
     try:
         if job.use_cache:
             binary, cached = compile_cached(backend, job.source, job.entry, job.options, job.device, Cache())
@@ -185,7 +189,7 @@ def _execute_loaded(job: Job, backend: Backend, binary: Any, progress: Progress,
             raise
         except Exception as err:  # noqa: BLE001
             raise _classify(err, "load") from None
-    if job.poison_undefined_lanes:
+    if job.poison_undefined_lanes and not backend.poison_lanes_flags:
         poison = getattr(program, "set_undefined_lanes", None)
         if poison is None:
             raise Failed("load", f"backend {job.backend} cannot poison undefined warp-shuffle lanes")

@@ -240,6 +240,10 @@ class OpenCLBackend(BackendBase):
     name: ClassVar[str] = "opencl"
     runs: ClassVar[tuple[str, ...]] = ("opencl",)
     builds_from_early_threads: ClassVar[bool] = True  # PoCL links each kernel from a worker thread
+    # the shuffles of a translation read the lanes CUDA leaves undefined through porter's helpers (cuda2opencl.toml
+    # [warp_helpers.porter_undefined_lane]): 0, or the CPU runtime's poison pattern when built so
+    poisons_undefined_lanes: ClassVar[bool] = True
+    poison_lanes_flags: ClassVar[tuple[str, ...]] = ("-DPORTER_POISON_UNDEFINED_LANES",)
 
     @property
     def dialect(self) -> DialectFacts:

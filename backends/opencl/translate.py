@@ -2772,12 +2772,7 @@ class _Body:
         rendered = [self.render(a) for a in args]
         mask = spec.get("mask")
         full = self.t["warp_full_masks"]["values"]
-        if mask is not None and mask < len(args) and _squash(_text(args[mask])) not in full:
-            self.warn_once(
-                node,
-                f"{name} mask {_text(args[mask])}",
-                "lane mask ignored: OpenCL sub-group functions take every work-item of the sub-group",
-            )
+        partial_mask = mask is not None and mask < len(args) and _squash(_text(args[mask])) not in full
         width = spec.get("width")
         width_node = args[width] if width is not None and width < len(args) else None
         width_text = _squash(_text(width_node)) if width_node is not None else "warpSize"
@@ -2799,25 +2794,43 @@ class _Body:
                     "shuffles over part of a warp are translated for a constant power-of-two width only",
                 )
                 return
-        self.emit_warp(node, name, rendered, segment)
+        if partial_mask and (segment is not None or not spec.get("masked")):
+            assert mask is not None
+            self.warn_once(
+                node,
+                f"{name} mask {_text(args[mask])}",
+                "lane mask ignored: OpenCL sub-group functions take every work-item of the sub-group",
+            )
+        self.emit_warp(node, name, rendered, segment, partial_mask)
 
-    def emit_warp(self, node: Node, name: str, rendered: list[str], segment: int | None) -> None:
+    def emit_warp(
+        self, node: Node, name: str, rendered: list[str], segment: int | None, partial_mask: bool = False
+    ) -> None:
         """The [warp] entry `name` with its rendered CUDA arguments; `segment`: a width below 32 (the
-        entry's `partial` form: a general shuffle from the lane CUDA reads, in 32-wide sub-groups)."""
+        entry's `partial` form: a general shuffle from the lane CUDA reads, in 32-wide sub-groups);
+        `partial_mask`: a lane mask other than the full warp (the entry's `masked` form, where it has one:
+        lanes outside it read as CUDA's undefined lanes do on NVIDIA)."""
         spec = self.t["warp"][name]
         if segment is not None:
             template = str(spec["partial"])
             self.res.assumes_32 = True
             self.res.requires.update(self.t["warp_partial"]["requires"])
         else:
-            template = str(spec["call"])
+            masked = partial_mask and bool(spec.get("masked"))
+            template = str(spec["masked"] if masked else spec["call"])
+            # a lane mask is a bitmap of CUDA's 32 lanes: it names the sub-group's lanes when that is 32 wide
+            self.res.assumes_32 = self.res.assumes_32 or masked
             if spec.get("note"):
                 self.warn_once(node, name, spec["note"])
             self.res.requires.update(spec["requires"])
             self.res.assumes_32 = self.res.assumes_32 or bool(spec.get("assumes_32"))
         # the [warp_helpers] the form calls (porter_lane_down, porter_shuffle_down ...): emitted in the prelude
-        called = re.findall(r"\bporter_\w+", template)
-        self.res.warp_helpers.update(h for h in called if h in self.t["warp_helpers"])
+        called = [h for h in re.findall(r"\bporter_\w+", template) if h in self.t["warp_helpers"]]
+        while called:  # with the helpers each one calls (its `needs`)
+            helper = called.pop()
+            if helper not in self.res.warp_helpers:
+                self.res.warp_helpers.add(helper)
+                called += self.t["warp_helpers"][helper].get("needs", [])
         try:
             self.edits.append(Edit.replace(node, template.format(*rendered, w=segment)))
         except IndexError:
@@ -3867,7 +3880,8 @@ def _translate_to_opencl(
     prelude += ["\n" + src for src in _textures.fetchers(tex_types)]
     prelude += ["\n" + _packed.struct_source(scalar) for scalar in sorted(packed_structs)]
     if lane_helpers:
-        sources = [t["warp_helpers"][h]["source"].strip("\n") for h in sorted(lane_helpers)]
+        # in the table's order, which defines each helper after those it calls (its `needs`)
+        sources = [t["warp_helpers"][h]["source"].strip("\n") for h in t["warp_helpers"] if h in lane_helpers]
         prelude.append("\n" + _guard("\n".join(sources), ["subgroups"]))
     for op, ty in sorted(tile_reducers):
         spec = t["cooperative_groups"]["reduce"][op]

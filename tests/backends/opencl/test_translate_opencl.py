@@ -362,8 +362,8 @@ _DIAGNOSTICS = [
         True,
     ),
     (
-        "lane-mask",
-        "__global__ void k(float* p) { p[0] = __shfl_down_sync(0x0000ffff, p[0], 1); }",
+        "lane-mask",  # over segments of 16 lanes (a whole warp's mask is kept: the masked forms)
+        "__global__ void k(float* p) { p[0] = __shfl_down_sync(0x0000ffff, p[0], 1, 16); }",
         "mask",
         "lane mask ignored",
         Severity.WARNING,
@@ -861,6 +861,83 @@ def test_run_reduction_with_32_wide_subgroups(ocl_all: tuple[Any, list[Any]]) ->
         device_ocl, tr, "reduce_sum", [data, np.zeros(1, np.float32), np.int32(n)], (blocks,), (threads,)
     )[1]
     assert out[0] == pytest.approx(float(data.sum(dtype=np.float64)), rel=5e-4)
+
+
+MASKED = """__global__ void masked(const int* x, int* down, int* idx, int* up, int* xr, int* full) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int lane = threadIdx.x % 32;
+    unsigned m = 0x0000FFFFu;  // the first 16 lanes of each warp take part
+    int v = x[i];
+    down[i] = __shfl_down_sync(m, v, 4);
+    idx[i] = __shfl_sync(m, v, (lane + 20) % 32);
+    up[i] = __shfl_up_sync(m, v, 4);
+    xr[i] = __shfl_xor_sync(m, v, 16);
+    full[i] = __shfl_down_sync(0xffffffff, v, 4);
+}
+// the relative shuffles alone (Intel's CPU runtime computes its general shuffles wrongly: porter's probe)
+__global__ void relative(const int* x, int* down, int* up, int* full) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned m = 0x0000FFFFu;
+    int v = x[i];
+    down[i] = __shfl_down_sync(m, v, 4);
+    up[i] = __shfl_up_sync(m, v, 4);
+    full[i] = __shfl_down_sync(0xffffffff, v, 4);
+}
+"""
+
+
+def test_a_shuffle_with_a_partial_mask_reads_the_lanes_outside_it_through_porters_helpers() -> None:
+    """A lane mask other than the full warp is kept: the masked forms read a lane outside it as CUDA's undefined
+    lanes read on NVIDIA (0; the poison pattern when built with PORTER_POISON_UNDEFINED_LANES, a replay's second
+    run), where before it was ignored and Intel's runtime returned what the lane held.  A full mask keeps the
+    plain form, and each helper comes after those it calls."""
+    tr = translate_to_opencl(MASKED, "masked.cu")
+    assert "porter_shfl_down_sync((uint)(m), v, (uint)(4))" in tr.text
+    assert "porter_shfl_sync((uint)(m), v, (uint)((lane + 20) % 32))" in tr.text
+    assert "porter_shfl_up_sync((uint)(m), v, (uint)(4))" in tr.text
+    assert "porter_shfl_xor_sync((uint)(m), v, (uint)(16))" in tr.text
+    assert "full[i] = porter_shuffle_down(v, (uint)(4));" in tr.text
+    assert not any("lane mask ignored" in d.reason for d in tr.diagnostics)
+    order = [
+        tr.text.index(f"{h}(")
+        for h in ("porter_shuffle_down", "porter_undefined_lane", "porter_shfl_down_sync")
+    ]
+    assert order == sorted(order), order
+
+
+@pytest.mark.integration
+def test_run_masked_shuffles_read_lanes_outside_the_mask_as_nvidia_does(
+    ocl_all: tuple[Any, list[Any]],
+) -> None:
+    tr = translate_to_opencl(MASKED, "masked.cu")
+    device_ocl = _device_meeting(ocl_all, _kernel(tr, "relative").requires)
+    n, block = 64, 32
+    x = (np.arange(n, dtype=np.int32) * 7 + 3).astype(np.int32)
+    lane = np.arange(n) % 32
+    base = np.arange(n) - lane
+    for poisoned, undefined in (
+        (False, 0),
+        (True, 2143346349),
+    ):  # porter_emu.h's PORTER_UNDEFINED_LANE as int
+        text = ("#define PORTER_POISON_UNDEFINED_LANES\n" if poisoned else "") + tr.text
+        built = Translation(tr.source_path, tr.target, text, tr.kernels, tr.diagnostics)
+        out = _run(
+            device_ocl,
+            built,
+            "relative",
+            [x, *(np.zeros(n, np.int32) for _ in range(3))],
+            (n // block,),
+            (block,),
+        )
+        down, up, full = out[1:]
+
+        def read(src: np.ndarray, own: np.ndarray, undefined: int = undefined) -> np.ndarray:
+            inside = (src < 16) & (src >= 0)
+            return np.where(own, x, np.where(inside, x[base + np.clip(src, 0, 31)], undefined))
+
+        np.testing.assert_array_equal(down, read(lane + 4, lane + 4 >= 32))
+        np.testing.assert_array_equal(up, read(lane - 4, lane < 4))
+        np.testing.assert_array_equal(full, np.where(lane + 4 < 32, x[base + np.minimum(lane + 4, 31)], x))
 
 
 @pytest.mark.integration

@@ -595,3 +595,26 @@ def test_a_race_the_original_has_is_named_as_its_own_and_a_port_that_drops_a_bar
     again = port_program([str(src)], ["opencl"], out_dir=str(tmp_path / "planted"), run=cpu)
     checked = [r for k in again.kernels for r in k.replays if r.device == "opencl:oclgrind"]
     assert checked and all(r.status == "failed" and ": data-race: " in r.reason for r in checked), checked
+
+
+def test_a_port_reading_undefined_lanes_otherwise_where_they_are_not_counted_is_not_replayable_there() -> (
+    None
+):
+    """The CUDA samples' reduce7<int, 4u> on Intel's CPU runtime: the original depends on shuffle lanes CUDA leaves
+    undefined; the OpenCL port, whose reads of them that device does not count, matches the original with them
+    read as 0 and not with them poisoned (the original takes its __CUDA_ARCH__ >= 800 branch on the emulator, the
+    port the shuffle loop).  Not replayable there, both said; any other failure stays failed."""
+    from porter.harness.validate import READ_ELSEWHERE
+
+    said = f"undefined: with the shuffle lanes ... its outputs differ from the original's: arg1[0] = -7; {READ_ELSEWHERE}"
+    row = KernelReplay(
+        "opencl", "opencl:Intel(R) Xeon(R) Processor", "failed", said, instance="reduce7<int, 4u, true>"
+    )
+    (judged,) = program_replay._read_elsewhere([row])
+    assert judged.status == "not-replayable"
+    assert judged.reason.startswith(
+        "the original's result depends on shuffle lanes CUDA leaves undefined, which the port reads otherwise on "
+        "opencl:Intel(R) Xeon(R) Processor (undefined: "
+    )
+    plain = replace(row, reason="matches-reference: arg1[0] = -7, expected 8")
+    assert program_replay._read_elsewhere([plain])[0].status == "failed"

@@ -324,7 +324,7 @@ class Backend(Protocol):
     # Build flags that make its runs read those lanes as the poison pattern, where it cannot switch a loaded
     # program over (OpenCL: porter's translation reads them through its own helpers) -- such a backend does not
     # count the reads either, so a replay judging a port against an original that depends on them runs the
-    # port both ways ("" = ()): the CPU emulator switches at run time and counts
+    # port both ways. Empty for the CPU emulator, which switches at run time and counts
     poison_lanes_flags: ClassVar[tuple[str, ...]]
     # Whether its child can watch a launch's stores into the arguments' buffers (Job.watch_writes: the buffers are
     # the child's own guarded host memory, porter.backends.guards): the CPU emulator

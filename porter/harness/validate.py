@@ -49,6 +49,7 @@ from porter.harness.checks import (
     compare,
     discriminating,
     tolerance_for,
+    undefined_difference,
 )
 from porter.harness.reference import Reference, ref_name_of, reference_outputs
 from porter.harness.trial import (
@@ -66,7 +67,7 @@ from porter.harness.trial import (
     seed_for,
     tail,
 )
-from porter.model import KernelSpec, Role, Status, Variant, Verdict
+from porter.model import KernelSpec, Status, Variant, Verdict
 from porter.scan import cexpr
 
 __all__ = [
@@ -229,6 +230,7 @@ def _uncounted_lanes(
     job: Job,
     device: Device,
     spec: KernelSpec,
+    inst: Instance,
     run: Mapping[int, np.ndarray],
     arrays: list[int],
     opts: ValidateOptions,
@@ -237,21 +239,15 @@ def _uncounted_lanes(
 ) -> Undefined | None:
     """Against an original whose result depends on the shuffle lanes CUDA leaves undefined, on a device whose
     backend poisons them by its build and does not count its reads (OpenCL): the launch run again so built.
-    Outputs that do not change read none that matter (None: the port is held to the original reading them as
-    0, as on AMD's 64-lane wavefronts); else what they became, judged against the original's own poisoned run."""
+    Outputs that do not change (:func:`~porter.harness.checks.undefined_difference`) read none that matter (None:
+    the port is held to the original reading them as 0, as on AMD's 64-lane wavefronts); else what they became,
+    judged against the original's own poisoned run."""
     if not get_backend(device.backend).poison_lanes_flags:
         return None
     found = _poisoned_lanes(job, UNCOUNTED, spec, arrays, opts, label, logs)
-    if found is None or found.failed or found.poisoned is None:
+    if found is None or found.failed:
         return found
-    outs = [i for i in run if spec.args[i].role is not Role.IN and i in found.poisoned]
-    same = all(np.array_equal(bits_view(run[i]), bits_view(found.poisoned[i])) for i in outs)
-    return None if same else found
-
-
-def bits_view(a: np.ndarray) -> np.ndarray:
-    """`a`'s bytes, to compare two runs bit for bit (NaN patterns included)."""
-    return np.ascontiguousarray(a).view(np.uint8)
+    return found if undefined_difference(spec, inst, run, found, arrays) else None
 
 
 # The bytes a kernel that reads out of bounds finds there in its two runs again (Job.readable_guards): all ones
@@ -451,7 +447,7 @@ def _validate_on(
                     undefined = (
                         _poisoned_lanes(job, res.undefined, spec, arrays, opts, label, logs)
                         if res.undefined and not checker
-                        else _uncounted_lanes(job, device, spec, runs[0], arrays, opts, label, logs)
+                        else _uncounted_lanes(job, device, spec, inst, runs[0], arrays, opts, label, logs)
                         if lanes is not None and not checker
                         else None
                     )

@@ -740,8 +740,8 @@ def _read_elsewhere(rows: Sequence[KernelReplay]) -> list[KernelReplay]:
     """A port's rows failed only because, on a device that cannot count its reads of the shuffle lanes CUDA leaves
     undefined (OpenCL), it reads them otherwise than its original, which depends on them, while matching the
     original reading them as 0 (NVIDIA's reading): not replayable there, both said -- the original's defect
-    leaves the capture unable to judge it.  The CUDA samples' reduce7<int, 4u>: the original on the emulator
-    takes its `__CUDA_ARCH__ >= 800` branch, the OpenCL port the shuffle loop."""
+    leaves the capture unable to judge it.  The CUDA samples' reduce7<int, 4u> on Intel's CPU runtime: poisoned,
+    the port adds the poison 2 times where the original on the emulator adds it 17 (why was not traced)."""
     out = []
     for row in rows:
         if row.status == "failed" and READ_ELSEWHERE in row.reason:

@@ -602,8 +602,8 @@ def test_a_port_reading_undefined_lanes_otherwise_where_they_are_not_counted_is_
 ):
     """The CUDA samples' reduce7<int, 4u> on Intel's CPU runtime: the original depends on shuffle lanes CUDA leaves
     undefined; the OpenCL port, whose reads of them that device does not count, matches the original with them
-    read as 0 and not with them poisoned (the original takes its __CUDA_ARCH__ >= 800 branch on the emulator, the
-    port the shuffle loop).  Not replayable there, both said; any other failure stays failed."""
+    read as 0 and not with them poisoned (it adds the poison 2 times where the original adds it 17).  Not
+    replayable there, both said; any other failure stays failed."""
     from porter.harness.validate import READ_ELSEWHERE
 
     said = f"undefined: with the shuffle lanes ... its outputs differ from the original's: arg1[0] = -7; {READ_ELSEWHERE}"

@@ -18,7 +18,7 @@ import math
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -467,23 +467,20 @@ class ProgramReport:
 
     def _originals_failing(self, check: str) -> list[str]:
         """The original kernel instances whose replay failed the check `check` (its reason begins ``check:``)."""
-        return sorted(
-            {
-                r.instance or k.name
-                for k in self.kernels
-                for r in k.replays
-                if r.variant == "original" and r.status == "failed" and r.reason.startswith(f"{check}:")
-            }
-        )
+        return self._originals(lambda r: r.status == "failed" and r.reason.startswith(f"{check}:"))
 
     def _originals_racing(self) -> list[str]:
         """The original kernel instances validated by what their racing stores leave (checks.Raced)."""
+        return self._originals(lambda r: r.status == "validated" and RACED_WORDS in r.reason)
+
+    def _originals(self, which: Callable[[KernelReplay], bool]) -> list[str]:
+        """The original kernel instances one of whose replay rows `which` picks, sorted."""
         return sorted(
             {
                 r.instance or k.name
                 for k in self.kernels
                 for r in k.replays
-                if r.variant == "original" and r.status == "validated" and RACED_WORDS in r.reason
+                if r.variant == "original" and which(r)
             }
         )
 

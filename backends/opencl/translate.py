@@ -2794,36 +2794,36 @@ class _Body:
                     "shuffles over part of a warp are translated for a constant power-of-two width only",
                 )
                 return
-        if partial_mask and (segment is not None or not spec.get("masked")):
+        # a whole-warp shuffle keeps a partial mask through its `masked` form; elsewhere the mask is ignored
+        masked = partial_mask and segment is None and bool(spec.get("masked"))
+        if partial_mask and not masked:
             assert mask is not None
             self.warn_once(
                 node,
                 f"{name} mask {_text(args[mask])}",
                 "lane mask ignored: OpenCL sub-group functions take every work-item of the sub-group",
             )
-        self.emit_warp(node, name, rendered, segment, partial_mask)
+        self.emit_warp(node, name, rendered, segment, masked)
 
     def emit_warp(
-        self, node: Node, name: str, rendered: list[str], segment: int | None, partial_mask: bool = False
+        self, node: Node, name: str, rendered: list[str], segment: int | None, masked: bool = False
     ) -> None:
         """The [warp] entry `name` with its rendered CUDA arguments; `segment`: a width below 32 (the
         entry's `partial` form: a general shuffle from the lane CUDA reads, in 32-wide sub-groups);
-        `partial_mask`: a lane mask other than the full warp (the entry's `masked` form, where it has one:
-        lanes outside it read as CUDA's undefined lanes do on NVIDIA)."""
+        `masked`: the whole-warp entry's `masked` form, for a lane mask other than the full warp (lanes
+        outside it read as CUDA's undefined lanes do on NVIDIA)."""
         spec = self.t["warp"][name]
         if segment is not None:
             template = str(spec["partial"])
             self.res.assumes_32 = True
             self.res.requires.update(self.t["warp_partial"]["requires"])
         else:
-            masked = partial_mask and bool(spec.get("masked"))
             template = str(spec["masked"] if masked else spec["call"])
-            # a lane mask is a bitmap of CUDA's 32 lanes: it names the sub-group's lanes when that is 32 wide
-            self.res.assumes_32 = self.res.assumes_32 or masked
             if spec.get("note"):
                 self.warn_once(node, name, spec["note"])
             self.res.requires.update(spec["requires"])
-            self.res.assumes_32 = self.res.assumes_32 or bool(spec.get("assumes_32"))
+            # a lane mask is a bitmap of CUDA's 32 lanes: it names the sub-group's lanes when that is 32 wide
+            self.res.assumes_32 = self.res.assumes_32 or masked or bool(spec.get("assumes_32"))
         # the [warp_helpers] the form calls (porter_lane_down, porter_shuffle_down ...): emitted in the prelude
         called = [h for h in re.findall(r"\bporter_\w+", template) if h in self.t["warp_helpers"]]
         while called:  # with the helpers each one calls (its `needs`)

@@ -237,6 +237,13 @@ class Raced:
         return held.reshape(want.shape)
 
 
+def by_kind(unordered: Sequence[Unordered | Raced]) -> tuple[list[Unordered], dict[int, Raced]]:
+    """The :class:`Unordered` comparisons of `unordered`, and its :class:`Raced` ones by output index."""
+    return [o for o in unordered if isinstance(o, Unordered)], {
+        o.member: o for o in unordered if isinstance(o, Raced)
+    }
+
+
 def _rows(arrays: Sequence[np.ndarray]) -> np.ndarray:
     """One opaque value per element index: the bytes of that element in each array, side by side."""
     n = arrays[0].size
@@ -444,8 +451,7 @@ def check_deterministic(
     atomics; under the :class:`Unordered` comparison for outputs whose order the original does not
     fix; at the elements a :class:`Raced` output's stores race on, each run a value the original's runs
     left there): catches races and reads of uninitialised memory."""
-    orders = [o for o in unordered if isinstance(o, Unordered)]
-    raced = {o.member: o for o in unordered if isinstance(o, Raced)}
+    orders, raced = by_kind(unordered)
     for order in orders:
         why = unordered_difference(spec, order, inst.values, b_run, a_run)
         if why:
@@ -600,8 +606,7 @@ def check_matches_reference(
     comparison; at the elements a :class:`Raced` output's stores race on, the value the original's runs
     left there nearest the port's; outputs with a `floor`: within that absolute difference too); the
     largest errors go to `stats`."""
-    orders = [o for o in unordered if isinstance(o, Unordered)]
-    raced = {o.member: o for o in unordered if isinstance(o, Raced)}
+    orders, raced = by_kind(unordered)
     members = {m for order in orders for m in order.members}
     for order in orders:
         want_all = {

@@ -50,7 +50,7 @@ import numpy as np
 from porter.backends import CompileOptions, Device, get_backend
 from porter.backends.isolate import Alias
 from porter.capture import Arg, Launch
-from porter.harness.checks import Raced, Unordered
+from porter.harness.checks import Raced, Unordered, by_kind
 from porter.harness.inputs import ctype_info
 from porter.harness.trial import Instance, ValidateOptions
 from porter.model import ArgSpec, KernelSpec, Role, Status, Variant, Verdict
@@ -1014,7 +1014,7 @@ def _floors_one(rep: Replay, original: Original, captured_on: str, ports: Sequen
     if spec is None or not captured_on:
         return rep
     array_idx = [i for i, a in enumerate(spec.args) if a.role is not Role.SCALAR]
-    members = {m for order in rep.unordered if isinstance(order, Unordered) for m in order.members}
+    members = {m for order in by_kind(rep.unordered)[0] for m in order.members}
     outs = [i for i in array_idx if spec.args[i].role is Role.INOUT and i not in members]
     floors: dict[str, Floor] = {}
     notes: list[str] = []
@@ -1109,7 +1109,7 @@ def _spread(
     if isinstance(every, str):
         return {}, f"the original's replay there failed: {every}"
     spread: dict[int, float] = {}
-    raced = {o.member: o for o in rep.unordered if isinstance(o, Raced)}
+    raced = by_kind(rep.unordered)[1]
     for inst, got in zip(rep.instances, every, strict=True):
         want = dict(zip(array_idx, rep.recorded[inst.label], strict=True))
         for i in outs:

@@ -95,27 +95,10 @@ def test_a_port_that_computes_otherwise_from_the_undefined_lanes_fails(
 ) -> None:
     # the HIP port masks each shuffled value to 16 bits: the same sums when the undefined lanes read 0 (as
     # captured), another when they read the poison pattern -- it does not compute what the original computes
-    from fakes.programs import plant_port
-
-    from porter.workflows.program import port_program
-    from porter.workflows.program_run import ProgramRuns
-
-    masked = "v += __shfl_down(v, offset) & 0xFFFF;"
-    plant_port(
-        monkeypatch,
-        "hip",
-        lambda text: text.replace("v += __shfl_down(v, offset);", masked, 1),
-        "lanes_sum_unguarded",
+    shuffled = "v += __shfl_down(v, offset);"
+    rows = _unguarded_rows_of_a_planted_port(
+        tmp_path, monkeypatch, "hip", shuffled, shuffled.replace(";", " & 0xFFFF;"), ("cpu-runtime",)
     )
-    src = tmp_path / "undefined_lanes"
-    shutil.copytree(FIXTURE, src)
-    report = port_program(
-        [str(src)],
-        ["hip"],
-        out_dir=str(tmp_path / "out"),
-        run=ProgramRuns(("",), toolchains=("cpu-runtime",)),
-    )
-    rows = [r for k in report.kernels if k.name == "lanes_sum_unguarded" for r in k.replays]
     assert [r.status for r in rows if r.variant == "original"] == ["validated"], rows
     (wrong,) = [r for r in rows if r.variant == "hip" and r.device == "cpu:cpu-emulator"]
     assert wrong.status == "failed", wrong
@@ -129,35 +112,43 @@ def test_an_opencl_port_that_reads_the_undefined_lanes_otherwise_is_not_validate
     """The same planted change in the OpenCL port: its reads are not counted there, so a port that matches the
     original with the undefined lanes read as 0 but not poisoned is not replayable on that device (never validated),
     both said."""
-    from fakes.programs import plant_port
-
     from porter.harness.validate import READ_ELSEWHERE
-    from porter.workflows.program import port_program
-    from porter.workflows.program_run import ProgramRuns
 
     shuffled = "v += porter_shfl_down_sync((uint)(mask), v, (uint)(offset));"
-    plant_port(
+    rows = _unguarded_rows_of_a_planted_port(
+        tmp_path,
         monkeypatch,
         "opencl",
-        lambda text: text.replace(shuffled, shuffled.replace("v += ", "v += 0xFFFF & "), 1),
-        "lanes_sum_unguarded",
+        shuffled,
+        shuffled.replace("v += ", "v += 0xFFFF & "),
+        ("cpu-runtime", "opencl"),
     )
-    src = tmp_path / "undefined_lanes"
-    shutil.copytree(FIXTURE, src)
-    report = port_program(
-        [str(src)],
-        ["opencl"],
-        out_dir=str(tmp_path / "out"),
-        run=ProgramRuns(("",), toolchains=("cpu-runtime", "opencl")),
-    )
-    rows = [
-        r
-        for k in report.kernels
-        if k.name == "lanes_sum_unguarded"
-        for r in k.replays
-        if r.variant == "opencl"
-    ]
+    rows = [r for r in rows if r.variant == "opencl"]
     ran = [r for r in rows if "has none of them" not in r.reason]
     if not ran:
         pytest.skip(f"no OpenCL device here has 32-wide sub-groups: {[r.reason for r in rows]}")
     assert all(r.status == "not-replayable" and READ_ELSEWHERE in r.reason for r in ran), ran
+
+
+def _unguarded_rows_of_a_planted_port(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    target: str,
+    was: str,
+    planted: str,
+    toolchains: tuple[str, ...],
+) -> list:
+    """The fixture ported to `target` alone, its `lanes_sum_unguarded` port with `was` made `planted`: that
+    kernel's replay rows."""
+    from fakes.programs import plant_port
+
+    from porter.workflows.program import port_program
+    from porter.workflows.program_run import ProgramRuns
+
+    plant_port(monkeypatch, target, lambda text: text.replace(was, planted, 1), "lanes_sum_unguarded")
+    src = tmp_path / "undefined_lanes"
+    shutil.copytree(FIXTURE, src)
+    report = port_program(
+        [str(src)], [target], out_dir=str(tmp_path / "out"), run=ProgramRuns(("",), toolchains=toolchains)
+    )
+    return [r for k in report.kernels if k.name == "lanes_sum_unguarded" for r in k.replays]

@@ -225,6 +225,9 @@ UNMAPPED_API = "unmapped-api"
 # how a verdict names an output whose stores race in the original (porter.harness.checks.Raced): its program's
 # output may move with the race, the original's run as much as a port's
 RACED_WORDS = "its stores race on in the original"
+# begins the clause of a port's program run (and of its program verdict) naming what was left out of the comparison
+# because it varies between two runs of the original (porter.harness.outputs.Unstable.uncompared)
+UNCOMPARED = "not compared, as they vary between two runs of the original:"
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from porter import sandbox
-from porter.model import RACED_WORDS, UNMAPPED_API, Status, to_jsonable
+from porter.model import RACED_WORDS, UNCOMPARED, UNMAPPED_API, Status, to_jsonable
 from porter.records import VALIDATED, Totals, attempt_doc, trade_off, usage_doc
 from porter.redact import redact
 
@@ -459,7 +459,18 @@ class ProgramReport:
                 any(v.variant == target and v.status == "matches" for v in r.variants) for r in self.runs
             ):
                 devices = sorted({v.device for v in mine if v.status == "matches"})
-                out[target] = {"status": "matches", "detail": ", ".join(devices)}
+                # what the runs left out because it varies between the original's own runs (outputs.UNCOMPARED)
+                left = sorted(
+                    {
+                        c
+                        for v in mine
+                        if v.status == "matches"
+                        for c in v.reason.split("; ")
+                        if c.startswith(UNCOMPARED)
+                    }
+                )
+                detail = ", ".join(devices) + "".join(f" ({c})" for c in left[:2])
+                out[target] = {"status": "matches", "detail": detail}
             else:
                 reasons = [v.reason for v in mine if v.reason] or ["no build of the port runs here"]
                 out[target] = {"status": "not-run", "detail": reasons[0]}

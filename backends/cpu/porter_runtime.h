@@ -86,6 +86,18 @@ inline std::pair<uintptr_t, size_t> allocation_of(const void* p) {
     return {0, 0};
 }
 
+// PORTER_SCHEDULE=N (N > 0): every launch runs its blocks and threads in another seeded order than it does without
+// it (program.py CpuProgramToolchain.reorder_env: the original's second run of a program, so that what its output
+// owes to the order of its blocks -- a race between blocks, a value left by whichever block stored last -- varies
+// between its two runs and is not compared, as on a GPU, which fixes no order)
+inline unsigned long long schedule_salt() {
+    static const unsigned long long salt = [] {
+        const char* v = getenv("PORTER_SCHEDULE");
+        return v ? strtoull(v, nullptr, 10) : 0ull;
+    }();
+    return salt;
+}
+
 inline double now_ms() {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -102,7 +114,7 @@ inline cudaError_t launch_checked(void (*body)(void*), void* ctx, const Config& 
         return note(cudaErrorInvalidConfiguration);
     if (c.shared > PORTER_MAX_DYN_SMEM) return note(cudaErrorInvalidValue);
     if (g_sticky_error != cudaSuccess) return g_sticky_error;
-    unsigned long long seed = ++g_launches;
+    unsigned long long seed = ++g_launches + schedule_salt() * 0x9E3779B97F4A7C15ull;
     if (launch_body(body, ctx, grid, block, c.shared, seed) != 0) {
         fprintf(stderr, "porter cpu runtime: launch of %s failed: %s\n", what, g_launch.error);
         g_sticky_error = cudaErrorLaunchFailure;

@@ -245,6 +245,10 @@ _REFUSED_INCLUDE = re.compile(
 # --------------------------------------------------------------------------- the build
 
 
+# porter_runtime.h: set to N > 0, every launch runs its blocks and threads in another seeded order
+SCHEDULE_ENV = "PORTER_SCHEDULE"
+
+
 class CpuProgramToolchain:
     """g++ and porter's CPU runtime: CUDA and HIP programs, run on this machine's CPU."""
 
@@ -287,6 +291,13 @@ class CpuProgramToolchain:
         """What its executables run with: ASAN_OPTIONS for a sanitizing build."""
         options = self._sanitizer().get("options")
         return {"ASAN_OPTIONS": str(options)} if options else {}
+
+    def reorder_env(self) -> dict[str, str]:
+        """What makes its executables run every launch's blocks and threads in another order than a run
+        without it (porter_runtime.h ``PORTER_SCHEDULE``): the original's second run of a program, so that an
+        output that depends on the order of the blocks (one left by whichever block stored last) varies
+        between its two runs, as it would on a GPU, instead of this runtime's one fixed order hiding it."""
+        return {SCHEDULE_ENV: "1"}
 
     def languages(self) -> tuple[str, ...]:
         return self._languages

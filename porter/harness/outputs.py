@@ -39,6 +39,7 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import IO, Any
 
+from porter.model import UNCOMPARED
 from porter.scan.timers import PrintedTimer
 
 _NUMBER = re.compile(
@@ -349,6 +350,16 @@ class Unstable:
     def skips(self, k: int) -> bool:
         return self.stdout or k in self.lines
 
+    def uncompared(self) -> str:
+        """What a comparison with the original leaves out because it varies, in one clause for the verdict
+        ("" when nothing): its files and stdout lines, counted."""
+        parts = ["stdout" if self.stdout else f"{self.count} stdout line(s)" if self.count else ""]
+        parts += [f"file {f}" for f in sorted(self.files)]
+        if self.exit:
+            parts.append("the exit code")
+        said = ", ".join(part for part in parts if part)
+        return f"{UNCOMPARED} {said}" if said else ""
+
 
 # how a program names its device's warp width when it prints it (not a count that merely involves warps)
 _WIDTH_WORDS = re.compile(
@@ -638,6 +649,25 @@ def compare(
     return found.lines()
 
 
+def nothing_compared(original: RunOutput, rule: Rule | None = None, varies: Unstable | None = None) -> str:
+    """Why a comparison with `original` rests on nothing the original determines ("" when it does not): it
+    printed lines or wrote files, and every one of them varies between two of its own runs (``varies``), so
+    that only its exit code would be compared -- no evidence that a port does what it does."""
+    rule = rule or default_rule()
+    varies = varies or Unstable()
+    printed = sum(1 for _ in _kept(original.stdout, rule))
+    if not (printed or original.files):
+        return ""  # a program whose whole output is its exit code: that is compared
+    if any(not varies.skips(k) for k in range(printed)) or any(f not in varies.files for f in original.files):
+        return ""
+    what = [f"the {printed} stdout line(s) it prints"] if printed else []
+    what += [f"file {f}" for f in sorted(original.files)]
+    return (
+        f"nothing compared: {', '.join(what)} vary between two runs of the original, so nothing it "
+        "determines is left to compare a port with"
+    )
+
+
 def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
     """(size, mtime_ns) of every regular file under `folder` (symbolic links neither listed nor
     followed), by relative path."""
@@ -678,6 +708,7 @@ __all__ = [
     "compare_text",
     "default_rule",
     "is_masked",
+    "nothing_compared",
     "snapshot",
     "timer_notes",
     "unstable",

@@ -56,6 +56,7 @@ from porter.harness.outputs import (
     as_device,
     compare,
     default_rule,
+    nothing_compared,
     property_lines,
     snapshot,
     statistic_lines,
@@ -85,6 +86,11 @@ MAX_DATA_CLIMB = 64  # folders a --data folder may lie above the program's and s
 
 
 ORIGINAL = "original"  # the variant name of the program as the user wrote it
+# said of an original whose output varied, where its second run had its blocks in another order
+REORDERED = (
+    "(its second run had the wall clock shifted and, on porter's CPU runtime, every launch's blocks and threads "
+    "in another order: what varies depends on a clock or on the order its blocks run in)"
+)
 
 
 def _tail(text: str, chars: int = TAIL_CHARS) -> str:
@@ -523,6 +529,8 @@ class _Runner:
                     if again.status == "ran" and first is not None and second is not None:
                         self.varies[id(rec)] = unstable(first, second, self.rule)
                         rec.varies = self.varies[id(rec)].describe()
+                        if rec.varies and getattr(chain, "reorder_env", None):
+                            rec.varies.append(REORDERED)
                 run.originals.append(rec)
                 run.original = run.original or rec
                 self.save()
@@ -699,7 +707,17 @@ class _Runner:
                 rec.reason = "; ".join(part for part in (rec.reason, said) if part)
         timed = timer_notes(original.stdout, self.rule)  # printed from a timer, as the program's source shows
         rec.reason = "; ".join(part for part in (rec.reason, *timed) if part)
-        rec.differences = compare(original, mine, self.rule, varies)
+        # all of it first: a port whose output equals the original's everywhere, what varies included, is
+        # said to match on everything (a port on the runtime the original ran on, in its order)
+        whole = varies is not None and not compare(original, mine, self.rule)
+        rec.differences = [] if whole else compare(original, mine, self.rule, varies)
+        if not whole:
+            left = nothing_compared(original, self.rule, varies)
+            if left and not rec.differences:  # no evidence: a match on nothing the original determines
+                rec.status, rec.reason = "not-run", "; ".join(part for part in (rec.reason, left) if part)
+                return
+            if varies is not None and varies.uncompared() and not rec.differences:  # said with the verdict
+                rec.reason = "; ".join(part for part in (rec.reason, varies.uncompared()) if part)
         rec.status = "differs" if rec.differences else "matches"
         if rec.differences and not _same_device(rec.against, rec.device):
             rec.differences.insert(
@@ -748,6 +766,7 @@ class _Runner:
         name = name or main.path.stem
         # the original's first run on a toolchain that can records its launches
         capturing = build.variant == "original" and not repeat and build.captures
+        reordered: dict[str, str] = dict(getattr(chain, "reorder_env", lambda: {})()) if repeat else {}
         key = key_of(
             "program-run", build.key, argv, name, str(run_folder(prog, main)), self.timeout, repeat,
             self.expect_exit,
@@ -755,6 +774,7 @@ class _Runner:
             self.data, _data_digest(self.data),
             *((self.placement.nest, self.placement.links) if self.placement.links else ()),
             *((clock.SHIFT_S,) if shift is not None else ()),
+            *(sorted(reordered.items()) if reordered else ()),
         )  # fmt: skip
         old = self.ledger.get(key)
         if repeat and build.resumed and (self.out / "runs" / key[:16] / "run.json").is_file():
@@ -788,6 +808,8 @@ class _Runner:
         cwd, name = _staged(copy, prog, tree, main, Path(exe), name)
         before = snapshot(copy)
         env = dict(getattr(chain, "run_env", lambda: {})())
+        if repeat:  # blocks and threads in another order where the runtime fixes one (porter's CPU runtime)
+            env.update(reordered)
         if shift is not None:  # before any library the system preloads
             env.update(shift[0])
             if os.environ.get("LD_PRELOAD"):

@@ -13,11 +13,13 @@ from pathlib import Path
 import pytest
 
 from porter.errors import UsageError
+from porter.model import UNCOMPARED
 from porter.program import discover
 from porter.report import program_view
 from porter.results import ProgramReport
 from porter.workflows.program import Hooks, port_program
 from porter.workflows.program_run import (
+    REORDERED,
     ProgramRuns,
     build_and_run,
     choose,
@@ -255,9 +257,12 @@ def test_what_varies_between_two_runs_of_the_original_is_not_compared(tmp_path: 
     report = port_program([str(prog)], ["hip"], out_dir=str(tmp_path / "o"), run=cpu(""))
     original = report.runs[0].original
     assert original is not None and original.varies == [
-        "stdout line 1 varies between two runs of the original: not compared"
+        "stdout line 1 varies between two runs of the original: not compared",
+        REORDERED,
     ]
-    assert report.runs[0].variants[0].status == "matches"
+    port = report.runs[0].variants[0]
+    assert port.status == "matches" and port.reason == f"{UNCOMPARED} 1 stdout line(s)"
+    assert report.verdicts()["hip"]["detail"].endswith(f" ({UNCOMPARED} 1 stdout line(s))")
     doc = json.loads((Path(report.out_dir) / "report.json").read_text())
     assert doc["program"]["runs"][0]["original"]["varies"] == original.varies
 

@@ -431,11 +431,22 @@ inline Capture* capture_begin(const char* what, const dim3& g, const dim3& b, si
         }
         cap->syms.push_back({base, bytes, y.bound != nullptr});
         cap->total += bytes;
+        // a struct variable (d_common.d_frame) with a word pointing into a device allocation: a pointer the
+        // kernel may read or write through, which porter does not follow (its first MiB is looked at)
+        bool holds = false;
+        if (y.bound == nullptr && y.dtype.empty())
+            for (size_t off = 0; !holds && off + sizeof(void*) <= bytes && off < ((size_t)1 << 20);
+                 off += alignof(void*)) {
+                uintptr_t word;
+                memcpy(&word, (const char*)base + off, sizeof word);
+                holds = word != 0 && allocation_of((const void*)word).first != 0;
+            }
         syms += std::string(i ? "," : "") + "{\"name\":" + json_string(y.name) + ",\"element\":" +
                 json_string(y.element) + ",\"dtype\":" + json_string(y.dtype) +
                 ",\"element_bytes\":" + std::to_string(y.element_bytes) + ",\"bytes\":" + std::to_string(bytes) +
                 ",\"constant\":" + (y.constant ? "true" : "false") +
-                (y.bound != nullptr ? ",\"texture\":true" : "") + ",\"before\":\"" +
+                (y.bound != nullptr ? ",\"texture\":true" : "") +
+                (holds ? ",\"holds_device_pointer\":true" : "") + ",\"before\":\"" +
                 array_name(*cap, "s", i, "before") + "\",\"after\":\"" + array_name(*cap, "s", i, "after") + "\"}";
     }
     syms += "]";

@@ -308,6 +308,51 @@ def dwt2d(gpu: bool) -> Files:
     return {f"rgb_{n}.bmp": header + info + body}
 
 
+def avi(frames: list[np.ndarray]) -> bytes:
+    """An uncompressed 8-bit AVI as Rodinia's avilib reads it (heartwall, leukocyte): the RIFF header, a
+    ``hdrl`` list whose video stream header and BITMAPINFOHEADER give the frame count, width and height, and a
+    ``movi`` list of one ``00db`` chunk per frame, each frame's rows bottom-up as a DIB stores them (avilib
+    has no ``idx1`` to read: it finds the chunks by scanning ``movi``)."""
+    height, width = frames[0].shape
+
+    def chunk(tag: bytes, body: bytes) -> bytes:
+        return tag + struct.pack("<I", len(body)) + body + b"\0" * (len(body) % 2)
+
+    def lst(kind: bytes, body: bytes) -> bytes:
+        return chunk(b"LIST", kind + body)
+
+    size = width * height
+    avih = struct.pack("<14I", 40000, size * 25, 0, 0x10, len(frames), 0, 1, size, width, height, 0, 0, 0, 0)
+    strh = (
+        b"vids"
+        + b"DIB "
+        + struct.pack("<IHHIIIIIIiI4h", 0, 0, 0, 0, 1, 25, 0, len(frames), size, -1, 0, 0, 0, width, height)
+    )
+    strf = struct.pack("<IiiHHIIiiII", 40, width, height, 1, 8, 0, size, 0, 0, 256, 0) + bytes(
+        v for i in range(256) for v in (i, i, i, 0)
+    )
+    hdrl = lst(b"hdrl", chunk(b"avih", avih) + lst(b"strl", chunk(b"strh", strh) + chunk(b"strf", strf)))
+    movi = lst(b"movi", b"".join(chunk(b"00db", np.ascontiguousarray(f[::-1]).tobytes()) for f in frames))
+    return chunk(b"RIFF", b"AVI " + hdrl + movi)
+
+
+def heartwall(gpu: bool) -> Files:
+    """An ultrasound-like video of 609 x 590 pixels (the size of Rodinia's test.avi, whose wall points
+    main.cu hardcodes): speckle over a dark field, a bright ring around the points' centre that moves a few
+    pixels from frame to frame, so each point's template has something to follow."""
+    count = 20 if gpu else 3
+    rng = _rng("heartwall", count)
+    y, x = np.mgrid[0:590, 0:609].astype(np.float64)
+    frames = []
+    for k in range(count):
+        cy, cx = 380 + 3 * np.sin(k / 3), 320 + 2 * np.cos(k / 4)
+        r = np.hypot(y - cy, x - cx)
+        ring = 150 * np.exp(-(((r - 95) / 14) ** 2)) + 110 * np.exp(-(((r - 150) / 18) ** 2))
+        speckle = rng.gamma(4.0, 0.25, y.shape)
+        frames.append(np.clip((30 + ring) * speckle, 0, 255).astype(np.uint8))
+    return {f"heart_{count}.avi": avi(frames)}
+
+
 GENERATORS: dict[str, Callable[[bool, Path], Files]] = {
     "hotspot": lambda gpu, _folder: hotspot(gpu),
     "hotspot3D": lambda gpu, _folder: hotspot3D(gpu),
@@ -319,6 +364,7 @@ GENERATORS: dict[str, Callable[[bool, Path], Files]] = {
     "cfd": lambda gpu, _folder: cfd(gpu),
     "huffman": lambda gpu, _folder: huffman(gpu),
     "dwt2d": lambda gpu, _folder: dwt2d(gpu),
+    "heartwall": lambda gpu, _folder: heartwall(gpu),
 }
 PROGRAMS = tuple(GENERATORS)
 

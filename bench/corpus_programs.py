@@ -176,6 +176,8 @@ def main() -> int:
         cmd += ["--json", "--fresh"]
         for inc in entry.get("include", []):
             cmd += ["-I", str(corpus / inc)]
+        for name_value in entry.get("define", []):
+            cmd += ["-D", name_value]
         runs, data = prepared[name]
         data = moved[name][1] if name in moved else data
         for run in runs:

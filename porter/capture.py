@@ -92,6 +92,8 @@ class SymbolValue:
     # a texture reference: its bytes are the memory bound to it at the launch (empty: unbound), which a
     # replay binds again (KernelSpec.textures); read-only, like a __constant__
     texture: bool = False
+    # a struct variable with a word pointing into a device allocation (a pointer porter does not follow)
+    holds_device_pointer: bool = False
 
 
 @dataclass(frozen=True)
@@ -295,6 +297,7 @@ def _parse_launch(doc: Mapping[str, Any], run: int, folder: str) -> Launch:
                 str(_array_name(y["before"])),
                 str(_array_name(y["after"])),
                 bool(y.get("texture")),
+                bool(y.get("holds_device_pointer")),
             )  # fmt: skip
             for y in doc.get("symbols") or ()
         ),

@@ -864,6 +864,13 @@ class _Translator:
         words = [w for w in _squash(struct).split() if w not in ("const", "volatile", "struct", "class")]
         return self._fields.get(" ".join(words), {}).get(field)
 
+    def pointer_fields(self, struct: str) -> list[str]:
+        """The fields of the struct named `struct` that are pointers (empty for a struct porter does not find)."""
+        self.field_type(struct, "")  # the table, read once
+        words = [w for w in _squash(struct).split() if w not in ("const", "volatile", "struct", "class")]
+        fields = (self._fields or {}).get(" ".join(words), {})
+        return [name for name, ty in fields.items() if ty.endswith("*")]
+
     def _type_definitions(self, node: Node) -> list[Node]:
         """The struct / class / union definitions at file scope (in #if blocks and namespaces too)."""
         out: list[Node] = []
@@ -1632,6 +1639,8 @@ class _Body:
         table = self.t["float_arguments"]
         if name in table["float"]:
             return "float"
+        if name in self.t["floating_overloads"] and args and self.scalar_type(args[0]) in ("float", "double"):
+            return self.scalar_type(args[0])  # abs(x) of a float: a float, as fabs
         if name in table["double"] or name in ("min", "max"):
             types = [self.scalar_type(a) for a in args]
             if not types or None in types:
@@ -1647,6 +1656,40 @@ class _Body:
                 return None  # returns a pointer or a reference
             return _canonical_scalar(_text(rtype))
         return None
+
+    def stored_pointer_use(self, node: Node, name: str) -> bool:
+        """Whether this use of the __constant__ variable `name` may read a pointer stored in it: a struct with
+        pointer fields (Rodinia heartwall's ``d_unique[bx].d_in2``), used through one of those fields or other
+        than through a field (whole, or by address); a use of one of its other fields reads no pointer."""
+        fields = self.tr.pointer_fields(self.tr.consts[name].elem)
+        if not fields:
+            return False
+        up = node
+        while up.parent is not None and up.parent.type in (
+            "subscript_expression",
+            "parenthesized_expression",
+        ):
+            if up.parent.type == "subscript_expression" and up.parent.child_by_field_name("argument") != up:
+                break  # the variable is an index there
+            up = up.parent
+        parent = up.parent
+        if (
+            parent is not None
+            and parent.type == "field_expression"
+            and parent.child_by_field_name("argument") == up
+        ):
+            return _text(parent.child_by_field_name("field")) in fields
+        return True
+
+    def floating_overload(self, name: str, arg: Node) -> str:
+        """What a call of `name` ([floating_overloads]: `abs`) with `arg` becomes: its floating spelling for a
+        float or double argument, porter's overloaded helper where the type is not known here, "" for an integer
+        (OpenCL C's own function of that name)."""
+        spec = self.t["floating_overloads"][name]
+        ty = self.scalar_type(arg)
+        if ty in ("float", "double"):
+            return str(spec["floating"])
+        return str(spec["unknown"]) if ty is None else ""
 
     def subscript_depth(self, node: Node) -> int | None:
         """How many subscripts / dereferences lead from a variable to `node`; None when the chain
@@ -1777,6 +1820,15 @@ class _Body:
             self.warp_macro(node, name)
         elif name in self.t["builtins"]:
             self.error(node, name, f"{name} used as a whole (dim3): only {name}.x/.y/.z are translated")
+        elif name in self.tr.consts and self.stored_pointer_use(node, name):
+            fields = self.tr.pointer_fields(self.tr.consts[name].elem)
+            self.error(
+                node,
+                name,
+                f"reads the __constant__ {name}, whose {self.tr.consts[name].elem} holds device pointers "
+                f"({', '.join(fields[:3])}{', ...' if len(fields) > 3 else ''}): an OpenCL kernel reaches a "
+                "buffer through its arguments only, never through a pointer the program stored in memory",
+            )
         elif name in self.tr.consts and not self.tr.consts[name].dims:
             self.edits.append(Edit.replace(node, f"(*{name})"))
         elif name in self.tr.textures:
@@ -1906,8 +1958,22 @@ class _Body:
         return True
 
     def _v_template_function(self, node: Node) -> bool:
+        if self.misparsed_comparison(node):  # `row < (a) && col > (b)`: the comparisons, visited as written
+            return False
         self.error(node, _text(node), "call of a function template: OpenCL C has no templates")
         return True
+
+    def misparsed_comparison(self, fn: Node) -> bool:
+        """Whether `fn`, a ``template_function``, is two comparisons C++'s grammar cannot tell from a call of a
+        function template: in ``row < (a + b) && col > (c - 1)`` (Rodinia heartwall) tree-sitter reads ``row<(a +
+        b) && col>(c - 1)``, where ``row`` is a variable of the function, not a template of the program."""
+        name = fn.child_by_field_name("name")
+        return (
+            name is not None
+            and name.type == "identifier"
+            and _text(name) in self.vars
+            and _text(name) not in self.tr.template_fns
+        )
 
     def _v_template_type(self, node: Node) -> bool:
         self.error(node, _text(node), "C++ template type: OpenCL C has no templates")
@@ -2192,6 +2258,8 @@ class _Body:
                 self.res.fp64 = True
             self.edits.append(Edit.replace(node, f"(({spelled})({value}))"))
             return True
+        if fn is not None and fn.type == "template_function" and self.misparsed_comparison(fn):
+            return False  # comparisons, not a call: visited as written
         if fn is not None and fn.type == "template_function":
             name = _text(fn.child_by_field_name("name"))
             if name == "tex1Dfetch" or name in self.t["untranslatable"]:
@@ -2255,6 +2323,10 @@ class _Body:
             self.atomic(node, base, args)
         elif name in t["warp"]:
             self.warp_call(node, name, args)
+        elif name in t["floating_overloads"] and len(args) == 1 and self.floating_overload(name, args[0]):
+            # `abs(x)` of a float: C++'s floating overload, which OpenCL C spells otherwise (its abs is integer)
+            self.edits.append(Edit.replace(fn, self.floating_overload(name, args[0])))
+            self.visit_arguments(name, arglist, args)
         elif name in t["function_templates"]:
             rendered = [self.render(a) for a in args]
             try:

@@ -587,6 +587,13 @@ def _build_group(
     left += unjudged
     if not rows:
         problem = "no captured launch changed any array"
+        held = sorted({y.name for la in usable for y in la.symbols if y.holds_device_pointer})
+        if held:  # what it changed, if anything, it reached through pointers the capture does not follow
+            problem = (
+                "no captured launch changed any array it was passed; the program's variable(s) "
+                f"{', '.join(held)} hold device pointers, through which it may read and write memory porter "
+                "does not follow (not replayed yet)"
+            )
         if silent and len(silent) == len(idle):
             # a kernel that writes nothing, or only what each element already holds
             problem += (

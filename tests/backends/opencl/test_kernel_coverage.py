@@ -694,3 +694,53 @@ def test_mul24_with_mixed_argument_types_builds_and_runs(ocl: tuple[Any, Any]) -
     _, got = _run(ocl, tr, "spread", [data, np.zeros(n, np.int32), np.int32(n)], (2, 1, 1), (128, 1, 1))
     lane = np.arange(n) % 128
     np.testing.assert_array_equal(got, data + (lane >> 5) * 64 + lane * 3)
+
+
+# --------------------------------------------------------------------------- heartwall's shapes
+
+
+def test_a_bounds_test_cpp_reads_as_a_template_call_is_kept_as_comparisons() -> None:
+    """`row < (a + b) && col > (c - 1)`: tree-sitter's C++ reads `row<...>(c - 1)`, a call of a function
+    template; `row` is a variable of the kernel, so the text is the comparisons it was written as."""
+    tr = _translate("window_compare.cu")
+    assert not _kernel(tr, "inside").untranslatable
+    assert (
+        "row < ((*d_window).pad_rows + (*d_window).rows) &&\n        col > ((*d_window).pad_cols - 1) &&"
+        in tr.text
+    )
+    # abs of a float is C++'s floating overload: fabs where the type is known, porter's helper where not
+    assert "v = fabs(in[row * width + col]) * porter_abs((*d_window).scale);" in tr.text
+    assert (
+        "static inline __attribute__((overloadable)) float porter_abs(float x) { return fabs(x); }" in tr.text
+    )
+
+
+def test_a_constant_struct_holding_a_device_pointer_is_refused_where_the_pointer_is_read() -> None:
+    tr = _translate("window_compare.cu")
+    assert not _kernel(tr, "counted").untranslatable  # its counts only
+    (why,) = _kernel(tr, "followed").untranslatable
+    assert why == (
+        "d_tracked: reads the __constant__ d_tracked, whose Tracked holds device pointers (values): an OpenCL "
+        "kernel reaches a buffer through its arguments only, never through a pointer the program stored in memory"
+    )
+    assert "39: d_tracked: reads the __constant__ d_tracked" in _errors(tr)[0]
+
+
+@pytest.mark.integration
+def test_run_a_bounds_test_and_abs_of_floats(ocl: tuple[Any, Any]) -> None:
+    backend, device = ocl
+    width, height = 24, 16
+    rng = np.random.default_rng(5)
+    image = rng.uniform(-4, 4, (height, width)).astype(np.float32)
+    window = np.array(
+        [(2, 9, 3, 12, -1.5)],
+        dtype=[("pad_rows", "<i4"), ("rows", "<i4"), ("pad_cols", "<i4"), ("cols", "<i4"), ("scale", "<f4")],
+    )
+    tr = _translate("window_compare.cu")
+    k = _kernel(tr, "inside")
+    args = [image.ravel(), np.zeros(width * height, np.float32), np.int32(width), np.int32(height), window]
+    out = launch_translated(backend, device, tr.text, k, args, (3, 2), (8, 8))[1].reshape(height, width)
+    rows, cols = np.mgrid[0:height, 0:width]
+    inside = (rows > 1) & (rows < 11) & (cols > 2) & (cols < 15)
+    expect = np.where(inside, np.abs(image) * np.float32(1.5), np.float32(0)) + np.float32(3)
+    np.testing.assert_array_equal(out, expect)

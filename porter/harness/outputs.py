@@ -649,6 +649,33 @@ def compare(
     return found.lines()
 
 
+def also_varies(
+    varies: Unstable | None,
+    original: RunOutput,
+    others: Sequence[tuple[Unstable, RunOutput]],
+    rule: Rule | None = None,
+) -> Unstable | None:
+    """`varies` (what varies between two runs of `original`) and what varies between two runs of the same
+    original on another device (`others`: each one's Unstable and output): its files and exit code, and its stdout
+    lines where that output has as many compared lines as `original` (line k is then the same line)."""
+    rule = rule or default_rule()
+    if not any(u.files or u.exit or u.lines or u.stdout for u, _ in others):
+        return varies
+    mine = varies or Unstable()
+    count = sum(1 for _ in _kept(original.stdout, rule))
+    lines, files, exit, stdout = set(mine.lines), set(mine.files), mine.exit, mine.stdout
+    for u, out in others:
+        files |= u.files
+        exit = exit or u.exit
+        if sum(1 for _ in _kept(out.stdout, rule)) == count:
+            lines |= u.lines
+            stdout = stdout or u.stdout
+    return replace(
+        mine, lines=frozenset(lines), files=frozenset(files), exit=exit, stdout=stdout,
+        count=max(mine.count, len(lines)),
+    )  # fmt: skip
+
+
 def nothing_compared(original: RunOutput, rule: Rule | None = None, varies: Unstable | None = None) -> str:
     """Why a comparison with `original` rests on nothing the original determines ("" when it does not): it
     printed lines or wrote files, and every one of them varies between two of its own runs (``varies``), so
@@ -704,6 +731,7 @@ __all__ = [
     "RunOutput",
     "Unstable",
     "Written",
+    "also_varies",
     "compare",
     "compare_text",
     "default_rule",

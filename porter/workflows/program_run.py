@@ -53,6 +53,7 @@ from porter.harness.outputs import (
     RunOutput,
     Unstable,
     Written,
+    also_varies,
     as_device,
     compare,
     default_rule,
@@ -662,7 +663,14 @@ class _Runner:
         if original is None or mine is None:
             rec.status, rec.reason = "not-run", "the original's output is not available"
             return
-        varies = self.varies.get(id(ref))
+        # what varies between two runs of the original on any device: a property of the program, not of the
+        # device the reference ran on (a GPU may run its blocks in one order twice; porter's CPU runtime varies it)
+        varies = also_varies(
+            self.varies.get(id(ref)), original,
+            [(self.varies[id(o)], out) for o in run.originals
+             if o is not ref and id(o) in self.varies and (out := self.outputs.get(id(o))) is not None],
+            self.rule,
+        )  # fmt: skip
         widths = (self.widths.get(ref.device, 0), self.widths.get(rec.device, 0))
         if all(widths) and widths[0] != widths[1]:  # a port run at another warp width (HIP at 64 lanes)
             named = width_lines(original, mine, widths, self.rule)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from porter.harness.outputs import RunOutput, Unstable, compare, nothing_compared, unstable
+from porter.harness.outputs import RunOutput, Unstable, also_varies, compare, nothing_compared, unstable
 from porter.model import UNCOMPARED
 from porter.results import ProgramReport
 from porter.workflows.program_run import REORDERED, ProgramRuns
@@ -126,3 +126,26 @@ def test_nothing_compared_only_when_every_output_the_original_has_varies() -> No
     ]
     # a program whose whole output is its exit code: that is compared
     assert nothing_compared(_out(""), varies=Unstable(exit=False)) == ""
+
+
+def test_what_varies_on_another_device_is_left_out_on_every_device() -> None:
+    """The original on a GPU may run its blocks in one order twice; on porter's CPU runtime its second run has
+    them in another.  What varies there -- a file, the exit code, stdout lines where both outputs have as many
+    -- varies in the program, and is left out of a comparison with the GPU's run too."""
+    gpu = _out("last 63\nsum 6112\n", {"o.txt": b"63"})
+    gpu_varies = unstable(gpu, _out("last 63\nsum 6112\n", {"o.txt": b"63"}))
+    assert gpu_varies.uncompared() == ""
+    cpu = _out("last 12\nsum 6112\n", {"o.txt": b"12"})
+    cpu_varies = unstable(cpu, _out("last 40\nsum 6112\n", {"o.txt": b"40"}))
+    merged = also_varies(gpu_varies, gpu, [(cpu_varies, cpu)])
+    assert merged is not None and merged.uncompared() == f"{UNCOMPARED} 1 stdout line(s), file o.txt"
+    port = _out("last 0\nsum 6112\n", {"o.txt": b"0"})
+    assert compare(gpu, port, varies=merged) == []
+    assert compare(gpu, _out("last 0\nsum 6048\n", {"o.txt": b"0"}), varies=merged) == [
+        "stdout line 2: original 'sum 6112', port 'sum 6048'"
+    ]
+    # another device's output with more lines: its files still count, its line numbers do not
+    longer = _out("last 12\nsum 6112\nextra\n", {"o.txt": b"12"})
+    merged = also_varies(gpu_varies, gpu, [(unstable(longer, _out("last 40\nsum 6112\nextra\n")), longer)])
+    assert merged is not None and merged.uncompared() == f"{UNCOMPARED} file o.txt"
+    assert also_varies(None, gpu, []) is None

@@ -292,6 +292,12 @@ class CpuProgramToolchain:
         options = self._sanitizer().get("options")
         return {"ASAN_OPTIONS": str(options)} if options else {}
 
+    @property
+    def accepts_preload(self) -> bool:
+        """Whether its executables run with a library preloaded (porter's clock shim): not a sanitizing build,
+        whose AddressSanitizer runtime must be the first library loaded."""
+        return not self._sanitize
+
     def reorder_env(self) -> dict[str, str]:
         """What makes its executables run every launch's blocks and threads in another order than a run
         without it (porter_runtime.h ``PORTER_SCHEDULE``): the original's second run of a program, so that an

@@ -1,13 +1,15 @@
-"""A run that sees the wall clock shifted (the original's second run of a program).
+"""The wall clock of a program's runs: each starts at one instant (the original's second run nine days later).
 
 Porter runs a program's original twice and leaves out of every comparison what differs between those two runs
 (clocks, random seeds: porter.harness.outputs).  A program that seeds its random numbers from ``time(0)`` (Rodinia's
-particlefilter) prints the same in two runs started in one second and differently in the next, so whether such a
-line was left out depended on when the runs happened.  The second run is therefore started with ``clock_shift.c``
-preloaded: ``time()``, ``gettimeofday()`` and ``clock_gettime(CLOCK_REALTIME)`` return :data:`SHIFT_S` seconds
-later than the real clock and run on at its pace (durations are unchanged), so whatever a program derives from the
-wall clock differs between its two runs, every time, and is left out.  The shim is built with the system's C
-compiler into the port's own output folder; where none builds it, the second run sees the real clock (as before).
+particlefilter) printed the same in two runs started in one second and differently in the next, so whether such a
+line was compared, and whether a port's run matched it, depended on when the runs happened.  Every run is therefore
+started with ``clock_shift.c`` preloaded: ``time()``, ``gettimeofday()`` and ``clock_gettime(CLOCK_REALTIME)``
+start at :data:`EPOCH` when the program starts and run on at the real pace (durations are unchanged), so the
+original's first run and every port's see the same instant -- a ``time(0)`` seed, a date: the same, and compared --
+and the original's second run starts :data:`SHIFT_S` later, so that what a program derives from the clock still
+shows as varying between the original's own runs.  The shim is built with the system's C compiler into the port's
+own output folder; where none builds it (or for a program linked statically) the runs see the real clock.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from pathlib import Path
 
 # nine days, three hours and 17 seconds: a seed from the second, a date, an hour of the day all change
 SHIFT_S = 9 * 86400 + 3 * 3600 + 17
-ENV = "PORTER_CLOCK_SHIFT"
+# the instant every compared run's wall clock starts at (2026-01-01 00:00:00 UTC), read by the shim from EPOCH_ENV
+EPOCH = 1_767_225_600
+EPOCH_ENV = "PORTER_CLOCK_EPOCH"
 SOURCE = "clock_shift.c"
 COMPILERS = ("cc", "gcc", "clang")
 BUILD_TIMEOUT_S = 60
@@ -30,9 +34,21 @@ def source_text() -> str:
     return resources.files("porter.sandbox").joinpath(SOURCE).read_text(encoding="utf-8")
 
 
-def shifted(folder: Path) -> tuple[dict[str, str], tuple[str, ...]] | None:
-    """The environment and the readable folder that make a run see the wall clock :data:`SHIFT_S` later: the
-    shim built once into `folder` (named by its source's digest); None where no C compiler here builds it."""
+def pinned(folder: Path, later: bool = False) -> tuple[dict[str, str], tuple[str, ...]] | None:
+    """The environment and the readable folder that make a run's wall clock start at :data:`EPOCH` (`later`:
+    :data:`SHIFT_S` after it, the original's second run) and run on at its real pace: every run of a program
+    porter compares starts at one instant, so what a program derives from the clock (a ``time(0)`` seed) is the
+    same in the original's first run and in each port's, and differs in the second; None where the shim is not
+    built."""
+    built = _shim(folder)
+    if built is None:
+        return None
+    return {"LD_PRELOAD": built[0], EPOCH_ENV: str(EPOCH + (SHIFT_S if later else 0))}, built[1]
+
+
+def _shim(folder: Path) -> tuple[str, tuple[str, ...]] | None:
+    """The shim's library, built once into `folder`, and the folder a jailed run must read; None where no C
+    compiler here builds it."""
     text = source_text()
     lib = folder / f"porter_clock_shift-{hashlib.sha256(text.encode()).hexdigest()[:12]}.so"
     if not lib.is_file():
@@ -53,7 +69,7 @@ def shifted(folder: Path) -> tuple[dict[str, str], tuple[str, ...]] | None:
         if done.returncode != 0 or not partial.is_file():
             return None
         partial.replace(lib)
-    return {"LD_PRELOAD": str(lib), ENV: str(SHIFT_S)}, (str(folder),)
+    return str(lib), (str(folder),)
 
 
-__all__ = ["ENV", "SHIFT_S", "shifted"]
+__all__ = ["EPOCH", "EPOCH_ENV", "SHIFT_S", "pinned"]

@@ -751,7 +751,13 @@ class _Runner:
         build) in a scratch copy of its tree.  ``repeat``: the original's second run (what varies);
         ``shift_clock``: that run sees the wall clock shifted (:mod:`porter.sandbox.clock`), so whatever the
         program derives from it varies too."""
-        shift = clock.shifted(self.out / "build" / "clock") if shift_clock else None
+        # every run's wall clock starts at one instant (the original's second run: nine days later); not where
+        # the toolchain's executables take no preloaded library (AddressSanitizer's must come first)
+        shift = (
+            clock.pinned(self.out / "build" / "clock", later=shift_clock)
+            if getattr(chain, "accepts_preload", True)
+            else None
+        )
         found = chain.device()
         if found is not None:  # its warp width: a run at another width is compared knowing it
             self.widths[build.device] = found.facts.warp_size
@@ -781,7 +787,7 @@ class _Runner:
             capture_env(Path("capture"), *self.capture_limits) if capturing else None, self.max_output,
             self.data, _data_digest(self.data),
             *((self.placement.nest, self.placement.links) if self.placement.links else ()),
-            *((clock.SHIFT_S,) if shift is not None else ()),
+            *((clock.EPOCH, clock.SHIFT_S if shift_clock else 0) if shift is not None else ()),
             *(sorted(reordered.items()) if reordered else ()),
         )  # fmt: skip
         old = self.ledger.get(key)

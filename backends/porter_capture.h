@@ -433,14 +433,18 @@ inline Capture* capture_begin(const char* what, const dim3& g, const dim3& b, si
         cap->total += bytes;
         // a struct variable (d_common.d_frame) with a word pointing into a device allocation: a pointer the
         // kernel may read or write through, which porter does not follow (its first MiB is looked at)
+        // (read as the launch's record reads it: through the runtime, a __constant__ living on the GPU there)
         bool holds = false;
-        if (y.bound == nullptr && y.dtype.empty())
-            for (size_t off = 0; !holds && off + sizeof(void*) <= bytes && off < ((size_t)1 << 20);
-                 off += alignof(void*)) {
+        if (y.bound == nullptr && y.dtype.empty() && bytes >= sizeof(void*)) {
+            std::vector<unsigned char> seen;
+            size_t look = bytes < ((size_t)1 << 20) ? bytes : ((size_t)1 << 20);
+            const unsigned char* data = (const unsigned char*)capture_bytes(base, look, true, seen);
+            for (size_t off = 0; data != nullptr && !holds && off + sizeof(void*) <= look; off += alignof(void*)) {
                 uintptr_t word;
-                memcpy(&word, (const char*)base + off, sizeof word);
+                memcpy(&word, data + off, sizeof word);
                 holds = word != 0 && allocation_of((const void*)word).first != 0;
             }
+        }
         syms += std::string(i ? "," : "") + "{\"name\":" + json_string(y.name) + ",\"element\":" +
                 json_string(y.element) + ",\"dtype\":" + json_string(y.dtype) +
                 ",\"element_bytes\":" + std::to_string(y.element_bytes) + ",\"bytes\":" + std::to_string(bytes) +

@@ -432,12 +432,13 @@ inline Capture* capture_begin(const char* what, const dim3& g, const dim3& b, si
         cap->syms.push_back({base, bytes, y.bound != nullptr});
         cap->total += bytes;
         // a struct variable (d_common.d_frame) with a word pointing into a device allocation: a pointer the
-        // kernel may read or write through, which porter does not follow (its first MiB is looked at)
+        // kernel may read or write through, which porter does not follow (its first 4 KiB are looked at: a
+        // struct of pointers, not a large array, each word one query of the runtime's allocations)
         // (read as the launch's record reads it: through the runtime, a __constant__ living on the GPU there)
         bool holds = false;
         if (y.bound == nullptr && y.dtype.empty() && bytes >= sizeof(void*)) {
             std::vector<unsigned char> seen;
-            size_t look = bytes < ((size_t)1 << 20) ? bytes : ((size_t)1 << 20);
+            size_t look = bytes < (size_t)4096 ? bytes : (size_t)4096;
             const unsigned char* data = (const unsigned char*)capture_bytes(base, look, true, seen);
             for (size_t off = 0; data != nullptr && !holds && off + sizeof(void*) <= look; off += alignof(void*)) {
                 uintptr_t word;

@@ -459,7 +459,7 @@ class ProgramReport:
                 any(v.variant == target and v.status == "matches" for v in r.variants) for r in self.runs
             ):
                 devices = sorted({v.device for v in mine if v.status == "matches"})
-                # what the runs left out because it varies between the original's own runs (outputs.UNCOMPARED)
+                # what the runs left out because it varies between the original's own runs (model.UNCOMPARED)
                 left = sorted(
                     {
                         c

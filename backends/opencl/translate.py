@@ -631,6 +631,12 @@ def _identifiers(node: Node | None) -> set[str]:
 # --------------------------------------------------------------------------- the translator
 
 
+def _struct_key(struct: str) -> str:
+    """A struct's name as :meth:`_Translator.field_type`'s table keys it: its tag or typedef name, qualifiers
+    and the struct/class keyword dropped."""
+    return " ".join(w for w in _squash(struct).split() if w not in ("const", "volatile", "struct", "class"))
+
+
 class _Translator:
     def __init__(
         self,
@@ -861,15 +867,13 @@ class _Translator:
                     names, defined = found
                     fields = {k: f.type + "*" * f.stars for k, f in defined.fields.items()}
                     self._fields.update(dict.fromkeys(names, fields))
-        words = [w for w in _squash(struct).split() if w not in ("const", "volatile", "struct", "class")]
-        return self._fields.get(" ".join(words), {}).get(field)
+        return self._fields.get(_struct_key(struct), {}).get(field)
 
     def pointer_fields(self, struct: str) -> list[str]:
         """The fields of the struct named `struct` that are pointers (empty for a struct porter does not find)."""
         self.field_type(struct, "")  # the table, read once
-        words = [w for w in _squash(struct).split() if w not in ("const", "volatile", "struct", "class")]
-        fields = (self._fields or {}).get(" ".join(words), {})
-        return [name for name, ty in fields.items() if ty.endswith("*")]
+        assert self._fields is not None
+        return [name for name, ty in self._fields.get(_struct_key(struct), {}).items() if ty.endswith("*")]
 
     def _type_definitions(self, node: Node) -> list[Node]:
         """The struct / class / union definitions at file scope (in #if blocks and namespaces too)."""
@@ -1639,8 +1643,12 @@ class _Body:
         table = self.t["float_arguments"]
         if name in table["float"]:
             return "float"
-        if name in self.t["floating_overloads"] and args and self.scalar_type(args[0]) in ("float", "double"):
-            return self.scalar_type(args[0])  # abs(x) of a float: a float, as fabs
+        if (
+            name in self.t["floating_overloads"]
+            and args
+            and (ty := self.scalar_type(args[0])) in ("float", "double")
+        ):
+            return ty  # abs(x) of a float: a float, as fabs
         if name in table["double"] or name in ("min", "max"):
             types = [self.scalar_type(a) for a in args]
             if not types or None in types:
@@ -2323,9 +2331,13 @@ class _Body:
             self.atomic(node, base, args)
         elif name in t["warp"]:
             self.warp_call(node, name, args)
-        elif name in t["floating_overloads"] and len(args) == 1 and self.floating_overload(name, args[0]):
+        elif (
+            name in t["floating_overloads"]
+            and len(args) == 1
+            and (spelled := self.floating_overload(name, args[0]))
+        ):
             # `abs(x)` of a float: C++'s floating overload, which OpenCL C spells otherwise (its abs is integer)
-            self.edits.append(Edit.replace(fn, self.floating_overload(name, args[0])))
+            self.edits.append(Edit.replace(fn, spelled))
             self.visit_arguments(name, arglist, args)
         elif name in t["function_templates"]:
             rendered = [self.render(a) for a in args]

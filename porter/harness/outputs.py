@@ -690,8 +690,8 @@ def nothing_compared(original: RunOutput, rule: Rule | None = None, varies: Unst
     what = [f"the {printed} stdout line(s) it prints"] if printed else []
     what += [f"file {f}" for f in sorted(original.files)]
     return (
-        f"nothing compared: {', '.join(what)} vary between two runs of the original, so nothing it "
-        "determines is left to compare a port with"
+        f"nothing compared: {', '.join(what)} are all left out (they vary between two runs of the original, or "
+        "report the device a run was on), so nothing it determines is left to compare a port with"
     )
 
 

@@ -1,9 +1,10 @@
 /* Preloaded (LD_PRELOAD) into every run of a program porter compares (porter/sandbox/clock.py): the wall clock a
- * run reads -- time(), gettimeofday(), clock_gettime() of CLOCK_REALTIME -- starts at PORTER_CLOCK_EPOCH (the
- * original's second run: nine days later) and runs on at its real pace, so durations are what they are.  A program
- * that prints what it derives from the wall clock (a random seed from time(0), a date) then prints it
- * differently in its two runs, and porter leaves those lines out of every comparison, as it does for whatever
- * else varies between the original's own runs. */
+ * run reads -- time(), gettimeofday(), clock_gettime() of CLOCK_REALTIME -- starts half a second after
+ * PORTER_CLOCK_EPOCH when the program starts (the original's second run: nine days later) and runs on at its real
+ * pace, so durations are what they are.  What a program derives from the wall clock (a random seed from time(0), a
+ * date) is then the same in the original's first run and in every port's, and differs in the original's second,
+ * so porter compares it where a port can reproduce it and knows it varies.  (The half second: a read just after
+ * the start, or of the coarse clock that lags the precise one by a few milliseconds, is still in EPOCH's second.) */
 #define _GNU_SOURCE
 #define gettimeofday porter_hidden_gettimeofday
 #include <sys/time.h>
@@ -24,7 +25,8 @@ __attribute__((constructor)) static void porter_clock_start(void) {
         clock_gettime_fn real = (clock_gettime_fn)dlsym(RTLD_NEXT, "clock_gettime");
         struct timespec now;
         if (real != NULL && real(CLOCK_REALTIME, &now) == 0)
-            porter_shift_ns = strtoll(epoch, NULL, 10) * 1000000000LL - (now.tv_sec * 1000000000LL + now.tv_nsec);
+            porter_shift_ns = strtoll(epoch, NULL, 10) * 1000000000LL + 500000000LL -
+                              (now.tv_sec * 1000000000LL + now.tv_nsec);
     }
 }
 

@@ -90,7 +90,8 @@ def test_a_program_whose_whole_output_varies_is_no_match(tmp_path: Path) -> None
     port = {v.device: v for r in report.runs for v in r.variants}[NARROW]
     assert port.status == "not-run", port
     assert port.reason.startswith(
-        "nothing compared: the 1 stdout line(s) it prints vary between two runs of the original"
+        "nothing compared: the 1 stdout line(s) it prints are all left out (they vary between two runs of the "
+        "original"
     ), port
     assert report.verdicts()["hip"]["status"] == "not-run"
 
@@ -115,8 +116,8 @@ def test_nothing_compared_only_when_every_output_the_original_has_varies() -> No
     port = _out("last 0\n", {"o.txt": b"5"})
     assert compare(first, port, varies=varies) == []
     assert nothing_compared(first, varies=varies) == (
-        "nothing compared: the 1 stdout line(s) it prints, file o.txt vary between two runs of the original, so "
-        "nothing it determines is left to compare a port with"
+        "nothing compared: the 1 stdout line(s) it prints, file o.txt are all left out (they vary between two runs "
+        "of the original, or report the device a run was on), so nothing it determines is left to compare a port with"
     )
     # one line the blocks' order does not change: that is compared, and is evidence
     steady = unstable(_out("last 3\nsum 7\n"), _out("last 9\nsum 7\n"))

@@ -22,7 +22,8 @@ from pathlib import Path
 
 # nine days, three hours and 17 seconds: a seed from the second, a date, an hour of the day all change
 SHIFT_S = 9 * 86400 + 3 * 3600 + 17
-# the instant every compared run's wall clock starts at (2026-01-01 00:00:00 UTC), read by the shim from EPOCH_ENV
+# the second every compared run's wall clock starts in (2026-01-01 00:00:00 UTC; the shim, reading EPOCH_ENV, starts it
+# half a second in, so a read just after the start or of the coarse clock is still in it)
 EPOCH = 1_767_225_600
 EPOCH_ENV = "PORTER_CLOCK_EPOCH"
 SOURCE = "clock_shift.c"

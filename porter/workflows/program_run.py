@@ -719,13 +719,13 @@ class _Runner:
         # said to match on everything (a port on the runtime the original ran on, in its order)
         whole = varies is not None and not compare(original, mine, self.rule)
         rec.differences = [] if whole else compare(original, mine, self.rule, varies)
-        if not whole:
+        if not whole and not rec.differences:  # a match with what varies left out: on what, said with it
             left = nothing_compared(original, self.rule, varies)
-            if left and not rec.differences:  # no evidence: a match on nothing the original determines
+            if left:  # no evidence: a match on nothing the original determines
                 rec.status, rec.reason = "not-run", "; ".join(part for part in (rec.reason, left) if part)
                 return
-            if varies is not None and varies.uncompared() and not rec.differences:  # said with the verdict
-                rec.reason = "; ".join(part for part in (rec.reason, varies.uncompared()) if part)
+            said = varies.uncompared() if varies is not None else ""
+            rec.reason = "; ".join(part for part in (rec.reason, said) if part)
         rec.status = "differs" if rec.differences else "matches"
         if rec.differences and not _same_device(rec.against, rec.device):
             rec.differences.insert(
@@ -749,8 +749,8 @@ class _Runner:
     ) -> RunResult:  # fmt: skip
         """One run of `build`'s executable for `main` as ``./<name> ARGV`` (so argv[0] is the same for every
         build) in a scratch copy of its tree.  ``repeat``: the original's second run (what varies);
-        ``shift_clock``: that run sees the wall clock shifted (:mod:`porter.sandbox.clock`), so whatever the
-        program derives from it varies too."""
+        Every run's wall clock starts at one instant (:mod:`porter.sandbox.clock`); with ``shift_clock`` nine days
+        later, so whatever the program derives from it varies between the original's two runs."""
         # every run's wall clock starts at one instant (the original's second run: nine days later); not where
         # the toolchain's executables take no preloaded library (AddressSanitizer's must come first)
         shift = (
@@ -822,8 +822,8 @@ class _Runner:
         cwd, name = _staged(copy, prog, tree, main, Path(exe), name)
         before = snapshot(copy)
         env = dict(getattr(chain, "run_env", lambda: {})())
-        if repeat:  # blocks and threads in another order where the runtime fixes one (porter's CPU runtime)
-            env.update(reordered)
+        # the original's second run: blocks and threads in another order where the runtime fixes one
+        env.update(reordered)
         if shift is not None:  # before any library the system preloads
             env.update(shift[0])
             if os.environ.get("LD_PRELOAD"):
